@@ -1,0 +1,162 @@
+# splitnic — one non-recursive Makefile. Objects under build/, -MMD -MP, V=1 for full commands.
+#
+#   make deps     install every Debian package the project uses (idempotent)
+#   make          build libraries, the splitnic CLI and the tests
+#   make test     deps + build + every test
+#   make demo     deps + build + the bundled models on Fashion-MNIST
+#   make bench    benchmarks (figures also appended to build/bench.jsonl)
+#   make fuzz     libFuzzer targets (clang, ASan+UBSan)
+
+.DEFAULT_GOAL := all
+.SUFFIXES:
+.DELETE_ON_ERROR:
+
+V ?= 0
+ifeq ($(V),0)
+Q := @
+say = @printf '  %-7s %s\n' $(1) $(2);
+else
+Q :=
+say :=
+endif
+
+B := build
+CC ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CLANG ?= clang
+PKG_CONFIG ?= pkg-config
+
+# --- libraries, all through pkg-config (empty when not installed yet: `make deps` first) -----
+pc_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
+pc_libs = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
+
+BLAS_CFLAGS := $(call pc_cflags,openblas)
+BLAS_LIBS := $(call pc_libs,openblas)
+JSON_CFLAGS := $(call pc_cflags,jansson)
+JSON_LIBS := $(call pc_libs,jansson)
+ZIP_CFLAGS := $(call pc_cflags,libzip)
+ZIP_LIBS := $(call pc_libs,libzip)
+ZLIB_CFLAGS := $(call pc_cflags,zlib)
+ZLIB_LIBS := $(call pc_libs,zlib)
+CMOCKA_CFLAGS := $(call pc_cflags,cmocka)
+CMOCKA_LIBS := $(call pc_libs,cmocka)
+
+# --- CUDA: detected, optional -----------------------------------------------------------------
+CUDA_HOME ?= /usr/local/cuda
+NVCC := $(wildcard $(CUDA_HOME)/bin/nvcc)
+HAVE_CUDA := $(if $(NVCC),1,0)
+
+# --- flags ------------------------------------------------------------------------------------
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CSTD := -std=gnu11
+OPT ?= -O2 -g
+BASE_CFLAGS := $(CSTD) $(OPT) $(WARN) -fno-strict-aliasing -D_GNU_SOURCE -I. $(EXTRA_CFLAGS)
+DEPFLAGS = -MMD -MP
+LDFLAGS_ALL := -pthread -lm
+
+# ISA-specific kernel files carry their own flags; nothing else gets -march.
+FLAGS_avx2 := -mavx2 -mfma -mpopcnt -mbmi2
+FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vpopcntdq -mpopcnt -mbmi2 -mavx2 -mfma
+isa_flags = $(if $(findstring _avx512,$(1)),$(FLAGS_avx512),$(if $(findstring _avx2,$(1)),$(FLAGS_avx2)))
+
+# --- modules ----------------------------------------------------------------------------------
+PROTO_SRC := $(sort $(wildcard protocol/*.c))
+KERN_SRC := $(sort $(wildcard kernels/*.c))
+SPLIT_SRC := $(sort $(wildcard split/*.c))
+TOOLS_SRC := $(sort $(wildcard tools/*.c))
+
+PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
+KERN_OBJ := $(KERN_SRC:%.c=$(B)/%.o)
+SPLIT_OBJ := $(SPLIT_SRC:%.c=$(B)/%.o)
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(B)/%.o)
+
+LIBPROTO := $(B)/libsnproto.a
+LIBKERN := $(B)/libsnkern.a
+LIBSPLIT := $(B)/libsnsplit.a
+LIBTOOLS := $(B)/libsntools.a
+
+MOD_CFLAGS := $(BLAS_CFLAGS) $(JSON_CFLAGS) $(ZIP_CFLAGS) $(ZLIB_CFLAGS)
+PROJECT_LIBS := $(LIBTOOLS) $(LIBSPLIT) $(LIBKERN) $(LIBPROTO)
+EXT_LIBS := $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) $(LDFLAGS_ALL)
+
+SPLITNIC := $(B)/splitnic
+
+# tests: tests/test_<module>.c, each its own cmocka binary
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(B)/%.o)
+
+BENCH_SRC := $(sort $(wildcard tests/bench/*.c))
+BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
+
+ALL_OBJ := $(PROTO_OBJ) $(KERN_OBJ) $(SPLIT_OBJ) $(TOOLS_OBJ) $(TEST_SUPPORT_OBJ)
+
+.PHONY: all deps test test-unit test-py demo bench fuzz clean format check-format models
+
+all: $(SPLITNIC) $(TEST_BIN) $(BENCH_BIN)
+
+# --- compile rules ----------------------------------------------------------------------------
+$(B)/%.o: %.c
+	$(call say,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(call isa_flags,$<) $(DEPFLAGS) -c $< -o $@
+
+$(LIBPROTO): $(PROTO_OBJ)
+$(LIBKERN): $(KERN_OBJ)
+$(LIBSPLIT): $(SPLIT_OBJ)
+$(LIBTOOLS): $(filter-out $(B)/tools/splitnic.o,$(TOOLS_OBJ))
+$(LIBPROTO) $(LIBKERN) $(LIBSPLIT) $(LIBTOOLS):
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SPLITNIC): $(B)/tools/splitnic.o $(PROJECT_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS)
+
+$(B)/tests/%: $(B)/tests/%.o $(TEST_SUPPORT_OBJ) $(PROJECT_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(PROJECT_LIBS) $(CMOCKA_LIBS) $(EXT_LIBS)
+
+$(B)/tests/%.o: tests/%.c
+	$(call say,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(CMOCKA_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(B)/bench/%: tests/bench/%.c $(PROJECT_LIBS)
+	$(call say,CCLD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(DEPFLAGS) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS)
+
+-include $(ALL_OBJ:.o=.d) $(TEST_BIN:%=%.d) $(BENCH_BIN:%=%.d)
+
+include mk/*.mk
+
+# --- set-up -----------------------------------------------------------------------------------
+# Every Debian package the project uses. Idempotent: apt-get runs only when one is missing.
+DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
+	libopenblas-dev libjansson-dev libzip-dev zlib1g-dev libcmocka-dev \
+	python3-numpy python3-torch dataset-fashion-mnist \
+	libdpdk-dev dpdk libbpf-dev bpftool libelf-dev libpcap-dev \
+	tshark gnuplot-nox python3-scapy iproute2 ethtool
+
+deps:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q 'install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "deps: all $(words $(DEBS)) Debian packages present"; \
+	else echo "deps: installing $$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "deps: need root to apt-get install: $$missing" >&2; exit 1; fi; \
+		export DEBIAN_FRONTEND=noninteractive; apt-get update -q && \
+		apt-get install -y -q --no-install-recommends $$missing; fi
+
+clean:
+	rm -rf $(B)
+
+C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+format:
+	clang-format -i $(C_FILES)
+check-format:
+	@clang-format --dry-run --Werror $(C_FILES)

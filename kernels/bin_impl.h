@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernels/bin_impl.h — private to the binary kernels (bin_*.c, ops_select.c): the reference
+ * entry points the SIMD tables fall back to, and scalar helpers shared by every instruction set.
+ */
+#ifndef KERN_BIN_IMPL_H
+#define KERN_BIN_IMPL_H
+
+#include <stdbool.h>
+
+#include "kernels/kern_ops.h"
+
+void kern_ref_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+		    const uint64_t *w, int32_t *y);
+void kern_ref_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
+void kern_ref_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+			uint64_t *y);
+void kern_ref_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+			     const struct kern_thresh *t, uint64_t *y);
+void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+			   uint32_t k, uint32_t stride, uint64_t *y);
+
+/* SIMD entry points shared between files of one instruction set. */
+void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+		       const uint64_t *w, int32_t *y);
+void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			   const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
+void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+			   uint64_t *y);
+void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+				const struct kern_thresh *t, uint64_t *y);
+void kern_avx2_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+		     const uint64_t *w, int32_t *y);
+void kern_avx2_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			 const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
+
+/* Weight tiles of the SIMD convolutions: taps x words-per-pixel at most this (else reference). */
+#define KERN_BCONV_TILE_TAPS 512
+
+/* Bit-plane scratch: 8 planes of words(n) words per image. */
+static inline size_t kern_u8_plane_words(uint32_t n)
+{
+	return 8 * (size_t)((n + 63) / 64);
+}
+
+static inline bool kern_thr_bit(int32_t dot, const struct kern_thresh *t, uint32_t o)
+{
+	return (dot >= t->thr[o]) ^ (t->flip[o] != 0);
+}
+
+/* Bits of cnt (<= 64) consecutive outputs starting at o. */
+static inline uint64_t kern_thr_word(const int32_t *dot, const struct kern_thresh *t, uint32_t o,
+				     uint32_t cnt)
+{
+	uint64_t m = 0;
+
+	for (uint32_t i = 0; i < cnt; i++)
+		m |= (uint64_t)kern_thr_bit(dot[i], t, o + i) << i;
+	return m;
+}
+
+/* Valid tap range [lo, hi) of a kernel of size k placed at input coordinate at (may be < 0). */
+static inline void kern_tap_range(int64_t at, uint32_t k, uint32_t size, uint32_t *lo, uint32_t *hi)
+{
+	int64_t l = at < 0 ? -at : 0, h = (int64_t)size - at;
+
+	l = l < k ? l : k;
+	h = h < k ? h : k;
+	*lo = (uint32_t)l;
+	*hi = (uint32_t)(h > l ? h : l);
+}
+
+#endif /* KERN_BIN_IMPL_H */

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* The one file that calls OpenBLAS. Row-major throughout: C = A B, A m x k, B k x n. */
+#include <cblas.h>
+
+#include "kernels/blas.h"
+#include "kernels/kern_ops.h"
+
+void kern_blas_dgemm(const double *a, uint32_t m, uint32_t k, const double *b, uint32_t n,
+		     double *c)
+{
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+		    1.0, a, (blasint)k, b, (blasint)n, 0.0, c, (blasint)n);
+}
+
+void kern_blas_dgemm_nt(const double *a, uint32_t m, uint32_t k, const double *b, uint32_t n,
+			double *c)
+{
+	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)n, (blasint)k,
+		    1.0, a, (blasint)k, b, (blasint)k, 0.0, c, (blasint)n);
+}
+
+void kern_blas_dgemv(const double *a, uint32_t m, uint32_t n, const double *x, double *y)
+{
+	cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)n, 1.0, a, (blasint)n, x, 1,
+		    0.0, y, 1);
+}
+
+void kern_blas_sgemv(const float *a, uint32_t m, uint32_t n, const float *x, float *y)
+{
+	cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)n, 1.0f, a, (blasint)n, x, 1,
+		    0.0f, y, 1);
+}
+
+void kern_blas_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *c)
+{
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
+		    1.0f, a, (blasint)k, b, (blasint)n, 0.0f, c, (blasint)n);
+}
+
+void kern_blas_threads(int n)
+{
+	openblas_set_num_threads(n);
+}

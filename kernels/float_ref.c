@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* Float kernels in double: BLAS-backed convolution and dense, element-wise ops in plain C. */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "kernels/blas.h"
+#include "kernels/kern_ops.h"
+
+size_t kern_conv_scratch(const struct kern_conv_geom *g)
+{
+	return (size_t)g->c * g->k * g->k * g->oh * g->ow;
+}
+
+/* col[(c, ky, kx)][oy * ow + ox]; taps in the padding are 0. */
+static void im2col(const double *x, const struct kern_conv_geom *g, double *col)
+{
+	size_t ohw = (size_t)g->oh * g->ow;
+
+	for (uint32_t c = 0; c < g->c; c++)
+		for (uint32_t ky = 0; ky < g->k; ky++)
+			for (uint32_t kx = 0; kx < g->k; kx++, col += ohw)
+				for (uint32_t oy = 0; oy < g->oh; oy++) {
+					int64_t iy = (int64_t)oy * g->stride + ky - g->pad;
+
+					for (uint32_t ox = 0; ox < g->ow; ox++) {
+						int64_t ix = (int64_t)ox * g->stride + kx - g->pad;
+						bool in =
+						    iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
+
+						col[oy * g->ow + ox] =
+						    in ? x[((size_t)c * g->h + iy) * g->w + ix]
+						       : 0.0;
+					}
+				}
+}
+
+void kern_conv_f64(const double *x, uint32_t batch, const struct kern_conv_geom *g, const double *w,
+		   const double *b, double *col, double *y)
+{
+	size_t ohw = (size_t)g->oh * g->ow, in = (size_t)g->c * g->h * g->w;
+
+	for (uint32_t i = 0; i < batch; i++, x += in, y += g->o * ohw) {
+		im2col(x, g, col);
+		kern_blas_dgemm(w, g->o, g->c * g->k * g->k, col, (uint32_t)ohw, y);
+		if (b)
+			kern_bias_f64(y, 1, g->o, (uint32_t)ohw, b);
+	}
+}
+
+void kern_dense_f64(const double *x, uint32_t batch, uint32_t n, const double *w, uint32_t out,
+		    const double *b, double *y)
+{
+	if (batch == 1)
+		kern_blas_dgemv(w, out, n, x, y);
+	else
+		kern_blas_dgemm_nt(x, batch, n, w, out, y);
+	if (b)
+		kern_bias_f64(y, batch, out, 1, b);
+}
+
+void kern_bias_f64(double *x, uint32_t batch, uint32_t c, uint32_t hw, const double *b)
+{
+	for (uint32_t i = 0; i < batch; i++)
+		for (uint32_t ch = 0; ch < c; ch++)
+			for (uint32_t p = 0; p < hw; p++)
+				*x++ += b[ch];
+}
+
+void kern_batchnorm_f64(const double *x, uint32_t batch, uint32_t c, uint32_t hw,
+			const double *mean, const double *sd, const double *gamma,
+			const double *beta, double *y)
+{
+	for (uint32_t i = 0; i < batch; i++)
+		for (uint32_t ch = 0; ch < c; ch++)
+			for (uint32_t p = 0; p < hw; p++)
+				*y++ = (*x++ - mean[ch]) / sd[ch] * gamma[ch] + beta[ch];
+}
+
+void kern_relu_f64(const double *x, size_t n, double *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = x[i] > 0.0 ? x[i] : 0.0;
+}
+
+void kern_maxpool_f64(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+		      uint32_t k, uint32_t stride, double *y)
+{
+	uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+
+	for (uint32_t i = 0; i < batch * c; i++, x += (size_t)h * w)
+		for (uint32_t oy = 0; oy < oh; oy++)
+			for (uint32_t ox = 0; ox < ow; ox++) {
+				double m = -INFINITY;
+
+				for (uint32_t ky = 0; ky < k; ky++)
+					for (uint32_t kx = 0; kx < k; kx++) {
+						double v = x[(size_t)(oy * stride + ky) * w +
+							     ox * stride + kx];
+
+						m = v > m ? v : m;
+					}
+				*y++ = m;
+			}
+}
+
+void kern_lrn_f64(const double *x, uint32_t batch, uint32_t c, uint32_t hw, uint32_t size,
+		  double alpha, double beta, double k, double *y)
+{
+	uint32_t half = size / 2;
+
+	for (uint32_t i = 0; i < batch; i++, x += (size_t)c * hw, y += (size_t)c * hw)
+		for (uint32_t ch = 0; ch < c; ch++) {
+			uint32_t lo = ch < half ? 0 : ch - half;
+			uint32_t hi = ch + half + 1 < c ? ch + half + 1 : c;
+
+			for (uint32_t p = 0; p < hw; p++) {
+				double s = 0.0;
+
+				for (uint32_t j = lo; j < hi; j++)
+					s += x[(size_t)j * hw + p] * x[(size_t)j * hw + p];
+				y[(size_t)ch * hw + p] =
+				    x[(size_t)ch * hw + p] / pow(k + alpha / size * s, beta);
+			}
+		}
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+/* The executor: runs a model's compiled ops over a context's preallocated buffers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kern.h"
+#include "kernels/kern_ops.h"
+
+struct kern_ctx {
+	const struct kern_model *m;
+	const struct kern_bin_ops *ops;
+	uint32_t max_batch;
+	size_t act_bytes; /* each of the two activation buffers */
+	void *act[2];
+	int32_t *ibuf; /* integer dots of binary ops without thresholds */
+	void *scratch; /* bit-planes or im2col columns */
+	void *final;   /* last op's output, turned into scores by kern_forward */
+};
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+static void *zalloc64(size_t n)
+{
+	void *p = aligned_alloc(64, align64(n ? n : 64));
+
+	if (p)
+		memset(p, 0, align64(n ? n : 64));
+	return p;
+}
+
+static void conv_geom(const struct kern_layer *l, struct kern_conv_geom *g)
+{
+	g->c = l->in.c;
+	g->h = l->in.h;
+	g->w = l->in.w;
+	g->o = l->out.c;
+	g->oh = l->out.h;
+	g->ow = l->out.w;
+	g->k = l->kernel;
+	g->stride = l->stride;
+	g->pad = l->pad;
+}
+
+static size_t op_scratch_bytes(const struct kern_layer *l, uint32_t batch)
+{
+	struct kern_conv_geom g;
+
+	switch (l->op) {
+	case KERN_OP_BDENSE_U8:
+		return kern_bdense_u8_scratch((uint32_t)kern_shape_elems(&l->in), batch);
+	case KERN_OP_CONV:
+		conv_geom(l, &g);
+		return kern_conv_scratch(&g) * sizeof(double);
+	default:
+		return 0;
+	}
+}
+
+struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
+{
+	size_t act = 0, ibuf = 0, scratch = 0;
+	struct kern_ctx *ctx;
+
+	if (!m || !m->n_layers || !max_batch)
+		return NULL;
+	act = kern_shape_bytes(&m->input);
+	for (uint32_t i = 0; i < m->n_layers; i++) {
+		const struct kern_layer *l = &m->layers[i];
+		size_t s = op_scratch_bytes(l, max_batch);
+
+		if (kern_shape_bytes(&l->out) > act)
+			act = kern_shape_bytes(&l->out);
+		if (s > scratch)
+			scratch = s;
+		if ((l->op == KERN_OP_BDENSE || l->op == KERN_OP_BDENSE_U8 ||
+		     l->op == KERN_OP_BCONV) &&
+		    !(l->flags & KERN_LF_THRESH) && kern_shape_elems(&l->out) * 4 > ibuf)
+			ibuf = kern_shape_elems(&l->out) * 4;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return NULL;
+	ctx->m = m;
+	ctx->ops = kern_ops_get();
+	ctx->max_batch = max_batch;
+	ctx->act_bytes = align64(act * max_batch);
+	ctx->act[0] = zalloc64(ctx->act_bytes);
+	ctx->act[1] = zalloc64(ctx->act_bytes);
+	ctx->ibuf = zalloc64(ibuf * max_batch);
+	ctx->scratch = zalloc64(scratch);
+	ctx->final = zalloc64(kern_shape_bytes(&m->layers[m->n_layers - 1].out) * max_batch);
+	if (!ctx->act[0] || !ctx->act[1] || !ctx->ibuf || !ctx->scratch || !ctx->final) {
+		kern_ctx_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+void kern_ctx_free(struct kern_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	free(ctx->act[0]);
+	free(ctx->act[1]);
+	free(ctx->ibuf);
+	free(ctx->scratch);
+	free(ctx->final);
+	free(ctx);
+}
+
+static void ints_to_f64(const int32_t *x, size_t n, double *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = (double)x[i];
+}
+
+static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void *x, uint32_t batch,
+		   void *y)
+{
+	const struct kern_bin_ops *ops = ctx->ops;
+	const struct kern_thresh t = {l->blob[1], l->blob[2]};
+	const bool thr = l->flags & KERN_LF_THRESH;
+	const uint64_t in_elems = kern_shape_elems(&l->in);
+	const uint64_t out_elems = kern_shape_elems(&l->out);
+	const uint32_t hw_in = l->in.h * l->in.w;
+	struct kern_conv_geom g;
+	const double *w;
+
+	switch (l->op) {
+	case KERN_OP_CAST:
+		if (l->in.fmt == KERN_FMT_U8)
+			for (uint64_t i = 0; i < in_elems * batch; i++)
+				((double *)y)[i] = ((const uint8_t *)x)[i];
+		else
+			for (uint64_t i = 0; i < in_elems * batch; i++)
+				((double *)y)[i] = ((const float *)x)[i];
+		break;
+	case KERN_OP_FLATTEN:
+		if (l->in.fmt == KERN_FMT_BITS)
+			kern_flatten_bits(x, batch, l->in.c, l->in.h, l->in.w, y);
+		else
+			memcpy(y, x, kern_shape_bytes(&l->in) * batch);
+		break;
+	case KERN_OP_DENSE:
+		w = (l->flags & KERN_LF_BINW) ? l->wexp : l->blob[0];
+		kern_dense_f64(x, batch, (uint32_t)in_elems, w, (uint32_t)out_elems,
+			       (l->flags & KERN_LF_BIAS) ? l->blob[1] : NULL, y);
+		break;
+	case KERN_OP_CONV:
+		conv_geom(l, &g);
+		w = (l->flags & KERN_LF_BINW) ? l->wexp : l->blob[0];
+		kern_conv_f64(x, batch, &g, w, (l->flags & KERN_LF_BIAS) ? l->blob[1] : NULL,
+			      ctx->scratch, y);
+		break;
+	case KERN_OP_BDENSE:
+		if (thr) {
+			ops->bdense_thr(x, batch, l->blob[0], (uint32_t)out_elems,
+					(uint32_t)in_elems, &t, y);
+		} else {
+			ops->bdense(x, batch, l->blob[0], (uint32_t)out_elems, (uint32_t)in_elems,
+				    ctx->ibuf);
+			ints_to_f64(ctx->ibuf, out_elems * batch, y);
+		}
+		break;
+	case KERN_OP_BDENSE_U8:
+		if (thr) {
+			ops->bdense_u8_thr(x, batch, l->blob[0], (uint32_t)out_elems,
+					   (uint32_t)in_elems, &t, y, ctx->scratch);
+		} else {
+			ops->bdense_u8(x, batch, l->blob[0], (uint32_t)out_elems,
+				       (uint32_t)in_elems, ctx->ibuf, ctx->scratch);
+			ints_to_f64(ctx->ibuf, out_elems * batch, y);
+		}
+		break;
+	case KERN_OP_BCONV:
+		conv_geom(l, &g);
+		if (thr) {
+			ops->bconv_thr(x, batch, &g, l->blob[0], &t, y);
+		} else {
+			ops->bconv(x, batch, &g, l->blob[0], ctx->ibuf);
+			ints_to_f64(ctx->ibuf, out_elems * batch, y);
+		}
+		break;
+	case KERN_OP_BIAS:
+		memcpy(y, x, kern_shape_bytes(&l->in) * batch);
+		kern_bias_f64(y, batch, l->in.c, hw_in, l->blob[0]);
+		break;
+	case KERN_OP_BATCHNORM: {
+		const double *p = l->blob[0];
+		const uint32_t c = l->in.c;
+
+		kern_batchnorm_f64(x, batch, c, hw_in, p, p + c, p + 2 * c, p + 3 * c, y);
+		break;
+	}
+	case KERN_OP_THRESHOLD: {
+		const struct kern_thresh tt = {l->blob[0], l->blob[1]};
+
+		ops->threshold_pack(x, batch, l->in.c, l->in.h, l->in.w, &tt, y);
+		break;
+	}
+	case KERN_OP_SIGN:
+		ops->sign_pack(x, batch, l->in.c, l->in.h, l->in.w, y);
+		break;
+	case KERN_OP_UNPACK:
+		kern_unpack_bits(x, batch, l->in.c, l->in.h, l->in.w, y);
+		break;
+	case KERN_OP_RELU:
+		kern_relu_f64(x, in_elems * batch, y);
+		break;
+	case KERN_OP_MAXPOOL:
+		kern_maxpool_f64(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride, y);
+		break;
+	case KERN_OP_MAXPOOL_BITS:
+		ops->maxpool_bits(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride, y);
+		break;
+	case KERN_OP_LRN:
+		kern_lrn_f64(x, batch, l->in.c, hw_in, l->lrn_size, l->lrn_alpha, l->lrn_beta,
+			     l->lrn_k, y);
+		break;
+	}
+}
+
+int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
+		       uint32_t batch, void *out)
+{
+	const void *cur = in;
+	unsigned k = 0;
+
+	if (!ctx || first >= last || last > ctx->m->n_layers || !batch || batch > ctx->max_batch ||
+	    !in || !out)
+		return -EINVAL;
+	for (uint32_t i = first; i < last; i++) {
+		void *dst = i + 1 == last ? out : ctx->act[k];
+
+		run_op(ctx, &ctx->m->layers[i], cur, batch, dst);
+		cur = dst;
+		k ^= 1;
+	}
+	return 0;
+}
+
+int kern_forward(struct kern_ctx *ctx, const void *in, uint32_t batch, double *scores)
+{
+	const struct kern_shape *s;
+	uint64_t n;
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	ret = kern_forward_range(ctx, 0, ctx->m->n_layers, in, batch, ctx->final);
+	if (ret)
+		return ret;
+	s = &ctx->m->layers[ctx->m->n_layers - 1].out;
+	n = kern_shape_elems(s) * batch;
+	switch (s->fmt) {
+	case KERN_FMT_F64:
+		memcpy(scores, ctx->final, n * sizeof(double));
+		break;
+	case KERN_FMT_BITS:
+		kern_unpack_bits(ctx->final, batch, s->c, s->h, s->w, scores);
+		break;
+	case KERN_FMT_U8:
+		for (uint64_t i = 0; i < n; i++)
+			scores[i] = ((const uint8_t *)ctx->final)[i];
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+uint32_t kern_argmax(const double *scores, uint32_t n)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < n; i++)
+		if (scores[i] > scores[best])
+			best = i;
+	return best;
+}

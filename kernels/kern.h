@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernels/kern.h — tensors, the compiled layer ops, the loaded model.
+ *
+ * A model enters as the interchange pair arch.json + weights.npz (shared/spec), is compiled by
+ * the converter (kern_convert) into a sequence of ops and written as a model file
+ * (kernels/model_file.h documents it byte by byte); kern_model_load maps and validates it.
+ *
+ * Tensor formats at run time (one image; a batch is N images back to back):
+ *
+ *   KERN_FMT_U8    (C,H,W) bytes, C-major ([c][h][w]). Model input only, 0..255 as integers.
+ *   KERN_FMT_F32   (C,H,W) float, C-major. Model input only (converted to F64 by KERN_OP_CAST).
+ *   KERN_FMT_F64   (C,H,W) double, C-major. Every real-valued activation: the spec's reference
+ *                  is float64, and computing in float64 keeps every sign decision equal to it.
+ *   KERN_FMT_BITS  (C,H,W) of +1/-1 packed along channels: pixel-major ([h][w][word]) with
+ *                  wpp = ceil(C/64) 64-bit words per pixel; channel c is bit (c % 64) of word
+ *                  (c / 64); bit 1 = +1, bit 0 = -1; the unused high bits of a pixel's last word
+ *                  are 0. A flat vector (n,1,1) is ceil(n/64) words, element i in bit i%64 of
+ *                  word i/64 (the wire protocol's packed layout).
+ *
+ * Binary arithmetic: for x, w in {+1,-1}^n packed as above, dot(x, w) = n - 2*popcount(x ^ w)
+ * (tail bits are 0 in both, so they never count).
+ */
+#ifndef KERN_H
+#define KERN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum kern_fmt {
+	KERN_FMT_U8 = 0,
+	KERN_FMT_F32 = 1,
+	KERN_FMT_F64 = 2,
+	KERN_FMT_BITS = 3,
+};
+
+struct kern_shape {
+	uint32_t fmt; /* enum kern_fmt */
+	uint32_t c, h, w;
+};
+
+/*
+ * Compiled ops. in/out are the op's tensor shapes; "per channel" means per c of (C,H,W), which
+ * for a flat vector (n,1,1) is per feature. Blob layouts (blob[0..2]) are given per op.
+ *
+ * KERN_OP_CAST        U8|F32 -> F64, same shape.
+ * KERN_OP_FLATTEN     (C,H,W) -> (C*H*W,1,1), same fmt. For BITS this repacks pixel-major
+ *                     channel-packed words into the flat C-major bit order.
+ * KERN_OP_DENSE       F64 (n) -> F64 (out): y = W x (+ b).
+ *                     blob0: W as double [out][n], or, with KERN_LF_BINW, the signs packed
+ *                     [out][ceil(n/64)] (bit 1 where W >= 0), expanded to +-1.0 at load.
+ *                     blob1 (KERN_LF_BIAS): b as double [out].
+ * KERN_OP_CONV        F64 (C,H,W) -> F64 (O,OH,OW): cross-correlation, zero padding `pad`,
+ *                     `stride`, square `kernel` k; OH = (H + 2 pad - k) / stride + 1.
+ *                     blob0: W double [O][C][k][k], or with KERN_LF_BINW packed signs
+ *                     [O][ceil(C*k*k/64)] in (c,ky,kx) order. blob1 (KERN_LF_BIAS): double [O].
+ * KERN_OP_BDENSE      BITS (n) -> F64 (out) holding the integer dot, or, with KERN_LF_THRESH,
+ *                     BITS (out) with bit o = (dot_o >= thr[o]) ^ flip[o].
+ *                     blob0: W packed [out][ceil(n/64)]; blob1 (THRESH): int32 thr[out];
+ *                     blob2 (THRESH): uint8 flip[out].
+ * KERN_OP_BDENSE_U8   U8 (n) -> as KERN_OP_BDENSE; dot = sum_i w_i x_i (x_i 0..255) computed
+ *                     exactly by bit-plane decomposition. Same blobs.
+ * KERN_OP_BCONV       BITS (C,H,W) -> F64 (O,OH,OW) integer dots, or with KERN_LF_THRESH BITS
+ *                     (O,OH,OW). Taps that fall in the zero padding contribute 0.
+ *                     blob0: W packed [O][k][k][ceil(C/64)] (channel-packed per tap);
+ *                     blob1/blob2 as BDENSE (per output channel).
+ * KERN_OP_BIAS        F64 -> F64: y = x + b[c]. blob0: double b[C].
+ * KERN_OP_BATCHNORM   F64 -> F64: y = (x - mean[c]) / sd[c] * gamma[c] + beta[c], evaluated
+ *                     in this order in double. blob0: double [4][C], rows mean, sd, gamma,
+ *                     beta, with sd = sqrt(var + eps) computed in double by the converter.
+ * KERN_OP_THRESHOLD   F64 holding integers -> BITS: bit = (x >= thr[c]) ^ flip[c].
+ *                     blob0: int32 thr[C]; blob1: uint8 flip[C].
+ * KERN_OP_SIGN        F64 -> BITS: bit = (x >= 0) (so -0.0 gives +1).
+ * KERN_OP_UNPACK      BITS -> F64: +1.0 / -1.0.
+ * KERN_OP_RELU        F64 -> F64.
+ * KERN_OP_MAXPOOL     F64 -> F64, window `kernel`, `stride`, floor mode, no padding.
+ * KERN_OP_MAXPOOL_BITS BITS -> BITS: OR over the window (max of +-1).
+ * KERN_OP_LRN         F64 -> F64, Caffe ACROSS_CHANNELS: y = x / (k + alpha/size * sum x^2)^beta
+ *                     over channels [c - size/2, c + size/2] clipped to [0, C).
+ *
+ * A threshold pair (thr, flip) encodes every exact folding of bias + batch-norm + sign over an
+ * integer: "x >= t" is (t, 0); "x <= t" is (t + 1, 1); always +1 is (INT32_MIN, 0); always -1
+ * is (INT32_MIN, 1).
+ */
+enum kern_op {
+	KERN_OP_CAST = 1,
+	KERN_OP_FLATTEN = 2,
+	KERN_OP_DENSE = 3,
+	KERN_OP_CONV = 4,
+	KERN_OP_BDENSE = 5,
+	KERN_OP_BDENSE_U8 = 6,
+	KERN_OP_BCONV = 7,
+	KERN_OP_BIAS = 8,
+	KERN_OP_BATCHNORM = 9,
+	KERN_OP_THRESHOLD = 10,
+	KERN_OP_SIGN = 11,
+	KERN_OP_UNPACK = 12,
+	KERN_OP_RELU = 13,
+	KERN_OP_MAXPOOL = 14,
+	KERN_OP_MAXPOOL_BITS = 15,
+	KERN_OP_LRN = 16,
+	KERN_OP__COUNT
+};
+
+#define KERN_LF_BIAS 0x1u   /* blob1 holds a bias */
+#define KERN_LF_BINW 0x2u   /* blob0 holds packed signs of a binary-weight float layer */
+#define KERN_LF_THRESH 0x4u /* binary op folded with bias/batch-norm/sign into thresholds */
+
+/* The interchange layer types (arch.json), kept in the model file for inspect/analyze. */
+enum kern_src_type {
+	KERN_SRC_DENSE = 1,
+	KERN_SRC_CONV = 2,
+	KERN_SRC_BATCHNORM = 3,
+	KERN_SRC_SIGN = 4,
+	KERN_SRC_RELU = 5,
+	KERN_SRC_MAXPOOL = 6,
+	KERN_SRC_FLATTEN = 7,
+	KERN_SRC_LRN = 8,
+};
+
+#define KERN_SF_BIAS 0x1u
+#define KERN_SF_BINW 0x2u
+
+struct kern_src_layer {
+	uint32_t type;  /* enum kern_src_type */
+	uint32_t flags; /* KERN_SF_* */
+	uint32_t c, h, w; /* output shape; a flat vector is (n,1,1) */
+	uint32_t kernel, stride, pad;
+};
+
+#define KERN_NBLOB 3
+
+struct kern_layer {
+	uint32_t op; /* enum kern_op */
+	uint32_t flags;
+	uint32_t src_first, src_count; /* the arch.json layers this op implements */
+	struct kern_shape in, out;
+	uint32_t kernel, stride, pad, lrn_size;
+	double lrn_alpha, lrn_beta, lrn_k;
+	const void *blob[KERN_NBLOB]; /* into the mapped file, 64-byte aligned; NULL if unused */
+	uint64_t blob_size[KERN_NBLOB];
+	double *wexp; /* KERN_LF_BINW: weights expanded to +-1.0 at load (same layout as double W) */
+};
+
+#define KERN_NAME_MAX 56
+
+struct kern_model {
+	char name[KERN_NAME_MAX];
+	struct kern_shape input; /* fmt U8 or F32 */
+	uint32_t n_src, n_layers;
+	struct kern_src_layer *src;
+	struct kern_layer *layers;
+	void *map;
+	size_t map_size;
+};
+
+/* Elements of a shape, and bytes of one image in the shape's format. */
+uint64_t kern_shape_elems(const struct kern_shape *s);
+uint64_t kern_shape_bytes(const struct kern_shape *s);
+static inline uint32_t kern_words(uint64_t bits)
+{
+	return (uint32_t)((bits + 63) / 64);
+}
+const char *kern_fmt_name(uint32_t fmt);
+const char *kern_op_name(uint32_t op);
+const char *kern_src_type_name(uint32_t type);
+
+/*
+ * Load and validate a model file (mmap, read-only). Every size, offset and count is checked;
+ * on failure returns NULL and writes a message naming the file, the layer and the field to err.
+ */
+struct kern_model *kern_model_load(const char *path, char *err, size_t errlen);
+void kern_model_free(struct kern_model *m);
+
+/*
+ * Convert an interchange model (shared/spec/model-interchange.md) to a model file.
+ * Returns 0, or -EINVAL / -errno with a message naming the key, layer or field in err.
+ */
+int kern_convert(const char *arch_json, const char *weights_npz, const char *out_path, char *err,
+		 size_t errlen);
+
+/* Number of classes (elements of the last op's output). */
+uint32_t kern_model_classes(const struct kern_model *m);
+
+/*
+ * Execution context: every buffer for the model at up to max_batch images, allocated here
+ * (activations ping-pong by liveness, scratch sized for the largest op); kern_forward then
+ * allocates nothing. One context per thread; the model is shared read-only.
+ */
+struct kern_ctx;
+struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch);
+void kern_ctx_free(struct kern_ctx *ctx);
+
+/*
+ * Run ops [first, last) on `batch` images. `in` is in layers[first].in's format (the model's
+ * input format when first == 0), `out` receives layers[last-1].out's format; both hold
+ * batch * kern_shape_bytes() bytes. Returns 0 or -EINVAL.
+ */
+int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
+		       uint32_t batch, void *out);
+
+/* The whole model: scores (double [batch][classes]) from the model input. */
+int kern_forward(struct kern_ctx *ctx, const void *in, uint32_t batch, double *scores);
+
+/* Arg-max, lowest index on ties. */
+uint32_t kern_argmax(const double *scores, uint32_t n);
+
+#endif /* KERN_H */

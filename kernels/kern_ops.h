@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernels/kern_ops.h — the layer kernels, one table per instruction set.
+ *
+ * Every kernel has a plain C version (kernels/NAME_ref.c, the reference) and the binary ones have
+ * AVX2 and AVX-512 (VPOPCNTDQ) versions (kernels/NAME_avx2.c, NAME_avx512.c, compiled with their
+ * own flags). kern_ops_get() returns the best table for this CPU, chosen once from
+ * __builtin_cpu_supports; SPLITNIC_ISA=ref|avx2|avx512 in the environment forces one.
+ * Tests compare every table to kern_ops_ref bit for bit.
+ *
+ * Layouts are those of kernels/kern.h. All kernels are single-threaded, allocate nothing, and
+ * take a batch: images are back to back (stride = one image's words/bytes/elements).
+ */
+#ifndef KERN_OPS_H
+#define KERN_OPS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* Per-output thresholds: bit = (dot >= thr[o]) ^ flip[o] (see kern.h). */
+struct kern_thresh {
+	const int32_t *thr;
+	const uint8_t *flip;
+};
+
+struct kern_conv_geom {
+	uint32_t c, h, w;   /* input */
+	uint32_t o, oh, ow; /* output */
+	uint32_t k, stride, pad;
+};
+
+struct kern_bin_ops {
+	const char *name; /* "ref", "avx2", "avx512" */
+
+	/*
+	 * Binary dense, BITS input. x: [batch][words(n)], w: [out][words(n)].
+	 * bdense:     y[b][o] = n - 2 * popcount(x_b ^ w_o)            (int32 [batch][out])
+	 * bdense_thr: y bits [batch][words(out)], bit o = (dot >= thr[o]) ^ flip[o]; tail bits 0.
+	 * batch == 1 is the GEMV path, batch > 1 the blocked GEMM path.
+	 */
+	void (*bdense)(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
+		       uint32_t n, int32_t *y);
+	void (*bdense_thr)(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
+			   uint32_t n, const struct kern_thresh *t, uint64_t *y);
+
+	/*
+	 * Binary dense, U8 input (bit-plane decomposition, exact):
+	 * dot[b][o] = sum_i w_o,i * x_b,i, w = +-1 from the packed signs, x in 0..255.
+	 * scratch: at least kern_bdense_u8_scratch(n, batch) bytes, 64-byte aligned.
+	 */
+	void (*bdense_u8)(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
+			  uint32_t n, int32_t *y, void *scratch);
+	void (*bdense_u8_thr)(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
+			      uint32_t n, const struct kern_thresh *t, uint64_t *y, void *scratch);
+
+	/*
+	 * Binary conv, BITS input (channel-packed, pixel-major), w: [o][k][k][words(c)].
+	 * bconv:     y int32 [batch][o][oh][ow] (C-major), padded taps contribute 0.
+	 * bconv_thr: y BITS [batch][oh][ow][words(o)].
+	 */
+	void (*bconv)(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+		      const uint64_t *w, int32_t *y);
+	void (*bconv_thr)(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			  const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
+
+	/* Sign + pack fused: F64 (c,h,w) C-major -> BITS (c,h,w) channel-packed; x >= 0 -> 1. */
+	void (*sign_pack)(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+			  uint64_t *y);
+
+	/* Integer-valued F64 -> BITS with per-channel thresholds (KERN_OP_THRESHOLD). */
+	void (*threshold_pack)(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+			       const struct kern_thresh *t, uint64_t *y);
+
+	/* Max-pool on BITS (OR over the window), floor mode, no padding. */
+	void (*maxpool_bits)(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+			     uint32_t k, uint32_t stride, uint64_t *y);
+};
+
+extern const struct kern_bin_ops kern_ops_ref;
+extern const struct kern_bin_ops kern_ops_avx2;
+extern const struct kern_bin_ops kern_ops_avx512;
+
+/* The table for this CPU (chosen once; SPLITNIC_ISA overrides). Never NULL. */
+const struct kern_bin_ops *kern_ops_get(void);
+/* A table by name ("ref", "avx2", "avx512") if this CPU can run it, else NULL. */
+const struct kern_bin_ops *kern_ops_by_name(const char *name);
+
+size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch);
+
+/*
+ * Layout helpers (reference C only; not on hot paths that matter).
+ * unpack: BITS (c,h,w) channel-packed -> F64 +-1.0 C-major.
+ * flatten_bits: BITS (c,h,w) channel-packed -> flat C-major bits, ceil(c*h*w/64) words.
+ */
+void kern_unpack_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+		      double *y);
+void kern_flatten_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+		       uint64_t *y);
+
+/*
+ * Float kernels (double; OpenBLAS is called from kernels/blas.c only).
+ * conv: im2col + dgemm; col scratch of kern_conv_scratch(g) doubles. w [o][c][k][k], b may be NULL.
+ * dense: y[b] = W x[b] + bias; dgemv for batch 1, dgemm otherwise. w [out][n], b may be NULL.
+ */
+size_t kern_conv_scratch(const struct kern_conv_geom *g);
+void kern_conv_f64(const double *x, uint32_t batch, const struct kern_conv_geom *g, const double *w,
+		   const double *b, double *col, double *y);
+void kern_dense_f64(const double *x, uint32_t batch, uint32_t n, const double *w, uint32_t out,
+		    const double *b, double *y);
+void kern_bias_f64(double *x, uint32_t batch, uint32_t c, uint32_t hw, const double *b);
+void kern_batchnorm_f64(const double *x, uint32_t batch, uint32_t c, uint32_t hw,
+			const double *mean, const double *sd, const double *gamma,
+			const double *beta, double *y);
+void kern_relu_f64(const double *x, size_t n, double *y);
+void kern_maxpool_f64(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+		      uint32_t k, uint32_t stride, double *y);
+void kern_lrn_f64(const double *x, uint32_t batch, uint32_t c, uint32_t hw, uint32_t size,
+		  double alpha, double beta, double k, double *y);
+
+/* OpenBLAS single-precision entry points, for benchmarks against float baselines. */
+void kern_blas_sgemv(const float *a, uint32_t m, uint32_t n, const float *x, float *y);
+void kern_blas_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *c);
+void kern_blas_threads(int n);
+
+#endif /* KERN_OPS_H */

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, one after the other on an otherwise idle machine. Each figure is
+# printed with its method and appended to build/bench.jsonl as {"name","value","unit","method"}.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+export BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
+D=/usr/share/datasets/fashion-mnist
+echo "== bench: $(date -u +%FT%TZ) $(uname -m) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+echo "== part 1: binary dense kernels vs OpenBLAS (one thread)"
+"$B/bench/bench_kernels"
+echo
+echo "== part 1: bundled models, per-image latency (in process, CPU kernels, one thread)"
+"$B/bench/bench_models" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-*.snm
+echo
+echo "figures appended to $BENCH_JSONL"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# splitnic convert + run against the float64 evaluation of the spec (tools/refeval.py) on random
+# models that cover the spec's hard cases (tools/genmodel.py), with every kernel table, batch
+# sizes that do not divide the input count, and several threads.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+S=${SPLITNIC:-build/splitnic}
+PY=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+for kind in mlp cnn hard; do
+	for seed in 1 2 3 4 5 6; do
+		d=$tmp/$kind-$seed
+		$PY tools/genmodel.py --out "$d" --seed "$seed" --kind "$kind" >/dev/null
+		$S convert "$d/arch.json" "$d/weights.npz" -o "$d/m.snm"
+		if [ -f "$d/images.idx" ]; then in=(--images "$d/images.idx"); else in=(--npy "$d/inputs.npy"); fi
+		$PY tools/refeval.py "$d/arch.json" "$d/weights.npz" "${in[@]}" --scores "$d/ref.csv" >/dev/null
+		for isa in ref avx2 avx512; do
+			for opt in "--batch 1" "--batch 7 --threads 2"; do
+				# shellcheck disable=SC2086
+				SPLITNIC_ISA=$isa $S run "$d/m.snm" "${in[@]}" $opt --scores "$d/ours.csv" >/dev/null
+				if ! $PY tests/py/compare_scores.py "$d/ref.csv" "$d/ours.csv" >"$d/cmp.txt"; then
+					echo "FAIL: $kind seed $seed isa $isa $opt"
+					cat "$d/cmp.txt"
+					$S inspect --ops "$d/m.snm" || true
+					exit 1
+				fi
+				n=$((n + 1))
+			done
+		done
+	done
+done
+echo "$n runs equal the float64 reference"

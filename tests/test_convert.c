@@ -1,0 +1,935 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Converter tests: tiny interchange models computed by hand, one per hard case of the spec;
+ * each checks the compiled ops (kinds, flags, thresholds) and the executor's scores. Then every
+ * interchange error, whose message must name the key or layer, and the .npy parser.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/kern.h"
+#include "kernels/npy.h"
+#include "tests/support/npz_write.h"
+
+#define J(...) #__VA_ARGS__
+#define NA(a)  (sizeof(a) / sizeof((a)[0]))
+
+struct fx {
+	char dir[256];
+	char arch[320], npz[320], out[320];
+	char err[512];
+};
+
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f || test_tmpdir(f->dir, sizeof(f->dir)))
+		return -1;
+	snprintf(f->arch, sizeof(f->arch), "%s/arch.json", f->dir);
+	snprintf(f->npz, sizeof(f->npz), "%s/weights.npz", f->dir);
+	snprintf(f->out, sizeof(f->out), "%s/model.snm", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+
+	test_rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static int convert(struct fx *f, const char *json, const struct test_array *a, size_t n)
+{
+	assert_int_equal(test_write_text(f->arch, json), 0);
+	assert_int_equal(test_npz_write(f->npz, a, n, false), 0);
+	f->err[0] = '\0';
+	return kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err));
+}
+
+static struct kern_model *build(struct fx *f, const char *json, const struct test_array *a,
+				size_t n)
+{
+	struct kern_model *m;
+
+	if (convert(f, json, a, n))
+		fail_msg("convert: %s", f->err);
+	m = kern_model_load(f->out, f->err, sizeof(f->err));
+	if (!m)
+		fail_msg("load: %s", f->err);
+	return m;
+}
+
+static void expect_ops(const struct kern_model *m, const uint32_t *ops, const uint32_t *flags,
+		       uint32_t n)
+{
+	if (m->n_layers != n) {
+		for (uint32_t i = 0; i < m->n_layers; i++)
+			print_message("op %u: %s flags 0x%x\n", i, kern_op_name(m->layers[i].op),
+				      m->layers[i].flags);
+		fail_msg("%u ops, expected %u", m->n_layers, n);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (m->layers[i].op != ops[i])
+			fail_msg("op %u is %s, expected %s", i, kern_op_name(m->layers[i].op),
+				 kern_op_name(ops[i]));
+		if (m->layers[i].flags != flags[i])
+			fail_msg("op %u (%s) flags 0x%x, expected 0x%x", i, kern_op_name(ops[i]),
+				 m->layers[i].flags, flags[i]);
+	}
+}
+
+static void expect_thresholds(const struct kern_layer *l, unsigned int b, const int32_t *thr,
+			      const uint8_t *flip, uint32_t n)
+{
+	const int32_t *t = l->blob[b];
+	const uint8_t *fl = l->blob[b + 1];
+
+	assert_int_equal(l->blob_size[b], n * sizeof(int32_t));
+	assert_int_equal(l->blob_size[b + 1], n);
+	for (uint32_t i = 0; i < n; i++)
+		if (t[i] != thr[i] || fl[i] != flip[i])
+			fail_msg("channel %u: (thr %d, flip %u), expected (%d, %u)", i, t[i], fl[i],
+				 thr[i], flip[i]);
+}
+
+/* Run the model on `batch` inputs and compare every score (tol 0: exact). */
+static void expect_scores(const struct kern_model *m, const void *in, uint32_t batch,
+			  const double *want, double tol)
+{
+	uint32_t n = kern_model_classes(m) * batch;
+	struct kern_ctx *ctx = kern_ctx_create(m, batch);
+	double *got = calloc(n, sizeof(double));
+
+	assert_non_null(ctx);
+	assert_non_null(got);
+	assert_int_equal(kern_forward(ctx, in, batch, got), 0);
+	for (uint32_t i = 0; i < n; i++)
+		if (!(fabs(got[i] - want[i]) <= tol))
+			fail_msg("score %u = %.17g, expected %.17g", i, got[i], want[i]);
+	free(got);
+	kern_ctx_free(ctx);
+}
+
+static double *fill(double *v, size_t n, double x)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = x;
+	return v;
+}
+
+/* Widths 70 (two words, 6 tail bits): sign then binary dense, -0.0 inputs and weights. */
+static void test_convert_tail_bits(void **state)
+{
+	struct fx *f = *state;
+	double w[3 * 70];
+	float x[70];
+	struct test_array a[] = {{"1.weight", NULL, 2, {3, 70}, w}};
+	struct kern_model *m;
+	static const double want[] = {24, 26, -20};
+
+	for (int i = 0; i < 70; i++) {
+		x[i] = i % 3 == 0 ? -1.5f : 2.0f;
+		w[i] = 0.3;
+		w[70 + i] = i == 69 ? -1 : -0.0;
+		w[140 + i] = i < 64 ? -1 : 1;
+	}
+	x[3] = -0.0f;
+	m = build(f, J({
+			  "input" : {"shape" : [ 70, 1, 1 ], "dtype" : "f32"},
+			  "layers" : [
+				  {"type" : "sign"},
+				  {"type" : "dense", "out" : 3, "binary_weights" : true}
+			  ]
+		  }),
+		  a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BDENSE},
+		   (uint32_t[]){0, 0, 0}, 3);
+	assert_int_equal(m->layers[2].src_first, 1);
+	assert_int_equal(m->layers[2].src_count, 1);
+	assert_int_equal(((const uint64_t *)m->layers[2].blob[0])[1] >> 6, 0);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* Binary conv 3x3, pad 1: padded taps count 0, not -1. */
+static void test_convert_bconv_zero_pad(void **state)
+{
+	struct fx *f = *state;
+	double w[9];
+	float x[9];
+	struct test_array a[] = {{"1.weight", NULL, 4, {1, 1, 3, 3}, w}};
+	struct kern_model *m;
+	static const double want[] = {4, 6, 4, 6, 7, 4, 4, 4, 2};
+
+	fill(w, 9, 1);
+	w[0] = -1;
+	m = build(f, J({
+			  "input" : {"shape" : [ 1, 3, 3 ], "dtype" : "f32"},
+			  "layers" : [
+				  {"type" : "sign"}, {
+					  "type" : "conv",
+					  "out" : 1,
+					  "kernel" : 3,
+					  "pad" : 1,
+					  "binary_weights" : true
+				  }
+			  ]
+		  }),
+		  a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV},
+		   (uint32_t[]){0, 0, 0}, 3);
+	assert_int_equal(m->layers[2].pad, 1);
+	assert_int_equal(m->layers[2].out.h, 3);
+	for (int i = 0; i < 9; i++)
+		x[i] = 1.0f;
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/*
+ * Batch-norm folded into the binary dense's thresholds, per channel (sd = 1):
+ *   0: (d + 0.1 - 1.1) >= 0: float gives 0 at d = 1 (real arithmetic says < 0)  -> (1, 0)
+ *   1: d * 1e-17 - 1e-17: exactly 0 at d = 1                                    -> (1, 0)
+ *   2: d * 1e-17 + (next double below -1e-17): -tiny at d = 1, > 0 at d = 2      -> (2, 0)
+ *   3: gamma -1, beta -0.0: -0.0 + -0.0 = -0.0 at d = 1 is +1                    -> (2, 1)
+ *   4: gamma 0, beta -0.0: always +1                                             -> (MIN, 0)
+ *   5: gamma 0, beta -1e-300: always -1                                          -> (MIN, 1)
+ *   6: gamma -1, mean -10: always -1 over [-3, 3]                                -> (MIN, 1)
+ *   7: gamma -2: -2d >= 0 for d <= 0 (-0.0 at d = 0)                             -> (1, 1)
+ */
+static void test_convert_bn_fold_boundaries(void **state)
+{
+	struct fx *f = *state;
+	double w[24], var[8], b[8] = {0.1, 0, 0, 0.25, 0, 0, 0, 0};
+	double mean[8] = {1.1, 0, 0, 1.25, 0, 0, -10, 0};
+	double gamma[8] = {1, 1e-17, 1e-17, -1, 0, 0, -1, -2};
+	double beta[8] = {0, -1e-17, nextafter(-1e-17, -1), -0.0, -0.0, -1e-300, 0, 0};
+	struct test_array a[] = {
+	    {"1.weight", NULL, 2, {8, 3}, fill(w, 24, 1)},
+	    {"1.bias", "<f8", 1, {8}, b},
+	    {"2.gamma", "<f8", 1, {8}, gamma},
+	    {"2.beta", "<f8", 1, {8}, beta},
+	    {"2.mean", "<f8", 1, {8}, mean},
+	    {"2.var", "<f8", 1, {8}, fill(var, 8, 0.75)},
+	};
+	/* d = -3, -1, 1, 3 */
+	static const float x[] = {-1, -1, -1, -0.0f, -1, -2, 0.0f, 0.5f, -3, 1, 2, 3};
+	static const double want[] = {
+	    -1, -1, -1, 1,  1, -1, -1, 1,  /* d = -3 */
+	    -1, -1, -1, 1,  1, -1, -1, 1,  /* d = -1 */
+	    1,	1,  -1, 1,  1, -1, -1, -1, /* d = 1 */
+	    1,	1,  1,	-1, 1, -1, -1, -1, /* d = 3 */
+	};
+	static const int32_t thr[] = {1, 1, 2, 2, INT32_MIN, INT32_MIN, INT32_MIN, 1};
+	static const uint8_t flip[] = {0, 0, 0, 1, 0, 1, 1, 1};
+	struct kern_model *m;
+
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 3, 1, 1 ], "dtype" : "f32"},
+		    "layers" : [
+			    {"type" : "sign"},
+			    {"type" : "dense", "out" : 8, "bias" : true, "binary_weights" : true},
+			    {"type" : "batchnorm", "eps" : 0.25}, {"type" : "sign"}
+		    ]
+	    }),
+	    a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BDENSE},
+		   (uint32_t[]){0, 0, KERN_LF_THRESH}, 3);
+	assert_int_equal(m->layers[2].out.fmt, KERN_FMT_BITS);
+	assert_int_equal(m->layers[2].src_first, 1);
+	assert_int_equal(m->layers[2].src_count, 3);
+	expect_thresholds(&m->layers[2], 1, thr, flip, 8);
+	expect_scores(m, x, 4, want, 0);
+	kern_model_free(m);
+}
+
+/* Sign then overlapping 2x2 stride-1 max-pool on bits. */
+static void test_convert_maxpool_after_sign(void **state)
+{
+	struct fx *f = *state;
+	static const float x[16] = {-1, -1, 1, -1, -1, -1, -1, -1, 1, -1, -1, -1, -1, -1, -1, 1};
+	static const double want[] = {-1, 1, 1, 1, -1, -1, 1, -1, 1};
+	struct kern_model *m;
+
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 4, 4 ], "dtype" : "f32"},
+		    "layers" :
+			[ {"type" : "sign"}, {"type" : "maxpool", "kernel" : 2, "stride" : 1} ]
+	    }),
+	    NULL, 0);
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_MAXPOOL_BITS},
+		   (uint32_t[]){0, 0, 0}, 3);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/*
+ * bconv 1x1 -> batch-norm (gamma +1 / -1) -> max-pool 3x3 stride 2 (overlapping) -> sign:
+ * thresholds fold into the bconv before the pool (sign(max f) = max sign f, even for gamma < 0).
+ * Channel 0 is "any +1 in the window", channel 1 "any -1 in the window".
+ */
+static void test_convert_maxpool_before_sign(void **state)
+{
+	struct fx *f = *state;
+	double w[2] = {1, 1}, zero[2] = {0, 0}, mean[2] = {0.5, 0.5}, var[2] = {0.75, 0.75};
+	double gamma[2] = {1, -1};
+	struct test_array a[] = {
+	    {"1.weight", NULL, 4, {2, 1, 1, 1}, w}, {"2.gamma", NULL, 1, {2}, gamma},
+	    {"2.beta", NULL, 1, {2}, zero},	    {"2.mean", NULL, 1, {2}, mean},
+	    {"2.var", NULL, 1, {2}, var},
+	};
+	float x[25];
+	static const double want[] = {1, 1, 1, 1, 1, 1, -1, -1};
+	static const int32_t thr[] = {1, 1}; /* d >= 1; d <= 0 */
+	static const uint8_t flip[] = {0, 1};
+	struct kern_model *m;
+
+	for (int i = 0; i < 25; i++)
+		x[i] = 2.0f;
+	x[0] = -2.0f;
+	x[1 * 5 + 4] = -2.0f;
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 5, 5 ], "dtype" : "f32"},
+		    "layers" : [
+			    {"type" : "sign"},
+			    {"type" : "conv", "out" : 2, "kernel" : 1, "binary_weights" : true},
+			    {"type" : "batchnorm", "eps" : 0.25},
+			    {"type" : "maxpool", "kernel" : 3, "stride" : 2}, {"type" : "sign"}
+		    ]
+	    }),
+	    a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_MAXPOOL_BITS},
+		   (uint32_t[]){0, 0, KERN_LF_THRESH, 0}, 4);
+	expect_thresholds(&m->layers[2], 1, thr, flip, 2);
+	assert_int_equal(m->layers[2].src_count, 4);
+	assert_int_equal(m->layers[3].out.h, 2);
+	assert_int_equal(m->n_src, 5);
+	assert_int_equal(m->src[4].type, KERN_SRC_SIGN);
+	assert_int_equal(m->src[4].h, 2);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* bconv + bias -> max-pool 2x2 stride 2 on integers (bias stays pending) -> bn -> sign. */
+static void test_convert_maxpool_pending_monotone(void **state)
+{
+	struct fx *f = *state;
+	double w[1] = {1}, b[1] = {0.5}, gamma[1] = {2}, beta[1] = {0}, mean[1] = {1};
+	double var[1] = {0.75};
+	struct test_array a[] = {
+	    {"1.weight", NULL, 4, {1, 1, 1, 1}, w}, {"1.bias", NULL, 1, {1}, b},
+	    {"3.gamma", NULL, 1, {1}, gamma},	    {"3.beta", NULL, 1, {1}, beta},
+	    {"3.mean", NULL, 1, {1}, mean},	    {"3.var", NULL, 1, {1}, var},
+	};
+	static const float x[16] = {-1, -1, -1, 1, -1, -1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1};
+	static const double want[] = {-1, 1, 1, -1};
+	struct kern_model *m;
+
+	m = build(f, J({
+			  "input" : {"shape" : [ 1, 4, 4 ], "dtype" : "f32"},
+			  "layers" : [
+				  {"type" : "sign"}, {
+					  "type" : "conv",
+					  "out" : 1,
+					  "kernel" : 1,
+					  "bias" : true,
+					  "binary_weights" : true
+				  },
+				  {"type" : "maxpool", "kernel" : 2},
+				  {"type" : "batchnorm", "eps" : 0.25}, {"type" : "sign"}
+			  ]
+		  }),
+		  a, NA(a));
+	expect_ops(m,
+		   (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_MAXPOOL,
+				KERN_OP_THRESHOLD},
+		   (uint32_t[]){0, 0, 0, 0, 0}, 5);
+	expect_thresholds(&m->layers[4], 0, (int32_t[]){1}, (uint8_t[]){0}, 1);
+	assert_int_equal(m->layers[4].src_first, 1);
+	assert_int_equal(m->layers[4].src_count, 4);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* A negative gamma before a max-pool is not monotone: the chain is materialized first. */
+static void test_convert_maxpool_pending_flushed(void **state)
+{
+	struct fx *f = *state;
+	double w[1] = {1}, b[1] = {0.5}, gamma[1] = {-1}, zero[1] = {0}, var[1] = {0.75};
+	struct test_array a[] = {
+	    {"1.weight", NULL, 4, {1, 1, 1, 1}, w}, {"1.bias", NULL, 1, {1}, b},
+	    {"2.gamma", NULL, 1, {1}, gamma},	    {"2.beta", NULL, 1, {1}, zero},
+	    {"2.mean", NULL, 1, {1}, zero},	    {"2.var", NULL, 1, {1}, var},
+	};
+	static const float x[8] = {1, 1, -1, 1, 1, 1, 1, 1};
+	static const double want[] = {-1.5, 0.5};
+	struct kern_model *m;
+
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 2, 4 ], "dtype" : "f32"},
+		    "layers" : [
+			    {"type" : "sign"}, {
+				    "type" : "conv",
+				    "out" : 1,
+				    "kernel" : 1,
+				    "bias" : true,
+				    "binary_weights" : true
+			    },
+			    {"type" : "batchnorm", "eps" : 0.25}, {"type" : "maxpool", "kernel" : 2}
+		    ]
+	    }),
+	    a, NA(a));
+	expect_ops(m,
+		   (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_BIAS,
+				KERN_OP_BATCHNORM, KERN_OP_MAXPOOL},
+		   (uint32_t[]){0, 0, 0, 0, 0, 0}, 6);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* Float max-pool 3x3 stride 2 (overlapping windows). */
+static void test_convert_maxpool_float_stride(void **state)
+{
+	struct fx *f = *state;
+	float x[25];
+	static const double want[] = {12, 50, 22, 50};
+	struct kern_model *m;
+
+	for (int i = 0; i < 25; i++)
+		x[i] = (float)i;
+	x[2 * 5 + 3] = 50;
+	m = build(f, J({
+			  "input" : {"shape" : [ 1, 5, 5 ], "dtype" : "f32"},
+			  "layers" : [ {"type" : "maxpool", "kernel" : 3, "stride" : 2} ]
+		  }),
+		  NULL, 0);
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_MAXPOOL}, (uint32_t[]){0, 0}, 2);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* Binary dense on u8 input: bit-plane BDENSE_U8, exact dots up to 255 * n. */
+static void test_convert_u8_bdense(void **state)
+{
+	struct fx *f = *state;
+	double w[30];
+	struct test_array a[] = {{"0.weight", NULL, 2, {3, 10}, w}};
+	static const uint8_t x[10] = {0, 1, 2, 3, 255, 128, 7, 64, 200, 9};
+	static const double want[] = {669, 259, 159};
+	struct kern_model *m;
+
+	for (int i = 0; i < 10; i++) {
+		w[i] = 1;
+		w[10 + i] = i % 2 ? -1 : 1;
+		w[20 + i] = i == 4 ? -1 : -0.0;
+	}
+	m = build(f, J({
+			  "input" : {"shape" : [ 1, 2, 5 ], "dtype" : "u8"},
+			  "layers" : [ {"type" : "dense", "out" : 3, "binary_weights" : true} ]
+		  }),
+		  a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_FLATTEN, KERN_OP_BDENSE_U8}, (uint32_t[]){0, 0}, 2);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* u8 binary dense + bias + batch-norm + sign fold into BDENSE_U8 thresholds. */
+static void test_convert_u8_bdense_thresh(void **state)
+{
+	struct fx *f = *state;
+	double w[20], b[2] = {-300, 0.5}, gamma[2] = {1, -1}, zero[2] = {0, 0};
+	double var[2] = {0.75, 0.75};
+	struct test_array a[] = {
+	    {"0.weight", NULL, 2, {2, 10}, fill(w, 20, 1)},
+	    {"0.bias", NULL, 1, {2}, b},
+	    {"1.gamma", NULL, 1, {2}, gamma},
+	    {"1.beta", NULL, 1, {2}, zero},
+	    {"1.mean", NULL, 1, {2}, zero},
+	    {"1.var", NULL, 1, {2}, var},
+	};
+	static const uint8_t x[20] = {0, 1, 2, 3, 255, 128, 7, 64, 200, 9,
+				      0, 1, 2, 3, 4,   5,   6, 7,  8,	9};
+	static const double want[] = {1, -1, -1, -1};
+	struct kern_model *m;
+
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 10, 1, 1 ], "dtype" : "u8"},
+		    "layers" : [
+			    {"type" : "dense", "out" : 2, "bias" : true, "binary_weights" : true},
+			    {"type" : "batchnorm", "eps" : 0.25}, {"type" : "sign"}
+		    ]
+	    }),
+	    a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_BDENSE_U8}, (uint32_t[]){KERN_LF_THRESH}, 1);
+	expect_thresholds(&m->layers[0], 1, (int32_t[]){300, 0}, (uint8_t[]){0, 1}, 2);
+	expect_scores(m, x, 2, want, 0);
+	kern_model_free(m);
+}
+
+/* Binary weights on float input: DENSE with packed weights, bias applied after. */
+static void test_convert_binw_float_input(void **state)
+{
+	struct fx *f = *state;
+	double w[8] = {1, 1, 1, 1, -1, 1, -1, 1}, b[2] = {0.25, -0.5};
+	struct test_array a[] = {{"0.weight", NULL, 2, {2, 4}, w}, {"0.bias", NULL, 1, {2}, b}};
+	static const float x[4] = {0.5f, -1.25f, 2.0f, 0.0f};
+	static const double want[] = {1.5, -4.25};
+	struct kern_model *m;
+
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 4, 1, 1 ], "dtype" : "f32"},
+		    "layers" :
+			[ {"type" : "dense", "out" : 2, "bias" : true, "binary_weights" : true} ]
+	    }),
+	    a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_DENSE, KERN_OP_BIAS},
+		   (uint32_t[]){0, KERN_LF_BINW, 0}, 3);
+	assert_non_null(m->layers[1].wexp);
+	assert_true(m->layers[1].wexp[4] == -1.0 && m->layers[1].wexp[5] == 1.0);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* Binary conv on u8 input: cast, exact float conv of +-1 weights, then a THRESHOLD op. */
+static void test_convert_u8_binw_conv(void **state)
+{
+	struct fx *f = *state;
+	double w[4] = {1, 1, 1, -1}, gamma[1] = {1}, beta[1] = {0}, mean[1] = {5}, var[1] = {0.75};
+	struct test_array a[] = {
+	    {"0.weight", NULL, 4, {1, 1, 2, 2}, w}, {"1.gamma", NULL, 1, {1}, gamma},
+	    {"1.beta", NULL, 1, {1}, beta},	    {"1.mean", NULL, 1, {1}, mean},
+	    {"1.var", NULL, 1, {1}, var},
+	};
+	static const uint8_t x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	static const double want[] = {-1, -1, 1, 1};
+	struct kern_model *m;
+
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 3, 3 ], "dtype" : "u8"},
+		    "layers" : [
+			    {"type" : "conv", "out" : 1, "kernel" : 2, "binary_weights" : true},
+			    {"type" : "batchnorm", "eps" : 0.25}, {"type" : "sign"}
+		    ]
+	    }),
+	    a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_CONV, KERN_OP_THRESHOLD},
+		   (uint32_t[]){0, KERN_LF_BINW, 0}, 3);
+	expect_thresholds(&m->layers[2], 0, (int32_t[]){5}, (uint8_t[]){0}, 1);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* Float conv 2x2 stride 2 with bias. */
+static void test_convert_float_conv_stride(void **state)
+{
+	struct fx *f = *state;
+	double w[4] = {1, 2, 0, 0}, b[1] = {0.5};
+	struct test_array a[] = {{"0.weight", "<f8", 4, {1, 1, 2, 2}, w},
+				 {"0.bias", "<f8", 1, {1}, b}};
+	float x[16];
+	static const double want[] = {2.5, 8.5, 26.5, 32.5};
+	struct kern_model *m;
+
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)i;
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 4, 4 ], "dtype" : "f32"},
+		    "layers" :
+			[ {"type" : "conv", "out" : 1, "kernel" : 2, "stride" : 2, "bias" : true} ]
+	    }),
+	    a, NA(a));
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_CONV}, (uint32_t[]){0, KERN_LF_BIAS}, 2);
+	expect_scores(m, x, 1, want, 1e-12);
+	kern_model_free(m);
+}
+
+/* relu then LRN (size 3, alpha/size = 1, beta 1, k 1). */
+static void test_convert_relu_lrn(void **state)
+{
+	struct fx *f = *state;
+	static const float x[3] = {1, -2, 2};
+	static const double want[] = {0.5, 0, 0.4};
+	struct kern_model *m;
+
+	m = build(f, J({
+			  "input" : {"shape" : [ 3, 1, 1 ], "dtype" : "f32"},
+			  "layers" : [
+				  {"type" : "relu"},
+				  {"type" : "lrn", "size" : 3, "alpha" : 3, "beta" : 1, "k" : 1}
+			  ]
+		  }),
+		  NULL, 0);
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_RELU, KERN_OP_LRN}, (uint32_t[]){0, 0, 0},
+		   3);
+	assert_int_equal(m->layers[2].lrn_size, 3);
+	assert_true(m->layers[2].lrn_alpha == 3 && m->layers[2].lrn_beta == 1);
+	expect_scores(m, x, 1, want, 1e-12);
+	kern_model_free(m);
+}
+
+/* Conv output (2,2,2) bits -> flatten repacks C-major -> binary dense. */
+static void test_convert_flatten_bits(void **state)
+{
+	struct fx *f = *state;
+	double wc[2] = {1, -1}, wd[8] = {1, 1, 1, 1, -1, -1, -1, -1};
+	struct test_array a[] = {{"1.weight", NULL, 4, {2, 1, 1, 1}, wc},
+				 {"4.weight", NULL, 2, {1, 8}, wd}};
+	static const float x[4] = {1, -1, -1, -1};
+	static const double want[] = {-4};
+	struct kern_model *m;
+
+	m = build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 2, 2 ], "dtype" : "f32"},
+		    "layers" : [
+			    {"type" : "sign"},
+			    {"type" : "conv", "out" : 2, "kernel" : 1, "binary_weights" : true},
+			    {"type" : "sign"}, {"type" : "flatten"},
+			    {"type" : "dense", "out" : 1, "binary_weights" : true}
+		    ]
+	    }),
+	    a, NA(a));
+	expect_ops(m,
+		   (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_FLATTEN,
+				KERN_OP_BDENSE},
+		   (uint32_t[]){0, 0, KERN_LF_THRESH, 0, 0}, 5);
+	expect_scores(m, x, 1, want, 0);
+	kern_model_free(m);
+}
+
+/* An archive written by numpy (ZIP64 extra fields), stored and deflated, f4 and f8. */
+static void test_convert_numpy_archive(void **state)
+{
+	struct fx *f = *state;
+	static const char *const npz[] = {"tests/data/npz/stored.npz",
+					  "tests/data/npz/deflated.npz"};
+	static const uint8_t x[3] = {1, 2, 3};
+	static const double want[] = {14.5, -1};
+
+	for (size_t i = 0; i < NA(npz); i++) {
+		struct kern_model *m;
+
+		if (kern_convert("tests/data/npz/arch.json", npz[i], f->out, f->err,
+				 sizeof(f->err)))
+			fail_msg("%s", f->err);
+		m = kern_model_load(f->out, f->err, sizeof(f->err));
+		assert_non_null(m);
+		assert_string_equal(m->name, "np-tiny");
+		expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_DENSE},
+			   (uint32_t[]){0, KERN_LF_BIAS}, 2);
+		expect_scores(m, x, 1, want, 1e-12);
+		kern_model_free(m);
+	}
+}
+
+struct err_case {
+	const char *json;
+	struct test_array a[3];
+	size_t n;
+	const char *want[2];
+};
+
+static double ones[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+static double nan_v[2] = {0, NAN};
+static double neg_var[1] = {-1};
+
+#define DENSE_IN3(L) "{\"input\": {\"shape\": [3, 1, 1], \"dtype\": \"f32\"}, \"layers\": [" L "]}"
+#define W23                                                                                        \
+	{                                                                                          \
+		"0.weight", NULL, 2, {2, 3}, ones                                                  \
+	}
+
+static const struct err_case err_cases[] = {
+    {DENSE_IN3(J({"type" : "dropout"})), {{0}}, 0, {"arch.json: layer 0", "\"dropout\""}},
+    {DENSE_IN3(J({"type" : "dense", "out" : "2"})), {W23}, 1, {"layer 0 (dense)", "\"out\""}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2, "binary_weight" : true})),
+     {W23},
+     1,
+     {"layer 0 (dense)", "\"binary_weight\""}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2, "bias" : 1})), {W23}, 1, {"layer 0", "\"bias\""}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 0})), {W23}, 1, {"layer 0", "\"out\""}},
+    {DENSE_IN3(J({"type" : "dense"})), {W23}, 1, {"layer 0", "missing field \"out\""}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2})), {{0}}, 0, {"layer 0", "missing array 0.weight"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2, "bias" : true})),
+     {W23},
+     1,
+     {"layer 0", "missing array 0.bias"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2})),
+     {W23, {"0.bias", NULL, 1, {2}, ones}},
+     2,
+     {"weights.npz", "0.bias"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2})),
+     {W23, {"7.extra", NULL, 1, {2}, ones}},
+     2,
+     {"weights.npz", "array 7.extra is not used"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2})),
+     {{"0.weight", NULL, 2, {2, 4}, ones}},
+     1,
+     {"0.weight shape (2,4), expected (2,3)", "layer 0"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2})),
+     {{"0.weight", "<i4", 2, {2, 3}, ones}},
+     1,
+     {"0.weight", "'<i4'"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2})),
+     {{"0.weight", ">f4", 2, {2, 3}, ones}},
+     1,
+     {"0.weight", "'>f4'"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2})),
+     {{"0.weight", "|f8", 2, {2, 3}, ones}},
+     1,
+     {"0.weight", "'|f8'"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2, "bias" : true})),
+     {W23, {"0.bias", NULL, 1, {2}, nan_v}},
+     2,
+     {"layer 0", "0.bias[1] = nan"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 1}, {"type" : "batchnorm", "eps" : 0.5})),
+     {{"0.weight", NULL, 2, {1, 3}, ones},
+      {"1.gamma", NULL, 1, {1}, ones},
+      {"1.beta", NULL, 1, {1}, ones}},
+     3,
+     {"layer 1 (batchnorm)", "missing array 1.mean"}},
+    {DENSE_IN3(J({"type" : "lrn", "size" : 4})),
+     {{0}},
+     0,
+     {"layer 0 (lrn)", "\"size\" 4 must be odd"}},
+    {DENSE_IN3(J({"type" : "flatten"}, {"type" : "maxpool", "kernel" : 1})),
+     {{0}},
+     0,
+     {"layer 1 (maxpool)", "needs a (C,H,W) input"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2}, {"type" : "conv", "out" : 1, "kernel" : 1})),
+     {W23},
+     1,
+     {"layer 1 (conv)", "needs a (C,H,W) input"}},
+    {DENSE_IN3(J({"type" : "dense", "out" : 2}, {"type" : "lrn"})),
+     {W23},
+     1,
+     {"layer 1 (lrn)", "needs a (C,H,W) input"}},
+    {DENSE_IN3(J({"type" : "maxpool", "kernel" : 2})),
+     {{0}},
+     0,
+     {"layer 0 (maxpool)", "kernel 2 larger than the input 1x1"}},
+    {DENSE_IN3(J({"type" : "conv", "out" : 1, "kernel" : 1})),
+     {{"0.weight", NULL, 4, {1, 2, 1, 1}, ones}},
+     1,
+     {"layer 0 (conv)", "0.weight shape (1,2,1,1), expected (1,3,1,1)"}},
+    {DENSE_IN3(J({"type" : "conv", "out" : 1, "kernel" : 3, "pad" : 3})),
+     {{0}},
+     0,
+     {"layer 0 (conv)", "pad 3 >= kernel 3"}},
+    {J({
+	     "input" : {"shape" : [ 1, 1, 1 ], "dtype" : "f32"},
+	     "layers" : [ {"type" : "batchnorm", "eps" : 0.5} ]
+     }),
+     {{"0.gamma", NULL, 1, {1}, ones},
+      {"0.beta", NULL, 1, {1}, ones},
+      {"0.mean", NULL, 1, {1}, ones}},
+     3,
+     {"layer 0 (batchnorm)", "missing array 0.var"}},
+    {J({"input" : {"shape" : [ 3, 1, 1 ], "dtype" : "i8"}, "layers" : [ {"type" : "relu"} ]}),
+     {{0}},
+     0,
+     {"arch.json", "\"dtype\""}},
+    {J({"input" : {"shape" : [ 3, 1 ], "dtype" : "u8"}, "layers" : [ {"type" : "relu"} ]}),
+     {{0}},
+     0,
+     {"arch.json", "\"shape\""}},
+    {J({"input" : {"shape" : [ 3, 0, 1 ], "dtype" : "u8"}, "layers" : [ {"type" : "relu"} ]}),
+     {{0}},
+     0,
+     {"arch.json", "\"shape\"[1]"}},
+    {J({"input" : {"shape" : [ 3, 1, 1 ], "dtype" : "u8"}, "layers" : []}),
+     {{0}},
+     0,
+     {"arch.json", "\"layers\""}},
+    {J({
+	     "input" : {"shape" : [ 3, 1, 1 ], "dtype" : "u8"},
+	     "layers" : [ {"type" : "relu"} ],
+	     "x" : 1
+     }),
+     {{0}},
+     0,
+     {"arch.json", "unknown field \"x\""}},
+    {"{\"input\": ", {{0}}, 0, {"arch.json", "line 1"}},
+};
+
+/* var + eps <= 0 needs values the table cannot hold in static initializers portably. */
+static void test_convert_bn_var_eps(void **state)
+{
+	struct fx *f = *state;
+	struct test_array a[] = {{"0.gamma", NULL, 1, {1}, ones},
+				 {"0.beta", NULL, 1, {1}, ones},
+				 {"0.mean", NULL, 1, {1}, ones},
+				 {"0.var", NULL, 1, {1}, neg_var}};
+
+	assert_int_equal(convert(f, J({
+					 "input" : {"shape" : [ 1, 1, 1 ], "dtype" : "f32"},
+					 "layers" : [ {"type" : "batchnorm", "eps" : 0.5} ]
+				 }),
+				 a, NA(a)),
+			 -EINVAL);
+	assert_non_null(strstr(f->err, "layer 0 (batchnorm)"));
+	assert_non_null(strstr(f->err, "0.var[0] + eps"));
+}
+
+static void test_convert_errors(void **state)
+{
+	struct fx *f = *state;
+
+	for (size_t i = 0; i < NA(err_cases); i++) {
+		const struct err_case *e = &err_cases[i];
+		int ret = convert(f, e->json, e->a, e->n);
+
+		if (ret != -EINVAL)
+			fail_msg("case %zu: ret %d (%s), expected -EINVAL", i, ret, f->err);
+		for (size_t k = 0; k < NA(e->want); k++)
+			if (e->want[k] && !strstr(f->err, e->want[k]))
+				fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, f->err,
+					 e->want[k]);
+	}
+}
+
+/* Archive members that are not arrays, or duplicated keys. */
+static void test_convert_npz_members(void **state)
+{
+	struct fx *f = *state;
+	struct test_array a = {"0.weight", NULL, 2, {2, 3}, ones};
+	uint8_t *bufs[2];
+	size_t lens[2];
+	static const char *const bad_names[] = {"0.weight.npy", "readme.txt"};
+	static const char *const dup_names[] = {"0.weight.npy", "0.weight.npy"};
+
+	assert_int_equal(test_write_text(f->arch, DENSE_IN3(J({"type" : "dense", "out" : 2}))), 0);
+	bufs[0] = test_npy_encode(&a, &lens[0]);
+	bufs[1] = test_npy_encode(&a, &lens[1]);
+	assert_int_equal(test_npz_write_members(f->npz, bad_names, bufs, lens, 2, true), 0);
+	assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), -EINVAL);
+	assert_non_null(strstr(f->err, "\"readme.txt\""));
+	if (test_npz_write_members(f->npz, dup_names, bufs, lens, 2, false) == 0) {
+		assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)),
+				 -EINVAL);
+		assert_non_null(strstr(f->err, "0.weight"));
+	}
+	assert_int_equal(test_write_text(f->npz, "not a zip"), 0);
+	assert_int_not_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), 0);
+	assert_non_null(strstr(f->err, "weights.npz"));
+	free(bufs[0]);
+	free(bufs[1]);
+}
+
+static void npy_expect(const char *dict, size_t data_len, const char *want)
+{
+	static const uint8_t zeros[64];
+	size_t len;
+	uint8_t *b = test_npy_raw(dict, zeros, data_len, &len);
+	struct kern_npy a;
+	char err[256] = "";
+	int ret;
+
+	assert_non_null(b);
+	ret = kern_npy_parse(b, len, &a, err, sizeof(err));
+	if (!want && ret)
+		fail_msg("%s: %s", dict, err);
+	if (want && (ret != -EINVAL || !strstr(err, want)))
+		fail_msg("%s: ret %d \"%s\", expected \"%s\"", dict, ret, err, want);
+	free(b);
+}
+
+static void test_convert_npy_parser(void **state)
+{
+	struct kern_npy a;
+	char err[256];
+	size_t len;
+	uint8_t *b;
+
+	npy_expect("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 24, NULL);
+	npy_expect("{'shape': (3,), 'fortran_order': False, 'descr': '<f8'}", 24, NULL);
+	npy_expect("{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 8, NULL);
+	npy_expect("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20, "data 20");
+	npy_expect("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 28, "data 28");
+	npy_expect("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", 4, "'>f4'");
+	npy_expect("{'descr': '=f4', 'fortran_order': False, 'shape': (1,), }", 4, "'=f4'");
+	npy_expect("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", 8, "'<i8'");
+	npy_expect("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", 4, "fortran_order");
+	npy_expect("{'descr': '<f4', 'fortran_order': False, 'shape': (1), }", 4, "not a tuple");
+	npy_expect("{'descr': '<f4', 'fortran_order': False}", 4, "missing 'shape'");
+	npy_expect("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", 4, "'x'");
+	npy_expect("{'descr': '<f4', 'descr': '<f4', 'shape': (1,)}", 4, "repeated key 'descr'");
+	npy_expect("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4, "junk");
+	npy_expect("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4,
+		   "'descr'");
+	b = test_npy_raw("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+			 (float[]){1.5f, -2}, 8, &len);
+	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.ndim, 1);
+	assert_int_equal(a.shape[0], 2);
+	{
+		double v[2];
+
+		kern_npy_to_f64(&a, v);
+		assert_true(v[0] == 1.5 && v[1] == -2);
+	}
+	for (size_t cut = 0; cut < len; cut++)
+		assert_int_equal(kern_npy_parse(b, cut, &a, err, sizeof(err)), -EINVAL);
+	b[6] = 4;
+	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "version"));
+	b[6] = 2; /* 2.0 has a 4-byte header length: the dict no longer lines up */
+	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
+	b[0] = 'X';
+	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "magic"));
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_convert_tail_bits, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_bconv_zero_pad, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_bn_fold_boundaries, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_after_sign, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_before_sign, fx_setup,
+					    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_monotone, fx_setup,
+					    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_flushed, fx_setup,
+					    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_float_stride, fx_setup,
+					    fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_u8_bdense, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_u8_bdense_thresh, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_binw_float_input, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_u8_binw_conv, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_float_conv_stride, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_relu_lrn, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_flatten_bits, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_numpy_archive, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_bn_var_eps, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_errors, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_npz_members, fx_setup, fx_teardown),
+	    cmocka_unit_test(test_convert_npy_parser),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Layer kernels: every binary kernel of every table (ref, avx2, avx512; a table this CPU cannot
+ * run is skipped with a message) equals a plain loop over unpacked +-1 values bit for bit, with
+ * output tail bits zero; the float kernels match plain loops within REL_TOL (relative, double).
+ * Shapes are drawn from fixed seeds.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels/kern.h"
+#include "kernels/kern_ops.h"
+
+#define REL_TOL 1e-12
+#define GARBAGE 0xa5a5a5a5a5a5a5a5ull
+
+static const char *const isa_names[] = {"ref", "avx2", "avx512"};
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t s)
+{
+	rng_state = s * 0x9e3779b97f4a7c15ull + 1;
+}
+
+static uint64_t rng(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint32_t n)
+{
+	return (uint32_t)(rng() % n);
+}
+
+static void *xalloc(size_t bytes)
+{
+	void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+
+	assert_non_null(p);
+	memset(p, 0xa5, (bytes + 63) / 64 * 64 + 64);
+	return p;
+}
+
+static const struct kern_bin_ops *table(const char *name)
+{
+	const struct kern_bin_ops *ops = kern_ops_by_name(name);
+
+	if (!ops)
+		print_message("skipped: this CPU cannot run the %s kernels\n", name);
+	return ops;
+}
+
+/* Random +-1 values and their packing: count vectors of n values, each ceil(n/64) words. */
+static void rand_signs(int8_t *v, uint64_t *packed, uint32_t n, uint32_t count)
+{
+	uint32_t nw = kern_words(n);
+
+	memset(packed, 0, (size_t)count * nw * 8);
+	for (uint32_t k = 0; k < count; k++)
+		for (uint32_t i = 0; i < n; i++) {
+			int bit = rng() & 1;
+
+			v[(size_t)k * n + i] = bit ? 1 : -1;
+			packed[(size_t)k * nw + i / 64] |= (uint64_t)bit << (i % 64);
+		}
+}
+
+static int plain_bit(int64_t dot, int32_t thr, uint8_t flip)
+{
+	return (dot >= thr) ^ (flip != 0);
+}
+
+/* Thresholds around the dots, some exactly on a dot, some INT32_MIN, some flipped. */
+static void rand_thresh(int32_t *thr, uint8_t *flip, uint32_t out, uint32_t span,
+			const int64_t *dots)
+{
+	for (uint32_t o = 0; o < out; o++) {
+		uint32_t kind = rng_below(5);
+
+		thr[o] = kind == 0   ? INT32_MIN
+			 : kind == 1 ? (int32_t)dots[o]
+				     : (int32_t)rng_below(2 * span + 3) - (int32_t)span - 1;
+		flip[o] = rng_below(2) ? 1 : 0;
+	}
+}
+
+/* Expected bits [count][words(out)] from dots [count][out]. */
+static void plain_pack(const int64_t *dots, uint32_t count, uint32_t out, const int32_t *thr,
+		       const uint8_t *flip, uint64_t *bits)
+{
+	uint32_t ow = kern_words(out);
+
+	memset(bits, 0, (size_t)count * ow * 8);
+	for (uint32_t k = 0; k < count; k++)
+		for (uint32_t o = 0; o < out; o++)
+			bits[(size_t)k * ow + o / 64] |=
+			    (uint64_t)plain_bit(dots[(size_t)k * out + o], thr[o], flip[o])
+			    << (o % 64);
+}
+
+static void check_dots(const int32_t *got, const int64_t *want, size_t count, const char *what,
+		       const char *isa)
+{
+	for (size_t i = 0; i < count; i++)
+		if (got[i] != want[i]) {
+			print_error("%s %s: element %zu = %d, want %lld\n", isa, what, i, got[i],
+				    (long long)want[i]);
+			fail();
+		}
+}
+
+static void check_words(const uint64_t *got, const uint64_t *want, size_t count, const char *what,
+			const char *isa)
+{
+	for (size_t i = 0; i < count; i++)
+		if (got[i] != want[i]) {
+			print_error("%s %s: word %zu = %016llx, want %016llx\n", isa, what, i,
+				    (unsigned long long)got[i], (unsigned long long)want[i]);
+			fail();
+		}
+}
+
+/* --- binary dense ------------------------------------------------------------------------- */
+
+static void bdense_case(uint32_t n, uint32_t batch, uint32_t out)
+{
+	uint32_t nw = kern_words(n), ow = kern_words(out);
+	int8_t *xv = xalloc((size_t)batch * n), *wv = xalloc((size_t)out * n);
+	uint64_t *x = xalloc((size_t)batch * nw * 8), *w = xalloc((size_t)out * nw * 8);
+	int64_t *dots = xalloc((size_t)batch * out * 8);
+	int32_t *y = xalloc((size_t)batch * out * 4), *thr = xalloc(out * 4);
+	uint8_t *flip = xalloc(out);
+	uint64_t *bits = xalloc((size_t)batch * ow * 8), *want = xalloc((size_t)batch * ow * 8);
+	struct kern_thresh t = {thr, flip};
+
+	rand_signs(xv, x, n, batch);
+	rand_signs(wv, w, n, out);
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t o = 0; o < out; o++) {
+			int64_t s = 0;
+
+			for (uint32_t i = 0; i < n; i++)
+				s += xv[(size_t)b * n + i] * wv[(size_t)o * n + i];
+			dots[(size_t)b * out + o] = s;
+		}
+	rand_thresh(thr, flip, out, n, dots);
+	plain_pack(dots, batch, out, thr, flip, want);
+
+	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, (size_t)batch * out * 4);
+		ops->bdense(x, batch, w, out, n, y);
+		check_dots(y, dots, (size_t)batch * out, "bdense", ops->name);
+		memset(bits, 0xa5, (size_t)batch * ow * 8);
+		ops->bdense_thr(x, batch, w, out, n, &t, bits);
+		check_words(bits, want, (size_t)batch * ow, "bdense_thr", ops->name);
+	}
+	free(xv), free(wv), free(x), free(w), free(dots), free(y), free(thr), free(flip);
+	free(bits), free(want);
+}
+
+static void announce_tables(void)
+{
+	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++)
+		table(isa_names[i]);
+}
+
+static void test_bdense_shapes(void **state)
+{
+	static const uint32_t ns[] = {1, 63, 64, 65, 127, 130, 1000, 4096};
+	static const uint32_t batches[] = {1, 2, 3, 7, 64};
+	static const uint32_t outs[] = {1, 5, 67, 130};
+
+	(void)state;
+	announce_tables();
+	rng_seed(1);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			bdense_case(ns[i], batches[j], outs[rng_below(4)]);
+}
+
+static void test_bdense_random(void **state)
+{
+	(void)state;
+	rng_seed(2);
+	for (int i = 0; i < 40; i++)
+		bdense_case(1 + rng_below(700), 1 + rng_below(20), 1 + rng_below(200));
+}
+
+static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
+{
+	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint8_t *x = xalloc((size_t)batch * n), *flip = xalloc(out);
+	int8_t *wv = xalloc((size_t)out * n);
+	uint64_t *w = xalloc((size_t)out * nw * 8);
+	int64_t *dots = xalloc((size_t)batch * out * 8);
+	int32_t *y = xalloc((size_t)batch * out * 4), *thr = xalloc(out * 4);
+	uint64_t *bits = xalloc((size_t)batch * ow * 8), *want = xalloc((size_t)batch * ow * 8);
+	void *scratch = xalloc(kern_bdense_u8_scratch(n, batch));
+	struct kern_thresh t = {thr, flip};
+
+	for (size_t i = 0; i < (size_t)batch * n; i++) {
+		uint32_t kind = rng_below(4);
+
+		x[i] = kind == 0 ? 0 : kind == 1 ? 255 : (uint8_t)rng();
+	}
+	rand_signs(wv, w, n, out);
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t o = 0; o < out; o++) {
+			int64_t s = 0;
+
+			for (uint32_t i = 0; i < n; i++)
+				s += x[(size_t)b * n + i] * wv[(size_t)o * n + i];
+			dots[(size_t)b * out + o] = s;
+		}
+	rand_thresh(thr, flip, out, 255 * n, dots);
+	plain_pack(dots, batch, out, thr, flip, want);
+
+	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, (size_t)batch * out * 4);
+		ops->bdense_u8(x, batch, w, out, n, y, scratch);
+		check_dots(y, dots, (size_t)batch * out, "bdense_u8", ops->name);
+		memset(bits, 0xa5, (size_t)batch * ow * 8);
+		ops->bdense_u8_thr(x, batch, w, out, n, &t, bits, scratch);
+		check_words(bits, want, (size_t)batch * ow, "bdense_u8_thr", ops->name);
+	}
+	free(x), free(flip), free(wv), free(w), free(dots), free(y), free(thr), free(bits);
+	free(want), free(scratch);
+}
+
+static void test_bdense_u8_shapes(void **state)
+{
+	static const uint32_t ns[] = {1, 63, 64, 65, 127, 130, 784, 1000, 4096};
+	static const uint32_t batches[] = {1, 2, 3, 7};
+	static const uint32_t outs[] = {1, 3, 67, 130};
+
+	(void)state;
+	rng_seed(3);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			bdense_u8_case(ns[i], batches[j], outs[rng_below(4)]);
+}
+
+/* --- binary conv -------------------------------------------------------------------------- */
+
+/* Plain dot of one output pixel: img C-major +-1, wo [c][k][k] +-1, padding contributes 0. */
+static int64_t plain_conv_dot(const int8_t *img, const int8_t *wo, const struct kern_conv_geom *g,
+			      uint32_t oy, uint32_t ox)
+{
+	int64_t s = 0;
+
+	for (uint32_t ch = 0; ch < g->c; ch++)
+		for (uint32_t ky = 0; ky < g->k; ky++)
+			for (uint32_t kx = 0; kx < g->k; kx++) {
+				int64_t y = (int64_t)oy * g->stride + ky - g->pad;
+				int64_t x = (int64_t)ox * g->stride + kx - g->pad;
+
+				if (y < 0 || y >= g->h || x < 0 || x >= g->w)
+					continue;
+				s += img[((size_t)ch * g->h + y) * g->w + x] *
+				     wo[((size_t)ch * g->k + ky) * g->k + kx];
+			}
+	return s;
+}
+
+static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o,
+		       uint32_t batch)
+{
+	struct kern_conv_geom g = {.c = c, .k = k, .stride = stride, .pad = pad, .o = o};
+	uint32_t wpp = kern_words(c), ow;
+	int8_t *xv, *wv;
+	uint64_t *x, *w, *bits, *want;
+	int64_t *dots;
+	int32_t *y, *thr;
+	uint8_t *flip;
+	size_t ohw, in_words;
+
+	g.h = k - 2 * pad + rng_below(7) + (k > 2 * pad ? 0 : 2 * pad);
+	g.w = k - 2 * pad + rng_below(7) + (k > 2 * pad ? 0 : 2 * pad);
+	g.h = g.h < 1 ? 1 : g.h;
+	g.w = g.w < 1 ? 1 : g.w;
+	g.oh = (g.h + 2 * pad - k) / stride + 1;
+	g.ow = (g.w + 2 * pad - k) / stride + 1;
+	ohw = (size_t)g.oh * g.ow;
+	in_words = (size_t)g.h * g.w * wpp;
+	ow = kern_words(o);
+
+	xv = xalloc((size_t)batch * c * g.h * g.w);
+	wv = xalloc((size_t)o * c * k * k);
+	x = xalloc(batch * in_words * 8);
+	w = xalloc((size_t)o * k * k * wpp * 8);
+	dots = xalloc((size_t)batch * o * ohw * 8);
+	y = xalloc((size_t)batch * o * ohw * 4);
+	thr = xalloc(o * 4);
+	flip = xalloc(o);
+	bits = xalloc((size_t)batch * ohw * ow * 8);
+	want = xalloc((size_t)batch * ohw * ow * 8);
+
+	/* Unpacked C-major values, packed channel-major per pixel / per tap. */
+	memset(x, 0, batch * in_words * 8);
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t ch = 0; ch < c; ch++)
+			for (uint32_t p = 0; p < g.h * g.w; p++) {
+				int bit = rng() & 1;
+
+				xv[((size_t)b * c + ch) * g.h * g.w + p] = bit ? 1 : -1;
+				x[b * in_words + (size_t)p * wpp + ch / 64] |= (uint64_t)bit
+									       << (ch % 64);
+			}
+	memset(w, 0, (size_t)o * k * k * wpp * 8);
+	for (uint32_t oc = 0; oc < o; oc++)
+		for (uint32_t ch = 0; ch < c; ch++)
+			for (uint32_t t = 0; t < k * k; t++) {
+				int bit = rng() & 1;
+
+				wv[((size_t)oc * c + ch) * k * k + t] = bit ? 1 : -1;
+				w[((size_t)oc * k * k + t) * wpp + ch / 64] |= (uint64_t)bit
+									       << (ch % 64);
+			}
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t oc = 0; oc < o; oc++)
+			for (uint32_t oy = 0; oy < g.oh; oy++)
+				for (uint32_t ox = 0; ox < g.ow; ox++)
+					dots[((size_t)b * o + oc) * ohw + oy * g.ow + ox] =
+					    plain_conv_dot(xv + (size_t)b * c * g.h * g.w,
+							   wv + (size_t)oc * c * k * k, &g, oy, ox);
+	{
+		int64_t first[512];
+
+		for (uint32_t oc = 0; oc < o && oc < 512; oc++)
+			first[oc] = dots[(size_t)oc * ohw + rng_below((uint32_t)ohw)];
+		rand_thresh(thr, flip, o, c * k * k, first);
+	}
+	/* Expected thresholded bits, pixel-major [b][pixel][words(o)]. */
+	memset(want, 0, (size_t)batch * ohw * ow * 8);
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t oc = 0; oc < o; oc++)
+			for (size_t p = 0; p < ohw; p++)
+				want[((size_t)b * ohw + p) * ow + oc / 64] |=
+				    (uint64_t)plain_bit(dots[((size_t)b * o + oc) * ohw + p],
+							thr[oc], flip[oc])
+				    << (oc % 64);
+
+	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+		struct kern_thresh t = {thr, flip};
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, (size_t)batch * o * ohw * 4);
+		ops->bconv(x, batch, &g, w, y);
+		check_dots(y, dots, (size_t)batch * o * ohw, "bconv", ops->name);
+		memset(bits, 0xa5, (size_t)batch * ohw * ow * 8);
+		ops->bconv_thr(x, batch, &g, w, &t, bits);
+		check_words(bits, want, (size_t)batch * ohw * ow, "bconv_thr", ops->name);
+	}
+	free(xv), free(wv), free(x), free(w), free(dots), free(y), free(thr), free(flip);
+	free(bits), free(want);
+}
+
+static void test_bconv_shapes(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 32, 64, 65, 130};
+	static const uint32_t ks[] = {1, 3, 5};
+	static const uint32_t os[] = {1, 8, 9, 70};
+
+	(void)state;
+	rng_seed(4);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++)
+			for (uint32_t stride = 1; stride <= 2; stride++)
+				for (uint32_t pad = 0; pad <= 2; pad++)
+					bconv_case(cs[i], ks[j], stride, pad, os[rng_below(4)],
+						   1 + rng_below(2));
+}
+
+/* --- packing and bit pooling -------------------------------------------------------------- */
+
+static void pack_case(uint32_t c, uint32_t h, uint32_t w, uint32_t batch, bool thresh)
+{
+	size_t hw = (size_t)h * w, n = (size_t)batch * c * hw;
+	uint32_t wpp = kern_words(c);
+	double *x = xalloc(n * 8);
+	int32_t *thr = xalloc(c * 4);
+	uint8_t *flip = xalloc(c);
+	uint64_t *y = xalloc((size_t)batch * hw * wpp * 8),
+		 *want = xalloc((size_t)batch * hw * wpp * 8);
+	struct kern_thresh t = {thr, flip};
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t kind = rng_below(6);
+
+		if (thresh)
+			x[i] = (double)((int32_t)rng_below(41) - 20);
+		else
+			x[i] = kind == 0 ? 0.0 : kind == 1 ? -0.0 : (double)(int64_t)rng() / 1e18;
+	}
+	for (uint32_t ch = 0; ch < c; ch++) {
+		uint32_t kind = rng_below(4);
+
+		thr[ch] = kind == 0 ? INT32_MIN : (int32_t)rng_below(41) - 20;
+		flip[ch] = rng_below(2);
+	}
+	memset(want, 0, (size_t)batch * hw * wpp * 8);
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t ch = 0; ch < c; ch++)
+			for (size_t p = 0; p < hw; p++) {
+				double v = x[((size_t)b * c + ch) * hw + p];
+				int bit =
+				    thresh ? (v >= thr[ch]) ^ flip[ch] : !signbit(v) || v == 0;
+
+				want[((size_t)b * hw + p) * wpp + ch / 64] |= (uint64_t)bit
+									      << (ch % 64);
+			}
+	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, (size_t)batch * hw * wpp * 8);
+		if (thresh)
+			ops->threshold_pack(x, batch, c, h, w, &t, y);
+		else
+			ops->sign_pack(x, batch, c, h, w, y);
+		check_words(y, want, (size_t)batch * hw * wpp,
+			    thresh ? "threshold_pack" : "sign_pack", ops->name);
+	}
+	free(x), free(thr), free(flip), free(y), free(want);
+}
+
+static void test_sign_pack_shapes(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 8, 63, 64, 65, 130, 200};
+
+	(void)state;
+	rng_seed(5);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (int r = 0; r < 3; r++)
+			pack_case(cs[i], 1 + rng_below(9), 1 + rng_below(9), 1 + rng_below(3),
+				  false);
+	pack_case(4096, 1, 1, 2, false);
+	pack_case(1000, 1, 1, 3, false);
+}
+
+static void test_threshold_pack_shapes(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 8, 63, 64, 65, 130, 200};
+
+	(void)state;
+	rng_seed(6);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (int r = 0; r < 3; r++)
+			pack_case(cs[i], 1 + rng_below(9), 1 + rng_below(9), 1 + rng_below(3),
+				  true);
+}
+
+/* Plain max of +-1 over the window at (oy, ox) of channel ch; xv is pixel-major [pixel][c]. */
+static int plain_pool_max(const int8_t *xv, uint32_t c, uint32_t w, uint32_t k, uint32_t stride,
+			  uint32_t oy, uint32_t ox, uint32_t ch)
+{
+	int m = -1;
+
+	for (uint32_t ky = 0; ky < k; ky++)
+		for (uint32_t kx = 0; kx < k; kx++) {
+			int v = xv[((size_t)(oy * stride + ky) * w + ox * stride + kx) * c + ch];
+
+			m = v > m ? v : m;
+		}
+	return m;
+}
+
+static void maxpool_bits_case(uint32_t c, uint32_t k, uint32_t stride)
+{
+	uint32_t h = k + rng_below(8), w = k + rng_below(8);
+	uint32_t wpp = kern_words(c), batch = 1 + rng_below(2);
+	uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+	size_t in_pix = (size_t)h * w, out_words = (size_t)batch * oh * ow * wpp;
+	int8_t *xv = xalloc(batch * in_pix * c);
+	uint64_t *x = xalloc(batch * in_pix * wpp * 8);
+	uint64_t *y = xalloc(out_words * 8), *want = xalloc(out_words * 8);
+
+	/* Vector p of c signs is pixel p: exactly the pixel-major layout. */
+	rand_signs(xv, x, c, batch * (uint32_t)in_pix);
+	memset(want, 0, out_words * 8);
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t oy = 0; oy < oh; oy++)
+			for (uint32_t ox = 0; ox < ow; ox++)
+				for (uint32_t ch = 0; ch < c; ch++) {
+					int m = plain_pool_max(xv + b * in_pix * c, c, w, k, stride,
+							       oy, ox, ch);
+
+					want[(((size_t)b * oh + oy) * ow + ox) * wpp + ch / 64] |=
+					    (uint64_t)(m > 0) << (ch % 64);
+				}
+	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, out_words * 8);
+		ops->maxpool_bits(x, batch, c, h, w, k, stride, y);
+		check_words(y, want, out_words, "maxpool_bits", ops->name);
+	}
+	free(xv), free(x), free(y), free(want);
+}
+
+static void test_maxpool_bits_shapes(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 64, 65, 130};
+
+	(void)state;
+	rng_seed(7);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (uint32_t k = 1; k <= 3; k++)
+			for (uint32_t stride = 1; stride <= 3; stride++)
+				maxpool_bits_case(cs[i], k, stride);
+}
+
+/* --- layout -------------------------------------------------------------------------------- */
+
+static void test_layout_unpack_flatten(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 64, 65, 130};
+
+	(void)state;
+	rng_seed(8);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++) {
+		uint32_t c = cs[i], h = 1 + rng_below(6), w = 1 + rng_below(6), batch = 2;
+		size_t hw = (size_t)h * w, n = (size_t)c * hw, fw = kern_words(n);
+		uint32_t wpp = kern_words(c);
+		int8_t *xv = xalloc(batch * hw * c);
+		uint64_t *x = xalloc(batch * hw * wpp * 8), *flat = xalloc(batch * fw * 8);
+		uint64_t *want = xalloc(batch * fw * 8);
+		double *y = xalloc(batch * n * 8);
+
+		rand_signs(xv, x, c, batch * (uint32_t)hw);
+		kern_unpack_bits(x, batch, c, h, w, y);
+		memset(want, 0, batch * fw * 8);
+		for (uint32_t b = 0; b < batch; b++)
+			for (uint32_t ch = 0; ch < c; ch++)
+				for (size_t p = 0; p < hw; p++) {
+					int v = xv[((size_t)b * hw + p) * c + ch];
+					size_t e = ch * hw + p;
+
+					assert_true(y[b * n + e] == (double)v);
+					want[b * fw + e / 64] |= (uint64_t)(v > 0) << (e % 64);
+				}
+		memset(flat, 0xa5, batch * fw * 8);
+		kern_flatten_bits(x, batch, c, h, w, flat);
+		check_words(flat, want, batch * fw, "flatten_bits", "ref");
+		free(xv), free(x), free(flat), free(want), free(y);
+	}
+}
+
+/* --- float kernels ------------------------------------------------------------------------- */
+
+static double rand_real(void)
+{
+	return (double)(int64_t)(rng() >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static void check_close(const double *got, const double *want, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(fabs(got[i] - want[i]) <= REL_TOL * fmax(1.0, fabs(want[i])))) {
+			print_error("%s: element %zu = %.17g, want %.17g\n", what, i, got[i],
+				    want[i]);
+			fail();
+		}
+}
+
+/* Plain cross-correlation of one output element, zero padding. */
+static double plain_conv_f64(const double *x, const double *wo, const struct kern_conv_geom *g,
+			     uint32_t oy, uint32_t ox)
+{
+	double s = 0.0;
+
+	for (uint32_t c = 0; c < g->c; c++)
+		for (uint32_t ky = 0; ky < g->k; ky++)
+			for (uint32_t kx = 0; kx < g->k; kx++) {
+				int64_t iy = (int64_t)oy * g->stride + ky - g->pad;
+				int64_t ix = (int64_t)ox * g->stride + kx - g->pad;
+
+				if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+					continue;
+				s += x[((size_t)c * g->h + iy) * g->w + ix] *
+				     wo[((size_t)c * g->k + ky) * g->k + kx];
+			}
+	return s;
+}
+
+static void test_conv_f64_shapes(void **state)
+{
+	(void)state;
+	rng_seed(9);
+	for (int r = 0; r < 24; r++) {
+		struct kern_conv_geom g = {.c = 1 + rng_below(5), .o = 1 + rng_below(7)};
+		uint32_t batch = 1 + rng_below(3);
+		bool bias = rng_below(2);
+
+		g.k = 1 + 2 * rng_below(3);
+		g.stride = 1 + rng_below(2);
+		g.pad = rng_below(3);
+		g.h = g.k + rng_below(6);
+		g.w = g.k + rng_below(6);
+		g.oh = (g.h + 2 * g.pad - g.k) / g.stride + 1;
+		g.ow = (g.w + 2 * g.pad - g.k) / g.stride + 1;
+
+		size_t in = (size_t)g.c * g.h * g.w, ohw = (size_t)g.oh * g.ow;
+		size_t nw = (size_t)g.o * g.c * g.k * g.k, ny = batch * g.o * ohw;
+		double *x = xalloc(batch * in * 8), *w = xalloc(nw * 8), *b = xalloc(g.o * 8);
+		double *col = xalloc(kern_conv_scratch(&g) * 8), *y = xalloc(ny * 8);
+		double *want = xalloc(ny * 8);
+
+		for (size_t i = 0; i < batch * in; i++)
+			x[i] = rand_real();
+		for (size_t i = 0; i < nw; i++)
+			w[i] = rand_real();
+		for (size_t i = 0; i < g.o; i++)
+			b[i] = rand_real();
+		for (uint32_t n = 0; n < batch; n++)
+			for (uint32_t o = 0; o < g.o; o++)
+				for (uint32_t p = 0; p < ohw; p++)
+					want[((size_t)n * g.o + o) * ohw + p] =
+					    (bias ? b[o] : 0.0) +
+					    plain_conv_f64(
+						x + n * in, w + (size_t)o * g.c * g.k * g.k, &g,
+						(uint32_t)(p / g.ow), (uint32_t)(p % g.ow));
+		kern_conv_f64(x, batch, &g, w, bias ? b : NULL, col, y);
+		check_close(y, want, ny, "conv_f64");
+		free(x), free(w), free(b), free(col), free(y), free(want);
+	}
+}
+
+static void test_dense_f64_batches(void **state)
+{
+	static const uint32_t batches[] = {1, 2, 7};
+
+	(void)state;
+	rng_seed(10);
+	for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+		for (int r = 0; r < 4; r++) {
+			uint32_t batch = batches[j], n = 1 + rng_below(300),
+				 out = 1 + rng_below(70);
+			double *x = xalloc((size_t)batch * n * 8), *w = xalloc((size_t)out * n * 8);
+			double *b = xalloc(out * 8), *y = xalloc((size_t)batch * out * 8);
+			double *want = xalloc((size_t)batch * out * 8);
+			bool bias = r % 2;
+
+			for (size_t i = 0; i < (size_t)batch * n; i++)
+				x[i] = rand_real();
+			for (size_t i = 0; i < (size_t)out * n; i++)
+				w[i] = rand_real();
+			for (uint32_t o = 0; o < out; o++)
+				b[o] = rand_real();
+			for (uint32_t i = 0; i < batch; i++)
+				for (uint32_t o = 0; o < out; o++) {
+					double s = 0.0;
+
+					for (uint32_t k = 0; k < n; k++)
+						s += w[(size_t)o * n + k] * x[(size_t)i * n + k];
+					want[(size_t)i * out + o] = s + (bias ? b[o] : 0.0);
+				}
+			kern_dense_f64(x, batch, n, w, out, bias ? b : NULL, y);
+			check_close(y, want, (size_t)batch * out, "dense_f64");
+			free(x), free(w), free(b), free(y), free(want);
+		}
+}
+
+static void test_elementwise_f64_exact(void **state)
+{
+	uint32_t batch = 2, c = 5, hw = 7;
+	size_t n = (size_t)batch * c * hw;
+	double x[70], y[70], z[70], mean[5], sd[5], gamma[5], beta[5];
+
+	(void)state;
+	rng_seed(11);
+	for (size_t i = 0; i < n; i++)
+		x[i] = rand_real() * 10;
+	x[3] = 0.0;
+	x[4] = -0.0;
+	for (uint32_t ch = 0; ch < c; ch++) {
+		mean[ch] = rand_real();
+		sd[ch] = 0.5 + fabs(rand_real());
+		gamma[ch] = ch == 0 ? 0.0 : ch == 1 ? -rand_real() - 1.0 : rand_real();
+		beta[ch] = rand_real();
+	}
+	kern_batchnorm_f64(x, batch, c, hw, mean, sd, gamma, beta, y);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t ch = (uint32_t)(i / hw % c);
+
+		assert_true(y[i] == (x[i] - mean[ch]) / sd[ch] * gamma[ch] + beta[ch]);
+	}
+	memcpy(z, x, sizeof(x));
+	kern_bias_f64(z, batch, c, hw, beta);
+	for (size_t i = 0; i < n; i++)
+		assert_true(z[i] == x[i] + beta[i / hw % c]);
+	kern_relu_f64(x, n, y);
+	for (size_t i = 0; i < n; i++)
+		assert_true(y[i] == (x[i] > 0 ? x[i] : 0.0));
+}
+
+static void test_maxpool_f64_overlap(void **state)
+{
+	(void)state;
+	rng_seed(12);
+	for (int r = 0; r < 12; r++) {
+		uint32_t c = 1 + rng_below(4), k = 1 + rng_below(3), stride = 1 + rng_below(3);
+		uint32_t h = k + rng_below(6), w = k + rng_below(6), batch = 2;
+		uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+		double *x = xalloc((size_t)batch * c * h * w * 8),
+		       *y = xalloc((size_t)batch * c * oh * ow * 8);
+
+		for (size_t i = 0; i < (size_t)batch * c * h * w; i++)
+			x[i] = rand_real();
+		kern_maxpool_f64(x, batch, c, h, w, k, stride, y);
+		for (uint32_t p = 0; p < batch * c; p++)
+			for (uint32_t oy = 0; oy < oh; oy++)
+				for (uint32_t ox = 0; ox < ow; ox++) {
+					double m = -INFINITY;
+
+					for (uint32_t ky = 0; ky < k; ky++)
+						for (uint32_t kx = 0; kx < k; kx++)
+							m = fmax(
+							    m,
+							    x[((size_t)p * h + oy * stride + ky) *
+								  w +
+							      ox * stride + kx]);
+					assert_true(y[((size_t)p * oh + oy) * ow + ox] == m);
+				}
+		free(x), free(y);
+	}
+}
+
+static void test_lrn_f64_edges(void **state)
+{
+	static const uint32_t sizes[] = {1, 3, 5, 7};
+
+	(void)state;
+	rng_seed(13);
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(*sizes); s++) {
+		uint32_t c = 1 + rng_below(9), hw = 1 + rng_below(10), batch = 2, size = sizes[s];
+		size_t n = (size_t)batch * c * hw;
+		double *x = xalloc(n * 8), *y = xalloc(n * 8), *want = xalloc(n * 8);
+		double alpha = 1e-2, beta = 0.75, k = 2.0;
+
+		for (size_t i = 0; i < n; i++)
+			x[i] = rand_real() * 5;
+		for (uint32_t b = 0; b < batch; b++)
+			for (uint32_t ch = 0; ch < c; ch++)
+				for (uint32_t p = 0; p < hw; p++) {
+					double sum = 0.0;
+
+					for (int64_t j = (int64_t)ch - size / 2;
+					     j <= (int64_t)ch + size / 2; j++)
+						if (j >= 0 && j < c) {
+							double v = x[((size_t)b * c + j) * hw + p];
+
+							sum += v * v;
+						}
+					want[((size_t)b * c + ch) * hw + p] =
+					    x[((size_t)b * c + ch) * hw + p] /
+					    pow(k + alpha / size * sum, beta);
+				}
+		kern_lrn_f64(x, batch, c, hw, size, alpha, beta, k, y);
+		check_close(y, want, n, "lrn_f64");
+		free(x), free(y), free(want);
+	}
+}
+
+static void test_ops_select_names(void **state)
+{
+	(void)state;
+	assert_non_null(kern_ops_get());
+	assert_ptr_equal(kern_ops_by_name("ref"), &kern_ops_ref);
+	assert_null(kern_ops_by_name("sse9"));
+	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+
+		if (ops)
+			assert_string_equal(ops->name, isa_names[i]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ops_select_names),
+	    cmocka_unit_test(test_bdense_shapes),
+	    cmocka_unit_test(test_bdense_random),
+	    cmocka_unit_test(test_bdense_u8_shapes),
+	    cmocka_unit_test(test_bconv_shapes),
+	    cmocka_unit_test(test_sign_pack_shapes),
+	    cmocka_unit_test(test_threshold_pack_shapes),
+	    cmocka_unit_test(test_maxpool_bits_shapes),
+	    cmocka_unit_test(test_layout_unpack_flatten),
+	    cmocka_unit_test(test_conv_f64_shapes),
+	    cmocka_unit_test(test_dense_f64_batches),
+	    cmocka_unit_test(test_elementwise_f64_exact),
+	    cmocka_unit_test(test_maxpool_f64_overlap),
+	    cmocka_unit_test(test_lrn_f64_edges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: MIT
+/*
+ * protocol/: build and parse of every message type and tensor format, the verdict of every
+ * truncation point, field checks, helpers. With PROTO_PCAP_OUT set, test_proto_pcap writes a
+ * capture of sample messages there (tests/integration/test_dissector.sh decodes it with tshark).
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "protocol/proto.h"
+
+#define BUF 70000
+
+static uint8_t buf[BUF];
+static uint8_t body[BUF];
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+/* One datagram carrying the whole message; checks the common fields on the way back. */
+static void roundtrip(const struct proto_msg *m, const void *data, size_t len,
+		      struct proto_msg *out)
+{
+	int n = proto_build(m, data, len, buf, sizeof(buf));
+
+	assert_int_equal(n, m->hdr_len + len);
+	assert_int_equal(proto_parse(buf, (size_t)n, out), PROTO_OK);
+	assert_int_equal(out->type, m->type);
+	assert_int_equal(out->version, PROTO_VERSION);
+	assert_int_equal(out->model_id, m->model_id);
+	assert_true(out->request_id == m->request_id);
+	assert_int_equal(out->total_len, len);
+	assert_int_equal(out->frag_off, 0);
+	assert_int_equal(out->frag_len, len);
+	assert_ptr_equal(out->data, buf + m->hdr_len);
+	assert_memory_equal(out->data, data, len);
+}
+
+static void test_proto_request_formats(void **state)
+{
+	static const unsigned fmts[] = {PROTO_FMT_U8,	PROTO_FMT_F32,	PROTO_FMT_FP16,
+					PROTO_FMT_INT8, PROTO_FMT_BITS, PROTO_FMT_F64};
+	struct proto_msg m, out;
+
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		size_t len;
+
+		proto_msg_init(&m, PROTO_REQUEST, 0xdeadbeef, 0x0102030405060708ull + i);
+		proto_msg_set_tensor(&m, fmts[i], 3, 5, 7, 0.125f, -12);
+		len = proto_msg_body_len(&m);
+		fill(body, len, (uint32_t)i);
+		if (fmts[i] == PROTO_FMT_BITS) /* 105 elements: the last word's tail bits are 0 */
+			body[len - 1] = 0, body[len - 2] = 0, body[len - 3] &= 0x01;
+		roundtrip(&m, body, len, &out);
+		assert_int_equal(out.tensor.fmt, fmts[i]);
+		assert_int_equal(out.tensor.c, 3);
+		assert_int_equal(out.tensor.h, 5);
+		assert_int_equal(out.tensor.w, 7);
+		assert_int_equal(out.tensor.count, 105);
+		assert_int_equal(out.tensor.layer, 0);
+		if (fmts[i] == PROTO_FMT_INT8) {
+			assert_true(proto_f32_from_bits(out.tensor.scale_bits) == 0.125f);
+			assert_int_equal(out.tensor.zero_point, -12);
+		} else {
+			assert_int_equal(out.tensor.scale_bits, 0);
+			assert_int_equal(out.tensor.zero_point, 0);
+		}
+	}
+	assert_int_equal(proto_fmt_bytes(PROTO_FMT_BITS, 105), 16);
+	assert_int_equal(proto_fmt_bytes(PROTO_FMT_BITS, 64), 8);
+	assert_int_equal(proto_fmt_bytes(PROTO_FMT_BITS, 65), 16);
+	assert_int_equal(proto_fmt_bytes(PROTO_FMT_FP16, 3), 6);
+}
+
+static void test_proto_tensor_values(void **state)
+{
+	/* f32 / f64 / fp16 elements survive the trip bit for bit, in little-endian. */
+	static const double vals[] = {0.0, -0.0, 1.0, -2.5, 1e-300, 3.0e38, INFINITY, -INFINITY};
+	size_t n = sizeof(vals) / sizeof(vals[0]);
+	struct proto_msg m, out;
+
+	proto_msg_init(&m, PROTO_REQUEST, 1, 2);
+	proto_msg_set_tensor(&m, PROTO_FMT_F64, (uint32_t)n, 1, 1, 0, 0);
+	for (size_t i = 0; i < n; i++)
+		proto_le_put_f64(body + 8 * i, vals[i]);
+	roundtrip(&m, body, 8 * n, &out);
+	for (size_t i = 0; i < n; i++) {
+		double v = proto_le_get_f64(out.data + 8 * i);
+
+		assert_memory_equal(&v, &vals[i], sizeof(v));
+	}
+	assert_int_equal(body[8 * 2 + 7], 0x3f); /* 1.0 = 0x3ff0...: high byte last */
+
+	proto_msg_set_tensor(&m, PROTO_FMT_F32, (uint32_t)n, 1, 1, 0, 0);
+	for (size_t i = 0; i < n; i++)
+		proto_le_put_f32(body + 4 * i, (float)vals[i]);
+	roundtrip(&m, body, 4 * n, &out);
+	for (size_t i = 0; i < n; i++)
+		assert_true(proto_le_get_f32(out.data + 4 * i) == (float)vals[i]);
+}
+
+static void test_proto_fp16(void **state)
+{
+	assert_int_equal(proto_f32_to_fp16(1.0f), 0x3c00);
+	assert_int_equal(proto_f32_to_fp16(-2.0f), 0xc000);
+	assert_int_equal(proto_f32_to_fp16(65504.0f), 0x7bff);
+	assert_int_equal(proto_f32_to_fp16(65536.0f), 0x7c00);
+	assert_int_equal(proto_f32_to_fp16(5.9604645e-8f), 0x0001);
+	assert_int_equal(proto_f32_to_fp16(1.0f + 1.0f / 2048), 0x3c00); /* tie to even */
+	assert_int_equal(proto_f32_to_fp16(1.0f + 3.0f / 2048), 0x3c02);
+	assert_int_equal(proto_f32_to_fp16(0.0f), 0);
+	assert_true(isnan(proto_fp16_to_f32(proto_f32_to_fp16(NAN))));
+	/* Every finite half converts to float and back unchanged. */
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+			continue;
+		assert_int_equal(proto_f32_to_fp16(proto_fp16_to_f32((uint16_t)h)), h);
+	}
+}
+
+static void test_proto_bits_layout(void **state)
+{
+	double x[130];
+	uint8_t w[24];
+
+	for (int i = 0; i < 130; i++)
+		x[i] = (i % 3 == 0 || i == 64 || i == 129) ? 1.0 : -1.0;
+	memset(w, 0xee, sizeof(w));
+	proto_bits_pack(x, 130, w);
+	/* element 64j+i is bit i of little-endian word j */
+	assert_int_equal(w[0], 0x49);  /* elements 0, 3, 6 */
+	assert_int_equal(w[8] & 1, 1); /* element 64 */
+	assert_int_equal(w[16], 0x02); /* element 129 (128 is -1) */
+	assert_int_equal(w[17], 0);    /* tail bits are zero */
+	assert_int_equal(w[23], 0);
+	for (int i = 0; i < 130; i++)
+		assert_int_equal(proto_bits_get(w, (size_t)i), x[i] > 0 ? 1 : -1);
+}
+
+static void test_proto_activation(void **state)
+{
+	struct proto_msg m, out;
+
+	proto_msg_init(&m, PROTO_ACTIVATION, 77, 99);
+	proto_msg_set_tensor(&m, PROTO_FMT_BITS, 4096, 1, 1, 0, 0);
+	m.tensor.layer = 5;
+	m.act.reply_addr[10] = m.act.reply_addr[11] = 0xff;
+	m.act.reply_addr[12] = 10, m.act.reply_addr[15] = 7;
+	m.act.reply_port = 40000;
+	m.act.executors = PROTO_EX_CPU | PROTO_EX_GPU;
+	m.act.t_rx_ns = 1, m.act.t_queue_ns = 2, m.act.t_host_ns = 3, m.act.t_pack_ns = 4;
+	fill(body, 512, 5);
+	roundtrip(&m, body, 512, &out);
+	assert_int_equal(out.hdr_len, PROTO_ACT_HDR_LEN);
+	assert_int_equal(out.tensor.layer, 5);
+	assert_memory_equal(out.act.reply_addr, m.act.reply_addr, 16);
+	assert_int_equal(out.act.reply_port, 40000);
+	assert_int_equal(out.act.executors, 3);
+	assert_int_equal(out.act.t_rx_ns, 1);
+	assert_int_equal(out.act.t_queue_ns, 2);
+	assert_int_equal(out.act.t_host_ns, 3);
+	assert_int_equal(out.act.t_pack_ns, 4);
+	/* header fields are big-endian on the wire */
+	assert_int_equal(buf[0], 0x53);
+	assert_int_equal(buf[1], 0x4e);
+	assert_int_equal(buf[32 + 48], 40000 >> 8);
+}
+
+static void test_proto_response(void **state)
+{
+	struct proto_msg m, out;
+	double scores[10];
+
+	proto_msg_init(&m, PROTO_RESPONSE, 5, 6);
+	m.resp.num_classes = 10;
+	m.resp.cls = 9;
+	m.resp.score_fmt = PROTO_FMT_F64;
+	m.resp.executors = PROTO_EX_NIC | PROTO_EX_HOST_FALLBACK;
+	for (unsigned i = 0; i < PROTO_T_COUNT; i++)
+		m.resp.t_ns[i] = 1000u * i + 0x80000000u;
+	for (int i = 0; i < 10; i++) {
+		scores[i] = -1.0 / (i + 3);
+		proto_le_put_f64(body + 8 * i, scores[i]);
+	}
+	roundtrip(&m, body, 80, &out);
+	assert_int_equal(out.resp.cls, 9);
+	assert_int_equal(out.resp.num_classes, 10);
+	assert_int_equal(out.resp.executors, PROTO_EX_NIC | PROTO_EX_HOST_FALLBACK);
+	for (unsigned i = 0; i < PROTO_T_COUNT; i++)
+		assert_int_equal(out.resp.t_ns[i], 1000u * i + 0x80000000u);
+	for (int i = 0; i < 10; i++)
+		assert_true(proto_le_get_f64(out.data + 8 * i) == scores[i]);
+	/* 165 f64 classes fit one default datagram, 166 do not */
+	assert_int_equal(proto_frag_count(PROTO_RESP_HDR_LEN, 165 * 8, PROTO_DEFAULT_PAYLOAD), 1);
+	assert_int_equal(proto_frag_count(PROTO_RESP_HDR_LEN, 166 * 8, PROTO_DEFAULT_PAYLOAD), 2);
+
+	m.resp.score_fmt = PROTO_FMT_F32;
+	roundtrip(&m, body, 40, &out);
+	assert_int_equal(out.resp.score_fmt, PROTO_FMT_F32);
+	assert_int_equal(proto_build(&m, body, 80, buf, sizeof(buf)), -EINVAL);
+}
+
+static void test_proto_error(void **state)
+{
+	struct proto_msg out;
+	int n;
+
+	n = proto_build_error(buf, sizeof(buf), 3, 4, PROTO_ERR_UNKNOWN_MODEL, 0xabc, "model %x",
+			      3);
+	assert_int_equal(n, PROTO_ERROR_HDR_LEN + 7);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_int_equal(out.err.code, PROTO_ERR_UNKNOWN_MODEL);
+	assert_int_equal(out.err.detail, 0xabc);
+	assert_memory_equal(out.data, "model 3", 7);
+	/* the reason is cut at 64 bytes */
+	n = proto_build_error(buf, sizeof(buf), 3, 4, PROTO_ERR_INTERNAL, 0, "%0100d", 1);
+	assert_int_equal(n, PROTO_ERROR_HDR_LEN + PROTO_REASON_MAX);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_string_equal(proto_error_name(PROTO_ERR_BUSY), "busy");
+}
+
+/* Every message type, whole and as a middle fragment, cut at every length. */
+static void test_proto_truncation_every_point(void **state)
+{
+	struct proto_msg m, out;
+	struct proto_frag f;
+	uint8_t dg[4][2048];
+	int len[4], frag_n;
+
+	proto_msg_init(&m, PROTO_REQUEST, 1, 1);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 28, 28, 0, 0);
+	fill(body, 784, 1);
+	len[0] = proto_build(&m, body, 784, dg[0], sizeof(dg[0]));
+	proto_msg_init(&m, PROTO_ACTIVATION, 1, 2);
+	proto_msg_set_tensor(&m, PROTO_FMT_INT8, 4, 3, 3, 0.5f, 1);
+	len[1] = proto_build(&m, body, 36, dg[1], sizeof(dg[1]));
+	proto_msg_init(&m, PROTO_RESPONSE, 1, 3);
+	m.resp.num_classes = 3, m.resp.score_fmt = PROTO_FMT_F64;
+	len[2] = proto_build(&m, body, 24, dg[2], sizeof(dg[2]));
+	len[3] = proto_build_error(dg[3], sizeof(dg[3]), 1, 4, PROTO_ERR_BUSY, 0, "busy");
+
+	for (int t = 0; t < 4; t++) {
+		struct proto_msg whole;
+
+		assert_true(len[t] > 0);
+		assert_int_equal(proto_parse(dg[t], (size_t)len[t], &whole), PROTO_OK);
+		for (int l = 0; l < len[t]; l++) {
+			enum proto_verdict want = l < (int)PROTO_COMMON_LEN ? PROTO_BAD_SHORT
+						  : l < whole.hdr_len	    ? PROTO_BAD_SHORT_EXT
+									    : PROTO_BAD_TRUNCATED;
+
+			assert_int_equal(proto_parse(dg[t], (size_t)l, &out), want);
+		}
+		dg[t][len[t]] = 0;
+		assert_int_equal(proto_parse(dg[t], (size_t)len[t] + 1, &out), PROTO_BAD_TRAILING);
+	}
+
+	/* a middle fragment of a fragmented request */
+	proto_msg_init(&m, PROTO_REQUEST, 1, 5);
+	proto_msg_set_tensor(&m, PROTO_FMT_F32, 1, 28, 28, 0, 0);
+	assert_int_equal(proto_frag_init(&f, &m, body, 784 * 4, 1024), 0);
+	frag_n = 0;
+	while ((len[0] = proto_frag_next(&f, dg[0], sizeof(dg[0]))) > 0 && ++frag_n < 2)
+		;
+	assert_int_equal(proto_parse(dg[0], (size_t)len[0], &out), PROTO_OK);
+	assert_int_equal(out.frag_off, 1024 - 64);
+	for (int l = 0; l < len[0]; l++)
+		assert_int_equal(proto_parse(dg[0], (size_t)l, &out), l < 32 ? PROTO_BAD_SHORT
+								      : l < 64
+									  ? PROTO_BAD_SHORT_EXT
+									  : PROTO_BAD_TRUNCATED);
+}
+
+static int base_request(uint8_t *p)
+{
+	struct proto_msg m;
+
+	proto_msg_init(&m, PROTO_REQUEST, 1, 1);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 4, 4, 0, 0);
+	return proto_build(&m, body, 16, p, 256);
+}
+
+static enum proto_verdict mutate(size_t off, unsigned width, uint32_t v)
+{
+	uint8_t p[256];
+	struct proto_msg out;
+	int n = base_request(p);
+
+	if (width == 1)
+		p[off] = (uint8_t)v;
+	else if (width == 2)
+		proto_put16(p + off, (uint16_t)v);
+	else
+		proto_put32(p + off, v);
+	return proto_parse(p, (size_t)n, &out);
+}
+
+static void test_proto_bad_fields(void **state)
+{
+	struct proto_msg m, out;
+	uint8_t p[512];
+	int n;
+
+	assert_int_equal(mutate(0, 2, 0x4e53), PROTO_BAD_MAGIC);
+	assert_int_equal(mutate(2, 1, 2), PROTO_BAD_VERSION);
+	assert_int_equal(mutate(2, 1, 0), PROTO_BAD_VERSION);
+	assert_int_equal(mutate(3, 1, 0), PROTO_BAD_TYPE);
+	assert_int_equal(mutate(3, 1, 5), PROTO_BAD_TYPE);
+	assert_int_equal(mutate(4, 2, 62), PROTO_BAD_HDR_LEN);
+	assert_int_equal(mutate(4, 2, 60), PROTO_BAD_HDR_LEN);
+	assert_int_equal(mutate(4, 2, 260), PROTO_BAD_HDR_LEN);
+	assert_int_equal(mutate(4, 2, 68), PROTO_BAD_TRUNCATED); /* eats 4 data bytes */
+	assert_int_equal(mutate(6, 2, 15), PROTO_BAD_TRAILING);
+	assert_int_equal(mutate(6, 2, 17), PROTO_BAD_TRUNCATED);
+	assert_int_equal(mutate(24, 4, PROTO_MAX_TOTAL + 1), PROTO_BAD_TOTAL_LEN);
+	assert_int_equal(mutate(24, 4, 17), PROTO_BAD_TOTAL_LEN); /* not what 1x4x4 u8 implies */
+	assert_int_equal(mutate(24, 4, 15), PROTO_BAD_FRAG);	  /* fragment past the end */
+	assert_int_equal(mutate(28, 4, 8), PROTO_BAD_FRAG);
+	assert_int_equal(mutate(28, 4, 0xfffffff8u), PROTO_BAD_FRAG);
+	assert_int_equal(mutate(32, 1, 0), PROTO_BAD_FORMAT);
+	assert_int_equal(mutate(32, 1, 7), PROTO_BAD_FORMAT);
+	assert_int_equal(mutate(36, 4, 0), PROTO_BAD_SHAPE);
+	assert_int_equal(mutate(40, 4, 0), PROTO_BAD_SHAPE);
+	assert_int_equal(mutate(44, 4, 0), PROTO_BAD_SHAPE);
+	assert_int_equal(mutate(48, 4, 17), PROTO_BAD_SHAPE);
+	assert_int_equal(mutate(48, 4, 0), PROTO_BAD_SHAPE);
+	assert_int_equal(mutate(36, 4, 0x10000), PROTO_BAD_SHAPE); /* c*h*w overflows count */
+	assert_int_equal(mutate(48, 4, PROTO_MAX_ELEMS + 1), PROTO_BAD_SHAPE);
+	/* flags, reserved and layer of a REQUEST are ignored (room to grow) */
+	assert_int_equal(mutate(12, 2, 0xffff), PROTO_OK);
+	assert_int_equal(mutate(33, 1, 0xff), PROTO_OK);
+	assert_int_equal(mutate(60, 4, 0xffffffffu), PROTO_OK);
+
+	/* int8 scale must be positive and finite */
+	proto_msg_init(&m, PROTO_REQUEST, 1, 1);
+	proto_msg_set_tensor(&m, PROTO_FMT_INT8, 1, 1, 8, 1.0f, 0);
+	n = proto_build(&m, body, 8, p, sizeof(p));
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_OK);
+	proto_put32(p + 52, proto_f32_bits(-1.0f));
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FIELD);
+	proto_put32(p + 52, proto_f32_bits(INFINITY));
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FIELD);
+	proto_put32(p + 52, 0);
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FIELD);
+
+	/* response: class < num_classes, score format */
+	proto_msg_init(&m, PROTO_RESPONSE, 1, 1);
+	m.resp.num_classes = 2, m.resp.cls = 1, m.resp.score_fmt = PROTO_FMT_F64;
+	n = proto_build(&m, body, 16, p, sizeof(p));
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_OK);
+	proto_put32(p + 32, 2);
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FIELD);
+	proto_put32(p + 32, 1);
+	p[38] = PROTO_FMT_U8;
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FORMAT);
+	m.resp.cls = 2;
+	assert_int_equal(proto_build(&m, body, 16, p, sizeof(p)), -EINVAL);
+
+	/* error: code >= 1, reason <= 64 bytes, never fragmented */
+	n = proto_build_error(p, sizeof(p), 1, 1, PROTO_ERR_BUSY, 0, "12345678");
+	proto_put16(p + 32, 0);
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FIELD);
+	proto_put16(p + 32, PROTO_ERR__COUNT);
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FIELD);
+	proto_put16(p + 32, PROTO_ERR_BUSY);
+	proto_put32(p + 24, 16); /* a first fragment of a 16-byte reason */
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_FRAG);
+	proto_put32(p + 24, 65);
+	assert_int_equal(proto_parse(p, (size_t)n, &out), PROTO_BAD_TOTAL_LEN);
+
+	/* misaligned fragments */
+	proto_msg_init(&m, PROTO_REQUEST, 1, 1);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 1, 100, 0, 0);
+	m.total_len = 100, m.frag_off = 4, m.frag_len = 8;
+	proto_hdr_write(&m, p, p + sizeof(p));
+	assert_int_equal(proto_parse(p, 72, &out), PROTO_BAD_FRAG);
+	m.frag_off = 0, m.frag_len = 12;
+	proto_hdr_write(&m, p, p + sizeof(p));
+	assert_int_equal(proto_parse(p, 76, &out), PROTO_BAD_FRAG);
+	m.frag_off = 96, m.frag_len = 4; /* the last fragment may be short */
+	proto_hdr_write(&m, p, p + sizeof(p));
+	assert_int_equal(proto_parse(p, 68, &out), PROTO_OK);
+	m.frag_off = 8, m.frag_len = 0;
+	proto_hdr_write(&m, p, p + sizeof(p));
+	assert_int_equal(proto_parse(p, 64, &out), PROTO_BAD_FRAG);
+	assert_string_equal(proto_verdict_name(PROTO_BAD_FRAG), "frag");
+	assert_string_equal(proto_verdict_name(99), "?");
+}
+
+static void test_proto_header_growth(void **state)
+{
+	/* a longer header (a later version's extra fields) is skipped */
+	struct proto_msg m, out;
+	int n;
+
+	proto_msg_init(&m, PROTO_REQUEST, 9, 9);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 1, 16, 0, 0);
+	m.hdr_len = 96;
+	fill(body, 16, 3);
+	n = proto_build(&m, body, 16, buf, sizeof(buf));
+	assert_int_equal(n, 112);
+	memset(buf + 64, 0x77, 32);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_int_equal(out.hdr_len, 96);
+	assert_ptr_equal(out.data, buf + 96);
+	assert_memory_equal(out.data, body, 16);
+}
+
+static void test_proto_build_checks(void **state)
+{
+	struct proto_msg m;
+	struct proto_frag f;
+
+	proto_msg_init(&m, PROTO_REQUEST, 1, 1);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 28, 28, 0, 0);
+	assert_int_equal(proto_build(&m, body, 783, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(proto_build(&m, body, 784, buf, 847), -EMSGSIZE);
+	assert_int_equal(proto_build(&m, body, 784, buf, 848), 848);
+	assert_int_equal(proto_frag_init(&f, &m, body, 784, 100), -EINVAL);
+	assert_int_equal(proto_frag_init(&f, &m, body, 785, 1400), -EINVAL);
+	proto_msg_set_tensor(&m, PROTO_FMT_F64, 1024, 1024, 9, 0, 0);
+	assert_int_equal(proto_frag_init(&f, &m, body, (size_t)72 << 20, 1400), -EMSGSIZE);
+	proto_msg_init(&m, PROTO_ERROR, 1, 1);
+	m.err.code = 0;
+	assert_int_equal(proto_build(&m, "x", 1, buf, sizeof(buf)), -EINVAL);
+	/* fragment count and sizes: data per fragment = (payload - hdr_len) & ~7 */
+	assert_int_equal(proto_frag_count(64, 784, 1400), 1);
+	assert_int_equal(proto_frag_count(64, 1336, 1400), 1);
+	assert_int_equal(proto_frag_count(64, 1337, 1400), 2);
+	assert_int_equal(proto_frag_count(64, 0, 1400), 1);
+	assert_int_equal(proto_frag_count(64, 4u << 20, 1400), (4u << 20) / 1336 + 1);
+}
+
+static void test_proto_names(void **state)
+{
+	assert_int_equal(proto_model_id(""), 0x811c9dc5u);
+	assert_int_equal(proto_model_id("a"), 0xe40c292cu);
+	assert_int_equal(proto_fmt_from_name("fp16"), PROTO_FMT_FP16);
+	assert_int_equal(proto_fmt_from_name("f16"), 0);
+	assert_string_equal(proto_fmt_name(PROTO_FMT_BITS), "bits");
+	assert_string_equal(proto_type_name(PROTO_ACTIVATION), "activation");
+	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++)
+		assert_string_not_equal(proto_verdict_name(v), "?");
+}
+
+/* --- a capture of sample traffic for the dissector test ------------------------------------ */
+
+static void pcap_put(FILE *f, const uint8_t *udp_payload, size_t len, uint16_t sport,
+		     uint16_t dport, uint32_t ts)
+{
+	uint8_t fr[2048] = {0};
+	uint32_t rec[4] = {ts, 0, (uint32_t)(14 + 28 + len), (uint32_t)(14 + 28 + len)};
+	uint32_t sum = 0;
+	uint8_t *ip = fr + 14, *udp = ip + 20;
+
+	memcpy(fr, "\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00", 14);
+	ip[0] = 0x45;
+	proto_put16(ip + 2, (uint16_t)(28 + len));
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, "\x7f\0\0\x01\x7f\0\0\x01", 8);
+	for (int i = 0; i < 20; i += 2)
+		sum += proto_get16(ip + i);
+	sum = (sum & 0xffff) + (sum >> 16);
+	proto_put16(ip + 10, (uint16_t) ~(sum + (sum >> 16)));
+	proto_put16(udp, sport);
+	proto_put16(udp + 2, dport);
+	proto_put16(udp + 4, (uint16_t)(8 + len));
+	memcpy(udp + 8, udp_payload, len);
+	fwrite(rec, sizeof(rec), 1, f);
+	fwrite(fr, 1, 14 + 28 + len, f);
+}
+
+static void test_proto_pcap(void **state)
+{
+	const char *path = getenv("PROTO_PCAP_OUT");
+	uint32_t ghdr[6] = {0xa1b2c3d4u, 0x00040002u, 0, 0, 65535, 1};
+	struct proto_msg m;
+	struct proto_frag fr;
+	uint32_t ts = 1700000000;
+	FILE *f;
+	int n;
+
+	if (!path)
+		skip();
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	fwrite(ghdr, sizeof(ghdr), 1, f);
+
+	/* 1: REQUEST u8 1x28x28 in one datagram, model 0x00c0ffee, request 1 */
+	proto_msg_init(&m, PROTO_REQUEST, 0x00c0ffee, 1);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 28, 28, 0, 0);
+	fill(body, 784, 1);
+	n = proto_build(&m, body, 784, buf, sizeof(buf));
+	pcap_put(f, buf, (size_t)n, 40000, PROTO_DEFAULT_PORT, ts++);
+	/* 2: RESPONSE class 7 of 10, f64 scores (score i = i / 10), CPU|NIC */
+	proto_msg_init(&m, PROTO_RESPONSE, 0x00c0ffee, 1);
+	m.resp.num_classes = 10, m.resp.cls = 7, m.resp.score_fmt = PROTO_FMT_F64;
+	m.resp.executors = PROTO_EX_CPU | PROTO_EX_NIC;
+	m.resp.t_ns[PROTO_T_TOTAL] = 1050000, m.resp.t_ns[PROTO_T_NIC] = 400000;
+	for (int i = 0; i < 10; i++)
+		proto_le_put_f64(body + 8 * i, i / 10.0);
+	n = proto_build(&m, body, 80, buf, sizeof(buf));
+	pcap_put(f, buf, (size_t)n, PROTO_DEFAULT_PORT, 40000, ts++);
+	/* 3-5: REQUEST f32 1x28x28 (3136 bytes), request 2, in 3 fragments of <= 1400 bytes */
+	proto_msg_init(&m, PROTO_REQUEST, 0x00c0ffee, 2);
+	proto_msg_set_tensor(&m, PROTO_FMT_F32, 1, 28, 28, 0, 0);
+	fill(body, 3136, 2);
+	assert_int_equal(proto_frag_init(&fr, &m, body, 3136, 1400), 0);
+	while ((n = proto_frag_next(&fr, buf, sizeof(buf))) > 0)
+		pcap_put(f, buf, (size_t)n, 40000, PROTO_DEFAULT_PORT, ts++);
+	/* 6: ACTIVATION bits 4096 at layer 3, reply to 127.0.0.1:40000 */
+	proto_msg_init(&m, PROTO_ACTIVATION, 0x00c0ffee, 3);
+	proto_msg_set_tensor(&m, PROTO_FMT_BITS, 4096, 1, 1, 0, 0);
+	m.tensor.layer = 3;
+	m.act.reply_addr[10] = m.act.reply_addr[11] = 0xff;
+	m.act.reply_addr[12] = 127, m.act.reply_addr[15] = 1;
+	m.act.reply_port = 40000, m.act.executors = PROTO_EX_CPU, m.act.t_host_ns = 250000;
+	n = proto_build(&m, body, 512, buf, sizeof(buf));
+	pcap_put(f, buf, (size_t)n, 5000, PROTO_DEFAULT_PORT, ts++);
+	/* 7: ERROR unknown_model */
+	n = proto_build_error(buf, sizeof(buf), 0x00c0ffee, 4, PROTO_ERR_UNKNOWN_MODEL, 0xc0ffee,
+			      "no such model");
+	pcap_put(f, buf, (size_t)n, PROTO_DEFAULT_PORT, 40000, ts++);
+	/* 8: a malformed datagram (bad version) */
+	buf[2] = 9;
+	pcap_put(f, buf, (size_t)n, PROTO_DEFAULT_PORT, 40000, ts++);
+	/* 9: REQUEST int8 on a non-default port (heuristic dissector) */
+	proto_msg_init(&m, PROTO_REQUEST, 0x00c0ffee, 5);
+	proto_msg_set_tensor(&m, PROTO_FMT_INT8, 2, 2, 2, 0.5f, -4);
+	n = proto_build(&m, body, 8, buf, sizeof(buf));
+	pcap_put(f, buf, (size_t)n, 40001, 9999, ts++);
+	assert_int_equal(fclose(f), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_proto_request_formats),
+	    cmocka_unit_test(test_proto_tensor_values),
+	    cmocka_unit_test(test_proto_fp16),
+	    cmocka_unit_test(test_proto_bits_layout),
+	    cmocka_unit_test(test_proto_activation),
+	    cmocka_unit_test(test_proto_response),
+	    cmocka_unit_test(test_proto_error),
+	    cmocka_unit_test(test_proto_truncation_every_point),
+	    cmocka_unit_test(test_proto_bad_fields),
+	    cmocka_unit_test(test_proto_header_growth),
+	    cmocka_unit_test(test_proto_build_checks),
+	    cmocka_unit_test(test_proto_names),
+	    cmocka_unit_test(test_proto_pcap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

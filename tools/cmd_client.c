@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: MIT
+/*
+ * splitnic client: the front-end and load generator. Sends REQUESTs over a plain UDP socket,
+ * open loop (--rate) or closed loop (--outstanding), reassembles RESPONSEs and ERRORs, and
+ * reports accuracy, latency percentiles, throughput, errors by code and timeouts.
+ *
+ * Everything is allocated before the first request: per-request state for --count requests,
+ * the input tensors, one datagram buffer each way and the response reassembly table. Latency
+ * is measured from the moment the request's first datagram is handed to the socket to the
+ * moment its response is complete.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protocol/reasm.h"
+#include "tools/cmds.h"
+#include "tools/idx.h"
+#include "tools/stats.h"
+
+enum req_state { REQ_UNSENT, REQ_PENDING, REQ_DONE, REQ_ERROR, REQ_TIMEOUT };
+
+struct client_opts {
+	const char *host;
+	const char *port;
+	const char *images;
+	const char *labels;
+	uint32_t shape[3];
+	unsigned dtype;
+	uint32_t model_id;
+	long count;
+	double rate;
+	long outstanding;
+	long timeout_ms;
+	long payload;
+	long seed;
+	bool json;
+};
+
+struct client_run {
+	struct client_opts o;
+	int fd;
+	uint8_t *inputs; /* n_inputs tensors of in_bytes */
+	const uint8_t *labels;
+	uint32_t n_inputs, n_labels;
+	size_t in_bytes;
+	uint64_t rid_base;
+	uint64_t *send_ns;
+	uint64_t *lat_ns;
+	uint8_t *state;
+	struct proto_reasm *ra;
+	uint8_t *dgram;
+	/* results */
+	uint64_t sent, pending, responses, correct, labelled, timeouts, late, dups, stray;
+	uint64_t send_errors;
+	uint64_t errors[PROTO_ERR__COUNT + 1];
+	uint64_t rejected[PROTO_VERDICT__COUNT];
+	uint64_t ra_drop[PROTO_RA__COUNT];
+	uint64_t server_ns[PROTO_T_COUNT];
+	uint64_t executors[8];
+	uint64_t t_first, t_last;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: splitnic client ADDR[:PORT] | --addr ADDR [--port P]\n"
+	    "         (--images IDX[.gz] [--labels IDX[.gz]] | --shape C,H,W [--dtype u8|f32])\n"
+	    "         [--count N] [--model-id ID|NAME] [--rate R | --outstanding N]\n"
+	    "         [--timeout-ms T] [--payload BYTES | --mtu BYTES] [--seed S] [--json]\n"
+	    "\n"
+	    "  Sends N requests (default: every image, or 1000 random tensors) to the server\n"
+	    "  (default port %u), open loop at R requests/s or closed loop with N outstanding\n"
+	    "  (default 1), and reports accuracy (with labels), latency p50/p90/p99/p99.9,\n"
+	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n",
+	    PROTO_DEFAULT_PORT);
+}
+
+static int parse_shape(const char *s, uint32_t shape[3])
+{
+	unsigned long v[3];
+	char *end;
+
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		v[i] = strtoul(s, &end, 10);
+		if (errno || end == s || v[i] == 0 || v[i] > 65536 || (i < 2 && *end != ',') ||
+		    (i == 2 && *end))
+			return -EINVAL;
+		s = end + 1;
+		shape[i] = (uint32_t)v[i];
+	}
+	return (uint64_t)shape[0] * shape[1] * shape[2] <= PROTO_MAX_ELEMS ? 0 : -EINVAL;
+}
+
+static int parse_opts(int argc, char **argv, struct client_opts *o)
+{
+	static const struct option lopts[] = {
+	    {"addr", required_argument, NULL, 'a'},
+	    {"port", required_argument, NULL, 'p'},
+	    {"images", required_argument, NULL, 'i'},
+	    {"labels", required_argument, NULL, 'l'},
+	    {"shape", required_argument, NULL, 'S'},
+	    {"dtype", required_argument, NULL, 'd'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"model-id", required_argument, NULL, 'm'},
+	    {"rate", required_argument, NULL, 'r'},
+	    {"outstanding", required_argument, NULL, 'o'},
+	    {"timeout-ms", required_argument, NULL, 't'},
+	    {"payload", required_argument, NULL, 'P'},
+	    {"mtu", required_argument, NULL, 'M'},
+	    {"seed", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	static char hostbuf[256];
+	long v;
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->dtype = PROTO_FMT_U8;
+	o->outstanding = 0;
+	o->timeout_ms = 1000;
+	o->payload = PROTO_DEFAULT_PAYLOAD;
+	o->seed = 1;
+	o->count = -1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			o->host = optarg;
+			break;
+		case 'p':
+			o->port = optarg;
+			break;
+		case 'i':
+			o->images = optarg;
+			break;
+		case 'l':
+			o->labels = optarg;
+			break;
+		case 'S':
+			if (parse_shape(optarg, o->shape)) {
+				fprintf(stderr, "client: --shape: expected C,H,W, got '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'd':
+			o->dtype = proto_fmt_from_name(optarg);
+			if (o->dtype != PROTO_FMT_U8 && o->dtype != PROTO_FMT_F32) {
+				fprintf(stderr, "client: --dtype: u8 or f32, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'n':
+			if (parse_count(optarg, &o->count, 1, 1L << 31, "--count"))
+				return -EINVAL;
+			break;
+		case 'm':
+			errno = 0;
+			v = strtol(optarg, &end, 0);
+			if (!errno && *optarg && !*end && v >= 0 && v <= 0xffffffffL)
+				o->model_id = (uint32_t)v;
+			else
+				o->model_id = proto_model_id(optarg);
+			break;
+		case 'r':
+			o->rate = strtod(optarg, &end);
+			if (*end || !(o->rate > 0 && o->rate <= 1e8)) {
+				fprintf(stderr, "client: --rate: requests/s > 0, got '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			if (parse_count(optarg, &o->outstanding, 1, 1 << 20, "--outstanding"))
+				return -EINVAL;
+			break;
+		case 't':
+			if (parse_count(optarg, &o->timeout_ms, 1, 3600000, "--timeout-ms"))
+				return -EINVAL;
+			break;
+		case 'P':
+		case 'M':
+			if (parse_count(optarg, &o->payload, c == 'M' ? 284 : 256,
+					c == 'M' ? 65535 : 65507, c == 'M' ? "--mtu" : "--payload"))
+				return -EINVAL;
+			if (c == 'M')
+				o->payload -= 28; /* IPv4 + UDP headers */
+			break;
+		case 's':
+			if (parse_count(optarg, &o->seed, 0, 1L << 31, "--seed"))
+				return -EINVAL;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		const char *a = argv[optind++];
+		const char *colon = strrchr(a, ':');
+
+		if (a[0] == '[' && strchr(a, ']')) { /* [v6addr]:port */
+			size_t n = (size_t)(strchr(a, ']') - a - 1);
+
+			snprintf(hostbuf, sizeof(hostbuf), "%.*s", (int)n, a + 1);
+			colon = strchr(a, ']')[1] == ':' ? strchr(a, ']') + 1 : NULL;
+		} else if (colon && strchr(a, ':') == colon) {
+			snprintf(hostbuf, sizeof(hostbuf), "%.*s", (int)(colon - a), a);
+		} else {
+			snprintf(hostbuf, sizeof(hostbuf), "%s", a);
+			colon = NULL;
+		}
+		o->host = hostbuf;
+		if (colon)
+			o->port = colon + 1;
+	}
+	if (optind < argc || !o->host) {
+		fprintf(stderr, "client: %s\n",
+			optind < argc ? "too many arguments" : "no server address");
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (!o->images && !o->shape[0]) {
+		fprintf(stderr, "client: give --images IDX or --shape C,H,W\n");
+		return -EINVAL;
+	}
+	if (o->rate > 0 && o->outstanding) {
+		fprintf(stderr, "client: --rate and --outstanding exclude each other\n");
+		return -EINVAL;
+	}
+	if (!o->rate && !o->outstanding)
+		o->outstanding = 1;
+	return 0;
+}
+
+static int open_socket(const struct client_opts *o)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai, *p;
+	char port[16];
+	int fd = -1, err, sz = 4 << 20;
+
+	snprintf(port, sizeof(port), "%s", o->port ? o->port : "21326");
+	err = getaddrinfo(o->host, port, &hints, &ai);
+	if (err) {
+		fprintf(stderr, "client: %s:%s: %s\n", o->host, port, gai_strerror(err));
+		return -EINVAL;
+	}
+	for (p = ai; p; p = p->ai_next) {
+		fd = socket(p->ai_family, p->ai_socktype, p->ai_protocol);
+		if (fd < 0)
+			continue;
+		if (!connect(fd, p->ai_addr, p->ai_addrlen))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0) {
+		fprintf(stderr, "client: %s:%s: cannot connect: %s\n", o->host, port,
+			strerror(errno));
+		return -errno;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	return fd;
+}
+
+/* Inputs: the IDX images (and labels), or a pool of random tensors of --shape. */
+static int load_inputs(struct client_run *r, struct idx_data *img, struct idx_data *lab)
+{
+	struct client_opts *o = &r->o;
+	char err[256];
+	uint32_t rng = (uint32_t)o->seed * 2654435761u + 1;
+	int ret;
+
+	if (o->images) {
+		ret = idx_load(o->images, img, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "client: %s\n", err);
+			return ret;
+		}
+		if (img->ndims < 2 || img->count == 0) {
+			fprintf(stderr, "client: %s: expected (N, H, W) images\n", o->images);
+			return -EINVAL;
+		}
+		o->shape[0] = img->ndims == 4 ? img->dims[1] : 1;
+		o->shape[1] = img->dims[img->ndims == 4 ? 2 : 1];
+		o->shape[2] = img->ndims >= 3 ? img->dims[img->ndims == 4 ? 3 : 2] : 1;
+		o->dtype = PROTO_FMT_U8;
+		r->inputs = img->data;
+		r->n_inputs = img->count;
+		r->in_bytes = img->item_bytes;
+		if (o->labels) {
+			ret = idx_load(o->labels, lab, err, sizeof(err));
+			if (ret) {
+				fprintf(stderr, "client: %s\n", err);
+				return ret;
+			}
+			if (lab->count != img->count || lab->item_bytes != 1) {
+				fprintf(stderr, "client: %s: %u labels for %u images\n", o->labels,
+					lab->count, img->count);
+				return -EINVAL;
+			}
+			r->labels = lab->data;
+			r->n_labels = lab->count;
+		}
+		if (o->count < 0)
+			o->count = img->count;
+		return 0;
+	}
+	r->in_bytes = proto_fmt_bytes(o->dtype, (uint64_t)o->shape[0] * o->shape[1] * o->shape[2]);
+	if (o->count < 0)
+		o->count = 1000;
+	r->n_inputs = o->count < 16 ? (uint32_t)o->count : 16;
+	r->inputs = malloc(r->n_inputs * r->in_bytes);
+	if (!r->inputs)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->n_inputs * r->in_bytes; i += o->dtype == PROTO_FMT_F32 ? 4 : 1) {
+		rng = rng * 1103515245u + 12345u;
+		if (o->dtype == PROTO_FMT_F32)
+			proto_le_put_f32(r->inputs + i, (float)(rng >> 8) / 16777216.0f);
+		else
+			r->inputs[i] = (uint8_t)(rng >> 16);
+	}
+	return 0;
+}
+
+static int send_request(struct client_run *r, uint32_t i)
+{
+	struct client_opts *o = &r->o;
+	struct proto_msg m;
+	struct proto_frag f;
+	int n, err;
+
+	proto_msg_init(&m, PROTO_REQUEST, o->model_id, r->rid_base + i);
+	proto_msg_set_tensor(&m, o->dtype, o->shape[0], o->shape[1], o->shape[2], 0, 0);
+	err = proto_frag_init(&f, &m, r->inputs + (size_t)(i % r->n_inputs) * r->in_bytes,
+			      r->in_bytes, (size_t)o->payload);
+	if (err)
+		return err;
+	r->send_ns[i] = now_ns();
+	r->state[i] = REQ_PENDING;
+	while ((n = proto_frag_next(&f, r->dgram, (size_t)o->payload)) > 0) {
+		if (send(r->fd, r->dgram, (size_t)n, 0) != n) {
+			r->send_errors++;
+			break;
+		}
+	}
+	r->sent++;
+	r->pending++;
+	return 0;
+}
+
+static void on_message(struct client_run *r, const struct proto_reasm_msg *msg, uint64_t t)
+{
+	uint64_t idx = msg->hdr.request_id - r->rid_base;
+
+	if (idx >= (uint64_t)r->o.count || r->state[idx] == REQ_UNSENT) {
+		r->stray++;
+		return;
+	}
+	if (r->state[idx] == REQ_TIMEOUT) {
+		r->late++;
+		return;
+	}
+	if (r->state[idx] != REQ_PENDING) {
+		r->dups++;
+		return;
+	}
+	r->t_last = t;
+	r->pending--;
+	if (msg->hdr.type == PROTO_ERROR) {
+		r->state[idx] = REQ_ERROR;
+		r->errors[msg->hdr.err.code < PROTO_ERR__COUNT ? msg->hdr.err.code : 0]++;
+		return;
+	}
+	r->state[idx] = REQ_DONE;
+	r->lat_ns[r->responses++] = t - r->send_ns[idx];
+	if (r->labels) {
+		r->labelled++;
+		r->correct += msg->hdr.resp.cls == r->labels[idx % r->n_labels];
+	}
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+		r->server_ns[k] += msg->hdr.resp.t_ns[k];
+	for (unsigned b = 0; b < 8; b++)
+		r->executors[b] += (msg->hdr.resp.executors >> b) & 1;
+}
+
+static void drain(struct client_run *r)
+{
+	struct proto_reasm_msg msg;
+	struct proto_msg m;
+	enum proto_verdict v;
+	enum proto_ra_verdict rv;
+	ssize_t n;
+	uint64_t t;
+
+	while ((n = recv(r->fd, r->dgram, PROTO_MAX_PAYLOAD, MSG_DONTWAIT)) >= 0) {
+		t = now_ns();
+		v = proto_parse(r->dgram, (size_t)n, &m);
+		if (v != PROTO_OK) {
+			r->rejected[v]++;
+			continue;
+		}
+		if (m.type != PROTO_RESPONSE && m.type != PROTO_ERROR) {
+			r->rejected[PROTO_BAD_TYPE]++;
+			continue;
+		}
+		rv = proto_reasm_push(r->ra, 0, &m, t, &msg);
+		if (rv == PROTO_RA_COMPLETE) {
+			on_message(r, &msg, t);
+			proto_reasm_release(r->ra, &msg);
+		} else if (rv != PROTO_RA_PARTIAL) {
+			r->ra_drop[rv]++;
+		}
+	}
+}
+
+static int run_loop(struct client_run *r)
+{
+	const struct client_opts *o = &r->o;
+	uint64_t timeout = (uint64_t)o->timeout_ms * 1000000ull;
+	uint64_t period = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
+	uint32_t next = 0, head = 0, count = (uint32_t)o->count;
+	uint64_t t, t0 = now_ns(), wait, due;
+	struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+	struct timespec ts;
+	int err;
+
+	r->t_first = t0;
+	while (head < count) {
+		t = now_ns();
+		while (next < count && (o->rate > 0 ? t >= t0 + next * period
+						    : r->pending < (uint64_t)o->outstanding)) {
+			err = send_request(r, next++);
+			if (err)
+				return err;
+			t = now_ns();
+		}
+		drain(r);
+		t = now_ns();
+		/* retire the oldest requests: answered, or timed out (send times only grow) */
+		while (head < next &&
+		       (r->state[head] != REQ_PENDING || t - r->send_ns[head] >= timeout)) {
+			if (r->state[head] == REQ_PENDING) {
+				r->state[head] = REQ_TIMEOUT;
+				r->timeouts++;
+				r->pending--;
+			}
+			head++;
+		}
+		if (head >= count)
+			break;
+		wait = head < next ? r->send_ns[head] + timeout - t : timeout;
+		if (next < count) {
+			due = o->rate > 0
+				  ? t0 + next * period
+				  : (r->pending < (uint64_t)o->outstanding ? t : UINT64_MAX);
+			if (due != UINT64_MAX)
+				wait = due > t ? (due - t < wait ? due - t : wait) : 0;
+		}
+		ts.tv_sec = (time_t)(wait / 1000000000ull);
+		ts.tv_nsec = (long)(wait % 1000000000ull);
+		if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+static const char *const ex_names[8] = {"cpu",		 "gpu",	 "nic",	 "xdp",
+					"host_fallback", "bit5", "bit6", "bit7"};
+static const char *const t_names[PROTO_T_COUNT] = {"total", "rx",   "queue", "host",
+						   "pack",  "xfer", "nic",   "tx"};
+
+static void report_text(struct client_run *r, const struct lat_summary *ls, double secs)
+{
+	const struct client_opts *o = &r->o;
+	uint64_t nerr = 0, nrej = 0;
+
+	for (unsigned c = 0; c <= PROTO_ERR__COUNT; c++)
+		nerr += r->errors[c];
+	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++)
+		nrej += r->rejected[v];
+	for (unsigned v = 0; v < PROTO_RA__COUNT; v++)
+		nrej += r->ra_drop[v];
+	printf("client: %lu requests to %s:%s, ", (unsigned long)o->count, o->host,
+	       o->port ? o->port : "21326");
+	if (o->rate > 0)
+		printf("open loop at %.0f req/s", o->rate);
+	else
+		printf("closed loop, %ld outstanding", o->outstanding);
+	printf(", %s %ux%ux%u, %u datagram(s) each\n", proto_fmt_name(o->dtype), o->shape[0],
+	       o->shape[1], o->shape[2],
+	       proto_frag_count(PROTO_REQUEST_HDR_LEN, r->in_bytes, (size_t)o->payload));
+	printf("  responses  %lu   errors %lu", (unsigned long)r->responses, (unsigned long)nerr);
+	for (unsigned c = 1; c < PROTO_ERR__COUNT; c++)
+		if (r->errors[c])
+			printf(" %s=%lu", proto_error_name(c), (unsigned long)r->errors[c]);
+	printf("   timeouts %lu   late %lu   duplicate %lu   stray %lu   rejected %lu\n",
+	       (unsigned long)r->timeouts, (unsigned long)r->late, (unsigned long)r->dups,
+	       (unsigned long)r->stray, (unsigned long)nrej);
+	if (r->labels)
+		printf("  accuracy   %.4f (%lu/%lu)\n", pct(r->correct, r->labelled),
+		       (unsigned long)r->correct, (unsigned long)r->labelled);
+	printf("  latency    p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f us  "
+	       "(min %.1f, mean %.1f, max %.1f)\n",
+	       ls->p50 / 1e3, ls->p90 / 1e3, ls->p99 / 1e3, ls->p999 / 1e3, ls->min / 1e3,
+	       ls->mean / 1e3, ls->max / 1e3);
+	printf("  throughput %.1f responses/s over %.3f s (%lu sent)\n",
+	       secs > 0 ? (double)r->responses / secs : 0.0, secs, (unsigned long)r->sent);
+	if (r->responses) {
+		printf("  server     mean ns:");
+		for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+			printf(" %s %.0f", t_names[k], (double)r->server_ns[k] / r->responses);
+		printf("\n  executors ");
+		for (unsigned b = 0; b < 8; b++)
+			if (r->executors[b])
+				printf(" %s=%lu", ex_names[b], (unsigned long)r->executors[b]);
+		printf("\n");
+	}
+	if (r->send_errors)
+		printf("  send errors %lu\n", (unsigned long)r->send_errors);
+}
+
+static void report_json(struct client_run *r, const struct lat_summary *ls, double secs)
+{
+	const struct client_opts *o = &r->o;
+	uint64_t nerr = 0;
+	const char *sep = "";
+
+	for (unsigned c = 0; c <= PROTO_ERR__COUNT; c++)
+		nerr += r->errors[c];
+	printf("{\"server\": \"%s:%s\", \"mode\": \"%s\", \"rate\": %.3f, "
+	       "\"outstanding\": %ld, \"requests\": %lu, \"sent\": %lu, \"responses\": %lu, ",
+	       o->host, o->port ? o->port : "21326", o->rate > 0 ? "open" : "closed", o->rate,
+	       o->rate > 0 ? 0 : o->outstanding, (unsigned long)o->count, (unsigned long)r->sent,
+	       (unsigned long)r->responses);
+	printf("\"errors\": {\"total\": %lu", (unsigned long)nerr);
+	for (unsigned c = 1; c < PROTO_ERR__COUNT; c++)
+		printf(", \"%s\": %lu", proto_error_name(c), (unsigned long)r->errors[c]);
+	printf("}, \"timeouts\": %lu, \"late\": %lu, \"duplicates\": %lu, \"stray\": %lu, "
+	       "\"send_errors\": %lu, \"rejected\": {",
+	       (unsigned long)r->timeouts, (unsigned long)r->late, (unsigned long)r->dups,
+	       (unsigned long)r->stray, (unsigned long)r->send_errors);
+	for (unsigned v = 1; v < PROTO_VERDICT__COUNT; v++, sep = ", ")
+		printf("%s\"%s\": %lu", sep, proto_verdict_name(v), (unsigned long)r->rejected[v]);
+	for (unsigned v = PROTO_RA_DUPLICATE; v < PROTO_RA__COUNT; v++)
+		printf(", \"reasm_%s\": %lu", proto_ra_verdict_name(v),
+		       (unsigned long)r->ra_drop[v]);
+	printf("}, ");
+	if (r->labels)
+		printf("\"accuracy\": %.6f, \"correct\": %lu, \"labelled\": %lu, ",
+		       pct(r->correct, r->labelled), (unsigned long)r->correct,
+		       (unsigned long)r->labelled);
+	else
+		printf("\"accuracy\": null, ");
+	printf("\"latency_us\": {\"min\": %.3f, \"mean\": %.3f, \"p50\": %.3f, \"p90\": %.3f, "
+	       "\"p99\": %.3f, \"p99.9\": %.3f, \"max\": %.3f}, ",
+	       ls->min / 1e3, ls->mean / 1e3, ls->p50 / 1e3, ls->p90 / 1e3, ls->p99 / 1e3,
+	       ls->p999 / 1e3, ls->max / 1e3);
+	printf("\"duration_s\": %.6f, \"throughput_rps\": %.3f, \"server_mean_ns\": {", secs,
+	       secs > 0 ? (double)r->responses / secs : 0.0);
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+		printf("%s\"%s\": %.1f", k ? ", " : "", t_names[k],
+		       r->responses ? (double)r->server_ns[k] / r->responses : 0.0);
+	printf("}, \"executors\": {");
+	for (unsigned b = 0; b < 5; b++)
+		printf("%s\"%s\": %lu", b ? ", " : "", ex_names[b], (unsigned long)r->executors[b]);
+	printf("}}\n");
+}
+
+int cmd_client(int argc, char **argv)
+{
+	struct client_run *r;
+	struct idx_data img = {0}, lab = {0};
+	struct proto_reasm_config rc;
+	struct lat_summary ls;
+	double secs;
+	int ret;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return 1;
+	ret = parse_opts(argc, argv, &r->o);
+	if (ret)
+		goto out_free_run;
+	ret = load_inputs(r, &img, &lab);
+	if (ret)
+		goto out_free_inputs;
+	if (proto_fmt_bytes(r->o.dtype, (uint64_t)r->o.shape[0] * r->o.shape[1] * r->o.shape[2]) !=
+	    r->in_bytes) {
+		fprintf(stderr, "client: input size does not match its shape\n");
+		ret = -EINVAL;
+		goto out_free_inputs;
+	}
+	r->fd = open_socket(&r->o);
+	if (r->fd < 0) {
+		ret = r->fd;
+		goto out_free_inputs;
+	}
+	/* responses of up to 65535 f64 scores; most are single datagrams and take no slot */
+	rc.slots = 8;
+	rc.max_msg = 65536 * 8;
+	rc.timeout_ns = (uint64_t)r->o.timeout_ms * 1000000ull;
+	r->ra = proto_reasm_create(&rc);
+	r->send_ns = calloc((size_t)r->o.count, sizeof(*r->send_ns));
+	r->lat_ns = calloc((size_t)r->o.count, sizeof(*r->lat_ns));
+	r->state = calloc((size_t)r->o.count, 1);
+	r->dgram = malloc(PROTO_MAX_PAYLOAD + 1);
+	if (!r->ra || !r->send_ns || !r->lat_ns || !r->state || !r->dgram) {
+		fprintf(stderr, "client: out of memory for %ld requests\n", r->o.count);
+		ret = -ENOMEM;
+		goto out_free_state;
+	}
+	r->rid_base = (uint64_t)(getpid() & 0xffff) << 48 | (now_ns() & 0xffffull) << 32;
+
+	ret = run_loop(r);
+	if (ret) {
+		fprintf(stderr, "client: %s\n", strerror(-ret));
+		goto out_free_state;
+	}
+	secs = r->t_last > r->t_first ? (double)(r->t_last - r->t_first) / 1e9 : 0.0;
+	lat_summarize(r->lat_ns, r->responses, &ls);
+	if (r->o.json)
+		report_json(r, &ls, secs);
+	else
+		report_text(r, &ls, secs);
+
+out_free_state:
+	free(r->dgram);
+	free(r->state);
+	free(r->lat_ns);
+	free(r->send_ns);
+	proto_reasm_destroy(r->ra);
+	close(r->fd);
+out_free_inputs:
+	if (r->o.images)
+		idx_free(&img);
+	else
+		free(r->inputs);
+	idx_free(&lab);
+out_free_run:
+	free(r);
+	return ret > 0 ? 0 : ret ? 1 : 0;
+}

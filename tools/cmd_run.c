@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+/* splitnic run: a model over a data set, in process, on the CPU kernels. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kern.h"
+#include "kernels/kern_ops.h"
+#include "tools/cmds.h"
+#include "tools/dataset.h"
+#include "tools/stats.h"
+
+struct run_job {
+	const struct kern_model *m;
+	const struct dataset *ds;
+	uint32_t count, batch, threads, index;
+	uint32_t classes;
+	double *scores;	  /* [count][classes] */
+	uint64_t *lat_ns; /* per batch */
+	struct kern_ctx *ctx;
+	int ret;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *run_worker(void *arg)
+{
+	struct run_job *j = arg;
+	const uint32_t nbatches = (j->count + j->batch - 1) / j->batch;
+
+	for (uint32_t b = j->index; b < nbatches; b += j->threads) {
+		uint32_t first = b * j->batch;
+		uint32_t n = j->count - first < j->batch ? j->count - first : j->batch;
+		uint64_t t0 = now_ns();
+
+		j->ret = kern_forward(j->ctx, dataset_item(j->ds, first), n,
+				      j->scores + (size_t)first * j->classes);
+		j->lat_ns[b] = now_ns() - t0;
+		if (j->ret)
+			break;
+	}
+	return NULL;
+}
+
+static int write_scores(const char *path, const double *scores, uint32_t count, uint32_t classes)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		for (uint32_t c = 0; c < classes; c++)
+			fprintf(f, "%.17g%c", scores[(size_t)i * classes + c],
+				c + 1 == classes ? '\n' : ',');
+	if (fclose(f)) {
+		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: splitnic run MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels "
+		   "IDX[.gz]]\n"
+		   "                    [--count N] [--batch B] [--threads T] [--scores FILE.csv] "
+		   "[--json]\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"images", required_argument, NULL, 'i'}, {"npy", required_argument, NULL, 'n'},
+	    {"labels", required_argument, NULL, 'l'}, {"count", required_argument, NULL, 'c'},
+	    {"batch", required_argument, NULL, 'b'},  {"threads", required_argument, NULL, 't'},
+	    {"scores", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},	      {0},
+	};
+	const char *images = NULL, *npy = NULL, *labels = NULL, *scores_path = NULL;
+	long count = -1, batch = 1, threads = 1;
+	struct run_job *jobs = NULL;
+	pthread_t *tids = NULL;
+	struct dataset ds = {0};
+	struct kern_model *m = NULL;
+	struct lat_summary lat;
+	uint64_t *lat_ns = NULL;
+	double *scores = NULL;
+	uint32_t classes, nbatches, correct = 0;
+	bool json = false;
+	char err[512];
+	int c, ret = 1;
+	uint64_t t0, wall;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			images = optarg;
+			break;
+		case 'n':
+			npy = optarg;
+			break;
+		case 'l':
+			labels = optarg;
+			break;
+		case 'c':
+			if (parse_count(optarg, &count, 1, 1L << 30, "--count"))
+				return 2;
+			break;
+		case 'b':
+			if (parse_count(optarg, &batch, 1, 4096, "--batch"))
+				return 2;
+			break;
+		case 't':
+			if (parse_count(optarg, &threads, 1, 256, "--threads"))
+				return 2;
+			break;
+		case 's':
+			scores_path = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 1 || (!images == !npy)) {
+		usage(stderr);
+		return 2;
+	}
+	m = kern_model_load(argv[optind], err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "splitnic run: %s\n", err);
+		return 1;
+	}
+	if (dataset_open(&ds, m, images ? images : npy, labels, err, sizeof(err))) {
+		fprintf(stderr, "splitnic run: %s\n", err);
+		goto out_model;
+	}
+	if (count < 0 || (uint64_t)count > ds.count)
+		count = ds.count;
+	classes = kern_model_classes(m);
+	nbatches = (uint32_t)((count + batch - 1) / batch);
+	if (threads > nbatches)
+		threads = nbatches;
+	scores = calloc((size_t)count * classes, sizeof(double));
+	lat_ns = calloc(nbatches, sizeof(uint64_t));
+	jobs = calloc((size_t)threads, sizeof(*jobs));
+	tids = calloc((size_t)threads, sizeof(*tids));
+	if (!scores || !lat_ns || !jobs || !tids) {
+		fprintf(stderr, "splitnic run: out of memory\n");
+		goto out_free;
+	}
+	kern_blas_threads(1);
+	for (long t = 0; t < threads; t++) {
+		jobs[t] = (struct run_job){m,
+					   &ds,
+					   (uint32_t)count,
+					   (uint32_t)batch,
+					   (uint32_t)threads,
+					   (uint32_t)t,
+					   classes,
+					   scores,
+					   lat_ns,
+					   kern_ctx_create(m, (uint32_t)batch),
+					   0};
+		if (!jobs[t].ctx) {
+			fprintf(stderr, "splitnic run: cannot allocate buffers for batch %ld\n",
+				batch);
+			goto out_ctx;
+		}
+	}
+	t0 = now_ns();
+	for (long t = 0; t < threads; t++)
+		pthread_create(&tids[t], NULL, run_worker, &jobs[t]);
+	for (long t = 0; t < threads; t++)
+		pthread_join(tids[t], NULL);
+	wall = now_ns() - t0;
+	for (long t = 0; t < threads; t++)
+		if (jobs[t].ret) {
+			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
+				strerror(-jobs[t].ret));
+			goto out_ctx;
+		}
+	if (ds.labels)
+		for (uint32_t i = 0; i < count; i++)
+			correct +=
+			    kern_argmax(scores + (size_t)i * classes, classes) == ds.labels[i];
+	lat_summarize(lat_ns, nbatches, &lat);
+	if (json) {
+		printf("{\"model\":\"%s\",\"isa\":\"%s\",\"images\":%ld,\"batch\":%ld,"
+		       "\"threads\":%ld,",
+		       m->name, kern_ops_get()->name, count, batch, threads);
+		if (ds.labels)
+			printf("\"accuracy\":%.6f,\"correct\":%u,", (double)correct / count,
+			       correct);
+		printf("\"latency_us\":{\"p50\":%.3f,\"p99\":%.3f,\"mean\":%.3f},"
+		       "\"images_per_s\":%.1f}\n",
+		       lat.p50 / 1e3, lat.p99 / 1e3, lat.mean / 1e3, count / (wall / 1e9));
+	} else {
+		printf("model %s (%s kernels): %ld images, batch %ld, %ld thread%s\n", m->name,
+		       kern_ops_get()->name, count, batch, threads, threads > 1 ? "s" : "");
+		if (ds.labels)
+			printf("accuracy  %.2f%% (%u/%ld)\n", 100.0 * correct / count, correct,
+			       count);
+		printf("latency   p50 %.1f us  p99 %.1f us  (per batch of %ld)\n", lat.p50 / 1e3,
+		       lat.p99 / 1e3, batch);
+		printf("throughput %.0f images/s\n", count / (wall / 1e9));
+	}
+	ret = 0;
+	if (scores_path && write_scores(scores_path, scores, (uint32_t)count, classes))
+		ret = 1;
+out_ctx:
+	for (long t = 0; t < threads; t++)
+		kern_ctx_free(jobs[t].ctx);
+out_free:
+	free(tids);
+	free(jobs);
+	free(lat_ns);
+	free(scores);
+	dataset_close(&ds);
+out_model:
+	kern_model_free(m);
+	return ret;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* tools/cmds.h — the splitnic sub-commands; each takes argv from its own name on. */
+#ifndef TOOLS_CMDS_H
+#define TOOLS_CMDS_H
+
+struct splitnic_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_convert(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_client(int argc, char **argv);
+int cmd_respond_ref(int argc, char **argv);
+
+#endif /* TOOLS_CMDS_H */

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+/* splitnic: the command-line tool. Sub-commands come from one table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/cmds.h"
+
+static const struct splitnic_cmd cmds[] = {
+    {"convert", cmd_convert, "convert ARCH.json WEIGHTS.npz -o MODEL"},
+    {"inspect", cmd_inspect, "inspect MODEL [--json] [--ops]"},
+    {"run", cmd_run,
+     "run MODEL --images IDX[.gz]|--npy FILE [--labels IDX] [--count N] [--batch B] "
+     "[--threads T] [--scores FILE.csv] [--json]"},
+    {"client", cmd_client,
+     "client ADDR[:PORT] (--images IDX [--labels IDX] | --shape C,H,W [--dtype u8|f32]) "
+     "[--count N] [--model-id ID] [--rate R | --outstanding N] [--timeout-ms T] "
+     "[--payload B | --mtu B] [--json]"},
+    {"respond-ref", cmd_respond_ref,
+     "respond-ref [--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
+     "[--error-every K] [--drop-every K] [--count N]"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: splitnic COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %s\n", cmds[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "splitnic: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+#include "tools/stats.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double rank(const uint64_t *s, size_t n, double q)
+{
+	size_t r = (size_t)ceil(q * (double)n);
+
+	return (double)s[r ? r - 1 : 0];
+}
+
+void lat_summarize(uint64_t *ns, size_t n, struct lat_summary *out)
+{
+	double sum = 0;
+
+	*out = (struct lat_summary){0};
+	if (!n)
+		return;
+	qsort(ns, n, sizeof(*ns), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		sum += (double)ns[i];
+	out->min = (double)ns[0];
+	out->max = (double)ns[n - 1];
+	out->mean = sum / (double)n;
+	out->p50 = rank(ns, n, 0.50);
+	out->p90 = rank(ns, n, 0.90);
+	out->p99 = rank(ns, n, 0.99);
+	out->p999 = rank(ns, n, 0.999);
+}
+
+int parse_count(const char *s, long *out, long min, long max, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "%s: '%s' is not an integer in %ld..%ld\n", what, s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
