@@ -119,7 +119,12 @@ $(SPLITNIC): $(B)/tools/splitnic.o $(PROJECT_LIBS)
 
 $(B)/tests/%: $(B)/tests/%.o $(TEST_SUPPORT_OBJ) $(PROJECT_LIBS)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(PROJECT_LIBS) $(CMOCKA_LIBS) $(EXT_LIBS)
+	$(Q)$(CC) -o $@ $< $(TEST_SUPPORT_OBJ) $(PROJECT_LIBS) $(CMOCKA_LIBS) $(EXT_LIBS) \
+		$(LDFLAGS_$(notdir $@))
+
+# test_forward counts every allocation made by project code during a forward pass
+LDFLAGS_test_forward := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc \
+	-Wl,--wrap=posix_memalign
 
 $(B)/tests/%.o: tests/%.c
 	$(call say,CC,$@)
