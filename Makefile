@@ -52,7 +52,7 @@ HAVE_CUDA := $(if $(NVCC),1,0)
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CSTD := -std=gnu11
 OPT ?= -O2 -g
-BASE_CFLAGS := $(CSTD) $(OPT) $(WARN) -fno-strict-aliasing -D_GNU_SOURCE -I. $(EXTRA_CFLAGS)
+BASE_CFLAGS := $(CSTD) $(OPT) $(WARN) -fno-strict-aliasing -ffp-contract=off -D_GNU_SOURCE -I. $(EXTRA_CFLAGS)
 DEPFLAGS = -MMD -MP
 LDFLAGS_ALL := -pthread -lm
 
@@ -78,10 +78,16 @@ LIBSPLIT := $(B)/libsnsplit.a
 LIBTOOLS := $(B)/libsntools.a
 
 MOD_CFLAGS := $(BLAS_CFLAGS) $(JSON_CFLAGS) $(ZIP_CFLAGS) $(ZLIB_CFLAGS)
-PROJECT_LIBS := $(LIBTOOLS) $(LIBSPLIT) $(LIBKERN) $(LIBPROTO)
-EXT_LIBS := $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) $(LDFLAGS_ALL)
-
 SPLITNIC := $(B)/splitnic
+
+# Fragments (mk/*.mk) add their module's library to MODULE_LIBS (linked between the tools and
+# the lower modules), its external libraries to MODULE_EXT_LIBS, and their own targets.
+MODULE_LIBS :=
+MODULE_EXT_LIBS :=
+include mk/*.mk
+
+PROJECT_LIBS := $(LIBTOOLS) $(MODULE_LIBS) $(LIBSPLIT) $(LIBKERN) $(LIBPROTO)
+EXT_LIBS := $(MODULE_EXT_LIBS) $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) $(LDFLAGS_ALL)
 
 # tests: tests/test_<module>.c, each its own cmocka binary
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
@@ -137,8 +143,6 @@ $(B)/bench/%: tests/bench/%.c $(PROJECT_LIBS)
 	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(DEPFLAGS) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS)
 
 -include $(ALL_OBJ:.o=.d) $(TEST_BIN:%=%.d) $(BENCH_BIN:%=%.d)
-
-include mk/*.mk
 
 # --- set-up -----------------------------------------------------------------------------------
 # Every Debian package the project uses. Idempotent: apt-get runs only when one is missing.

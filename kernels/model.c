@@ -341,10 +341,13 @@ static int check_unused_params(struct mload *ml, const struct kern_layer *l)
 	return 0;
 }
 
-static int check_finite(struct mload *ml, unsigned int b, const double *v, uint64_t n,
-			bool positive)
+/* Doubles [first, first + n) of blob b. */
+static int check_finite(struct mload *ml, const struct kern_layer *l, unsigned int b,
+			uint64_t first, uint64_t n, bool positive)
 {
-	for (uint64_t i = 0; i < n; i++)
+	const double *v = l->blob[b];
+
+	for (uint64_t i = first; i < first + n; i++)
 		if (!isfinite(v[i]) || (positive && !(v[i] > 0)))
 			return ml_fail(ml, "blob%u[%llu] = %g, must be finite%s", b,
 				       (unsigned long long)i, v[i], positive ? " and > 0" : "");
@@ -379,12 +382,12 @@ static int check_contents(struct mload *ml, const struct kern_layer *l)
 	case KERN_OP_DENSE:
 	case KERN_OP_CONV:
 		if (!(l->flags & KERN_LF_BINW)) {
-			ret = check_finite(ml, 0, l->blob[0], l->blob_size[0] / 8, false);
+			ret = check_finite(ml, l, 0, 0, l->blob_size[0] / 8, false);
 			if (ret)
 				return ret;
 		}
 		if (l->flags & KERN_LF_BIAS)
-			return check_finite(ml, 1, l->blob[1], l->out.c, false);
+			return check_finite(ml, l, 1, 0, l->out.c, false);
 		return 0;
 	case KERN_OP_BDENSE:
 	case KERN_OP_BDENSE_U8:
@@ -393,17 +396,14 @@ static int check_contents(struct mload *ml, const struct kern_layer *l)
 			return check_flips(ml, 2, l->blob[2], l->out.c);
 		return 0;
 	case KERN_OP_BIAS:
-		return check_finite(ml, 0, l->blob[0], c, false);
-	case KERN_OP_BATCHNORM: {
-		const double *bn = l->blob[0];
-
-		ret = check_finite(ml, 0, bn, c, false);
+		return check_finite(ml, l, 0, 0, c, false);
+	case KERN_OP_BATCHNORM:
+		ret = check_finite(ml, l, 0, 0, c, false);
 		if (!ret)
-			ret = check_finite(ml, 0, bn + c, c, true);
+			ret = check_finite(ml, l, 0, c, c, true);
 		if (!ret)
-			ret = check_finite(ml, 0, bn + 2 * c, 2 * c, false);
+			ret = check_finite(ml, l, 0, 2 * c, 2 * c, false);
 		return ret;
-	}
 	case KERN_OP_THRESHOLD:
 		return check_flips(ml, 1, l->blob[1], c);
 	}
