@@ -2,10 +2,10 @@
 /*
  * nicfw/hal.h — the hardware-abstraction layer the NIC firmware is written against.
  *
- * The firmware (nicfw/*.c) touches hardware only through this header, so the same code runs on
- * every platform: `emu` (nicfw/emu/, a cycle-approximate NFP model), DPDK lcores, and later a
- * real NIC. A platform fills one struct nicfw_hal_ops and gives each firmware thread a
- * struct nicfw_thread.
+ * The firmware (the C files of nicfw/) touches hardware only through this header, so the same code
+ * runs on every platform: `emu` (nicfw/emu/, a cycle-approximate NFP model), DPDK lcores, and later
+ * a real NIC. A platform fills one struct nicfw_hal_ops and gives each firmware thread a struct
+ * nicfw_thread.
  *
  * Memories. Three fixed regions, sized at model load from what the firmware declares
  * (nicfw_chain_need()) and never resized: EMEM (weights, DRAM-backed), CTM (packet data and the
@@ -33,12 +33,7 @@
 
 #include <stdint.h>
 
-enum nicfw_mem {
-	NICFW_MEM_EMEM = 0,
-	NICFW_MEM_CTM = 1,
-	NICFW_MEM_IMEM = 2,
-	NICFW_MEM__COUNT
-};
+enum nicfw_mem { NICFW_MEM_EMEM = 0, NICFW_MEM_CTM = 1, NICFW_MEM_IMEM = 2, NICFW_MEM__COUNT };
 
 /* Units of work reported by the firmware; the timing model prices each. */
 enum nicfw_work {
@@ -68,8 +63,8 @@ struct nicfw_hal_ops {
 	void (*read)(struct nicfw_thread *th, enum nicfw_mem mem, uint64_t off, uint64_t *dst,
 		     uint32_t words, uint32_t sig);
 	/* Write `words` words from src at `off` (posted: the thread does not wait). */
-	void (*write)(struct nicfw_thread *th, enum nicfw_mem mem, uint64_t off, const uint64_t *src,
-		      uint32_t words);
+	void (*write)(struct nicfw_thread *th, enum nicfw_mem mem, uint64_t off,
+		      const uint64_t *src, uint32_t words);
 	/* Atomic OR of one word at `off` (posted). Executors share output words this way. */
 	void (*atomic_or)(struct nicfw_thread *th, enum nicfw_mem mem, uint64_t off, uint64_t bits);
 	/* Wait until every memory signal in `mask` has been set, then clear them. */

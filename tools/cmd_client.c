@@ -288,7 +288,9 @@ static int open_socket(const struct client_opts *o)
 			strerror(errno));
 		return -errno;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	/* bursts of fragments need room: FORCE passes rmem_max when privileged */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	return fd;
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* splitnic run: a model over a data set, in process, on the CPU kernels. */
+/* splitnic run: a model over a data set, in process, on the CPU kernels or the GPU (--exec). */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -10,6 +10,7 @@
 
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
+#include "kernels/cuda/kcuda.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/stats.h"
@@ -23,6 +24,7 @@ struct run_job {
 	uint64_t *lat_ns; /* per batch */
 	struct kern_ctx *ctx;
 	int ret;
+	struct kcuda_model *gpu; /* --exec gpu: runs instead of ctx */
 };
 
 static uint64_t now_ns(void)
@@ -43,8 +45,10 @@ static void *run_worker(void *arg)
 		uint32_t n = j->count - first < j->batch ? j->count - first : j->batch;
 		uint64_t t0 = now_ns();
 
-		j->ret = kern_forward(j->ctx, dataset_item(j->ds, first), n,
-				      j->scores + (size_t)first * j->classes);
+		j->ret = j->gpu ? kcuda_forward(j->gpu, dataset_item(j->ds, first), n,
+						j->scores + (size_t)first * j->classes)
+				: kern_forward(j->ctx, dataset_item(j->ds, first), n,
+					       j->scores + (size_t)first * j->classes);
 		j->lat_ns[b] = now_ns() - t0;
 		if (j->ret)
 			break;
@@ -76,17 +80,24 @@ static void usage(FILE *f)
 	fprintf(f, "usage: splitnic run MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels "
 		   "IDX[.gz]]\n"
 		   "                    [--count N] [--batch B] [--threads T] [--scores FILE.csv] "
-		   "[--json]\n");
+		   "[--json]\n"
+		   "                    [--exec cpu|gpu]\n");
 }
 
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"images", required_argument, NULL, 'i'}, {"npy", required_argument, NULL, 'n'},
-	    {"labels", required_argument, NULL, 'l'}, {"count", required_argument, NULL, 'c'},
-	    {"batch", required_argument, NULL, 'b'},  {"threads", required_argument, NULL, 't'},
-	    {"scores", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},	      {0},
+	    {"images", required_argument, NULL, 'i'},
+	    {"npy", required_argument, NULL, 'n'},
+	    {"labels", required_argument, NULL, 'l'},
+	    {"count", required_argument, NULL, 'c'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"threads", required_argument, NULL, 't'},
+	    {"scores", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"exec", required_argument, NULL, 'e'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *images = NULL, *npy = NULL, *labels = NULL, *scores_path = NULL;
 	long count = -1, batch = 1, threads = 1;
@@ -98,8 +109,8 @@ int cmd_run(int argc, char **argv)
 	uint64_t *lat_ns = NULL;
 	double *scores = NULL;
 	uint32_t classes, nbatches, correct = 0;
-	bool json = false;
-	char err[512];
+	bool json = false, gpu = false;
+	char err[512], gpu_name[512] = "";
 	int c, ret = 1;
 	uint64_t t0, wall;
 
@@ -132,6 +143,14 @@ int cmd_run(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'e':
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "gpu")) {
+				fprintf(stderr, "splitnic run: --exec: '%s' is not cpu or gpu\n",
+					optarg);
+				return 2;
+			}
+			gpu = !strcmp(optarg, "gpu");
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -143,6 +162,11 @@ int cmd_run(int argc, char **argv)
 	if (argc - optind != 1 || (!images == !npy)) {
 		usage(stderr);
 		return 2;
+	}
+	if (gpu && kcuda_probe(gpu_name, sizeof(gpu_name))) {
+		fprintf(stderr, "splitnic run: --exec gpu: %s; falling back to the CPU kernels\n",
+			gpu_name);
+		gpu = false;
 	}
 	m = kern_model_load(argv[optind], err, sizeof(err));
 	if (!m) {
@@ -178,8 +202,17 @@ int cmd_run(int argc, char **argv)
 					   classes,
 					   scores,
 					   lat_ns,
-					   kern_ctx_create(m, (uint32_t)batch),
-					   0};
+					   gpu ? NULL : kern_ctx_create(m, (uint32_t)batch),
+					   0,
+					   NULL};
+		if (gpu) {
+			jobs[t].gpu = kcuda_model_upload(m, (uint32_t)batch, err, sizeof(err));
+			if (!jobs[t].gpu) {
+				fprintf(stderr, "splitnic run: --exec gpu: %s\n", err);
+				goto out_ctx;
+			}
+			continue;
+		}
 		if (!jobs[t].ctx) {
 			fprintf(stderr, "splitnic run: cannot allocate buffers for batch %ld\n",
 				batch);
@@ -195,7 +228,7 @@ int cmd_run(int argc, char **argv)
 	for (long t = 0; t < threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
-				strerror(-jobs[t].ret));
+				gpu ? kcuda_last_error() : strerror(-jobs[t].ret));
 			goto out_ctx;
 		}
 	if (ds.labels)
@@ -204,9 +237,12 @@ int cmd_run(int argc, char **argv)
 			    kern_argmax(scores + (size_t)i * classes, classes) == ds.labels[i];
 	lat_summarize(lat_ns, nbatches, &lat);
 	if (json) {
-		printf("{\"model\":\"%s\",\"isa\":\"%s\",\"images\":%ld,\"batch\":%ld,"
-		       "\"threads\":%ld,",
-		       m->name, kern_ops_get()->name, count, batch, threads);
+		printf("{\"model\":\"%s\",\"exec\":\"%s\",\"isa\":\"%s\",\"images\":%ld,"
+		       "\"batch\":%ld,\"threads\":%ld,",
+		       m->name, gpu ? "gpu" : "cpu", gpu ? "cuda" : kern_ops_get()->name, count,
+		       batch, threads);
+		if (gpu)
+			printf("\"device\":\"%s\",", gpu_name);
 		if (ds.labels)
 			printf("\"accuracy\":%.6f,\"correct\":%u,", (double)correct / count,
 			       correct);
@@ -215,7 +251,9 @@ int cmd_run(int argc, char **argv)
 		       lat.p50 / 1e3, lat.p99 / 1e3, lat.mean / 1e3, count / (wall / 1e9));
 	} else {
 		printf("model %s (%s kernels): %ld images, batch %ld, %ld thread%s\n", m->name,
-		       kern_ops_get()->name, count, batch, threads, threads > 1 ? "s" : "");
+		       gpu ? "cuda" : kern_ops_get()->name, count, batch, threads,
+		       threads > 1 ? "s" : "");
+		printf("executor  %s%s\n", gpu ? "gpu, " : "cpu", gpu ? gpu_name : "");
 		if (ds.labels)
 			printf("accuracy  %.2f%% (%u/%ld)\n", 100.0 * correct / count, correct,
 			       count);
@@ -227,8 +265,10 @@ int cmd_run(int argc, char **argv)
 	if (scores_path && write_scores(scores_path, scores, (uint32_t)count, classes))
 		ret = 1;
 out_ctx:
-	for (long t = 0; t < threads; t++)
+	for (long t = 0; t < threads; t++) {
 		kern_ctx_free(jobs[t].ctx);
+		kcuda_model_free(jobs[t].gpu);
+	}
 out_free:
 	free(tids);
 	free(jobs);

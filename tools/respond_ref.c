@@ -169,7 +169,8 @@ static int ref_socket(const struct ref_opts *o)
 	}
 	freeaddrinfo(ai);
 	if (fd >= 0) {
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	}
 	return fd;
@@ -239,6 +240,7 @@ int cmd_respond_ref(int argc, char **argv)
 	uint8_t *in = NULL, *out = NULL, *scores = NULL;
 	uint64_t served = 0, t_in, t0;
 	uint64_t rejected[PROTO_VERDICT__COUNT] = {0};
+	struct sigaction sa = {.sa_handler = on_signal};
 	int fd, n, ret = 1;
 
 	if (ref_parse(argc, argv, &o))
@@ -260,8 +262,9 @@ int cmd_respond_ref(int argc, char **argv)
 	scores = malloc((size_t)o.classes * 8);
 	if (!ra || !in || !out || !scores)
 		goto out_free;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	/* no SA_RESTART: a signal must interrupt recvfrom so the loop sees ref_stop */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if (o.ready_file) {
 		FILE *rf = fopen(o.ready_file, "w");
 

@@ -18,6 +18,12 @@ static const struct splitnic_cmd cmds[] = {
     {"respond-ref", cmd_respond_ref,
      "respond-ref [--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
      "[--error-every K] [--drop-every K] [--count N]"},
+    {"emu", cmd_emu,
+     "emu MODEL (--images IDX[.gz]|--npy FILE) [--labels IDX] [--executors E] [--count N] "
+     "[--param NAME=VALUE ...] [--json] | emu --params"},
+    {"xdp", cmd_xdp,
+     "xdp attach IFACE MODEL [--mode native|generic] | pass IFACE | detach IFACE | stats IFACE | "
+     "test MODEL [--images IDX] [--count N]"},
 };
 
 static void usage(FILE *f)

@@ -13,4 +13,7 @@ echo
 echo "== part 1: bundled models, per-image latency (in process, CPU kernels, one thread)"
 "$B/bench/bench_models" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-*.snm
 echo
+echo "== NIC emulator: modeled latency of one binary FC layer (4096 inputs, 256 executors) against neurons"
+"$B/bench/bench_nicfw"
+echo
 echo "figures appended to $BENCH_JSONL"

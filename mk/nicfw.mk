@@ -1,0 +1,15 @@
+# nicfw/: the NIC firmware (dispatcher, executor chain) and its platforms (nicfw/emu/: the
+# cycle-approximate NFP model), one library linked into the splitnic CLI, the tests and the
+# benchmarks. Objects use the default compile rule.
+
+NICFW_SRC := $(sort $(wildcard nicfw/*.c nicfw/emu/*.c))
+NICFW_OBJ := $(NICFW_SRC:%.c=$(B)/%.o)
+LIBNICFW := $(B)/libsnnicfw.a
+MODULE_LIBS += $(LIBNICFW)
+
+$(LIBNICFW): $(NICFW_OBJ)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+-include $(NICFW_OBJ:.o=.d)

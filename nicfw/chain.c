@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The dispatcher and the executor chain. Everything after nicfw_chain_load() is data path:
+ * local arrays stand for transfer registers, every memory access goes through the HAL, and no
+ * libc is called.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nicfw/chain.h"
+
+#define SIG_W  0u /* memory signal of the weight read */
+#define SIG_X  1u /* memory signal of the input read */
+#define MASK_W (1u << SIG_W)
+#define MASK_X (1u << SIG_X)
+
+union nicfw_f64 {
+	double d;
+	uint64_t u;
+};
+
+static bool nic_float_op(const struct kern_layer *l)
+{
+	return (l->op == KERN_OP_BIAS || l->op == KERN_OP_BATCHNORM) && l->in.fmt == KERN_FMT_F64;
+}
+
+static bool nic_binary_op(const struct kern_layer *l)
+{
+	return (l->op == KERN_OP_BDENSE && l->in.fmt == KERN_FMT_BITS) ||
+	       (l->op == KERN_OP_BDENSE_U8 && l->in.fmt == KERN_FMT_U8);
+}
+
+static bool nic_flatten_op(const struct kern_layer *l)
+{
+	return l->op == KERN_OP_FLATTEN && (l->in.fmt == KERN_FMT_U8 || l->in.fmt == KERN_FMT_BITS);
+}
+
+uint32_t nicfw_nic_first(const struct kern_model *m)
+{
+	uint32_t n = m->n_layers, j = n;
+	const struct kern_layer *l;
+
+	while (j && nic_float_op(&m->layers[j - 1]))
+		j--;
+	if (!j)
+		return n;
+	l = &m->layers[j - 1];
+	if (!nic_binary_op(l) || (j < n && (l->flags & KERN_LF_THRESH)))
+		return n;
+	j--;
+	while (j) {
+		l = &m->layers[j - 1];
+		if (!nic_flatten_op(l) && !(nic_binary_op(l) && (l->flags & KERN_LF_THRESH)))
+			break;
+		j--;
+	}
+	return j;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static struct nicfw_stage *chain_add(struct nicfw_chain *ch, uint32_t kind, uint32_t op, char *err,
+				     size_t errlen)
+{
+	struct nicfw_stage *s;
+
+	if (ch->n_stages == NICFW_MAX_STAGES) {
+		snprintf(err, errlen, "op %u: more than %u NIC stages", op, NICFW_MAX_STAGES);
+		return NULL;
+	}
+	s = &ch->stage[ch->n_stages++];
+	s->kind = kind;
+	s->op = op;
+	return s;
+}
+
+int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_t first,
+		     uint32_t n_exec, char *err, size_t errlen)
+{
+	uint64_t emem = 0, act = 1, out = 1, in_bytes;
+	const struct kern_layer *l;
+	struct nicfw_stage *s;
+
+	memset(ch, 0, sizeof(*ch));
+	if (n_exec < 1 || n_exec > NICFW_MAX_EXEC) {
+		snprintf(err, errlen, "%u executors: the chain takes 1 to %u", n_exec,
+			 NICFW_MAX_EXEC);
+		return -EINVAL;
+	}
+	if (first >= m->n_layers || first < nicfw_nic_first(m) ||
+	    (!nic_flatten_op(&m->layers[first]) && !nic_binary_op(&m->layers[first]))) {
+		snprintf(err, errlen,
+			 "model %s: op %u (%s) cannot start the NIC part (it can start "
+			 "at op %u of %u)",
+			 m->name, first,
+			 first < m->n_layers ? kern_op_name(m->layers[first].op) : "none",
+			 nicfw_nic_first(m), m->n_layers);
+		return -EINVAL;
+	}
+	l = &m->layers[first];
+	in_bytes = kern_shape_bytes(&l->in);
+	if (in_bytes > UINT32_MAX) {
+		snprintf(err, errlen, "op %u: input of %llu bytes is too large", first,
+			 (unsigned long long)in_bytes);
+		return -EINVAL;
+	}
+	ch->first = first;
+	ch->n_exec = n_exec;
+	ch->in_fmt = l->in.fmt;
+	ch->in_bytes = (uint32_t)in_bytes;
+	ch->classes = kern_model_classes(m);
+	for (uint32_t i = first; i < m->n_layers; i++) {
+		l = &m->layers[i];
+		switch (l->op) {
+		case KERN_OP_FLATTEN:
+			if (l->in.fmt == KERN_FMT_U8 || l->in.h * l->in.w == 1)
+				break;
+			s = chain_add(ch, NICFW_STAGE_FLATTEN_BITS, i, err, errlen);
+			if (!s)
+				return -EINVAL;
+			s->c = l->in.c;
+			s->h = l->in.h;
+			s->w = l->in.w;
+			act = max_u64(act, (uint64_t)l->in.h * l->in.w * kern_words(l->in.c));
+			act = max_u64(act, kern_words(kern_shape_elems(&l->in)));
+			break;
+		case KERN_OP_BDENSE:
+		case KERN_OP_BDENSE_U8:
+			s = chain_add(ch,
+				      l->op == KERN_OP_BDENSE ? NICFW_STAGE_BDENSE
+							      : NICFW_STAGE_BDENSE_U8,
+				      i, err, errlen);
+			if (!s)
+				return -EINVAL;
+			s->n = (uint32_t)kern_shape_elems(&l->in);
+			s->out = (uint32_t)kern_shape_elems(&l->out);
+			s->nw = kern_words(s->n);
+			s->thresh = l->flags & KERN_LF_THRESH;
+			s->stride = s->nw + (s->thresh ? 1 : 0);
+			s->emem_off = emem;
+			emem += (uint64_t)s->out * s->stride;
+			act = max_u64(act, (uint64_t)s->nw * (l->op == KERN_OP_BDENSE_U8 ? 8 : 1));
+			out = max_u64(out, s->thresh ? kern_words(s->out) : s->out);
+			break;
+		case KERN_OP_BIAS:
+		case KERN_OP_BATCHNORM:
+			s = chain_add(
+			    ch, l->op == KERN_OP_BIAS ? NICFW_STAGE_BIAS : NICFW_STAGE_BATCHNORM, i,
+			    err, errlen);
+			if (!s)
+				return -EINVAL;
+			s->out = (uint32_t)kern_shape_elems(&l->in);
+			s->emem_off = emem;
+			emem += (uint64_t)s->out * (l->op == KERN_OP_BIAS ? 1 : 4);
+			break;
+		}
+	}
+	ch->ctm_pkt = 0;
+	ch->ctm_act[0] = (ch->in_bytes + 7) / 8;
+	ch->ctm_act[1] = ch->ctm_act[0] + act;
+	ch->need[NICFW_MEM_CTM] = ch->ctm_act[1] + act;
+	ch->imem_out = 0;
+	ch->imem_resp = out;
+	ch->need[NICFW_MEM_IMEM] = out + ch->classes;
+	ch->need[NICFW_MEM_EMEM] = emem ? emem : 1;
+	return 0;
+}
+
+void nicfw_chain_load(const struct nicfw_chain *ch, const struct kern_model *m, uint64_t *emem)
+{
+	for (uint32_t i = 0; i < ch->n_stages; i++) {
+		const struct nicfw_stage *s = &ch->stage[i];
+		const struct kern_layer *l = &m->layers[s->op];
+		uint64_t *dst = emem + s->emem_off;
+
+		switch (s->kind) {
+		case NICFW_STAGE_BDENSE:
+		case NICFW_STAGE_BDENSE_U8:
+			for (uint32_t o = 0; o < s->out; o++) {
+				const uint64_t *w =
+				    (const uint64_t *)l->blob[0] + (size_t)o * s->nw;
+				uint64_t *rec = dst + (size_t)o * s->stride;
+
+				memcpy(rec, w, s->nw * sizeof(*w));
+				if (s->thresh)
+					rec[s->nw] =
+					    (uint32_t)((const int32_t *)l->blob[1])[o] |
+					    (uint64_t)(((const uint8_t *)l->blob[2])[o] != 0) << 32;
+			}
+			break;
+		case NICFW_STAGE_BIAS:
+			memcpy(dst, l->blob[0], s->out * sizeof(double));
+			break;
+		case NICFW_STAGE_BATCHNORM:
+			memcpy(dst, l->blob[0], 4ull * s->out * sizeof(double));
+			break;
+		}
+	}
+}
+
+/* --- dispatcher ------------------------------------------------------------------------- */
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Split the U8 payload into 8 bit-planes of s->nw words each, and sum it. */
+static void disp_planes(struct nicfw_thread *th, struct nicfw_chain *ch,
+			const struct nicfw_stage *s)
+{
+	const uint64_t dst = ch->ctm_act[ch->act], in_words = (s->n + 7) / 8;
+	uint64_t buf[NICFW_CHUNK_WORDS];
+	int32_t sum = 0;
+
+	for (uint32_t j = 0; j < s->nw; j++) {
+		uint32_t cnt = min_u32(64, s->n - j * 64);
+		uint64_t pl[8] = {0};
+
+		nicfw_read(
+		    th, NICFW_MEM_CTM, ch->in_off + (uint64_t)j * 8, buf,
+		    (uint32_t)(in_words - (uint64_t)j * 8 < 8 ? in_words - (uint64_t)j * 8 : 8),
+		    SIG_X);
+		nicfw_wait(th, MASK_X);
+		for (uint32_t i = 0; i < cnt; i++) {
+			uint32_t x = (uint32_t)(buf[i / 8] >> (8 * (i % 8))) & 0xff;
+
+			sum += (int32_t)x;
+			for (uint32_t b = 0; b < 8; b++)
+				pl[b] |= (uint64_t)((x >> b) & 1) << i;
+		}
+		nicfw_work(th, NICFW_WORK_PLANE_BYTE, cnt);
+		for (uint32_t b = 0; b < 8; b++)
+			nicfw_write(th, NICFW_MEM_CTM, dst + (uint64_t)b * s->nw + j, &pl[b], 1);
+	}
+	ch->sumx = sum;
+	ch->in_off = dst;
+	ch->act ^= 1;
+}
+
+/* Pixel-major channel-packed BITS (c,h,w) -> flat C-major bits. */
+static void disp_flatten(struct nicfw_thread *th, struct nicfw_chain *ch,
+			 const struct nicfw_stage *s)
+{
+	const uint64_t dst = ch->ctm_act[ch->act], hw = (uint64_t)s->h * s->w;
+	const uint64_t total = hw * s->c, wpp = kern_words(s->c);
+	uint64_t cached = UINT64_MAX, word = 0;
+
+	for (uint64_t jo = 0; jo * 64 < total; jo++) {
+		uint64_t acc = 0;
+		uint32_t i;
+
+		for (i = 0; i < 64 && jo * 64 + i < total; i++) {
+			uint64_t idx = jo * 64 + i, c = idx / hw, src = (idx % hw) * wpp + c / 64;
+
+			if (src != cached) {
+				nicfw_read(th, NICFW_MEM_CTM, ch->in_off + src, &word, 1, SIG_X);
+				nicfw_wait(th, MASK_X);
+				cached = src;
+			}
+			acc |= ((word >> (c % 64)) & 1) << i;
+		}
+		nicfw_work(th, NICFW_WORK_FLATTEN_BIT, i);
+		nicfw_write(th, NICFW_MEM_CTM, dst + jo, &acc, 1);
+	}
+	ch->in_off = dst;
+	ch->act ^= 1;
+}
+
+static void disp_start_layer(struct nicfw_thread *th, struct nicfw_chain *ch,
+			     const struct nicfw_stage *s)
+{
+	static const uint64_t zero[NICFW_CHUNK_WORDS];
+
+	if (s->thresh)
+		for (uint32_t j = 0; j < kern_words(s->out); j += NICFW_CHUNK_WORDS)
+			nicfw_write(th, NICFW_MEM_IMEM, ch->imem_out + j, zero,
+				    min_u32(NICFW_CHUNK_WORDS, kern_words(s->out) - j));
+	nicfw_work(th, NICFW_WORK_LAYER, 1);
+	nicfw_sig_send(th, 1, NICFW_SIG_START);
+}
+
+static double disp_read_f64(struct nicfw_thread *th, uint64_t off)
+{
+	union nicfw_f64 v;
+
+	nicfw_read(th, NICFW_MEM_EMEM, off, &v.u, 1, SIG_W);
+	nicfw_wait(th, MASK_W);
+	return v.d;
+}
+
+/* Scores of the last binary stage b -> doubles, the float stages after it, the response. */
+static void disp_finish(struct nicfw_thread *th, struct nicfw_chain *ch, uint32_t b)
+{
+	const struct nicfw_stage *sb = &ch->stage[b];
+	uint64_t word = 0;
+
+	for (uint32_t k = 0; k < ch->classes; k++) {
+		union nicfw_f64 x;
+
+		if (!sb->thresh || k % 64 == 0) {
+			nicfw_read(th, NICFW_MEM_IMEM, ch->imem_out + (sb->thresh ? k / 64 : k),
+				   &word, 1, SIG_X);
+			nicfw_wait(th, MASK_X);
+		}
+		if (sb->thresh)
+			x.d = (word >> (k % 64)) & 1 ? 1.0 : -1.0;
+		else
+			x.d = (double)(int32_t)(uint32_t)word;
+		for (uint32_t i = b + 1; i < ch->n_stages; i++) {
+			const struct nicfw_stage *s = &ch->stage[i];
+			const uint64_t p = s->emem_off + k;
+
+			if (s->kind == NICFW_STAGE_BIAS) {
+				x.d = x.d + disp_read_f64(th, p);
+				nicfw_work(th, NICFW_WORK_FLOAT_OP, 1);
+			} else {
+				double mean = disp_read_f64(th, p);
+				double sd = disp_read_f64(th, p + s->out);
+				double gamma = disp_read_f64(th, p + 2ull * s->out);
+				double beta = disp_read_f64(th, p + 3ull * s->out);
+
+				x.d = (x.d - mean) / sd * gamma + beta;
+				nicfw_work(th, NICFW_WORK_FLOAT_OP, 4);
+			}
+		}
+		nicfw_write(th, NICFW_MEM_IMEM, ch->imem_resp + k, &x.u, 1);
+	}
+	nicfw_pkt_tx(th, ch->imem_resp, ch->classes);
+	ch->busy = false;
+}
+
+/* Run dispatcher stages from ch->cur until a binary layer is started or the response sent. */
+static void disp_run(struct nicfw_thread *th, struct nicfw_chain *ch)
+{
+	for (;;) {
+		const struct nicfw_stage *s = &ch->stage[ch->cur];
+
+		switch (s->kind) {
+		case NICFW_STAGE_FLATTEN_BITS:
+			disp_flatten(th, ch, s);
+			ch->cur++;
+			break;
+		case NICFW_STAGE_BDENSE_U8:
+			disp_planes(th, ch, s);
+			disp_start_layer(th, ch, s);
+			return;
+		case NICFW_STAGE_BDENSE:
+			disp_start_layer(th, ch, s);
+			return;
+		}
+	}
+}
+
+/* END from executor 0: the current binary stage is done; its output is in IMEM. */
+static void disp_layer_done(struct nicfw_thread *th, struct nicfw_chain *ch)
+{
+	const uint32_t b = ch->cur;
+	const struct nicfw_stage *s = &ch->stage[b];
+	const uint32_t words = kern_words(s->out);
+	const uint64_t dst = ch->ctm_act[ch->act];
+	uint64_t buf[NICFW_CHUNK_WORDS];
+
+	if (b + 1 == ch->n_stages || ch->stage[b + 1].kind >= NICFW_STAGE_BIAS) {
+		disp_finish(th, ch, b);
+		return;
+	}
+	for (uint32_t j = 0; j < words; j += NICFW_CHUNK_WORDS) {
+		uint32_t m = min_u32(NICFW_CHUNK_WORDS, words - j);
+
+		nicfw_read(th, NICFW_MEM_IMEM, ch->imem_out + j, buf, m, SIG_X);
+		nicfw_wait(th, MASK_X);
+		nicfw_work(th, NICFW_WORK_COPY_WORD, m);
+		nicfw_write(th, NICFW_MEM_CTM, dst + j, buf, m);
+	}
+	ch->in_off = dst;
+	ch->act ^= 1;
+	ch->cur = b + 1;
+	disp_run(th, ch);
+}
+
+int nicfw_chain_request(struct nicfw_thread *th, struct nicfw_chain *ch)
+{
+	if (ch->busy)
+		return -EBUSY;
+	ch->busy = true;
+	ch->cur = 0;
+	ch->act = 0;
+	ch->in_off = ch->ctm_pkt;
+	nicfw_work(th, NICFW_WORK_REQUEST, 1);
+	disp_run(th, ch);
+	return 0;
+}
+
+/* --- executors -------------------------------------------------------------------------- */
+
+/*
+ * One neuron: its record streamed from EMEM chunk by chunk, the input read from CTM beside it.
+ * *param receives the record's last word (the threshold word when the stage has one).
+ */
+static int32_t exec_neuron_bits(struct nicfw_thread *th, const struct nicfw_chain *ch,
+				const struct nicfw_stage *s, uint64_t rec, uint64_t *param)
+{
+	uint64_t w[NICFW_CHUNK_WORDS], x[NICFW_CHUNK_WORDS];
+	uint32_t cnt = 0;
+
+	for (uint32_t k = 0; k < s->stride; k += NICFW_CHUNK_WORDS) {
+		uint32_t m = min_u32(NICFW_CHUNK_WORDS, s->stride - k);
+		uint32_t mi = k < s->nw ? min_u32(m, s->nw - k) : 0;
+
+		nicfw_read(th, NICFW_MEM_EMEM, rec + k, w, m, SIG_W);
+		if (mi)
+			nicfw_read(th, NICFW_MEM_CTM, ch->in_off + k, x, mi, SIG_X);
+		nicfw_wait(th, mi ? MASK_W | MASK_X : MASK_W);
+		for (uint32_t j = 0; j < mi; j++)
+			cnt += (uint32_t)__builtin_popcountll(w[j] ^ x[j]);
+		nicfw_work(th, NICFW_WORK_XORPOP, mi);
+		if (k + m == s->stride)
+			*param = w[m - 1];
+	}
+	return (int32_t)s->n - 2 * (int32_t)cnt;
+}
+
+/* dot = sum_i w_i x_i = 2 sum_b 2^b popcount(P_b & W) - sum_i x_i (see kernels/bin_ref.c). */
+static int32_t exec_neuron_u8(struct nicfw_thread *th, const struct nicfw_chain *ch,
+			      const struct nicfw_stage *s, uint64_t rec, uint64_t *param)
+{
+	uint64_t w[NICFW_CHUNK_WORDS], x[NICFW_CHUNK_WORDS];
+	int32_t acc = 0;
+
+	for (uint32_t k = 0; k < s->stride; k += NICFW_CHUNK_WORDS) {
+		uint32_t m = min_u32(NICFW_CHUNK_WORDS, s->stride - k);
+		uint32_t mi = k < s->nw ? min_u32(m, s->nw - k) : 0;
+
+		nicfw_read(th, NICFW_MEM_EMEM, rec + k, w, m, SIG_W);
+		if (!mi)
+			nicfw_wait(th, MASK_W);
+		for (uint32_t b = 0; mi && b < 8; b++) {
+			int32_t cnt = 0;
+
+			nicfw_read(th, NICFW_MEM_CTM, ch->in_off + (uint64_t)b * s->nw + k, x, mi,
+				   SIG_X);
+			nicfw_wait(th, b ? MASK_X : MASK_W | MASK_X);
+			for (uint32_t j = 0; j < mi; j++)
+				cnt += __builtin_popcountll(w[j] & x[j]);
+			acc += cnt << b;
+			nicfw_work(th, NICFW_WORK_ANDPOP, mi);
+		}
+		if (k + m == s->stride)
+			*param = w[m - 1];
+	}
+	return 2 * acc - ch->sumx;
+}
+
+static void exec_slice(struct nicfw_thread *th, const struct nicfw_chain *ch,
+		       const struct nicfw_stage *s, uint32_t lo, uint32_t hi)
+{
+	uint64_t bits = 0, param = 0;
+
+	for (uint32_t o = lo; o < hi; o++) {
+		const uint64_t rec = s->emem_off + (uint64_t)o * s->stride;
+		int32_t dot = s->kind == NICFW_STAGE_BDENSE_U8
+				  ? exec_neuron_u8(th, ch, s, rec, &param)
+				  : exec_neuron_bits(th, ch, s, rec, &param);
+
+		nicfw_work(th, NICFW_WORK_NEURON, 1);
+		if (!s->thresh) {
+			uint64_t v = (uint32_t)dot;
+
+			nicfw_write(th, NICFW_MEM_IMEM, ch->imem_out + o, &v, 1);
+			continue;
+		}
+		bits |= (uint64_t)((dot >= (int32_t)(uint32_t)param) ^ ((param >> 32) & 1))
+			<< (o % 64);
+		if (o % 64 == 63 || o + 1 == hi) {
+			nicfw_atomic_or(th, NICFW_MEM_IMEM, ch->imem_out + o / 64, bits);
+			bits = 0;
+		}
+	}
+}
+
+/* Executor e's slice of `out` neurons: [slice(e), slice(e + 1)). */
+static uint32_t exec_slice_lo(uint32_t out, uint32_t e, uint32_t n_exec)
+{
+	return (uint32_t)((uint64_t)out * e / n_exec);
+}
+
+static void exec_start(struct nicfw_thread *th, struct nicfw_chain *ch, uint32_t e)
+{
+	const struct nicfw_stage *s = &ch->stage[ch->cur];
+	uint32_t lo = exec_slice_lo(s->out, e, ch->n_exec);
+	uint32_t hi = exec_slice_lo(s->out, e + 1, ch->n_exec);
+
+	if (e + 1 < ch->n_exec)
+		nicfw_sig_send(th, e + 2, NICFW_SIG_START);
+	exec_slice(th, ch, s, lo, hi);
+	if (e + 1 == ch->n_exec)
+		nicfw_sig_send(th, e, NICFW_SIG_END);
+}
+
+void nicfw_chain_signal(struct nicfw_thread *th, struct nicfw_chain *ch, enum nicfw_sig sig)
+{
+	if (th->id == 0) {
+		if (sig == NICFW_SIG_END)
+			disp_layer_done(th, ch);
+		return;
+	}
+	if (sig == NICFW_SIG_START)
+		exec_start(th, ch, th->id - 1);
+	else
+		nicfw_sig_send(th, th->id - 1, NICFW_SIG_END);
+}

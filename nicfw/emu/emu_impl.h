@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nicfw/emu/emu_impl.h — the emulator's insides, shared by emu.c (the platform: regions, HAL,
+ * traces) and timing.c (the replay of one request's traces on the modeled NIC).
+ */
+#ifndef NICFW_EMU_IMPL_H
+#define NICFW_EMU_IMPL_H
+
+#include <stdbool.h>
+
+#include "nicfw/emu/emu.h"
+
+enum emu_rec_kind {
+	ER_WORK = 0, /* the ME pipeline for `cycles` */
+	ER_READ,     /* memory read command, completion sets memory signal `sig` */
+	ER_WRITE,    /* posted write / atomic */
+	ER_WAITMEM,  /* yield until the memory signals in `words` (a mask) are set */
+	ER_WAITSIG,  /* yield until notification `sig` arrives */
+	ER_SEND,     /* notification `sig` to thread `words` */
+	ER_DELAY,    /* yield for `cycles` without the pipeline (packet engines) */
+};
+
+struct emu_rec {
+	uint8_t kind, mem, sig;
+	uint32_t words;
+	union {
+		uint64_t off;
+		double cycles;
+	};
+};
+
+struct emu_trace {
+	struct emu_rec *rec;
+	size_t n, cap;
+	bool oom;	     /* a record was lost: the request fails with -ENOMEM */
+	struct emu_rec sink; /* where records go once oom */
+};
+
+struct emu_thread {
+	struct nicfw_thread th; /* first: the HAL hands this back */
+	struct nicfw_emu *emu;
+	struct emu_trace tr;
+	uint32_t me, island;
+};
+
+struct emu_cache {
+	uint64_t *tag; /* [sets][ways], line + 1; 0 = empty */
+	uint64_t *stamp;
+	uint32_t sets, ways;
+	uint64_t clock;
+};
+
+struct emu_sigmsg {
+	uint32_t dst, sig;
+};
+
+struct nicfw_emu {
+	struct nicfw_emu_params p;
+	struct nicfw_chain ch;
+	uint64_t *mem[NICFW_MEM__COUNT];
+	uint32_t n_threads, n_mes;
+	struct emu_thread *t;
+	struct emu_sigmsg *q; /* notifications not yet handled, FIFO */
+	uint32_t q_head, q_tail, q_cap;
+	double *resp;
+	bool resp_sent;
+	struct emu_cache cache;
+	struct emu_replay *rp; /* timing.c's state */
+};
+
+/* timing.c: state sized for e (threads, MEs); NULL on allocation failure. */
+struct emu_replay *emu_replay_create(const struct nicfw_emu *e);
+void emu_replay_free(struct emu_replay *rp);
+/* Replay the traces recorded for one request; fills rep. */
+void emu_replay_run(struct nicfw_emu *e, struct nicfw_emu_report *rep);
+
+#endif /* NICFW_EMU_IMPL_H */

@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * XDP executor: answers splitnic REQUESTs for a binary MLP in the XDP hook (see xdp_infer.h for
+ * the maps, the served models and the verdicts). BPF has no popcount instruction and no floating
+ * point: popcount is SWAR arithmetic, scores come from the load-time table.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "nicfw/xdp/xdp_infer.h"
+
+#define L2L3L4 (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
+
+const volatile struct xdp_infer_cfg cfg = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u64)); /* resized to cfg.model_words words at load */
+} xdp_model SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdp_infer_scratch);
+} xdp_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XDP_INFER_ST__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} xdp_stats SEC(".maps");
+
+/* Per-layer arguments of the neuron callbacks (on the program's stack). */
+struct layer_ctx {
+	__u32 n, nw, out, w_off, t_off;
+	__u32 in_sel, out_sel, last;
+	__s64 sumx; /* U8 layer: sum of the input bytes */
+};
+
+static __always_inline int count(__u32 st, int verdict)
+{
+	__u64 *v = bpf_map_lookup_elem(&xdp_stats, &st);
+
+	if (v)
+		*v += 1;
+	return verdict;
+}
+
+static __always_inline __u32 popcount64(__u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ull);
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (__u32)((x * 0x0101010101010101ull) >> 56);
+}
+
+#define M1 0x5555555555555555ull
+#define M2 0x3333333333333333ull
+#define M4 0x0f0f0f0f0f0f0f0full
+#define M8 0x00ff00ff00ff00ffull
+
+/* Per-nibble popcount (each nibble <= 4). */
+static __always_inline __u64 nib_count(__u64 x)
+{
+	x = x - ((x >> 1) & M1);
+	return (x & M2) + ((x >> 2) & M2);
+}
+
+/* Nibbles (each <= 12) summed into bytes (each <= 24). */
+static __always_inline __u64 byte_sum(__u64 x)
+{
+	return (x & M4) + ((x >> 4) & M4);
+}
+
+/*
+ * sum_b 2^b popcount(p[b] & w) over 8 bit-planes, sharing the SWAR steps: planes are paired in
+ * nibbles (c + 2c' <= 12), pairs in bytes (s + 4s' <= 120), the two halves in 16-bit lanes
+ * (h + 16h' <= 4080), and the four lanes summed by one multiply.
+ */
+static __always_inline __u64 planes_dot(const __u64 *p, __u64 w)
+{
+	__u64 g0 = byte_sum(nib_count(p[0] & w) + (nib_count(p[1] & w) << 1)) +
+		   (byte_sum(nib_count(p[2] & w) + (nib_count(p[3] & w) << 1)) << 2);
+	__u64 g1 = byte_sum(nib_count(p[4] & w) + (nib_count(p[5] & w) << 1)) +
+		   (byte_sum(nib_count(p[6] & w) + (nib_count(p[7] & w) << 1)) << 2);
+	__u64 t = (g0 & M8) + ((g0 >> 8) & M8) + (((g1 & M8) + ((g1 >> 8) & M8)) << 4);
+
+	return (t * 0x0001000100010001ull) >> 48;
+}
+
+/* The neuron's output: a bit of the next activation, or the final value of its class. */
+static __always_inline long emit(const struct layer_ctx *c, struct xdp_infer_scratch *s,
+				 const __u64 *mw, __u32 o, __s64 dot)
+{
+	__u64 ti, tw, bit;
+
+	if (c->t_off != XDP_INFER_NO_THRESH) {
+		ti = (__u64)c->t_off + o;
+		if (ti >= cfg.model_words)
+			return 1;
+		tw = mw[ti];
+		bit = (__u64)(dot >= (__s64)(__s32)(__u32)tw) ^ ((tw >> 32) & 1);
+		if (!c->last) {
+			s->act[c->out_sel & 1][(o >> 6) & (XDP_INFER_MAX_WORDS - 1)] |= bit
+											<< (o & 63);
+			return 0;
+		}
+		dot = (__s64)bit;
+	}
+	s->final[o & (XDP_INFER_MAX_CLASSES - 1)] = dot;
+	return 0;
+}
+
+/* BDENSE: dot = n - 2 popcount(x ^ w). */
+static long neuron_bits(__u64 idx, void *data)
+{
+	const struct layer_ctx *c = data;
+	struct xdp_infer_scratch *s;
+	const __u64 *mw, *x;
+	__u32 zero = 0, o = (__u32)idx, nw = c->nw, pop = 0;
+	__u64 row;
+
+	mw = bpf_map_lookup_elem(&xdp_model, &zero);
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!mw || !s)
+		return 1;
+	row = (__u64)c->w_off + (__u64)o * nw;
+	if (row > cfg.row_limit)
+		return 1;
+	x = s->act[c->in_sel & 1];
+	for (__u32 j = 0; j < XDP_INFER_MAX_WORDS; j++) {
+		if (j >= nw)
+			break;
+		pop += popcount64(x[j] ^ mw[row + j]);
+	}
+	return emit(c, s, mw, o, (__s64)c->n - 2 * (__s64)pop);
+}
+
+/* BDENSE_U8: dot = 2 sum_b 2^b popcount(P_b & w) - sum_i x_i (w = +1 where the bit is set). */
+static long neuron_u8(__u64 idx, void *data)
+{
+	const struct layer_ctx *c = data;
+	struct xdp_infer_scratch *s;
+	const __u64 *mw, *p;
+	__u32 zero = 0, o = (__u32)idx, nw = c->nw;
+	__u64 row, w, acc = 0;
+
+	mw = bpf_map_lookup_elem(&xdp_model, &zero);
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!mw || !s)
+		return 1;
+	row = (__u64)c->w_off + (__u64)o * nw;
+	if (row > cfg.row_limit)
+		return 1;
+	for (__u32 j = 0; j < XDP_INFER_MAX_IN_WORDS; j++) {
+		if (j >= nw)
+			break;
+		w = mw[row + j];
+		p = &s->planes[j * 8];
+		acc += planes_dot(p, w);
+	}
+	return emit(c, s, mw, o, 2 * (__s64)acc - c->sumx);
+}
+
+/* The request's bytes at `off` as 8 bit-planes per 64 inputs; returns the sum of the bytes. */
+static __always_inline int load_planes(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 off,
+				       __s64 *sumx)
+{
+	__u64 v, g, *in = (__u64 *)s->in;
+	__s64 sum = 0;
+	__u32 len;
+
+	for (__u32 j = 0; j < XDP_INFER_MAX_IN_WORDS; j++) {
+		if (j >= cfg.in_words)
+			break;
+		len = cfg.in_n - j * 64;
+		if (len > 64)
+			len = 64;
+		for (__u32 k = 0; k < 8; k++)
+			in[k] = 0;
+		if (bpf_xdp_load_bytes(ctx, off + j * 64, s->in, len))
+			return -1;
+		for (__u32 b = 0; b < 8; b++)
+			s->planes[j * 8 + b] = 0;
+		for (__u32 k = 0; k < 8; k++) {
+			v = in[k];
+			for (__u32 b = 0; b < 8; b++) {
+				/* bit b of the 8 bytes of v, byte i to bit i */
+				g = (((v >> b) & 0x0101010101010101ull) * 0x0102040810204080ull) >>
+				    56;
+				s->planes[j * 8 + b] |= g << (k * 8);
+			}
+		}
+		for (__u32 b = 0; b < 8; b++)
+			sum += (__s64)popcount64(s->planes[j * 8 + b]) << b;
+	}
+	*sumx = sum;
+	return 0;
+}
+
+static __always_inline int run_layers(struct xdp_infer_scratch *s, __s64 sumx)
+{
+	struct layer_ctx c;
+	long done;
+
+	for (__u32 l = 0; l < XDP_INFER_MAX_LAYERS; l++) {
+		if (l >= cfg.n_layers)
+			break;
+		c.n = cfg.l[l].n;
+		c.nw = cfg.l[l].nw;
+		c.out = cfg.l[l].out;
+		c.w_off = cfg.l[l].w_off;
+		c.t_off = cfg.l[l].t_off;
+		c.in_sel = (l + 1) & 1;
+		c.out_sel = l & 1;
+		c.last = l + 1 == cfg.n_layers;
+		c.sumx = sumx;
+		for (__u32 k = 0; k < XDP_INFER_MAX_WORDS; k++)
+			s->act[l & 1][k] = 0;
+		if (cfg.l[l].kind == XDP_INFER_L_U8)
+			done = bpf_loop(c.out, neuron_u8, &c, 0);
+		else
+			done = bpf_loop(c.out, neuron_bits, &c, 0);
+		if (done != c.out)
+			return -1;
+	}
+	return 0;
+}
+
+/* Order-preserving key of a double's bit pattern; -0.0 maps to +0.0 (they compare equal). */
+static __always_inline __u64 order_key(__u64 b)
+{
+	if (b == 0x8000000000000000ull)
+		b = 0;
+	return (b >> 63) ? ~b : b | 0x8000000000000000ull;
+}
+
+struct score_ctx {
+	__u64 best_key; /* every non-NaN double's key is > 0, so class 0 always sets it */
+	__u32 best;
+	__u32 err;
+};
+
+/*
+ * Class k: its score (the table's bit pattern, little-endian) into the RESPONSE data, and the
+ * arg-max on the keys (strictly greater: the lowest index wins ties). A callback rather than an
+ * unrolled loop: the verifier would otherwise follow both sides of every comparison.
+ */
+static long score_one(__u64 idx, void *data)
+{
+	struct score_ctx *c = data;
+	struct xdp_infer_scratch *s;
+	__u32 zero = 0, k = (__u32)idx & (XDP_INFER_MAX_CLASSES - 1);
+	__u64 key, bits, ti;
+	const __u64 *mw;
+	__s64 v;
+	__u8 *d;
+
+	mw = bpf_map_lookup_elem(&xdp_model, &zero);
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!mw || !s)
+		goto err;
+	v = s->final[k] + (__s64)cfg.range; /* a dot in [-range, range], or a bit (range 0) */
+	if (v < 0 || v >= cfg.span)
+		goto err;
+	ti = (__u64)cfg.tab_off + (__u64)k * cfg.span + (__u64)v;
+	if (ti >= cfg.model_words)
+		goto err;
+	bits = mw[ti];
+	key = order_key(bits);
+	if (key > c->best_key) {
+		c->best_key = key;
+		c->best = k;
+	}
+	d = &s->resp[XDP_INFER_RESP_HDR + 8 * k];
+	for (__u32 i = 0; i < 8; i++)
+		d[i] = (__u8)(bits >> (8 * i));
+	return 0;
+err:
+	c->err = 1;
+	return 1;
+}
+
+/* Scores after the RESPONSE header; returns the arg-max, or -1. */
+static __always_inline int write_scores(void)
+{
+	struct score_ctx c = {0};
+
+	bpf_loop(cfg.classes, score_one, &c, 0);
+	return c.err ? -1 : (int)c.best;
+}
+
+static __always_inline __u16 csum_fold(__u64 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+/* UDP checksum (host order) of the response payload s->resp[0, rlen) between saddr and daddr. */
+static __always_inline __u16 udp_csum(const struct xdp_infer_scratch *s, __u32 rlen, __u32 saddr,
+				      __u32 daddr, __u16 sport, __u16 dport)
+{
+	__u32 ulen = sizeof(struct udphdr) + rlen;
+	__u64 sum = (saddr >> 16) + (saddr & 0xffff) + (daddr >> 16) + (daddr & 0xffff) +
+		    IPPROTO_UDP + ulen + sport + dport + ulen;
+	__u16 c;
+
+	for (__u32 i = 0; i < XDP_INFER_RESP_MAX / 2; i++) {
+		if (2 * i >= rlen)
+			break;
+		sum += (__u32)s->resp[2 * i] << 8 | s->resp[2 * i + 1];
+	}
+	c = csum_fold(sum);
+	return c ? c : 0xffff;
+}
+
+static __always_inline __u32 sat32(__u64 v)
+{
+	return v > 0xffffffffull ? 0xffffffffu : (__u32)v;
+}
+
+SEC("xdp")
+int xdp_infer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = data + sizeof(*eth);
+	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
+	__u8 *payload = data + L2L3L4;
+	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
+	__u32 zero = 0, saddr, daddr, rlen, ulen;
+	__u16 sport, dport, *ipw;
+	__u64 t0 = bpf_ktime_get_ns(), t1, sum;
+	struct xdp_infer_scratch *s;
+	struct proto_msg m;
+	enum proto_verdict v;
+	__s64 sumx;
+	int cls, delta;
+
+	if ((void *)(udp + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP) ||
+	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(cfg.port))
+		return count(XDP_INFER_ST_OTHER, XDP_PASS);
+	ulen = bpf_ntohs(udp->len);
+	if (ip->version != 4 || ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)) != 0 ||
+	    bpf_ntohs(ip->tot_len) != sizeof(*ip) + ulen || ulen < sizeof(*udp) ||
+	    (void *)payload + (ulen - sizeof(*udp)) > data_end)
+		return count(XDP_INFER_ST_IP_OPTS, XDP_PASS);
+
+	v = proto_hdr_parse(payload, data_end, ulen - sizeof(*udp), &m);
+	if (v != PROTO_OK)
+		return count(XDP_INFER_ST_MALFORMED + (v < PROTO_VERDICT__COUNT ? v : 0), XDP_DROP);
+	if (m.type != PROTO_REQUEST)
+		return count(XDP_INFER_ST_NOT_REQUEST, XDP_PASS);
+	if (m.model_id != 0 && m.model_id != cfg.model_id)
+		return count(XDP_INFER_ST_OTHER_MODEL, XDP_PASS);
+	if (m.frag_off != 0 || m.frag_len != m.total_len)
+		return count(XDP_INFER_ST_FRAGMENT, XDP_PASS);
+	if (m.tensor.fmt != PROTO_FMT_U8 || m.tensor.c != cfg.in_c || m.tensor.h != cfg.in_h ||
+	    m.tensor.w != cfg.in_w)
+		return count(XDP_INFER_ST_BAD_INPUT, XDP_PASS);
+
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!s)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	if (load_planes(ctx, s, L2L3L4 + m.hdr_len, &sumx) || run_layers(s, sumx))
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	cls = write_scores();
+	if (cls < 0)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	t1 = bpf_ktime_get_ns();
+
+	rlen = XDP_INFER_RESP_HDR + 8 * cfg.classes;
+	m.type = PROTO_RESPONSE;
+	m.hdr_len = XDP_INFER_RESP_HDR;
+	m.frag_len = (__u16)(8 * cfg.classes);
+	m.frag_off = 0;
+	m.total_len = 8 * cfg.classes;
+	m.flags = 0;
+	m.resp.cls = (__u32)cls;
+	m.resp.num_classes = (__u16)cfg.classes;
+	m.resp.score_fmt = PROTO_FMT_F64;
+	m.resp.executors = PROTO_EX_XDP;
+	for (__u32 i = 0; i < PROTO_T_COUNT; i++)
+		m.resp.t_ns[i] = 0;
+	m.resp.t_ns[PROTO_T_NIC] = sat32(t1 - t0);
+	m.resp.t_ns[PROTO_T_TOTAL] = sat32(bpf_ktime_get_ns() - t0);
+	if (proto_hdr_write(&m, s->resp, s->resp + XDP_INFER_RESP_HDR) != XDP_INFER_RESP_HDR)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+
+	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(dmac, eth->h_dest, ETH_ALEN);
+	saddr = bpf_ntohl(ip->saddr);
+	daddr = bpf_ntohl(ip->daddr);
+	sport = bpf_ntohs(udp->source);
+	dport = bpf_ntohs(udp->dest);
+	delta = (int)(L2L3L4 + rlen) - (int)(data_end - data);
+	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+		return count(XDP_INFER_ST_TX_FAIL, XDP_PASS);
+
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	eth = data;
+	ip = data + sizeof(*eth);
+	udp = data + sizeof(*eth) + sizeof(*ip);
+	if ((void *)(udp + 1) > data_end)
+		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+	__builtin_memcpy(eth->h_dest, smac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, dmac, ETH_ALEN);
+	ip->saddr = bpf_htonl(daddr);
+	ip->daddr = bpf_htonl(saddr);
+	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + rlen);
+	ip->ttl = 64;
+	ip->check = 0;
+	ipw = (__u16 *)ip;
+	sum = 0;
+	for (__u32 i = 0; i < sizeof(*ip) / 2; i++)
+		sum += ipw[i];
+	ip->check = csum_fold(sum);
+	udp->source = bpf_htons(dport);
+	udp->dest = bpf_htons(sport);
+	udp->len = bpf_htons(sizeof(*udp) + rlen);
+	udp->check = bpf_htons(udp_csum(s, rlen, daddr, saddr, dport, sport));
+	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
+		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+	return count(XDP_INFER_ST_ANSWERED, XDP_TX);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The Lua dissector (tools/splitnic.lua) decodes a capture written by the protocol test suite
+# (build/tests/test_protocol, test_proto_pcap): every message type, a fragmented request, an
+# int8 request on a non-default port (heuristic) and a malformed datagram.
+# Exit 0 pass, 1 fail, 77 skip (no tshark: `make deps` installs it).
+set -u
+cd "$(dirname "$0")/../.."
+B=$(dirname "${SPLITNIC:-build/splitnic}")
+T="$B/tests/test_protocol"
+command -v tshark >/dev/null || { echo "skip: tshark not installed (make deps)"; exit 77; }
+[ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+PROTO_PCAP_OUT="$work/proto.pcap" "$T" >"$work/test.log" 2>&1 ||
+	{ echo "FAIL: $T"; cat "$work/test.log"; exit 1; }
+
+fields() {
+	tshark -X lua_script:tools/splitnic.lua -r "$work/proto.pcap" -T fields -E 'separator=|' "$@" \
+		2>"$work/tshark.err"
+}
+
+got=$(fields -e splitnic.type -e splitnic.request_id -e splitnic.frag_off -e splitnic.frag_len \
+	-e splitnic.total_len -e splitnic.tensor.fmt -e splitnic.tensor.c -e splitnic.tensor.h \
+	-e splitnic.tensor.w -e splitnic.tensor.layer -e splitnic.resp.class \
+	-e splitnic.resp.num_classes -e splitnic.act.reply_addr -e splitnic.act.reply_port \
+	-e splitnic.error.code -e splitnic.error.reason -e splitnic.tensor.scale \
+	-e splitnic.tensor.zero_point)
+want='1|0x0000000000000001|0|784|784|1|1|28|28|||||||||
+3|0x0000000000000001|0|80|80||||||7|10||||||
+1|0x0000000000000002|0|1336|3136|2|1|28|28|||||||||
+1|0x0000000000000002|1336|1336|3136|2|1|28|28|||||||||
+1|0x0000000000000002|2672|464|3136|2|1|28|28|||||||||
+2|0x0000000000000003|0|512|512|5|4096|1|1|3|||::ffff:127.0.0.1|40000||||
+4|0x0000000000000004|0|13|13||||||||||2|no such model||
+4|0x0000000000000004|0|13|13|||||||||||||
+1|0x0000000000000005|0|8|8|4|2|2|2||||||||0.5|-4'
+fail=0
+if [ "$got" != "$want" ]; then
+	echo "FAIL: decoded fields differ"
+	diff <(echo "$want") <(echo "$got")
+	cat "$work/tshark.err"
+	fail=1
+fi
+
+# scores of the single-datagram RESPONSE, executors, timing
+scores=$(fields -Y 'splitnic.type == 3' -e splitnic.resp.score -e splitnic.executors.nic \
+	-e splitnic.t.total -e splitnic.t.nic)
+want_scores='0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9|1|1050000|400000'
+[ "$scores" = "$want_scores" ] || { echo "FAIL: scores '$scores' != '$want_scores'"; fail=1; }
+
+# the malformed datagram is flagged, and the summary lines read well
+summary=$(tshark -X lua_script:tools/splitnic.lua -r "$work/proto.pcap" 2>/dev/null)
+echo "$summary"
+echo "$summary" | grep -q 'malformed: unknown version 9' || { echo "FAIL: no malformed"; fail=1; }
+echo "$summary" | grep -q 'REQUEST id=0x0000000000000002 .*frag 1336+1336/3136 f32 1x28x28' ||
+	{ echo "FAIL: fragment summary"; fail=1; }
+echo "$summary" | grep -q 'ERROR .*unknown_model: no such model' || { echo "FAIL: error"; fail=1; }
+[ "$(echo "$summary" | grep -c SPLITNIC)" = 9 ] || { echo "FAIL: not 9 SPLITNIC frames"; fail=1; }
+[ $fail = 0 ] && echo "pass: dissector decoded 9 datagrams"
+exit $fail

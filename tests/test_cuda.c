@@ -1,0 +1,798 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CUDA executor (kernels/cuda/): every GPU kernel equals the CPU reference (kern_ops_ref and
+ * the float kernels) bit for bit on random shapes, odd widths included; convolution, dense and
+ * LRN within REL_TOL (cuBLAS sums in another order; CUDA's pow); random models and the bundled
+ * ones give the same classes and scores within REL_TOL as kern_forward.
+ *
+ * Without a usable GPU the GPU cases are skipped (cmocka skip) with the probe's message, and
+ * the no-GPU contract is checked instead: -ENODEV with the CUDA error and its number, upload
+ * refused with a message. SPLITNIC_REQUIRE_GPU=1 (make test-gpu) turns the skips into failures.
+ * SPLITNIC_MODEL_DIR (default build/models) is where the bundled models are looked for.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/cuda/kcuda.h"
+#include "kernels/kern.h"
+#include "kernels/kern_ops.h"
+#include "tests/support/npz_write.h"
+
+#define REL_TOL 1e-12
+
+static char probe_msg[640];
+static int probe_ret;
+
+static uint64_t rng_state;
+
+static void rng_seed(uint64_t s)
+{
+	rng_state = s * 0x9e3779b97f4a7c15ull + 1;
+}
+
+static uint64_t rng(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint32_t n)
+{
+	return (uint32_t)(rng() % n);
+}
+
+static double rng_real(double lo, double hi)
+{
+	return lo + (hi - lo) * (double)(rng() >> 11) / (double)(1ull << 53);
+}
+
+static void *xalloc(size_t bytes)
+{
+	void *p = malloc(bytes ? bytes : 1);
+
+	assert_non_null(p);
+	memset(p, 0x5a, bytes ? bytes : 1);
+	return p;
+}
+
+/* Skip (or, under SPLITNIC_REQUIRE_GPU=1, fail) a GPU case on a machine without a GPU. */
+static void need_gpu(void)
+{
+	const char *req = getenv("SPLITNIC_REQUIRE_GPU");
+
+	if (!probe_ret)
+		return;
+	if (req && !strcmp(req, "1"))
+		fail_msg("no usable GPU and SPLITNIC_REQUIRE_GPU=1: %s", probe_msg);
+	print_message("kcuda: skipped: %s\n", probe_msg);
+	skip();
+}
+
+/* Random +-1 vectors packed as kernels/kern.h says: rows of words(bits), tail bits 0. */
+static uint64_t *rand_bits(size_t rows, uint64_t bits)
+{
+	size_t nw = kern_words(bits);
+	uint64_t *x = xalloc(rows * nw * 8);
+
+	for (size_t r = 0; r < rows; r++)
+		for (size_t j = 0; j < nw; j++) {
+			uint64_t v = rng();
+
+			if (j == nw - 1 && bits % 64)
+				v &= (1ull << (bits % 64)) - 1;
+			x[r * nw + j] = v;
+		}
+	return x;
+}
+
+/* Channel-packed BITS (c,h,w) images: tail bits of each pixel's last word 0. */
+static uint64_t *rand_pixels(uint32_t batch, uint32_t c, uint32_t h, uint32_t w)
+{
+	return rand_bits((size_t)batch * h * w, c);
+}
+
+/* Thresholds around the dots' range, with every flip and the always-on/off encodings. */
+static void rand_thresh(int32_t *thr, uint8_t *flip, uint32_t n, int32_t range)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t kind = rng_below(10);
+
+		thr[i] =
+		    kind == 0 ? INT32_MIN : (int32_t)rng_below(2 * (uint32_t)range + 3) - range - 1;
+		flip[i] = (uint8_t)rng_below(2);
+	}
+}
+
+static void check_equal(const void *got, const void *want, size_t bytes, const char *what)
+{
+	if (memcmp(got, want, bytes)) {
+		const uint8_t *g = got, *w = want;
+		size_t i = 0;
+
+		while (g[i] == w[i])
+			i++;
+		fail_msg("%s: GPU differs from the CPU at byte %zu of %zu", what, i, bytes);
+	}
+}
+
+static void check_close(const double *got, const double *want, size_t n, double tol,
+			const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs(got[i] - want[i]), m = fabs(want[i]) > 1.0 ? fabs(want[i]) : 1.0;
+
+		if (!(d <= tol * m))
+			fail_msg("%s: element %zu: GPU %.17g, CPU %.17g", what, i, got[i], want[i]);
+	}
+}
+
+/* ---- without a GPU ------------------------------------------------------------------- */
+
+static int has_number_in_parens(const char *s)
+{
+	const char *p = strrchr(s, '(');
+
+	if (!p || p[1] < '0' || p[1] > '9')
+		return 0;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		;
+	return *p == ')';
+}
+
+static void test_cuda_probe(void **state)
+{
+	char msg[640];
+	int ret = kcuda_probe(msg, sizeof(msg));
+
+	(void)state;
+	print_message("kcuda: probe: %s\n", msg);
+	assert_int_equal(ret, probe_ret);
+	if (!ret) {
+		assert_true(strlen(msg) > 0);
+		return;
+	}
+	assert_int_equal(ret, -ENODEV);
+	if (!kcuda_built) {
+		assert_non_null(strstr(msg, "built without CUDA"));
+		return;
+	}
+	/* e.g. "no CUDA GPU found: cudaGetDeviceCount: CUDA driver version is ... (35)" */
+	assert_non_null(strstr(msg, "CUDA GPU"));
+	if (strstr(msg, "cudaGetDeviceCount:") && !strstr(msg, "0 devices"))
+		assert_true(has_number_in_parens(msg));
+}
+
+static struct kern_model *make_model(const char *dir, const char *arch, struct test_array *a,
+				     size_t n);
+
+static const char *mlp_arch =
+    "{\"name\":\"cuda-mlp\",\"input\":{\"shape\":[1,9,7],\"dtype\":\"u8\"},\"layers\":["
+    "{\"type\":\"flatten\"},"
+    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
+    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
+    "{\"type\":\"batchnorm\"}]}";
+
+static void add_bn(struct test_array *a, size_t *n, int layer, uint64_t c)
+{
+	static const char *names[4] = {"gamma", "beta", "mean", "var"};
+	static char keys[64][24];
+	static unsigned int next;
+
+	for (int k = 0; k < 4; k++) {
+		double *v = xalloc(c * sizeof(double));
+		char *key = keys[next++ % 64];
+
+		for (uint64_t i = 0; i < c; i++)
+			v[i] = k == 3	? rng_real(0.5, 4.0)
+			       : k == 2 ? rng_real(-20.0, 20.0)
+					: rng_real(-1.0, 1.0);
+		snprintf(key, sizeof(keys[0]), "%d.%s", layer, names[k]);
+		a[(*n)++] = (struct test_array){key, NULL, 1, {c}, v};
+	}
+}
+
+static double *rand_array(size_t n, double lo, double hi)
+{
+	double *v = xalloc(n * sizeof(double));
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = rng_real(lo, hi);
+	return v;
+}
+
+static struct kern_model *mlp_model(char *dir, size_t len)
+{
+	struct test_array a[12];
+	size_t n = 0;
+
+	assert_int_equal(test_tmpdir(dir, len), 0);
+	a[n++] = (struct test_array){"1.weight", NULL, 2, {65, 63}, rand_array(65 * 63, -1, 1)};
+	a[n++] = (struct test_array){"1.bias", NULL, 1, {65}, rand_array(65, -3, 3)};
+	add_bn(a, &n, 2, 65);
+	a[n++] = (struct test_array){"4.weight", NULL, 2, {10, 65}, rand_array(650, -1, 1)};
+	a[n++] = (struct test_array){"4.bias", NULL, 1, {10}, rand_array(10, -2, 2)};
+	add_bn(a, &n, 5, 10);
+	return make_model(dir, mlp_arch, a, n);
+}
+
+/* Without a GPU: upload is refused with the reason, kernels say -ENODEV; with one, it works. */
+static void test_cuda_no_gpu_contract(void **state)
+{
+	char dir[128], err[1024];
+	struct kern_model *m;
+	struct kcuda_model *g;
+	double x = 1.0;
+	uint64_t y = 0;
+
+	(void)state;
+	rng_seed(99);
+	m = mlp_model(dir, sizeof(dir));
+	g = kcuda_model_upload(m, 4, err, sizeof(err));
+	if (!probe_ret) {
+		if (!g)
+			fail_msg("upload failed on a GPU: %s", err);
+		kcuda_model_free(g);
+	} else {
+		assert_null(g);
+		print_message("kcuda: upload without a GPU: %s\n", err);
+		assert_non_null(strstr(err, "cannot run on the GPU"));
+		assert_non_null(strstr(err, kcuda_built ? probe_msg : "built without CUDA"));
+		assert_int_equal(kcuda_sign_pack(&x, 1, 1, 1, 1, &y), -ENODEV);
+		assert_non_null(strstr(kcuda_last_error(), kcuda_built ? probe_msg : "without"));
+		assert_int_equal(kcuda_forward(NULL, &x, 1, &x), kcuda_built ? -EINVAL : -ENODEV);
+	}
+	kern_model_free(m);
+	test_rmdir(dir);
+}
+
+/* ---- binary kernels ------------------------------------------------------------------ */
+
+static const uint32_t widths[] = {1, 63, 65, 130, 1000, 4096};
+static const uint32_t batches[] = {1, 3, 64};
+
+static void bdense_case(uint32_t n, uint32_t batch, uint32_t out)
+{
+	const struct kern_bin_ops *ref = &kern_ops_ref;
+	static const enum kcuda_bgemm algos[] = {KCUDA_BGEMM_AUTO, KCUDA_BGEMM_GEMV,
+						 KCUDA_BGEMM_POPC, KCUDA_BGEMM_MMA};
+	static const char *names[] = {"auto", "gemv", "popc", "mma"};
+	uint64_t *x = rand_bits(batch, n), *w = rand_bits(out, n);
+	size_t ny = (size_t)batch * out, nb = (size_t)batch * kern_words(out);
+	int32_t *want = xalloc(ny * 4), *got = xalloc(ny * 4), *thr = xalloc(out * 4);
+	uint64_t *wbits = xalloc(nb * 8), *gbits = xalloc(nb * 8);
+	uint8_t *flip = xalloc(out);
+	struct kern_thresh t = {thr, flip};
+	char what[96];
+
+	rand_thresh(thr, flip, out, (int32_t)n);
+	ref->bdense(x, batch, w, out, n, want);
+	ref->bdense_thr(x, batch, w, out, n, &t, wbits);
+	for (size_t a = 0; a < 4; a++) {
+		snprintf(what, sizeof(what), "bdense/%s n=%u batch=%u out=%u", names[a], n, batch,
+			 out);
+		if (kcuda_bdense(x, batch, w, out, n, got, algos[a]))
+			fail_msg("%s: %s", what, kcuda_last_error());
+		check_equal(got, want, ny * 4, what);
+		snprintf(what, sizeof(what), "bdense_thr/%s n=%u batch=%u out=%u", names[a], n,
+			 batch, out);
+		if (kcuda_bdense_thr(x, batch, w, out, n, &t, gbits, algos[a]))
+			fail_msg("%s: %s", what, kcuda_last_error());
+		check_equal(gbits, wbits, nb * 8, what);
+	}
+	free(x), free(w), free(want), free(got), free(thr), free(wbits), free(gbits), free(flip);
+}
+
+static void test_cuda_bdense(void **state)
+{
+	static const uint32_t outs[] = {1, 63, 65, 130, 257};
+
+	(void)state;
+	need_gpu();
+	rng_seed(1);
+	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			bdense_case(widths[i], batches[j], outs[rng_below(5)]);
+	bdense_case(8192, 200, 300);
+}
+
+static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
+{
+	const struct kern_bin_ops *ref = &kern_ops_ref;
+	uint8_t *x = xalloc((size_t)batch * n), *flip = xalloc(out);
+	uint64_t *w = rand_bits(out, n);
+	size_t ny = (size_t)batch * out, nb = (size_t)batch * kern_words(out);
+	int32_t *want = xalloc(ny * 4), *got = xalloc(ny * 4), *thr = xalloc(out * 4);
+	uint64_t *wbits = xalloc(nb * 8), *gbits = xalloc(nb * 8);
+	void *scratch = xalloc(kern_bdense_u8_scratch(n, batch));
+	struct kern_thresh t = {thr, flip};
+	char what[96];
+
+	for (size_t i = 0; i < (size_t)batch * n; i++) {
+		uint32_t kind = rng_below(4);
+
+		x[i] = kind == 0 ? 0 : kind == 1 ? 255 : (uint8_t)rng();
+	}
+	rand_thresh(thr, flip, out, (int32_t)(255 * n));
+	ref->bdense_u8(x, batch, w, out, n, want, scratch);
+	ref->bdense_u8_thr(x, batch, w, out, n, &t, wbits, scratch);
+	snprintf(what, sizeof(what), "bdense_u8 n=%u batch=%u out=%u", n, batch, out);
+	if (kcuda_bdense_u8(x, batch, w, out, n, got))
+		fail_msg("%s: %s", what, kcuda_last_error());
+	check_equal(got, want, ny * 4, what);
+	if (kcuda_bdense_u8_thr(x, batch, w, out, n, &t, gbits))
+		fail_msg("%s (thr): %s", what, kcuda_last_error());
+	check_equal(gbits, wbits, nb * 8, what);
+	free(x), free(flip), free(w), free(want), free(got), free(thr), free(wbits), free(gbits);
+	free(scratch);
+}
+
+static void test_cuda_bdense_u8(void **state)
+{
+	static const uint32_t outs[] = {1, 10, 65, 130};
+
+	(void)state;
+	need_gpu();
+	rng_seed(2);
+	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			bdense_u8_case(widths[i], batches[j], outs[rng_below(4)]);
+	bdense_u8_case(784, 64, 1024);
+}
+
+static void rand_geom(struct kern_conv_geom *g, uint32_t c)
+{
+	g->c = c;
+	g->k = 1 + rng_below(5);
+	g->pad = rng_below(g->k);
+	g->stride = 1 + rng_below(2);
+	g->h = g->k > 2 * g->pad ? g->k - 2 * g->pad + rng_below(8) : 1 + rng_below(8);
+	g->w = g->k > 2 * g->pad ? g->k - 2 * g->pad + rng_below(8) : 1 + rng_below(8);
+	g->oh = (g->h + 2 * g->pad - g->k) / g->stride + 1;
+	g->ow = (g->w + 2 * g->pad - g->k) / g->stride + 1;
+	g->o = (uint32_t[]){1, 7, 64, 65}[rng_below(4)];
+}
+
+static void bconv_case(uint32_t c, uint32_t batch)
+{
+	const struct kern_bin_ops *ref = &kern_ops_ref;
+	struct kern_conv_geom g;
+	uint64_t *x, *w, *wbits, *gbits;
+	int32_t *want, *got, *thr;
+	uint8_t *flip;
+	size_t ny, nb;
+	char what[128];
+
+	rand_geom(&g, c);
+	x = rand_pixels(batch, c, g.h, g.w);
+	w = rand_bits((size_t)g.o * g.k * g.k, c);
+	ny = (size_t)batch * g.o * g.oh * g.ow;
+	nb = (size_t)batch * g.oh * g.ow * kern_words(g.o);
+	want = xalloc(ny * 4), got = xalloc(ny * 4), thr = xalloc(g.o * 4), flip = xalloc(g.o);
+	wbits = xalloc(nb * 8), gbits = xalloc(nb * 8);
+	rand_thresh(thr, flip, g.o, (int32_t)(c * g.k * g.k));
+	ref->bconv(x, batch, &g, w, want);
+	ref->bconv_thr(x, batch, &g, w, &(struct kern_thresh){thr, flip}, wbits);
+	snprintf(what, sizeof(what), "bconv c=%u %ux%u k=%u s=%u p=%u o=%u batch=%u", c, g.h, g.w,
+		 g.k, g.stride, g.pad, g.o, batch);
+	if (kcuda_bconv(x, batch, &g, w, got))
+		fail_msg("%s: %s", what, kcuda_last_error());
+	check_equal(got, want, ny * 4, what);
+	if (kcuda_bconv_thr(x, batch, &g, w, &(struct kern_thresh){thr, flip}, gbits))
+		fail_msg("%s (thr): %s", what, kcuda_last_error());
+	check_equal(gbits, wbits, nb * 8, what);
+	free(x), free(w), free(want), free(got), free(thr), free(flip), free(wbits), free(gbits);
+}
+
+static void test_cuda_bconv(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 65, 130};
+
+	(void)state;
+	need_gpu();
+	rng_seed(3);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			for (int r = 0; r < 3; r++)
+				bconv_case(cs[i], batches[j]);
+}
+
+/* Values with exact zeros, -0.0 and integers on the thresholds. */
+static double *rand_values(size_t n, int integers)
+{
+	double *x = xalloc(n * sizeof(double));
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t kind = rng_below(8);
+
+		x[i] = kind == 0   ? 0.0
+		       : kind == 1 ? -0.0
+		       : integers  ? (double)((int32_t)rng_below(41) - 20)
+				   : rng_real(-5.0, 5.0);
+	}
+	return x;
+}
+
+static void test_cuda_pack_pool_layout(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 63, 64, 65, 130};
+	const struct kern_bin_ops *ref = &kern_ops_ref;
+
+	(void)state;
+	need_gpu();
+	rng_seed(4);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++) {
+			const uint32_t c = cs[i], batch = batches[j], h = 1 + rng_below(9),
+				       w = 1 + rng_below(9), k = 1 + rng_below(h < w ? h : w),
+				       stride = 1 + rng_below(k), oh = (h - k) / stride + 1,
+				       ow = (w - k) / stride + 1, wpp = kern_words(c);
+			const size_t n = (size_t)batch * c * h * w,
+				     nb = (size_t)batch * h * w * wpp;
+			const size_t nflat = (size_t)batch * kern_words((uint64_t)c * h * w);
+			const size_t npool = (size_t)batch * oh * ow * wpp;
+			double *x = rand_values(n, 1), *du = xalloc(n * 8), *gu = xalloc(n * 8);
+			uint64_t *want = xalloc(nb * 8), *got = xalloc(nb * 8);
+			uint64_t *wf = xalloc(nflat * 8), *gf = xalloc(nflat * 8);
+			uint64_t *wp = xalloc(npool * 8), *gp = xalloc(npool * 8);
+			int32_t *thr = xalloc(c * 4);
+			uint8_t *flip = xalloc(c);
+			struct kern_thresh t = {thr, flip};
+
+			rand_thresh(thr, flip, c, 20);
+			ref->sign_pack(x, batch, c, h, w, want);
+			assert_int_equal(kcuda_sign_pack(x, batch, c, h, w, got), 0);
+			check_equal(got, want, nb * 8, "sign_pack");
+			ref->threshold_pack(x, batch, c, h, w, &t, want);
+			assert_int_equal(kcuda_threshold_pack(x, batch, c, h, w, &t, got), 0);
+			check_equal(got, want, nb * 8, "threshold_pack");
+			kern_unpack_bits(want, batch, c, h, w, du);
+			assert_int_equal(kcuda_unpack_bits(want, batch, c, h, w, gu), 0);
+			check_equal(gu, du, n * 8, "unpack_bits");
+			kern_flatten_bits(want, batch, c, h, w, wf);
+			assert_int_equal(kcuda_flatten_bits(want, batch, c, h, w, gf), 0);
+			check_equal(gf, wf, nflat * 8, "flatten_bits");
+			ref->maxpool_bits(want, batch, c, h, w, k, stride, wp);
+			assert_int_equal(kcuda_maxpool_bits(want, batch, c, h, w, k, stride, gp),
+					 0);
+			check_equal(gp, wp, npool * 8, "maxpool_bits");
+			free(x), free(du), free(gu), free(want), free(got), free(wf), free(gf);
+			free(wp), free(gp), free(thr), free(flip);
+		}
+}
+
+/* ---- float kernels ------------------------------------------------------------------- */
+
+static void test_cuda_float_elementwise(void **state)
+{
+	(void)state;
+	need_gpu();
+	rng_seed(5);
+	for (int r = 0; r < 12; r++) {
+		const uint32_t batch = batches[r % 3], c = 1 + rng_below(70), h = 1 + rng_below(9),
+			       w = 1 + rng_below(9), hw = h * w, k = 1 + rng_below(h < w ? h : w),
+			       stride = 1 + rng_below(k), oh = (h - k) / stride + 1,
+			       ow = (w - k) / stride + 1, size = 1 + 2 * rng_below(4);
+		const size_t n = (size_t)batch * c * hw, np = (size_t)batch * c * oh * ow;
+		double *x = rand_values(n, 0), *want = xalloc(n * 8), *got = xalloc(n * 8);
+		double *b = rand_array(c, -2, 2), *p = rand_array(4 * (size_t)c, -3, 3);
+		uint8_t *u8 = xalloc(n);
+		float *f32 = xalloc(n * 4);
+
+		for (uint32_t i = 0; i < c; i++)
+			p[c + i] = rng_real(0.1, 3.0);
+		for (size_t i = 0; i < n; i++) {
+			u8[i] = (uint8_t)rng();
+			f32[i] = (float)x[i];
+		}
+		for (size_t i = 0; i < n; i++)
+			want[i] = u8[i];
+		assert_int_equal(kcuda_cast_f64(u8, KERN_FMT_U8, n, got), 0);
+		check_equal(got, want, n * 8, "cast u8");
+		for (size_t i = 0; i < n; i++)
+			want[i] = f32[i];
+		assert_int_equal(kcuda_cast_f64(f32, KERN_FMT_F32, n, got), 0);
+		check_equal(got, want, n * 8, "cast f32");
+		memcpy(want, x, n * 8);
+		kern_bias_f64(want, batch, c, hw, b);
+		assert_int_equal(kcuda_bias_f64(x, batch, c, hw, b, got), 0);
+		check_equal(got, want, n * 8, "bias");
+		kern_batchnorm_f64(x, batch, c, hw, p, p + c, p + 2 * c, p + 3 * c, want);
+		assert_int_equal(
+		    kcuda_batchnorm_f64(x, batch, c, hw, p, p + c, p + 2 * c, p + 3 * c, got), 0);
+		check_equal(got, want, n * 8, "batchnorm");
+		kern_relu_f64(x, n, want);
+		assert_int_equal(kcuda_relu_f64(x, n, got), 0);
+		check_equal(got, want, n * 8, "relu");
+		kern_maxpool_f64(x, batch, c, h, w, k, stride, want);
+		assert_int_equal(kcuda_maxpool_f64(x, batch, c, h, w, k, stride, got), 0);
+		check_equal(got, want, np * 8, "maxpool");
+		kern_lrn_f64(x, batch, c, hw, size, 1e-2, 0.75, 1.0, want);
+		assert_int_equal(kcuda_lrn_f64(x, batch, c, hw, size, 1e-2, 0.75, 1.0, got), 0);
+		check_close(got, want, n, REL_TOL, "lrn");
+		free(x), free(want), free(got), free(b), free(p), free(u8), free(f32);
+	}
+}
+
+static void test_cuda_conv_dense(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 65};
+
+	(void)state;
+	need_gpu();
+	rng_seed(6);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++) {
+			struct kern_conv_geom g;
+			const uint32_t batch = batches[j];
+			size_t nx, nw, ny;
+			double *x, *w, *b, *want, *got, *col;
+			float *xf, *wf, *bf, *yf;
+
+			rand_geom(&g, cs[i]);
+			nx = (size_t)batch * g.c * g.h * g.w;
+			nw = (size_t)g.o * g.c * g.k * g.k;
+			ny = (size_t)batch * g.o * g.oh * g.ow;
+			x = rand_array(nx, -1, 1), w = rand_array(nw, -1, 1),
+			b = rand_array(g.o, -1, 1);
+			want = xalloc(ny * 8), got = xalloc(ny * 8);
+			col = xalloc(kern_conv_scratch(&g) * 8);
+			xf = xalloc(nx * 4), wf = xalloc(nw * 4), bf = xalloc(g.o * 4);
+			yf = xalloc(ny * 4);
+			kern_conv_f64(x, batch, &g, w, b, col, want);
+			assert_int_equal(kcuda_conv_f64(x, batch, &g, w, b, got), 0);
+			check_close(got, want, ny, REL_TOL, "conv_f64");
+			for (size_t e = 0; e < nx; e++)
+				xf[e] = (float)x[e];
+			for (size_t e = 0; e < nw; e++)
+				wf[e] = (float)w[e];
+			for (uint32_t e = 0; e < g.o; e++)
+				bf[e] = (float)b[e];
+			assert_int_equal(kcuda_conv_f32(xf, batch, &g, wf, bf, yf), 0);
+			for (size_t e = 0; e < ny; e++)
+				got[e] = yf[e];
+			check_close(got, want, ny, 1e-4, "conv_f32");
+			free(x), free(w), free(b), free(want), free(got), free(col), free(xf);
+			free(wf), free(bf), free(yf);
+		}
+	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++) {
+			const uint32_t n = widths[i], batch = batches[j], out = 1 + rng_below(130);
+			double *x = rand_array((size_t)batch * n, -1, 1);
+			double *w = rand_array((size_t)out * n, -1, 1), *b = rand_array(out, -1, 1);
+			double *want = xalloc((size_t)batch * out * 8);
+			double *got = xalloc((size_t)batch * out * 8);
+
+			kern_dense_f64(x, batch, n, w, out, b, want);
+			assert_int_equal(kcuda_dense_f64(x, batch, n, w, out, b, got), 0);
+			check_close(got, want, (size_t)batch * out, REL_TOL, "dense_f64");
+			kern_dense_f64(x, batch, n, w, out, NULL, want);
+			assert_int_equal(kcuda_dense_f64(x, batch, n, w, out, NULL, got), 0);
+			check_close(got, want, (size_t)batch * out, REL_TOL, "dense_f64 no bias");
+			free(x), free(w), free(b), free(want), free(got);
+		}
+}
+
+/* ---- models ---------------------------------------------------------------------------- */
+
+static struct kern_model *make_model(const char *dir, const char *arch, struct test_array *a,
+				     size_t n)
+{
+	char path[3][256], err[512];
+	struct kern_model *m;
+
+	snprintf(path[0], sizeof(path[0]), "%s/arch.json", dir);
+	snprintf(path[1], sizeof(path[1]), "%s/w.npz", dir);
+	snprintf(path[2], sizeof(path[2]), "%s/m.snm", dir);
+	assert_int_equal(test_write_text(path[0], arch), 0);
+	assert_int_equal(test_npz_write(path[1], a, n, true), 0);
+	for (size_t i = 0; i < n; i++)
+		free((void *)a[i].v);
+	if (kern_convert(path[0], path[1], path[2], err, sizeof(err)))
+		fail_msg("convert: %s", err);
+	m = kern_model_load(path[2], err, sizeof(err));
+	if (!m)
+		fail_msg("load: %s", err);
+	return m;
+}
+
+/* GPU vs kern_forward on `count` inputs at batch sizes 1, 3 and 64; every op range too. */
+static void compare_model(const struct kern_model *m, const void *inputs, uint32_t count,
+			  const char *label)
+{
+	static const uint32_t bs[] = {1, 3, 64};
+	const uint32_t classes = kern_model_classes(m);
+	const size_t in_bytes = kern_shape_bytes(&m->input);
+	struct kern_ctx *ctx = kern_ctx_create(m, 64);
+	double *want = xalloc((size_t)64 * classes * 8), *got = xalloc((size_t)64 * classes * 8);
+	char err[1024];
+	struct kcuda_model *g = kcuda_model_upload(m, 64, err, sizeof(err));
+
+	if (!g)
+		fail_msg("%s: %s", label, err);
+	assert_non_null(ctx);
+	for (size_t bi = 0; bi < 3; bi++)
+		for (uint32_t first = 0; first + bs[bi] <= count; first += bs[bi]) {
+			const uint8_t *in = (const uint8_t *)inputs + (size_t)first * in_bytes;
+
+			assert_int_equal(kern_forward(ctx, in, bs[bi], want), 0);
+			if (kcuda_forward(g, in, bs[bi], got))
+				fail_msg("%s: kcuda_forward: %s", label, kcuda_last_error());
+			for (uint32_t i = 0; i < bs[bi]; i++)
+				if (kern_argmax(got + (size_t)i * classes, classes) !=
+				    kern_argmax(want + (size_t)i * classes, classes))
+					fail_msg("%s: image %u: GPU class differs", label,
+						 first + i);
+			check_close(got, want, (size_t)bs[bi] * classes, REL_TOL, label);
+			if (bs[bi] != 3)
+				break;
+		}
+	/* ranges: [0,k) then [k,n) on the GPU equal [0,n) on the CPU */
+	for (uint32_t k = 1; k < m->n_layers; k++) {
+		const struct kern_layer *mid = &m->layers[k - 1],
+					*last = &m->layers[m->n_layers - 1];
+		void *a = xalloc(kern_shape_bytes(&mid->out) * 3);
+		void *wb = xalloc(kern_shape_bytes(&last->out) * 3);
+		void *gb = xalloc(kern_shape_bytes(&last->out) * 3);
+
+		assert_int_equal(kern_forward_range(ctx, 0, m->n_layers, inputs, 3, wb), 0);
+		if (kcuda_forward_range(g, 0, k, inputs, 3, a) ||
+		    kcuda_forward_range(g, k, m->n_layers, a, 3, gb))
+			fail_msg("%s: range split at %u: %s", label, k, kcuda_last_error());
+		if (last->out.fmt == KERN_FMT_F64)
+			check_close(gb, wb, kern_shape_elems(&last->out) * 3, REL_TOL, label);
+		else
+			check_equal(gb, wb, kern_shape_bytes(&last->out) * 3, label);
+		free(a), free(wb), free(gb);
+	}
+	assert_int_equal(kcuda_forward(g, inputs, 65, got), -EINVAL);
+	kcuda_model_free(g);
+	kern_ctx_free(ctx);
+	free(want), free(got);
+}
+
+static void *rand_inputs(const struct kern_model *m, uint32_t count)
+{
+	const size_t n = kern_shape_elems(&m->input) * count;
+	void *x = xalloc(kern_shape_bytes(&m->input) * count);
+
+	for (size_t i = 0; i < n; i++)
+		if (m->input.fmt == KERN_FMT_U8)
+			((uint8_t *)x)[i] = (uint8_t)rng();
+		else
+			((float *)x)[i] = (float)rng_real(0.0, 1.0);
+	return x;
+}
+
+/* u8 input: float conv, batch-norm, sign, binary convs (padded, thresholds or not), pools. */
+static const char *bcnn_arch =
+    "{\"name\":\"cuda-bcnn\",\"input\":{\"shape\":[3,11,9],\"dtype\":\"u8\"},\"layers\":["
+    "{\"type\":\"conv\",\"out\":65,\"kernel\":3,\"pad\":1,\"bias\":true},"
+    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+    "{\"type\":\"conv\",\"out\":70,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
+    "{\"type\":\"maxpool\",\"kernel\":2},{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+    "{\"type\":\"conv\",\"out\":33,\"kernel\":2,\"pad\":1,\"binary_weights\":true},"
+    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"maxpool\",\"kernel\":2,\"stride\":1},"
+    "{\"type\":\"flatten\"},"
+    "{\"type\":\"dense\",\"out\":130,\"bias\":true,\"binary_weights\":true},"
+    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+    "{\"type\":\"dense\",\"out\":10,\"binary_weights\":true},{\"type\":\"batchnorm\"}]}";
+
+/* f32 input: float conv, relu, pool, LRN, float dense, unpack, binary-weight float dense. */
+static const char *float_arch =
+    "{\"name\":\"cuda-float\",\"input\":{\"shape\":[2,10,10],\"dtype\":\"f32\"},\"layers\":["
+    "{\"type\":\"conv\",\"out\":6,\"kernel\":3,\"stride\":1,\"bias\":true},{\"type\":\"relu\"},"
+    "{\"type\":\"maxpool\",\"kernel\":3,\"stride\":2},{\"type\":\"lrn\",\"size\":3},"
+    "{\"type\":\"flatten\"},{\"type\":\"dense\",\"out\":40,\"bias\":true},"
+    "{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":20,\"bias\":true},{\"type\":\"relu\"},"
+    "{\"type\":\"dense\",\"out\":10,\"binary_weights\":true}]}";
+
+static void test_cuda_model_random(void **state)
+{
+	char dir[128];
+	struct test_array a[32];
+	struct kern_model *m;
+	void *in;
+	size_t n = 0;
+
+	(void)state;
+	need_gpu();
+	rng_seed(7);
+	m = mlp_model(dir, sizeof(dir));
+	in = rand_inputs(m, 70);
+	compare_model(m, in, 70, "random mlp");
+	free(in), kern_model_free(m), test_rmdir(dir);
+
+	assert_int_equal(test_tmpdir(dir, sizeof(dir)), 0);
+	a[n++] = (struct test_array){"0.weight", NULL, 4, {65, 3, 3, 3}, rand_array(1755, -.1, .1)};
+	a[n++] = (struct test_array){"0.bias", NULL, 1, {65}, rand_array(65, -1, 1)};
+	add_bn(a, &n, 1, 65);
+	a[n++] = (struct test_array){"3.weight", NULL, 4, {70, 65, 3, 3}, rand_array(40950, -1, 1)};
+	add_bn(a, &n, 5, 70);
+	a[n++] = (struct test_array){"7.weight", NULL, 4, {33, 70, 2, 2}, rand_array(9240, -1, 1)};
+	add_bn(a, &n, 8, 33);
+	a[n++] = (struct test_array){"12.weight", NULL, 2, {130, 660}, rand_array(85800, -1, 1)};
+	a[n++] = (struct test_array){"12.bias", NULL, 1, {130}, rand_array(130, -3, 3)};
+	add_bn(a, &n, 13, 130);
+	a[n++] = (struct test_array){"15.weight", NULL, 2, {10, 130}, rand_array(1300, -1, 1)};
+	add_bn(a, &n, 16, 10);
+	m = make_model(dir, bcnn_arch, a, n);
+	in = rand_inputs(m, 70);
+	compare_model(m, in, 70, "random bcnn");
+	free(in), kern_model_free(m), test_rmdir(dir);
+
+	n = 0;
+	assert_int_equal(test_tmpdir(dir, sizeof(dir)), 0);
+	a[n++] = (struct test_array){"0.weight", NULL, 4, {6, 2, 3, 3}, rand_array(108, -1, 1)};
+	a[n++] = (struct test_array){"0.bias", NULL, 1, {6}, rand_array(6, -1, 1)};
+	a[n++] = (struct test_array){"5.weight", NULL, 2, {40, 54}, rand_array(2160, -1, 1)};
+	a[n++] = (struct test_array){"5.bias", NULL, 1, {40}, rand_array(40, -1, 1)};
+	a[n++] = (struct test_array){"7.weight", NULL, 2, {20, 40}, rand_array(800, -1, 1)};
+	a[n++] = (struct test_array){"7.bias", NULL, 1, {20}, rand_array(20, -1, 1)};
+	a[n++] = (struct test_array){"9.weight", NULL, 2, {10, 20}, rand_array(200, -1, 1)};
+	m = make_model(dir, float_arch, a, n);
+	in = rand_inputs(m, 70);
+	compare_model(m, in, 70, "random float");
+	free(in), kern_model_free(m), test_rmdir(dir);
+}
+
+static void test_cuda_model_bundled(void **state)
+{
+	static const char *names[] = {"fmnist-bmlp", "fmnist-bcnn"};
+	const char *dir = getenv("SPLITNIC_MODEL_DIR");
+	unsigned int found = 0;
+
+	(void)state;
+	need_gpu();
+	rng_seed(8);
+	for (size_t i = 0; i < 2; i++) {
+		char path[512], err[512];
+		struct kern_model *m;
+		void *in;
+
+		snprintf(path, sizeof(path), "%s/%s.snm", dir && *dir ? dir : "build/models",
+			 names[i]);
+		m = kern_model_load(path, err, sizeof(err));
+		if (!m) {
+			print_message("kcuda: %s not checked: %s\n", names[i], err);
+			continue;
+		}
+		found++;
+		in = rand_inputs(m, 130);
+		compare_model(m, in, 130, names[i]);
+		free(in);
+		kern_model_free(m);
+	}
+	print_message("kcuda: %u bundled model(s) compared\n", found);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cuda_probe),
+	    cmocka_unit_test(test_cuda_no_gpu_contract),
+	    cmocka_unit_test(test_cuda_bdense),
+	    cmocka_unit_test(test_cuda_bdense_u8),
+	    cmocka_unit_test(test_cuda_bconv),
+	    cmocka_unit_test(test_cuda_pack_pool_layout),
+	    cmocka_unit_test(test_cuda_float_elementwise),
+	    cmocka_unit_test(test_cuda_conv_dense),
+	    cmocka_unit_test(test_cuda_model_random),
+	    cmocka_unit_test(test_cuda_model_bundled),
+	};
+
+	probe_ret = kcuda_probe(probe_msg, sizeof(probe_msg));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

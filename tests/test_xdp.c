@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * XDP executor tests: the BPF program run through BPF_PROG_TEST_RUN must give exactly
+ * kern_forward's class and scores (every bit) on random binary MLPs with odd widths and on the
+ * bundled Fashion-MNIST MLP; malformed and foreign packets get the documented verdict, are
+ * counted under their reason, and are never answered wrongly.
+ *
+ * Needs root and BPF. Outside CI the tests skip with a message when either is missing; under
+ * CI=true they fail instead (CI has both).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <linux/bpf.h>
+
+#include "kernels/kern.h"
+#include "nicfw/xdp/xdp_infer.h"
+#include "protocol/proto.h"
+#include "tests/support/npz_write.h"
+#include "tools/idx.h"
+
+#define FMNIST_IMAGES "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
+#define PORT	      PROTO_DEFAULT_PORT
+#define MAXC	      XDP_INFER_MAX_CLASSES
+
+static bool ci;
+static char no_bpf[256]; /* why BPF is unavailable, empty if it is */
+
+static void need_bpf(void)
+{
+	if (!no_bpf[0])
+		return;
+	if (ci)
+		fail_msg("BPF unavailable under CI=true: %s", no_bpf);
+	print_message("skip: %s\n", no_bpf);
+	skip();
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static double urand(double lo, double hi)
+{
+	return lo + (hi - lo) * (double)(rnd() >> 11) / 9007199254740992.0;
+}
+
+/*
+ * A random binary MLP on u8 input (n,1,1): dense(binary, bias) + batchnorm (+ sign but after the
+ * last, unless final_sign) for each width. Written as arch.json + weights.npz and converted.
+ */
+static struct kern_model *random_mlp(uint32_t n, const uint32_t *widths, uint32_t nw,
+				     bool final_sign)
+{
+	char dir[256], arch[320], npz[320], out[320], err[512], json[4096], key[64 * 6][16];
+	struct test_array a[64];
+	double *vals[64];
+	uint32_t na = 0, li = 0, in = n;
+	size_t jl;
+	struct kern_model *m;
+
+	assert_int_equal(test_tmpdir(dir, sizeof(dir)), 0);
+	snprintf(arch, sizeof(arch), "%s/arch.json", dir);
+	snprintf(npz, sizeof(npz), "%s/weights.npz", dir);
+	snprintf(out, sizeof(out), "%s/model.snm", dir);
+	jl = (size_t)snprintf(json, sizeof(json),
+			      "{\"name\": \"rnd-%u\", \"input\": {\"shape\": [%u, 1, 1], "
+			      "\"dtype\": \"u8\"}, \"layers\": [",
+			      n, n);
+	for (uint32_t k = 0; k < nw; k++) {
+		uint32_t o = widths[k];
+		double scale = k == 0 ? 255.0 * n : in;
+		double *w = malloc(sizeof(double) * o * in), *b = malloc(sizeof(double) * o);
+		double *bn[4];
+		static const char *const bn_names[4] = {"gamma", "beta", "mean", "var"};
+
+		assert_non_null(w);
+		assert_non_null(b);
+		for (uint64_t i = 0; i < (uint64_t)o * in; i++)
+			w[i] = urand(-1, 1);
+		for (uint32_t i = 0; i < o; i++)
+			b[i] = urand(-5, 5);
+		snprintf(key[na], 16, "%u.weight", li);
+		a[na] = (struct test_array){key[na], NULL, 2, {o, in}, w};
+		vals[na++] = w;
+		snprintf(key[na], 16, "%u.bias", li);
+		a[na] = (struct test_array){key[na], NULL, 1, {o}, b};
+		vals[na++] = b;
+		for (int p = 0; p < 4; p++) {
+			bn[p] = malloc(sizeof(double) * o);
+			assert_non_null(bn[p]);
+			for (uint32_t i = 0; i < o; i++) {
+				double r = urand(0, 1);
+
+				bn[p][i] = p == 0   ? (r < 0.1 ? 0.0 : urand(-2, 2))
+					   : p == 1 ? urand(-1, 1)
+					   : p == 2 ? urand(-0.3, 0.3) * scale
+						    : urand(0.5, 50);
+			}
+			snprintf(key[na], 16, "%u.%s", li + 1, bn_names[p]);
+			a[na] = (struct test_array){key[na], NULL, 1, {o}, bn[p]};
+			vals[na++] = bn[p];
+		}
+		jl += (size_t)snprintf(json + jl, sizeof(json) - jl,
+				       "%s{\"type\": \"dense\", \"out\": %u, \"bias\": true, "
+				       "\"binary_weights\": true}, {\"type\": \"batchnorm\", "
+				       "\"eps\": 0.0001}",
+				       k ? ", " : "", o);
+		li += 2;
+		if (k + 1 < nw || final_sign) {
+			jl += (size_t)snprintf(json + jl, sizeof(json) - jl,
+					       ", {\"type\": \"sign\"}");
+			li++;
+		}
+		in = o;
+	}
+	snprintf(json + jl, sizeof(json) - jl, "]}");
+	assert_int_equal(test_write_text(arch, json), 0);
+	assert_int_equal(test_npz_write(npz, a, na, false), 0);
+	for (uint32_t i = 0; i < na; i++)
+		free(vals[i]);
+	if (kern_convert(arch, npz, out, err, sizeof(err)))
+		fail_msg("convert: %s", err);
+	m = kern_model_load(out, err, sizeof(err));
+	if (!m)
+		fail_msg("load: %s", err);
+	test_rmdir(dir);
+	return m;
+}
+
+static struct xdp_infer *load(const struct kern_model *m)
+{
+	char err[1024];
+	struct xdp_infer *x = xdp_infer_load(m, PORT, 0, err, sizeof(err));
+
+	if (!x)
+		fail_msg("xdp_infer_load(%s): %s", m->name, err);
+	return x;
+}
+
+/* One request through the program; the answer must equal kern_forward bit for bit. */
+static void check_one(struct xdp_infer *x, const struct kern_model *m, struct kern_ctx *ctx,
+		      const uint8_t *in, uint64_t rid)
+{
+	const struct xdp_infer_cfg *c = &xdp_infer_get_plan(x)->cfg;
+	uint8_t frame[2048], out[4096];
+	double cpu[MAXC], got[MAXC];
+	uint32_t olen = sizeof(out), verdict, cls, classes = kern_model_classes(m);
+	char err[256];
+	int len, nc;
+
+	len = xdp_infer_build_request(frame, sizeof(frame), PORT, c->model_id, rid, m->input.c,
+				      m->input.h, m->input.w, in);
+	assert_true(len > 0);
+	assert_int_equal(xdp_infer_test_run(x, frame, (uint32_t)len, out, &olen, 1, &verdict, NULL),
+			 0);
+	assert_int_equal(verdict, XDP_TX);
+	nc = xdp_infer_parse_response(out, olen, rid, &cls, got, MAXC, err, sizeof(err));
+	if (nc < 0)
+		fail_msg("%s: request %lu: %s", m->name, (unsigned long)rid, err);
+	assert_int_equal(nc, classes);
+	assert_int_equal(kern_forward(ctx, in, 1, cpu), 0);
+	if (cls != kern_argmax(cpu, classes) || memcmp(cpu, got, classes * sizeof(double))) {
+		for (uint32_t k = 0; k < classes; k++)
+			print_message("class %u: cpu %.17g xdp %.17g\n", k, cpu[k], got[k]);
+		fail_msg("%s: request %lu: class %u, CPU kernels say %u", m->name,
+			 (unsigned long)rid, cls, kern_argmax(cpu, classes));
+	}
+}
+
+static void check_random_model(uint32_t n, const uint32_t *widths, uint32_t nw, bool final_sign,
+			       uint32_t count)
+{
+	struct kern_model *m;
+	struct kern_ctx *ctx;
+	struct xdp_infer *x;
+	uint64_t st[XDP_INFER_ST__COUNT];
+	uint32_t verified, insns, jited;
+	uint8_t *in;
+
+	need_bpf();
+	m = random_mlp(n, widths, nw, final_sign);
+	x = load(m);
+	if (!xdp_infer_prog_size(x, &verified, &insns, &jited))
+		print_message("%s: %u binary layers, %u classes: verifier processed %u "
+			      "instructions\n",
+			      m->name, nw, kern_model_classes(m), verified);
+	ctx = kern_ctx_create(m, 1);
+	in = malloc(n);
+	assert_non_null(ctx);
+	assert_non_null(in);
+	for (uint32_t i = 0; i < count; i++) {
+		for (uint32_t j = 0; j < n; j++) {
+			uint64_t r = rnd();
+
+			/* extremes often, so the bit-planes and the dot range ends are hit */
+			in[j] = (r & 3) == 0 ? 0 : (r & 3) == 1 ? 255 : (uint8_t)(r >> 8);
+		}
+		check_one(x, m, ctx, in, i + 1);
+	}
+	assert_int_equal(xdp_infer_read_stats(x, st), 0);
+	assert_int_equal(st[XDP_INFER_ST_ANSWERED], count);
+	free(in);
+	kern_ctx_free(ctx);
+	xdp_infer_free(x);
+	kern_model_free(m);
+}
+
+static void test_xdp_random_width1_hidden(void **state)
+{
+	check_random_model(63, (uint32_t[]){1, 65, 3}, 3, false, 60);
+}
+
+static void test_xdp_random_input1(void **state)
+{
+	check_random_model(1, (uint32_t[]){63, 5}, 2, false, 60);
+}
+
+static void test_xdp_random_odd_widths(void **state)
+{
+	check_random_model(130, (uint32_t[]){65, 63, 130, 10}, 4, false, 60);
+}
+
+static void test_xdp_random_input65(void **state)
+{
+	check_random_model(65, (uint32_t[]){130, 7}, 2, false, 60);
+}
+
+/* One u8 layer only: the final dot spans [-255 n, 255 n]. */
+static void test_xdp_random_single_u8_layer(void **state)
+{
+	check_random_model(63, (uint32_t[]){4}, 1, false, 60);
+}
+
+/* The model ends with sign: the last layer has thresholds and the scores are +-1. */
+static void test_xdp_random_final_sign(void **state)
+{
+	check_random_model(65, (uint32_t[]){63, 9}, 2, true, 60);
+}
+
+/* Every limit at once: the largest input, layer count and class count; then the widest layer. */
+static void test_xdp_random_at_limits(void **state)
+{
+	check_random_model(XDP_INFER_MAX_INPUT, (uint32_t[]){3, 3, 3, 3, 3, 3, 3, MAXC},
+			   XDP_INFER_MAX_LAYERS, false, 20);
+	check_random_model(64, (uint32_t[]){XDP_INFER_MAX_WIDTH, XDP_INFER_MAX_WIDTH - 1, 5}, 3,
+			   false, 10);
+}
+
+static void test_xdp_bundled_mlp(void **state)
+{
+	char exe[512], path[600], err[512];
+	struct idx_data img = {0};
+	struct kern_model *m;
+	struct kern_ctx *ctx;
+	struct xdp_infer *x;
+	ssize_t n;
+	char *slash;
+
+	need_bpf();
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	*slash = '\0';
+	snprintf(path, sizeof(path), "%s/../models/fmnist-bmlp.snm", exe);
+	if (access(path, R_OK)) {
+		if (ci)
+			fail_msg("bundled model %s missing (make models)", path);
+		print_message("skip: bundled model %s missing (make models)\n", path);
+		skip();
+	}
+	m = kern_model_load(path, err, sizeof(err));
+	if (!m)
+		fail_msg("%s", err);
+	if (idx_load(FMNIST_IMAGES, &img, err, sizeof(err)))
+		fail_msg("%s", err);
+	x = load(m);
+	ctx = kern_ctx_create(m, 1);
+	assert_non_null(ctx);
+	assert_int_equal(img.item_bytes, kern_shape_bytes(&m->input));
+	for (uint32_t i = 0; i < 2000 && i < img.count; i++)
+		check_one(x, m, ctx, img.data + (size_t)i * img.item_bytes, i + 1);
+	kern_ctx_free(ctx);
+	xdp_infer_free(x);
+	idx_free(&img);
+	kern_model_free(m);
+}
+
+/* Models the executor must refuse, each with a message naming the limit. */
+static void test_xdp_budget_refusals(void **state)
+{
+	struct xdp_infer_plan p;
+	char err[512];
+	struct kern_model *m;
+
+	/* one u8 layer on 1024 inputs: table of 2 x (2*255*1024+1) entries is fine ... */
+	m = random_mlp(1024, (uint32_t[]){2}, 1, false);
+	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), 0);
+	kern_model_free(m);
+	/* ... 5 classes are not */
+	m = random_mlp(1024, (uint32_t[]){5}, 1, false);
+	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "XDP_INFER_MAX_TABLE"));
+	kern_model_free(m);
+	/* more input than one packet carries */
+	m = random_mlp(XDP_INFER_MAX_INPUT + 1, (uint32_t[]){3, 2}, 2, false);
+	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "one packet's input"));
+	kern_model_free(m);
+	/* a hidden layer wider than the per-layer limit */
+	m = random_mlp(8, (uint32_t[]){XDP_INFER_MAX_WIDTH + 1, 2}, 2, false);
+	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "XDP_INFER_MAX_WIDTH"));
+	kern_model_free(m);
+	/* too many classes */
+	m = random_mlp(8, (uint32_t[]){4, MAXC + 1}, 2, false);
+	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "XDP_INFER_MAX_CLASSES"));
+	kern_model_free(m);
+}
+
+/* --- malformed and foreign packets ----------------------------------------------------- */
+
+struct pkt_fx {
+	struct kern_model *m;
+	struct kern_ctx *ctx;
+	struct xdp_infer *x;
+	uint8_t good[2048];
+	int good_len;
+	uint8_t in[70];
+};
+
+static void pkt_setup(struct pkt_fx *f)
+{
+	const struct xdp_infer_cfg *c;
+
+	need_bpf();
+	f->m = random_mlp(70, (uint32_t[]){65, 4}, 2, false);
+	f->x = load(f->m);
+	f->ctx = kern_ctx_create(f->m, 1);
+	assert_non_null(f->ctx);
+	for (int i = 0; i < 70; i++)
+		f->in[i] = (uint8_t)rnd();
+	c = &xdp_infer_get_plan(f->x)->cfg;
+	f->good_len = xdp_infer_build_request(f->good, sizeof(f->good), PORT, c->model_id, 7, 70, 1,
+					      1, f->in);
+	assert_true(f->good_len > 0);
+}
+
+static void pkt_teardown(struct pkt_fx *f)
+{
+	kern_ctx_free(f->ctx);
+	xdp_infer_free(f->x);
+	kern_model_free(f->m);
+}
+
+static void fix_lengths(uint8_t *p, int len)
+{
+	uint32_t sum = 0;
+
+	proto_put16(p + 16, (uint16_t)(len - 14));
+	proto_put16(p + 38, (uint16_t)(len - 34));
+	proto_put16(p + 24, 0);
+	for (int i = 14; i < 34; i += 2)
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	proto_put16(p + 24, (uint16_t)~sum);
+}
+
+/* Run one frame; it must get `want`, be counted under `reason`, and come back unchanged. */
+static void expect_verdict(struct pkt_fx *f, const uint8_t *p, int len, uint32_t want,
+			   unsigned reason, const char *what)
+{
+	uint64_t before[XDP_INFER_ST__COUNT], after[XDP_INFER_ST__COUNT];
+	uint8_t out[4096];
+	uint32_t olen = sizeof(out), verdict;
+
+	assert_int_equal(xdp_infer_read_stats(f->x, before), 0);
+	assert_int_equal(xdp_infer_test_run(f->x, p, (uint32_t)len, out, &olen, 1, &verdict, NULL),
+			 0);
+	assert_int_equal(xdp_infer_read_stats(f->x, after), 0);
+	if (verdict != want)
+		fail_msg("%s: verdict %u, want %u", what, verdict, want);
+	for (unsigned k = 0; k < XDP_INFER_ST__COUNT; k++) {
+		uint64_t d = after[k] - before[k];
+
+		if (d != (k == reason))
+			fail_msg("%s: counter %s moved by %lu (want reason %s)", what,
+				 xdp_infer_stat_name(k), (unsigned long)d,
+				 xdp_infer_stat_name(reason));
+	}
+	assert_int_equal(olen, len);
+	assert_memory_equal(out, p, (size_t)len);
+}
+
+static void test_xdp_malformed(void **state)
+{
+	struct pkt_fx f = {0};
+	uint8_t p[2048];
+	int len;
+
+	pkt_setup(&f);
+	check_one(f.x, f.m, f.ctx, f.in, 1);
+#define MUT(stmt, want, reason, what)                                                              \
+	do {                                                                                       \
+		memcpy(p, f.good, (size_t)f.good_len);                                             \
+		len = f.good_len;                                                                  \
+		stmt;                                                                              \
+		expect_verdict(&f, p, len, want, reason, what);                                    \
+	} while (0)
+	/* not ours: other traffic, passed */
+	MUT(proto_put16(p + 12, 0x86dd), XDP_PASS, XDP_INFER_ST_OTHER, "IPv6 ethertype");
+	MUT(proto_put16(p + 36, PORT + 1), XDP_PASS, XDP_INFER_ST_OTHER, "other UDP port");
+	MUT(p[23] = 6, XDP_PASS, XDP_INFER_ST_OTHER, "TCP");
+	MUT(len = 40, XDP_PASS, XDP_INFER_ST_OTHER, "frame shorter than its UDP header");
+	/* IP layer oddities, passed to the stack */
+	MUT(p[14] = 0x46, XDP_PASS, XDP_INFER_ST_IP_OPTS, "IPv4 options");
+	MUT(proto_put16(p + 20, 0x2000), XDP_PASS, XDP_INFER_ST_IP_OPTS, "IPv4 more-fragments");
+	MUT(proto_put16(p + 38, 4), XDP_PASS, XDP_INFER_ST_IP_OPTS, "UDP length below 8");
+	MUT((len -= 10, proto_put16(p + 38, (uint16_t)(len - 24))), XDP_PASS, XDP_INFER_ST_IP_OPTS,
+	    "UDP length beyond the frame");
+	/* malformed splitnic datagrams: dropped, counted per parser verdict */
+	MUT(p[42] = 'X', XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_MAGIC, "bad magic");
+	MUT(p[44] = 2, XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_VERSION, "bad version");
+	MUT(p[45] = 9, XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_TYPE, "bad type");
+	MUT(proto_put16(p + 46, 66), XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_HDR_LEN,
+	    "hdr_len not a multiple of 4");
+	MUT((len = 42 + 20, fix_lengths(p, len)), XDP_DROP,
+	    XDP_INFER_ST_MALFORMED + PROTO_BAD_SHORT, "shorter than the common header");
+	MUT((len -= 3, fix_lengths(p, len)), XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_TRUNCATED,
+	    "truncated data");
+	MUT((len += 8, fix_lengths(p, len)), XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_TRAILING,
+	    "trailing bytes");
+	MUT(proto_put32(p + 42 + 24, 71), XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_FRAG,
+	    "total_len disagrees with frag_len (misaligned fragment)");
+	MUT(p[42 + 32] = 77, XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_FORMAT, "unknown format");
+	MUT(proto_put32(p + 42 + 36, 2), XDP_DROP, XDP_INFER_ST_MALFORMED + PROTO_BAD_SHAPE,
+	    "count != C*H*W");
+	/* well-formed but not served here: passed for a host server to answer */
+	MUT(proto_put32(p + 42 + 8, 0x1234567), XDP_PASS, XDP_INFER_ST_OTHER_MODEL,
+	    "another model id");
+	MUT((proto_put32(p + 42 + 36, 35), proto_put32(p + 42 + 48, 35),
+	     proto_put32(p + 42 + 24, 35), proto_put16(p + 42 + 6, 35), len = 42 + 64 + 35,
+	     fix_lengths(p, len)),
+	    XDP_PASS, XDP_INFER_ST_BAD_INPUT, "shape 35x1x1 for a 70x1x1 model");
+	MUT((proto_put32(p + 42 + 24, 140), proto_put16(p + 42 + 6, 140),
+	     p[42 + 32] = PROTO_FMT_FP16, len = 42 + 64 + 140, fix_lengths(p, len)),
+	    XDP_PASS, XDP_INFER_ST_BAD_INPUT, "fp16 tensor");
+	MUT((proto_put32(p + 42 + 24, 140), proto_put16(p + 42 + 6, 64),
+	     p[42 + 32] = PROTO_FMT_FP16, len = 42 + 64 + 64, fix_lengths(p, len)),
+	    XDP_PASS, XDP_INFER_ST_FRAGMENT, "first fragment of a larger message");
+	{
+		struct proto_msg m;
+		double sc[2] = {1, 2};
+		uint8_t body[16];
+
+		proto_msg_init(&m, PROTO_RESPONSE, 0, 9);
+		m.resp.num_classes = 2;
+		m.resp.score_fmt = PROTO_FMT_F64;
+		proto_le_put_f64(body, sc[0]);
+		proto_le_put_f64(body + 8, sc[1]);
+		MUT((len = 42 + proto_build(&m, body, 16, p + 42, sizeof(p) - 42),
+		     fix_lengths(p, len)),
+		    XDP_PASS, XDP_INFER_ST_NOT_REQUEST, "a RESPONSE");
+	}
+#undef MUT
+	check_one(f.x, f.m, f.ctx, f.in, 2);
+	pkt_teardown(&f);
+}
+
+/*
+ * Random corruption of a valid request: whatever the program does, an answer (XDP_TX) must be
+ * the CPU kernels' answer for the bytes it read, and anything the parser rejects is dropped.
+ */
+static void test_xdp_mutations_never_wrong(void **state)
+{
+	struct pkt_fx f = {0};
+	uint8_t p[2048], out[4096];
+	uint32_t olen, verdict, cls, tx = 0, drop = 0, pass = 0;
+	double cpu[MAXC], got[MAXC];
+	char err[256];
+	struct proto_msg m;
+
+	pkt_setup(&f);
+	for (int it = 0; it < 3000; it++) {
+		int len = f.good_len, nmut = 1 + (int)(rnd() % 3);
+
+		memcpy(p, f.good, (size_t)len);
+		for (int k = 0; k < nmut; k++) {
+			/* mostly the splitnic headers, sometimes IP/UDP lengths or the data */
+			static const uint32_t ipf[] = {14, 16, 17, 20, 21, 23, 38, 39};
+			uint64_t r = rnd();
+			uint32_t at = (r & 3)	? 42 + (uint32_t)(r >> 8) % 64
+				      : (r & 4) ? ipf[(r >> 8) % 8]
+						: 106 + (uint32_t)(r >> 8) % 70;
+
+			p[at] ^= (uint8_t)(1u << ((r >> 40) % 8));
+		}
+		olen = sizeof(out);
+		assert_int_equal(
+		    xdp_infer_test_run(f.x, p, (uint32_t)len, out, &olen, 1, &verdict, NULL), 0);
+		if (verdict == XDP_TX) {
+			tx++;
+			/* it was a valid request; recompute from what it carried */
+			assert_int_equal(proto_parse(p + 42, (size_t)len - 42, &m), PROTO_OK);
+			assert_int_equal(m.type, PROTO_REQUEST);
+			assert_int_equal(m.frag_len, 70);
+			if (xdp_infer_parse_response(out, olen, m.request_id, &cls, got, MAXC, err,
+						     sizeof(err)) < 0)
+				fail_msg("mutation %d: %s", it, err);
+			assert_int_equal(kern_forward(f.ctx, m.data, 1, cpu), 0);
+			assert_int_equal(cls, kern_argmax(cpu, 4));
+			assert_memory_equal(cpu, got, 4 * sizeof(double));
+		} else {
+			assert_int_equal(olen, len);
+			assert_memory_equal(out, p, (size_t)len);
+			if (verdict == XDP_DROP) {
+				drop++;
+				assert_int_not_equal(proto_parse(p + 42, (size_t)len - 42, &m),
+						     PROTO_OK);
+			} else {
+				assert_int_equal(verdict, XDP_PASS);
+				pass++;
+			}
+		}
+	}
+	print_message("mutations: %u answered, %u dropped, %u passed\n", tx, drop, pass);
+	assert_true(tx > 0 && drop > 0 && pass > 0);
+	pkt_teardown(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_xdp_random_width1_hidden),
+	    cmocka_unit_test(test_xdp_random_input1),
+	    cmocka_unit_test(test_xdp_random_odd_widths),
+	    cmocka_unit_test(test_xdp_random_input65),
+	    cmocka_unit_test(test_xdp_random_single_u8_layer),
+	    cmocka_unit_test(test_xdp_random_final_sign),
+	    cmocka_unit_test(test_xdp_random_at_limits),
+	    cmocka_unit_test(test_xdp_bundled_mlp),
+	    cmocka_unit_test(test_xdp_budget_refusals),
+	    cmocka_unit_test(test_xdp_malformed),
+	    cmocka_unit_test(test_xdp_mutations_never_wrong),
+	};
+	const char *c = getenv("CI");
+
+	ci = c && !strcmp(c, "true");
+	if (geteuid() != 0) {
+		snprintf(no_bpf, sizeof(no_bpf), "not root: BPF_PROG_TEST_RUN needs root");
+	} else {
+		uint32_t w[] = {3, 2};
+		struct kern_model *m = random_mlp(5, w, 2, false);
+		char err[1024];
+		struct xdp_infer *x = xdp_infer_load(m, PORT, 0, err, sizeof(err));
+
+		if (!x)
+			snprintf(no_bpf, sizeof(no_bpf), "BPF unavailable: %.200s", err);
+		xdp_infer_free(x);
+		kern_model_free(m);
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

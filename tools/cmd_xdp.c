@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/*
+ * splitnic xdp: the XDP executor (nicfw/xdp/). Verbs from one table:
+ *   attach IFACE MODEL [--mode native|generic] [--port P] [--model-id ID]
+ *   pass IFACE [--mode native|generic]     the dummy XDP_PASS program (for a veth peer)
+ *   detach IFACE
+ *   stats IFACE
+ *   test MODEL [--images IDX] [--count N] [--repeat R] [--scores FILE.csv] [--quiet]
+ * `test` runs the program through BPF_PROG_TEST_RUN on crafted frames (R runs per frame), prints
+ * each class (and whether the CPU kernels agree: class and every score bit), optionally the
+ * scores as CSV (the format of `splitnic run --scores`), and the kernel-measured time per
+ * inference.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <linux/bpf.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kern.h"
+#include "nicfw/xdp/xdp_infer.h"
+#include "protocol/proto.h"
+#include "tools/cmds.h"
+#include "tools/dataset.h"
+#include "tools/stats.h"
+
+struct xdp_opts {
+	enum xdp_infer_mode mode;
+	long port, count, repeat;
+	uint32_t model_id;
+	const char *images, *scores;
+	bool quiet;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: splitnic xdp attach IFACE MODEL [--mode native|generic] [--port P] "
+		   "[--model-id ID]\n"
+		   "       splitnic xdp pass IFACE [--mode native|generic]\n"
+		   "       splitnic xdp detach IFACE\n"
+		   "       splitnic xdp stats IFACE\n"
+		   "       splitnic xdp test MODEL [--images IDX[.gz]] [--count N] [--repeat R] "
+		   "[--scores FILE.csv] [--quiet]\n");
+}
+
+/* Options after the verb's positional arguments; returns the number of positionals or -1. */
+static int parse_opts(int argc, char **argv, struct xdp_opts *o, char **pos, int max_pos)
+{
+	static const struct option lopts[] = {
+	    {"mode", required_argument, NULL, 'm'},	{"port", required_argument, NULL, 'p'},
+	    {"model-id", required_argument, NULL, 'M'}, {"images", required_argument, NULL, 'i'},
+	    {"count", required_argument, NULL, 'n'},	{"repeat", required_argument, NULL, 'r'},
+	    {"scores", required_argument, NULL, 's'},	{"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},		{0},
+	};
+	char *end;
+	long v;
+	int c, np = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->count = -1;
+	o->repeat = 1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "-h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 1:
+			if (np >= max_pos) {
+				fprintf(stderr, "splitnic xdp: unexpected argument '%s'\n", optarg);
+				return -1;
+			}
+			pos[np++] = optarg;
+			break;
+		case 'm':
+			if (!strcmp(optarg, "native")) {
+				o->mode = XDP_INFER_NATIVE;
+			} else if (!strcmp(optarg, "generic")) {
+				o->mode = XDP_INFER_GENERIC;
+			} else {
+				fprintf(stderr, "splitnic xdp: --mode native|generic, got '%s'\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'p':
+			if (parse_count(optarg, &o->port, 1, 65535, "--port"))
+				return -1;
+			break;
+		case 'M':
+			errno = 0;
+			v = strtol(optarg, &end, 0);
+			o->model_id = !errno && *optarg && !*end && v > 0 && v <= 0xffffffffL
+					  ? (uint32_t)v
+					  : proto_model_id(optarg);
+			break;
+		case 'i':
+			o->images = optarg;
+			break;
+		case 'n':
+			if (parse_count(optarg, &o->count, 1, 1L << 30, "--count"))
+				return -1;
+			break;
+		case 'r':
+			if (parse_count(optarg, &o->repeat, 1, 1L << 24, "--repeat"))
+				return -1;
+			break;
+		case 's':
+			o->scores = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	return np;
+}
+
+static int iface_index(const char *name)
+{
+	int ifindex = (int)if_nametoindex(name);
+
+	if (!ifindex)
+		fprintf(stderr, "splitnic xdp: interface '%s': %s\n", name, strerror(errno));
+	return ifindex;
+}
+
+static struct kern_model *load_model(const char *path)
+{
+	char err[512];
+	struct kern_model *m = kern_model_load(path, err, sizeof(err));
+
+	if (!m)
+		fprintf(stderr, "splitnic xdp: %s\n", err);
+	return m;
+}
+
+static void print_plan(const struct xdp_infer *x)
+{
+	const struct xdp_infer_plan *p = xdp_infer_get_plan(x);
+	const struct xdp_infer_cfg *c = &p->cfg;
+	uint32_t verified, insns, jited;
+
+	printf("xdp: %u binary layers, input u8 %ux%ux%u, %u classes; map xdp_model %lu bytes "
+	       "(score table %lu entries); ~%lu BPF instructions per inference\n",
+	       c->n_layers, c->in_c, c->in_h, c->in_w, c->classes, (unsigned long)p->model_bytes,
+	       (unsigned long)p->table_entries, (unsigned long)p->ops_estimate);
+	if (!xdp_infer_prog_size(x, &verified, &insns, &jited))
+		printf("xdp: program %u BPF instructions (%u bytes JIT-compiled), %u instructions "
+		       "processed by the verifier\n",
+		       insns, jited, verified);
+}
+
+static int verb_attach(int argc, char **argv)
+{
+	struct xdp_opts o;
+	char *pos[2], err[1024];
+	struct kern_model *m;
+	struct xdp_infer *x;
+	int ifindex, ret;
+
+	if (parse_opts(argc, argv, &o, pos, 2) != 2) {
+		usage(stderr);
+		return 2;
+	}
+	ifindex = iface_index(pos[0]);
+	if (!ifindex)
+		return 1;
+	m = load_model(pos[1]);
+	if (!m)
+		return 1;
+	x = xdp_infer_load(m, (uint32_t)o.port, o.model_id, err, sizeof(err));
+	if (!x) {
+		fprintf(stderr, "splitnic xdp attach: %s\n", err);
+		kern_model_free(m);
+		return 1;
+	}
+	ret = xdp_infer_attach(x, ifindex, o.mode);
+	if (ret)
+		fprintf(stderr, "splitnic xdp attach: %s (%s mode): %s\n", pos[0],
+			o.mode == XDP_INFER_GENERIC ? "generic" : "native", strerror(-ret));
+	else {
+		print_plan(x);
+		printf("xdp: %s attached to %s (%s mode), UDP port %u, model id 0x%08x\n", m->name,
+		       pos[0], o.mode == XDP_INFER_GENERIC ? "generic" : "native",
+		       xdp_infer_get_plan(x)->cfg.port, xdp_infer_get_plan(x)->cfg.model_id);
+	}
+	xdp_infer_free(x);
+	kern_model_free(m);
+	return ret ? 1 : 0;
+}
+
+static int verb_pass(int argc, char **argv)
+{
+	struct xdp_opts o;
+	char *pos[1];
+	int ifindex, ret;
+
+	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
+		usage(stderr);
+		return 2;
+	}
+	ifindex = iface_index(pos[0]);
+	if (!ifindex)
+		return 1;
+	ret = xdp_infer_attach_pass(ifindex, o.mode);
+	if (ret) {
+		fprintf(stderr, "splitnic xdp pass: %s: %s\n", pos[0], strerror(-ret));
+		return 1;
+	}
+	printf("xdp: XDP_PASS program attached to %s\n", pos[0]);
+	return 0;
+}
+
+static int verb_detach(int argc, char **argv)
+{
+	struct xdp_opts o;
+	char *pos[1];
+	int ifindex, ret;
+
+	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
+		usage(stderr);
+		return 2;
+	}
+	ifindex = iface_index(pos[0]);
+	if (!ifindex)
+		return 1;
+	ret = xdp_infer_detach(ifindex);
+	if (ret) {
+		fprintf(stderr, "splitnic xdp detach: %s: %s\n", pos[0],
+			ret == -ENOENT ? "no XDP program attached" : strerror(-ret));
+		return 1;
+	}
+	printf("xdp: detached from %s\n", pos[0]);
+	return 0;
+}
+
+static int verb_stats(int argc, char **argv)
+{
+	uint64_t st[XDP_INFER_ST__COUNT];
+	struct xdp_opts o;
+	char *pos[1], err[256];
+	int ifindex;
+
+	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
+		usage(stderr);
+		return 2;
+	}
+	ifindex = iface_index(pos[0]);
+	if (!ifindex)
+		return 1;
+	if (xdp_infer_read_iface_stats(ifindex, st, err, sizeof(err))) {
+		fprintf(stderr, "splitnic xdp stats: %s: %s\n", pos[0], err);
+		return 1;
+	}
+	for (unsigned k = 0; k < XDP_INFER_ST__COUNT; k++)
+		if (st[k] || k < XDP_INFER_ST_MALFORMED)
+			printf("%-40s %lu\n", xdp_infer_stat_name(k), (unsigned long)st[k]);
+	return 0;
+}
+
+/* Inputs for `test`: the IDX images, or `count` random tensors of the model's input shape. */
+static uint8_t *test_inputs(const struct kern_model *m, struct xdp_opts *o, struct dataset *ds,
+			    uint32_t *n)
+{
+	size_t in_bytes = kern_shape_bytes(&m->input);
+	uint32_t rng = 12345;
+	char err[512];
+	uint8_t *x;
+
+	if (o->images) {
+		if (dataset_open(ds, m, o->images, NULL, err, sizeof(err))) {
+			fprintf(stderr, "splitnic xdp test: %s\n", err);
+			return NULL;
+		}
+		*n = o->count > 0 && o->count < ds->count ? (uint32_t)o->count : ds->count;
+		return (uint8_t *)ds->data;
+	}
+	*n = o->count > 0 ? (uint32_t)o->count : 10;
+	x = malloc(*n * in_bytes);
+	if (!x)
+		return NULL;
+	for (size_t i = 0; i < *n * in_bytes; i++) {
+		rng = rng * 1103515245u + 12345u;
+		x[i] = (uint8_t)(rng >> 16);
+	}
+	return x;
+}
+
+static int verb_test(int argc, char **argv)
+{
+	uint8_t frame[2048], out[4096];
+	uint64_t st[XDP_INFER_ST__COUNT], total_ns = 0;
+	struct dataset ds = {0};
+	struct xdp_opts o;
+	char *pos[1], err[1024];
+	struct kern_model *m;
+	struct kern_ctx *ctx = NULL;
+	struct xdp_infer *x = NULL;
+	double *cpu = NULL, *xs = NULL;
+	uint8_t *inputs = NULL;
+	uint32_t n = 0, classes, agree = 0, verdict, ns, cls, olen;
+	FILE *sf = NULL;
+	int len, ret = 1;
+
+	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
+		usage(stderr);
+		return 2;
+	}
+	m = load_model(pos[0]);
+	if (!m)
+		return 1;
+	x = xdp_infer_load(m, (uint32_t)o.port, o.model_id, err, sizeof(err));
+	if (!x) {
+		fprintf(stderr, "splitnic xdp test: %s\n", err);
+		goto out_model;
+	}
+	print_plan(x);
+	classes = kern_model_classes(m);
+	inputs = test_inputs(m, &o, &ds, &n);
+	ctx = kern_ctx_create(m, 1);
+	cpu = calloc(classes, sizeof(double));
+	xs = calloc(classes, sizeof(double));
+	if (!inputs || !ctx || !cpu || !xs)
+		goto out_free;
+	if (o.scores) {
+		sf = fopen(o.scores, "w");
+		if (!sf) {
+			fprintf(stderr, "splitnic xdp test: %s: %s\n", o.scores, strerror(errno));
+			goto out_free;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *img = inputs + (size_t)i * kern_shape_bytes(&m->input);
+		const struct xdp_infer_cfg *c = &xdp_infer_get_plan(x)->cfg;
+
+		len = xdp_infer_build_request(frame, sizeof(frame), c->port, c->model_id, i + 1,
+					      m->input.c, m->input.h, m->input.w, img);
+		/* repeat 1 each time: a repeated run would see its own rewritten response */
+		for (long r = 0; r < o.repeat; r++) {
+			olen = sizeof(out);
+			if (len < 0 || xdp_infer_test_run(x, frame, (uint32_t)len, out, &olen, 1,
+							  &verdict, &ns)) {
+				fprintf(stderr, "splitnic xdp test: image %u: test run failed\n",
+					i);
+				goto out_free;
+			}
+			total_ns += ns;
+		}
+		if (verdict != XDP_TX || xdp_infer_parse_response(out, olen, i + 1, &cls, xs,
+								  classes, err, sizeof(err)) < 0) {
+			fprintf(stderr, "splitnic xdp test: image %u: verdict %u: %s\n", i, verdict,
+				verdict == XDP_TX ? err : "not answered");
+			goto out_free;
+		}
+		kern_forward(ctx, img, 1, cpu);
+		agree += cls == kern_argmax(cpu, classes) && !memcmp(cpu, xs, classes * 8);
+		if (!o.quiet)
+			printf("%u %u%s\n", i, cls,
+			       cls == kern_argmax(cpu, classes) && !memcmp(cpu, xs, classes * 8)
+				   ? ""
+				   : "  MISMATCH with the CPU kernels");
+		for (uint32_t k = 0; sf && k < classes; k++)
+			fprintf(sf, "%.17g%c", xs[k], k + 1 == classes ? '\n' : ',');
+	}
+	printf("xdp test: %u/%u inferences equal the CPU kernels (class and every score bit)\n",
+	       agree, n);
+	printf("xdp test: %.0f ns per inference (BPF_PROG_TEST_RUN, kernel-measured, mean of %lu "
+	       "runs)\n",
+	       n ? (double)total_ns / ((double)n * (double)o.repeat) : 0.0,
+	       (unsigned long)n * (unsigned long)o.repeat);
+	if (!xdp_infer_read_stats(x, st))
+		for (unsigned k = 0; k < XDP_INFER_ST__COUNT; k++)
+			if (st[k])
+				printf("  %-40s %lu\n", xdp_infer_stat_name(k),
+				       (unsigned long)st[k]);
+	ret = agree == n ? 0 : 1;
+out_free:
+	if (sf && fclose(sf))
+		ret = 1;
+	free(xs);
+	free(cpu);
+	kern_ctx_free(ctx);
+	if (o.images)
+		dataset_close(&ds);
+	else
+		free(inputs);
+	xdp_infer_free(x);
+out_model:
+	kern_model_free(m);
+	return ret;
+}
+
+static const struct splitnic_cmd verbs[] = {
+    {"attach", verb_attach, "attach IFACE MODEL [--mode native|generic]"},
+    {"pass", verb_pass, "pass IFACE [--mode native|generic]"},
+    {"detach", verb_detach, "detach IFACE"},
+    {"stats", verb_stats, "stats IFACE"},
+    {"test", verb_test, "test MODEL [--images IDX] [--count N]"},
+};
+
+int cmd_xdp(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(argv[1], verbs[i].name))
+			return verbs[i].fn(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "splitnic xdp: unknown verb '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
