@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/kern.h"
 #include "protocol/reasm.h"
 #include "tools/cmds.h"
 #include "tools/idx.h"
@@ -83,7 +84,8 @@ static void usage(FILE *f)
 	    f,
 	    "usage: splitnic client ADDR[:PORT] | --addr ADDR [--port P]\n"
 	    "         (--images IDX[.gz] [--labels IDX[.gz]] | --shape C,H,W [--dtype u8|f32])\n"
-	    "         [--count N] [--model-id ID|NAME] [--rate R | --outstanding N]\n"
+	    "         [--count N] [--model FILE] [--model-id ID|NAME] [--rate R | --outstanding "
+	    "N]\n"
 	    "         [--timeout-ms T] [--payload BYTES | --mtu BYTES] [--seed S] [--json]\n"
 	    "\n"
 	    "  Sends N requests (default: every image, or 1000 random tensors) to the server\n"
@@ -110,6 +112,32 @@ static int parse_shape(const char *s, uint32_t shape[3])
 	return (uint64_t)shape[0] * shape[1] * shape[2] <= PROTO_MAX_ELEMS ? 0 : -EINVAL;
 }
 
+/*
+ * --model FILE: random inputs take the model's input shape and type (unless --shape/--dtype
+ * say otherwise), and requests carry proto_model_id(name) (unless --model-id says otherwise).
+ */
+static int model_defaults(const char *path, struct client_opts *o, bool id_given)
+{
+	struct kern_model *m;
+	char err[512];
+
+	m = kern_model_load(path, err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "client: --model: %s\n", err);
+		return -EINVAL;
+	}
+	if (!o->shape[0]) {
+		o->shape[0] = m->input.c;
+		o->shape[1] = m->input.h;
+		o->shape[2] = m->input.w;
+		o->dtype = m->input.fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	}
+	if (!id_given)
+		o->model_id = proto_model_id(m->name);
+	kern_model_free(m);
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct client_opts *o)
 {
 	static const struct option lopts[] = {
@@ -121,6 +149,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	    {"dtype", required_argument, NULL, 'd'},
 	    {"count", required_argument, NULL, 'n'},
 	    {"model-id", required_argument, NULL, 'm'},
+	    {"model", required_argument, NULL, 'L'},
 	    {"rate", required_argument, NULL, 'r'},
 	    {"outstanding", required_argument, NULL, 'o'},
 	    {"timeout-ms", required_argument, NULL, 't'},
@@ -132,6 +161,8 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	    {NULL, 0, NULL, 0},
 	};
 	static char hostbuf[256];
+	const char *model_path = NULL;
+	bool id_given = false;
 	long v;
 	char *end;
 	int c;
@@ -176,7 +207,11 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 			if (parse_count(optarg, &o->count, 1, 1L << 31, "--count"))
 				return -EINVAL;
 			break;
+		case 'L':
+			model_path = optarg;
+			break;
 		case 'm':
+			id_given = true;
 			errno = 0;
 			v = strtol(optarg, &end, 0);
 			if (!errno && *optarg && !*end && v >= 0 && v <= 0xffffffffL)
@@ -248,8 +283,10 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		usage(stderr);
 		return -EINVAL;
 	}
+	if (model_path && model_defaults(model_path, o, id_given))
+		return -EINVAL;
 	if (!o->images && !o->shape[0]) {
-		fprintf(stderr, "client: give --images IDX or --shape C,H,W\n");
+		fprintf(stderr, "client: give --images IDX, --shape C,H,W or --model FILE\n");
 		return -EINVAL;
 	}
 	if (o->rate > 0 && o->outstanding) {

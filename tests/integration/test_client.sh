@@ -93,6 +93,18 @@ check "fragmented requests and responses" "$out" \
 	"j['responses']==30 and j['timeouts']==0 and j['errors']['total']==0 and j['accuracy'] is None"
 out=$("$S" client "127.0.0.1:$port" --shape 1,28,28 --count 20 --payload 300 --json)
 check "payload 300" "$out" "j['responses']==20 and j['timeouts']==0"
+# random tensors of a model's input shape (an f32 model of the spec's hard cases)
+"$PY" tools/genmodel.py --out "$work/gm" --seed 2 --kind hard >/dev/null
+"$S" convert "$work/gm/arch.json" "$work/gm/weights.npz" -o "$work/gm/m.snm"
+out=$("$S" client "127.0.0.1:$port" --model "$work/gm/m.snm" --count 12 --payload 300 --json)
+check "random inputs of --model's shape" "$out" "j['responses']==12 and j['timeouts']==0"
+if "$S" client "127.0.0.1:$port" --model "$work/nope.snm" --count 1 2>"$work/err"; then
+	echo "FAIL: --model of a missing file accepted"; fail=1
+elif ! grep -q "nope.snm" "$work/err"; then
+	echo "FAIL: --model error does not name the file"; cat "$work/err"; fail=1
+else
+	echo "pass: --model of a missing file refused: $(cat "$work/err")"
+fi
 
 # 4. a request the server rejects comes back as an ERROR: too large for its table
 stop_ref
