@@ -16,4 +16,10 @@ echo
 echo "== NIC emulator: modeled latency of one binary FC layer (4096 inputs, 256 executors) against neurons"
 "$B/bench/bench_nicfw"
 echo
+echo "== XDP executor vs CPU kernels, ns per inference (BPF_PROG_TEST_RUN; needs root)"
+"$B/bench/bench_xdp" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-bmlp.snm
+echo
+echo "== GPU: binary GEMM 8192^3 (popc, b1 MMA) vs cuBLAS sgemm; models on the GPU"
+"$B/bench/bench_cuda" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-*.snm
+echo
 echo "figures appended to $BENCH_JSONL"
