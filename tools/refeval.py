@@ -234,6 +234,8 @@ def load_inputs(arch, images=None, npy=None, count=None):
             x = x[:, None]
     else:
         x = np.load(npy, allow_pickle=False)
+        if arch["input"].get("dtype") == "f32":
+            x = x.astype(np.float32)  # an f32 model's inputs are float32 values
     if count is not None:
         x = x[:count]
     return x
