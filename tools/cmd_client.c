@@ -34,6 +34,7 @@ struct client_opts {
 	const char *port;
 	const char *images;
 	const char *labels;
+	const char *classes; /* --classes FILE: one predicted class per request, in order */
 	uint32_t shape[3];
 	unsigned dtype;
 	uint32_t model_id;
@@ -57,6 +58,7 @@ struct client_run {
 	uint64_t *send_ns;
 	uint64_t *lat_ns;
 	uint8_t *state;
+	int32_t *cls; /* predicted class per request, -1 until answered */
 	struct proto_reasm *ra;
 	uint8_t *dgram;
 	/* results */
@@ -87,11 +89,14 @@ static void usage(FILE *f)
 	    "         [--count N] [--model FILE] [--model-id ID|NAME] [--rate R | --outstanding "
 	    "N]\n"
 	    "         [--timeout-ms T] [--payload BYTES | --mtu BYTES] [--seed S] [--json]\n"
+	    "         [--classes FILE]\n"
 	    "\n"
 	    "  Sends N requests (default: every image, or 1000 random tensors) to the server\n"
 	    "  (default port %u), open loop at R requests/s or closed loop with N outstanding\n"
 	    "  (default 1), and reports accuracy (with labels), latency p50/p90/p99/p99.9,\n"
-	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n",
+	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n"
+	    "  --classes writes one line per request, in input order: the predicted class, or\n"
+	    "  -1 if no RESPONSE came (error or timeout).\n",
 	    PROTO_DEFAULT_PORT);
 }
 
@@ -157,6 +162,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	    {"mtu", required_argument, NULL, 'M'},
 	    {"seed", required_argument, NULL, 's'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"classes", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -249,6 +255,9 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 'C':
+			o->classes = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -442,6 +451,7 @@ static void on_message(struct client_run *r, const struct proto_reasm_msg *msg, 
 		return;
 	}
 	r->state[idx] = REQ_DONE;
+	r->cls[idx] = (int32_t)msg->hdr.resp.cls;
 	r->lat_ns[r->responses++] = t - r->send_ns[idx];
 	if (r->labels) {
 		r->labelled++;
@@ -481,6 +491,24 @@ static void drain(struct client_run *r)
 			r->ra_drop[rv]++;
 		}
 	}
+}
+
+static int write_classes(const struct client_run *r)
+{
+	FILE *f = fopen(r->o.classes, "w");
+	int ret = 0;
+
+	if (!f) {
+		fprintf(stderr, "client: %s: %s\n", r->o.classes, strerror(errno));
+		return -errno;
+	}
+	for (long i = 0; i < r->o.count; i++)
+		fprintf(f, "%d\n", r->cls[i]);
+	if (fclose(f)) {
+		fprintf(stderr, "client: %s: %s\n", r->o.classes, strerror(errno));
+		ret = -EIO;
+	}
+	return ret;
 }
 
 static int run_loop(struct client_run *r)
@@ -678,12 +706,14 @@ int cmd_client(int argc, char **argv)
 	r->send_ns = calloc((size_t)r->o.count, sizeof(*r->send_ns));
 	r->lat_ns = calloc((size_t)r->o.count, sizeof(*r->lat_ns));
 	r->state = calloc((size_t)r->o.count, 1);
+	r->cls = malloc((size_t)r->o.count * sizeof(*r->cls));
 	r->dgram = malloc(PROTO_MAX_PAYLOAD + 1);
-	if (!r->ra || !r->send_ns || !r->lat_ns || !r->state || !r->dgram) {
+	if (!r->ra || !r->send_ns || !r->lat_ns || !r->state || !r->cls || !r->dgram) {
 		fprintf(stderr, "client: out of memory for %ld requests\n", r->o.count);
 		ret = -ENOMEM;
 		goto out_free_state;
 	}
+	memset(r->cls, 0xff, (size_t)r->o.count * sizeof(*r->cls));
 	r->rid_base = (uint64_t)(getpid() & 0xffff) << 48 | (now_ns() & 0xffffull) << 32;
 
 	ret = run_loop(r);
@@ -697,9 +727,12 @@ int cmd_client(int argc, char **argv)
 		report_json(r, &ls, secs);
 	else
 		report_text(r, &ls, secs);
+	if (r->o.classes)
+		ret = write_classes(r);
 
 out_free_state:
 	free(r->dgram);
+	free(r->cls);
 	free(r->state);
 	free(r->lat_ns);
 	free(r->send_ns);

@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The packet dispatcher. Bounded parsing of Ethernet/ARP/IPv4/UDP by hand (no OS headers, so
+ * the same file builds for any platform); the protocol's own parser, builders and reassembly
+ * table for the splitnic messages.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nicfw/dispatch.h"
+
+#define ETH_HLEN   14u
+#define IP_HLEN	   20u
+#define UDP_HLEN   8u
+#define HDRS_LEN   (ETH_HLEN + IP_HLEN + UDP_HLEN)
+#define ETYPE_IPV4 0x0800u
+#define ETYPE_ARP  0x0806u
+#define ARP_LEN	   28u
+
+/* Where and how a RESPONSE or ERROR goes. */
+struct disp_reply {
+	uint8_t dmac[6], smac[6];
+	uint32_t dip, sip;
+	uint16_t dport, sport;
+	uint8_t port; /* enum nicfw_port it leaves by */
+};
+
+struct disp_req {
+	struct disp_reply to;
+	uint64_t request_id;
+	uint32_t model_id; /* as the request gave it (0: the default) */
+	uint64_t t_in, t_submit;
+	uint32_t t_prior[4]; /* ACTIVATION: rx, queue, host, pack */
+	uint8_t executors;
+	uint8_t *in; /* in_bytes, allocated at create */
+};
+
+struct disp_queue {
+	struct disp_req slot[NICFW_DISP_QUEUE];
+	uint32_t head, count;
+	bool running;
+};
+
+struct disp_neigh {
+	uint32_t ip;
+	uint8_t mac[6];
+};
+
+struct nicfw_disp {
+	struct nicfw_disp_config cfg;
+	struct proto_reasm *ra;
+	uint64_t c[NICFW_C__COUNT];
+	uint64_t verdicts[PROTO_VERDICT__COUNT];
+	struct disp_queue q[NICFW_DISP_MAX_MODELS];
+	struct disp_neigh neigh[NICFW_DISP_NEIGH];
+	double *scores;	     /* largest model's classes */
+	uint8_t *body;	     /* the RESPONSE data section, little-endian f64 */
+	uint8_t frame[2048]; /* reply under construction */
+};
+
+static const char *const counter_names[NICFW_C__COUNT] = {
+    [NICFW_C_RX_WIRE] = "rx_wire",
+    [NICFW_C_RX_HOST] = "rx_host",
+    [NICFW_C_FWD_TO_HOST] = "forwarded_to_host",
+    [NICFW_C_FWD_TO_WIRE] = "forwarded_to_wire",
+    [NICFW_C_NOT_IPV4] = "not_ipv4",
+    [NICFW_C_IP_BAD] = "ip_bad",
+    [NICFW_C_IP_FRAG] = "ip_fragment",
+    [NICFW_C_ARP_REPLIES] = "arp_replies",
+    [NICFW_C_INFER_RX] = "inference_rx",
+    [NICFW_C_PASSED_UP_TYPE] = "passed_up_type",
+    [NICFW_C_UNKNOWN_MODEL] = "passed_up_unknown_model",
+    [NICFW_C_NOT_MY_LAYER] = "passed_up_not_my_layer",
+    [NICFW_C_FRAGMENTS] = "fragments",
+    [NICFW_C_REQUESTS] = "requests",
+    [NICFW_C_ACTIVATIONS] = "activations",
+    [NICFW_C_ANSWERED] = "answered",
+    [NICFW_C_RESP_DGRAMS] = "response_datagrams",
+    [NICFW_C_ERRORS_SENT] = "errors_sent",
+    [NICFW_C_ERR_BAD_REQUEST] = "error_bad_request",
+    [NICFW_C_ERR_BAD_SHAPE] = "error_bad_shape",
+    [NICFW_C_ERR_BUSY] = "error_busy",
+    [NICFW_C_ERR_TOO_LARGE] = "error_too_large",
+    [NICFW_C_ERR_INTERNAL] = "error_internal",
+    [NICFW_C_TX_FAIL] = "tx_fail",
+};
+
+const char *nicfw_disp_counter_name(unsigned c)
+{
+	return c < NICFW_C__COUNT ? counter_names[c] : "?";
+}
+
+void nicfw_disp_free(struct nicfw_disp *d)
+{
+	if (!d)
+		return;
+	for (uint32_t m = 0; m < NICFW_DISP_MAX_MODELS; m++)
+		for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++)
+			free(d->q[m].slot[i].in);
+	free(d->scores);
+	free(d->body);
+	proto_reasm_destroy(d->ra);
+	free(d);
+}
+
+struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *err, size_t errlen)
+{
+	struct proto_reasm_config rc = {0};
+	struct nicfw_disp *d;
+	uint32_t max_in = 8, max_cls = 1;
+
+	if (cfg->n_models > NICFW_DISP_MAX_MODELS || !cfg->eng_ops || !cfg->tx ||
+	    cfg->payload < PROTO_MIN_PAYLOAD || cfg->payload > NICFW_DISP_FRAME_MAX - HDRS_LEN) {
+		snprintf(err, errlen,
+			 "dispatcher: %u models (at most %u), payload %u (%u to %u), engine and "
+			 "tx required",
+			 cfg->n_models, NICFW_DISP_MAX_MODELS, cfg->payload, PROTO_MIN_PAYLOAD,
+			 NICFW_DISP_FRAME_MAX - HDRS_LEN);
+		return NULL;
+	}
+	for (uint32_t m = 0; m < cfg->n_models; m++) {
+		const struct nicfw_disp_model *md = &cfg->model[m];
+
+		if (!md->in_bytes || !md->in_count || !md->classes || md->classes > 65535 ||
+		    proto_fmt_bytes(md->in_fmt, 1) == 0) {
+			snprintf(err, errlen,
+				 "dispatcher: model %#x: input %u x %s in %u bytes, %u classes",
+				 md->model_id, md->in_count, proto_fmt_name(md->in_fmt),
+				 md->in_bytes, md->classes);
+			return NULL;
+		}
+		for (uint32_t k = 0; k < m; k++)
+			if (cfg->model[k].model_id == md->model_id) {
+				snprintf(err, errlen, "dispatcher: model id %#x given twice",
+					 md->model_id);
+				return NULL;
+			}
+		max_in = md->in_bytes > max_in ? md->in_bytes : max_in;
+		max_cls = md->classes > max_cls ? md->classes : max_cls;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto err_nomem;
+	d->cfg = *cfg;
+	rc.slots = cfg->reasm_slots ? cfg->reasm_slots : 64;
+	rc.max_msg = max_in;
+	rc.timeout_ns = cfg->reasm_timeout_ns ? cfg->reasm_timeout_ns : 1000000000ull;
+	d->ra = proto_reasm_create(&rc);
+	d->scores = calloc(max_cls, sizeof(double));
+	d->body = calloc(max_cls, 8);
+	if (!d->ra || !d->scores || !d->body)
+		goto err_free;
+	for (uint32_t m = 0; m < cfg->n_models; m++)
+		for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
+			d->q[m].slot[i].in = calloc(1, (cfg->model[m].in_bytes + 7) & ~7u);
+			if (!d->q[m].slot[i].in)
+				goto err_free;
+		}
+	return d;
+
+err_free:
+	nicfw_disp_free(d);
+err_nomem:
+	snprintf(err, errlen, "dispatcher: out of memory");
+	return NULL;
+}
+
+/* --- frames ------------------------------------------------------------------------------ */
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
+{
+	for (uint32_t i = 0; i + 1 < len; i += 2)
+		sum += get16(p + i);
+	if (len & 1)
+		sum += (uint32_t)p[len - 1] << 8;
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static struct disp_neigh *neigh_slot(struct nicfw_disp *d, uint32_t ip)
+{
+	return &d->neigh[(ip * 2654435761u) >> 24 & (NICFW_DISP_NEIGH - 1)];
+}
+
+static void neigh_learn(struct nicfw_disp *d, uint32_t ip, const uint8_t *mac)
+{
+	struct disp_neigh *n = neigh_slot(d, ip);
+
+	if (!ip || (mac[0] & 1))
+		return;
+	n->ip = ip;
+	memcpy(n->mac, mac, 6);
+}
+
+/* Send the UDP payload of `plen` bytes already at d->frame + HDRS_LEN. */
+static void send_udp(struct nicfw_disp *d, const struct disp_reply *to, uint32_t plen)
+{
+	uint8_t *f = d->frame, *ip = f + ETH_HLEN, *udp = ip + IP_HLEN;
+	uint32_t sum;
+
+	memcpy(f, to->dmac, 6);
+	memcpy(f + 6, to->smac, 6);
+	put16(f + 12, ETYPE_IPV4);
+	ip[0] = 0x45;
+	ip[1] = 0;
+	put16(ip + 2, (uint16_t)(IP_HLEN + UDP_HLEN + plen));
+	put16(ip + 4, 0);
+	put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	put16(ip + 10, 0);
+	put32(ip + 12, to->sip);
+	put32(ip + 16, to->dip);
+	put16(ip + 10, csum_fold(csum_add(0, ip, IP_HLEN)));
+	put16(udp, to->sport);
+	put16(udp + 2, to->dport);
+	put16(udp + 4, (uint16_t)(UDP_HLEN + plen));
+	put16(udp + 6, 0);
+	sum = csum_add(0, ip + 12, 8) + 17 + UDP_HLEN + plen;
+	sum = csum_fold(csum_add(sum, udp, UDP_HLEN + plen));
+	put16(udp + 6, sum ? (uint16_t)sum : 0xffff);
+	if (d->cfg.tx(d->cfg.tx_arg, (enum nicfw_port)to->port, f, HDRS_LEN + plen))
+		d->c[NICFW_C_TX_FAIL]++;
+}
+
+static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
+		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
+		       enum nicfw_disp_counter counter)
+{
+	int n = proto_build_error(d->frame + HDRS_LEN, sizeof(d->frame) - HDRS_LEN, model_id,
+				  request_id, code, detail, "nic: %s", proto_error_name(code));
+
+	if (n <= 0) {
+		d->c[NICFW_C_ERR_INTERNAL]++;
+		return;
+	}
+	send_udp(d, to, (uint32_t)n);
+	d->c[NICFW_C_ERRORS_SENT]++;
+	d->c[counter]++;
+}
+
+/* The reply to the sender of an IPv4/UDP frame: every address swapped, same port. */
+static void reply_to_sender(const uint8_t *frame, enum nicfw_port from, struct disp_reply *to)
+{
+	const uint8_t *ip = frame + ETH_HLEN, *udp = ip + (ip[0] & 0xf) * 4u;
+
+	memcpy(to->dmac, frame + 6, 6);
+	memcpy(to->smac, frame, 6);
+	to->dip = get32(ip + 12);
+	to->sip = get32(ip + 16);
+	to->dport = get16(udp);
+	to->sport = get16(udp + 2);
+	to->port = (uint8_t)from;
+}
+
+static enum nicfw_disp_action disp_arp(struct nicfw_disp *d, enum nicfw_port from, uint8_t *f,
+				       uint32_t len)
+{
+	uint8_t *a = f + ETH_HLEN;
+	uint32_t spa, tpa;
+
+	if (len < ETH_HLEN + ARP_LEN || get16(a) != 1 || get16(a + 2) != ETYPE_IPV4 || a[4] != 6 ||
+	    a[5] != 4)
+		return NICFW_DISP_PASS;
+	spa = get32(a + 14);
+	tpa = get32(a + 24);
+	if (from == NICFW_PORT_WIRE)
+		neigh_learn(d, spa, a + 8);
+	if (from != NICFW_PORT_WIRE || !d->cfg.ip || tpa != d->cfg.ip || get16(a + 6) != 1)
+		return NICFW_DISP_PASS;
+	put16(a + 6, 2);
+	memcpy(a + 18, a + 8, 6);
+	put32(a + 24, spa);
+	memcpy(a + 8, d->cfg.mac, 6);
+	put32(a + 14, d->cfg.ip);
+	memcpy(f, f + 6, 6);
+	memcpy(f + 6, d->cfg.mac, 6);
+	d->c[NICFW_C_ARP_REPLIES]++;
+	return NICFW_DISP_REPLY;
+}
+
+/* --- inference --------------------------------------------------------------------------- */
+
+static int disp_model(const struct nicfw_disp *d, uint32_t model_id)
+{
+	for (uint32_t m = 0; m < d->cfg.n_models; m++)
+		if (d->cfg.model[m].model_id == model_id)
+			return (int)m;
+	return model_id == 0 && d->cfg.n_models ? 0 : -1; /* 0: the default model */
+}
+
+static void disp_submit(struct nicfw_disp *d, uint32_t m, uint64_t now_ns)
+{
+	struct disp_queue *q = &d->q[m];
+	struct disp_req *r = &q->slot[q->head];
+
+	if (q->running || !q->count)
+		return;
+	if (d->cfg.eng_ops->submit(d->cfg.engine, m, r->in))
+		return;
+	r->t_submit = now_ns;
+	q->running = true;
+}
+
+static uint32_t sat32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, uint64_t now_ns)
+{
+	const struct nicfw_disp_model *md = &d->cfg.model[m];
+	struct proto_frag fr;
+	struct proto_msg rm;
+	uint32_t best = 0;
+	int n;
+
+	for (uint32_t k = 0; k < md->classes; k++) {
+		if (d->scores[k] > d->scores[best])
+			best = k;
+		proto_le_put_f64(d->body + 8 * k, d->scores[k]);
+	}
+	proto_msg_init(&rm, PROTO_RESPONSE, r->model_id, r->request_id);
+	rm.resp.cls = best;
+	rm.resp.num_classes = (uint16_t)md->classes;
+	rm.resp.score_fmt = PROTO_FMT_F64;
+	rm.resp.executors = r->executors | PROTO_EX_NIC;
+	rm.resp.t_ns[PROTO_T_RX] = r->t_prior[0];
+	rm.resp.t_ns[PROTO_T_QUEUE] = sat32((uint64_t)r->t_prior[1] + (r->t_submit - r->t_in));
+	rm.resp.t_ns[PROTO_T_HOST] = r->t_prior[2];
+	rm.resp.t_ns[PROTO_T_PACK] = r->t_prior[3];
+	rm.resp.t_ns[PROTO_T_NIC] = sat32(now_ns - r->t_submit);
+	rm.resp.t_ns[PROTO_T_TOTAL] = sat32(now_ns - r->t_in);
+	if (proto_frag_init(&fr, &rm, d->body, (size_t)md->classes * 8, d->cfg.payload)) {
+		d->c[NICFW_C_ERR_INTERNAL]++;
+		return;
+	}
+	while ((n = proto_frag_next(&fr, d->frame + HDRS_LEN, sizeof(d->frame) - HDRS_LEN)) > 0) {
+		send_udp(d, &r->to, (uint32_t)n);
+		d->c[NICFW_C_RESP_DGRAMS]++;
+	}
+	d->c[NICFW_C_ANSWERED]++;
+}
+
+uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns)
+{
+	uint32_t sent = 0;
+
+	for (uint32_t m = 0; m < d->cfg.n_models; m++) {
+		struct disp_queue *q = &d->q[m];
+
+		if (q->running) {
+			if (d->cfg.eng_ops->poll(d->cfg.engine, m, d->scores) <= 0)
+				continue;
+			disp_respond(d, m, &q->slot[q->head], now_ns);
+			q->running = false;
+			q->head = (q->head + 1) % NICFW_DISP_QUEUE;
+			q->count--;
+			sent++;
+		}
+		disp_submit(d, m, now_ns);
+	}
+	return sent;
+}
+
+/* A complete message for model m: queue it (its reply address set from the frame). */
+static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg *hdr,
+			const uint8_t *data, const struct disp_reply *sender, uint64_t now_ns)
+{
+	const struct nicfw_disp_model *md = &d->cfg.model[m];
+	struct disp_queue *q = &d->q[m];
+	struct disp_req *r;
+
+	if (q->count == NICFW_DISP_QUEUE) {
+		send_error(d, sender, hdr->model_id, hdr->request_id, PROTO_ERR_BUSY,
+			   NICFW_DISP_QUEUE, NICFW_C_ERR_BUSY);
+		return;
+	}
+	r = &q->slot[(q->head + q->count) % NICFW_DISP_QUEUE];
+	memcpy(r->in, data, md->in_bytes);
+	r->request_id = hdr->request_id;
+	r->model_id = hdr->model_id;
+	r->t_in = now_ns;
+	r->to = *sender;
+	if (hdr->type == PROTO_ACTIVATION) {
+		const uint8_t *a = hdr->act.reply_addr;
+		struct disp_neigh *n;
+
+		r->to.dip = get32(a + 12);
+		r->to.dport = hdr->act.reply_port;
+		r->to.sport = d->cfg.port;
+		r->to.sip = d->cfg.ip ? d->cfg.ip : sender->sip;
+		r->to.port = NICFW_PORT_WIRE;
+		memcpy(r->to.smac, d->cfg.mac, 6);
+		n = neigh_slot(d, r->to.dip);
+		if (n->ip == r->to.dip)
+			memcpy(r->to.dmac, n->mac, 6);
+		else
+			memset(r->to.dmac, 0xff, 6);
+		r->executors = hdr->act.executors;
+		r->t_prior[0] = hdr->act.t_rx_ns;
+		r->t_prior[1] = hdr->act.t_queue_ns;
+		r->t_prior[2] = hdr->act.t_host_ns;
+		r->t_prior[3] = hdr->act.t_pack_ns;
+		d->c[NICFW_C_ACTIVATIONS]++;
+	} else {
+		r->executors = 0;
+		memset(r->t_prior, 0, sizeof(r->t_prior));
+		d->c[NICFW_C_REQUESTS]++;
+	}
+	q->count++;
+	disp_submit(d, m, now_ns);
+}
+
+static bool v4_mapped(const uint8_t *a)
+{
+	static const uint8_t pre[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	return !memcmp(a, pre, sizeof(pre));
+}
+
+static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port from,
+					 const uint8_t *f, const uint8_t *p, uint32_t plen,
+					 uint64_t now_ns)
+{
+	const struct nicfw_disp_model *md;
+	struct proto_reasm_msg msg;
+	struct disp_reply sender;
+	enum proto_ra_verdict rv;
+	struct proto_msg m;
+	enum proto_verdict v;
+	int k;
+
+	d->c[NICFW_C_INFER_RX]++;
+	v = proto_hdr_parse(p, p + plen, plen, &m);
+	d->verdicts[v]++;
+	reply_to_sender(f, from, &sender);
+	if (v != PROTO_OK) {
+		/* answer only what says it is a request to us; never answer junk or replies */
+		if (plen >= PROTO_COMMON_LEN && get16(p) == PROTO_MAGIC && p[2] == PROTO_VERSION &&
+		    (p[3] == PROTO_REQUEST || p[3] == PROTO_ACTIVATION))
+			send_error(d, &sender, get32(p + 8),
+				   (uint64_t)get32(p + 16) << 32 | get32(p + 20),
+				   PROTO_ERR_BAD_REQUEST, v, NICFW_C_ERR_BAD_REQUEST);
+		return NICFW_DISP_CONSUMED;
+	}
+	if (m.type != PROTO_REQUEST && m.type != PROTO_ACTIVATION) {
+		d->c[NICFW_C_PASSED_UP_TYPE]++;
+		return NICFW_DISP_PASS;
+	}
+	k = disp_model(d, m.model_id);
+	if (k < 0) {
+		d->c[NICFW_C_UNKNOWN_MODEL]++;
+		return NICFW_DISP_PASS;
+	}
+	md = &d->cfg.model[k];
+	if (m.type == PROTO_REQUEST ? !md->standalone : m.tensor.layer != md->layer) {
+		d->c[NICFW_C_NOT_MY_LAYER]++;
+		return NICFW_DISP_PASS;
+	}
+	if (m.tensor.fmt != md->in_fmt || m.tensor.count != md->in_count ||
+	    m.total_len != md->in_bytes) {
+		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_BAD_SHAPE, md->in_count,
+			   NICFW_C_ERR_BAD_SHAPE);
+		return NICFW_DISP_CONSUMED;
+	}
+	if (m.type == PROTO_ACTIVATION && !v4_mapped(m.act.reply_addr)) {
+		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_UNSUPPORTED, 6,
+			   NICFW_C_ERR_BAD_REQUEST);
+		return NICFW_DISP_CONSUMED;
+	}
+	if (m.frag_len == m.total_len) {
+		disp_accept(d, (uint32_t)k, &m, m.data, &sender, now_ns);
+		return NICFW_DISP_CONSUMED;
+	}
+	d->c[NICFW_C_FRAGMENTS]++;
+	rv = proto_reasm_push(d->ra,
+			      (uint64_t)from << 63 | (uint64_t)sender.dip << 16 | sender.dport, &m,
+			      now_ns, &msg);
+	if (rv == PROTO_RA_COMPLETE) {
+		disp_accept(d, (uint32_t)k, &msg.hdr, msg.data, &sender, now_ns);
+		proto_reasm_release(d->ra, &msg);
+	} else if (rv == PROTO_RA_TABLE_FULL) {
+		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_BUSY, 0,
+			   NICFW_C_ERR_BUSY);
+	} else if (rv == PROTO_RA_TOO_LARGE) {
+		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_TOO_LARGE, md->in_bytes,
+			   NICFW_C_ERR_TOO_LARGE);
+	}
+	return NICFW_DISP_CONSUMED;
+}
+
+enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from, uint8_t *f,
+				     uint32_t len, uint64_t now_ns)
+{
+	const enum nicfw_disp_counter fwd =
+	    from == NICFW_PORT_WIRE ? NICFW_C_FWD_TO_HOST : NICFW_C_FWD_TO_WIRE;
+	const uint8_t *ip, *udp;
+	uint32_t ihl, tot, ulen;
+	uint16_t etype;
+
+	d->c[from == NICFW_PORT_WIRE ? NICFW_C_RX_WIRE : NICFW_C_RX_HOST]++;
+	if (__builtin_expect(len < ETH_HLEN, 0)) {
+		d->c[NICFW_C_IP_BAD]++;
+		goto pass;
+	}
+	etype = get16(f + 12);
+	if (etype == ETYPE_ARP && disp_arp(d, from, f, len) == NICFW_DISP_REPLY)
+		return NICFW_DISP_REPLY;
+	if (etype != ETYPE_IPV4) {
+		d->c[NICFW_C_NOT_IPV4]++;
+		goto pass;
+	}
+	ip = f + ETH_HLEN;
+	ihl = (ip[0] & 0xfu) * 4u;
+	if (len < ETH_HLEN + IP_HLEN || (ip[0] >> 4) != 4 || ihl < IP_HLEN ||
+	    len < ETH_HLEN + ihl + UDP_HLEN) {
+		d->c[NICFW_C_IP_BAD]++;
+		goto pass;
+	}
+	if (from == NICFW_PORT_WIRE)
+		neigh_learn(d, get32(ip + 12), f + 6);
+	if (ip[9] != 17)
+		goto pass;
+	udp = ip + ihl;
+	if (get16(udp + 2) != d->cfg.port)
+		goto pass;
+	if (get16(ip + 6) & 0x3fff) {
+		d->c[NICFW_C_IP_FRAG]++;
+		goto pass;
+	}
+	tot = get16(ip + 2);
+	ulen = get16(udp + 4);
+	if (tot < ihl + UDP_HLEN || tot > len - ETH_HLEN || ulen < UDP_HLEN || ulen > tot - ihl) {
+		d->c[NICFW_C_IP_BAD]++;
+		goto pass;
+	}
+	if (ihl != IP_HLEN) { /* options: replies are built without them; pass it up */
+		d->c[NICFW_C_IP_BAD]++;
+		goto pass;
+	}
+	return disp_infer(d, from, f, udp + UDP_HLEN, ulen - UDP_HLEN, now_ns);
+pass:
+	d->c[fwd]++;
+	return NICFW_DISP_PASS;
+}
+
+void nicfw_disp_count(struct nicfw_disp *d, enum nicfw_disp_counter c, uint64_t n)
+{
+	d->c[c] += n;
+}
+
+void nicfw_disp_counters(const struct nicfw_disp *d, uint64_t c[NICFW_C__COUNT],
+			 uint64_t verdicts[PROTO_VERDICT__COUNT])
+{
+	for (unsigned i = 0; i < NICFW_C__COUNT; i++)
+		c[i] = __atomic_load_n(&d->c[i], __ATOMIC_RELAXED);
+	for (unsigned i = 0; verdicts && i < PROTO_VERDICT__COUNT; i++)
+		verdicts[i] = __atomic_load_n(&d->verdicts[i], __ATOMIC_RELAXED);
+}
+
+void nicfw_disp_reasm_stats(const struct nicfw_disp *d, struct proto_reasm_stats *st)
+{
+	proto_reasm_stats(d->ra, st);
+}
+
+uint32_t nicfw_disp_pending(const struct nicfw_disp *d)
+{
+	uint32_t n = 0;
+
+	for (uint32_t m = 0; m < d->cfg.n_models; m++)
+		n += d->q[m].count;
+	return n;
+}

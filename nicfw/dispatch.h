@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nicfw/dispatch.h — the NIC's packet dispatcher: the first thing every frame meets.
+ *
+ * The NIC sits on the wire between the front-ends (wire port) and its host (host port). For each
+ * Ethernet frame the dispatcher decides, in this order:
+ *   - ARP request for the NIC's own IPv4 address, on the wire port: answered in place (REPLY);
+ *   - not IPv4/UDP to the inference port (or an IP fragment, or a bad IP/UDP header): PASS, out
+ *     of the other port untouched (the forwarding function), counted as forwarded;
+ *   - UDP to the inference port: parsed (protocol/proto_hdr.h); a datagram the parser rejects is
+ *     counted by verdict and, if it says it is a REQUEST or ACTIVATION, answered with ERROR
+ *     BAD_REQUEST (detail = the verdict); RESPONSE and ERROR messages pass up to the host;
+ *   - a REQUEST or ACTIVATION for a model the NIC does not hold (passed up: unknown model), or
+ *     not starting where the NIC's part of that model starts (passed up: not my layer): PASS;
+ *   - otherwise it is the NIC's: fragments go through the reassembly table (protocol/reasm.h,
+ *     fixed size), a complete message is checked against the model's input (format and size,
+ *     else ERROR BAD_SHAPE) and queued for the inference engine (queue full: ERROR BUSY). The
+ *     frame is CONSUMED.
+ * nicfw_disp_poll() collects finished inferences from the engine, starts the next queued one,
+ * and sends each RESPONSE (one datagram or fragments, scores in f64, class = arg-max): to the
+ * requester (L2/L3/L4 addresses swapped) for a REQUEST, to the ACTIVATION's reply address and
+ * port for an ACTIVATION (its MAC learnt from frames seen on the wire port, else broadcast).
+ *
+ * Threading: one dispatcher per packet thread; rx and poll from that thread only. Counters are
+ * single-writer 64-bit words that other threads (telemetry) may read at any time.
+ *
+ * Memory: everything (reassembly table, request queues with their input buffers, the frame
+ * buffer for replies) is allocated by nicfw_disp_create(); rx and poll allocate nothing, lock
+ * nothing and log nothing.
+ */
+#ifndef NICFW_DISPATCH_H
+#define NICFW_DISPATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/proto.h"
+#include "protocol/reasm.h"
+
+#define NICFW_DISP_MAX_MODELS 16
+#define NICFW_DISP_QUEUE      64 /* queued requests per model, the one in flight included */
+#define NICFW_DISP_NEIGH      256
+#define NICFW_DISP_FRAME_MAX  1514 /* largest frame built (Ethernet, no FCS) */
+
+enum nicfw_port { NICFW_PORT_WIRE = 0, NICFW_PORT_HOST = 1 };
+
+/* What the caller does with the frame after nicfw_disp_rx(). */
+enum nicfw_disp_action {
+	NICFW_DISP_PASS = 0, /* send it, untouched, out of the other port */
+	NICFW_DISP_CONSUMED, /* the dispatcher took what it needed: free the frame */
+	NICFW_DISP_REPLY,    /* rewritten in place (ARP): send it back out of the same port */
+};
+
+/* Per-reason counters. Names (nicfw_disp_counter_name) are the telemetry keys. */
+enum nicfw_disp_counter {
+	NICFW_C_RX_WIRE = 0,	/* frames received on the wire port */
+	NICFW_C_RX_HOST,	/* frames received on the host port */
+	NICFW_C_FWD_TO_HOST,	/* not inference traffic, wire -> host */
+	NICFW_C_FWD_TO_WIRE,	/* not inference traffic, host -> wire */
+	NICFW_C_NOT_IPV4,	/* forwarded: not IPv4 (ARP not for us, IPv6, ...) */
+	NICFW_C_IP_BAD,		/* forwarded: truncated or inconsistent IPv4/UDP header */
+	NICFW_C_IP_FRAG,	/* forwarded: an IP fragment (inference datagrams never are) */
+	NICFW_C_ARP_REPLIES,	/* ARP requests for the NIC's address answered */
+	NICFW_C_INFER_RX,	/* datagrams to the inference port */
+	NICFW_C_PASSED_UP_TYPE, /* RESPONSE/ERROR to the inference port: passed up */
+	NICFW_C_UNKNOWN_MODEL,	/* passed up: a model the NIC does not hold */
+	NICFW_C_NOT_MY_LAYER,	/* passed up: the NIC's part of the model starts elsewhere */
+	NICFW_C_FRAGMENTS,	/* fragments taken into the reassembly table */
+	NICFW_C_REQUESTS,	/* complete REQUESTs accepted */
+	NICFW_C_ACTIVATIONS,	/* complete ACTIVATIONs accepted */
+	NICFW_C_ANSWERED,	/* RESPONSEs sent (messages) */
+	NICFW_C_RESP_DGRAMS,	/* RESPONSE datagrams sent */
+	NICFW_C_ERRORS_SENT,	/* ERROR datagrams sent, all codes */
+	NICFW_C_ERR_BAD_REQUEST,
+	NICFW_C_ERR_BAD_SHAPE,
+	NICFW_C_ERR_BUSY,
+	NICFW_C_ERR_TOO_LARGE,
+	NICFW_C_ERR_INTERNAL,
+	NICFW_C_TX_FAIL, /* replies the port would not take */
+	NICFW_C__COUNT
+};
+
+/* The inference engine behind the dispatcher: one chain per model (platform emu or lcore). */
+struct nicfw_engine_ops {
+	/* Start model `model` on `in` (its chain's in_bytes); 0, or -EBUSY if one is running. */
+	int (*submit)(void *engine, uint32_t model, const void *in);
+	/* 1 and the scores once the running inference of `model` has finished, else 0. */
+	int (*poll)(void *engine, uint32_t model, double *scores);
+};
+
+/* Sends one frame out of a port; returns 0 or -errno (the frame is the caller's to copy). */
+typedef int (*nicfw_disp_tx_fn)(void *arg, enum nicfw_port port, const uint8_t *frame,
+				uint32_t len);
+
+struct nicfw_disp_model {
+	uint32_t model_id; /* proto_model_id(name) or the operator's number */
+	uint32_t layer;	   /* first model op the NIC runs (ACTIVATION layer field) */
+	uint32_t in_fmt;   /* enum proto_fmt the chain takes: U8 or BITS */
+	uint32_t in_count; /* elements */
+	uint32_t in_bytes; /* bytes (the chain's in_bytes) */
+	uint32_t classes;  /* doubles in the response */
+	bool standalone;   /* the NIC runs the whole model: it answers REQUESTs */
+};
+
+struct nicfw_disp_config {
+	uint8_t mac[6];	  /* the NIC's wire-side MAC (source of ARP replies) */
+	uint32_t ip;	  /* the NIC's IPv4 address, host order (ARP); 0: answer no ARP */
+	uint16_t port;	  /* inference UDP port */
+	uint32_t payload; /* largest UDP payload of a RESPONSE datagram (PROTO_DEFAULT_PAYLOAD) */
+	uint32_t reasm_slots;
+	uint64_t reasm_timeout_ns;
+	uint32_t n_models;
+	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];
+	const struct nicfw_engine_ops *eng_ops;
+	void *engine;
+	nicfw_disp_tx_fn tx;
+	void *tx_arg;
+};
+
+struct nicfw_disp;
+
+/* NULL with a message in err (bad config, out of memory). */
+struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *err, size_t errlen);
+void nicfw_disp_free(struct nicfw_disp *d);
+
+/* One received frame (writable: REPLY rewrites it) from port `from`; now_ns: a monotonic clock. */
+enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from, uint8_t *frame,
+				     uint32_t len, uint64_t now_ns);
+
+/* Collect finished inferences, send their RESPONSEs, start queued ones; returns responses sent. */
+uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns);
+
+/* Count a frame forwarded by the caller without nicfw_disp_rx (e.g. a batch fast path). */
+void nicfw_disp_count(struct nicfw_disp *d, enum nicfw_disp_counter c, uint64_t n);
+
+/* Counters: a snapshot of all, and their names. Reassembly verdicts via nicfw_disp_reasm_stats. */
+void nicfw_disp_counters(const struct nicfw_disp *d, uint64_t c[NICFW_C__COUNT],
+			 uint64_t verdicts[PROTO_VERDICT__COUNT]);
+const char *nicfw_disp_counter_name(unsigned c);
+void nicfw_disp_reasm_stats(const struct nicfw_disp *d, struct proto_reasm_stats *st);
+/* Requests queued or running, all models. */
+uint32_t nicfw_disp_pending(const struct nicfw_disp *d);
+
+#endif /* NICFW_DISPATCH_H */

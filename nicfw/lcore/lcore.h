@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nicfw/lcore/lcore.h — platform `lcore`: the firmware's executor chain (nicfw/chain.c) on DPDK
+ * lcores, real cores measured in wall time (as on a DPU's Arm cores).
+ *
+ * HAL: EMEM, CTM and IMEM are plain memory per chain (cache-line aligned, allocated at
+ * nicfw_lcore_add); a read completes at once (wait has nothing to wait for); atomic_or is a
+ * relaxed __atomic_fetch_or; a notification is one pointer-sized message (chain, thread, signal)
+ * enqueued on the rte_ring of the runner that owns the destination thread. The ring's
+ * release/acquire ordering is what makes the dispatcher's CTM writes visible to the executors
+ * and their IMEM results visible to the dispatcher. pkt_tx copies the scores out of IMEM and
+ * raises the chain's done flag (store-release), which nicfw_lcore_poll reads (load-acquire).
+ *
+ * Runners and multiplexing: a runner is one lcore draining its ring and running each message's
+ * handler to its end (handlers never block, chain.h). Firmware threads are placed on runners:
+ * the dispatcher thread on runner 0, executor e on runner e * R / E (contiguous blocks), so E is
+ * independent of the core count: E = 256 on 2 cores is 256 executor contexts, about 128 per
+ * core, each an event handler with its own struct nicfw_thread. With no worker lcore
+ * (n_lcores = 0) there is one inline runner that the caller drives with nicfw_lcore_run(),
+ * interleaved with its own work (e.g. the packet loop).
+ *
+ * Threading: add, start, stop and free from the control thread; submit and poll from one thread
+ * (the packet thread); the ring messages carry everything else.
+ */
+#ifndef NICFW_LCORE_H
+#define NICFW_LCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kern.h"
+#include "nicfw/chain.h"
+
+#define NICFW_LCORE_MAX_CHAINS	16
+#define NICFW_LCORE_MAX_RUNNERS 64
+
+struct nicfw_lcore;
+
+/*
+ * A platform whose runners are the given worker lcores (launched by nicfw_lcore_start), or
+ * one inline runner when n_lcores is 0. NULL with a message in err.
+ */
+struct nicfw_lcore *nicfw_lcore_create(const unsigned *lcores, uint32_t n_lcores, char *err,
+				       size_t errlen);
+/* Stops the runners if started, frees everything. */
+void nicfw_lcore_free(struct nicfw_lcore *p);
+
+/*
+ * Add a chain for ops [first, m->n_layers) of m on n_exec executors, before start; its EMEM
+ * image is written here (m may be freed afterwards). Returns the chain's index, or -EINVAL /
+ * -ENOMEM with a message in err.
+ */
+int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t first,
+		    uint32_t n_exec, char *err, size_t errlen);
+const struct nicfw_chain *nicfw_lcore_chain(const struct nicfw_lcore *p, uint32_t chain);
+
+/* Create the rings and launch the runners on their lcores. 0 or -errno (message in err). */
+int nicfw_lcore_start(struct nicfw_lcore *p, char *err, size_t errlen);
+/* Ask the runners to return and wait for them. */
+void nicfw_lcore_stop(struct nicfw_lcore *p);
+
+/*
+ * Start one inference on chain `chain`: in holds its in_bytes bytes. 0, or -EBUSY while the
+ * previous one has not been collected by nicfw_lcore_poll.
+ */
+int nicfw_lcore_submit(struct nicfw_lcore *p, uint32_t chain, const void *in);
+/* 1 with the chain's classes scores once its inference is done (the chain is free again), else 0.
+ */
+int nicfw_lcore_poll(struct nicfw_lcore *p, uint32_t chain, double *scores);
+/* Inline runner only: run up to max pending handlers; returns how many ran. */
+uint32_t nicfw_lcore_run(struct nicfw_lcore *p, uint32_t max);
+/* submit, then wait for the result (running the inline runner meanwhile). 0 or -errno. */
+int nicfw_lcore_infer(struct nicfw_lcore *p, uint32_t chain, const void *in, double *scores);
+
+#endif /* NICFW_LCORE_H */

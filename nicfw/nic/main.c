@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: MIT
+/*
+ * splitnic-nic: a DPDK process that is the NIC. Two ports: the wire (front-ends) and the host.
+ * The main lcore runs the packet loop (rx burst -> dispatcher -> tx burst, both directions) and
+ * never computes a layer; the executor chains run on the worker lcores (platform lcore) or, with
+ * no worker, interleaved with the loop in bounded slices; platform emu runs the firmware on the
+ * emulator inside the loop (functional: results computed by the firmware, time modeled).
+ *
+ *   splitnic-nic EAL-ARGS -- --model [ID=]FILE [--model ...] [--executors E]
+ *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
+ *       [--payload BYTES] [--duration S] [--stats-file FILE]
+ *
+ * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_telemetry.h>
+
+#include "kernels/kern.h"
+#include "nicfw/chain.h"
+#include "nicfw/dispatch.h"
+#include "nicfw/emu/emu.h"
+#include "nicfw/lcore/lcore.h"
+
+#define NIC_BURST     32
+#define NIC_RX_DESC   1024
+#define NIC_TX_DESC   1024
+#define NIC_MBUFS     8191
+#define NIC_TX_TRIES  64
+#define NIC_RUN_SLICE 64 /* inline runner: handlers per loop turn */
+
+struct nic_opts {
+	const char *model_path[NICFW_DISP_MAX_MODELS];
+	uint32_t model_id[NICFW_DISP_MAX_MODELS];
+	bool id_given[NICFW_DISP_MAX_MODELS];
+	uint32_t n_models;
+	uint32_t executors;
+	bool emu;
+	uint16_t udp_port;
+	uint32_t ip;
+	uint16_t wire, host;
+	uint32_t payload;
+	double duration;
+	const char *stats_file;
+};
+
+struct nic_emu_engine {
+	struct nicfw_emu *e[NICFW_DISP_MAX_MODELS];
+	double *scores[NICFW_DISP_MAX_MODELS];
+	bool done[NICFW_DISP_MAX_MODELS];
+};
+
+struct nic {
+	struct nic_opts o;
+	struct kern_model *m[NICFW_DISP_MAX_MODELS];
+	struct nicfw_disp *disp;
+	struct nicfw_lcore *lc;
+	struct nic_emu_engine emu;
+	struct rte_mempool *pool;
+	struct rte_eth_dev_tx_buffer *txb[2];
+	uint16_t port_id[2];
+	uint64_t tx_drop[2]; /* frames a port would not take after NIC_TX_TRIES */
+	uint64_t loops;
+};
+
+static volatile sig_atomic_t nic_quit;
+static struct nic *nic_g; /* for the telemetry callbacks */
+
+static void on_signal(int sig)
+{
+	nic_quit = sig;
+}
+
+/* --- engines ----------------------------------------------------------------------------- */
+
+static int emu_submit(void *engine, uint32_t model, const void *in)
+{
+	struct nic_emu_engine *x = engine;
+
+	if (x->done[model])
+		return -EBUSY;
+	if (nicfw_emu_infer(x->e[model], in, x->scores[model], NULL))
+		return -EIO;
+	x->done[model] = true;
+	return 0;
+}
+
+static int emu_poll(void *engine, uint32_t model, double *scores)
+{
+	struct nic_emu_engine *x = engine;
+	const struct nicfw_chain *ch = nicfw_emu_chain(x->e[model]);
+
+	if (!x->done[model])
+		return 0;
+	memcpy(scores, x->scores[model], ch->classes * sizeof(double));
+	x->done[model] = false;
+	return 1;
+}
+
+static const struct nicfw_engine_ops emu_engine_ops = {.submit = emu_submit, .poll = emu_poll};
+
+static int lc_submit(void *engine, uint32_t model, const void *in)
+{
+	return nicfw_lcore_submit(engine, model, in);
+}
+
+static int lc_poll(void *engine, uint32_t model, double *scores)
+{
+	return nicfw_lcore_poll(engine, model, scores);
+}
+
+static const struct nicfw_engine_ops lcore_engine_ops = {.submit = lc_submit, .poll = lc_poll};
+
+/* --- options ----------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: splitnic-nic EAL-ARGS -- --model [ID=]FILE [--model ...]\n"
+		"         [--executors E (1..256, default 16)] [--platform lcore|emu]\n"
+		"         [--port UDP (default %u)] [--ip A.B.C.D (answer ARP for it)]\n"
+		"         [--wire-port N (0)] [--host-port N (1)] [--payload BYTES (1400)]\n"
+		"         [--duration S] [--stats-file FILE]\n",
+		PROTO_DEFAULT_PORT);
+}
+
+static int parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *v)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(s, &end, 0);
+	if (errno || end == s || *end || x < lo || x > hi)
+		return -EINVAL;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct nic_opts *o)
+{
+	static const struct option lopts[] = {
+	    {"model", required_argument, NULL, 'm'},
+	    {"executors", required_argument, NULL, 'e'},
+	    {"platform", required_argument, NULL, 'P'},
+	    {"port", required_argument, NULL, 'p'},
+	    {"ip", required_argument, NULL, 'i'},
+	    {"wire-port", required_argument, NULL, 'w'},
+	    {"host-port", required_argument, NULL, 'H'},
+	    {"payload", required_argument, NULL, 'L'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"stats-file", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct in_addr a;
+	uint32_t v;
+	char *eq, *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->executors = 16;
+	o->udp_port = PROTO_DEFAULT_PORT;
+	o->wire = 0;
+	o->host = 1;
+	o->payload = PROTO_DEFAULT_PAYLOAD;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (o->n_models == NICFW_DISP_MAX_MODELS) {
+				fprintf(stderr, "nic: at most %u models\n", NICFW_DISP_MAX_MODELS);
+				return -EINVAL;
+			}
+			eq = strchr(optarg, '=');
+			o->model_path[o->n_models] = eq ? eq + 1 : optarg;
+			if (eq) {
+				*eq = 0;
+				if (parse_u32(optarg, 0, UINT32_MAX, &v))
+					v = proto_model_id(optarg);
+				o->model_id[o->n_models] = v;
+				o->id_given[o->n_models] = true;
+			}
+			o->n_models++;
+			break;
+		case 'e':
+			if (parse_u32(optarg, 1, NICFW_MAX_EXEC, &o->executors)) {
+				fprintf(stderr, "nic: --executors: 1 to %u, got '%s'\n",
+					NICFW_MAX_EXEC, optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'P':
+			if (strcmp(optarg, "emu") && strcmp(optarg, "lcore")) {
+				fprintf(stderr, "nic: --platform: lcore or emu, got '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			o->emu = !strcmp(optarg, "emu");
+			break;
+		case 'p':
+			if (parse_u32(optarg, 1, 65535, &v)) {
+				fprintf(stderr, "nic: --port: 1 to 65535, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->udp_port = (uint16_t)v;
+			break;
+		case 'i':
+			if (inet_pton(AF_INET, optarg, &a) != 1) {
+				fprintf(stderr, "nic: --ip: an IPv4 address, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->ip = ntohl(a.s_addr);
+			break;
+		case 'w':
+		case 'H':
+			if (parse_u32(optarg, 0, RTE_MAX_ETHPORTS - 1, &v)) {
+				fprintf(stderr, "nic: %s: a port index, got '%s'\n",
+					c == 'w' ? "--wire-port" : "--host-port", optarg);
+				return -EINVAL;
+			}
+			*(c == 'w' ? &o->wire : &o->host) = (uint16_t)v;
+			break;
+		case 'L':
+			if (parse_u32(optarg, PROTO_MIN_PAYLOAD, 1472, &o->payload)) {
+				fprintf(stderr, "nic: --payload: %u to 1472, got '%s'\n",
+					PROTO_MIN_PAYLOAD, optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'd':
+			o->duration = strtod(optarg, &end);
+			if (*end || !(o->duration > 0)) {
+				fprintf(stderr, "nic: --duration: seconds > 0, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 's':
+			o->stats_file = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc || !o->n_models || o->wire == o->host) {
+		fprintf(stderr, "nic: %s\n",
+			optind < argc  ? "unexpected argument"
+			: !o->n_models ? "give at least one --model"
+				       : "--wire-port and --host-port must differ");
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* --- telemetry and stats ----------------------------------------------------------------- */
+
+static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, uint64_t v),
+		       void *arg)
+{
+	uint64_t c[NICFW_C__COUNT], verd[PROTO_VERDICT__COUNT];
+	struct proto_reasm_stats ra;
+	struct rte_eth_stats es;
+	char key[64];
+
+	nicfw_disp_counters(n->disp, c, verd);
+	for (unsigned i = 0; i < NICFW_C__COUNT; i++)
+		put(arg, nicfw_disp_counter_name(i), c[i]);
+	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++) {
+		snprintf(key, sizeof(key), "verdict_%s", v ? proto_verdict_name(v) : "ok");
+		put(arg, key, verd[v]);
+	}
+	nicfw_disp_reasm_stats(n->disp, &ra);
+	for (unsigned v = 0; v < PROTO_RA__COUNT; v++) {
+		snprintf(key, sizeof(key), "reasm_%s", proto_ra_verdict_name(v));
+		put(arg, key, ra.verdicts[v]);
+	}
+	put(arg, "reasm_expired", ra.expired);
+	put(arg, "queued", nicfw_disp_pending(n->disp));
+	put(arg, "tx_drop_wire", __atomic_load_n(&n->tx_drop[0], __ATOMIC_RELAXED));
+	put(arg, "tx_drop_host", __atomic_load_n(&n->tx_drop[1], __ATOMIC_RELAXED));
+	for (int p = 0; p < 2; p++) {
+		const char *pn = p ? "host" : "wire";
+
+		if (rte_eth_stats_get(n->port_id[p], &es))
+			continue;
+		snprintf(key, sizeof(key), "%s_ipackets", pn);
+		put(arg, key, es.ipackets);
+		snprintf(key, sizeof(key), "%s_opackets", pn);
+		put(arg, key, es.opackets);
+		snprintf(key, sizeof(key), "%s_imissed", pn);
+		put(arg, key, es.imissed);
+		snprintf(key, sizeof(key), "%s_ierrors", pn);
+		put(arg, key, es.ierrors);
+		snprintf(key, sizeof(key), "%s_oerrors", pn);
+		put(arg, key, es.oerrors);
+	}
+}
+
+static void tel_put(void *arg, const char *key, uint64_t v)
+{
+	rte_tel_data_add_dict_u64(arg, key, v);
+}
+
+static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	rte_tel_data_start_dict(d);
+	if (nic_g && nic_g->disp)
+		stats_each(nic_g, tel_put, d);
+	return 0;
+}
+
+static int tel_models(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char key[64];
+
+	rte_tel_data_start_dict(d);
+	for (uint32_t i = 0; nic_g && i < nic_g->o.n_models; i++) {
+		snprintf(key, sizeof(key), "%s", nic_g->m[i]->name);
+		rte_tel_data_add_dict_u64(d, key, nic_g->o.model_id[i]);
+	}
+	return 0;
+}
+
+static void file_put(void *arg, const char *key, uint64_t v)
+{
+	fprintf(arg, "%s %lu\n", key, (unsigned long)v);
+}
+
+/* --- ports ------------------------------------------------------------------------------- */
+
+static int nic_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
+{
+	struct nic *n = arg;
+	struct rte_mbuf *mb = rte_pktmbuf_alloc(n->pool);
+	char *p;
+
+	if (unlikely(!mb))
+		return -ENOMEM;
+	p = rte_pktmbuf_append(mb, (uint16_t)len);
+	if (unlikely(!p)) {
+		rte_pktmbuf_free(mb);
+		return -ENOSPC;
+	}
+	rte_memcpy(p, frame, len);
+	rte_eth_tx_buffer(n->port_id[port], 0, n->txb[port], mb);
+	return 0;
+}
+
+static void tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
+{
+	uint64_t *drops = arg;
+
+	*drops += unsent;
+	rte_pktmbuf_free_bulk(pkts, unsent);
+}
+
+static int port_init(struct nic *n, int which, char *err, size_t errlen)
+{
+	const uint16_t id = n->port_id[which];
+	struct rte_eth_conf conf = {0};
+	struct rte_eth_dev_info info;
+	uint16_t nrx = NIC_RX_DESC, ntx = NIC_TX_DESC;
+	int ret;
+
+	ret = rte_eth_dev_info_get(id, &info);
+	if (ret)
+		goto out_err;
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+	ret = rte_eth_dev_configure(id, 1, 1, &conf);
+	if (ret)
+		goto out_err;
+	ret = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrx, &ntx);
+	if (ret)
+		goto out_err;
+	ret = rte_eth_rx_queue_setup(id, 0, nrx, rte_eth_dev_socket_id(id), NULL, n->pool);
+	if (ret)
+		goto out_err;
+	ret = rte_eth_tx_queue_setup(id, 0, ntx, rte_eth_dev_socket_id(id), NULL);
+	if (ret)
+		goto out_err;
+	n->txb[which] = rte_zmalloc_socket("snnic_txb", RTE_ETH_TX_BUFFER_SIZE(NIC_BURST), 0,
+					   rte_eth_dev_socket_id(id));
+	if (!n->txb[which]) {
+		ret = -ENOMEM;
+		goto out_err;
+	}
+	rte_eth_tx_buffer_init(n->txb[which], NIC_BURST);
+	rte_eth_tx_buffer_set_err_callback(n->txb[which], tx_drop_cb, &n->tx_drop[which]);
+	ret = rte_eth_dev_start(id);
+	if (ret)
+		goto out_err;
+	rte_eth_promiscuous_enable(id);
+	return 0;
+
+out_err:
+	snprintf(err, errlen, "port %u (%s): %s", id, which ? "host" : "wire", strerror(-ret));
+	return ret;
+}
+
+/* --- set-up -------------------------------------------------------------------------------- */
+
+static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *err, size_t errlen)
+{
+	unsigned lcores[RTE_MAX_LCORE], l;
+	uint32_t nl = 0;
+	int ret;
+
+	if (!n->o.emu) {
+		RTE_LCORE_FOREACH_WORKER(l)
+		{
+			if (nl < NICFW_LCORE_MAX_RUNNERS)
+				lcores[nl++] = l;
+		}
+		n->lc = nicfw_lcore_create(lcores, nl, err, errlen);
+		if (!n->lc)
+			return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n->o.n_models; i++) {
+		struct nicfw_disp_model *md = &dc->model[i];
+		const struct nicfw_chain *ch;
+		struct nicfw_emu_params ep;
+		struct kern_model *m;
+		uint32_t first;
+
+		m = n->m[i] = kern_model_load(n->o.model_path[i], err, errlen);
+		if (!m)
+			return -EINVAL;
+		first = nicfw_nic_first(m);
+		if (first == m->n_layers) {
+			snprintf(err, errlen, "%s: model %s has no part the NIC can run",
+				 n->o.model_path[i], m->name);
+			return -EINVAL;
+		}
+		if (!n->o.id_given[i])
+			n->o.model_id[i] = proto_model_id(m->name);
+		if (n->o.emu) {
+			nicfw_emu_params_default(&ep);
+			n->emu.e[i] = nicfw_emu_create(m, first, n->o.executors, &ep, err, errlen);
+			if (!n->emu.e[i])
+				return -EINVAL;
+			ch = nicfw_emu_chain(n->emu.e[i]);
+			n->emu.scores[i] = calloc(ch->classes, sizeof(double));
+			if (!n->emu.scores[i])
+				return -ENOMEM;
+		} else {
+			ret = nicfw_lcore_add(n->lc, m, first, n->o.executors, err, errlen);
+			if (ret < 0)
+				return ret;
+			ch = nicfw_lcore_chain(n->lc, (uint32_t)ret);
+		}
+		md->model_id = n->o.model_id[i];
+		md->layer = first;
+		md->standalone = first == 0;
+		md->in_fmt = ch->in_fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
+		md->in_count = (uint32_t)kern_shape_elems(&m->layers[first].in);
+		md->in_bytes = ch->in_bytes;
+		md->classes = ch->classes;
+		printf("nic: model %s (%s) id %#x: ops %u..%u on %u executors (%s%s), input %u x "
+		       "%s, %u classes%s\n",
+		       m->name, n->o.model_path[i], md->model_id, first, m->n_layers - 1,
+		       n->o.executors, n->o.emu ? "emu" : "lcore",
+		       n->o.emu ? "" : (nl ? "" : ", inline"), md->in_count,
+		       proto_fmt_name(md->in_fmt), md->classes,
+		       md->standalone ? ", stand-alone" : "");
+	}
+	dc->n_models = n->o.n_models;
+	dc->eng_ops = n->o.emu ? &emu_engine_ops : &lcore_engine_ops;
+	dc->engine = n->o.emu ? (void *)&n->emu : (void *)n->lc;
+	if (!n->o.emu) {
+		ret = nicfw_lcore_start(n->lc, err, errlen);
+		if (ret)
+			return ret;
+		printf("nic: executor chains on %u worker lcore(s)%s\n", nl,
+		       nl ? "" : " (inline, interleaved with the packet loop)");
+	}
+	return 0;
+}
+
+static int nic_setup(struct nic *n, char *err, size_t errlen)
+{
+	struct nicfw_disp_config dc = {0};
+	struct rte_ether_addr mac;
+	int ret;
+
+	if (rte_eth_dev_count_avail() < 2 || !rte_eth_dev_is_valid_port(n->o.wire) ||
+	    !rte_eth_dev_is_valid_port(n->o.host)) {
+		snprintf(err, errlen,
+			 "need two ports (wire %u, host %u); %u available: give two --vdev",
+			 n->o.wire, n->o.host, rte_eth_dev_count_avail());
+		return -ENODEV;
+	}
+	n->port_id[NICFW_PORT_WIRE] = n->o.wire;
+	n->port_id[NICFW_PORT_HOST] = n->o.host;
+	n->pool = rte_pktmbuf_pool_create("snnic_pool", NIC_MBUFS, 256, 0,
+					  RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	if (!n->pool) {
+		snprintf(err, errlen, "mbuf pool: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	ret = nic_setup_models(n, &dc, err, errlen);
+	if (ret)
+		return ret;
+	for (int p = 0; p < 2; p++) {
+		ret = port_init(n, p, err, errlen);
+		if (ret)
+			return ret;
+	}
+	ret = rte_eth_macaddr_get(n->o.wire, &mac);
+	if (ret) {
+		snprintf(err, errlen, "port %u: no MAC address", n->o.wire);
+		return ret;
+	}
+	memcpy(dc.mac, mac.addr_bytes, 6);
+	dc.ip = n->o.ip;
+	dc.port = n->o.udp_port;
+	dc.payload = n->o.payload;
+	dc.tx = nic_tx;
+	dc.tx_arg = n;
+	n->disp = nicfw_disp_create(&dc, err, errlen);
+	if (!n->disp)
+		return -EINVAL;
+	nic_g = n;
+	rte_telemetry_register_cmd("/splitnic/nic/stats", tel_stats,
+				   "splitnic-nic counters: dispatcher reasons, parser verdicts, "
+				   "reassembly, ports");
+	rte_telemetry_register_cmd("/splitnic/nic/models", tel_models,
+				   "models held by splitnic-nic: name -> model id");
+	return 0;
+}
+
+/* --- the packet loop ----------------------------------------------------------------------- */
+
+static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t cnt)
+{
+	uint16_t sent = 0;
+
+	for (int tries = 0; sent < cnt && tries < NIC_TX_TRIES; tries++)
+		sent += rte_eth_tx_burst(n->port_id[port], 0, pkts + sent, cnt - sent);
+	if (unlikely(sent < cnt)) {
+		n->tx_drop[port] += cnt - sent;
+		rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
+	}
+}
+
+static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
+{
+	struct rte_mbuf *pkts[NIC_BURST], *pass[NIC_BURST], *back[NIC_BURST];
+	uint16_t cnt, np = 0, nb = 0;
+
+	cnt = rte_eth_rx_burst(n->port_id[from], 0, pkts, NIC_BURST);
+	if (!cnt)
+		return;
+	for (uint16_t i = 0; i < cnt; i++) {
+		struct rte_mbuf *mb = pkts[i];
+		enum nicfw_disp_action a;
+
+		if (i + 1 < cnt)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		if (unlikely(mb->nb_segs != 1)) {
+			pass[np++] = mb; /* jumbo chains: not ours to parse, forwarded */
+			nicfw_disp_count(
+			    n->disp,
+			    from == NICFW_PORT_WIRE ? NICFW_C_FWD_TO_HOST : NICFW_C_FWD_TO_WIRE, 1);
+			continue;
+		}
+		a = nicfw_disp_rx(n->disp, from, rte_pktmbuf_mtod(mb, uint8_t *),
+				  rte_pktmbuf_data_len(mb), now);
+		if (likely(a == NICFW_DISP_PASS))
+			pass[np++] = mb;
+		else if (a == NICFW_DISP_REPLY)
+			back[nb++] = mb;
+		else
+			rte_pktmbuf_free(mb);
+	}
+	if (np)
+		send_all(n, !from, pass, np);
+	if (nb)
+		send_all(n, from, back, nb);
+}
+
+static void nic_loop(struct nic *n)
+{
+	const double ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
+	const uint64_t t0 = rte_get_tsc_cycles();
+	const uint64_t t_end = n->o.duration > 0
+				   ? t0 + (uint64_t)(n->o.duration * (double)rte_get_tsc_hz())
+				   : UINT64_MAX;
+	uint64_t cyc;
+
+	while (!nic_quit) {
+		cyc = rte_get_tsc_cycles();
+		if (unlikely(cyc >= t_end))
+			break;
+		rx_port(n, NICFW_PORT_WIRE, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
+		rx_port(n, NICFW_PORT_HOST, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
+		if (n->lc)
+			nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
+		nicfw_disp_poll(n->disp, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
+		rte_eth_tx_buffer_flush(n->port_id[0], 0, n->txb[0]);
+		rte_eth_tx_buffer_flush(n->port_id[1], 0, n->txb[1]);
+		n->loops++;
+	}
+}
+
+static void nic_teardown(struct nic *n)
+{
+	nic_g = NULL;
+	if (n->lc)
+		nicfw_lcore_stop(n->lc);
+	for (int p = 0; p < 2; p++) {
+		if (n->txb[p]) {
+			rte_eth_dev_stop(n->port_id[p]);
+			rte_eth_dev_close(n->port_id[p]);
+			rte_free(n->txb[p]);
+		}
+	}
+	nicfw_disp_free(n->disp);
+	nicfw_lcore_free(n->lc);
+	for (uint32_t i = 0; i < NICFW_DISP_MAX_MODELS; i++) {
+		nicfw_emu_free(n->emu.e[i]);
+		free(n->emu.scores[i]);
+		kern_model_free(n->m[i]);
+	}
+	rte_mempool_free(n->pool);
+}
+
+int main(int argc, char **argv)
+{
+	static struct nic nic;
+	struct nic *n = &nic;
+	char err[512];
+	FILE *f;
+	int ret;
+
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "nic: rte_eal_init: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	argv[0] = "splitnic-nic";
+	ret = parse_opts(argc, argv, &n->o);
+	if (ret)
+		goto out_eal;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	ret = nic_setup(n, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "nic: %s\n", err);
+		goto out_teardown;
+	}
+	printf("nic: forwarding port %u (wire) <-> port %u (host), inference on UDP %u%s; "
+	       "telemetry /splitnic/nic/stats\n",
+	       n->o.wire, n->o.host, n->o.udp_port, n->o.ip ? ", answering ARP" : "");
+	fflush(stdout);
+	nic_loop(n);
+	printf("nic: %s after %lu loop turns\n",
+	       nic_quit ? (nic_quit == SIGINT ? "SIGINT" : "SIGTERM") : "duration reached",
+	       (unsigned long)n->loops);
+	f = n->o.stats_file ? fopen(n->o.stats_file, "w") : NULL;
+	if (n->o.stats_file && !f)
+		fprintf(stderr, "nic: %s: %s\n", n->o.stats_file, strerror(errno));
+	stats_each(n, file_put, f ? f : stdout);
+	if (f)
+		fclose(f);
+	fflush(stdout);
+out_teardown:
+	nic_teardown(n);
+out_eal:
+	rte_eal_cleanup();
+	return ret ? 1 : 0;
+}

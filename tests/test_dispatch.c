@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The packet dispatcher (nicfw/dispatch.c) on hand-made frames with a fake engine: ARP for the
+ * NIC's address answered; non-inference traffic passed; a REQUEST answered with a RESPONSE
+ * whose addresses are swapped; an ACTIVATION answered to its reply address; unknown model and
+ * not-my-layer passed up; bad shape and malformed requests answered with ERROR; a full queue
+ * answered BUSY; fragments reassembled; counters by reason.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nicfw/dispatch.h"
+#include "protocol/proto.h"
+
+#define NIC_IP	0x0a580001u /* 10.88.0.1 */
+#define CLI_IP	0x0a580002u
+#define HOST_IP 0x0a580003u
+#define MODEL	0x1234u
+#define IN	16u
+
+static const uint8_t nic_mac[6] = {2, 0, 0, 0, 0, 1}, cli_mac[6] = {2, 0, 0, 0, 0, 2};
+
+struct sent {
+	uint8_t frame[2048];
+	uint32_t len;
+	enum nicfw_port port;
+};
+
+static struct sent out[128];
+static uint32_t n_out;
+static bool eng_done, eng_hold;
+static uint8_t eng_in[IN];
+
+static int fake_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
+{
+	assert_true(n_out < 128 && len <= sizeof(out[0].frame));
+	memcpy(out[n_out].frame, frame, len);
+	out[n_out].len = len;
+	out[n_out++].port = port;
+	return 0;
+}
+
+static int fake_submit(void *e, uint32_t model, const void *in)
+{
+	if (eng_done)
+		return -EBUSY;
+	memcpy(eng_in, in, IN);
+	eng_done = true;
+	return 0;
+}
+
+static int fake_poll(void *e, uint32_t model, double *scores)
+{
+	if (!eng_done || eng_hold)
+		return 0;
+	for (uint32_t k = 0; k < 3; k++)
+		scores[k] = k == eng_in[0] % 3 ? 5.0 : -1.0 * k;
+	eng_done = false;
+	return 1;
+}
+
+static const struct nicfw_engine_ops fake_ops = {fake_submit, fake_poll};
+
+static struct nicfw_disp *mk_disp(void)
+{
+	struct nicfw_disp_config c = {0};
+	struct nicfw_disp *d;
+	char err[256];
+
+	memcpy(c.mac, nic_mac, 6);
+	c.ip = NIC_IP;
+	c.port = PROTO_DEFAULT_PORT;
+	c.payload = PROTO_DEFAULT_PAYLOAD;
+	c.n_models = 2;
+	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true};
+	c.model[1] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false};
+	c.eng_ops = &fake_ops;
+	c.tx = fake_tx;
+	d = nicfw_disp_create(&c, err, sizeof(err));
+	if (!d)
+		fail_msg("%s", err);
+	n_out = 0;
+	eng_done = eng_hold = false;
+	return d;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+/* Ethernet + IPv4 + UDP around payload; returns the frame length. */
+static uint32_t udp_frame(uint8_t *f, uint32_t dip, uint16_t dport, const void *pl, uint32_t n)
+{
+	uint8_t *ip = f + 14, *udp = ip + 20;
+
+	memset(f, 0, 42);
+	memcpy(f, nic_mac, 6);
+	memcpy(f + 6, cli_mac, 6);
+	put16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint16_t)(28 + n));
+	ip[8] = 64;
+	ip[9] = 17;
+	put32(ip + 12, CLI_IP);
+	put32(ip + 16, dip);
+	put16(udp, 40000);
+	put16(udp + 2, dport);
+	put16(udp + 4, (uint16_t)(8 + n));
+	memcpy(udp + 8, pl, n);
+	return 42 + n;
+}
+
+static uint32_t request(uint8_t *f, uint32_t model, uint64_t rid, uint32_t count, uint8_t x0)
+{
+	uint8_t body[64] = {x0}, dg[256];
+	struct proto_msg m;
+	int n;
+
+	proto_msg_init(&m, PROTO_REQUEST, model, rid);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 1, count, 0, 0);
+	n = proto_build(&m, body, count, dg, sizeof(dg));
+	assert_true(n > 0);
+	return udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+}
+
+static void expect_reply(const struct sent *s, uint8_t type, struct proto_msg *m)
+{
+	const uint8_t *ip = s->frame + 14, *udp = ip + 20;
+
+	assert_memory_equal(s->frame, cli_mac, 6);
+	assert_memory_equal(s->frame + 6, nic_mac, 6);
+	assert_int_equal(ip[12] << 24 | ip[13] << 16 | ip[14] << 8 | ip[15], NIC_IP);
+	assert_int_equal(ip[16] << 24 | ip[17] << 16 | ip[18] << 8 | ip[19], CLI_IP);
+	assert_int_equal(udp[0] << 8 | udp[1], PROTO_DEFAULT_PORT);
+	assert_int_equal(udp[2] << 8 | udp[3], 40000);
+	assert_int_equal(proto_parse(udp + 8, s->len - 42, m), PROTO_OK);
+	assert_int_equal(m->type, type);
+}
+
+static void test_dispatch_arp_and_forward(void **state)
+{
+	struct nicfw_disp *d = mk_disp();
+	uint8_t f[128] = {0}, pl[10] = {0};
+	uint64_t c[NICFW_C__COUNT];
+	uint32_t len;
+
+	memset(f, 0xff, 6);
+	memcpy(f + 6, cli_mac, 6);
+	put16(f + 12, 0x0806);
+	put16(f + 14, 1);
+	put16(f + 16, 0x0800);
+	f[18] = 6;
+	f[19] = 4;
+	put16(f + 20, 1);
+	memcpy(f + 22, cli_mac, 6);
+	put32(f + 28, CLI_IP);
+	put32(f + 38, NIC_IP);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, 60, 0), NICFW_DISP_REPLY);
+	assert_memory_equal(f, cli_mac, 6);
+	assert_memory_equal(f + 22, nic_mac, 6);
+	assert_int_equal(f[21], 2);
+	put32(f + 38, HOST_IP); /* ARP for someone else: forwarded */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, 60, 0), NICFW_DISP_PASS);
+	len = udp_frame(f, HOST_IP, 9999, pl, sizeof(pl));
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_PASS);
+	nicfw_disp_counters(d, c, NULL);
+	assert_int_equal(c[NICFW_C_ARP_REPLIES], 1);
+	assert_int_equal(c[NICFW_C_FWD_TO_HOST], 2);
+	assert_int_equal(c[NICFW_C_FWD_TO_WIRE], 1);
+	assert_int_equal(n_out, 0);
+	nicfw_disp_free(d);
+}
+
+static void test_dispatch_request_response(void **state)
+{
+	struct nicfw_disp *d = mk_disp();
+	uint8_t f[2048];
+	struct proto_msg m;
+	uint64_t c[NICFW_C__COUNT], v[PROTO_VERDICT__COUNT];
+	uint32_t len = request(f, MODEL, 77, IN, 4);
+
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 20), 1);
+	assert_int_equal(n_out, 1);
+	expect_reply(&out[0], PROTO_RESPONSE, &m);
+	assert_int_equal(out[0].port, NICFW_PORT_WIRE);
+	assert_int_equal(m.request_id, 77);
+	assert_int_equal(m.resp.cls, 1); /* 4 % 3 */
+	assert_int_equal(m.resp.num_classes, 3);
+	assert_true(m.resp.executors & PROTO_EX_NIC);
+	assert_true(proto_le_get_f64(m.data + 8) == 5.0);
+	/* model id 0: the default (first) model */
+	len = request(f, 0, 78, IN, 0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 30), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 40), 1);
+	nicfw_disp_counters(d, c, v);
+	assert_int_equal(c[NICFW_C_REQUESTS], 2);
+	assert_int_equal(c[NICFW_C_ANSWERED], 2);
+	assert_int_equal(v[PROTO_OK], 2);
+	nicfw_disp_free(d);
+}
+
+static void test_dispatch_passed_up_and_errors(void **state)
+{
+	struct nicfw_disp *d = mk_disp();
+	uint8_t f[2048];
+	struct proto_msg m;
+	uint64_t c[NICFW_C__COUNT], v[PROTO_VERDICT__COUNT];
+	uint32_t len;
+
+	len = request(f, 0x5555, 1, IN, 0); /* unknown model */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	len = request(f, 0x99, 2, IN, 0); /* the NIC holds only its tail: not my layer */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	len = request(f, MODEL, 3, 9, 0); /* wrong shape */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 1);
+	expect_reply(&out[0], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_BAD_SHAPE);
+	len = request(f, MODEL, 4, IN, 0); /* a malformed request: trailing byte */
+	f[len] = 0;
+	f[14 + 3] = (uint8_t)(f[14 + 3] + 1);
+	f[14 + 20 + 5] = (uint8_t)(f[14 + 20 + 5] + 1);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len + 1, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 2);
+	expect_reply(&out[1], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_BAD_REQUEST);
+	assert_int_equal(m.err.detail, PROTO_BAD_TRAILING);
+	assert_int_equal(m.request_id, 4);
+	len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, "junk", 4); /* junk: counted, not answered */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 2);
+	nicfw_disp_counters(d, c, v);
+	assert_int_equal(c[NICFW_C_UNKNOWN_MODEL], 1);
+	assert_int_equal(c[NICFW_C_NOT_MY_LAYER], 1);
+	assert_int_equal(c[NICFW_C_ERR_BAD_SHAPE], 1);
+	assert_int_equal(c[NICFW_C_ERR_BAD_REQUEST], 1);
+	assert_int_equal(v[PROTO_BAD_SHORT], 1);
+	assert_int_equal(v[PROTO_BAD_TRAILING], 1);
+	nicfw_disp_free(d);
+}
+
+static void test_dispatch_busy(void **state)
+{
+	struct nicfw_disp *d = mk_disp();
+	uint8_t f[2048];
+	struct proto_msg m;
+	uint32_t len;
+
+	eng_hold = true;
+	for (uint32_t i = 0; i <= NICFW_DISP_QUEUE; i++) {
+		len = request(f, MODEL, i, IN, (uint8_t)i);
+		assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	}
+	assert_int_equal(nicfw_disp_pending(d), NICFW_DISP_QUEUE);
+	assert_int_equal(n_out, 1);
+	expect_reply(&out[0], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_BUSY);
+	eng_hold = false;
+	for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++)
+		assert_int_equal(nicfw_disp_poll(d, 1), 1);
+	assert_int_equal(n_out, 1 + NICFW_DISP_QUEUE);
+	for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
+		expect_reply(&out[1 + i], PROTO_RESPONSE, &m);
+		assert_int_equal(m.request_id, i); /* in order */
+	}
+	nicfw_disp_free(d);
+}
+
+/* An ACTIVATION from the host: the RESPONSE goes out of the wire port to its reply address. */
+static void test_dispatch_activation(void **state)
+{
+	struct nicfw_disp *d = mk_disp();
+	uint8_t f[2048], dg[256], body[8] = {1};
+	struct proto_msg m;
+	uint32_t len;
+	int n;
+
+	len = request(f, MODEL, 1, IN, 0); /* teaches the NIC the front-end's MAC */
+	nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0);
+	nicfw_disp_poll(d, 0);
+	proto_msg_init(&m, PROTO_ACTIVATION, 0x99, 55);
+	proto_msg_set_tensor(&m, PROTO_FMT_BITS, 64, 1, 1, 0, 0);
+	m.tensor.layer = 2;
+	memcpy(m.act.reply_addr, (uint8_t[16]){[10] = 0xff, [11] = 0xff, 10, 88, 0, 2}, 16);
+	m.act.reply_port = 40000;
+	m.act.executors = PROTO_EX_CPU;
+	n = proto_build(&m, body, 8, dg, sizeof(dg));
+	assert_true(n > 0);
+	len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 0), 1);
+	assert_int_equal(n_out, 2);
+	assert_int_equal(out[1].port, NICFW_PORT_WIRE);
+	expect_reply(&out[1], PROTO_RESPONSE, &m);
+	assert_int_equal(m.request_id, 55);
+	assert_int_equal(m.resp.executors, PROTO_EX_CPU | PROTO_EX_NIC);
+	nicfw_disp_free(d);
+}
+
+/* A request in 3 fragments (payload 256): reassembled, answered once. */
+static void test_dispatch_fragments(void **state)
+{
+	struct nicfw_disp_config c = {0};
+	struct nicfw_disp *d;
+	uint8_t f[2048], dg[512], body[600] = {7};
+	struct proto_frag fr;
+	struct proto_msg m;
+	char err[256];
+	int n, k = 0;
+
+	memcpy(c.mac, nic_mac, 6);
+	c.ip = NIC_IP;
+	c.port = PROTO_DEFAULT_PORT;
+	c.payload = PROTO_DEFAULT_PAYLOAD;
+	c.n_models = 1;
+	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 600, 600, 3, true};
+	c.eng_ops = &fake_ops;
+	c.tx = fake_tx;
+	d = nicfw_disp_create(&c, err, sizeof(err));
+	assert_non_null(d);
+	n_out = 0;
+	eng_done = eng_hold = false;
+	proto_msg_init(&m, PROTO_REQUEST, MODEL, 9);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 1, 600, 0, 0);
+	assert_int_equal(proto_frag_init(&fr, &m, body, 600, 256), 0);
+	while ((n = proto_frag_next(&fr, dg, sizeof(dg))) > 0) {
+		uint32_t len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+
+		assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+		k++;
+	}
+	assert_true(k >= 3);
+	assert_int_equal(nicfw_disp_poll(d, 0), 1);
+	assert_int_equal(n_out, 1);
+	expect_reply(&out[0], PROTO_RESPONSE, &m);
+	assert_int_equal(m.resp.cls, 1); /* body[0] = 7, 7 % 3 */
+	nicfw_disp_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dispatch_arp_and_forward),
+	    cmocka_unit_test(test_dispatch_request_response),
+	    cmocka_unit_test(test_dispatch_passed_up_and_errors),
+	    cmocka_unit_test(test_dispatch_busy),
+	    cmocka_unit_test(test_dispatch_activation),
+	    cmocka_unit_test(test_dispatch_fragments),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
