@@ -16,6 +16,9 @@ echo
 echo "== NIC emulator: modeled latency of one binary FC layer (4096 inputs, 256 executors) against neurons"
 "$B/bench/bench_nicfw"
 echo
+echo "== splitnic-nic: forwarding rate with and without inference load"
+tests/bench/bench_nic_fwd.sh "$B/splitnic-nic" "$B/models/fmnist-bmlp.snm"
+echo
 echo "== XDP executor vs CPU kernels, ns per inference (BPF_PROG_TEST_RUN; needs root)"
 "$B/bench/bench_xdp" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-bmlp.snm
 echo
