@@ -191,7 +191,6 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "splitnic run: out of memory\n");
 		goto out_free;
 	}
-	kern_blas_threads(1);
 	for (long t = 0; t < threads; t++) {
 		jobs[t] = (struct run_job){m,
 					   &ds,

@@ -16,5 +16,10 @@ int cmd_client(int argc, char **argv);
 int cmd_respond_ref(int argc, char **argv);
 int cmd_xdp(int argc, char **argv);
 int cmd_emu(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 #endif /* TOOLS_CMDS_H */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/kern_ops.h"
 #include "tools/cmds.h"
 
 static const struct splitnic_cmd cmds[] = {
@@ -24,6 +25,15 @@ static const struct splitnic_cmd cmds[] = {
     {"xdp", cmd_xdp,
      "xdp attach IFACE MODEL [--mode native|generic] | pass IFACE | detach IFACE | stats IFACE | "
      "test MODEL [--images IDX] [--count N]"},
+    {"analyze", cmd_analyze, "analyze MODEL|ARCH.json [--csv|--json] [--plot FILE.png|FILE.svg]"},
+    {"gen", cmd_gen, "gen ARCH.json -o WEIGHTS.npz [--seed S]"},
+    {"calibrate", cmd_calibrate, "calibrate [-o PROFILE] [--quick] [--keys]"},
+    {"plan", cmd_plan,
+     "plan MODEL [--profile P] [--link-gbps X] [--objective latency|throughput] "
+     "[--allow-approx] [-o PLAN]"},
+    {"sweep", cmd_sweep,
+     "sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--images IDX|--npy FILE] [--count N] "
+     "[--plot FILE.png|FILE.svg] [--csv FILE]"},
 };
 
 static void usage(FILE *f)
@@ -43,6 +53,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* Every executor here is single-threaded (parallelism is --threads); OpenBLAS must not
+	 * start its own threads, which on a busy machine costs more than they bring. */
+	kern_blas_threads(1);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);

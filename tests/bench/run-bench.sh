@@ -19,6 +19,9 @@ echo
 echo "== splitnic-nic: forwarding rate with and without inference load"
 tests/bench/bench_nic_fwd.sh "$B/splitnic-nic" "$B/models/fmnist-bmlp.snm"
 echo
+echo "== split planning: planner's choice against the measured best split"
+tests/bench/bench_sweep.sh
+echo
 echo "== XDP executor vs CPU kernels, ns per inference (BPF_PROG_TEST_RUN; needs root)"
 "$B/bench/bench_xdp" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-bmlp.snm
 echo

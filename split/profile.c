@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/* Calibration profiles: the parameter table, defaults, and the key = value file. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "split/split.h"
+
+static const struct {
+	struct split_pkey_info info;
+	double def;
+} ptab[SPLIT_P__COUNT] = {
+    [SPLIT_P_CPU_OP] = {{"cpu.op_s", "s", "fixed cost of one CPU op (dispatch, cache misses)"},
+			1e-6},
+    [SPLIT_P_CPU_F64_MACS] = {{"cpu.f64_macs", "MAC/s", "float64 conv/dense (OpenBLAS, 1 thread)"},
+			      8e9},
+    [SPLIT_P_CPU_BIN_OPS] = {{"cpu.bin_ops", "bit-op/s", "binary dense/conv on packed bits"}, 2e11},
+    [SPLIT_P_CPU_U8_OPS] = {{"cpu.u8_ops", "MAC/s", "binary dense on u8 input (bit-planes)"}, 2e10},
+    [SPLIT_P_CPU_ELEM] = {{"cpu.elem", "elem/s", "element-wise ops (cast, bn, sign, pool, ...)"},
+			  5e8},
+    [SPLIT_P_CPU_CACHE] = {{"cpu.cache_bytes", "B", "weights up to this stay in cache"}, 8e6},
+    [SPLIT_P_CPU_BW_CACHE] = {{"cpu.bw_cache", "B/s", "weight streaming from cache"}, 5e10},
+    [SPLIT_P_CPU_BW_DRAM] = {{"cpu.bw_dram", "B/s", "weight streaming from DRAM"}, 1e10},
+    [SPLIT_P_GPU_PRESENT] = {{"gpu.present", "0/1", "a usable CUDA GPU (kcuda_probe)"}, 0},
+    [SPLIT_P_GPU_OP] = {{"gpu.op_s", "s", "launch cost of one GPU op"}, 8e-6},
+    [SPLIT_P_GPU_F64_MACS] = {{"gpu.f64_macs", "MAC/s", "float64 conv/dense (cuBLAS)"}, 5e12},
+    [SPLIT_P_GPU_BIN_OPS] = {{"gpu.bin_ops", "bit-op/s", "binary dense/conv"}, 5e13},
+    [SPLIT_P_GPU_ELEM] = {{"gpu.elem", "elem/s", "element-wise ops"}, 5e10},
+    [SPLIT_P_GPU_BW] = {{"gpu.bw", "B/s", "device memory bandwidth"}, 2e12},
+    [SPLIT_P_GPU_MEM] = {{"gpu.mem_bytes", "B", "device memory for weights"}, 16e9},
+    [SPLIT_P_GPU_STAGE] = {{"gpu.stage_s", "s", "fixed cost of a GPU stage (stream sync)"}, 1e-5},
+    [SPLIT_P_PCIE_BW] = {{"pcie.bw", "B/s", "host <-> GPU copies (pinned)"}, 2e10},
+    [SPLIT_P_PCIE_LAT] = {{"pcie.lat_s", "s", "per host <-> GPU copy"}, 1e-5},
+    [SPLIT_P_NIC_LAYER] = {{"nic.layer_s", "s",
+			    "per binary layer on the NIC chain (emulator fit; seed: 400 us at "
+			    "4096x2048)"},
+			   7.1e-5},
+    [SPLIT_P_NIC_NWORD] = {{"nic.nword_s", "s", "per neuron x 64-bit input word (emulator fit)"},
+			   2.5e-9},
+    [SPLIT_P_NIC_NEURON] = {{"nic.neuron_s", "s", "per neuron (emulator fit)"}, 0},
+    [SPLIT_P_NIC_STAGE] = {{"nic.stage_s", "s",
+			    "fixed per request: packet rx + tx + finish (seed: 35 us rx+tx)"},
+			   3.5e-5},
+    [SPLIT_P_NIC_MEM] = {{"nic.mem_bytes", "B",
+			  "EMEM DRAM for weights: 2 GiB (Agilio CX NFP4000 board); the "
+			  "emulator's EMEM cache sets speed, not capacity"},
+			 2147483648.0},
+    [SPLIT_P_LINK_GBPS] = {{"link.gbps", "Gbit/s", "host <-> NIC link"}, 10},
+    [SPLIT_P_LINK_PKT] = {{"link.pkt_s", "s", "per datagram: descriptors, doorbell, DMA set-up"},
+			  1e-6},
+    [SPLIT_P_LINK_OVERHEAD] = {{"link.overhead_bytes", "B",
+				"per datagram on the wire: Ethernet 14+4 + preamble/IFG 20 + IPv4 "
+				"20 + UDP 8"},
+			       66},
+    [SPLIT_P_PAYLOAD] = {{"link.payload", "B", "UDP payload per datagram"}, 1400},
+    [SPLIT_P_SER_PKT] = {{"ser.pkt_s", "s", "build one datagram (proto_frag_next)"}, 1e-7},
+    [SPLIT_P_SER_BYTE] = {{"ser.byte_s", "s", "per data byte serialized"}, 1e-10},
+    [SPLIT_P_DESER_PKT] = {{"deser.pkt_s", "s", "parse + reassemble one datagram"}, 2e-7},
+    [SPLIT_P_DESER_BYTE] = {{"deser.byte_s", "s", "per data byte reassembled"}, 1e-10},
+    [SPLIT_P_PACK_ELEM] = {{"pack.elem_s", "s", "per element: bits to/from the wire order"}, 2e-9},
+    [SPLIT_P_QUANT_ELEM] = {{"quant.elem_s", "s", "per element: f64 -> f32/fp16/int8 and back"},
+			    2e-9},
+};
+
+void split_profile_default(struct split_profile *p)
+{
+	for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
+		p->v[k] = ptab[k].def;
+}
+
+const struct split_pkey_info *split_pkey_info(unsigned k)
+{
+	return k < SPLIT_P__COUNT ? &ptab[k].info : NULL;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		*--e = 0;
+	return s;
+}
+
+int split_profile_load(const char *path, struct split_profile *p, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	unsigned lineno = 0;
+	int ret = 0;
+
+	split_profile_default(p);
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *hash = strchr(line, '#'), *eq, *key, *val, *end;
+		unsigned k;
+		double v;
+
+		lineno++;
+		if (hash)
+			*hash = 0;
+		key = trim(line);
+		if (!*key)
+			continue;
+		eq = strchr(key, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%u: expected key = value", path, lineno);
+			ret = -EINVAL;
+			break;
+		}
+		*eq = 0;
+		key = trim(key);
+		val = trim(eq + 1);
+		for (k = 0; k < SPLIT_P__COUNT; k++)
+			if (!strcmp(key, ptab[k].info.key))
+				break;
+		v = strtod(val, &end);
+		if (k == SPLIT_P__COUNT || end == val || *end || !isfinite(v) || v < 0) {
+			snprintf(err, errlen, "%s:%u: %s \"%.40s\"", path, lineno,
+				 k == SPLIT_P__COUNT ? "unknown key" : "bad value for", key);
+			ret = -EINVAL;
+			break;
+		}
+		p->v[k] = v;
+	}
+	fclose(f);
+	return ret;
+}
+
+int split_profile_save(const char *path, const struct split_profile *p, const char *comment)
+{
+	FILE *f = fopen(path, "w");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"# splitnic calibration profile (key = value; see `splitnic calibrate --keys`)\n");
+	if (comment)
+		fprintf(f, "# %s\n", comment);
+	for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
+		fprintf(f, "%-20s = %-14.6g # %s: %s\n", ptab[k].info.key, p->v[k],
+			ptab[k].info.unit, ptab[k].info.what);
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * split/split.h — static analysis of a model, the executor cost model and its calibration
+ * profile, the exact planner for chains, and the plan file the host loads.
+ *
+ * Depends on kernels/ and protocol/ only: whatever needs the NIC firmware (which ops the NIC can
+ * run, the emulator's timing) is passed in by the caller (tools/) as plain numbers.
+ *
+ * Executors: CPU (always), GPU (when the profile says one is present), NIC (binary dense layers
+ * and the sign / threshold / bias / batch-norm that fold into them, as a trailing part of the
+ * model: the NIC answers the front-end, so its stage is the last one).
+ */
+#ifndef SPLIT_H
+#define SPLIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kern.h"
+
+enum split_exec { SPLIT_EX_CPU = 0, SPLIT_EX_GPU = 1, SPLIT_EX_NIC = 2, SPLIT_EX__COUNT };
+
+#define SPLIT_EXM(e) (1u << (e))
+
+const char *split_exec_name(unsigned e);
+/* enum split_exec from "cpu", "gpu", "nic"; -1 if unknown. */
+int split_exec_from_name(const char *name);
+
+/* ---- static analysis ---------------------------------------------------------------------- */
+
+/*
+ * One interchange layer (arch.json) with its output shape and costs. Extension (analysis only,
+ * see split/README.md): conv takes an optional "groups" (default 1; Caffe's grouped
+ * convolution, in and out channels divisible by it). The converter does not accept it.
+ */
+struct split_layer {
+	uint32_t type;	  /* enum kern_src_type */
+	uint32_t flags;	  /* KERN_SF_* */
+	uint32_t c, h, w; /* output shape; a flat vector is (n,1,1) */
+	uint32_t kernel, stride, pad, groups;
+	uint64_t elems;	       /* output elements */
+	uint64_t params;       /* real-valued parameters in weights.npz */
+	uint64_t weight_bytes; /* at the layer's storage: 1 bit per binary weight, else 4 bytes */
+	uint64_t ops;	       /* MACs (float weights) or bit-ops (binary weights) */
+	uint32_t exec_mask;    /* SPLIT_EXM() of the executors that can run it */
+};
+
+struct split_arch {
+	char name[KERN_NAME_MAX];
+	struct kern_shape input; /* fmt U8 or F32 */
+	uint32_t n;
+	struct split_layer *l;
+};
+
+/* Bytes of `elems` elements at f32, fp16, int8 and packed bits (whole 64-bit words). */
+static inline uint64_t split_bytes_f32(uint64_t elems)
+{
+	return elems * 4;
+}
+static inline uint64_t split_bytes_fp16(uint64_t elems)
+{
+	return elems * 2;
+}
+static inline uint64_t split_bytes_int8(uint64_t elems)
+{
+	return elems;
+}
+static inline uint64_t split_bytes_bits(uint64_t elems)
+{
+	return (elems + 63) / 64 * 8;
+}
+
+/*
+ * Parse arch.json (shared/spec/model-interchange.md, plus "groups") and compute every layer's
+ * shape and costs. NIC support follows nicfw_nic_first()'s rule on the interchange layers: the
+ * longest trailing run of binary dense layers (with flatten, batch-norm and sign between and
+ * after them) whose first dense layer reads u8 input or a sign's output.
+ * Returns 0, or -EINVAL / -ENOMEM with a message naming the file, layer and field in err.
+ */
+int split_arch_load(const char *path, struct split_arch *a, char *err, size_t errlen);
+
+/*
+ * The same analysis from a loaded model file. nic_first_op is nicfw_nic_first(m) (m->n_layers
+ * if none): the layers its ops implement are marked NIC-runnable.
+ */
+int split_arch_from_model(const struct kern_model *m, uint32_t nic_first_op, struct split_arch *a,
+			  char *err, size_t errlen);
+void split_arch_free(struct split_arch *a);
+
+/* ---- calibration profile ------------------------------------------------------------------ */
+
+/*
+ * A profile is a text file of "key = value" lines ('#' starts a comment); unknown keys are an
+ * error, absent keys keep their defaults. Every key, its unit and its meaning is in the table
+ * of split/profile.c (printed by `splitnic calibrate --keys`). Times are seconds, rates per
+ * second, sizes bytes.
+ */
+enum split_pkey {
+	SPLIT_P_CPU_OP,	       /* s, fixed cost of one op */
+	SPLIT_P_CPU_F64_MACS,  /* MAC/s, float conv/dense compute */
+	SPLIT_P_CPU_BIN_OPS,   /* bit-op/s, binary dense/conv on BITS */
+	SPLIT_P_CPU_U8_OPS,    /* bit-op/s x 8 planes: binary dense on u8 (per MAC) */
+	SPLIT_P_CPU_ELEM,      /* elements/s, element-wise ops */
+	SPLIT_P_CPU_CACHE,     /* bytes, weights up to this live in cache */
+	SPLIT_P_CPU_BW_CACHE,  /* B/s, weight streaming from cache */
+	SPLIT_P_CPU_BW_DRAM,   /* B/s, weight streaming from DRAM */
+	SPLIT_P_GPU_PRESENT,   /* 0/1 */
+	SPLIT_P_GPU_OP,	       /* s, launch cost of one op */
+	SPLIT_P_GPU_F64_MACS,  /* MAC/s */
+	SPLIT_P_GPU_BIN_OPS,   /* bit-op/s */
+	SPLIT_P_GPU_ELEM,      /* elements/s */
+	SPLIT_P_GPU_BW,	       /* B/s, device memory */
+	SPLIT_P_GPU_MEM,       /* bytes, device memory for weights */
+	SPLIT_P_GPU_STAGE,     /* s, fixed cost of a GPU stage (sync) */
+	SPLIT_P_PCIE_BW,       /* B/s, host <-> GPU copies */
+	SPLIT_P_PCIE_LAT,      /* s, per copy */
+	SPLIT_P_NIC_LAYER,     /* s, per binary layer on the chain (START/END round trip) */
+	SPLIT_P_NIC_NWORD,     /* s, per neuron x input word */
+	SPLIT_P_NIC_NEURON,    /* s, per neuron */
+	SPLIT_P_NIC_STAGE,     /* s, fixed: request rx + tx and the dispatcher's finish */
+	SPLIT_P_NIC_MEM,       /* bytes, EMEM for weights */
+	SPLIT_P_LINK_GBPS,     /* Gbit/s, host <-> NIC link (overridden by --link-gbps) */
+	SPLIT_P_LINK_PKT,      /* s, per datagram on the link (rx/tx descriptors, doorbells) */
+	SPLIT_P_LINK_OVERHEAD, /* bytes, per datagram on the wire (Ethernet + IP + UDP) */
+	SPLIT_P_PAYLOAD,       /* bytes, UDP payload per datagram */
+	SPLIT_P_SER_PKT,       /* s, build one datagram (protocol fragmenter) */
+	SPLIT_P_SER_BYTE,      /* s, per data byte serialized */
+	SPLIT_P_DESER_PKT,     /* s, parse + reassemble one datagram */
+	SPLIT_P_DESER_BYTE,    /* s, per data byte reassembled */
+	SPLIT_P_PACK_ELEM,     /* s, per element: bits to/from the wire's C-major order */
+	SPLIT_P_QUANT_ELEM,    /* s, per element: f64 -> f32/fp16/int8 and back */
+	SPLIT_P__COUNT
+};
+
+struct split_profile {
+	double v[SPLIT_P__COUNT];
+};
+
+struct split_pkey_info {
+	const char *key, *unit, *what;
+};
+
+void split_profile_default(struct split_profile *p);
+const struct split_pkey_info *split_pkey_info(unsigned k);
+/* Read / write a profile file. 0 or -errno / -EINVAL (message names the line) in err. */
+int split_profile_load(const char *path, struct split_profile *p, char *err, size_t errlen);
+int split_profile_save(const char *path, const struct split_profile *p, const char *comment);
+
+/* ---- wire formats at a cut ---------------------------------------------------------------- */
+
+/* Formats an activation may cross a cut in (protocol/proto.h numbering). */
+enum split_fmt {
+	SPLIT_FMT_U8 = 1,
+	SPLIT_FMT_F32 = 2,
+	SPLIT_FMT_FP16 = 3,
+	SPLIT_FMT_INT8 = 4,
+	SPLIT_FMT_BITS = 5,
+	SPLIT_FMT_F64 = 6,
+};
+
+const char *split_fmt_name(unsigned fmt);
+int split_fmt_from_name(const char *name);
+/* Data bytes of n elements in fmt. */
+uint64_t split_fmt_bytes(unsigned fmt, uint64_t n);
+/*
+ * Is fmt exact for an activation held in kern format kfmt? BITS->bits, U8->u8, F32->f32 and
+ * F64->f64 are; F64 -> f32 / fp16 / int8 change values (even f32 can turn a tiny negative into
+ * -0.0, which sign() maps to +1), so they are approximate.
+ */
+bool split_fmt_exact(uint32_t kfmt, unsigned fmt);
+
+/* ---- the planner -------------------------------------------------------------------------- */
+
+#define SPLIT_MAX_OPS 4096
+
+enum split_objective {
+	SPLIT_OBJ_LATENCY = 0,	  /* sum of every stage and every cut */
+	SPLIT_OBJ_THROUGHPUT = 1, /* the slowest stage or cut (a pipeline's bottleneck) */
+};
+
+/*
+ * A chain problem: n ops in order over n_exec executors. Costs in seconds; INFINITY in op[i][e]
+ * means e cannot run op i. A plan is a sequence of stages (executor, contiguous op range) that
+ * covers [0, n); each executor runs at most one stage (an executor loads one layer range), its
+ * stage's weights must fit mem[e], a stage on e may start at op i only if start_ok[i] has e's
+ * bit, and a terminal executor's stage must be the last.
+ *
+ * cut[i][a][b] is the cost of moving the activation before op i from executor a to b (a != b;
+ * i = 0: the model input, held by executor `origin`), with fmt[i][a][b] the format it uses
+ * (the cost model picks the cheapest allowed one).
+ *   latency:    stage_cost[e] + sum op[i][e] per stage, plus every cut, summed;
+ *   throughput: the maximum over the stages (same sum) and the cuts, each on its own.
+ */
+struct split_problem {
+	uint32_t n, n_exec, origin;
+	double (*op)[SPLIT_EX__COUNT];
+	uint64_t (*wbytes)[SPLIT_EX__COUNT];
+	uint32_t *start_ok;
+	double (*cut)[SPLIT_EX__COUNT][SPLIT_EX__COUNT];
+	uint8_t (*fmt)[SPLIT_EX__COUNT][SPLIT_EX__COUNT];
+	double stage_cost[SPLIT_EX__COUNT];
+	uint64_t mem[SPLIT_EX__COUNT];
+	bool terminal[SPLIT_EX__COUNT];
+	uint32_t objective; /* enum split_objective */
+};
+
+/* Arrays of p sized for n ops (zeroed; op costs set to INFINITY, start_ok to all). */
+int split_problem_alloc(struct split_problem *p, uint32_t n, uint32_t n_exec);
+void split_problem_free(struct split_problem *p);
+
+struct split_stage {
+	uint32_t exec, first, last; /* ops [first, last) */
+	uint32_t fmt_in;	    /* format of the cut into it; 0 when it holds the input */
+	double compute, cut_in;	    /* predicted seconds */
+};
+
+struct split_plan {
+	uint32_t n_stages;
+	struct split_stage stage[SPLIT_EX__COUNT];
+	double cost; /* the objective's value */
+	double latency;
+};
+
+/* The exact optimum by dynamic program over (op, executor, executors used). -ENOENT if no plan
+ * is feasible. */
+int split_plan_solve(const struct split_problem *p, struct split_plan *out);
+/* The same by exhaustive search over every assignment (for tests; n_exec^n plans). */
+int split_plan_exhaustive(const struct split_problem *p, struct split_plan *out);
+/* Value of a given plan under p; INFINITY if it breaks a constraint. Fills the stage costs. */
+double split_plan_eval(const struct split_problem *p, struct split_plan *plan);
+
+/* ---- the cost model for a model ----------------------------------------------------------- */
+
+struct split_opts {
+	double link_gbps;   /* <= 0: the profile's */
+	uint32_t objective; /* enum split_objective */
+	bool allow_approx;  /* allow f32/fp16/int8 cuts of float activations */
+	uint32_t exec_mask; /* executors to plan over (CPU always) */
+	uint32_t nic_first; /* nicfw_nic_first(m): ops [nic_first, n) are NIC-runnable */
+};
+
+/* Predicted seconds of op i of m on executor e under profile pr (INFINITY if unsupported). */
+double split_op_cost(const struct kern_model *m, uint32_t i, unsigned e,
+		     const struct split_profile *pr, uint32_t nic_first);
+/* Predicted seconds of moving `elems` elements in fmt over the host <-> NIC link. */
+double split_link_cost(const struct split_profile *pr, double link_gbps, unsigned fmt,
+		       uint64_t elems, bool repack);
+/* Datagrams and wire bytes for a data section of `bytes` (ACTIVATION header, payload). */
+uint32_t split_link_packets(const struct split_profile *pr, uint64_t bytes);
+
+/*
+ * Build the chain problem for m: op costs per executor from the profile, NIC support from
+ * o->nic_first (a NIC stage may start at a FLATTEN or binary op at or after it), weight bytes
+ * per executor (NIC: packed records), cut costs with the cheapest allowed format.
+ */
+int split_problem_from_model(struct split_problem *p, const struct kern_model *m,
+			     const struct split_profile *pr, const struct split_opts *o);
+
+/* ---- the plan file ------------------------------------------------------------------------ */
+
+/*
+ * Text, one record per line:
+ *
+ *   splitnic-plan 1
+ *   model NAME HASH N_OPS        HASH: FNV-1a 64 of the model file, 16 hex digits
+ *   objective latency|throughput
+ *   link_gbps X
+ *   predicted_us X               the objective's value
+ *   stage EXEC FIRST LAST FMT_IN one per stage, in order: executor (cpu|gpu|nic), ops
+ *                                [FIRST, LAST), format of the activation it receives (u8,
+ *                                f32, fp16, int8, bits, f64; "-" for the stage holding the input)
+ *
+ * The stages cover [0, N_OPS) without gaps. The host checks NAME, HASH and N_OPS against the
+ * model it loaded and refuses a plan made for another.
+ */
+uint64_t split_model_hash(const struct kern_model *m);
+int split_plan_save(const char *path, const struct kern_model *m, const struct split_plan *plan,
+		    const struct split_opts *o, double link_gbps);
+int split_plan_load(const char *path, const struct kern_model *m, struct split_plan *plan,
+		    char *err, size_t errlen);
+
+/* ---- an activation over the wire (the real protocol code) ---------------------------------- */
+
+/*
+ * Buffers for one ACTIVATION message of up to max_bytes of data in datagrams of `payload`
+ * bytes, a pack buffer and a reassembly table; nothing is allocated afterwards. The activation
+ * is in a kern format (kern.h): BITS (C,H,W) crosses as the protocol's C-major bits (repacked
+ * both ways when H*W > 1), U8 as u8, F32 as f32, F64 as f64. NULL on bad sizes or no memory.
+ */
+struct split_wire;
+struct split_wire *split_wire_create(uint64_t max_bytes, uint32_t payload);
+void split_wire_free(struct split_wire *w);
+/* Pack + build + fragment; `layer` is the op where the receiver resumes. Datagrams or -errno. */
+int split_wire_send(struct split_wire *w, const struct kern_shape *s, const void *in,
+		    uint32_t layer);
+uint32_t split_wire_sent_packets(const struct split_wire *w);
+uint64_t split_wire_sent_bytes(const struct split_wire *w); /* datagram bytes, headers included */
+/* The in-process transfer: copy every datagram to the receive buffers. */
+void split_wire_copy(struct split_wire *w);
+/* Parse + reassemble the received datagrams and unpack into out (kern format s). 0 / -EPROTO. */
+int split_wire_recv(struct split_wire *w, const struct kern_shape *s, void *out);
+
+/* ---- plots (gnuplot) ---------------------------------------------------------------------- */
+
+/* gnuplot terminal for an output file: .png -> pngcairo, .svg -> svg; NULL for others. */
+const char *split_plot_terminal(const char *out);
+/* Run gnuplot on a script file. Returns 0, -ENOENT if gnuplot is missing, -EIO if it failed. */
+int split_gnuplot(const char *script, char *err, size_t errlen);
+
+#endif /* SPLIT_H */

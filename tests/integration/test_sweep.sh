@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# splitnic sweep on the bundled models and the three architectures of split/arch/ (random
+# weights from `splitnic gen`), at 0.1, 1 and 10 Gbit/s: every sweep runs, every split's result
+# equals the whole model on the CPU (sweep exits non-zero otherwise), a SWEEP line is printed
+# for every model and link rate, and the plots are PNG / SVG. How close the planner comes to the
+# measured best is a timing figure: `make bench` reports it (tests/bench/bench_sweep.sh), this
+# test does not assert on it. Exit 0 pass, 1 fail.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+SN=${SPLITNIC:-$B/splitnic}
+[ -x "$SN" ] || { echo "FAIL: $SN not built"; exit 1; }
+command -v gnuplot >/dev/null || { echo "FAIL: gnuplot not installed (make deps)"; exit 1; }
+W=${SWEEP_DIR:-$B/split-test}
+COUNT=${SWEEP_COUNT:-3}
+mkdir -p "$W"
+fail=0
+
+"$SN" calibrate --quick -o "$W/profile" >"$W/calibrate.log" 2>&1 || { cat "$W/calibrate.log"; exit 1; }
+
+models=()
+for m in "$B"/models/fmnist-bmlp.snm "$B"/models/fmnist-bcnn.snm; do
+	if [ -f "$m" ]; then models+=("$m"); else echo "note: $m not built (make models); left out"; fi
+done
+for a in bmlp bcnn-cifar alexnet-bin; do
+	if [ ! -f "$W/$a.snm" ]; then
+		"$SN" gen "split/arch/$a.json" -o "$W/$a.npz" --seed 7 &&
+			"$SN" convert "split/arch/$a.json" "$W/$a.npz" -o "$W/$a.snm" ||
+			{ echo "FAIL: gen/convert $a"; exit 1; }
+		rm -f "$W/$a.npz"
+	fi
+	models+=("$W/$a.snm")
+done
+
+: >"$W/sweep.txt"
+i=0
+for m in "${models[@]}"; do
+	ext=png; [ $((i % 2)) -eq 1 ] && ext=svg
+	name=$(basename "$m" .snm)
+	if ! "$SN" sweep "$m" --profile "$W/profile" --link-gbps 0.1,1,10 --count "$COUNT" \
+		--plot "$W/sweep-$name.$ext" >"$W/sweep-$name.txt" 2>"$W/sweep-$name.err"; then
+		echo "FAIL: sweep $name"; tail -5 "$W/sweep-$name.err"; fail=1
+	fi
+	cat "$W/sweep-$name.txt" >>"$W/sweep.txt"
+	i=$((i + 1))
+done
+"$SN" analyze split/arch/alexnet.json --plot "$W/analyze-alexnet.png" >/dev/null || fail=1
+"$SN" analyze split/arch/bcnn-cifar.json --plot "$W/analyze-bcnn.svg" >/dev/null || fail=1
+
+grep '^SWEEP' "$W/sweep.txt"
+total=$(grep -c '^SWEEP' "$W/sweep.txt")
+ok=$(grep '^SWEEP' "$W/sweep.txt" | grep -c 'within5=yes')
+echo "planner within 5% of the measured best: $ok of $total cases (timing; not asserted here)"
+if [ "$total" -ne $((3 * ${#models[@]})) ]; then
+	echo "FAIL: $total SWEEP lines, expected $((3 * ${#models[@]}))"; fail=1
+fi
+[ ${#models[@]} -eq 5 ] || { echo "FAIL: only ${#models[@]} of 5 models swept"; fail=1; }
+
+for f in "$W"/*.png; do
+	[ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+		{ echo "FAIL: $f is not a PNG"; fail=1; }
+done
+for f in "$W"/*.svg; do
+	grep -q '<svg' "$f" || { echo "FAIL: $f is not an SVG"; fail=1; }
+done
+[ "$fail" -eq 0 ] && echo "test_sweep: pass"
+exit "$fail"

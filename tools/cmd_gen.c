@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/*
+ * splitnic gen: random weights.npz for any arch.json (shared/spec/model-interchange.md), so that
+ * `splitnic convert` makes a model of it. float32 arrays, npy format 1.0, stored in a zip.
+ * Binary layers get +-1 weights, float layers uniform in +-1/sqrt(fan-in), batch-norm a
+ * positive variance around the fan-in (so signs split the dots of +-1 inputs evenly).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zip.h>
+
+#include "split/split.h"
+#include "tools/cmds.h"
+
+struct gen_rng {
+	uint64_t s;
+};
+
+static double gen_uniform(struct gen_rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)(z >> 11) * 0x1.0p-53;
+}
+
+/* One npy 1.0 file in memory: header padded to a multiple of 64, then float32 data. */
+static void *npy_make(const uint64_t *shape, uint32_t ndim, uint64_t count, size_t *len,
+		      float **data)
+{
+	char dict[160], sh[96] = "";
+	size_t hlen, pos = 0;
+	uint8_t *buf;
+
+	for (uint32_t d = 0; d < ndim; d++)
+		pos += (size_t)snprintf(sh + pos, sizeof(sh) - pos, "%llu%s",
+					(unsigned long long)shape[d],
+					ndim == 1 ? "," : (d + 1 < ndim ? ", " : ""));
+	snprintf(dict, sizeof(dict), "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
+		 sh);
+	hlen = strlen(dict) + 1;
+	hlen = (10 + hlen + 63) / 64 * 64 - 10;
+	*len = 10 + hlen + count * 4;
+	buf = malloc(*len);
+	if (!buf)
+		return NULL;
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (uint8_t)(hlen & 0xff);
+	buf[9] = (uint8_t)(hlen >> 8);
+	memset(buf + 10, ' ', hlen);
+	memcpy(buf + 10, dict, strlen(dict));
+	buf[10 + hlen - 1] = '\n';
+	*data = (float *)(buf + 10 + hlen);
+	return buf;
+}
+
+enum gen_kind { GEN_WEIGHT, GEN_BIAS, GEN_GAMMA, GEN_BETA, GEN_MEAN, GEN_VAR };
+
+static int gen_array(zip_t *za, uint32_t i, const char *name, const uint64_t *shape, uint32_t ndim,
+		     enum gen_kind kind, bool binary, double fan, struct gen_rng *r)
+{
+	uint64_t count = 1;
+	char key[64];
+	size_t len;
+	float *d;
+	void *buf;
+	zip_source_t *src;
+	zip_int64_t idx;
+
+	for (uint32_t k = 0; k < ndim; k++)
+		count *= shape[k];
+	buf = npy_make(shape, ndim, count, &len, &d);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t k = 0; k < count; k++) {
+		double u = 2 * gen_uniform(r) - 1, v;
+
+		switch (kind) {
+		case GEN_WEIGHT:
+			v = binary ? (u >= 0 ? 1.0 : -1.0) : u / sqrt(fan);
+			break;
+		case GEN_BIAS:
+			v = binary ? floor(u * 4) : 0.1 * u;
+			break;
+		case GEN_GAMMA:
+			v = 0.5 + gen_uniform(r);
+			break;
+		case GEN_BETA:
+			v = 0.1 * u;
+			break;
+		case GEN_MEAN:
+			v = 0.1 * u * sqrt(fan);
+			break;
+		default:
+			v = fan * (0.5 + gen_uniform(r));
+			break;
+		}
+		d[k] = (float)v;
+	}
+	snprintf(key, sizeof(key), "%u.%s.npy", i, name);
+	src = zip_source_buffer(za, buf, len, 1);
+	if (!src) {
+		free(buf);
+		return -ENOMEM;
+	}
+	idx = zip_file_add(za, key, src, ZIP_FL_OVERWRITE);
+	if (idx < 0) {
+		zip_source_free(src);
+		return -EIO;
+	}
+	return zip_set_file_compression(za, (zip_uint64_t)idx, ZIP_CM_STORE, 0) ? -EIO : 0;
+}
+
+static int gen_layers(zip_t *za, const struct split_arch *a, struct gen_rng *r)
+{
+	uint32_t c = a->input.c, h = a->input.h, w = a->input.w;
+	double fan = 1;
+	int ret = 0;
+
+	for (uint32_t i = 0; i < a->n && !ret; i++) {
+		const struct split_layer *L = &a->l[i];
+		const bool bin = L->flags & KERN_SF_BINW;
+		uint64_t sh[4], bn = c;
+
+		switch (L->type) {
+		case KERN_SRC_DENSE:
+			sh[0] = L->c;
+			sh[1] = (uint64_t)c * h * w;
+			fan = (double)sh[1];
+			ret = gen_array(za, i, "weight", sh, 2, GEN_WEIGHT, bin, fan, r);
+			if (!ret && (L->flags & KERN_SF_BIAS))
+				ret = gen_array(za, i, "bias", sh, 1, GEN_BIAS, bin, fan, r);
+			break;
+		case KERN_SRC_CONV:
+			sh[0] = L->c;
+			sh[1] = c / L->groups;
+			sh[2] = sh[3] = L->kernel;
+			fan = (double)(sh[1] * sh[2] * sh[3]);
+			ret = gen_array(za, i, "weight", sh, 4, GEN_WEIGHT, bin, fan, r);
+			if (!ret && (L->flags & KERN_SF_BIAS))
+				ret = gen_array(za, i, "bias", sh, 1, GEN_BIAS, bin, fan, r);
+			break;
+		case KERN_SRC_BATCHNORM:
+			if (h == 1 && w == 1)
+				bn = c;
+			/* after a binary layer the dots spread over about sqrt(fan) */
+			ret = gen_array(za, i, "gamma", &bn, 1, GEN_GAMMA, false, fan, r);
+			if (!ret)
+				ret = gen_array(za, i, "beta", &bn, 1, GEN_BETA, false, fan, r);
+			if (!ret)
+				ret =
+				    gen_array(za, i, "mean", &bn, 1, GEN_MEAN, false,
+					      i && (a->l[i - 1].flags & KERN_SF_BINW) ? fan : 1, r);
+			if (!ret)
+				ret =
+				    gen_array(za, i, "var", &bn, 1, GEN_VAR, false,
+					      i && (a->l[i - 1].flags & KERN_SF_BINW) ? fan : 1, r);
+			break;
+		default:
+			break;
+		}
+		c = L->c;
+		h = L->h;
+		w = L->w;
+	}
+	return ret;
+}
+
+int cmd_gen(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"seed", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	const char *usage = "usage: splitnic gen ARCH.json -o WEIGHTS.npz [--seed S]\n";
+	struct gen_rng r = {.s = 1};
+	const char *out = NULL;
+	struct split_arch a;
+	char err[512], *end;
+	zip_t *za;
+	int c, zerr, ret;
+
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 's':
+			r.s = strtoull(optarg, &end, 0);
+			if (*end) {
+				fprintf(stderr, "--seed: an integer expected\n");
+				return 2;
+			}
+			break;
+		case 'h':
+			printf("%s", usage);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (argc - optind != 1 || !out) {
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	if (split_arch_load(argv[optind], &a, err, sizeof(err))) {
+		fprintf(stderr, "splitnic gen: %s\n", err);
+		return 1;
+	}
+	za = zip_open(out, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
+	if (!za) {
+		fprintf(stderr, "splitnic gen: %s: cannot create (libzip error %d)\n", out, zerr);
+		split_arch_free(&a);
+		return 1;
+	}
+	ret = gen_layers(za, &a, &r);
+	if (ret) {
+		fprintf(stderr, "splitnic gen: %s: %s\n", out, strerror(-ret));
+		zip_discard(za);
+	} else if (zip_close(za)) {
+		fprintf(stderr, "splitnic gen: %s: %s\n", out, zip_strerror(za));
+		zip_discard(za);
+		ret = -EIO;
+	}
+	split_arch_free(&a);
+	return ret ? 1 : 0;
+}

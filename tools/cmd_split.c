@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT
+/* splitnic analyze / plan: static analysis of a model and the planner over the cost model. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/kern.h"
+#include "nicfw/chain.h"
+#include "split/split.h"
+#include "tools/cmds.h"
+#include "tools/split_tools.h"
+
+int split_tools_is_json(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 5 && !strcmp(path + n - 5, ".json");
+}
+
+static void exec_str(uint32_t mask, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", (mask & SPLIT_EXM(SPLIT_EX_CPU)) ? "cpu" : "",
+		 (mask & SPLIT_EXM(SPLIT_EX_GPU)) ? ",gpu" : "",
+		 (mask & SPLIT_EXM(SPLIT_EX_NIC)) ? ",nic" : "");
+}
+
+static void layer_name(const struct split_layer *L, uint32_t i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u:%s%s", i, kern_src_type_name(L->type),
+		 (L->flags & KERN_SF_BINW) ? "(bin)" : "");
+}
+
+static void analyze_table(const struct split_arch *a, bool csv)
+{
+	uint64_t tp = 0, tw = 0, to = 0;
+	char shape[48], ex[16];
+
+	if (csv)
+		printf(
+		    "index,type,binary,c,h,w,elements,bytes_f32,bytes_fp16,bytes_int8,bytes_1bit,"
+		    "params,weight_bytes,ops,ops_kind,executors\n");
+	else
+		printf("model %s: input %s %ux%ux%u, %u layers\n%3s  %-9s %-3s %-12s %10s %11s "
+		       "%11s %10s %9s %11s %11s %14s %-8s %s\n",
+		       a->name, kern_fmt_name(a->input.fmt), a->input.c, a->input.h, a->input.w,
+		       a->n, "#", "layer", "bin", "output", "elements", "bytes(f32)", "bytes(fp16)",
+		       "bytes(i8)", "bytes(1b)", "params", "weight B", "ops", "kind", "executors");
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct split_layer *L = &a->l[i];
+		const bool bin = L->flags & KERN_SF_BINW;
+		const char *kind = (L->type == KERN_SRC_DENSE || L->type == KERN_SRC_CONV)
+				       ? (bin ? "bit-ops" : "MACs")
+				       : "elem-ops";
+
+		exec_str(L->exec_mask, ex, sizeof(ex));
+		if (csv) {
+			printf("%u,%s,%d,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			       ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,\"%s\"\n",
+			       i, kern_src_type_name(L->type), bin, L->c, L->h, L->w, L->elems,
+			       split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
+			       split_bytes_int8(L->elems), split_bytes_bits(L->elems), L->params,
+			       L->weight_bytes, L->ops, kind, ex);
+			continue;
+		}
+		if (L->h == 1 && L->w == 1)
+			snprintf(shape, sizeof(shape), "%u", L->c);
+		else
+			snprintf(shape, sizeof(shape), "%ux%ux%u", L->c, L->h, L->w);
+		printf("%3u  %-9s %-3s %-12s %10" PRIu64 " %11" PRIu64 " %11" PRIu64 " %10" PRIu64
+		       " %9" PRIu64 " %11" PRIu64 " %11" PRIu64 " %14" PRIu64 " %-8s %s\n",
+		       i, kern_src_type_name(L->type), bin ? "yes" : "", shape, L->elems,
+		       split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
+		       split_bytes_int8(L->elems), split_bytes_bits(L->elems), L->params,
+		       L->weight_bytes, L->ops, kind, ex);
+		tp += L->params;
+		tw += L->weight_bytes;
+		to += L->ops;
+	}
+	if (!csv)
+		printf("%3s  %-9s %-3s %-12s %10s %11s %11s %10s %9s %11" PRIu64 " %11" PRIu64
+		       " %14" PRIu64 "\n",
+		       "", "total", "", "", "", "", "", "", "", tp, tw, to);
+}
+
+static int analyze_json(const struct split_arch *a)
+{
+	json_t *root = json_object(), *layers = json_array();
+	char ex[16];
+	int ret = 0;
+
+	json_object_set_new(root, "name", json_string(a->name));
+	json_object_set_new(root, "input",
+			    json_pack("{s:s,s:[i,i,i]}", "dtype", kern_fmt_name(a->input.fmt),
+				      "shape", a->input.c, a->input.h, a->input.w));
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct split_layer *L = &a->l[i];
+
+		exec_str(L->exec_mask, ex, sizeof(ex));
+		json_array_append_new(
+		    layers,
+		    json_pack("{s:i,s:s,s:b,s:[i,i,i],s:I,s:{s:I,s:I,s:I,s:I},s:I,s:I,s:I,s:s}",
+			      "index", i, "type", kern_src_type_name(L->type), "binary_weights",
+			      !!(L->flags & KERN_SF_BINW), "output_shape", L->c, L->h, L->w,
+			      "elements", (json_int_t)L->elems, "bytes", "f32",
+			      (json_int_t)split_bytes_f32(L->elems), "fp16",
+			      (json_int_t)split_bytes_fp16(L->elems), "int8",
+			      (json_int_t)split_bytes_int8(L->elems), "1bit",
+			      (json_int_t)split_bytes_bits(L->elems), "params",
+			      (json_int_t)L->params, "weight_bytes", (json_int_t)L->weight_bytes,
+			      "ops", (json_int_t)L->ops, "executors", ex));
+	}
+	json_object_set_new(root, "layers", layers);
+	if (json_dumpf(root, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF)
+		ret = 1;
+	json_decref(root);
+	return ret;
+}
+
+/* The seed's Figure 2: output size (f32 and 1-bit) and parameters per layer, log scale. */
+static int analyze_plot(const struct split_arch *a, const char *out)
+{
+	const char *term = split_plot_terminal(out);
+	char script[] = "/tmp/splitnic-plot-XXXXXX", err[256], name[48];
+	FILE *f;
+	int fd, ret;
+
+	if (!term) {
+		fprintf(stderr, "splitnic analyze: --plot %s: use a .png or .svg file\n", out);
+		return -EINVAL;
+	}
+	fd = mkstemp(script);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		perror("splitnic analyze: temporary file");
+		return -errno;
+	}
+	fprintf(f,
+		"set terminal %s\nset termoption noenhanced\nset output '%s'\nset title 'splitnic "
+		"analyze: %s (output size "
+		"and parameters per layer)'\nset logscale y\nset ylabel 'bytes / count (log)'\n"
+		"set style data histogram\nset style histogram cluster gap 1\nset style fill solid "
+		"0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -60 font ',8'\nset key top "
+		"right\nset grid ytics\n$d << EOD\n",
+		term, out, a->name);
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct split_layer *L = &a->l[i];
+
+		layer_name(L, i, name, sizeof(name));
+		fprintf(f, "%s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", name,
+			split_bytes_f32(L->elems), split_bytes_bits(L->elems),
+			L->params ? L->params : 1);
+	}
+	fprintf(f, "EOD\nplot $d using 2:xtic(1) title 'output bytes (f32)', '' using 3 title "
+		   "'output bytes (1-bit)', '' using 4 title 'parameters'\n");
+	fclose(f);
+	ret = split_gnuplot(script, err, sizeof(err));
+	unlink(script);
+	if (ret)
+		fprintf(stderr, "splitnic analyze: %s\n", err);
+	return ret;
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"csv", no_argument, NULL, 'c'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"plot", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	const char *usage = "usage: splitnic analyze MODEL|ARCH.json [--csv|--json] "
+			    "[--plot FILE.png|FILE.svg]\n";
+	const char *plot = NULL;
+	bool csv = false, json = false;
+	struct split_arch a;
+	char err[512];
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			csv = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'p':
+			plot = optarg;
+			break;
+		case 'h':
+			printf("%s", usage);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (argc - optind != 1 || (csv && json)) {
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	if (split_tools_is_json(argv[optind])) {
+		ret = split_arch_load(argv[optind], &a, err, sizeof(err));
+	} else {
+		struct kern_model *m = kern_model_load(argv[optind], err, sizeof(err));
+
+		ret = m ? split_arch_from_model(m, nicfw_nic_first(m), &a, err, sizeof(err))
+			: -EINVAL;
+		kern_model_free(m);
+	}
+	if (ret) {
+		fprintf(stderr, "splitnic analyze: %s\n", err);
+		return 1;
+	}
+	if (json)
+		ret = analyze_json(&a);
+	else
+		analyze_table(&a, csv);
+	if (!ret && plot)
+		ret = analyze_plot(&a, plot) ? 1 : 0;
+	split_arch_free(&a);
+	return ret;
+}
+
+int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
+		     struct split_opts *o, bool use_gpu, struct split_problem *p,
+		     struct split_plan *plan, char *err, size_t errlen)
+{
+	int ret;
+
+	o->nic_first = nicfw_nic_first(m);
+	o->exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC) |
+		       (use_gpu && pr->v[SPLIT_P_GPU_PRESENT] ? SPLIT_EXM(SPLIT_EX_GPU) : 0);
+	ret = split_problem_from_model(p, m, pr, o);
+	if (ret) {
+		snprintf(err, errlen, "model %s: cannot build the cost model: %s", m->name,
+			 strerror(-ret));
+		return ret;
+	}
+	ret = split_plan_solve(p, plan);
+	if (ret) {
+		snprintf(err, errlen, "model %s: no feasible plan", m->name);
+		split_problem_free(p);
+	}
+	return ret;
+}
+
+void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan)
+{
+	for (uint32_t s = 0; s < plan->n_stages; s++) {
+		const struct split_stage *st = &plan->stage[s];
+
+		printf("  stage %u: %-3s ops %2u..%-2u (%s .. %s)", s, split_exec_name(st->exec),
+		       st->first, st->last - 1, kern_op_name(m->layers[st->first].op),
+		       kern_op_name(m->layers[st->last - 1].op));
+		if (st->fmt_in)
+			printf("  cut in: %s %.1f us", split_fmt_name(st->fmt_in),
+			       st->cut_in * 1e6);
+		printf("  compute %.1f us\n", st->compute * 1e6);
+	}
+	printf("  predicted latency %.1f us\n", plan->latency * 1e6);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"profile", required_argument, NULL, 'p'},
+	    {"link-gbps", required_argument, NULL, 'l'},
+	    {"objective", required_argument, NULL, 'b'},
+	    {"allow-approx", no_argument, NULL, 'a'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	const char *usage = "usage: splitnic plan MODEL [--profile P] [--link-gbps X] "
+			    "[--objective latency|throughput] [--allow-approx] [-o PLAN]\n";
+	const char *profile = NULL, *out = NULL;
+	struct split_opts o = {.objective = SPLIT_OBJ_LATENCY};
+	struct split_profile pr;
+	struct split_problem p;
+	struct split_plan plan;
+	struct kern_model *m;
+	char err[512], *end;
+	int c, ret = 1;
+
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			profile = optarg;
+			break;
+		case 'l':
+			o.link_gbps = strtod(optarg, &end);
+			if (*end || !(o.link_gbps > 0)) {
+				fprintf(stderr, "--link-gbps: positive number expected\n");
+				return 2;
+			}
+			break;
+		case 'b':
+			if (!strcmp(optarg, "throughput")) {
+				o.objective = SPLIT_OBJ_THROUGHPUT;
+			} else if (strcmp(optarg, "latency")) {
+				fprintf(stderr, "--objective: latency or throughput\n");
+				return 2;
+			}
+			break;
+		case 'a':
+			o.allow_approx = true;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			printf("%s", usage);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	if (profile) {
+		if (split_profile_load(profile, &pr, err, sizeof(err))) {
+			fprintf(stderr, "splitnic plan: %s\n", err);
+			return 1;
+		}
+	} else {
+		split_profile_default(&pr);
+		fprintf(stderr, "splitnic plan: no --profile: using the built-in defaults (run "
+				"`splitnic calibrate -o PROFILE`)\n");
+	}
+	if (o.link_gbps <= 0)
+		o.link_gbps = pr.v[SPLIT_P_LINK_GBPS];
+	m = kern_model_load(argv[optind], err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "splitnic plan: %s\n", err);
+		return 1;
+	}
+	if (split_tools_plan(m, &pr, &o, true, &p, &plan, err, sizeof(err))) {
+		fprintf(stderr, "splitnic plan: %s\n", err);
+		goto out_model;
+	}
+	printf("model %s: %u ops; objective %s (%.1f us); link %g Gbit/s; GPU %s; approximate "
+	       "cuts %s\n",
+	       m->name, m->n_layers,
+	       o.objective == SPLIT_OBJ_THROUGHPUT ? "throughput: slowest stage" : "latency",
+	       plan.cost * 1e6, o.link_gbps,
+	       pr.v[SPLIT_P_GPU_PRESENT] ? "in the profile" : "not in the profile",
+	       o.allow_approx ? "allowed" : "not allowed");
+	split_tools_print_plan(m, &plan);
+	ret = 0;
+	if (out && (ret = split_plan_save(out, m, &plan, &o, o.link_gbps))) {
+		fprintf(stderr, "splitnic plan: %s: %s\n", out, strerror(-ret));
+		ret = 1;
+	}
+	split_problem_free(&p);
+out_model:
+	kern_model_free(m);
+	return ret;
+}

@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: MIT
+/*
+ * splitnic sweep: every single split point of a model (host CPU runs ops [0,k), the NIC
+ * emulator the rest), and the planner's choice, measured through the in-process pipeline:
+ * host compute (kern_forward_range), pack + serialize into ACTIVATION datagrams, the copy to the
+ * receive side, parse + reassemble + unpack (all measured, real protocol code), the wire at the
+ * link rate (modeled: host and NIC share this process), the NIC stage (the emulator's modeled
+ * time). Medians over --count inputs, candidates interleaved per input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/kern.h"
+#include "nicfw/emu/emu.h"
+#include "tools/cmds.h"
+#include "tools/dataset.h"
+#include "tools/split_tools.h"
+#include "tools/stats.h"
+
+#define SWEEP_MAX_BW 8
+
+enum sweep_part { SP_HOST, SP_SER, SP_COPY, SP_DESER, SP_NIC, SP__COUNT };
+
+struct sweep_cand {
+	uint32_t k; /* NIC from op k; k == n: all on the CPU */
+	struct nicfw_emu *emu;
+	uint64_t *ns[SP__COUNT]; /* per input */
+	double med[SP__COUNT];	 /* seconds */
+	uint32_t pkts;
+	uint64_t wire_bytes; /* datagram bytes */
+	double meas[SWEEP_MAX_BW], pred[SWEEP_MAX_BW], wire[SWEEP_MAX_BW];
+	uint32_t mismatches;
+};
+
+struct sweep {
+	const struct kern_model *m;
+	struct kern_ctx *ctx;
+	struct split_wire *wire;
+	struct split_profile pr;
+	uint32_t n_cand, count, n_bw;
+	double bw[SWEEP_MAX_BW];
+	struct sweep_cand *cand;
+	void *act, *nic_in;
+	void *opbuf[2];	     /* op-by-op pass: ping-pong activations */
+	uint64_t *prefix_ns; /* [k] = host time of ops [0, k) on the current input */
+	double *ref, *scores;
+	uint32_t plan_k[SWEEP_MAX_BW];
+	double plan_pred[SWEEP_MAX_BW];
+};
+
+static bool nic_start_op(const struct kern_layer *l)
+{
+	return (l->op == KERN_OP_FLATTEN &&
+		(l->in.fmt == KERN_FMT_U8 || l->in.fmt == KERN_FMT_BITS)) ||
+	       (l->op == KERN_OP_BDENSE && l->in.fmt == KERN_FMT_BITS) ||
+	       (l->op == KERN_OP_BDENSE_U8 && l->in.fmt == KERN_FMT_U8);
+}
+
+static int run_one(struct sweep *s, struct sweep_cand *c, const void *in, uint32_t i)
+{
+	const struct kern_model *m = s->m;
+	uint64_t t1, t2, t3, t4;
+	struct nicfw_emu_report rep;
+	int ret;
+
+	/* the activation at the cut (its host time comes from time_prefixes) */
+	ret = c->k ? kern_forward_range(s->ctx, 0, c->k, in, 1,
+					c->k == m->n_layers ? (void *)s->scores : s->act)
+		   : 0;
+	t1 = split_now_ns();
+	c->ns[SP_HOST][i] = s->prefix_ns[c->k];
+	if (ret)
+		return ret;
+	if (c->k == m->n_layers) {
+		c->mismatches +=
+		    !!memcmp(s->scores, s->ref, kern_model_classes(m) * sizeof(double));
+		return 0;
+	}
+	ret = split_wire_send(s->wire, &m->layers[c->k].in, c->k ? s->act : in, c->k);
+	t2 = split_now_ns();
+	if (ret < 0)
+		return ret;
+	split_wire_copy(s->wire);
+	t3 = split_now_ns();
+	ret = split_wire_recv(s->wire, &m->layers[c->k].in, s->nic_in);
+	t4 = split_now_ns();
+	if (ret)
+		return ret;
+	c->ns[SP_SER][i] = t2 - t1;
+	c->ns[SP_COPY][i] = t3 - t2;
+	c->ns[SP_DESER][i] = t4 - t3;
+	c->pkts = split_wire_sent_packets(s->wire);
+	c->wire_bytes = split_wire_sent_bytes(s->wire);
+	ret = nicfw_emu_infer(c->emu, s->nic_in, s->scores, &rep);
+	if (ret)
+		return ret;
+	c->ns[SP_NIC][i] = (uint64_t)(rep.latency_us * 1e3 + 0.5);
+	c->mismatches += !!memcmp(s->scores, s->ref, kern_model_classes(m) * sizeof(double));
+	return 0;
+}
+
+/*
+ * Host compute of every prefix [0, k), measured once per input op by op through the executor,
+ * so that candidates differ only by the ops they run, not by when they were timed.
+ */
+static int time_prefixes(struct sweep *s, const void *in)
+{
+	const void *cur = in;
+
+	s->prefix_ns[0] = 0;
+	for (uint32_t j = 0; j < s->m->n_layers; j++) {
+		uint64_t t0 = split_now_ns();
+		int ret = kern_forward_range(s->ctx, j, j + 1, cur, 1, s->opbuf[j & 1]);
+
+		s->prefix_ns[j + 1] = s->prefix_ns[j] + (split_now_ns() - t0);
+		if (ret)
+			return ret;
+		cur = s->opbuf[j & 1];
+	}
+	return 0;
+}
+
+static double median_s(uint64_t *ns, uint32_t n)
+{
+	struct lat_summary l;
+
+	lat_summarize(ns, n, &l);
+	return l.p50 * 1e-9;
+}
+
+static int sweep_measure(struct sweep *s, const struct dataset *ds, const uint8_t *rnd,
+			 size_t in_bytes)
+{
+	for (uint32_t i = 0; i <= s->count; i++) {
+		const void *in =
+		    ds ? dataset_item(ds, i % ds->count) : rnd + (size_t)(i % 4) * in_bytes;
+		/* input 0 warms every path up and is not counted */
+		const uint32_t slot = i ? i - 1 : 0;
+		int ret = kern_forward(s->ctx, in, 1, s->ref);
+
+		if (ret)
+			return ret;
+		ret = time_prefixes(s, in);
+		if (ret)
+			return ret;
+		fprintf(stderr, "\rsweep %s: input %u/%u (%u candidates)", s->m->name, i, s->count,
+			s->n_cand);
+		for (uint32_t j = 0; j < s->n_cand; j++) {
+			struct sweep_cand *c = &s->cand[(j + i) % s->n_cand];
+
+			ret = run_one(s, c, in, slot);
+			if (ret)
+				return ret;
+		}
+	}
+	fprintf(stderr, "\n");
+	for (uint32_t j = 0; j < s->n_cand; j++)
+		for (int p = 0; p < SP__COUNT; p++)
+			s->cand[j].med[p] = median_s(s->cand[j].ns[p], s->count);
+	return 0;
+}
+
+static int sweep_predict(struct sweep *s)
+{
+	char err[256];
+
+	for (uint32_t b = 0; b < s->n_bw; b++) {
+		struct split_opts o = {.link_gbps = s->bw[b], .objective = SPLIT_OBJ_LATENCY};
+		struct split_problem p;
+		struct split_plan plan;
+		int ret = split_tools_plan(s->m, &s->pr, &o, false, &p, &plan, err, sizeof(err));
+
+		if (ret) {
+			fprintf(stderr, "splitnic sweep: %s\n", err);
+			return ret;
+		}
+		s->plan_k[b] = plan.n_stages == 1 && plan.stage[0].exec == SPLIT_EX_CPU
+				   ? s->m->n_layers
+				   : plan.stage[plan.n_stages - 1].first;
+		s->plan_pred[b] = plan.latency;
+		for (uint32_t j = 0; j < s->n_cand; j++) {
+			struct sweep_cand *c = &s->cand[j];
+			struct split_plan cp = {0};
+
+			if (c->k)
+				cp.stage[cp.n_stages++] = (struct split_stage){
+				    .exec = SPLIT_EX_CPU, .first = 0, .last = c->k};
+			if (c->k < s->m->n_layers)
+				cp.stage[cp.n_stages++] = (struct split_stage){
+				    .exec = SPLIT_EX_NIC, .first = c->k, .last = s->m->n_layers};
+			split_plan_eval(&p, &cp);
+			c->pred[b] = cp.latency;
+			c->wire[b] =
+			    c->k == s->m->n_layers
+				? 0
+				: (c->wire_bytes + c->pkts * s->pr.v[SPLIT_P_LINK_OVERHEAD]) * 8 /
+					  (s->bw[b] * 1e9) +
+				      c->pkts * s->pr.v[SPLIT_P_LINK_PKT];
+			c->meas[b] = c->wire[b];
+			for (int q = 0; q < SP__COUNT; q++)
+				c->meas[b] += c->med[q];
+		}
+		split_problem_free(&p);
+	}
+	return 0;
+}
+
+static const char *cand_name(const struct sweep *s, const struct sweep_cand *c, char *buf,
+			     size_t len)
+{
+	if (c->k == s->m->n_layers)
+		snprintf(buf, len, "all-cpu");
+	else
+		snprintf(buf, len, "nic@%u:%s", c->k, kern_op_name(s->m->layers[c->k].op));
+	return buf;
+}
+
+/* Prints the tables; returns how many bandwidths the planner got within 5% of the best. */
+static uint32_t sweep_report(const struct sweep *s)
+{
+	uint32_t ok = 0;
+	char name[48], name2[48];
+
+	printf("model %s: %u ops, NIC-runnable from op %u; %u inputs per candidate (medians)\n"
+	       "host, serialize, copy, deserialize: measured in this process; wire: MODELED at the "
+	       "link rate (bytes on the wire x 8 / Gbit/s + %.2f us per datagram) since host and "
+	       "NIC share this process; nic: the NFP emulator's MODELED time\n",
+	       s->m->name, s->m->n_layers, nicfw_nic_first(s->m), s->count,
+	       s->pr.v[SPLIT_P_LINK_PKT] * 1e6);
+	for (uint32_t b = 0; b < s->n_bw; b++) {
+		uint32_t best = 0, pj = 0;
+		double regret;
+
+		for (uint32_t j = 0; j < s->n_cand; j++) {
+			if (s->cand[j].meas[b] < s->cand[best].meas[b])
+				best = j;
+			if (s->cand[j].k == s->plan_k[b])
+				pj = j;
+		}
+		printf("\nlink %g Gbit/s\n%-22s %6s %9s %9s %9s %9s %9s %10s %10s %10s %s\n",
+		       s->bw[b], "split", "pkts", "host_us", "ser_us", "copy_us", "wire_us*",
+		       "deser_us", "nic_us*", "total_us", "pred_us", "");
+		for (uint32_t j = 0; j < s->n_cand; j++) {
+			const struct sweep_cand *c = &s->cand[j];
+
+			printf("%-22s %6u %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %10.1f %s%s\n",
+			       cand_name(s, c, name, sizeof(name)), c->pkts, c->med[SP_HOST] * 1e6,
+			       c->med[SP_SER] * 1e6, c->med[SP_COPY] * 1e6, c->wire[b] * 1e6,
+			       c->med[SP_DESER] * 1e6, c->med[SP_NIC] * 1e6, c->meas[b] * 1e6,
+			       c->pred[b] * 1e6, j == best ? "measured-best " : "",
+			       j == pj ? "planner" : "");
+		}
+		regret = s->cand[pj].meas[b] / s->cand[best].meas[b] - 1;
+		ok += regret <= 0.05;
+		printf("SWEEP model=%s gbps=%g planner=%s predicted_us=%.1f measured_us=%.1f "
+		       "best=%s best_us=%.1f regret=%.2f%% planner_is_best=%s within5=%s\n",
+		       s->m->name, s->bw[b], cand_name(s, &s->cand[pj], name, sizeof(name)),
+		       s->plan_pred[b] * 1e6, s->cand[pj].meas[b] * 1e6,
+		       cand_name(s, &s->cand[best], name2, sizeof(name2)),
+		       s->cand[best].meas[b] * 1e6, 100 * regret, pj == best ? "yes" : "no",
+		       regret <= 0.05 ? "yes" : "no");
+	}
+	return ok;
+}
+
+/* The seed's Figure 5: stacked measured breakdown per split, predicted total as points. */
+static int sweep_plot(const struct sweep *s, const char *out)
+{
+	const char *term = split_plot_terminal(out);
+	char script[] = "/tmp/splitnic-sweep-XXXXXX", err[256], name[48];
+	FILE *f;
+	int fd, ret;
+
+	if (!term) {
+		fprintf(stderr, "splitnic sweep: --plot %s: use a .png or .svg file\n", out);
+		return -EINVAL;
+	}
+	fd = mkstemp(script);
+	if (fd < 0 || !(f = fdopen(fd, "w")))
+		return -errno;
+	fprintf(f,
+		"set terminal %s\nset termoption noenhanced\nset output '%s'\nset multiplot layout "
+		"1,%u title 'splitnic "
+		"sweep: %s (measured breakdown; wire and NIC modeled; points: predicted)'\n"
+		"set style data histogram\nset style histogram rowstacked\nset style fill solid "
+		"0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 font ',8'\nset ylabel "
+		"'latency (us)'\nset key below font ',8' maxrows 3\nset grid ytics\n",
+		term, out, s->n_bw, s->m->name);
+	for (uint32_t b = 0; b < s->n_bw; b++) {
+		fprintf(f, "$d%u << EOD\n", b);
+		for (uint32_t j = 0; j < s->n_cand; j++) {
+			const struct sweep_cand *c = &s->cand[j];
+
+			fprintf(f, "%s %.3f %.3f %.3f %.3f %.3f %.3f\n",
+				cand_name(s, c, name, sizeof(name)), c->med[SP_HOST] * 1e6,
+				c->med[SP_SER] * 1e6, (c->med[SP_COPY] + c->wire[b]) * 1e6,
+				c->med[SP_DESER] * 1e6, c->med[SP_NIC] * 1e6, c->pred[b] * 1e6);
+		}
+		fprintf(f,
+			"EOD\nset title 'link %g Gbit/s'\nplot $d%u using 2:xtic(1) title 'host "
+			"compute', '' using 3 title 'serialize', '' using 4 title 'transfer', '' "
+			"using 5 title 'deserialize', '' using 6 title 'NIC compute', '' using "
+			"0:7 with points pt 7 lc rgb 'black' title 'predicted'\n",
+			s->bw[b], b);
+	}
+	fprintf(f, "unset multiplot\n");
+	fclose(f);
+	ret = split_gnuplot(script, err, sizeof(err));
+	unlink(script);
+	if (ret)
+		fprintf(stderr, "splitnic sweep: %s\n", err);
+	return ret;
+}
+
+static int parse_bw(const char *arg, struct sweep *s)
+{
+	char *dup = strdup(arg), *tok, *save = NULL, *end;
+	int ret = 0;
+
+	for (tok = strtok_r(dup, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		double v = strtod(tok, &end);
+
+		if (*end || !(v > 0) || s->n_bw == SWEEP_MAX_BW)
+			ret = -EINVAL;
+		else
+			s->bw[s->n_bw++] = v;
+	}
+	free(dup);
+	return ret || !s->n_bw ? -EINVAL : 0;
+}
+
+static int sweep_setup(struct sweep *s)
+{
+	const struct kern_model *m = s->m;
+	struct nicfw_emu_params ep;
+	uint64_t max_act = 8, max_op = 8;
+	char err[512];
+
+	nicfw_emu_params_default(&ep);
+	s->cand = calloc(m->n_layers + 1, sizeof(*s->cand));
+	if (!s->cand)
+		return -ENOMEM;
+	for (uint32_t k = nicfw_nic_first(m); k <= m->n_layers; k++) {
+		struct sweep_cand *c = &s->cand[s->n_cand];
+
+		if (k < m->n_layers && !nic_start_op(&m->layers[k]))
+			continue;
+		c->k = k;
+		if (k < m->n_layers) {
+			c->emu = nicfw_emu_create(m, k, NICFW_MAX_EXEC, &ep, err, sizeof(err));
+			if (!c->emu) {
+				fprintf(stderr, "splitnic sweep: %s\n", err);
+				return -EINVAL;
+			}
+			if (kern_shape_bytes(&m->layers[k].in) > max_act)
+				max_act = kern_shape_bytes(&m->layers[k].in);
+		}
+		for (int p = 0; p < SP__COUNT; p++)
+			if (!(c->ns[p] = calloc(s->count, sizeof(uint64_t))))
+				return -ENOMEM;
+		s->n_cand++;
+	}
+	s->ctx = kern_ctx_create(m, 1);
+	s->wire = split_wire_create(max_act, (uint32_t)s->pr.v[SPLIT_P_PAYLOAD]);
+	s->act = aligned_alloc(64, (max_act + 63) / 64 * 64);
+	s->nic_in = aligned_alloc(64, (max_act + 63) / 64 * 64);
+	for (uint32_t j = 0; j < m->n_layers; j++)
+		if (kern_shape_bytes(&m->layers[j].out) > max_op)
+			max_op = kern_shape_bytes(&m->layers[j].out);
+	s->opbuf[0] = aligned_alloc(64, (max_op + 63) / 64 * 64);
+	s->opbuf[1] = aligned_alloc(64, (max_op + 63) / 64 * 64);
+	s->prefix_ns = calloc(m->n_layers + 1, sizeof(uint64_t));
+	s->ref = calloc(kern_model_classes(m), sizeof(double));
+	s->scores = calloc(kern_model_classes(m), sizeof(double));
+	return s->ctx && s->wire && s->act && s->nic_in && s->opbuf[0] && s->opbuf[1] &&
+		       s->prefix_ns && s->ref && s->scores
+		   ? 0
+		   : -ENOMEM;
+}
+
+static void sweep_free(struct sweep *s)
+{
+	for (uint32_t j = 0; s->cand && j <= s->m->n_layers; j++) {
+		nicfw_emu_free(s->cand[j].emu);
+		for (int p = 0; p < SP__COUNT; p++)
+			free(s->cand[j].ns[p]);
+	}
+	free(s->cand);
+	kern_ctx_free(s->ctx);
+	split_wire_free(s->wire);
+	free(s->act);
+	free(s->opbuf[0]);
+	free(s->opbuf[1]);
+	free(s->prefix_ns);
+	free(s->nic_in);
+	free(s->ref);
+	free(s->scores);
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"profile", required_argument, NULL, 'p'}, {"link-gbps", required_argument, NULL, 'l'},
+	    {"images", required_argument, NULL, 'i'},  {"npy", required_argument, NULL, 'n'},
+	    {"count", required_argument, NULL, 'c'},   {"plot", required_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},	       {0},
+	};
+	const char *usage = "usage: splitnic sweep MODEL [--profile P] [--link-gbps X,Y,Z] "
+			    "[--images IDX | --npy FILE] [--count N] [--plot FILE.png|FILE.svg]\n";
+	const char *profile = NULL, *inputs = NULL, *plot = NULL;
+	struct sweep s = {.count = 5};
+	struct dataset ds = {0};
+	struct kern_model *m = NULL;
+	uint8_t *rnd = NULL;
+	long count = 5;
+	char err[512];
+	int c, ret = 1;
+	uint32_t ok;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			profile = optarg;
+			break;
+		case 'l':
+			if (parse_bw(optarg, &s)) {
+				fprintf(stderr,
+					"--link-gbps: up to %d positive numbers, comma-separated\n",
+					SWEEP_MAX_BW);
+				return 2;
+			}
+			break;
+		case 'i':
+		case 'n':
+			inputs = optarg;
+			break;
+		case 'c':
+			if (parse_count(optarg, &count, 1, 100000, "--count"))
+				return 2;
+			break;
+		case 'P':
+			plot = optarg;
+			break;
+		case 'h':
+			printf("%s", usage);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	s.count = (uint32_t)count;
+	if (!s.n_bw)
+		parse_bw("0.1,1,10", &s);
+	if (profile ? split_profile_load(profile, &s.pr, err, sizeof(err))
+		    : (split_profile_default(&s.pr), 0)) {
+		fprintf(stderr, "splitnic sweep: %s\n", err);
+		return 1;
+	}
+	if (!profile)
+		fprintf(stderr, "splitnic sweep: no --profile: predictions use the built-in "
+				"defaults (run `splitnic calibrate -o PROFILE`)\n");
+	m = kern_model_load(argv[optind], err, sizeof(err));
+	if (!m) {
+		fprintf(stderr, "splitnic sweep: %s\n", err);
+		return 1;
+	}
+	s.m = m;
+	if (inputs && dataset_open(&ds, m, inputs, NULL, err, sizeof(err))) {
+		fprintf(stderr, "splitnic sweep: %s\n", err);
+		goto out_model;
+	}
+	if (!inputs) {
+		const size_t in_bytes = kern_shape_bytes(&m->input);
+
+		rnd = malloc(4 * in_bytes);
+		if (!rnd)
+			goto out_data;
+		srand(1);
+		for (size_t k = 0; k < 4 * in_bytes; k++)
+			rnd[k] = (uint8_t)rand();
+		if (m->input.fmt == KERN_FMT_F32)
+			for (size_t k = 0; k < 4 * in_bytes / 4; k++)
+				((float *)rnd)[k] = (float)rand() / RAND_MAX * 2 - 1;
+		fprintf(stderr, "splitnic sweep: no --images/--npy: %s random inputs\n",
+			kern_fmt_name(m->input.fmt));
+	}
+	ret = sweep_setup(&s);
+	if (!ret)
+		ret = sweep_measure(&s, inputs ? &ds : NULL, rnd, kern_shape_bytes(&m->input));
+	if (!ret)
+		ret = sweep_predict(&s);
+	if (ret) {
+		fprintf(stderr, "splitnic sweep: %s\n", strerror(-ret));
+		ret = 1;
+		goto out_sweep;
+	}
+	ok = sweep_report(&s);
+	for (uint32_t j = 0; j < s.n_cand; j++)
+		if (s.cand[j].mismatches) {
+			fprintf(stderr,
+				"splitnic sweep: split at op %u: %u results differ from "
+				"kern_forward\n",
+				s.cand[j].k, s.cand[j].mismatches);
+			ret = 1;
+		}
+	printf("\nplanner within 5%% of the measured best at %u of %u link rates\n", ok, s.n_bw);
+	if (plot && sweep_plot(&s, plot))
+		ret = 1;
+out_sweep:
+	sweep_free(&s);
+	free(rnd);
+out_data:
+	if (inputs)
+		dataset_close(&ds);
+out_model:
+	kern_model_free(m);
+	return ret;
+}
