@@ -32,7 +32,7 @@ struct xdp_opts {
 	long port, count, repeat;
 	uint32_t model_id;
 	const char *images, *scores;
-	bool quiet;
+	bool quiet, bits;
 };
 
 static void usage(FILE *f)
@@ -43,7 +43,9 @@ static void usage(FILE *f)
 		   "       splitnic xdp detach IFACE\n"
 		   "       splitnic xdp stats IFACE\n"
 		   "       splitnic xdp test MODEL [--images IDX[.gz]] [--count N] [--repeat R] "
-		   "[--scores FILE.csv] [--quiet]\n");
+		   "[--scores FILE.csv] [--quiet]\n"
+		   "       splitnic xdp test MODEL [--npy FILE.npy] [--bits] ...   (f32 models; "
+		   "--bits sends sign(x) packed)\n");
 }
 
 /* Options after the verb's positional arguments; returns the number of positionals or -1. */
@@ -54,6 +56,7 @@ static int parse_opts(int argc, char **argv, struct xdp_opts *o, char **pos, int
 	    {"model-id", required_argument, NULL, 'M'}, {"images", required_argument, NULL, 'i'},
 	    {"count", required_argument, NULL, 'n'},	{"repeat", required_argument, NULL, 'r'},
 	    {"scores", required_argument, NULL, 's'},	{"quiet", no_argument, NULL, 'q'},
+	    {"npy", required_argument, NULL, 'i'},	{"bits", no_argument, NULL, 'b'},
 	    {"help", no_argument, NULL, 'h'},		{0},
 	};
 	char *end;
@@ -72,6 +75,9 @@ static int parse_opts(int argc, char **argv, struct xdp_opts *o, char **pos, int
 				return -1;
 			}
 			pos[np++] = optarg;
+			break;
+		case 'b':
+			o->bits = true;
 			break;
 		case 'm':
 			if (!strcmp(optarg, "native")) {
@@ -305,7 +311,8 @@ static int verb_test(int argc, char **argv)
 	struct kern_ctx *ctx = NULL;
 	struct xdp_infer *x = NULL;
 	double *cpu = NULL, *xs = NULL;
-	uint8_t *inputs = NULL;
+	uint8_t *inputs = NULL, *body = NULL;
+	double *dx = NULL;
 	uint32_t n = 0, classes, agree = 0, verdict, ns, cls, olen;
 	FILE *sf = NULL;
 	int len, ret = 1;
@@ -328,7 +335,9 @@ static int verb_test(int argc, char **argv)
 	ctx = kern_ctx_create(m, 1);
 	cpu = calloc(classes, sizeof(double));
 	xs = calloc(classes, sizeof(double));
-	if (!inputs || !ctx || !cpu || !xs)
+	body = calloc(kern_shape_elems(&m->input) + 8, 4);
+	dx = calloc(kern_shape_elems(&m->input), sizeof(double));
+	if (!inputs || !ctx || !cpu || !xs || !body || !dx)
 		goto out_free;
 	if (o.scores) {
 		sf = fopen(o.scores, "w");
@@ -341,8 +350,29 @@ static int verb_test(int argc, char **argv)
 		const uint8_t *img = inputs + (size_t)i * kern_shape_bytes(&m->input);
 		const struct xdp_infer_cfg *c = &xdp_infer_get_plan(x)->cfg;
 
-		len = xdp_infer_build_request(frame, sizeof(frame), c->port, c->model_id, i + 1,
-					      m->input.c, m->input.h, m->input.w, img);
+		if (m->input.fmt != KERN_FMT_F32) {
+			len =
+			    xdp_infer_build_request(frame, sizeof(frame), c->port, c->model_id,
+						    i + 1, m->input.c, m->input.h, m->input.w, img);
+		} else {
+			uint64_t ne = kern_shape_elems(&m->input);
+
+			for (uint64_t k = 0; k < ne; k++) {
+				float f;
+
+				memcpy(&f, img + 4 * k, 4);
+				if (o.bits)
+					dx[k] = f;
+				else
+					proto_le_put_f32(body + 4 * k, f);
+			}
+			if (o.bits)
+				proto_bits_pack(dx, ne, body);
+			len = xdp_infer_build_request_fmt(frame, sizeof(frame), c->port,
+							  c->model_id, i + 1,
+							  o.bits ? PROTO_FMT_BITS : PROTO_FMT_F32,
+							  m->input.c, m->input.h, m->input.w, body);
+		}
 		/* repeat 1 each time: a repeated run would see its own rewritten response */
 		for (long r = 0; r < o.repeat; r++) {
 			olen = sizeof(out);
@@ -385,6 +415,8 @@ static int verb_test(int argc, char **argv)
 out_free:
 	if (sf && fclose(sf))
 		ret = 1;
+	free(dx);
+	free(body);
 	free(xs);
 	free(cpu);
 	kern_ctx_free(ctx);

@@ -39,11 +39,15 @@ struct {
 	__type(value, __u64);
 } xdp_stats SEC(".maps");
 
+enum work { W_U8, W_BITS, W_FEATURE };
+
 /* Per-layer arguments of the neuron callbacks (on the program's stack). */
 struct layer_ctx {
 	__u32 n, nw, out, w_off, t_off;
 	__u32 in_sel, out_sel, last;
-	__s64 sumx; /* U8 layer: sum of the input bytes */
+	__u32 input; /* XDP_INFER_L_IN: the input bits in planes[] */
+	__u32 mode;  /* enum work */
+	__s64 sumx;  /* U8 layer: sum of the input bytes */
 };
 
 static __always_inline int count(__u32 st, int verdict)
@@ -120,8 +124,15 @@ static __always_inline long emit(const struct layer_ctx *c, struct xdp_infer_scr
 	return 0;
 }
 
-/* BDENSE: dot = n - 2 popcount(x ^ w). */
-static long neuron_bits(__u64 idx, void *data)
+_Static_assert(XDP_INFER_MAX_IN_WORDS * 8 == XDP_INFER_MAX_BITS_WORDS,
+	       "planes[] holds the widest bits input");
+
+/*
+ * BDENSE: dot = n - 2 popcount(x ^ w), x the previous layer's bits, or the input bits in
+ * planes[] (layer 0 of an f32 model). One callback for both: clang would otherwise merge the
+ * bpf_loop calls into one with a selected callback, which the verifier cannot inline.
+ */
+static __always_inline long neuron_bits(__u64 idx, void *data)
 {
 	const struct layer_ctx *c = data;
 	struct xdp_infer_scratch *s;
@@ -136,17 +147,26 @@ static long neuron_bits(__u64 idx, void *data)
 	row = (__u64)c->w_off + (__u64)o * nw;
 	if (row > cfg.row_limit)
 		return 1;
-	x = s->act[c->in_sel & 1];
-	for (__u32 j = 0; j < XDP_INFER_MAX_WORDS; j++) {
-		if (j >= nw)
-			break;
-		pop += popcount64(x[j] ^ mw[row + j]);
+	if (c->input) {
+		x = s->planes;
+		for (__u32 j = 0; j < XDP_INFER_MAX_BITS_WORDS; j++) {
+			if (j >= nw)
+				break;
+			pop += popcount64(x[j] ^ mw[row + j]);
+		}
+	} else {
+		x = s->act[c->in_sel & 1];
+		for (__u32 j = 0; j < XDP_INFER_MAX_WORDS; j++) {
+			if (j >= nw)
+				break;
+			pop += popcount64(x[j] ^ mw[row + j]);
+		}
 	}
 	return emit(c, s, mw, o, (__s64)c->n - 2 * (__s64)pop);
 }
 
 /* BDENSE_U8: dot = 2 sum_b 2^b popcount(P_b & w) - sum_i x_i (w = +1 where the bit is set). */
-static long neuron_u8(__u64 idx, void *data)
+static __always_inline long neuron_u8(__u64 idx, void *data)
 {
 	const struct layer_ctx *c = data;
 	struct xdp_infer_scratch *s;
@@ -207,6 +227,107 @@ static __always_inline int load_planes(struct xdp_md *ctx, struct xdp_infer_scra
 	return 0;
 }
 
+/* `bytes` (a .rodata constant) of the request's data at `off` into planes[], 64 at a time. */
+static __always_inline int load_raw(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 off,
+				    __u32 bytes)
+{
+	__u8 *dst = (__u8 *)s->planes;
+	__u32 len;
+
+	for (__u32 j = 0; j < XDP_INFER_MAX_BITS_WORDS / 8; j++) {
+		if (j * 64 >= bytes)
+			break;
+		len = bytes - j * 64;
+		if (len > 64)
+			len = 64;
+		if (bpf_xdp_load_bytes(ctx, off + j * 64, dst + j * 64, len))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * f32 feature i: its bit from the float32 bit pattern by integer compares on the
+ * order-preserving key (thresholds computed at load by the CPU kernels); NaN and +-inf take
+ * the bits stored for them. The bit goes to act[1] (layer 0 writes act[0]).
+ */
+static __always_inline long feature_f32(__u64 idx, void *data)
+{
+	struct xdp_infer_scratch *s;
+	__u32 zero = 0, i = (__u32)idx, b, key;
+	const __u64 *mw;
+	const __u8 *p;
+	__u64 ti, tw, bit;
+
+	mw = bpf_map_lookup_elem(&xdp_model, &zero);
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!mw || !s || i >= XDP_INFER_MAX_F32_INPUT)
+		return 1;
+	ti = (__u64)cfg.f_off + i;
+	if (ti >= cfg.model_words)
+		return 1;
+	tw = mw[ti];
+	p = (const __u8 *)s->planes + 4 * (i & 511); /* i < 352; the mask is for the verifier */
+	b = (__u32)p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16 | (__u32)p[3] << 24;
+	if ((b & 0x7f800000u) == 0x7f800000u) {
+		if (b & 0x007fffffu)
+			bit = tw >> (b >> 31 ? XDP_INFER_FW_NAN_N : XDP_INFER_FW_NAN_P);
+		else
+			bit = tw >> (b >> 31 ? XDP_INFER_FW_INF_N : XDP_INFER_FW_INF_P);
+		bit &= 1;
+	} else {
+		key = b ^ (b >> 31 ? 0xffffffffu : 0x80000000u);
+		bit = (__u64)(key >= (__u32)tw) ^ ((tw >> XDP_INFER_FW_FLIP) & 1);
+	}
+	s->act[1][(i >> 6) & (XDP_INFER_MAX_WORDS - 1)] |= bit << (i & 63);
+	return 0;
+}
+
+/*
+ * The one bpf_loop callback of the per-neuron and per-feature work. One subprogram: the kernel
+ * (6.18) fails to JIT ("No program to jit ... subprog < 0") when the verifier removes a whole
+ * dead callback between others, which separate callbacks are for the paths .rodata rules out.
+ */
+static long work_one(__u64 idx, void *data)
+{
+	const struct layer_ctx *c = data;
+
+	if (c->mode == W_FEATURE)
+		return feature_f32(idx, data);
+	if (c->mode == W_U8)
+		return neuron_u8(idx, data);
+	return neuron_bits(idx, data);
+}
+
+/* The input bits of an f32 or bits request into planes[0, in_words). */
+static __always_inline int load_input_bits(struct xdp_md *ctx, struct xdp_infer_scratch *s,
+					   __u32 off, int f32)
+{
+	__u32 last = (cfg.in_words - 1) & (XDP_INFER_MAX_BITS_WORDS - 1);
+	struct layer_ctx w = {.mode = W_FEATURE};
+
+	if (!f32) {
+		if (load_raw(ctx, s, off, cfg.in_words * 8))
+			return -1;
+		if (cfg.in_words > XDP_INFER_MAX_BITS_WORDS || last >= XDP_INFER_MAX_BITS_WORDS)
+			return -1;
+		s->planes[last] &= cfg.in_tail ? (1ull << cfg.in_tail) - 1 : ~0ull;
+		return 0;
+	}
+	if (load_raw(ctx, s, off, cfg.in_n * 4))
+		return -1;
+	for (__u32 k = 0; k < XDP_INFER_MAX_F32_INPUT / 64 + 1; k++)
+		s->act[1][k] = 0;
+	if (bpf_loop(cfg.in_n, work_one, &w, 0) != cfg.in_n)
+		return -1;
+	for (__u32 k = 0; k < XDP_INFER_MAX_F32_INPUT / 64 + 1; k++) {
+		if (k >= cfg.in_words)
+			break;
+		s->planes[k] = s->act[1][k];
+	}
+	return 0;
+}
+
 static __always_inline int run_layers(struct xdp_infer_scratch *s, __s64 sumx)
 {
 	struct layer_ctx c;
@@ -224,12 +345,11 @@ static __always_inline int run_layers(struct xdp_infer_scratch *s, __s64 sumx)
 		c.out_sel = l & 1;
 		c.last = l + 1 == cfg.n_layers;
 		c.sumx = sumx;
+		c.input = cfg.l[l].kind == XDP_INFER_L_IN;
 		for (__u32 k = 0; k < XDP_INFER_MAX_WORDS; k++)
 			s->act[l & 1][k] = 0;
-		if (cfg.l[l].kind == XDP_INFER_L_U8)
-			done = bpf_loop(c.out, neuron_u8, &c, 0);
-		else
-			done = bpf_loop(c.out, neuron_bits, &c, 0);
+		c.mode = cfg.l[l].kind == XDP_INFER_L_U8 ? W_U8 : W_BITS;
+		done = bpf_loop(c.out, work_one, &c, 0);
 		if (done != c.out)
 			return -1;
 	}
@@ -366,14 +486,25 @@ int xdp_infer(struct xdp_md *ctx)
 		return count(XDP_INFER_ST_OTHER_MODEL, XDP_PASS);
 	if (m.frag_off != 0 || m.frag_len != m.total_len)
 		return count(XDP_INFER_ST_FRAGMENT, XDP_PASS);
-	if (m.tensor.fmt != PROTO_FMT_U8 || m.tensor.c != cfg.in_c || m.tensor.h != cfg.in_h ||
-	    m.tensor.w != cfg.in_w)
+	if (m.tensor.c != cfg.in_c || m.tensor.h != cfg.in_h || m.tensor.w != cfg.in_w)
+		return count(XDP_INFER_ST_BAD_INPUT, XDP_PASS);
+	if (cfg.in_kind == XDP_INFER_IN_U8   ? m.tensor.fmt != PROTO_FMT_U8
+	    : m.tensor.fmt == PROTO_FMT_F32  ? !cfg.in_f32
+	    : m.tensor.fmt == PROTO_FMT_BITS ? !cfg.in_bits
+					     : 1)
 		return count(XDP_INFER_ST_BAD_INPUT, XDP_PASS);
 
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-	if (load_planes(ctx, s, L2L3L4 + m.hdr_len, &sumx) || run_layers(s, sumx))
+	sumx = 0;
+	if (cfg.in_kind == XDP_INFER_IN_U8) {
+		if (load_planes(ctx, s, L2L3L4 + m.hdr_len, &sumx))
+			return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	} else if (load_input_bits(ctx, s, L2L3L4 + m.hdr_len, m.tensor.fmt == PROTO_FMT_F32)) {
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	}
+	if (run_layers(s, sumx))
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	cls = write_scores();
 	if (cls < 0)

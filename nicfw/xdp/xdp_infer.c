@@ -4,6 +4,7 @@
  * model upload, attach/detach, counters, BPF_PROG_TEST_RUN and test frames.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -89,26 +90,98 @@ static bool is_flat(const struct kern_shape *s)
 		return -(code);                                                                    \
 	} while (0)
 
+/*
+ * f32 input: the ops before the first binary dense must binarize each input feature on its own:
+ * CAST [FLATTEN] [BIAS|BATCHNORM]* SIGN|THRESHOLD [FLATTEN]. f32 requests are served when the
+ * input fits one packet as f32; bits requests when the prefix is a plain sign (the front end's
+ * bits are then exactly sign(x)). *next is the op after the prefix.
+ */
+static int plan_f32_prefix(const struct kern_model *m, struct xdp_infer_plan *p, uint32_t *next,
+			   char *err, size_t errlen)
+{
+	struct xdp_infer_cfg *c = &p->cfg;
+	uint64_t in_n = kern_shape_elems(&m->input);
+	bool plain = true;
+	uint32_t i = 0;
+
+	if (m->n_layers == 0 || m->layers[0].op != KERN_OP_CAST)
+		REFUSE(EOPNOTSUPP, "model %s: f32 input: op 0 (%s) is not a cast", m->name,
+		       m->n_layers ? kern_op_name(m->layers[0].op) : "none");
+	for (i = 1; i < m->n_layers; i++) {
+		uint32_t op = m->layers[i].op;
+
+		if (op == KERN_OP_FLATTEN)
+			continue;
+		if (op != KERN_OP_BIAS && op != KERN_OP_BATCHNORM)
+			break;
+		plain = false;
+	}
+	if (i >= m->n_layers ||
+	    (m->layers[i].op != KERN_OP_SIGN && m->layers[i].op != KERN_OP_THRESHOLD))
+		REFUSE(EOPNOTSUPP,
+		       "model %s: f32 input: op %u (%s): the XDP executor serves f32 models only "
+		       "when the input is binarized first (cast [flatten] [bias|batchnorm]* "
+		       "sign|threshold, then binary dense layers)",
+		       m->name, i, i < m->n_layers ? kern_op_name(m->layers[i].op) : "none");
+	if (m->layers[i].op == KERN_OP_THRESHOLD)
+		plain = false;
+	p->sign_op = i++;
+	if (i < m->n_layers && m->layers[i].op == KERN_OP_FLATTEN)
+		i++;
+	if (i < m->n_layers && !is_flat(&m->layers[i].in))
+		REFUSE(EOPNOTSUPP, "model %s: f32 input: op %u (%s) does not take a flat vector",
+		       m->name, i, kern_op_name(m->layers[i].op));
+	c->in_kind = XDP_INFER_IN_F32;
+	c->in_f32 = in_n <= XDP_INFER_MAX_F32_INPUT;
+	c->in_bits = plain && in_n <= XDP_INFER_MAX_BITS_INPUT;
+	if (!c->in_f32 && !c->in_bits) {
+		if (plain || in_n > XDP_INFER_MAX_BITS_INPUT)
+			REFUSE(E2BIG,
+			       "model %s: input of %lu features exceeds one packet's input as f32 "
+			       "(XDP_INFER_MAX_F32_INPUT = %u) and as bits "
+			       "(XDP_INFER_MAX_BITS_INPUT = %u)",
+			       m->name, (unsigned long)in_n, XDP_INFER_MAX_F32_INPUT,
+			       XDP_INFER_MAX_BITS_INPUT);
+		REFUSE(E2BIG,
+		       "model %s: input of %lu f32 features exceeds one packet's input "
+		       "(XDP_INFER_MAX_F32_INPUT = %u; bits requests, up to "
+		       "XDP_INFER_MAX_BITS_INPUT = %u, need a plain sign on the input)",
+		       m->name, (unsigned long)in_n, XDP_INFER_MAX_F32_INPUT,
+		       XDP_INFER_MAX_BITS_INPUT);
+	}
+	*next = i;
+	return 0;
+}
+
 int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *err, size_t errlen)
 {
 	struct xdp_infer_cfg *c = &p->cfg;
-	uint64_t words = 0, thr_words = 0, in_n;
+	uint64_t words = 0, thr_words = 0, feat_words, in_n;
 	uint32_t i = 0, nb = 0;
-	bool closed = false;
+	bool closed = false, f32;
+	int ret;
 
 	memset(p, 0, sizeof(*p));
-	if (m->input.fmt != KERN_FMT_U8)
-		REFUSE(EOPNOTSUPP, "model %s: input %s: the XDP executor serves u8 requests only",
-		       m->name, kern_fmt_name(m->input.fmt));
 	in_n = kern_shape_elems(&m->input);
-	if (in_n > XDP_INFER_MAX_INPUT)
-		REFUSE(E2BIG,
-		       "model %s: input of %lu u8 elements exceeds one packet's input "
-		       "(XDP_INFER_MAX_INPUT = %u bytes: MTU %u - IPv4 - UDP - REQUEST header)",
-		       m->name, (unsigned long)in_n, XDP_INFER_MAX_INPUT, XDP_INFER_MTU);
-	if (i < m->n_layers && m->layers[i].op == KERN_OP_FLATTEN &&
-	    m->layers[i].in.fmt == KERN_FMT_U8)
-		i++;
+	if (m->input.fmt == KERN_FMT_F32) {
+		ret = plan_f32_prefix(m, p, &i, err, errlen);
+		if (ret)
+			return ret;
+	} else if (m->input.fmt != KERN_FMT_U8) {
+		REFUSE(EOPNOTSUPP, "model %s: input %s: the XDP executor serves u8 and f32 models",
+		       m->name, kern_fmt_name(m->input.fmt));
+	} else {
+		if (in_n > XDP_INFER_MAX_INPUT)
+			REFUSE(E2BIG,
+			       "model %s: input of %lu u8 elements exceeds one packet's input "
+			       "(XDP_INFER_MAX_INPUT = %u bytes: MTU %u - IPv4 - UDP - REQUEST "
+			       "header)",
+			       m->name, (unsigned long)in_n, XDP_INFER_MAX_INPUT, XDP_INFER_MTU);
+		if (i < m->n_layers && m->layers[i].op == KERN_OP_FLATTEN &&
+		    m->layers[i].in.fmt == KERN_FMT_U8)
+			i++;
+	}
+	f32 = c->in_kind == XDP_INFER_IN_F32;
 	for (; i < m->n_layers; i++) {
 		const struct kern_layer *l = &m->layers[i];
 		struct xdp_infer_layer *xl;
@@ -125,15 +198,26 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 			    "model %s: op %u (%s) follows a binary dense without thresholds: "
 			    "the XDP executor needs thresholds on every binary layer but the last",
 			    m->name, i, kern_op_name(l->op));
-		if ((nb == 0) != (l->op == KERN_OP_BDENSE_U8))
+		if (!f32 && (nb == 0) != (l->op == KERN_OP_BDENSE_U8))
 			REFUSE(EOPNOTSUPP,
 			       "model %s: op %u (%s): the XDP executor runs bdense_u8 first, then "
 			       "bdense layers only",
 			       m->name, i, kern_op_name(l->op));
+		if (f32 && l->op != KERN_OP_BDENSE)
+			REFUSE(EOPNOTSUPP,
+			       "model %s: op %u (%s): on binarized f32 input the XDP executor runs "
+			       "bdense layers only",
+			       m->name, i, kern_op_name(l->op));
+		if (f32 && nb == 0 && (n != in_n || l->in.fmt != KERN_FMT_BITS))
+			REFUSE(EOPNOTSUPP,
+			       "model %s: op %u (%s): takes %lu inputs, not the %lu binarized "
+			       "input features",
+			       m->name, i, kern_op_name(l->op), (unsigned long)n,
+			       (unsigned long)in_n);
 		if (nb >= XDP_INFER_MAX_LAYERS)
 			REFUSE(E2BIG, "model %s: more than XDP_INFER_MAX_LAYERS = %u binary layers",
 			       m->name, XDP_INFER_MAX_LAYERS);
-		if (l->op == KERN_OP_BDENSE && n > XDP_INFER_MAX_WIDTH)
+		if (l->op == KERN_OP_BDENSE && !(f32 && nb == 0) && n > XDP_INFER_MAX_WIDTH)
 			REFUSE(E2BIG, "model %s: op %u: %lu inputs exceed XDP_INFER_MAX_WIDTH = %u",
 			       m->name, i, (unsigned long)n, XDP_INFER_MAX_WIDTH);
 		if (thr && out > XDP_INFER_MAX_WIDTH)
@@ -141,7 +225,9 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 			       "model %s: op %u: %lu neurons exceed XDP_INFER_MAX_WIDTH = %u",
 			       m->name, i, (unsigned long)out, XDP_INFER_MAX_WIDTH);
 		xl = &c->l[nb];
-		xl->kind = l->op == KERN_OP_BDENSE_U8 ? XDP_INFER_L_U8 : XDP_INFER_L_BITS;
+		xl->kind = l->op == KERN_OP_BDENSE_U8 ? XDP_INFER_L_U8
+			   : f32 && nb == 0	      ? XDP_INFER_L_IN
+						      : XDP_INFER_L_BITS;
 		xl->n = (uint32_t)n;
 		xl->nw = kern_words(n);
 		xl->out = (uint32_t)out;
@@ -156,8 +242,9 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 		nb++;
 	}
 	if (nb == 0)
-		REFUSE(EOPNOTSUPP, "model %s: no bdense_u8 layer on the u8 input (op %u is %s)",
-		       m->name, i, i < m->n_layers ? kern_op_name(m->layers[i].op) : "none");
+		REFUSE(EOPNOTSUPP, "model %s: no %s layer on the %s input (op %u is %s)", m->name,
+		       f32 ? "bdense" : "bdense_u8", f32 ? "binarized f32" : "u8", i,
+		       i < m->n_layers ? kern_op_name(m->layers[i].op) : "none");
 	c->classes = (uint32_t)kern_shape_elems(&m->layers[p->last_bin].out);
 	for (; i < m->n_layers; i++) {
 		const struct kern_layer *l = &m->layers[i];
@@ -196,8 +283,10 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 			t += c->l[k].out;
 		}
 	}
-	c->tab_off = (uint32_t)(words + thr_words);
-	words += thr_words + p->table_entries + XDP_INFER_MAX_WORDS;
+	feat_words = f32 && c->in_f32 ? in_n : 0;
+	c->f_off = (uint32_t)(words + thr_words);
+	c->tab_off = (uint32_t)(words + thr_words + feat_words);
+	words += thr_words + feat_words + p->table_entries + XDP_INFER_PAD_WORDS;
 	p->model_bytes = words * 8;
 	if (p->model_bytes > XDP_INFER_MAX_MODEL)
 		REFUSE(E2BIG,
@@ -211,9 +300,12 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 	c->in_n = (uint32_t)in_n;
 	c->in_words = kern_words(in_n);
 	c->model_words = (uint32_t)words;
-	c->row_limit = (uint32_t)(words - XDP_INFER_MAX_WORDS);
+	c->in_tail = (uint32_t)(in_n % 64);
+	c->row_limit = (uint32_t)(words - XDP_INFER_PAD_WORDS);
 	/* rough count of BPF instructions run per inference (for the offload discussion) */
-	p->ops_estimate = 200 + (uint64_t)c->in_words * 420 + 60 * c->classes;
+	p->ops_estimate = 200 + 60 * c->classes +
+			  (f32 ? (c->in_f32 ? 45 * in_n : (uint64_t)c->in_words * 2)
+			       : (uint64_t)c->in_words * 420);
 	for (uint32_t k = 0; k < nb; k++)
 		p->ops_estimate +=
 		    (uint64_t)c->l[k].out *
@@ -310,6 +402,124 @@ out_free:
 	return ret;
 }
 
+/* --- per-feature thresholds (f32 input) --------------------------------------------------- */
+
+static uint32_t f32_key(uint32_t b)
+{
+	return b ^ (b >> 31 ? 0xffffffffu : 0x80000000u);
+}
+
+static uint32_t f32_from_key(uint32_t k)
+{
+	return k >> 31 ? k ^ 0x80000000u : ~k;
+}
+
+enum { FP_LO, FP_HI, FP_NAN_P, FP_NAN_N, FP_INF_P, FP_INF_N, FP__COUNT };
+
+/*
+ * The word of every input feature (xdp_infer.h): the CPU kernels' own prefix (ops
+ * [0, first_bin): cast, the bias/batch-norm chain, sign or threshold, flatten) run on float32
+ * values. Every op of the chain rounds monotonically and a sign or threshold is monotone, so on
+ * finite x the bit changes at most once, at a key found by bisection over float32 bit patterns,
+ * all features at once (one image per step, feature i at its own midpoint). That holds unless an
+ * overflow to infinity meets a zero gamma (inf * 0 = NaN for large finite x), which shows as a
+ * NaN before the sign at +-FLT_MAX: refused. NaN (either sign) and +-inf take the bits the
+ * kernels give them.
+ */
+static int build_features(const struct kern_model *m, const struct xdp_infer_plan *p, uint64_t *fw,
+			  char *err, size_t errlen)
+{
+	const struct xdp_infer_cfg *c = &p->cfg;
+	const uint32_t n = c->in_n, nw = c->in_words;
+	static const uint32_t special[FP__COUNT] = {0xff7fffffu, 0x7f7fffffu, 0x7fc00000u,
+						    0xffc00000u, 0x7f800000u, 0xff800000u};
+	struct kern_ctx *ctx = kern_ctx_create(m, FP__COUNT);
+	uint32_t *img = calloc((size_t)FP__COUNT * n, 4), *lo = calloc(n, 4), *hi = calloc(n, 4);
+	uint64_t *bits = calloc((size_t)FP__COUNT * nw, 8);
+	uint8_t *glo = calloc(n, 1);
+	double *val = calloc((size_t)FP__COUNT * n, sizeof(double));
+	int ret = -ENOMEM;
+	bool more;
+
+	if (!ctx || !img || !lo || !hi || !bits || !glo || !val) {
+		snprintf(err, errlen, "model %s: out of memory for the feature thresholds",
+			 m->name);
+		goto out;
+	}
+	for (uint32_t k = 0; k < FP__COUNT; k++)
+		for (uint32_t i = 0; i < n; i++)
+			img[(size_t)k * n + i] = special[k];
+	ret = kern_forward_range(ctx, 0, p->sign_op, img, FP__COUNT, val);
+	if (!ret)
+		ret = kern_forward_range(ctx, 0, p->first_bin, img, FP__COUNT, bits);
+	if (ret) {
+		snprintf(err, errlen, "model %s: input prefix failed (%d)", m->name, ret);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (isnan(val[i]) || isnan(val[n + i])) {
+			snprintf(err, errlen,
+				 "model %s: input feature %u: the chain before the sign is NaN at "
+				 "%sFLT_MAX (an overflow to infinity times a zero gamma): the "
+				 "decision is not one threshold on the input",
+				 m->name, i, isnan(val[i]) ? "-" : "+");
+			ret = -EDOM;
+			goto out;
+		}
+	}
+#define BIT(k, i) ((uint32_t)(bits[(size_t)(k)*nw + (i) / 64] >> ((i) % 64)) & 1u)
+	for (uint32_t i = 0; i < n; i++) {
+		fw[i] = (uint64_t)BIT(FP_NAN_P, i) << XDP_INFER_FW_NAN_P |
+			(uint64_t)BIT(FP_NAN_N, i) << XDP_INFER_FW_NAN_N |
+			(uint64_t)BIT(FP_INF_P, i) << XDP_INFER_FW_INF_P |
+			(uint64_t)BIT(FP_INF_N, i) << XDP_INFER_FW_INF_N;
+		glo[i] = (uint8_t)BIT(FP_LO, i);
+		if (BIT(FP_LO, i) == BIT(FP_HI, i)) { /* constant: key >= 0 always holds */
+			fw[i] |= (uint64_t)!glo[i] << XDP_INFER_FW_FLIP;
+			lo[i] = hi[i] = 0;
+		} else {
+			lo[i] = f32_key(special[FP_LO]);
+			hi[i] = f32_key(special[FP_HI]);
+		}
+	}
+	/* Bisect keeping bit(lo) == bit(-FLT_MAX) and bit(hi) == bit(+FLT_MAX) != bit(lo). */
+	do {
+		more = false;
+		for (uint32_t i = 0; i < n; i++)
+			img[i] = f32_from_key(lo[i] + (hi[i] - lo[i]) / 2);
+		ret = kern_forward_range(ctx, 0, p->first_bin, img, 1, bits);
+		if (ret) {
+			snprintf(err, errlen, "model %s: input prefix failed (%d)", m->name, ret);
+			goto out;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t mid = lo[i] + (hi[i] - lo[i]) / 2;
+
+			if (hi[i] - lo[i] <= 1)
+				continue;
+			if (BIT(0, i) == glo[i])
+				lo[i] = mid;
+			else
+				hi[i] = mid;
+			more |= hi[i] - lo[i] > 1;
+		}
+	} while (more);
+	for (uint32_t i = 0; i < n; i++)
+		if (hi[i] != lo[i]) /* first key with bit !glo: bit = (key >= hi) ^ glo */
+			fw[i] |= hi[i] | (uint64_t)glo[i] << XDP_INFER_FW_FLIP;
+#undef BIT
+	ret = 0;
+out:
+	free(val);
+	free(glo);
+	free(bits);
+	free(hi);
+	free(lo);
+	free(img);
+	kern_ctx_free(ctx);
+	return ret;
+}
+
 static int upload_model(struct xdp_infer *x, const struct kern_model *m, char *err, size_t errlen)
 {
 	const struct xdp_infer_plan *p = &x->plan;
@@ -340,7 +550,9 @@ static int upload_model(struct xdp_infer *x, const struct kern_model *m, char *e
 		}
 		k++;
 	}
-	ret = build_table(m, p, val + c->tab_off, err, errlen);
+	ret = c->in_f32 ? build_features(m, p, val + c->f_off, err, errlen) : 0;
+	if (!ret)
+		ret = build_table(m, p, val + c->tab_off, err, errlen);
 	if (!ret) {
 		ret = bpf_map_update_elem(bpf_map__fd(x->skel->maps.xdp_model), &key, val, 0);
 		if (ret) {
@@ -652,6 +864,14 @@ int xdp_infer_build_request(void *buf, size_t cap, uint32_t port, uint32_t model
 			    uint64_t request_id, uint32_t c, uint32_t h, uint32_t w,
 			    const uint8_t *x)
 {
+	return xdp_infer_build_request_fmt(buf, cap, port, model_id, request_id, PROTO_FMT_U8, c, h,
+					   w, x);
+}
+
+int xdp_infer_build_request_fmt(void *buf, size_t cap, uint32_t port, uint32_t model_id,
+				uint64_t request_id, uint32_t fmt, uint32_t c, uint32_t h,
+				uint32_t w, const void *x)
+{
 	uint8_t *f = buf, *ip = f + 14, *udp = ip + 20;
 	struct proto_msg m;
 	int n;
@@ -659,8 +879,9 @@ int xdp_infer_build_request(void *buf, size_t cap, uint32_t port, uint32_t model
 	if (cap < L2L3L4)
 		return -ENOSPC;
 	proto_msg_init(&m, PROTO_REQUEST, model_id, request_id);
-	proto_msg_set_tensor(&m, PROTO_FMT_U8, c, h, w, 0, 0);
-	n = proto_build(&m, x, (size_t)c * h * w, udp + 8, cap - L2L3L4);
+	proto_msg_set_tensor(&m, (enum proto_fmt)fmt, c, h, w, 0, 0);
+	n = proto_build(&m, x, (size_t)proto_fmt_bytes(fmt, (uint64_t)c * h * w), udp + 8,
+			cap - L2L3L4);
 	if (n < 0)
 		return n;
 	memcpy(f, mac_server, ETH_ALEN);

@@ -59,17 +59,45 @@
 /* u8 input elements one datagram carries: MTU - IPv4 (20) - UDP (8) - REQUEST header (64) */
 #define XDP_INFER_MAX_INPUT    (XDP_INFER_MTU - 20u - 8u - 64u)
 #define XDP_INFER_MAX_IN_WORDS ((XDP_INFER_MAX_INPUT + 63u) / 64u)
-#define XDP_INFER_MAX_CLASSES  128u
-#define XDP_INFER_RESP_HDR     80u
-#define XDP_INFER_RESP_MAX     (XDP_INFER_RESP_HDR + 8u * XDP_INFER_MAX_CLASSES)
-#define XDP_INFER_MAX_TABLE    (1u << 20)  /* score table entries (classes x span) */
-#define XDP_INFER_MAX_MODEL    (16u << 20) /* bytes of the xdp_model value */
-#define XDP_INFER_NO_THRESH    0xffffffffu
+/* f32 input features one datagram carries (4 bytes each), and bits input features (1 bit each) */
+#define XDP_INFER_MAX_F32_INPUT	 (XDP_INFER_MAX_INPUT / 4u)
+#define XDP_INFER_MAX_BITS_INPUT (XDP_INFER_MAX_INPUT * 8u)
+#define XDP_INFER_MAX_BITS_WORDS (XDP_INFER_MAX_BITS_INPUT / 64u)
+/* zero words after the model: one bounds check per neuron covers the widest row */
+#define XDP_INFER_PAD_WORDS   XDP_INFER_MAX_BITS_WORDS
+#define XDP_INFER_MAX_CLASSES 128u
+#define XDP_INFER_RESP_HDR    80u
+#define XDP_INFER_RESP_MAX    (XDP_INFER_RESP_HDR + 8u * XDP_INFER_MAX_CLASSES)
+#define XDP_INFER_MAX_TABLE   (1u << 20)  /* score table entries (classes x span) */
+#define XDP_INFER_MAX_MODEL   (16u << 20) /* bytes of the xdp_model value */
+#define XDP_INFER_NO_THRESH   0xffffffffu
 
 enum xdp_infer_layer_kind {
 	XDP_INFER_L_U8 = 1,   /* BDENSE_U8: bit-planes of the request's bytes */
 	XDP_INFER_L_BITS = 2, /* BDENSE: the previous layer's bits */
+	XDP_INFER_L_IN = 3,   /* BDENSE on the input bits (in planes[]): a bits request, or an
+				 f32 request binarized by the per-feature thresholds */
 };
+
+/* The model's input as the program sees it. */
+enum xdp_infer_input {
+	XDP_INFER_IN_U8 = 0,  /* u8 requests, bit-planes into BDENSE_U8 */
+	XDP_INFER_IN_F32 = 1, /* f32 model: CAST [FLATTEN] [BIAS|BATCHNORM]* SIGN|THRESHOLD
+				 [FLATTEN] BDENSE ... */
+};
+
+/*
+ * Per-feature word of an f32 model (at f_off + i for input feature i, C-major):
+ *   bits 0..31  t: the threshold on the order-preserving key of the float32 x_i,
+ *               key = bits ^ (sign ? 0xffffffff : 0x80000000); finite x: bit = (key >= t) ^ flip
+ *   bit 32      flip
+ *   bits 33..36 the bit for NaN with sign 0, NaN with sign 1, +inf, -inf
+ */
+#define XDP_INFER_FW_FLIP  32u
+#define XDP_INFER_FW_NAN_P 33u
+#define XDP_INFER_FW_NAN_N 34u
+#define XDP_INFER_FW_INF_P 35u
+#define XDP_INFER_FW_INF_N 36u
 
 struct xdp_infer_layer {
 	__u32 kind;  /* enum xdp_infer_layer_kind */
@@ -91,11 +119,17 @@ struct xdp_infer_cfg {
 	__u32 tab_off;	   /* word offset of the score table */
 	__u32 row_limit;   /* largest valid row start: model_words - XDP_INFER_MAX_WORDS */
 	__u32 model_words; /* words of the xdp_model value */
+	__u32 in_kind;	   /* enum xdp_infer_input */
+	__u32 in_f32;	   /* IN_F32: f32 requests served (in_n <= XDP_INFER_MAX_F32_INPUT) */
+	__u32 in_bits;	   /* IN_F32: bits requests served (the prefix is a plain sign) */
+	__u32 in_tail;	   /* mask of the valid bits of the last input word (bits requests) */
+	__u32 f_off;	   /* word offset of the per-feature words (in_f32) */
 	struct xdp_infer_layer l[XDP_INFER_MAX_LAYERS];
 };
 
 struct xdp_infer_scratch {
-	__u64 planes[XDP_INFER_MAX_IN_WORDS * 8]; /* [word][bit-plane] */
+	/* u8: bit-planes [word][bit-plane]; f32/bits: the raw request, then the input bits */
+	__u64 planes[XDP_INFER_MAX_IN_WORDS * 8];
 	__u64 act[2][XDP_INFER_MAX_WORDS];
 	__s64 final[XDP_INFER_MAX_CLASSES]; /* last layer: dot, or bit */
 	__u8 in[64];			    /* one word's worth of input bytes */
@@ -134,6 +168,7 @@ struct xdp_infer_plan {
 	struct xdp_infer_cfg cfg;
 	uint32_t first_bin; /* model op of the first binary dense */
 	uint32_t last_bin;  /* model op of the last binary dense */
+	uint32_t sign_op;   /* f32 input: model op of the SIGN/THRESHOLD binarizing the input */
 	uint64_t model_bytes;
 	uint64_t table_entries;
 	uint64_t ops_estimate; /* BPF instructions executed per inference, estimated */
@@ -190,6 +225,13 @@ int xdp_infer_test_run(const struct xdp_infer *x, const void *frame, uint32_t le
 int xdp_infer_build_request(void *buf, size_t cap, uint32_t port, uint32_t model_id,
 			    uint64_t request_id, uint32_t c, uint32_t h, uint32_t w,
 			    const uint8_t *x);
+/*
+ * The same with a tensor of format fmt (enum proto_fmt); data holds the body in wire order
+ * (PROTO_FMT_F32: little-endian float32 bits; PROTO_FMT_BITS: little-endian 64-bit words).
+ */
+int xdp_infer_build_request_fmt(void *buf, size_t cap, uint32_t port, uint32_t model_id,
+				uint64_t request_id, uint32_t fmt, uint32_t c, uint32_t h,
+				uint32_t w, const void *data);
 
 /*
  * Check a frame the program answered with XDP_TX: Ethernet/IPv4/UDP headers (swapped addresses,
