@@ -11,11 +11,11 @@ static const struct splitnic_cmd cmds[] = {
     {"inspect", cmd_inspect, "inspect MODEL [--json] [--ops]"},
     {"run", cmd_run,
      "run MODEL --images IDX[.gz]|--npy FILE [--labels IDX] [--count N] [--batch B] "
-     "[--threads T] [--scores FILE.csv] [--json]"},
+     "[--threads T] [--scores FILE.csv] [--exec cpu|gpu] [--json]"},
     {"client", cmd_client,
-     "client ADDR[:PORT] (--images IDX [--labels IDX] | --shape C,H,W [--dtype u8|f32]) "
-     "[--count N] [--model-id ID] [--rate R | --outstanding N] [--timeout-ms T] "
-     "[--payload B | --mtu B] [--json]"},
+     "client ADDR[:PORT] (--images IDX [--labels IDX] | --shape C,H,W [--dtype u8|f32] | "
+     "--model FILE) [--count N] [--model-id ID] [--rate R | --outstanding N] [--timeout-ms T] "
+     "[--payload B | --mtu B] [--classes FILE] [--json]"},
     {"respond-ref", cmd_respond_ref,
      "respond-ref [--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
      "[--error-every K] [--drop-every K] [--count N]"},
@@ -24,7 +24,7 @@ static const struct splitnic_cmd cmds[] = {
      "[--param NAME=VALUE ...] [--json] | emu --params"},
     {"xdp", cmd_xdp,
      "xdp attach IFACE MODEL [--mode native|generic] | pass IFACE | detach IFACE | stats IFACE | "
-     "test MODEL [--images IDX] [--count N]"},
+     "test MODEL [--images IDX|--npy FILE] [--bits] [--count N]"},
     {"analyze", cmd_analyze, "analyze MODEL|ARCH.json [--csv|--json] [--plot FILE.png|FILE.svg]"},
     {"gen", cmd_gen, "gen ARCH.json -o WEIGHTS.npz [--seed S]"},
     {"calibrate", cmd_calibrate, "calibrate [-o PROFILE] [--quick] [--keys]"},
