@@ -18,59 +18,10 @@
 
 #include "kernels/kern.h"
 #include "kernels/npy.h"
-#include "tests/support/npz_write.h"
+#include "tests/support/model_fixture.h"
 
 #define J(...) #__VA_ARGS__
 #define NA(a)  (sizeof(a) / sizeof((a)[0]))
-
-struct fx {
-	char dir[256];
-	char arch[320], npz[320], out[320];
-	char err[512];
-};
-
-static int fx_setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f || test_tmpdir(f->dir, sizeof(f->dir)))
-		return -1;
-	snprintf(f->arch, sizeof(f->arch), "%s/arch.json", f->dir);
-	snprintf(f->npz, sizeof(f->npz), "%s/weights.npz", f->dir);
-	snprintf(f->out, sizeof(f->out), "%s/model.snm", f->dir);
-	*state = f;
-	return 0;
-}
-
-static int fx_teardown(void **state)
-{
-	struct fx *f = *state;
-
-	test_rmdir(f->dir);
-	free(f);
-	return 0;
-}
-
-static int convert(struct fx *f, const char *json, const struct test_array *a, size_t n)
-{
-	assert_int_equal(test_write_text(f->arch, json), 0);
-	assert_int_equal(test_npz_write(f->npz, a, n, false), 0);
-	f->err[0] = '\0';
-	return kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err));
-}
-
-static struct kern_model *build(struct fx *f, const char *json, const struct test_array *a,
-				size_t n)
-{
-	struct kern_model *m;
-
-	if (convert(f, json, a, n))
-		fail_msg("convert: %s", f->err);
-	m = kern_model_load(f->out, f->err, sizeof(f->err));
-	if (!m)
-		fail_msg("load: %s", f->err);
-	return m;
-}
 
 static void expect_ops(const struct kern_model *m, const uint32_t *ops, const uint32_t *flags,
 		       uint32_t n)
@@ -133,7 +84,7 @@ static double *fill(double *v, size_t n, double x)
 /* Widths 70 (two words, 6 tail bits): sign then binary dense, -0.0 inputs and weights. */
 static void test_convert_tail_bits(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[3 * 70];
 	float x[70];
 	struct test_array a[] = {{"1.weight", NULL, 2, {3, 70}, w}};
@@ -147,14 +98,14 @@ static void test_convert_tail_bits(void **state)
 		w[140 + i] = i < 64 ? -1 : 1;
 	}
 	x[3] = -0.0f;
-	m = build(f, J({
-			  "input" : {"shape" : [ 70, 1, 1 ], "dtype" : "f32"},
-			  "layers" : [
-				  {"type" : "sign"},
-				  {"type" : "dense", "out" : 3, "binary_weights" : true}
-			  ]
-		  }),
-		  a, NA(a));
+	m = test_fx_build(f, J({
+				  "input" : {"shape" : [ 70, 1, 1 ], "dtype" : "f32"},
+				  "layers" : [
+					  {"type" : "sign"},
+					  {"type" : "dense", "out" : 3, "binary_weights" : true}
+				  ]
+			  }),
+			  a, NA(a));
 	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BDENSE},
 		   (uint32_t[]){0, 0, 0}, 3);
 	assert_int_equal(m->layers[2].src_first, 1);
@@ -167,7 +118,7 @@ static void test_convert_tail_bits(void **state)
 /* Binary conv 3x3, pad 1: padded taps count 0, not -1. */
 static void test_convert_bconv_zero_pad(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[9];
 	float x[9];
 	struct test_array a[] = {{"1.weight", NULL, 4, {1, 1, 3, 3}, w}};
@@ -176,19 +127,19 @@ static void test_convert_bconv_zero_pad(void **state)
 
 	fill(w, 9, 1);
 	w[0] = -1;
-	m = build(f, J({
-			  "input" : {"shape" : [ 1, 3, 3 ], "dtype" : "f32"},
-			  "layers" : [
-				  {"type" : "sign"}, {
-					  "type" : "conv",
-					  "out" : 1,
-					  "kernel" : 3,
-					  "pad" : 1,
-					  "binary_weights" : true
-				  }
-			  ]
-		  }),
-		  a, NA(a));
+	m = test_fx_build(f, J({
+				  "input" : {"shape" : [ 1, 3, 3 ], "dtype" : "f32"},
+				  "layers" : [
+					  {"type" : "sign"}, {
+						  "type" : "conv",
+						  "out" : 1,
+						  "kernel" : 3,
+						  "pad" : 1,
+						  "binary_weights" : true
+					  }
+				  ]
+			  }),
+			  a, NA(a));
 	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV},
 		   (uint32_t[]){0, 0, 0}, 3);
 	assert_int_equal(m->layers[2].pad, 1);
@@ -212,7 +163,7 @@ static void test_convert_bconv_zero_pad(void **state)
  */
 static void test_convert_bn_fold_boundaries(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[24], var[8], b[8] = {0.1, 0, 0, 0.25, 0, 0, 0, 0};
 	double mean[8] = {1.1, 0, 0, 1.25, 0, 0, -10, 0};
 	double gamma[8] = {1, 1e-17, 1e-17, -1, 0, 0, -1, -2};
@@ -237,7 +188,7 @@ static void test_convert_bn_fold_boundaries(void **state)
 	static const uint8_t flip[] = {0, 0, 0, 1, 0, 1, 1, 1};
 	struct kern_model *m;
 
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 3, 1, 1 ], "dtype" : "f32"},
 		    "layers" : [
@@ -260,12 +211,12 @@ static void test_convert_bn_fold_boundaries(void **state)
 /* Sign then overlapping 2x2 stride-1 max-pool on bits. */
 static void test_convert_maxpool_after_sign(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	static const float x[16] = {-1, -1, 1, -1, -1, -1, -1, -1, 1, -1, -1, -1, -1, -1, -1, 1};
 	static const double want[] = {-1, 1, 1, 1, -1, -1, 1, -1, 1};
 	struct kern_model *m;
 
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 1, 4, 4 ], "dtype" : "f32"},
 		    "layers" :
@@ -285,7 +236,7 @@ static void test_convert_maxpool_after_sign(void **state)
  */
 static void test_convert_maxpool_before_sign(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[2] = {1, 1}, zero[2] = {0, 0}, mean[2] = {0.5, 0.5}, var[2] = {0.75, 0.75};
 	double gamma[2] = {1, -1};
 	struct test_array a[] = {
@@ -303,7 +254,7 @@ static void test_convert_maxpool_before_sign(void **state)
 		x[i] = 2.0f;
 	x[0] = -2.0f;
 	x[1 * 5 + 4] = -2.0f;
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 1, 5, 5 ], "dtype" : "f32"},
 		    "layers" : [
@@ -329,7 +280,7 @@ static void test_convert_maxpool_before_sign(void **state)
 /* bconv + bias -> max-pool 2x2 stride 2 on integers (bias stays pending) -> bn -> sign. */
 static void test_convert_maxpool_pending_monotone(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[1] = {1}, b[1] = {0.5}, gamma[1] = {2}, beta[1] = {0}, mean[1] = {1};
 	double var[1] = {0.75};
 	struct test_array a[] = {
@@ -341,21 +292,22 @@ static void test_convert_maxpool_pending_monotone(void **state)
 	static const double want[] = {-1, 1, 1, -1};
 	struct kern_model *m;
 
-	m = build(f, J({
-			  "input" : {"shape" : [ 1, 4, 4 ], "dtype" : "f32"},
-			  "layers" : [
-				  {"type" : "sign"}, {
-					  "type" : "conv",
-					  "out" : 1,
-					  "kernel" : 1,
-					  "bias" : true,
-					  "binary_weights" : true
-				  },
-				  {"type" : "maxpool", "kernel" : 2},
-				  {"type" : "batchnorm", "eps" : 0.25}, {"type" : "sign"}
-			  ]
-		  }),
-		  a, NA(a));
+	m = test_fx_build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 4, 4 ], "dtype" : "f32"},
+		    "layers" : [
+			    {"type" : "sign"}, {
+				    "type" : "conv",
+				    "out" : 1,
+				    "kernel" : 1,
+				    "bias" : true,
+				    "binary_weights" : true
+			    },
+			    {"type" : "maxpool", "kernel" : 2},
+			    {"type" : "batchnorm", "eps" : 0.25}, {"type" : "sign"}
+		    ]
+	    }),
+	    a, NA(a));
 	expect_ops(m,
 		   (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_MAXPOOL,
 				KERN_OP_THRESHOLD},
@@ -370,7 +322,7 @@ static void test_convert_maxpool_pending_monotone(void **state)
 /* A negative gamma before a max-pool is not monotone: the chain is materialized first. */
 static void test_convert_maxpool_pending_flushed(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[1] = {1}, b[1] = {0.5}, gamma[1] = {-1}, zero[1] = {0}, var[1] = {0.75};
 	struct test_array a[] = {
 	    {"1.weight", NULL, 4, {1, 1, 1, 1}, w}, {"1.bias", NULL, 1, {1}, b},
@@ -381,7 +333,7 @@ static void test_convert_maxpool_pending_flushed(void **state)
 	static const double want[] = {-1.5, 0.5};
 	struct kern_model *m;
 
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 1, 2, 4 ], "dtype" : "f32"},
 		    "layers" : [
@@ -407,7 +359,7 @@ static void test_convert_maxpool_pending_flushed(void **state)
 /* Float max-pool 3x3 stride 2 (overlapping windows). */
 static void test_convert_maxpool_float_stride(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	float x[25];
 	static const double want[] = {12, 50, 22, 50};
 	struct kern_model *m;
@@ -415,11 +367,11 @@ static void test_convert_maxpool_float_stride(void **state)
 	for (int i = 0; i < 25; i++)
 		x[i] = (float)i;
 	x[2 * 5 + 3] = 50;
-	m = build(f, J({
-			  "input" : {"shape" : [ 1, 5, 5 ], "dtype" : "f32"},
-			  "layers" : [ {"type" : "maxpool", "kernel" : 3, "stride" : 2} ]
-		  }),
-		  NULL, 0);
+	m = test_fx_build(f, J({
+				  "input" : {"shape" : [ 1, 5, 5 ], "dtype" : "f32"},
+				  "layers" : [ {"type" : "maxpool", "kernel" : 3, "stride" : 2} ]
+			  }),
+			  NULL, 0);
 	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_MAXPOOL}, (uint32_t[]){0, 0}, 2);
 	expect_scores(m, x, 1, want, 0);
 	kern_model_free(m);
@@ -428,7 +380,7 @@ static void test_convert_maxpool_float_stride(void **state)
 /* Binary dense on u8 input: bit-plane BDENSE_U8, exact dots up to 255 * n. */
 static void test_convert_u8_bdense(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[30];
 	struct test_array a[] = {{"0.weight", NULL, 2, {3, 10}, w}};
 	static const uint8_t x[10] = {0, 1, 2, 3, 255, 128, 7, 64, 200, 9};
@@ -440,11 +392,12 @@ static void test_convert_u8_bdense(void **state)
 		w[10 + i] = i % 2 ? -1 : 1;
 		w[20 + i] = i == 4 ? -1 : -0.0;
 	}
-	m = build(f, J({
-			  "input" : {"shape" : [ 1, 2, 5 ], "dtype" : "u8"},
-			  "layers" : [ {"type" : "dense", "out" : 3, "binary_weights" : true} ]
-		  }),
-		  a, NA(a));
+	m = test_fx_build(
+	    f, J({
+		    "input" : {"shape" : [ 1, 2, 5 ], "dtype" : "u8"},
+		    "layers" : [ {"type" : "dense", "out" : 3, "binary_weights" : true} ]
+	    }),
+	    a, NA(a));
 	expect_ops(m, (uint32_t[]){KERN_OP_FLATTEN, KERN_OP_BDENSE_U8}, (uint32_t[]){0, 0}, 2);
 	expect_scores(m, x, 1, want, 0);
 	kern_model_free(m);
@@ -453,7 +406,7 @@ static void test_convert_u8_bdense(void **state)
 /* u8 binary dense + bias + batch-norm + sign fold into BDENSE_U8 thresholds. */
 static void test_convert_u8_bdense_thresh(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[20], b[2] = {-300, 0.5}, gamma[2] = {1, -1}, zero[2] = {0, 0};
 	double var[2] = {0.75, 0.75};
 	struct test_array a[] = {
@@ -469,7 +422,7 @@ static void test_convert_u8_bdense_thresh(void **state)
 	static const double want[] = {1, -1, -1, -1};
 	struct kern_model *m;
 
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 10, 1, 1 ], "dtype" : "u8"},
 		    "layers" : [
@@ -487,14 +440,14 @@ static void test_convert_u8_bdense_thresh(void **state)
 /* Binary weights on float input: DENSE with packed weights, bias applied after. */
 static void test_convert_binw_float_input(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[8] = {1, 1, 1, 1, -1, 1, -1, 1}, b[2] = {0.25, -0.5};
 	struct test_array a[] = {{"0.weight", NULL, 2, {2, 4}, w}, {"0.bias", NULL, 1, {2}, b}};
 	static const float x[4] = {0.5f, -1.25f, 2.0f, 0.0f};
 	static const double want[] = {1.5, -4.25};
 	struct kern_model *m;
 
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 4, 1, 1 ], "dtype" : "f32"},
 		    "layers" :
@@ -512,7 +465,7 @@ static void test_convert_binw_float_input(void **state)
 /* Binary conv on u8 input: cast, exact float conv of +-1 weights, then a THRESHOLD op. */
 static void test_convert_u8_binw_conv(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[4] = {1, 1, 1, -1}, gamma[1] = {1}, beta[1] = {0}, mean[1] = {5}, var[1] = {0.75};
 	struct test_array a[] = {
 	    {"0.weight", NULL, 4, {1, 1, 2, 2}, w}, {"1.gamma", NULL, 1, {1}, gamma},
@@ -523,7 +476,7 @@ static void test_convert_u8_binw_conv(void **state)
 	static const double want[] = {-1, -1, 1, 1};
 	struct kern_model *m;
 
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 1, 3, 3 ], "dtype" : "u8"},
 		    "layers" : [
@@ -542,7 +495,7 @@ static void test_convert_u8_binw_conv(void **state)
 /* Float conv 2x2 stride 2 with bias. */
 static void test_convert_float_conv_stride(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double w[4] = {1, 2, 0, 0}, b[1] = {0.5};
 	struct test_array a[] = {{"0.weight", "<f8", 4, {1, 1, 2, 2}, w},
 				 {"0.bias", "<f8", 1, {1}, b}};
@@ -552,7 +505,7 @@ static void test_convert_float_conv_stride(void **state)
 
 	for (int i = 0; i < 16; i++)
 		x[i] = (float)i;
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 1, 4, 4 ], "dtype" : "f32"},
 		    "layers" :
@@ -567,19 +520,20 @@ static void test_convert_float_conv_stride(void **state)
 /* relu then LRN (size 3, alpha/size = 1, beta 1, k 1). */
 static void test_convert_relu_lrn(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	static const float x[3] = {1, -2, 2};
 	static const double want[] = {0.5, 0, 0.4};
 	struct kern_model *m;
 
-	m = build(f, J({
-			  "input" : {"shape" : [ 3, 1, 1 ], "dtype" : "f32"},
-			  "layers" : [
-				  {"type" : "relu"},
-				  {"type" : "lrn", "size" : 3, "alpha" : 3, "beta" : 1, "k" : 1}
-			  ]
-		  }),
-		  NULL, 0);
+	m = test_fx_build(
+	    f, J({
+		    "input" : {"shape" : [ 3, 1, 1 ], "dtype" : "f32"},
+		    "layers" : [
+			    {"type" : "relu"},
+			    {"type" : "lrn", "size" : 3, "alpha" : 3, "beta" : 1, "k" : 1}
+		    ]
+	    }),
+	    NULL, 0);
 	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_RELU, KERN_OP_LRN}, (uint32_t[]){0, 0, 0},
 		   3);
 	assert_int_equal(m->layers[2].lrn_size, 3);
@@ -591,7 +545,7 @@ static void test_convert_relu_lrn(void **state)
 /* Conv output (2,2,2) bits -> flatten repacks C-major -> binary dense. */
 static void test_convert_flatten_bits(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	double wc[2] = {1, -1}, wd[8] = {1, 1, 1, 1, -1, -1, -1, -1};
 	struct test_array a[] = {{"1.weight", NULL, 4, {2, 1, 1, 1}, wc},
 				 {"4.weight", NULL, 2, {1, 8}, wd}};
@@ -599,7 +553,7 @@ static void test_convert_flatten_bits(void **state)
 	static const double want[] = {-4};
 	struct kern_model *m;
 
-	m = build(
+	m = test_fx_build(
 	    f, J({
 		    "input" : {"shape" : [ 1, 2, 2 ], "dtype" : "f32"},
 		    "layers" : [
@@ -621,7 +575,7 @@ static void test_convert_flatten_bits(void **state)
 /* An archive written by numpy (ZIP64 extra fields), stored and deflated, f4 and f8. */
 static void test_convert_numpy_archive(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	static const char *const npz[] = {"tests/data/npz/stored.npz",
 					  "tests/data/npz/deflated.npz"};
 	static const uint8_t x[3] = {1, 2, 3};
@@ -776,17 +730,17 @@ static const struct err_case err_cases[] = {
 /* var + eps <= 0 needs values the table cannot hold in static initializers portably. */
 static void test_convert_bn_var_eps(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	struct test_array a[] = {{"0.gamma", NULL, 1, {1}, ones},
 				 {"0.beta", NULL, 1, {1}, ones},
 				 {"0.mean", NULL, 1, {1}, ones},
 				 {"0.var", NULL, 1, {1}, neg_var}};
 
-	assert_int_equal(convert(f, J({
-					 "input" : {"shape" : [ 1, 1, 1 ], "dtype" : "f32"},
-					 "layers" : [ {"type" : "batchnorm", "eps" : 0.5} ]
-				 }),
-				 a, NA(a)),
+	assert_int_equal(test_fx_convert(f, J({
+						 "input" : {"shape" : [ 1, 1, 1 ], "dtype" : "f32"},
+						 "layers" : [ {"type" : "batchnorm", "eps" : 0.5} ]
+					 }),
+					 a, NA(a)),
 			 -EINVAL);
 	assert_non_null(strstr(f->err, "layer 0 (batchnorm)"));
 	assert_non_null(strstr(f->err, "0.var[0] + eps"));
@@ -794,11 +748,11 @@ static void test_convert_bn_var_eps(void **state)
 
 static void test_convert_errors(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 
 	for (size_t i = 0; i < NA(err_cases); i++) {
 		const struct err_case *e = &err_cases[i];
-		int ret = convert(f, e->json, e->a, e->n);
+		int ret = test_fx_convert(f, e->json, e->a, e->n);
 
 		if (ret != -EINVAL)
 			fail_msg("case %zu: ret %d (%s), expected -EINVAL", i, ret, f->err);
@@ -812,7 +766,7 @@ static void test_convert_errors(void **state)
 /* Archive members that are not arrays, or duplicated keys. */
 static void test_convert_npz_members(void **state)
 {
-	struct fx *f = *state;
+	struct test_fx *f = *state;
 	struct test_array a = {"0.weight", NULL, 2, {2, 3}, ones};
 	uint8_t *bufs[2];
 	size_t lens[2];
@@ -905,29 +859,42 @@ static void test_convert_npy_parser(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_convert_tail_bits, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_bconv_zero_pad, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_bn_fold_boundaries, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_maxpool_after_sign, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_maxpool_before_sign, fx_setup,
-					    fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_monotone, fx_setup,
-					    fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_flushed, fx_setup,
-					    fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_maxpool_float_stride, fx_setup,
-					    fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_u8_bdense, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_u8_bdense_thresh, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_binw_float_input, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_u8_binw_conv, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_float_conv_stride, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_relu_lrn, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_flatten_bits, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_numpy_archive, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_bn_var_eps, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_errors, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_convert_npz_members, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_tail_bits, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_bconv_zero_pad, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_bn_fold_boundaries, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_after_sign, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_before_sign, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_monotone, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_flushed, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_maxpool_float_stride, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_u8_bdense, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_u8_bdense_thresh, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_binw_float_input, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_u8_binw_conv, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_float_conv_stride, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_relu_lrn, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_flatten_bits, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_numpy_archive, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_bn_var_eps, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_errors, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_npz_members, test_fx_setup,
+					    test_fx_teardown),
 	    cmocka_unit_test(test_convert_npy_parser),
 	};
 

@@ -7,7 +7,6 @@
  * running is refused. EAL runs with --no-huge and its own --file-prefix.
  */
 #include <errno.h>
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,147 +23,10 @@
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/lcore/lcore.h"
-#include "tests/support/npz_write.h"
+#include "tests/support/model_fixture.h"
 #include "tools/dataset.h"
 
-/* Model and input generators: the same as tests/test_nicfw.c's. */
-#define NA(a)	   (sizeof(a) / sizeof((a)[0]))
-#define MAX_ARRAYS 64
-
-static uint64_t rng_state;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static double urand(double lo, double hi)
-{
-	return lo + (hi - lo) * (double)(rng() >> 11) / (double)(1ull << 53);
-}
-
-/* An interchange model under construction: arrays for weights.npz, keys owned. */
-struct gen {
-	struct test_array a[MAX_ARRAYS];
-	char keys[MAX_ARRAYS][32];
-	size_t n;
-};
-
-static double *gen_array(struct gen *g, uint32_t layer, const char *name, uint32_t ndim,
-			 const uint64_t *shape)
-{
-	struct test_array *a = &g->a[g->n];
-	size_t count = 1;
-
-	assert_true(g->n < MAX_ARRAYS);
-	snprintf(g->keys[g->n], sizeof(g->keys[0]), "%u.%s", layer, name);
-	for (uint32_t i = 0; i < ndim; i++) {
-		a->shape[i] = shape[i];
-		count *= shape[i];
-	}
-	a->key = g->keys[g->n++];
-	a->ndim = ndim;
-	a->v = calloc(count, sizeof(double));
-	assert_non_null(a->v);
-	return (double *)a->v;
-}
-
-static void gen_dense(struct gen *g, uint32_t layer, uint32_t out, uint32_t in)
-{
-	double *w = gen_array(g, layer, "weight", 2, (uint64_t[]){out, in});
-	double *b = gen_array(g, layer, "bias", 1, (uint64_t[]){out});
-
-	for (size_t i = 0; i < (size_t)out * in; i++)
-		w[i] = urand(-1, 1);
-	for (uint32_t o = 0; o < out; o++)
-		b[o] = urand(-2, 2);
-}
-
-/* Batch-norm over n features whose inputs spread about +-scale; some gammas <= 0. */
-static void gen_bn(struct gen *g, uint32_t layer, uint32_t n, double scale)
-{
-	double *ga = gen_array(g, layer, "gamma", 1, (uint64_t[]){n});
-	double *be = gen_array(g, layer, "beta", 1, (uint64_t[]){n});
-	double *mu = gen_array(g, layer, "mean", 1, (uint64_t[]){n});
-	double *va = gen_array(g, layer, "var", 1, (uint64_t[]){n});
-
-	for (uint32_t i = 0; i < n; i++) {
-		ga[i] = i % 17 == 5 ? 0 : urand(-1, 2);
-		be[i] = urand(-0.5, 0.5);
-		mu[i] = urand(-scale, scale) * 0.5;
-		va[i] = urand(0.25, 4) * scale * scale;
-	}
-}
-
-static void gen_free(struct gen *g)
-{
-	for (size_t i = 0; i < g->n; i++)
-		free((void *)g->a[i].v);
-	g->n = 0;
-}
-
-struct fx {
-	char dir[256];
-	char arch[320], npz[320], out[320];
-	char err[512];
-};
-
-static int fx_setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f || test_tmpdir(f->dir, sizeof(f->dir)))
-		return -1;
-	snprintf(f->arch, sizeof(f->arch), "%s/arch.json", f->dir);
-	snprintf(f->npz, sizeof(f->npz), "%s/weights.npz", f->dir);
-	snprintf(f->out, sizeof(f->out), "%s/model.snm", f->dir);
-	*state = f;
-	return 0;
-}
-
-static int fx_teardown(void **state)
-{
-	struct fx *f = *state;
-
-	test_rmdir(f->dir);
-	free(f);
-	return 0;
-}
-
-static struct kern_model *build(struct fx *f, const char *json, struct gen *g)
-{
-	struct kern_model *m;
-
-	assert_int_equal(test_write_text(f->arch, json), 0);
-	assert_int_equal(test_npz_write(f->npz, g->a, g->n, false), 0);
-	gen_free(g);
-	if (kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)))
-		fail_msg("convert: %s", f->err);
-	m = kern_model_load(f->out, f->err, sizeof(f->err));
-	if (!m)
-		fail_msg("load: %s", f->err);
-	return m;
-}
-
-/* Random inputs in the model's input format: u8 bytes, or floats in [-1, 1]. */
-static void *random_inputs(const struct kern_model *m, uint32_t count)
-{
-	const size_t bytes = kern_shape_bytes(&m->input) * count;
-	uint8_t *x = malloc(bytes);
-
-	assert_non_null(x);
-	if (m->input.fmt == KERN_FMT_U8) {
-		for (size_t i = 0; i < bytes; i++)
-			x[i] = (uint8_t)(i % 7 == 3 ? 0 : rng());
-	} else {
-		for (size_t i = 0; i < bytes / sizeof(float); i++)
-			((float *)x)[i] = i % 11 == 4 ? 0.0f : (float)urand(-1, 1);
-	}
-	return x;
-}
+#define NA(a) (sizeof(a) / sizeof((a)[0]))
 
 static unsigned workers[RTE_MAX_LCORE];
 static uint32_t n_workers;
@@ -220,40 +82,12 @@ static void expect_bit_exact(const struct kern_model *m, const void *inputs, uin
 	kern_ctx_free(ctx);
 }
 
-static struct kern_model *u8_mlp(struct fx *f)
-{
-	struct gen g = {0};
-
-	rng_state = 0x1234567;
-	gen_dense(&g, 1, 63, 65);
-	gen_bn(&g, 2, 63, 128 * sqrt(65));
-	gen_dense(&g, 4, 130, 63);
-	gen_bn(&g, 5, 130, sqrt(63));
-	gen_dense(&g, 7, 1000, 130);
-	gen_bn(&g, 8, 1000, sqrt(130));
-	gen_dense(&g, 10, 1, 1000);
-	gen_bn(&g, 11, 1, sqrt(1000));
-	return build(
-	    f,
-	    "{\"name\":\"u8-mlp\",\"input\":{\"shape\":[1,5,13],\"dtype\":\"u8\"},\"layers\":["
-	    "{\"type\":\"flatten\"},"
-	    "{\"type\":\"dense\",\"out\":63,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\",\"eps\":1e-4},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":130,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":1000,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":1,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"}]}",
-	    &g);
-}
-
 /* u8 MLP, widths 63, 130, 1000, 1, executors on the worker lcores; E = 1 .. 256. */
 static void test_lcore_u8_mlp_workers(void **state)
 {
 	static const uint32_t execs[] = {1, 2, 3, 7, 64, 255, 256};
-	struct kern_model *m = u8_mlp(*state);
-	void *x = random_inputs(m, 4);
+	struct kern_model *m = test_model_u8_mlp(*state);
+	void *x = test_random_inputs(m, 4);
 
 	print_message("%u worker lcore(s); E = 1 .. 256 multiplexed over them\n", n_workers);
 	expect_bit_exact(m, x, 4, false, execs, NA(execs));
@@ -265,8 +99,8 @@ static void test_lcore_u8_mlp_workers(void **state)
 static void test_lcore_u8_mlp_inline(void **state)
 {
 	static const uint32_t execs[] = {1, 5, 256};
-	struct kern_model *m = u8_mlp(*state);
-	void *x = random_inputs(m, 3);
+	struct kern_model *m = test_model_u8_mlp(*state);
+	void *x = test_random_inputs(m, 3);
 
 	expect_bit_exact(m, x, 3, true, execs, NA(execs));
 	free(x);
@@ -277,25 +111,9 @@ static void test_lcore_u8_mlp_inline(void **state)
 static void test_lcore_bits_input(void **state)
 {
 	static const uint32_t execs[] = {1, 2, 63, 256};
-	struct fx *f = *state;
-	struct gen g = {0};
-	struct kern_model *m;
-	void *x;
+	struct kern_model *m = test_model_bits_in(*state);
+	void *x = test_random_inputs(m, 4);
 
-	rng_state = 0xabcdef;
-	gen_dense(&g, 1, 65, 130);
-	gen_bn(&g, 2, 65, sqrt(130));
-	gen_dense(&g, 4, 63, 65);
-	gen_bn(&g, 5, 63, sqrt(65));
-	m = build(f,
-		  "{\"name\":\"bits-in\",\"input\":{\"shape\":[130,1,1],\"dtype\":\"f32\"},"
-		  "\"layers\":[{\"type\":\"sign\"},"
-		  "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
-		  "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-		  "{\"type\":\"dense\",\"out\":63,\"bias\":true,\"binary_weights\":true},"
-		  "{\"type\":\"batchnorm\"},{\"type\":\"sign\"}]}",
-		  &g);
-	x = random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, false, execs, NA(execs));
 	free(x);
 	kern_model_free(m);
@@ -304,8 +122,8 @@ static void test_lcore_bits_input(void **state)
 /* One inference at a time per chain: a second submit is refused until the first is polled. */
 static void test_lcore_busy(void **state)
 {
-	struct kern_model *m = u8_mlp(*state);
-	uint8_t *x = random_inputs(m, 1);
+	struct kern_model *m = test_model_u8_mlp(*state);
+	uint8_t *x = test_random_inputs(m, 1);
 	double scores[1];
 	char err[256];
 	struct nicfw_lcore *p = nicfw_lcore_create(workers, 0, err, sizeof(err));
@@ -351,7 +169,7 @@ static void test_lcore_bundled_mlp(void **state)
 	if (!m)
 		fail_msg("%s", err);
 	if (dataset_open(&ds, m, images, NULL, err, sizeof(err))) {
-		void *x = random_inputs(m, 16);
+		void *x = test_random_inputs(m, 16);
 
 		print_message("%s; random inputs instead\n", err);
 		expect_bit_exact(m, x, 16, false, execs, NA(execs));
@@ -367,10 +185,12 @@ static void test_lcore_bundled_mlp(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_lcore_u8_mlp_workers, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_lcore_u8_mlp_inline, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_lcore_bits_input, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_lcore_busy, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_u8_mlp_workers, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_u8_mlp_inline, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_bits_input, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_busy, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test(test_lcore_bundled_mlp),
 	};
 	char prefix[64], lcores[32];

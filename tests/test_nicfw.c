@@ -22,156 +22,12 @@
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/emu/emu.h"
-#include "tests/support/npz_write.h"
+#include "tests/support/model_fixture.h"
 #include "tools/dataset.h"
 
-#define NA(a)	   (sizeof(a) / sizeof((a)[0]))
-#define MAX_ARRAYS 64
+#define NA(a) (sizeof(a) / sizeof((a)[0]))
 
 static const uint32_t test_execs[] = {1, 2, 3, 7, 64, 255, 256};
-
-static uint64_t rng_state;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static double urand(double lo, double hi)
-{
-	return lo + (hi - lo) * (double)(rng() >> 11) / (double)(1ull << 53);
-}
-
-/* An interchange model under construction: arrays for weights.npz, keys owned. */
-struct gen {
-	struct test_array a[MAX_ARRAYS];
-	char keys[MAX_ARRAYS][32];
-	size_t n;
-};
-
-static double *gen_array(struct gen *g, uint32_t layer, const char *name, uint32_t ndim,
-			 const uint64_t *shape)
-{
-	struct test_array *a = &g->a[g->n];
-	size_t count = 1;
-
-	assert_true(g->n < MAX_ARRAYS);
-	snprintf(g->keys[g->n], sizeof(g->keys[0]), "%u.%s", layer, name);
-	for (uint32_t i = 0; i < ndim; i++) {
-		a->shape[i] = shape[i];
-		count *= shape[i];
-	}
-	a->key = g->keys[g->n++];
-	a->ndim = ndim;
-	a->v = calloc(count, sizeof(double));
-	assert_non_null(a->v);
-	return (double *)a->v;
-}
-
-static void gen_dense(struct gen *g, uint32_t layer, uint32_t out, uint32_t in)
-{
-	double *w = gen_array(g, layer, "weight", 2, (uint64_t[]){out, in});
-	double *b = gen_array(g, layer, "bias", 1, (uint64_t[]){out});
-
-	for (size_t i = 0; i < (size_t)out * in; i++)
-		w[i] = urand(-1, 1);
-	for (uint32_t o = 0; o < out; o++)
-		b[o] = urand(-2, 2);
-}
-
-static void gen_conv(struct gen *g, uint32_t layer, uint32_t out, uint32_t in, uint32_t k)
-{
-	double *w = gen_array(g, layer, "weight", 4, (uint64_t[]){out, in, k, k});
-
-	for (size_t i = 0; i < (size_t)out * in * k * k; i++)
-		w[i] = urand(-1, 1);
-}
-
-/* Batch-norm over n features whose inputs spread about +-scale; some gammas <= 0. */
-static void gen_bn(struct gen *g, uint32_t layer, uint32_t n, double scale)
-{
-	double *ga = gen_array(g, layer, "gamma", 1, (uint64_t[]){n});
-	double *be = gen_array(g, layer, "beta", 1, (uint64_t[]){n});
-	double *mu = gen_array(g, layer, "mean", 1, (uint64_t[]){n});
-	double *va = gen_array(g, layer, "var", 1, (uint64_t[]){n});
-
-	for (uint32_t i = 0; i < n; i++) {
-		ga[i] = i % 17 == 5 ? 0 : urand(-1, 2);
-		be[i] = urand(-0.5, 0.5);
-		mu[i] = urand(-scale, scale) * 0.5;
-		va[i] = urand(0.25, 4) * scale * scale;
-	}
-}
-
-static void gen_free(struct gen *g)
-{
-	for (size_t i = 0; i < g->n; i++)
-		free((void *)g->a[i].v);
-	g->n = 0;
-}
-
-struct fx {
-	char dir[256];
-	char arch[320], npz[320], out[320];
-	char err[512];
-};
-
-static int fx_setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f || test_tmpdir(f->dir, sizeof(f->dir)))
-		return -1;
-	snprintf(f->arch, sizeof(f->arch), "%s/arch.json", f->dir);
-	snprintf(f->npz, sizeof(f->npz), "%s/weights.npz", f->dir);
-	snprintf(f->out, sizeof(f->out), "%s/model.snm", f->dir);
-	*state = f;
-	return 0;
-}
-
-static int fx_teardown(void **state)
-{
-	struct fx *f = *state;
-
-	test_rmdir(f->dir);
-	free(f);
-	return 0;
-}
-
-static struct kern_model *build(struct fx *f, const char *json, struct gen *g)
-{
-	struct kern_model *m;
-
-	assert_int_equal(test_write_text(f->arch, json), 0);
-	assert_int_equal(test_npz_write(f->npz, g->a, g->n, false), 0);
-	gen_free(g);
-	if (kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)))
-		fail_msg("convert: %s", f->err);
-	m = kern_model_load(f->out, f->err, sizeof(f->err));
-	if (!m)
-		fail_msg("load: %s", f->err);
-	return m;
-}
-
-/* Random inputs in the model's input format: u8 bytes, or floats in [-1, 1]. */
-static void *random_inputs(const struct kern_model *m, uint32_t count)
-{
-	const size_t bytes = kern_shape_bytes(&m->input) * count;
-	uint8_t *x = malloc(bytes);
-
-	assert_non_null(x);
-	if (m->input.fmt == KERN_FMT_U8) {
-		for (size_t i = 0; i < bytes; i++)
-			x[i] = (uint8_t)(i % 7 == 3 ? 0 : rng());
-	} else {
-		for (size_t i = 0; i < bytes / sizeof(float); i++)
-			((float *)x)[i] = i % 11 == 4 ? 0.0f : (float)urand(-1, 1);
-	}
-	return x;
-}
 
 /*
  * The emulator against kern_forward on `count` inputs for every E of test_execs: the host part
@@ -226,34 +82,9 @@ static void expect_bit_exact(const struct kern_model *m, const void *inputs, uin
 /* u8 MLP, widths 63, 130, 1000, 1: BDENSE_U8 + BDENSE with thresholds, scores + bias + bn. */
 static void test_nicfw_u8_mlp(void **state)
 {
-	struct fx *f = *state;
-	struct gen g = {0};
-	struct kern_model *m;
-	void *x;
+	struct kern_model *m = test_model_u8_mlp(*state);
+	void *x = test_random_inputs(m, 4);
 
-	rng_state = 0x1234567;
-	gen_dense(&g, 1, 63, 65);
-	gen_bn(&g, 2, 63, 128 * sqrt(65));
-	gen_dense(&g, 4, 130, 63);
-	gen_bn(&g, 5, 130, sqrt(63));
-	gen_dense(&g, 7, 1000, 130);
-	gen_bn(&g, 8, 1000, sqrt(130));
-	gen_dense(&g, 10, 1, 1000);
-	gen_bn(&g, 11, 1, sqrt(1000));
-	m = build(
-	    f,
-	    "{\"name\":\"u8-mlp\",\"input\":{\"shape\":[1,5,13],\"dtype\":\"u8\"},\"layers\":["
-	    "{\"type\":\"flatten\"},"
-	    "{\"type\":\"dense\",\"out\":63,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\",\"eps\":1e-4},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":130,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":1000,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":1,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"}]}",
-	    &g);
-	x = random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, 0);
 	free(x);
 	kern_model_free(m);
@@ -262,25 +93,9 @@ static void test_nicfw_u8_mlp(void **state)
 /* Float input, sign on the host; BITS into the NIC; the last layer thresholded (+-1 scores). */
 static void test_nicfw_bits_input_sign_out(void **state)
 {
-	struct fx *f = *state;
-	struct gen g = {0};
-	struct kern_model *m;
-	void *x;
+	struct kern_model *m = test_model_bits_in(*state);
+	void *x = test_random_inputs(m, 4);
 
-	rng_state = 0xabcdef;
-	gen_dense(&g, 1, 65, 130);
-	gen_bn(&g, 2, 65, sqrt(130));
-	gen_dense(&g, 4, 63, 65);
-	gen_bn(&g, 5, 63, sqrt(65));
-	m = build(f,
-		  "{\"name\":\"bits-in\",\"input\":{\"shape\":[130,1,1],\"dtype\":\"f32\"},"
-		  "\"layers\":[{\"type\":\"sign\"},"
-		  "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
-		  "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-		  "{\"type\":\"dense\",\"out\":63,\"bias\":true,\"binary_weights\":true},"
-		  "{\"type\":\"batchnorm\"},{\"type\":\"sign\"}]}",
-		  &g);
-	x = random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, 2);
 	free(x);
 	kern_model_free(m);
@@ -289,30 +104,31 @@ static void test_nicfw_bits_input_sign_out(void **state)
 /* Binary conv on the host, then a flatten of (5,6,6) bits and dense layers on the NIC. */
 static void test_nicfw_flatten_bits(void **state)
 {
-	struct fx *f = *state;
-	struct gen g = {0};
+	struct test_fx *f = *state;
+	struct test_gen g = {0};
 	struct kern_model *m;
 	void *x;
 
-	rng_state = 0x5eed;
-	gen_conv(&g, 1, 5, 3, 3);
-	gen_bn(&g, 2, 5, 5);
-	gen_dense(&g, 5, 65, 180);
-	gen_bn(&g, 6, 65, sqrt(180));
-	gen_dense(&g, 8, 10, 65);
-	gen_bn(&g, 9, 10, sqrt(65));
-	m = build(f,
-		  "{\"name\":\"conv-flat\",\"input\":{\"shape\":[3,6,6],\"dtype\":\"f32\"},"
-		  "\"layers\":[{\"type\":\"sign\"},"
-		  "{\"type\":\"conv\",\"out\":5,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
-		  "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
-		  "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
-		  "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-		  "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
-		  "{\"type\":\"batchnorm\"}]}",
-		  &g);
+	test_rng_seed(0x5eed);
+	test_gen_conv(&g, 1, 5, 3, 3);
+	test_gen_bn(&g, 2, 5, 5);
+	test_gen_dense(&g, 5, 65, 180);
+	test_gen_bn(&g, 6, 65, sqrt(180));
+	test_gen_dense(&g, 8, 10, 65);
+	test_gen_bn(&g, 9, 10, sqrt(65));
+	m = test_fx_build_gen(
+	    f,
+	    "{\"name\":\"conv-flat\",\"input\":{\"shape\":[3,6,6],\"dtype\":\"f32\"},"
+	    "\"layers\":[{\"type\":\"sign\"},"
+	    "{\"type\":\"conv\",\"out\":5,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
+	    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"}]}",
+	    &g);
 	assert_int_equal(m->layers[nicfw_nic_first(m)].op, KERN_OP_FLATTEN);
-	x = random_inputs(m, 4);
+	x = test_random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, 3);
 	free(x);
 	kern_model_free(m);
@@ -321,21 +137,22 @@ static void test_nicfw_flatten_bits(void **state)
 /* A float layer after the binary ones: nothing for the NIC; a float dense first: a tail only. */
 static void test_nicfw_first(void **state)
 {
-	struct fx *f = *state;
-	struct gen g = {0};
+	struct test_fx *f = *state;
+	struct test_gen g = {0};
 	struct kern_model *m;
 	char err[256];
 	struct nicfw_chain *ch = malloc(sizeof(*ch));
 
-	rng_state = 7;
-	gen_dense(&g, 1, 9, 20);
-	gen_dense(&g, 3, 4, 9);
-	m = build(f,
-		  "{\"name\":\"tail\",\"input\":{\"shape\":[20,1,1],\"dtype\":\"f32\"},"
-		  "\"layers\":[{\"type\":\"sign\"},"
-		  "{\"type\":\"dense\",\"out\":9,\"bias\":true,\"binary_weights\":true},"
-		  "{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":4,\"bias\":true}]}",
-		  &g);
+	test_rng_seed(7);
+	test_gen_dense(&g, 1, 9, 20);
+	test_gen_dense(&g, 3, 4, 9);
+	m = test_fx_build_gen(
+	    f,
+	    "{\"name\":\"tail\",\"input\":{\"shape\":[20,1,1],\"dtype\":\"f32\"},"
+	    "\"layers\":[{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":9,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":4,\"bias\":true}]}",
+	    &g);
 	assert_int_equal(nicfw_nic_first(m), m->n_layers);
 	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "cannot start the NIC part"));
@@ -345,19 +162,20 @@ static void test_nicfw_first(void **state)
 
 static void test_nicfw_chain_errors(void **state)
 {
-	struct fx *f = *state;
-	struct gen g = {0};
+	struct test_fx *f = *state;
+	struct test_gen g = {0};
 	struct nicfw_emu_params p;
 	struct kern_model *m;
 	char err[256];
 	struct nicfw_chain *ch = malloc(sizeof(*ch));
 
-	rng_state = 9;
-	gen_dense(&g, 0, 3, 64);
-	m = build(f,
-		  "{\"name\":\"one\",\"input\":{\"shape\":[64,1,1],\"dtype\":\"u8\"},\"layers\":["
-		  "{\"type\":\"dense\",\"out\":3,\"bias\":true,\"binary_weights\":true}]}",
-		  &g);
+	test_rng_seed(9);
+	test_gen_dense(&g, 0, 3, 64);
+	m = test_fx_build_gen(
+	    f,
+	    "{\"name\":\"one\",\"input\":{\"shape\":[64,1,1],\"dtype\":\"u8\"},\"layers\":["
+	    "{\"type\":\"dense\",\"out\":3,\"bias\":true,\"binary_weights\":true}]}",
+	    &g);
 	assert_int_equal(nicfw_nic_first(m), 0);
 	assert_int_equal(nicfw_chain_init(ch, m, 0, 0, err, sizeof(err)), -EINVAL);
 	assert_int_equal(nicfw_chain_init(ch, m, 0, NICFW_MAX_EXEC + 1, err, sizeof(err)), -EINVAL);
@@ -418,7 +236,7 @@ static void test_nicfw_bundled_mlp(void **state)
 	if (!m)
 		fail_msg("%s", err);
 	if (dataset_open(&ds, m, images, NULL, err, sizeof(err))) {
-		void *x = random_inputs(m, 6);
+		void *x = test_random_inputs(m, 6);
 
 		print_message("%s; random inputs instead\n", err);
 		expect_bit_exact(m, x, 6, 0);
@@ -460,9 +278,9 @@ static double fc_latency(uint32_t neurons)
 	assert_non_null(flip);
 	assert_non_null(scores);
 	for (size_t i = 0; i < (size_t)neurons * nw; i++)
-		w[i] = rng();
+		w[i] = test_rng();
 	for (uint32_t j = 0; j < nw; j++)
-		x[j] = rng();
+		x[j] = test_rng();
 	nicfw_emu_params_default(&p);
 	e = nicfw_emu_create(&m, 0, 256, &p, err, sizeof(err));
 	if (!e)
@@ -497,7 +315,7 @@ static void test_nicfw_fidelity(void **state)
 	double lat[NA(sizes)];
 
 	(void)state;
-	rng_state = 42;
+	test_rng_seed(42);
 	for (size_t i = 0; i < NA(sizes); i++) {
 		lat[i] = fc_latency(sizes[i]);
 		if (i && !(lat[i] > lat[i - 1]))
@@ -521,11 +339,14 @@ static void test_nicfw_fidelity(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_nicfw_u8_mlp, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_nicfw_bits_input_sign_out, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_nicfw_flatten_bits, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_nicfw_first, fx_setup, fx_teardown),
-	    cmocka_unit_test_setup_teardown(test_nicfw_chain_errors, fx_setup, fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_nicfw_u8_mlp, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_nicfw_bits_input_sign_out, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_nicfw_flatten_bits, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_nicfw_first, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_nicfw_chain_errors, test_fx_setup,
+					    test_fx_teardown),
 	    cmocka_unit_test(test_nicfw_params),
 	    cmocka_unit_test(test_nicfw_bundled_mlp),
 	    cmocka_unit_test(test_nicfw_fidelity),

@@ -26,7 +26,7 @@
 #include "kernels/kern.h"
 #include "nicfw/xdp/xdp_infer.h"
 #include "protocol/proto.h"
-#include "tests/support/npz_write.h"
+#include "tests/support/model_fixture.h"
 #include "tools/idx.h"
 
 #define FMNIST_IMAGES "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
@@ -46,19 +46,33 @@ static void need_bpf(void)
 	skip();
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static const char *const bn_names[4] = {"gamma", "beta", "mean", "var"};
 
-static uint64_t rnd(void)
+/*
+ * Layer li: binary dense (o, in) with bias; layer li + 1: its batch-norm, some gammas 0, means
+ * spread about +-0.3 scale.
+ */
+static void gen_dense_bn(struct test_gen *g, uint32_t li, uint32_t o, uint32_t in, double scale)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+	double *w = test_gen_array(g, li, "weight", NULL, 2, (uint64_t[]){o, in});
+	double *b = test_gen_array(g, li, "bias", NULL, 1, (uint64_t[]){o});
 
-static double urand(double lo, double hi)
-{
-	return lo + (hi - lo) * (double)(rnd() >> 11) / 9007199254740992.0;
+	for (uint64_t i = 0; i < (uint64_t)o * in; i++)
+		w[i] = test_urand(-1, 1);
+	for (uint32_t i = 0; i < o; i++)
+		b[i] = test_urand(-5, 5);
+	for (int p = 0; p < 4; p++) {
+		double *v = test_gen_array(g, li + 1, bn_names[p], NULL, 1, (uint64_t[]){o});
+
+		for (uint32_t i = 0; i < o; i++) {
+			double r = test_urand(0, 1);
+
+			v[i] = p == 0	? (r < 0.1 ? 0.0 : test_urand(-2, 2))
+			       : p == 1 ? test_urand(-1, 1)
+			       : p == 2 ? test_urand(-0.3, 0.3) * scale
+					: test_urand(0.5, 50);
+		}
+	}
 }
 
 /*
@@ -68,55 +82,19 @@ static double urand(double lo, double hi)
 static struct kern_model *random_mlp(uint32_t n, const uint32_t *widths, uint32_t nw,
 				     bool final_sign)
 {
-	char dir[256], arch[320], npz[320], out[320], err[512], json[4096], key[64 * 6][16];
-	struct test_array a[64];
-	double *vals[64];
-	uint32_t na = 0, li = 0, in = n;
+	struct test_gen g = {0};
+	char json[4096];
+	uint32_t li = 0, in = n;
 	size_t jl;
-	struct kern_model *m;
 
-	assert_int_equal(test_tmpdir(dir, sizeof(dir)), 0);
-	snprintf(arch, sizeof(arch), "%s/arch.json", dir);
-	snprintf(npz, sizeof(npz), "%s/weights.npz", dir);
-	snprintf(out, sizeof(out), "%s/model.snm", dir);
 	jl = (size_t)snprintf(json, sizeof(json),
 			      "{\"name\": \"rnd-%u\", \"input\": {\"shape\": [%u, 1, 1], "
 			      "\"dtype\": \"u8\"}, \"layers\": [",
 			      n, n);
 	for (uint32_t k = 0; k < nw; k++) {
 		uint32_t o = widths[k];
-		double scale = k == 0 ? 255.0 * n : in;
-		double *w = malloc(sizeof(double) * o * in), *b = malloc(sizeof(double) * o);
-		double *bn[4];
-		static const char *const bn_names[4] = {"gamma", "beta", "mean", "var"};
 
-		assert_non_null(w);
-		assert_non_null(b);
-		for (uint64_t i = 0; i < (uint64_t)o * in; i++)
-			w[i] = urand(-1, 1);
-		for (uint32_t i = 0; i < o; i++)
-			b[i] = urand(-5, 5);
-		snprintf(key[na], 16, "%u.weight", li);
-		a[na] = (struct test_array){key[na], NULL, 2, {o, in}, w};
-		vals[na++] = w;
-		snprintf(key[na], 16, "%u.bias", li);
-		a[na] = (struct test_array){key[na], NULL, 1, {o}, b};
-		vals[na++] = b;
-		for (int p = 0; p < 4; p++) {
-			bn[p] = malloc(sizeof(double) * o);
-			assert_non_null(bn[p]);
-			for (uint32_t i = 0; i < o; i++) {
-				double r = urand(0, 1);
-
-				bn[p][i] = p == 0   ? (r < 0.1 ? 0.0 : urand(-2, 2))
-					   : p == 1 ? urand(-1, 1)
-					   : p == 2 ? urand(-0.3, 0.3) * scale
-						    : urand(0.5, 50);
-			}
-			snprintf(key[na], 16, "%u.%s", li + 1, bn_names[p]);
-			a[na] = (struct test_array){key[na], NULL, 1, {o}, bn[p]};
-			vals[na++] = bn[p];
-		}
+		gen_dense_bn(&g, li, o, in, k == 0 ? 255.0 * n : in);
 		jl += (size_t)snprintf(json + jl, sizeof(json) - jl,
 				       "%s{\"type\": \"dense\", \"out\": %u, \"bias\": true, "
 				       "\"binary_weights\": true}, {\"type\": \"batchnorm\", "
@@ -131,17 +109,7 @@ static struct kern_model *random_mlp(uint32_t n, const uint32_t *widths, uint32_
 		in = o;
 	}
 	snprintf(json + jl, sizeof(json) - jl, "]}");
-	assert_int_equal(test_write_text(arch, json), 0);
-	assert_int_equal(test_npz_write(npz, a, na, false), 0);
-	for (uint32_t i = 0; i < na; i++)
-		free(vals[i]);
-	if (kern_convert(arch, npz, out, err, sizeof(err)))
-		fail_msg("convert: %s", err);
-	m = kern_model_load(out, err, sizeof(err));
-	if (!m)
-		fail_msg("load: %s", err);
-	test_rmdir(dir);
-	return m;
+	return test_model_build(json, &g);
 }
 
 static struct xdp_infer *load(const struct kern_model *m)
@@ -207,7 +175,7 @@ static void check_random_model(uint32_t n, const uint32_t *widths, uint32_t nw, 
 	assert_non_null(in);
 	for (uint32_t i = 0; i < count; i++) {
 		for (uint32_t j = 0; j < n; j++) {
-			uint64_t r = rnd();
+			uint64_t r = test_rng();
 
 			/* extremes often, so the bit-planes and the dot range ends are hit */
 			in[j] = (r & 3) == 0 ? 0 : (r & 3) == 1 ? 255 : (uint8_t)(r >> 8);
@@ -357,7 +325,7 @@ static void pkt_setup(struct pkt_fx *f)
 	f->ctx = kern_ctx_create(f->m, 1);
 	assert_non_null(f->ctx);
 	for (int i = 0; i < 70; i++)
-		f->in[i] = (uint8_t)rnd();
+		f->in[i] = (uint8_t)test_rng();
 	c = &xdp_infer_get_plan(f->x)->cfg;
 	f->good_len = xdp_infer_build_request(f->good, sizeof(f->good), PORT, c->model_id, 7, 70, 1,
 					      1, f->in);
@@ -501,13 +469,13 @@ static void test_xdp_mutations_never_wrong(void **state)
 
 	pkt_setup(&f);
 	for (int it = 0; it < 3000; it++) {
-		int len = f.good_len, nmut = 1 + (int)(rnd() % 3);
+		int len = f.good_len, nmut = 1 + (int)(test_rng() % 3);
 
 		memcpy(p, f.good, (size_t)len);
 		for (int k = 0; k < nmut; k++) {
 			/* mostly the splitnic headers, sometimes IP/UDP lengths or the data */
 			static const uint32_t ipf[] = {14, 16, 17, 20, 21, 23, 38, 39};
-			uint64_t r = rnd();
+			uint64_t r = test_rng();
 			uint32_t at = (r & 3)	? 42 + (uint32_t)(r >> 8) % 64
 				      : (r & 4) ? ipf[(r >> 8) % 8]
 						: 106 + (uint32_t)(r >> 8) % 70;
@@ -564,18 +532,11 @@ static struct kern_model *random_f32_mlp(uint32_t c, uint32_t h, uint32_t w, uin
 					 bool flat_first, const uint32_t *widths, uint32_t nw,
 					 struct pre_bn *pb)
 {
-	char dir[256], arch[320], npz[320], out[320], err[512], json[4096], key[96][16];
-	static const char *const bn_names[4] = {"gamma", "beta", "mean", "var"};
-	struct test_array a[96];
-	double *vals[96];
-	uint32_t na = 0, li = 0, n = c * h * w, in = n, ch = flat_first ? n : c;
+	struct test_gen g = {0};
+	char json[4096];
+	uint32_t li = 0, n = c * h * w, in = n, ch = flat_first ? n : c;
 	size_t jl;
-	struct kern_model *m;
 
-	assert_int_equal(test_tmpdir(dir, sizeof(dir)), 0);
-	snprintf(arch, sizeof(arch), "%s/arch.json", dir);
-	snprintf(npz, sizeof(npz), "%s/weights.npz", dir);
-	snprintf(out, sizeof(out), "%s/model.snm", dir);
 	jl = (size_t)snprintf(json, sizeof(json),
 			      "{\"name\": \"f32-%u-%u\", \"input\": {\"shape\": [%u, %u, %u], "
 			      "\"dtype\": \"f32\"}, \"layers\": [",
@@ -592,24 +553,20 @@ static struct kern_model *random_f32_mlp(uint32_t c, uint32_t h, uint32_t w, uin
 	}
 	for (uint32_t k = 0; k < nbn; k++) {
 		for (int q = 0; q < 4; q++) {
-			double *v = malloc(sizeof(double) * ch);
+			double *v = test_gen_array(&g, li, bn_names[q], "<f8", 1, (uint64_t[]){ch});
 
-			assert_non_null(v);
 			for (uint32_t i = 0; i < ch; i++) {
-				double r = urand(0, 1);
+				double r = test_urand(0, 1);
 
 				v[i] = q == 0	? (r < 0.2   ? 0.0
-						   : r < 0.6 ? -urand(0.1, 2)
-							     : urand(0.1, 2))
-				       : q == 1 ? (r < 0.2 ? 0.0 : urand(-1, 1))
-				       : q == 2 ? (r < 0.2 ? 0.0 : urand(-1, 1))
-						: (r < 0.1 ? 0.0 : urand(0.01, 4));
+						   : r < 0.6 ? -test_urand(0.1, 2)
+							     : test_urand(0.1, 2))
+				       : q == 1 ? (r < 0.2 ? 0.0 : test_urand(-1, 1))
+				       : q == 2 ? (r < 0.2 ? 0.0 : test_urand(-1, 1))
+						: (r < 0.1 ? 0.0 : test_urand(0.01, 4));
 				if (pb && ch <= 352)
 					pb->p[k][q][i] = q == 3 ? sqrt(v[i] + 1e-5) : v[i];
 			}
-			snprintf(key[na], 16, "%u.%s", li, bn_names[q]);
-			a[na] = (struct test_array){key[na], "<f8", 1, {ch}, v};
-			vals[na++] = v;
 		}
 		jl += (size_t)snprintf(json + jl, sizeof(json) - jl,
 				       "{\"type\": \"batchnorm\", \"eps\": 1e-05}, ");
@@ -623,36 +580,8 @@ static struct kern_model *random_f32_mlp(uint32_t c, uint32_t h, uint32_t w, uin
 	}
 	for (uint32_t k = 0; k < nw; k++) {
 		uint32_t o = widths[k];
-		double *wt = malloc(sizeof(double) * o * in), *b = malloc(sizeof(double) * o);
 
-		assert_non_null(wt);
-		assert_non_null(b);
-		for (uint64_t i = 0; i < (uint64_t)o * in; i++)
-			wt[i] = urand(-1, 1);
-		for (uint32_t i = 0; i < o; i++)
-			b[i] = urand(-5, 5);
-		snprintf(key[na], 16, "%u.weight", li);
-		a[na] = (struct test_array){key[na], NULL, 2, {o, in}, wt};
-		vals[na++] = wt;
-		snprintf(key[na], 16, "%u.bias", li);
-		a[na] = (struct test_array){key[na], NULL, 1, {o}, b};
-		vals[na++] = b;
-		for (int q = 0; q < 4; q++) {
-			double *v = malloc(sizeof(double) * o);
-
-			assert_non_null(v);
-			for (uint32_t i = 0; i < o; i++) {
-				double r = urand(0, 1);
-
-				v[i] = q == 0	? (r < 0.1 ? 0.0 : urand(-2, 2))
-				       : q == 1 ? urand(-1, 1)
-				       : q == 2 ? urand(-0.3, 0.3) * in
-						: urand(0.5, 50);
-			}
-			snprintf(key[na], 16, "%u.%s", li + 1, bn_names[q]);
-			a[na] = (struct test_array){key[na], NULL, 1, {o}, v};
-			vals[na++] = v;
-		}
+		gen_dense_bn(&g, li, o, in, in);
 		jl += (size_t)snprintf(json + jl, sizeof(json) - jl,
 				       ", {\"type\": \"dense\", \"out\": %u, \"bias\": true, "
 				       "\"binary_weights\": true}, {\"type\": \"batchnorm\", "
@@ -667,17 +596,7 @@ static struct kern_model *random_f32_mlp(uint32_t c, uint32_t h, uint32_t w, uin
 		in = o;
 	}
 	snprintf(json + jl, sizeof(json) - jl, "]}");
-	assert_int_equal(test_write_text(arch, json), 0);
-	assert_int_equal(test_npz_write(npz, a, na, false), 0);
-	for (uint32_t i = 0; i < na; i++)
-		free(vals[i]);
-	if (kern_convert(arch, npz, out, err, sizeof(err)))
-		fail_msg("convert: %s", err);
-	m = kern_model_load(out, err, sizeof(err));
-	if (!m)
-		fail_msg("load: %s", err);
-	test_rmdir(dir);
-	return m;
+	return test_model_build(json, &g);
 }
 
 static float f32_of(uint32_t b)
@@ -714,7 +633,7 @@ static float hard_value(const struct pre_bn *pb, uint32_t i)
 {
 	static const uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u,
 					0xff800001u, 0x7fabcdefu, 0xffffffffu};
-	uint64_t r = rnd();
+	uint64_t r = test_rng();
 	float sg = (r >> 20) & 1 ? -1.0f : 1.0f;
 
 	switch (r % 16) {
@@ -741,7 +660,7 @@ static float hard_value(const struct pre_bn *pb, uint32_t i)
 	case 11:
 		return sg * FLT_MAX;
 	default:
-		return (float)urand(-3, 3);
+		return (float)test_urand(-3, 3);
 	}
 }
 
@@ -995,6 +914,7 @@ int main(void)
 	};
 	const char *c = getenv("CI");
 
+	test_rng_seed(0x9e3779b97f4a7c15ull);
 	ci = c && !strcmp(c, "true");
 	if (geteuid() != 0) {
 		snprintf(no_bpf, sizeof(no_bpf), "not root: BPF_PROG_TEST_RUN needs root");

@@ -30,9 +30,9 @@
 		uint64_t ns_[CAL_REPS];                                                            \
 		struct lat_summary l_;                                                             \
 		for (int r_ = 0; r_ < (reps); r_++) {                                              \
-			uint64_t t0_ = split_now_ns();                                             \
+			uint64_t t0_ = lat_now_ns();                                               \
 			body;                                                                      \
-			ns_[r_] = split_now_ns() - t0_;                                            \
+			ns_[r_] = lat_now_ns() - t0_;                                              \
 		}                                                                                  \
 		lat_summarize(ns_, (reps), &l_);                                                   \
 		(out) = l_.p50 * 1e-9;                                                             \
@@ -193,7 +193,6 @@ static struct kern_model *cal_nic_model(uint32_t n, uint32_t out, const char *di
 					size_t errlen)
 {
 	char arch[256], npz[256], snm[256];
-	char *gen_argv[] = {"gen", arch, "-o", npz, NULL};
 	struct kern_model *m = NULL;
 	FILE *f;
 
@@ -212,8 +211,8 @@ static struct kern_model *cal_nic_model(uint32_t n, uint32_t out, const char *di
 		"\"binary_weights\":true},{\"type\":\"batchnorm\"}]}\n",
 		n, out);
 	fclose(f);
-	optind = 0;
-	if (cmd_gen(4, gen_argv) == 0 && !kern_convert(arch, npz, snm, err, errlen))
+	if (!split_tools_gen(arch, npz, 1, err, errlen) &&
+	    !kern_convert(arch, npz, snm, err, errlen))
 		m = kern_model_load(snm, err, errlen);
 	unlink(arch);
 	unlink(npz);
@@ -368,17 +367,13 @@ int cmd_calibrate(int argc, char **argv)
 				       split_pkey_info(k)->unit, split_pkey_info(k)->what);
 			return 0;
 		case 'h':
-			printf("%s", usage);
-			return 0;
+			return split_tools_usage(usage, true);
 		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
+			return split_tools_usage(usage, false);
 		}
 	}
-	if (argc != optind) {
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
+	if (argc != optind)
+		return split_tools_usage(usage, false);
 	split_profile_default(&pr);
 	reps = quick ? 5 : CAL_REPS;
 	cache = sysconf(_SC_LEVEL2_CACHE_SIZE);

@@ -25,6 +25,7 @@
 #include "protocol/reasm.h"
 #include "tools/cmds.h"
 #include "tools/idx.h"
+#include "tools/net_util.h"
 #include "tools/stats.h"
 
 enum req_state { REQ_UNSENT, REQ_PENDING, REQ_DONE, REQ_ERROR, REQ_TIMEOUT };
@@ -71,14 +72,6 @@ struct client_run {
 	uint64_t executors[8];
 	uint64_t t_first, t_last;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -311,7 +304,7 @@ static int open_socket(const struct client_opts *o)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai, *p;
 	char port[16];
-	int fd = -1, err, sz = 4 << 20;
+	int fd = -1, err;
 
 	snprintf(port, sizeof(port), "%s", o->port ? o->port : "21326");
 	err = getaddrinfo(o->host, port, &hints, &ai);
@@ -334,10 +327,7 @@ static int open_socket(const struct client_opts *o)
 			strerror(errno));
 		return -errno;
 	}
-	/* bursts of fragments need room: FORCE passes rmem_max when privileged */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	net_grow_buffers(fd, 4 << 20);
 	return fd;
 }
 
@@ -414,7 +404,7 @@ static int send_request(struct client_run *r, uint32_t i)
 			      r->in_bytes, (size_t)o->payload);
 	if (err)
 		return err;
-	r->send_ns[i] = now_ns();
+	r->send_ns[i] = lat_now_ns();
 	r->state[i] = REQ_PENDING;
 	while ((n = proto_frag_next(&f, r->dgram, (size_t)o->payload)) > 0) {
 		if (send(r->fd, r->dgram, (size_t)n, 0) != n) {
@@ -473,7 +463,7 @@ static void drain(struct client_run *r)
 	uint64_t t;
 
 	while ((n = recv(r->fd, r->dgram, PROTO_MAX_PAYLOAD, MSG_DONTWAIT)) >= 0) {
-		t = now_ns();
+		t = lat_now_ns();
 		v = proto_parse(r->dgram, (size_t)n, &m);
 		if (v != PROTO_OK) {
 			r->rejected[v]++;
@@ -517,23 +507,23 @@ static int run_loop(struct client_run *r)
 	uint64_t timeout = (uint64_t)o->timeout_ms * 1000000ull;
 	uint64_t period = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
 	uint32_t next = 0, head = 0, count = (uint32_t)o->count;
-	uint64_t t, t0 = now_ns(), wait, due;
+	uint64_t t, t0 = lat_now_ns(), wait, due;
 	struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
 	struct timespec ts;
 	int err;
 
 	r->t_first = t0;
 	while (head < count) {
-		t = now_ns();
+		t = lat_now_ns();
 		while (next < count && (o->rate > 0 ? t >= t0 + next * period
 						    : r->pending < (uint64_t)o->outstanding)) {
 			err = send_request(r, next++);
 			if (err)
 				return err;
-			t = now_ns();
+			t = lat_now_ns();
 		}
 		drain(r);
-		t = now_ns();
+		t = lat_now_ns();
 		/* retire the oldest requests: answered, or timed out (send times only grow) */
 		while (head < next &&
 		       (r->state[head] != REQ_PENDING || t - r->send_ns[head] >= timeout)) {
@@ -714,7 +704,7 @@ int cmd_client(int argc, char **argv)
 		goto out_free_state;
 	}
 	memset(r->cls, 0xff, (size_t)r->o.count * sizeof(*r->cls));
-	r->rid_base = (uint64_t)(getpid() & 0xffff) << 48 | (now_ns() & 0xffffull) << 32;
+	r->rid_base = (uint64_t)(getpid() & 0xffff) << 48 | (lat_now_ns() & 0xffffull) << 32;
 
 	ret = run_loop(r);
 	if (ret) {

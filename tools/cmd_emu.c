@@ -159,8 +159,8 @@ int cmd_emu(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	const char *images = NULL, *npy = NULL, *labels = NULL;
-	long executors = 256, count = -1;
+	struct dataset_opts dso = {.count = -1};
+	long executors = 256;
 	struct nicfw_emu_params p;
 	struct dataset ds = {0};
 	struct kern_model *m = NULL;
@@ -175,22 +175,15 @@ int cmd_emu(int argc, char **argv)
 
 	nicfw_emu_params_default(&p);
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int taken = dataset_opt(&dso, c, optarg);
+
+		if (taken < 0)
+			return 2;
+		if (taken)
+			continue;
 		switch (c) {
 		case 'e':
 			if (parse_count(optarg, &executors, 1, NICFW_MAX_EXEC, "--executors"))
-				return 2;
-			break;
-		case 'i':
-			images = optarg;
-			break;
-		case 'n':
-			npy = optarg;
-			break;
-		case 'l':
-			labels = optarg;
-			break;
-		case 'c':
-			if (parse_count(optarg, &count, 1, 1L << 30, "--count"))
 				return 2;
 			break;
 		case 'p':
@@ -217,7 +210,7 @@ int cmd_emu(int argc, char **argv)
 		print_params(&p);
 		return 0;
 	}
-	if (argc - optind != 1 || (!images == !npy)) {
+	if (argc - optind != 1 || !dataset_opts_valid(&dso)) {
 		usage(stderr);
 		return 2;
 	}
@@ -236,22 +229,20 @@ int cmd_emu(int argc, char **argv)
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		goto out_model;
 	}
-	if (dataset_open(&ds, m, images ? images : npy, labels, err, sizeof(err))) {
+	if (dataset_open_opts(&ds, m, &dso, err, sizeof(err))) {
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		goto out_emu;
 	}
-	if (count < 0 || (uint64_t)count > ds.count)
-		count = ds.count;
 	ctx = kern_ctx_create(m, 1);
 	nic = calloc(kern_model_classes(m), sizeof(double));
 	cpu = calloc(kern_model_classes(m), sizeof(double));
 	act = calloc(1, kern_shape_bytes(&m->layers[nicfw_nic_first(m)].in) + 64);
-	t.lat_ns = calloc((size_t)count, sizeof(uint64_t));
+	t.lat_ns = calloc((size_t)dso.count, sizeof(uint64_t));
 	if (!ctx || !nic || !cpu || !act || !t.lat_ns) {
 		fprintf(stderr, "splitnic emu: out of memory\n");
 		goto out_free;
 	}
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint32_t i = 0; i < dso.count; i++) {
 		struct nicfw_emu_report r;
 		int err_one = emu_one(e, ctx, m, dataset_item(&ds, i), act, nic, cpu, &r);
 

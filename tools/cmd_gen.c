@@ -15,6 +15,7 @@
 
 #include "split/split.h"
 #include "tools/cmds.h"
+#include "tools/split_tools.h"
 
 struct gen_rng {
 	uint64_t s;
@@ -172,6 +173,36 @@ static int gen_layers(zip_t *za, const struct split_arch *a, struct gen_rng *r)
 	return ret;
 }
 
+int split_tools_gen(const char *arch_path, const char *npz_path, uint64_t seed, char *err,
+		    size_t errlen)
+{
+	struct gen_rng r = {.s = seed};
+	struct split_arch a;
+	zip_t *za;
+	int zerr, ret;
+
+	ret = split_arch_load(arch_path, &a, err, errlen);
+	if (ret)
+		return ret;
+	za = zip_open(npz_path, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
+	if (!za) {
+		snprintf(err, errlen, "%s: cannot create (libzip error %d)", npz_path, zerr);
+		split_arch_free(&a);
+		return -EIO;
+	}
+	ret = gen_layers(za, &a, &r);
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", npz_path, strerror(-ret));
+		zip_discard(za);
+	} else if (zip_close(za)) {
+		snprintf(err, errlen, "%s: %s", npz_path, zip_strerror(za));
+		zip_discard(za);
+		ret = -EIO;
+	}
+	split_arch_free(&a);
+	return ret;
+}
+
 int cmd_gen(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -181,12 +212,10 @@ int cmd_gen(int argc, char **argv)
 	    {0},
 	};
 	const char *usage = "usage: splitnic gen ARCH.json -o WEIGHTS.npz [--seed S]\n";
-	struct gen_rng r = {.s = 1};
 	const char *out = NULL;
-	struct split_arch a;
+	uint64_t seed = 1;
 	char err[512], *end;
-	zip_t *za;
-	int c, zerr, ret;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -194,43 +223,23 @@ int cmd_gen(int argc, char **argv)
 			out = optarg;
 			break;
 		case 's':
-			r.s = strtoull(optarg, &end, 0);
+			seed = strtoull(optarg, &end, 0);
 			if (*end) {
 				fprintf(stderr, "--seed: an integer expected\n");
 				return 2;
 			}
 			break;
 		case 'h':
-			printf("%s", usage);
-			return 0;
+			return split_tools_usage(usage, true);
 		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
+			return split_tools_usage(usage, false);
 		}
 	}
-	if (argc - optind != 1 || !out) {
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
-	if (split_arch_load(argv[optind], &a, err, sizeof(err))) {
+	if (argc - optind != 1 || !out)
+		return split_tools_usage(usage, false);
+	if (split_tools_gen(argv[optind], out, seed, err, sizeof(err))) {
 		fprintf(stderr, "splitnic gen: %s\n", err);
 		return 1;
 	}
-	za = zip_open(out, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
-	if (!za) {
-		fprintf(stderr, "splitnic gen: %s: cannot create (libzip error %d)\n", out, zerr);
-		split_arch_free(&a);
-		return 1;
-	}
-	ret = gen_layers(za, &a, &r);
-	if (ret) {
-		fprintf(stderr, "splitnic gen: %s: %s\n", out, strerror(-ret));
-		zip_discard(za);
-	} else if (zip_close(za)) {
-		fprintf(stderr, "splitnic gen: %s: %s\n", out, zip_strerror(za));
-		zip_discard(za);
-		ret = -EIO;
-	}
-	split_arch_free(&a);
-	return ret ? 1 : 0;
+	return 0;
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
@@ -27,14 +26,6 @@ struct run_job {
 	struct kcuda_model *gpu; /* --exec gpu: runs instead of ctx */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *run_worker(void *arg)
 {
 	struct run_job *j = arg;
@@ -43,13 +34,13 @@ static void *run_worker(void *arg)
 	for (uint32_t b = j->index; b < nbatches; b += j->threads) {
 		uint32_t first = b * j->batch;
 		uint32_t n = j->count - first < j->batch ? j->count - first : j->batch;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = lat_now_ns();
 
 		j->ret = j->gpu ? kcuda_forward(j->gpu, dataset_item(j->ds, first), n,
 						j->scores + (size_t)first * j->classes)
 				: kern_forward(j->ctx, dataset_item(j->ds, first), n,
 					       j->scores + (size_t)first * j->classes);
-		j->lat_ns[b] = now_ns() - t0;
+		j->lat_ns[b] = lat_now_ns() - t0;
 		if (j->ret)
 			break;
 	}
@@ -99,8 +90,9 @@ int cmd_run(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	const char *images = NULL, *npy = NULL, *labels = NULL, *scores_path = NULL;
-	long count = -1, batch = 1, threads = 1;
+	struct dataset_opts dso = {.count = -1};
+	const char *scores_path = NULL;
+	long batch = 1, threads = 1;
 	struct run_job *jobs = NULL;
 	pthread_t *tids = NULL;
 	struct dataset ds = {0};
@@ -115,20 +107,13 @@ int cmd_run(int argc, char **argv)
 	uint64_t t0, wall;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int taken = dataset_opt(&dso, c, optarg);
+
+		if (taken < 0)
+			return 2;
+		if (taken)
+			continue;
 		switch (c) {
-		case 'i':
-			images = optarg;
-			break;
-		case 'n':
-			npy = optarg;
-			break;
-		case 'l':
-			labels = optarg;
-			break;
-		case 'c':
-			if (parse_count(optarg, &count, 1, 1L << 30, "--count"))
-				return 2;
-			break;
 		case 'b':
 			if (parse_count(optarg, &batch, 1, 4096, "--batch"))
 				return 2;
@@ -159,7 +144,7 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (argc - optind != 1 || (!images == !npy)) {
+	if (argc - optind != 1 || !dataset_opts_valid(&dso)) {
 		usage(stderr);
 		return 2;
 	}
@@ -173,17 +158,15 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "splitnic run: %s\n", err);
 		return 1;
 	}
-	if (dataset_open(&ds, m, images ? images : npy, labels, err, sizeof(err))) {
+	if (dataset_open_opts(&ds, m, &dso, err, sizeof(err))) {
 		fprintf(stderr, "splitnic run: %s\n", err);
 		goto out_model;
 	}
-	if (count < 0 || (uint64_t)count > ds.count)
-		count = ds.count;
 	classes = kern_model_classes(m);
-	nbatches = (uint32_t)((count + batch - 1) / batch);
+	nbatches = (uint32_t)((dso.count + batch - 1) / batch);
 	if (threads > nbatches)
 		threads = nbatches;
-	scores = calloc((size_t)count * classes, sizeof(double));
+	scores = calloc((size_t)dso.count * classes, sizeof(double));
 	lat_ns = calloc(nbatches, sizeof(uint64_t));
 	jobs = calloc((size_t)threads, sizeof(*jobs));
 	tids = calloc((size_t)threads, sizeof(*tids));
@@ -194,7 +177,7 @@ int cmd_run(int argc, char **argv)
 	for (long t = 0; t < threads; t++) {
 		jobs[t] = (struct run_job){m,
 					   &ds,
-					   (uint32_t)count,
+					   (uint32_t)dso.count,
 					   (uint32_t)batch,
 					   (uint32_t)threads,
 					   (uint32_t)t,
@@ -218,12 +201,12 @@ int cmd_run(int argc, char **argv)
 			goto out_ctx;
 		}
 	}
-	t0 = now_ns();
+	t0 = lat_now_ns();
 	for (long t = 0; t < threads; t++)
 		pthread_create(&tids[t], NULL, run_worker, &jobs[t]);
 	for (long t = 0; t < threads; t++)
 		pthread_join(tids[t], NULL);
-	wall = now_ns() - t0;
+	wall = lat_now_ns() - t0;
 	for (long t = 0; t < threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
@@ -231,37 +214,37 @@ int cmd_run(int argc, char **argv)
 			goto out_ctx;
 		}
 	if (ds.labels)
-		for (uint32_t i = 0; i < count; i++)
+		for (uint32_t i = 0; i < dso.count; i++)
 			correct +=
 			    kern_argmax(scores + (size_t)i * classes, classes) == ds.labels[i];
 	lat_summarize(lat_ns, nbatches, &lat);
 	if (json) {
 		printf("{\"model\":\"%s\",\"exec\":\"%s\",\"isa\":\"%s\",\"images\":%ld,"
 		       "\"batch\":%ld,\"threads\":%ld,",
-		       m->name, gpu ? "gpu" : "cpu", gpu ? "cuda" : kern_ops_get()->name, count,
+		       m->name, gpu ? "gpu" : "cpu", gpu ? "cuda" : kern_ops_get()->name, dso.count,
 		       batch, threads);
 		if (gpu)
 			printf("\"device\":\"%s\",", gpu_name);
 		if (ds.labels)
-			printf("\"accuracy\":%.6f,\"correct\":%u,", (double)correct / count,
+			printf("\"accuracy\":%.6f,\"correct\":%u,", (double)correct / dso.count,
 			       correct);
 		printf("\"latency_us\":{\"p50\":%.3f,\"p99\":%.3f,\"mean\":%.3f},"
 		       "\"images_per_s\":%.1f}\n",
-		       lat.p50 / 1e3, lat.p99 / 1e3, lat.mean / 1e3, count / (wall / 1e9));
+		       lat.p50 / 1e3, lat.p99 / 1e3, lat.mean / 1e3, dso.count / (wall / 1e9));
 	} else {
 		printf("model %s (%s kernels): %ld images, batch %ld, %ld thread%s\n", m->name,
-		       gpu ? "cuda" : kern_ops_get()->name, count, batch, threads,
+		       gpu ? "cuda" : kern_ops_get()->name, dso.count, batch, threads,
 		       threads > 1 ? "s" : "");
 		printf("executor  %s%s\n", gpu ? "gpu, " : "cpu", gpu ? gpu_name : "");
 		if (ds.labels)
-			printf("accuracy  %.2f%% (%u/%ld)\n", 100.0 * correct / count, correct,
-			       count);
+			printf("accuracy  %.2f%% (%u/%ld)\n", 100.0 * correct / dso.count, correct,
+			       dso.count);
 		printf("latency   p50 %.1f us  p99 %.1f us  (per batch of %ld)\n", lat.p50 / 1e3,
 		       lat.p99 / 1e3, batch);
-		printf("throughput %.0f images/s\n", count / (wall / 1e9));
+		printf("throughput %.0f images/s\n", dso.count / (wall / 1e9));
 	}
 	ret = 0;
-	if (scores_path && write_scores(scores_path, scores, (uint32_t)count, classes))
+	if (scores_path && write_scores(scores_path, scores, (uint32_t)dso.count, classes))
 		ret = 1;
 out_ctx:
 	for (long t = 0; t < threads; t++) {

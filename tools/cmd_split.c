@@ -16,13 +16,6 @@
 #include "tools/cmds.h"
 #include "tools/split_tools.h"
 
-int split_tools_is_json(const char *path)
-{
-	size_t n = strlen(path);
-
-	return n > 5 && !strcmp(path + n - 5, ".json");
-}
-
 static void exec_str(uint32_t mask, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s%s", (mask & SPLIT_EXM(SPLIT_EX_CPU)) ? "cpu" : "",
@@ -125,28 +118,18 @@ static int analyze_json(const struct split_arch *a)
 /* The seed's Figure 2: output size (f32 and 1-bit) and parameters per layer, log scale. */
 static int analyze_plot(const struct split_arch *a, const char *out)
 {
-	const char *term = split_plot_terminal(out);
-	char script[] = "/tmp/splitnic-plot-XXXXXX", err[256], name[48];
-	FILE *f;
-	int fd, ret;
+	char script[64], name[48];
+	FILE *f = split_tools_plot_open("analyze", out, script, sizeof(script));
 
-	if (!term) {
-		fprintf(stderr, "splitnic analyze: --plot %s: use a .png or .svg file\n", out);
+	if (!f)
 		return -EINVAL;
-	}
-	fd = mkstemp(script);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		perror("splitnic analyze: temporary file");
-		return -errno;
-	}
 	fprintf(f,
-		"set terminal %s\nset termoption noenhanced\nset output '%s'\nset title 'splitnic "
-		"analyze: %s (output size "
+		"set title 'splitnic analyze: %s (output size "
 		"and parameters per layer)'\nset logscale y\nset ylabel 'bytes / count (log)'\n"
 		"set style data histogram\nset style histogram cluster gap 1\nset style fill solid "
 		"0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -60 font ',8'\nset key top "
 		"right\nset grid ytics\n$d << EOD\n",
-		term, out, a->name);
+		a->name);
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct split_layer *L = &a->l[i];
 
@@ -157,12 +140,7 @@ static int analyze_plot(const struct split_arch *a, const char *out)
 	}
 	fprintf(f, "EOD\nplot $d using 2:xtic(1) title 'output bytes (f32)', '' using 3 title "
 		   "'output bytes (1-bit)', '' using 4 title 'parameters'\n");
-	fclose(f);
-	ret = split_gnuplot(script, err, sizeof(err));
-	unlink(script);
-	if (ret)
-		fprintf(stderr, "splitnic analyze: %s\n", err);
-	return ret;
+	return split_tools_plot_run("analyze", f, script);
 }
 
 int cmd_analyze(int argc, char **argv)
@@ -194,26 +172,14 @@ int cmd_analyze(int argc, char **argv)
 			plot = optarg;
 			break;
 		case 'h':
-			printf("%s", usage);
-			return 0;
+			return split_tools_usage(usage, true);
 		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
+			return split_tools_usage(usage, false);
 		}
 	}
-	if (argc - optind != 1 || (csv && json)) {
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
-	if (split_tools_is_json(argv[optind])) {
-		ret = split_arch_load(argv[optind], &a, err, sizeof(err));
-	} else {
-		struct kern_model *m = kern_model_load(argv[optind], err, sizeof(err));
-
-		ret = m ? split_arch_from_model(m, nicfw_nic_first(m), &a, err, sizeof(err))
-			: -EINVAL;
-		kern_model_free(m);
-	}
+	if (argc - optind != 1 || (csv && json))
+		return split_tools_usage(usage, false);
+	ret = split_tools_load_arch(argv[optind], &a, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "splitnic analyze: %s\n", err);
 		return 1;
@@ -226,45 +192,6 @@ int cmd_analyze(int argc, char **argv)
 		ret = analyze_plot(&a, plot) ? 1 : 0;
 	split_arch_free(&a);
 	return ret;
-}
-
-int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
-		     struct split_opts *o, bool use_gpu, struct split_problem *p,
-		     struct split_plan *plan, char *err, size_t errlen)
-{
-	int ret;
-
-	o->nic_first = nicfw_nic_first(m);
-	o->exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC) |
-		       (use_gpu && pr->v[SPLIT_P_GPU_PRESENT] ? SPLIT_EXM(SPLIT_EX_GPU) : 0);
-	ret = split_problem_from_model(p, m, pr, o);
-	if (ret) {
-		snprintf(err, errlen, "model %s: cannot build the cost model: %s", m->name,
-			 strerror(-ret));
-		return ret;
-	}
-	ret = split_plan_solve(p, plan);
-	if (ret) {
-		snprintf(err, errlen, "model %s: no feasible plan", m->name);
-		split_problem_free(p);
-	}
-	return ret;
-}
-
-void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan)
-{
-	for (uint32_t s = 0; s < plan->n_stages; s++) {
-		const struct split_stage *st = &plan->stage[s];
-
-		printf("  stage %u: %-3s ops %2u..%-2u (%s .. %s)", s, split_exec_name(st->exec),
-		       st->first, st->last - 1, kern_op_name(m->layers[st->first].op),
-		       kern_op_name(m->layers[st->last - 1].op));
-		if (st->fmt_in)
-			printf("  cut in: %s %.1f us", split_fmt_name(st->fmt_in),
-			       st->cut_in * 1e6);
-		printf("  compute %.1f us\n", st->compute * 1e6);
-	}
-	printf("  predicted latency %.1f us\n", plan->latency * 1e6);
 }
 
 int cmd_plan(int argc, char **argv)
@@ -316,27 +243,15 @@ int cmd_plan(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'h':
-			printf("%s", usage);
-			return 0;
+			return split_tools_usage(usage, true);
 		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
+			return split_tools_usage(usage, false);
 		}
 	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
-	if (profile) {
-		if (split_profile_load(profile, &pr, err, sizeof(err))) {
-			fprintf(stderr, "splitnic plan: %s\n", err);
-			return 1;
-		}
-	} else {
-		split_profile_default(&pr);
-		fprintf(stderr, "splitnic plan: no --profile: using the built-in defaults (run "
-				"`splitnic calibrate -o PROFILE`)\n");
-	}
+	if (argc - optind != 1)
+		return split_tools_usage(usage, false);
+	if (split_tools_load_profile("plan", profile, &pr))
+		return 1;
 	if (o.link_gbps <= 0)
 		o.link_gbps = pr.v[SPLIT_P_LINK_GBPS];
 	m = kern_model_load(argv[optind], err, sizeof(err));

@@ -72,7 +72,7 @@ static int run_one(struct sweep *s, struct sweep_cand *c, const void *in, uint32
 	ret = c->k ? kern_forward_range(s->ctx, 0, c->k, in, 1,
 					c->k == m->n_layers ? (void *)s->scores : s->act)
 		   : 0;
-	t1 = split_now_ns();
+	t1 = lat_now_ns();
 	c->ns[SP_HOST][i] = s->prefix_ns[c->k];
 	if (ret)
 		return ret;
@@ -82,13 +82,13 @@ static int run_one(struct sweep *s, struct sweep_cand *c, const void *in, uint32
 		return 0;
 	}
 	ret = split_wire_send(s->wire, &m->layers[c->k].in, c->k ? s->act : in, c->k);
-	t2 = split_now_ns();
+	t2 = lat_now_ns();
 	if (ret < 0)
 		return ret;
 	split_wire_copy(s->wire);
-	t3 = split_now_ns();
+	t3 = lat_now_ns();
 	ret = split_wire_recv(s->wire, &m->layers[c->k].in, s->nic_in);
-	t4 = split_now_ns();
+	t4 = lat_now_ns();
 	if (ret)
 		return ret;
 	c->ns[SP_SER][i] = t2 - t1;
@@ -114,10 +114,10 @@ static int time_prefixes(struct sweep *s, const void *in)
 
 	s->prefix_ns[0] = 0;
 	for (uint32_t j = 0; j < s->m->n_layers; j++) {
-		uint64_t t0 = split_now_ns();
+		uint64_t t0 = lat_now_ns();
 		int ret = kern_forward_range(s->ctx, j, j + 1, cur, 1, s->opbuf[j & 1]);
 
-		s->prefix_ns[j + 1] = s->prefix_ns[j] + (split_now_ns() - t0);
+		s->prefix_ns[j + 1] = s->prefix_ns[j] + (lat_now_ns() - t0);
 		if (ret)
 			return ret;
 		cur = s->opbuf[j & 1];
@@ -271,26 +271,18 @@ static uint32_t sweep_report(const struct sweep *s)
 /* The seed's Figure 5: stacked measured breakdown per split, predicted total as points. */
 static int sweep_plot(const struct sweep *s, const char *out)
 {
-	const char *term = split_plot_terminal(out);
-	char script[] = "/tmp/splitnic-sweep-XXXXXX", err[256], name[48];
-	FILE *f;
-	int fd, ret;
+	char script[64], name[48];
+	FILE *f = split_tools_plot_open("sweep", out, script, sizeof(script));
 
-	if (!term) {
-		fprintf(stderr, "splitnic sweep: --plot %s: use a .png or .svg file\n", out);
+	if (!f)
 		return -EINVAL;
-	}
-	fd = mkstemp(script);
-	if (fd < 0 || !(f = fdopen(fd, "w")))
-		return -errno;
 	fprintf(f,
-		"set terminal %s\nset termoption noenhanced\nset output '%s'\nset multiplot layout "
-		"1,%u title 'splitnic "
+		"set multiplot layout 1,%u title 'splitnic "
 		"sweep: %s (measured breakdown; wire and NIC modeled; points: predicted)'\n"
 		"set style data histogram\nset style histogram rowstacked\nset style fill solid "
 		"0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 font ',8'\nset ylabel "
 		"'latency (us)'\nset key below font ',8' maxrows 3\nset grid ytics\n",
-		term, out, s->n_bw, s->m->name);
+		s->n_bw, s->m->name);
 	for (uint32_t b = 0; b < s->n_bw; b++) {
 		fprintf(f, "$d%u << EOD\n", b);
 		for (uint32_t j = 0; j < s->n_cand; j++) {
@@ -309,12 +301,7 @@ static int sweep_plot(const struct sweep *s, const char *out)
 			s->bw[b], b);
 	}
 	fprintf(f, "unset multiplot\n");
-	fclose(f);
-	ret = split_gnuplot(script, err, sizeof(err));
-	unlink(script);
-	if (ret)
-		fprintf(stderr, "splitnic sweep: %s\n", err);
-	return ret;
+	return split_tools_plot_run("sweep", f, script);
 }
 
 static int parse_bw(const char *arg, struct sweep *s)
@@ -447,28 +434,18 @@ int cmd_sweep(int argc, char **argv)
 			plot = optarg;
 			break;
 		case 'h':
-			printf("%s", usage);
-			return 0;
+			return split_tools_usage(usage, true);
 		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
+			return split_tools_usage(usage, false);
 		}
 	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
+	if (argc - optind != 1)
+		return split_tools_usage(usage, false);
 	s.count = (uint32_t)count;
 	if (!s.n_bw)
 		parse_bw("0.1,1,10", &s);
-	if (profile ? split_profile_load(profile, &s.pr, err, sizeof(err))
-		    : (split_profile_default(&s.pr), 0)) {
-		fprintf(stderr, "splitnic sweep: %s\n", err);
+	if (split_tools_load_profile("sweep", profile, &s.pr))
 		return 1;
-	}
-	if (!profile)
-		fprintf(stderr, "splitnic sweep: no --profile: predictions use the built-in "
-				"defaults (run `splitnic calibrate -o PROFILE`)\n");
 	m = kern_model_load(argv[optind], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic sweep: %s\n", err);

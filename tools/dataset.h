@@ -7,6 +7,7 @@
 #ifndef TOOLS_DATASET_H
 #define TOOLS_DATASET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,26 @@ struct dataset {
 int dataset_open(struct dataset *ds, const struct kern_model *m, const char *inputs,
 		 const char *labels, char *err, size_t errlen);
 void dataset_close(struct dataset *ds);
+
+/* The data set options of the verbs that run a model over inputs (run, emu). */
+struct dataset_opts {
+	const char *images, *npy, *labels;
+	long count; /* -1: the whole data set */
+};
+
+/*
+ * getopt's option c with its argument, if it is a data set option: 'i' --images, 'n' --npy,
+ * 'l' --labels, 'c' --count (1 .. 2^30). Returns 1 if taken, 0 if c is another option, -1
+ * after a message on stderr if the value is bad.
+ */
+int dataset_opt(struct dataset_opts *o, int c, const char *arg);
+
+/* Exactly one of --images and --npy given? */
+bool dataset_opts_valid(const struct dataset_opts *o);
+
+/* dataset_open of o's inputs and labels for m; then o->count is at most the data set's size. */
+int dataset_open_opts(struct dataset *ds, const struct kern_model *m, struct dataset_opts *o,
+		      char *err, size_t errlen);
 
 static inline const void *dataset_item(const struct dataset *ds, uint32_t i)
 {

@@ -30,6 +30,7 @@
 #include "protocol/reasm.h"
 #include "tools/cmds.h"
 #include "tools/idx.h"
+#include "tools/net_util.h"
 #include "tools/stats.h"
 
 struct ref_opts {
@@ -49,14 +50,6 @@ static volatile sig_atomic_t ref_stop;
 static void on_signal(int sig)
 {
 	ref_stop = 1;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t fnv64(const uint8_t *p, size_t n)
@@ -153,7 +146,7 @@ static int ref_parse(int argc, char **argv, struct ref_opts *o)
 static int ref_socket(const struct ref_opts *o)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM, .ai_flags = AI_PASSIVE}, *ai;
-	int fd, err, sz = 4 << 20;
+	int fd, err;
 
 	err = getaddrinfo(o->bind, o->port, &hints, &ai);
 	if (err) {
@@ -168,11 +161,8 @@ static int ref_socket(const struct ref_opts *o)
 		fd = -1;
 	}
 	freeaddrinfo(ai);
-	if (fd >= 0) {
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
-			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	}
+	if (fd >= 0)
+		net_grow_buffers(fd, 4 << 20);
 	return fd;
 }
 
@@ -285,7 +275,7 @@ int cmd_respond_ref(int argc, char **argv)
 			perror("respond-ref: recvfrom");
 			goto out_free;
 		}
-		t_in = mono_ns();
+		t_in = lat_now_ns();
 		v = proto_parse(in, (size_t)n, &m);
 		if (v != PROTO_OK) {
 			rejected[v]++;
@@ -315,7 +305,7 @@ int cmd_respond_ref(int argc, char **argv)
 		if (rv != PROTO_RA_COMPLETE)
 			continue;
 		served++;
-		t0 = mono_ns();
+		t0 = lat_now_ns();
 		if (o.delay_us) {
 			struct timespec d = {.tv_sec = o.delay_us / 1000000,
 					     .tv_nsec = o.delay_us % 1000000 * 1000};
@@ -354,7 +344,7 @@ int cmd_respond_ref(int argc, char **argv)
 			proto_le_put_f64(scores + 8 * k, k == cls ? 1.0 : -(double)k / o.classes);
 		proto_reasm_release(ra, &msg);
 		resp.resp.t_ns[PROTO_T_RX] = (uint32_t)(t0 - t_in);
-		resp.resp.t_ns[PROTO_T_TOTAL] = (uint32_t)(mono_ns() - t_in);
+		resp.resp.t_ns[PROTO_T_TOTAL] = (uint32_t)(lat_now_ns() - t_in);
 		if (proto_frag_init(&f, &resp, scores, (size_t)o.classes * 8, (size_t)o.payload))
 			continue;
 		while ((n = proto_frag_next(&f, out, PROTO_MAX_PAYLOAD)) > 0)

@@ -6,21 +6,32 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
+#include <stdio.h>
 
 #include "kernels/kern.h"
 #include "split/split.h"
 
-static inline uint64_t split_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/*
+ * A verb's usage line, for the end of its option switch: on stdout with exit status 0 for
+ * --help, else on stderr with exit status 2 (a bad option or argument).
+ */
+int split_tools_usage(const char *usage, bool help);
 
 /* Does path end in ".json"? (an interchange architecture rather than a model file) */
 int split_tools_is_json(const char *path);
+
+/*
+ * The architecture at path: an interchange ARCH.json, or a model file analysed with its NIC
+ * part from nicfw_nic_first. Returns 0 (caller frees a with split_arch_free), or -errno with a
+ * message in err.
+ */
+int split_tools_load_arch(const char *path, struct split_arch *a, char *err, size_t errlen);
+
+/*
+ * The profile at path, or the built-in defaults when path is NULL (with a note on stderr that
+ * names the verb). Returns 0, or -errno after a message on stderr.
+ */
+int split_tools_load_profile(const char *verb, const char *path, struct split_profile *pr);
 
 /*
  * Load the profile at path (defaults when NULL) and plan m: executors CPU, NIC (from
@@ -33,5 +44,23 @@ int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 
 /* Print a plan's stages and predicted breakdown. */
 void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan);
+
+/*
+ * Random weights for the interchange architecture at arch_path, written to npz_path as an .npz
+ * of float32 arrays (tools/cmd_gen.c says how they are drawn); seed picks the draw. Returns 0,
+ * or -errno with a message naming the file in err.
+ */
+int split_tools_gen(const char *arch_path, const char *npz_path, uint64_t seed, char *err,
+		    size_t errlen);
+
+/*
+ * A gnuplot script that draws to out (.png or .svg): a temporary file (its path in script, at
+ * least 32 bytes) that starts with the terminal and output lines. Returns the open stream, or
+ * NULL after a message on stderr that names the verb.
+ */
+FILE *split_tools_plot_open(const char *verb, const char *out, char *script, size_t len);
+
+/* Close the script f, run gnuplot on it and remove it. Returns 0, or -errno after a message. */
+int split_tools_plot_run(const char *verb, FILE *f, const char *script);
 
 #endif /* TOOLS_SPLIT_TOOLS_H */

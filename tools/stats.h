@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* tools/stats.h — latency summaries and strict numeric option parsing for the CLI. */
+/* tools/stats.h — the latency clock, latency summaries and strict numeric option parsing. */
 #ifndef TOOLS_STATS_H
 #define TOOLS_STATS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock every latency is measured on. */
+static inline uint64_t lat_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 struct lat_summary {
 	double min, mean, p50, p90, p99, p999, max; /* ns */

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "tests/support/model_fixture.h"
+
+static uint64_t rng_state;
+
+void test_rng_seed(uint64_t seed)
+{
+	rng_state = seed;
+}
+
+uint64_t test_rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+double test_urand(double lo, double hi)
+{
+	return lo + (hi - lo) * (double)(test_rng() >> 11) / (double)(1ull << 53);
+}
+
+double *test_gen_array(struct test_gen *g, uint32_t layer, const char *name, const char *descr,
+		       uint32_t ndim, const uint64_t *shape)
+{
+	struct test_array *a = &g->a[g->n];
+	size_t count = 1;
+
+	assert_true(g->n < TEST_GEN_MAX_ARRAYS);
+	snprintf(g->keys[g->n], sizeof(g->keys[0]), "%u.%s", layer, name);
+	for (uint32_t i = 0; i < ndim; i++) {
+		a->shape[i] = shape[i];
+		count *= shape[i];
+	}
+	a->key = g->keys[g->n++];
+	a->descr = descr;
+	a->ndim = ndim;
+	a->v = calloc(count, sizeof(double));
+	assert_non_null(a->v);
+	return (double *)a->v;
+}
+
+void test_gen_dense(struct test_gen *g, uint32_t layer, uint32_t out, uint32_t in)
+{
+	double *w = test_gen_array(g, layer, "weight", NULL, 2, (uint64_t[]){out, in});
+	double *b = test_gen_array(g, layer, "bias", NULL, 1, (uint64_t[]){out});
+
+	for (size_t i = 0; i < (size_t)out * in; i++)
+		w[i] = test_urand(-1, 1);
+	for (uint32_t o = 0; o < out; o++)
+		b[o] = test_urand(-2, 2);
+}
+
+void test_gen_conv(struct test_gen *g, uint32_t layer, uint32_t out, uint32_t in, uint32_t k)
+{
+	double *w = test_gen_array(g, layer, "weight", NULL, 4, (uint64_t[]){out, in, k, k});
+
+	for (size_t i = 0; i < (size_t)out * in * k * k; i++)
+		w[i] = test_urand(-1, 1);
+}
+
+void test_gen_bn(struct test_gen *g, uint32_t layer, uint32_t n, double scale)
+{
+	double *ga = test_gen_array(g, layer, "gamma", NULL, 1, (uint64_t[]){n});
+	double *be = test_gen_array(g, layer, "beta", NULL, 1, (uint64_t[]){n});
+	double *mu = test_gen_array(g, layer, "mean", NULL, 1, (uint64_t[]){n});
+	double *va = test_gen_array(g, layer, "var", NULL, 1, (uint64_t[]){n});
+
+	for (uint32_t i = 0; i < n; i++) {
+		ga[i] = i % 17 == 5 ? 0 : test_urand(-1, 2);
+		be[i] = test_urand(-0.5, 0.5);
+		mu[i] = test_urand(-scale, scale) * 0.5;
+		va[i] = test_urand(0.25, 4) * scale * scale;
+	}
+}
+
+void test_gen_free(struct test_gen *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free((void *)g->a[i].v);
+	g->n = 0;
+}
+
+static int fx_init(struct test_fx *f)
+{
+	if (test_tmpdir(f->dir, sizeof(f->dir)))
+		return -1;
+	snprintf(f->arch, sizeof(f->arch), "%s/arch.json", f->dir);
+	snprintf(f->npz, sizeof(f->npz), "%s/weights.npz", f->dir);
+	snprintf(f->out, sizeof(f->out), "%s/model.snm", f->dir);
+	return 0;
+}
+
+int test_fx_setup(void **state)
+{
+	struct test_fx *f = calloc(1, sizeof(*f));
+
+	if (!f || fx_init(f)) {
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+int test_fx_teardown(void **state)
+{
+	struct test_fx *f = *state;
+
+	test_rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static void fx_write(struct test_fx *f, const char *json, const struct test_array *a, size_t n)
+{
+	assert_int_equal(test_write_text(f->arch, json), 0);
+	assert_int_equal(test_npz_write(f->npz, a, n, false), 0);
+}
+
+static int fx_convert(struct test_fx *f)
+{
+	f->err[0] = '\0';
+	return kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err));
+}
+
+static struct kern_model *fx_load(struct test_fx *f)
+{
+	struct kern_model *m;
+
+	if (fx_convert(f))
+		fail_msg("convert: %s", f->err);
+	m = kern_model_load(f->out, f->err, sizeof(f->err));
+	if (!m)
+		fail_msg("load: %s", f->err);
+	return m;
+}
+
+int test_fx_convert(struct test_fx *f, const char *json, const struct test_array *a, size_t n)
+{
+	fx_write(f, json, a, n);
+	return fx_convert(f);
+}
+
+struct kern_model *test_fx_build(struct test_fx *f, const char *json, const struct test_array *a,
+				 size_t n)
+{
+	fx_write(f, json, a, n);
+	return fx_load(f);
+}
+
+struct kern_model *test_fx_build_gen(struct test_fx *f, const char *json, struct test_gen *g)
+{
+	fx_write(f, json, g->a, g->n);
+	test_gen_free(g);
+	return fx_load(f);
+}
+
+struct kern_model *test_model_build(const char *json, struct test_gen *g)
+{
+	struct test_fx f = {0};
+	struct kern_model *m;
+
+	assert_int_equal(fx_init(&f), 0);
+	m = test_fx_build_gen(&f, json, g);
+	test_rmdir(f.dir);
+	return m;
+}
+
+struct kern_model *test_model_u8_mlp(struct test_fx *f)
+{
+	struct test_gen g = {0};
+
+	test_rng_seed(0x1234567);
+	test_gen_dense(&g, 1, 63, 65);
+	test_gen_bn(&g, 2, 63, 128 * sqrt(65));
+	test_gen_dense(&g, 4, 130, 63);
+	test_gen_bn(&g, 5, 130, sqrt(63));
+	test_gen_dense(&g, 7, 1000, 130);
+	test_gen_bn(&g, 8, 1000, sqrt(130));
+	test_gen_dense(&g, 10, 1, 1000);
+	test_gen_bn(&g, 11, 1, sqrt(1000));
+	return test_fx_build_gen(
+	    f,
+	    "{\"name\":\"u8-mlp\",\"input\":{\"shape\":[1,5,13],\"dtype\":\"u8\"},\"layers\":["
+	    "{\"type\":\"flatten\"},"
+	    "{\"type\":\"dense\",\"out\":63,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\",\"eps\":1e-4},{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":130,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":1000,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":1,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"}]}",
+	    &g);
+}
+
+struct kern_model *test_model_bits_in(struct test_fx *f)
+{
+	struct test_gen g = {0};
+
+	test_rng_seed(0xabcdef);
+	test_gen_dense(&g, 1, 65, 130);
+	test_gen_bn(&g, 2, 65, sqrt(130));
+	test_gen_dense(&g, 4, 63, 65);
+	test_gen_bn(&g, 5, 63, sqrt(65));
+	return test_fx_build_gen(
+	    f,
+	    "{\"name\":\"bits-in\",\"input\":{\"shape\":[130,1,1],\"dtype\":\"f32\"},"
+	    "\"layers\":[{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":63,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"}]}",
+	    &g);
+}
+
+void *test_random_inputs(const struct kern_model *m, uint32_t count)
+{
+	const size_t bytes = kern_shape_bytes(&m->input) * count;
+	uint8_t *x = malloc(bytes);
+
+	assert_non_null(x);
+	if (m->input.fmt == KERN_FMT_U8) {
+		for (size_t i = 0; i < bytes; i++)
+			x[i] = (uint8_t)(i % 7 == 3 ? 0 : test_rng());
+	} else {
+		for (size_t i = 0; i < bytes / sizeof(float); i++)
+			((float *)x)[i] = i % 11 == 4 ? 0.0f : (float)test_urand(-1, 1);
+	}
+	return x;
+}

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nicfw/chain.h"
+#include "tools/split_tools.h"
+
+int split_tools_usage(const char *usage, bool help)
+{
+	fprintf(help ? stdout : stderr, "%s", usage);
+	return help ? 0 : 2;
+}
+
+int split_tools_is_json(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 5 && !strcmp(path + n - 5, ".json");
+}
+
+int split_tools_load_arch(const char *path, struct split_arch *a, char *err, size_t errlen)
+{
+	struct kern_model *m;
+	int ret;
+
+	if (split_tools_is_json(path))
+		return split_arch_load(path, a, err, errlen);
+	m = kern_model_load(path, err, errlen);
+	ret = m ? split_arch_from_model(m, nicfw_nic_first(m), a, err, errlen) : -EINVAL;
+	kern_model_free(m);
+	return ret;
+}
+
+int split_tools_load_profile(const char *verb, const char *path, struct split_profile *pr)
+{
+	char err[512];
+	int ret;
+
+	if (!path) {
+		split_profile_default(pr);
+		fprintf(stderr,
+			"splitnic %s: no --profile: using the built-in defaults (run `splitnic "
+			"calibrate -o PROFILE`)\n",
+			verb);
+		return 0;
+	}
+	ret = split_profile_load(path, pr, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "splitnic %s: %s\n", verb, err);
+	return ret;
+}
+
+int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
+		     struct split_opts *o, bool use_gpu, struct split_problem *p,
+		     struct split_plan *plan, char *err, size_t errlen)
+{
+	int ret;
+
+	o->nic_first = nicfw_nic_first(m);
+	o->exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC) |
+		       (use_gpu && pr->v[SPLIT_P_GPU_PRESENT] ? SPLIT_EXM(SPLIT_EX_GPU) : 0);
+	ret = split_problem_from_model(p, m, pr, o);
+	if (ret) {
+		snprintf(err, errlen, "model %s: cannot build the cost model: %s", m->name,
+			 strerror(-ret));
+		return ret;
+	}
+	ret = split_plan_solve(p, plan);
+	if (ret) {
+		snprintf(err, errlen, "model %s: no feasible plan", m->name);
+		split_problem_free(p);
+	}
+	return ret;
+}
+
+void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan)
+{
+	for (uint32_t s = 0; s < plan->n_stages; s++) {
+		const struct split_stage *st = &plan->stage[s];
+
+		printf("  stage %u: %-3s ops %2u..%-2u (%s .. %s)", s, split_exec_name(st->exec),
+		       st->first, st->last - 1, kern_op_name(m->layers[st->first].op),
+		       kern_op_name(m->layers[st->last - 1].op));
+		if (st->fmt_in)
+			printf("  cut in: %s %.1f us", split_fmt_name(st->fmt_in),
+			       st->cut_in * 1e6);
+		printf("  compute %.1f us\n", st->compute * 1e6);
+	}
+	printf("  predicted latency %.1f us\n", plan->latency * 1e6);
+}
+
+FILE *split_tools_plot_open(const char *verb, const char *out, char *script, size_t len)
+{
+	const char *term = split_plot_terminal(out);
+	FILE *f;
+	int fd;
+
+	if (!term) {
+		fprintf(stderr, "splitnic %s: --plot %s: use a .png or .svg file\n", verb, out);
+		return NULL;
+	}
+	snprintf(script, len, "/tmp/splitnic-%s-XXXXXX", verb);
+	fd = mkstemp(script);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		fprintf(stderr, "splitnic %s: temporary file: %s\n", verb, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(script);
+		}
+		return NULL;
+	}
+	fprintf(f, "set terminal %s\nset termoption noenhanced\nset output '%s'\n", term, out);
+	return f;
+}
+
+int split_tools_plot_run(const char *verb, FILE *f, const char *script)
+{
+	char err[256];
+	int ret;
+
+	fclose(f);
+	ret = split_gnuplot(script, err, sizeof(err));
+	unlink(script);
+	if (ret)
+		fprintf(stderr, "splitnic %s: %s\n", verb, err);
+	return ret;
+}
