@@ -10,8 +10,8 @@ test-run: all
 demo: deps
 	$(Q)$(MAKE) --no-print-directory demo-run
 
-demo-run: $(SPLITNIC)
-	$(Q)tools/demo.sh
+demo-run: $(SPLITNIC) $(SPLITNIC_NIC) $(SPLITNIC_HOST)
+	$(Q)B=$(B) tools/demo.sh
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-run

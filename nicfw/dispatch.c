@@ -29,6 +29,8 @@ struct disp_reply {
 
 struct disp_req {
 	struct disp_reply to;
+	struct disp_reply host; /* ACTIVATION: its sender, for the completion notice */
+	bool notify;
 	uint64_t request_id;
 	uint32_t model_id; /* as the request gave it (0: the default) */
 	uint64_t t_in, t_submit;
@@ -84,6 +86,7 @@ static const char *const counter_names[NICFW_C__COUNT] = {
     [NICFW_C_ERR_BUSY] = "error_busy",
     [NICFW_C_ERR_TOO_LARGE] = "error_too_large",
     [NICFW_C_ERR_INTERNAL] = "error_internal",
+    [NICFW_C_HOST_NOTICES] = "host_notices",
     [NICFW_C_TX_FAIL] = "tx_fail",
 };
 
@@ -368,8 +371,12 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 	while ((n = proto_frag_next(&fr, d->frame + HDRS_LEN, sizeof(d->frame) - HDRS_LEN)) > 0) {
 		send_udp(d, &r->to, (uint32_t)n);
 		d->c[NICFW_C_RESP_DGRAMS]++;
+		if (r->notify)
+			send_udp(d, &r->host, (uint32_t)n);
 	}
 	d->c[NICFW_C_ANSWERED]++;
+	if (r->notify)
+		d->c[NICFW_C_HOST_NOTICES]++;
 }
 
 uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns)
@@ -412,6 +419,8 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 	r->model_id = hdr->model_id;
 	r->t_in = now_ns;
 	r->to = *sender;
+	r->host = *sender;
+	r->notify = hdr->type == PROTO_ACTIVATION && d->cfg.notify_host;
 	if (hdr->type == PROTO_ACTIVATION) {
 		const uint8_t *a = hdr->act.reply_addr;
 		struct disp_neigh *n;

@@ -77,7 +77,8 @@ enum nicfw_disp_counter {
 	NICFW_C_ERR_BUSY,
 	NICFW_C_ERR_TOO_LARGE,
 	NICFW_C_ERR_INTERNAL,
-	NICFW_C_TX_FAIL, /* replies the port would not take */
+	NICFW_C_TX_FAIL,      /* replies the port would not take */
+	NICFW_C_HOST_NOTICES, /* completion notices (RESPONSE copies) sent to the host */
 	NICFW_C__COUNT
 };
 
@@ -109,6 +110,7 @@ struct nicfw_disp_config {
 	uint16_t port;	  /* inference UDP port */
 	uint32_t payload; /* largest UDP payload of a RESPONSE datagram (PROTO_DEFAULT_PAYLOAD) */
 	uint32_t reasm_slots;
+	bool notify_host; /* copy each ACTIVATION's RESPONSE to its sender (the host) */
 	uint64_t reasm_timeout_ns;
 	uint32_t n_models;
 	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];

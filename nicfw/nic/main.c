@@ -6,9 +6,13 @@
  * no worker, interleaved with the loop in bounded slices; platform emu runs the firmware on the
  * emulator inside the loop (functional: results computed by the firmware, time modeled).
  *
- *   splitnic-nic EAL-ARGS -- --model [ID=]FILE [--model ...] [--executors E]
+ *   splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...] [--executors E]
  *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
- *       [--payload BYTES] [--duration S] [--stats-file FILE]
+ *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
+ *
+ * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= nicfw_nic_first;
+ * default nicfw_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent back to
+ * the host (splitnic-host's completion notice, see nicfw/dispatch.h).
  *
  * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models.
  */
@@ -47,7 +51,9 @@
 struct nic_opts {
 	const char *model_path[NICFW_DISP_MAX_MODELS];
 	uint32_t model_id[NICFW_DISP_MAX_MODELS];
+	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: nicfw_nic_first */
 	bool id_given[NICFW_DISP_MAX_MODELS];
+	bool notify_host;
 	uint32_t n_models;
 	uint32_t executors;
 	bool emu;
@@ -131,11 +137,11 @@ static const struct nicfw_engine_ops lcore_engine_ops = {.submit = lc_submit, .p
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: splitnic-nic EAL-ARGS -- --model [ID=]FILE [--model ...]\n"
+		"usage: splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...]\n"
 		"         [--executors E (1..256, default 16)] [--platform lcore|emu]\n"
 		"         [--port UDP (default %u)] [--ip A.B.C.D (answer ARP for it)]\n"
 		"         [--wire-port N (0)] [--host-port N (1)] [--payload BYTES (1400)]\n"
-		"         [--duration S] [--stats-file FILE]\n",
+		"         [--duration S] [--stats-file FILE] [--notify-host]\n",
 		PROTO_DEFAULT_PORT);
 }
 
@@ -165,12 +171,13 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 	    {"payload", required_argument, NULL, 'L'},
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-file", required_argument, NULL, 's'},
+	    {"notify-host", no_argument, NULL, 'N'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct in_addr a;
 	uint32_t v;
-	char *eq, *end;
+	char *eq, *at, *end;
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -186,6 +193,16 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 			if (o->n_models == NICFW_DISP_MAX_MODELS) {
 				fprintf(stderr, "nic: at most %u models\n", NICFW_DISP_MAX_MODELS);
 				return -EINVAL;
+			}
+			o->first[o->n_models] = UINT32_MAX;
+			at = strrchr(optarg, '@');
+			if (at) {
+				if (parse_u32(at + 1, 0, UINT16_MAX, &o->first[o->n_models])) {
+					fprintf(stderr, "nic: --model: @K: an op index, got '%s'\n",
+						at + 1);
+					return -EINVAL;
+				}
+				*at = 0;
 			}
 			eq = strchr(optarg, '=');
 			o->model_path[o->n_models] = eq ? eq + 1 : optarg;
@@ -252,6 +269,9 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 			break;
 		case 's':
 			o->stats_file = optarg;
+			break;
+		case 'N':
+			o->notify_host = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -452,6 +472,16 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 				 n->o.model_path[i], m->name);
 			return -EINVAL;
 		}
+		if (n->o.first[i] != UINT32_MAX) {
+			if (n->o.first[i] < first || n->o.first[i] >= m->n_layers) {
+				snprintf(err, errlen,
+					 "%s: @%u: the NIC can run ops %u..%u of model %s",
+					 n->o.model_path[i], n->o.first[i], first, m->n_layers - 1,
+					 m->name);
+				return -EINVAL;
+			}
+			first = n->o.first[i];
+		}
 		if (!n->o.id_given[i])
 			n->o.model_id[i] = proto_model_id(m->name);
 		if (n->o.emu) {
@@ -535,6 +565,7 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	dc.ip = n->o.ip;
 	dc.port = n->o.udp_port;
 	dc.payload = n->o.payload;
+	dc.notify_host = n->o.notify_host;
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
 	n->disp = nicfw_disp_create(&dc, err, errlen);

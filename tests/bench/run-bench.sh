@@ -22,6 +22,9 @@ echo
 echo "== split planning: planner's choice against the measured best split"
 tests/bench/bench_sweep.sh
 echo
+echo "== splitnic-host: packet path vs in-process compute, per mode (needs root)"
+tests/bench/bench_host.sh "$B"
+echo
 echo "== XDP executor vs CPU kernels, ns per inference (BPF_PROG_TEST_RUN; needs root)"
 "$B/bench/bench_xdp" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-bmlp.snm
 echo

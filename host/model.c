@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+/* Served models: where each is split, and the tensors that cross. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "host/host.h"
+#include "nicfw/chain.h"
+
+static const char *const mode_names[] = {
+    [HOST_MODE_COPROC] = "coproc",
+    [HOST_MODE_HOST_ONLY] = "host-only",
+    [HOST_MODE_FALLBACK] = "fallback",
+};
+
+const char *host_mode_name(unsigned mode)
+{
+	return mode < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[mode] : "?";
+}
+
+int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, uint32_t k,
+		    char *err, size_t errlen)
+{
+	const struct kern_shape *in = &m->input;
+	uint32_t nic_first = nicfw_nic_first(m);
+
+	hm->m = m;
+	hm->model_id = proto_model_id(m->name);
+	hm->mode = mode;
+	hm->in_fmt = in->fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	if (in->fmt != KERN_FMT_U8 && in->fmt != KERN_FMT_F32) {
+		snprintf(err, errlen, "model %s: input format %s is not u8 or f32", m->name,
+			 kern_fmt_name(in->fmt));
+		return -EINVAL;
+	}
+	hm->in_c = in->c;
+	hm->in_h = in->h;
+	hm->in_w = in->w;
+	hm->in_count = (uint32_t)kern_shape_elems(in);
+	hm->in_bytes = (uint32_t)kern_shape_bytes(in);
+	hm->classes = kern_model_classes(m);
+	hm->act_count = hm->act_bytes = 0;
+	if (mode == HOST_MODE_HOST_ONLY) {
+		hm->split = m->n_layers;
+		return 0;
+	}
+	if (k == UINT32_MAX) {
+		k = nic_first;
+		if (k < m->n_layers && m->layers[k].op == KERN_OP_FLATTEN &&
+		    m->layers[k].in.fmt == KERN_FMT_BITS &&
+		    m->layers[k].in.h * m->layers[k].in.w > 1)
+			k++;
+	}
+	if (nic_first == m->n_layers || k < nic_first || k == 0 || k >= m->n_layers) {
+		snprintf(err, errlen,
+			 "model %s: split at op %u: the NIC stage must start in ops %u..%u (and "
+			 "leave the host at least op 0)",
+			 m->name, k, nic_first, m->n_layers - 1);
+		return -EINVAL;
+	}
+	if (m->layers[k].in.fmt != KERN_FMT_BITS || m->layers[k].in.h != 1 ||
+	    m->layers[k].in.w != 1) {
+		snprintf(err, errlen,
+			 "model %s: split at op %u: its input is %s %ux%ux%u; the activation must "
+			 "cross as flat bits (split after the flatten)",
+			 m->name, k, kern_fmt_name(m->layers[k].in.fmt), m->layers[k].in.c,
+			 m->layers[k].in.h, m->layers[k].in.w);
+		return -EINVAL;
+	}
+	hm->split = k;
+	hm->act_count = m->layers[k].in.c;
+	hm->act_bytes = (uint32_t)kern_shape_bytes(&m->layers[k].in);
+	return 0;
+}

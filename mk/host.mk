@@ -1,0 +1,30 @@
+# splitnic-host: the host's DPDK application (host/). host/main.c is the only object that gets
+# DPDK's flags; the rest of host/ (request table, plan execution, fallback, frames) builds
+# without DPDK into $(B)/libsnhost.a, which tests/test_host links.
+#
+#   make B=... $(B)/splitnic-host      (also built by `make all`)
+
+HOST_DPDK_SRC := host/main.c
+HOST_LIB_SRC := $(filter-out $(HOST_DPDK_SRC),$(sort $(wildcard host/*.c)))
+HOST_LIB_OBJ := $(HOST_LIB_SRC:%.c=$(B)/%.o)
+HOST_DPDK_OBJ := $(HOST_DPDK_SRC:%.c=$(B)/%.o)
+LIBHOST := $(B)/libsnhost.a
+SPLITNIC_HOST := $(B)/splitnic-host
+
+$(HOST_DPDK_OBJ): MOD_CFLAGS += $(DPDK_CFLAGS)
+
+$(LIBHOST): $(HOST_LIB_OBJ)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SPLITNIC_HOST): $(HOST_DPDK_OBJ) $(LIBHOST) $$(PROJECT_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -o $@ $(HOST_DPDK_OBJ) $(LIBHOST) $(PROJECT_LIBS) $(DPDK_LIBS) $(EXT_LIBS)
+
+$(B)/tests/test_host: $(LIBHOST)
+LDFLAGS_test_host = $(LIBHOST) $(LIBNICFW) $(LIBKERN) $(LIBPROTO) $(BLAS_LIBS) -lm
+
+all: $(SPLITNIC_HOST)
+
+-include $(HOST_LIB_OBJ:.o=.d) $(HOST_DPDK_OBJ:.o=.d)

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# splitnic-host through the packet path against in-process compute, per mode, as ratios.
+#
+# Method: the topology of tests/integration/test_host_paths.sh (front-end namespace, veth,
+# splitnic-nic on lcore 0 with net_af_packet + net_memif server, splitnic-host on lcore 1 with
+# net_memif client, both --no-huge), the bundled binary CNN. Per mode (coproc, host-only,
+# fallback):
+#   - end-to-end latency p50/p99: `splitnic client` closed loop, 1 outstanding, BENCH_HOST_N
+#     images (default 2000), round trip measured by the front-end;
+#   - in-process compute latency of the same model: `splitnic run` (CPU kernels, batch 1, one
+#     thread) on the same images just before the mode's run (the servers idle meanwhile),
+#     p50/p99; the overhead ratio = packet path / in-process;
+#   - requests/s at saturation: closed loop with 32 outstanding (no errors expected: the queue
+#     is 64), responses / duration.
+# Figures are appended to $BENCH_JSONL as {"name","value","unit","method"}. Needs root
+# (namespaces); without it prints a skip line and appends nothing.
+#   usage: bench_host.sh [BUILD-DIR]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=${1:-${B:-build}}
+S=$(realpath "$B/splitnic")
+NIC=$B/splitnic-nic
+HOST=$B/splitnic-host
+CNN=$B/models/fmnist-bcnn.snm
+N=${BENCH_HOST_N:-2000}
+export BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
+IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+PY=/usr/bin/python3
+
+if [ "$(id -u)" != 0 ]; then
+	echo "bench_host: skip: not root (needs network namespaces and af_packet)"
+	exit 0
+fi
+for f in "$S" "$NIC" "$HOST" "$CNN" "$IMG"; do
+	[ -e "$f" ] || { echo "bench_host: $f missing (make all)"; exit 1; }
+done
+tag=$$
+ns_c=snbh-cli-$tag
+ns_n=snbh-nic-$tag
+tmp=$(mktemp -d)
+nic_pid=
+host_pid=
+cleanup() {
+	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
+	[ -n "$nic_pid" ] && kill "$nic_pid" 2>/dev/null && wait "$nic_pid" 2>/dev/null
+	for n in "$ns_c" "$ns_n"; do ip netns del "$n" 2>/dev/null; done
+	rm -rf "/var/run/dpdk/snbn$tag" "/var/run/dpdk/snbh$tag" "$tmp"
+}
+trap cleanup EXIT
+die() {
+	echo "bench_host: $*"
+	tail -5 "$tmp/nic.log" "$tmp/host.log" 2>/dev/null
+	exit 1
+}
+
+ip netns add "$ns_c" && ip netns add "$ns_n" || die "ip netns add"
+ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_n" || die "veth"
+ip -n "$ns_c" addr add 10.88.3.2/24 dev vc
+for n in "$ns_c" "$ns_n"; do ip -n "$n" link set lo up; done
+ip -n "$ns_c" link set vc up
+ip -n "$ns_n" link set vw up
+ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null
+K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
+
+ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "snbn$tag" --no-pci \
+	--vdev net_af_packet0,iface=vw \
+	--vdev "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" -- \
+	--model "$CNN@$K" --ip 10.88.3.1 --notify-host >"$tmp/nic.log" 2>&1 &
+nic_pid=$!
+for _ in $(seq 100); do grep -q "^nic: forwarding" "$tmp/nic.log" && break; sleep 0.1; done
+grep -q "^nic: forwarding" "$tmp/nic.log" || die "splitnic-nic did not start"
+
+for mode in coproc host-only fallback; do
+	spec="$CNN:$mode"
+	[ "$mode" = host-only ] || spec="$CNN:$mode:$K"
+	ip netns exec "$ns_n" "$HOST" -l 1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \
+		--vdev "net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no" -- \
+		--model "$spec" --ip 10.88.3.1 >"$tmp/host.log" 2>&1 &
+	host_pid=$!
+	for _ in $(seq 100); do grep -q "^host: serving" "$tmp/host.log" && break; sleep 0.1; done
+	grep -q "^host: serving" "$tmp/host.log" || die "splitnic-host did not start ($mode)"
+	sleep 1
+	# in-process right before each mode: the box is shared, so both see the same conditions
+	"$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/inproc.json" || die "splitnic run"
+	ip netns exec "$ns_c" "$S" client 10.88.3.1 --images "$IMG" --count "$N" --outstanding 1 \
+		--timeout-ms 3000 --json >"$tmp/lat.json" || die "client ($mode, latency)"
+	ip netns exec "$ns_c" "$S" client 10.88.3.1 --images "$IMG" --count "$N" --outstanding 32 \
+		--timeout-ms 3000 --json >"$tmp/sat.json" || die "client ($mode, saturation)"
+	kill -TERM "$host_pid" && wait "$host_pid"
+	host_pid=
+	$PY - "$mode" "$tmp/lat.json" "$tmp/sat.json" "$tmp/inproc.json" "$N" <<'EOF'
+import json, os, sys
+mode, lat, sat, inp, n = sys.argv[1], *(json.load(open(f)) for f in sys.argv[2:5]), int(sys.argv[5])
+tag = mode.replace("-", "_")
+ratio50 = lat["latency_us"]["p50"] / inp["latency_us"]["p50"]
+ratio99 = lat["latency_us"]["p99"] / inp["latency_us"]["p99"]
+m_lat = (f"splitnic client closed loop 1 outstanding, {n} Fashion-MNIST images, fmnist-bcnn {mode} "
+         f"through veth+af_packet splitnic-nic (lcore 0) + memif splitnic-host (lcore 1), 2-core box")
+m_in = f"splitnic run fmnist-bcnn, CPU kernels batch 1 one thread, same {n} images, same run"
+m_sat = f"splitnic client closed loop 32 outstanding, {n} images, responses/duration; {mode}"
+rows = [
+    (f"host_{tag}_e2e_p50", lat["latency_us"]["p50"], "us", m_lat),
+    (f"host_{tag}_e2e_p99", lat["latency_us"]["p99"], "us", m_lat),
+    (f"host_{tag}_inproc_p50", inp["latency_us"]["p50"], "us", m_in),
+    (f"host_{tag}_inproc_p99", inp["latency_us"]["p99"], "us", m_in),
+    (f"host_{tag}_overhead_ratio_p50", ratio50, "x", "e2e p50 / in-process p50 (" + m_lat + ")"),
+    (f"host_{tag}_overhead_ratio_p99", ratio99, "x", "e2e p99 / in-process p99"),
+    (f"host_{tag}_saturation_rps", sat["throughput_rps"], "req/s", m_sat),
+]
+print(f"{mode:10s} e2e p50 {lat['latency_us']['p50']:8.1f} us p99 {lat['latency_us']['p99']:8.1f} us | "
+      f"in-process p50 {inp['latency_us']['p50']:7.1f} us p99 {inp['latency_us']['p99']:7.1f} us | "
+      f"overhead x{ratio50:.2f} (p50) x{ratio99:.2f} (p99) | saturation {sat['throughput_rps']:.0f} req/s "
+      f"({sat['responses']}/{sat['requests']} answered, {sat['errors']['total']} errors); "
+      f"server mean ns " + " ".join(f"{k}={v:.0f}" for k, v in lat["server_mean_ns"].items() if v))
+with open(os.environ["BENCH_JSONL"], "a") as f:
+    for name, v, unit, method in rows:
+        f.write(json.dumps({"name": name, "value": round(v, 3), "unit": unit, "method": method}) + "\n")
+EOF
+done
+echo "method: see the header of tests/bench/bench_host.sh; figures appended to $BENCH_JSONL"

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The packet-path demo (proposed `make demo`): a front-end namespace on a veth, splitnic-nic
+# (wire port net_af_packet, host port net_memif server) holding the binary MLP stand-alone and
+# the binary CNN's dense part, splitnic-host (net_memif client) running the CNN's conv part
+# (co-processor mode). `splitnic client` sends the Fashion-MNIST test set to each model and
+# prints accuracy, latency percentiles and the per-stage breakdown from the RESPONSE timing
+# fields (host compute, pack, NIC compute, ...). Cleans up on exit. Without root it says so and
+# runs the in-process variant (CPU kernels and the NIC emulator, no packets).
+#   DEMO_COUNT=N: fewer images (default: all 10,000).
+set -u
+cd "$(dirname "$0")/.."
+B=${B:-build}
+S=$(realpath "$B/splitnic")
+NIC=$B/splitnic-nic
+HOST=$B/splitnic-host
+CNN=$B/models/fmnist-bcnn.snm
+MLP=$B/models/fmnist-bmlp.snm
+D=/usr/share/datasets/fashion-mnist
+IMG=$D/t10k-images-idx3-ubyte.gz
+LAB=$D/t10k-labels-idx1-ubyte.gz
+count=${DEMO_COUNT:+--count $DEMO_COUNT}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "demo: not root: no network namespaces or af_packet, so no packet path."
+	echo "demo: running the in-process variant instead (CPU kernels; NIC emulator for the MLP)"
+	"$S" run "$CNN" --images "$IMG" --labels "$LAB" $count
+	"$S" emu "$MLP" --images "$IMG" --labels "$LAB" ${DEMO_COUNT:+--count $DEMO_COUNT}
+	exit $?
+fi
+for f in "$S" "$NIC" "$HOST" "$CNN" "$MLP" "$IMG" "$LAB"; do
+	[ -e "$f" ] || { echo "demo: $f missing (make all)"; exit 1; }
+done
+
+tag=$$
+ns_c=sndemo-cli-$tag
+ns_n=sndemo-nic-$tag
+tmp=$(mktemp -d)
+nic_pid=
+host_pid=
+cleanup() {
+	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
+	[ -n "$nic_pid" ] && kill "$nic_pid" 2>/dev/null && wait "$nic_pid" 2>/dev/null
+	for n in "$ns_c" "$ns_n"; do ip netns del "$n" 2>/dev/null; done
+	rm -rf "/var/run/dpdk/sndn$tag" "/var/run/dpdk/sndh$tag" "$tmp"
+}
+trap cleanup EXIT
+die() {
+	echo "demo: $*"
+	tail -5 "$tmp/nic.log" "$tmp/host.log" 2>/dev/null
+	exit 1
+}
+
+ip netns add "$ns_c" && ip netns add "$ns_n" || die "ip netns add"
+ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_n" || die "veth"
+ip netns exec "$ns_n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+ip -n "$ns_c" addr add 10.88.2.2/24 dev vc
+for n in "$ns_c" "$ns_n"; do ip -n "$n" link set lo up; done
+ip -n "$ns_c" link set vc up
+ip -n "$ns_n" link set vw up
+ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null
+
+# the split: after the flatten that opens the CNN's NIC part (splitnic-host's default)
+K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
+[ -n "$K" ] || die "no flatten in $CNN"
+
+ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "sndn$tag" --no-pci \
+	--vdev net_af_packet0,iface=vw \
+	--vdev "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" -- \
+	--model "$MLP" --model "$CNN@$K" --ip 10.88.2.1 --notify-host >"$tmp/nic.log" 2>&1 &
+nic_pid=$!
+for _ in $(seq 100); do grep -q "^nic: forwarding" "$tmp/nic.log" && break; sleep 0.1; done
+grep -q "^nic: forwarding" "$tmp/nic.log" || die "splitnic-nic did not start"
+ip netns exec "$ns_n" "$HOST" -l 1 --no-huge -m 512 --file-prefix "sndh$tag" --no-pci \
+	--vdev "net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no" -- \
+	--model "$CNN:coproc:$K" --ip 10.88.2.1 --allow 10.88.2.0/24 >"$tmp/host.log" 2>&1 &
+host_pid=$!
+for _ in $(seq 100); do grep -q "^host: serving" "$tmp/host.log" && break; sleep 0.1; done
+grep -q "^host: serving" "$tmp/host.log" || die "splitnic-host did not start"
+sleep 1 # the memif link
+grep -h "^nic: model\|^host: model\|^host:  " "$tmp/nic.log" "$tmp/host.log"
+
+run() { # NAME MODEL-ID
+	echo
+	echo "== $1 =="
+	ip netns exec "$ns_c" "$S" client 10.88.2.1 --model-id "$2" --images "$IMG" --labels "$LAB" \
+		--outstanding 4 --timeout-ms 3000 $count >"$tmp/client.txt" || die "client ($1)"
+	cat "$tmp/client.txt"
+}
+run "binary MLP, stand-alone on the NIC (the host never sees a request)" fmnist-bmlp
+run "binary CNN, co-processor: conv on the host, binary dense on the NIC" fmnist-bcnn
+echo
+echo "(server ns are per-stage means from the RESPONSE timing fields: host = host compute,"
+echo " pack = hand-off + serialize at the split, nic = NIC executor chain; total is the answering"
+echo " stage's own time; latency percentiles are the front-end's round trips)"
+kill -TERM "$host_pid" && wait "$host_pid"
+host_pid=
+kill -TERM "$nic_pid" && wait "$nic_pid"
+nic_pid=
