@@ -35,8 +35,13 @@
  * An ERROR from the NIC for an ACTIVATION (e.g. BUSY) also sends the request to the fallback.
  * Notices are matched to requests by (model id, request id) within the window (a bounded
  * scan): two front-ends with the same pair in flight at once would be confused (the oldest
- * entry is completed). A NIC that does not hold the model's NIC part at all passes the
- * ACTIVATION on (nicfw/dispatch.h): no notice comes, the deadline and the hold-off handle it.
+ * entry is completed). A NIC that does not hold the model's NIC part (or starts it at another
+ * op) answers the ACTIVATION with ERROR UNKNOWN_MODEL or UNSUPPORTED (nicfw/dispatch.h): the
+ * request falls back at once.
+ *
+ * The ACTIVATION's timing fields rx, queue, host and pack tile the host's time from the
+ * request's first datagram to the ACTIVATION's send (pack runs to the send), so that the NIC's
+ * RESPONSE total (their sum plus the NIC's own time) is the server-side total.
  */
 #ifndef HOST_H
 #define HOST_H

@@ -6,6 +6,7 @@
  *       [--port UDP] [--nic-ip A.B.C.D] [--nic-timeout-us US] [--nic-window N] [--queue N]
  *       [--batch MAX] [--batch-wait-us US] [--allow CIDR ...] [--payload BYTES]
  *       [--drain-ms MS] [--idle-sleep-us US] [--stats-file FILE]
+ *       [--nic port|inproc] [--nic-executors E]
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
  * or a plan file (`splitnic plan -o`: its nic stage's first op). One port (port 0; any PMD,
@@ -17,6 +18,15 @@
  * ARP for it; the host answers no ARP). Front-ends send to that address; the NIC passes the
  * host's REQUESTs up; the host answers from it (RESPONSE/ERROR frames leave through the NIC),
  * and sends ACTIVATIONs to --nic-ip (default: --ip), UDP --port, over its port.
+ *
+ * --nic inproc: no splitnic-nic; the NIC stage runs in this process (DESIGN.md, "On one
+ * machine"): the same dispatcher (nicfw/dispatch.h, with completion notices) and executor
+ * chains (platform lcore, its inline runner) on the NIC lcore, the last worker lcore (with none,
+ * the main lcore runs it in between its own work). ACTIVATION frames go to it over an rte_ring
+ * instead of the port; what it sends comes back over another: RESPONSEs for the front-end
+ * leave through the port (destination MAC learnt from the REQUESTs), notices and ERRORs are
+ * read as if they had come from the port. Deadline, window and fallback work unchanged. The
+ * port then faces the front-ends directly (e.g. net_af_packet); the host answers no ARP.
  *
  * Admission (every REQUEST gets a RESPONSE or an ERROR, except from addresses outside the
  * allow-list, which are counted and dropped: no reflection to unknown senders):
@@ -55,6 +65,8 @@
 #include <rte_telemetry.h>
 
 #include "host/host.h"
+#include "nicfw/dispatch.h"
+#include "nicfw/lcore/lcore.h"
 #include "protocol/reasm.h"
 #include "split/split.h"
 
@@ -69,6 +81,9 @@
 #define HOST_REASM_SLOTS  256
 #define HOST_LINK_POLL_NS 10000000ull
 #define HOST_RESTART_NS	  1000000000ull
+#define HOST_NIC_RING	  4096 /* frames between the host and the in-process NIC, each way */
+#define HOST_NIC_SLICE	  64   /* in-process NIC: chain handlers per loop turn */
+#define HOST_NEIGH	  256
 
 enum host_counter {
 	HOST_C_RX_FRAMES = 0,
@@ -169,6 +184,22 @@ struct host_opts {
 	uint64_t drain_ns;
 	uint32_t idle_sleep_us;
 	const char *stats_file;
+	bool inproc;		/* --nic inproc */
+	uint32_t nic_executors; /* its executor chains */
+};
+
+/* The in-process NIC stage (--nic inproc): its own lcore, rings both ways. */
+struct host_inproc {
+	struct nicfw_disp *disp;
+	struct nicfw_lcore *lc;
+	struct rte_ring *to_nic, *from_nic;
+	unsigned lcore;	  /* RTE_MAX_LCORE: run inline by the main lcore */
+	uint64_t tx_drop; /* frames the NIC could not hand back (ring full, no mbuf) */
+} __rte_cache_aligned;
+
+struct host_neigh {
+	uint32_t ip;
+	uint8_t mac[6];
 };
 
 struct host_worker {
@@ -207,6 +238,8 @@ struct host_app {
 	bool draining;
 	bool started; /* the port is started (a restart may fail while the NIC is away) */
 	uint64_t link_checked, link_down_since, link_restarted;
+	struct host_inproc inproc;
+	struct host_neigh neigh[HOST_NEIGH]; /* front-ends' MACs, for the in-process NIC's frames */
 } __rte_cache_aligned;
 
 static volatile sig_atomic_t host_quit;
@@ -233,7 +266,7 @@ static void usage(FILE *f)
 	    "         [--nic-timeout-us US (200000)] [--nic-window N (32)] [--queue N (64)]\n"
 	    "         [--batch MAX (1)] [--batch-wait-us US (0)] [--allow CIDR ...]\n"
 	    "         [--payload BYTES (1400)] [--drain-ms MS (5000)] [--idle-sleep-us US (0)]\n"
-	    "         [--stats-file FILE]\n"
+	    "         [--stats-file FILE] [--nic port|inproc (port)] [--nic-executors E (16)]\n"
 	    "  MODE coproc|host-only|fallback; SPLIT: op index or plan file (splitnic plan -o)\n",
 	    PROTO_DEFAULT_PORT);
 }
@@ -278,6 +311,8 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 	    {"drain-ms", required_argument, NULL, 'd'},
 	    {"idle-sleep-us", required_argument, NULL, 'S'},
 	    {"stats-file", required_argument, NULL, 's'},
+	    {"nic", required_argument, NULL, 'n'},
+	    {"nic-executors", required_argument, NULL, 'E'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -292,6 +327,7 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 	o->batch = 1;
 	o->payload = PROTO_DEFAULT_PAYLOAD;
 	o->drain_ns = 5000000000ull;
+	o->nic_executors = 16;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		const char *name = NULL;
@@ -325,6 +361,13 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 		case 's':
 			o->stats_file = optarg;
 			continue;
+		case 'n':
+			if (strcmp(optarg, "port") && strcmp(optarg, "inproc")) {
+				fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->inproc = !strcmp(optarg, "inproc");
+			continue;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -354,6 +397,9 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 			break;
 		case 'S':
 			name = "--idle-sleep-us", lo = 0, hi = 100000;
+			break;
+		case 'E':
+			name = "--nic-executors", lo = 1, hi = NICFW_MAX_EXEC;
 			break;
 		default:
 			usage(stderr);
@@ -391,6 +437,9 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 			break;
 		case 'S':
 			o->idle_sleep_us = (uint32_t)v;
+			break;
+		case 'E':
+			o->nic_executors = (uint32_t)v;
 			break;
 		}
 	}
@@ -506,10 +555,23 @@ static void tx_frame(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 		tx_flush(a);
 }
 
-/* Send every datagram of message m (body of len bytes) to addr; returns datagrams sent. */
-static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const void *body,
-			   uint32_t len, const struct host_addr *to)
+/* A frame for the in-process NIC: over its ring (full: dropped, its deadline will tell). */
+static void tx_nic(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 {
+	rte_pktmbuf_trim(mb, (uint16_t)(HOST_FRAME_MAX - len));
+	if (unlikely(rte_ring_sp_enqueue(a->inproc.to_nic, mb))) {
+		a->c[HOST_C_TX_DROP]++;
+		rte_pktmbuf_free(mb);
+	}
+}
+
+/* Send every datagram of message m (body of len bytes) to addr, to the NIC stage if to_nic
+ * (in-process: its ring, else the port); returns datagrams sent. */
+static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const void *body,
+			   uint32_t len, const struct host_addr *to, bool to_nic)
+{
+	const bool ring = to_nic && a->o.inproc;
+
 	struct proto_frag fr;
 	struct rte_mbuf *mb;
 	uint32_t n = 0;
@@ -529,7 +591,10 @@ static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const 
 			rte_pktmbuf_free(mb);
 			return n;
 		}
-		tx_frame(a, mb, host_frame_udp(p, to, (uint32_t)plen));
+		if (ring)
+			tx_nic(a, mb, host_frame_udp(p, to, (uint32_t)plen));
+		else
+			tx_frame(a, mb, host_frame_udp(p, to, (uint32_t)plen));
 		n++;
 	}
 }
@@ -598,7 +663,7 @@ static void tx_response(struct host_app *a, struct host_req *r, uint64_t now)
 	to.dip = r->cli_ip;
 	to.sport = a->o.udp_port;
 	to.dport = r->cli_port;
-	tx_message(a, &m, a->body, hm->classes * 8, &to);
+	tx_message(a, &m, a->body, hm->classes * 8, &to, false);
 	a->c[HOST_C_ANSWERED_HOST]++;
 	host_hist_add(&a->h[HOST_H_TOTAL], now - r->t_in);
 }
@@ -631,7 +696,7 @@ static void tx_activation(struct host_app *a, struct host_req *r, uint64_t now)
 	to.dip = a->o.nic_ip;
 	to.sport = a->o.udp_port;
 	to.dport = a->o.udp_port;
-	a->c[HOST_C_ACT_DGRAMS] += tx_message(a, &m, r->act, hm->act_bytes, &to);
+	a->c[HOST_C_ACT_DGRAMS] += tx_message(a, &m, r->act, hm->act_bytes, &to, true);
 	a->c[HOST_C_ACTIVATIONS]++;
 	host_nic_sent(&a->nic, r, now);
 }
@@ -735,6 +800,19 @@ static void on_nic_error(struct host_app *a, const struct proto_msg *m)
 		to_fallback(a, r, HOST_FB_NIC_ERROR);
 }
 
+static struct host_neigh *neigh_slot(struct host_app *a, uint32_t ip)
+{
+	return &a->neigh[(ip * 2654435761u) >> 24 & (HOST_NEIGH - 1)];
+}
+
+static void neigh_learn(struct host_app *a, uint32_t ip, const uint8_t *mac)
+{
+	struct host_neigh *n = neigh_slot(a, ip);
+
+	n->ip = ip;
+	memcpy(n->mac, mac, 6);
+}
+
 static void on_frame(struct host_app *a, const uint8_t *f, uint32_t len, uint64_t t_in,
 		     uint64_t now)
 {
@@ -785,6 +863,8 @@ static void on_frame(struct host_app *a, const uint8_t *f, uint32_t len, uint64_
 		a->c[HOST_C_NOT_ALLOWED]++;
 		return;
 	}
+	if (a->o.inproc)
+		neigh_learn(a, from.sip, from.smac);
 	if (m.frag_len == m.total_len) {
 		on_request(a, &m, m.data, &from, t_in, now);
 		return;
@@ -825,6 +905,43 @@ static uint32_t rx_port(struct host_app *a)
 			a->c[HOST_C_RX_NOT_UDP]++;
 	}
 	rte_pktmbuf_free_bulk(pkts, n);
+	return n;
+}
+
+/*
+ * What the in-process NIC sent: frames for its wire port (RESPONSEs to front-ends) leave
+ * through the port, addressed to the MAC learnt from the request (the NIC saw no frame from
+ * the front-end); frames for its host port (notices, ERRORs) are read as received ones.
+ */
+static uint32_t rx_nic(struct host_app *a)
+{
+	struct rte_mbuf *pkts[HOST_BURST];
+	uint32_t n = rte_ring_sc_dequeue_burst(a->inproc.from_nic, (void **)pkts, HOST_BURST, NULL);
+	uint64_t now;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct rte_mbuf *mb = pkts[i];
+		uint8_t *f = rte_pktmbuf_mtod(mb, uint8_t *);
+		const struct host_neigh *ne;
+		uint32_t dip;
+
+		if (mb->port == NICFW_PORT_HOST) {
+			now = now_ns(a);
+			on_frame(a, f, rte_pktmbuf_data_len(mb), now, now);
+			rte_pktmbuf_free(mb);
+			continue;
+		}
+		if (likely(rte_pktmbuf_data_len(mb) >= HOST_FRAME_HDRS)) {
+			dip = (uint32_t)f[30] << 24 | (uint32_t)f[31] << 16 | (uint32_t)f[32] << 8 |
+			      f[33];
+			ne = neigh_slot(a, dip);
+			if (ne->ip == dip)
+				memcpy(f, ne->mac, 6);
+		}
+		a->txq[a->n_tx++] = mb;
+		if (a->n_tx == HOST_TXQ)
+			tx_flush(a);
+	}
 	return n;
 }
 
@@ -980,6 +1097,157 @@ static int worker_main(void *arg)
 	return 0;
 }
 
+/* --- the in-process NIC stage ------------------------------------------------------------------
+ */
+
+static int inproc_submit(void *engine, uint32_t model, const void *in)
+{
+	return nicfw_lcore_submit(engine, model, in);
+}
+
+static int inproc_poll(void *engine, uint32_t model, double *scores)
+{
+	return nicfw_lcore_poll(engine, model, scores);
+}
+
+static const struct nicfw_engine_ops inproc_ops = {.submit = inproc_submit, .poll = inproc_poll};
+
+/* The dispatcher's transmit: every frame back to the host over the ring, its NIC port in
+ * mb->port. Runs on the NIC lcore. */
+static int inproc_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
+{
+	struct host_app *a = arg;
+	struct rte_mbuf *mb = rte_pktmbuf_alloc(a->pool);
+	char *p;
+
+	if (unlikely(!mb))
+		goto out_drop;
+	p = rte_pktmbuf_append(mb, (uint16_t)len);
+	if (unlikely(!p))
+		goto out_free;
+	rte_memcpy(p, frame, len);
+	mb->port = (uint16_t)port;
+	if (likely(!rte_ring_sp_enqueue(a->inproc.from_nic, mb)))
+		return 0;
+out_free:
+	rte_pktmbuf_free(mb);
+out_drop:
+	a->inproc.tx_drop++;
+	return -ENOBUFS;
+}
+
+/* One turn of the NIC: ACTIVATION frames in, chain handlers, finished inferences out. */
+static uint32_t inproc_step(struct host_app *a)
+{
+	struct host_inproc *x = &a->inproc;
+	struct rte_mbuf *pkts[HOST_BURST];
+	uint32_t n = rte_ring_sc_dequeue_burst(x->to_nic, (void **)pkts, HOST_BURST, NULL);
+	uint64_t now = now_ns(a);
+
+	for (uint32_t i = 0; i < n; i++) {
+		/* PASS or REPLY: nowhere to go (no wire port in this process); dropped */
+		if (likely(pkts[i]->nb_segs == 1))
+			nicfw_disp_rx(x->disp, NICFW_PORT_HOST,
+				      rte_pktmbuf_mtod(pkts[i], uint8_t *),
+				      rte_pktmbuf_data_len(pkts[i]), now);
+	}
+	if (n)
+		rte_pktmbuf_free_bulk(pkts, n);
+	n += nicfw_lcore_run(x->lc, HOST_NIC_SLICE);
+	n += nicfw_disp_poll(x->disp, now_ns(a));
+	return n;
+}
+
+static int inproc_main(void *arg)
+{
+	struct host_app *a = arg;
+	uint32_t idle = 0;
+
+	while (!a->workers_stop) {
+		if (inproc_step(a)) {
+			idle = 0;
+		} else if (a->o.idle_sleep_us && ++idle > 1000) {
+			rte_delay_us_sleep(a->o.idle_sleep_us);
+		}
+	}
+	return 0;
+}
+
+/* The NIC stage of every co-processor model at its split, on the platform lcore's inline
+ * runner (driven by inproc_step), and the dispatcher in front of it. */
+static int inproc_setup(struct host_app *a, char *err, size_t errlen)
+{
+	struct host_inproc *x = &a->inproc;
+	struct nicfw_disp_config dc = {0};
+	int ret;
+
+	x->lc = nicfw_lcore_create(NULL, 0, err, errlen);
+	if (!x->lc)
+		return -EINVAL;
+	for (uint32_t k = 0; k < a->n_models; k++) {
+		const struct host_model *hm = &a->hm[k];
+		struct nicfw_disp_model *md = &dc.model[dc.n_models];
+		const struct nicfw_chain *ch;
+
+		if (hm->mode != HOST_MODE_COPROC)
+			continue;
+		ret = nicfw_lcore_add(x->lc, hm->m, hm->split, a->o.nic_executors, err, errlen);
+		if (ret < 0)
+			return ret;
+		ch = nicfw_lcore_chain(x->lc, (uint32_t)ret);
+		md->model_id = hm->model_id;
+		md->layer = hm->split;
+		md->in_fmt = ch->in_fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
+		md->in_count = (uint32_t)kern_shape_elems(&hm->m->layers[hm->split].in);
+		md->in_bytes = ch->in_bytes;
+		md->classes = ch->classes;
+		dc.n_models++;
+	}
+	ret = nicfw_lcore_start(x->lc, err, errlen);
+	if (ret)
+		return ret;
+	x->to_nic = rte_ring_create("snhost_to_nic", HOST_NIC_RING, rte_socket_id(),
+				    RING_F_SP_ENQ | RING_F_SC_DEQ);
+	x->from_nic = rte_ring_create("snhost_from_nic", HOST_NIC_RING, rte_socket_id(),
+				      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (!x->to_nic || !x->from_nic) {
+		snprintf(err, errlen, "in-process NIC rings: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	memcpy(dc.mac, a->mac, 6);
+	dc.ip = 0; /* the port faces the front-ends: no ARP from the NIC stage */
+	dc.port = a->o.udp_port;
+	dc.payload = a->o.payload;
+	dc.notify_host = true;
+	dc.eng_ops = &inproc_ops;
+	dc.engine = x->lc;
+	dc.tx = inproc_tx;
+	dc.tx_arg = a;
+	x->disp = nicfw_disp_create(&dc, err, errlen);
+	if (!x->disp)
+		return -EINVAL;
+	printf("host: in-process NIC stage: %u model(s) on %u executors each, %s\n", dc.n_models,
+	       a->o.nic_executors,
+	       x->lcore == RTE_MAX_LCORE ? "inline on the main lcore" : "on its own lcore");
+	return 0;
+}
+
+static void inproc_teardown(struct host_app *a)
+{
+	struct host_inproc *x = &a->inproc;
+	struct rte_mbuf *mb = NULL;
+
+	for (int i = 0; i < 2; i++) {
+		struct rte_ring *r = i ? x->from_nic : x->to_nic;
+
+		while (r && !rte_ring_dequeue(r, (void **)&mb))
+			rte_pktmbuf_free(mb);
+		rte_ring_free(r);
+	}
+	nicfw_disp_free(x->disp);
+	nicfw_lcore_free(x->lc);
+}
+
 /* --- telemetry ----------------------------------------------------------------------------- */
 
 static uint64_t rd(const uint64_t *p)
@@ -1023,6 +1291,16 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 		put(arg, key, rte_ring_count(a->q[k]));
 	}
 	put(arg, "link_up", a->nic.link_up);
+	if (a->inproc.disp) {
+		uint64_t nc[NICFW_C__COUNT];
+
+		nicfw_disp_counters(a->inproc.disp, nc, NULL);
+		for (unsigned i = 0; i < NICFW_C__COUNT; i++) {
+			snprintf(key, sizeof(key), "inproc_nic_%s", nicfw_disp_counter_name(i));
+			put(arg, key, nc[i]);
+		}
+		put(arg, "inproc_nic_tx_drop", rd(&a->inproc.tx_drop));
+	}
 }
 
 static void tel_put(void *arg, const char *key, uint64_t v)
@@ -1162,9 +1440,15 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	a->n_workers = 0;
+	a->inproc.lcore = RTE_MAX_LCORE;
 	RTE_LCORE_FOREACH_WORKER(l)
 	{
-		if (a->n_workers < HOST_MAX_WORKERS)
+		if (a->o.inproc)
+			a->inproc.lcore = l; /* the last worker lcore */
+	}
+	RTE_LCORE_FOREACH_WORKER(l)
+	{
+		if (l != a->inproc.lcore && a->n_workers < HOST_MAX_WORKERS)
 			a->n_workers++;
 	}
 	a->w = rte_zmalloc("snhost_workers", sizeof(*a->w) * (a->n_workers ? a->n_workers : 1),
@@ -1210,6 +1494,11 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	ret = port_init(a, err, errlen);
 	if (ret)
 		return ret;
+	if (a->o.inproc) {
+		ret = inproc_setup(a, err, errlen);
+		if (ret)
+			return ret;
+	}
 	a->tsc0 = rte_get_tsc_cycles();
 	a->ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
 	host_g = a;
@@ -1249,6 +1538,11 @@ static void host_loop(struct host_app *a)
 		work = rx_port(a);
 		if (!a->n_workers)
 			work += worker_step(a, &a->w[0]);
+		if (a->o.inproc) {
+			if (a->inproc.lcore == RTE_MAX_LCORE)
+				work += inproc_step(a);
+			work += rx_nic(a);
+		}
 		work += collect(a, now_ns(a));
 		expire(a, now);
 		if (a->n_tx)
@@ -1283,6 +1577,7 @@ static void host_teardown(struct host_app *a)
 		kern_model_free(a->hm[k].m);
 	}
 	rte_ring_free(a->done);
+	inproc_teardown(a);
 	proto_reasm_destroy(a->ra);
 	host_nic_fini(&a->nic);
 	host_reqtab_fini(&a->tab);
@@ -1320,7 +1615,9 @@ int main(int argc, char **argv)
 	}
 	RTE_LCORE_FOREACH_WORKER(l)
 	{
-		if (i < a->n_workers) {
+		if (l == a->inproc.lcore) {
+			rte_eal_remote_launch(inproc_main, a, l);
+		} else if (i < a->n_workers) {
 			a->w[i].lcore = l;
 			rte_eal_remote_launch(worker_main, &a->w[i], l);
 			i++;

@@ -1,6 +1,7 @@
 # splitnic-host: the host's DPDK application (host/). host/main.c is the only object that gets
 # DPDK's flags; the rest of host/ (request table, plan execution, fallback, frames) builds
-# without DPDK into $(B)/libsnhost.a, which tests/test_host links.
+# without DPDK into $(B)/libsnhost.a, which tests/test_host links. splitnic-host also links the
+# lcore platform ($(B)/libsnniclc.a) for its in-process NIC stage (--nic inproc).
 #
 #   make B=... $(B)/splitnic-host      (also built by `make all`)
 
@@ -18,9 +19,10 @@ $(LIBHOST): $(HOST_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(SPLITNIC_HOST): $(HOST_DPDK_OBJ) $(LIBHOST) $$(PROJECT_LIBS)
+$(SPLITNIC_HOST): $(HOST_DPDK_OBJ) $(LIBHOST) $$(LIBNICLC) $$(PROJECT_LIBS)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(HOST_DPDK_OBJ) $(LIBHOST) $(PROJECT_LIBS) $(DPDK_LIBS) $(EXT_LIBS)
+	$(Q)$(CC) -o $@ $(HOST_DPDK_OBJ) $(LIBHOST) $(LIBNICLC) $(PROJECT_LIBS) $(DPDK_LIBS) \
+		$(EXT_LIBS)
 
 $(B)/tests/test_host: $(LIBHOST)
 LDFLAGS_test_host = $(LIBHOST) $(LIBNICFW) $(LIBKERN) $(LIBPROTO) $(BLAS_LIBS) -lm

@@ -86,6 +86,8 @@ static const char *const counter_names[NICFW_C__COUNT] = {
     [NICFW_C_ERR_BUSY] = "error_busy",
     [NICFW_C_ERR_TOO_LARGE] = "error_too_large",
     [NICFW_C_ERR_INTERNAL] = "error_internal",
+    [NICFW_C_ERR_UNKNOWN_MODEL] = "error_unknown_model",
+    [NICFW_C_ERR_UNSUPPORTED_LAYER] = "error_unsupported_layer",
     [NICFW_C_HOST_NOTICES] = "host_notices",
     [NICFW_C_TX_FAIL] = "tx_fail",
 };
@@ -363,7 +365,8 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 	rm.resp.t_ns[PROTO_T_HOST] = r->t_prior[2];
 	rm.resp.t_ns[PROTO_T_PACK] = r->t_prior[3];
 	rm.resp.t_ns[PROTO_T_NIC] = sat32(now_ns - r->t_submit);
-	rm.resp.t_ns[PROTO_T_TOTAL] = sat32(now_ns - r->t_in);
+	rm.resp.t_ns[PROTO_T_TOTAL] = sat32((uint64_t)r->t_prior[0] + r->t_prior[1] +
+					    r->t_prior[2] + r->t_prior[3] + (now_ns - r->t_in));
 	if (proto_frag_init(&fr, &rm, d->body, (size_t)md->classes * 8, d->cfg.payload)) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
 		return;
@@ -490,11 +493,21 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	k = disp_model(d, m.model_id);
 	if (k < 0) {
 		d->c[NICFW_C_UNKNOWN_MODEL]++;
+		if (m.type == PROTO_ACTIVATION && from == NICFW_PORT_HOST) {
+			send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_UNKNOWN_MODEL,
+				   m.model_id, NICFW_C_ERR_UNKNOWN_MODEL);
+			return NICFW_DISP_CONSUMED;
+		}
 		return NICFW_DISP_PASS;
 	}
 	md = &d->cfg.model[k];
 	if (m.type == PROTO_REQUEST ? !md->standalone : m.tensor.layer != md->layer) {
 		d->c[NICFW_C_NOT_MY_LAYER]++;
+		if (m.type == PROTO_ACTIVATION && from == NICFW_PORT_HOST) {
+			send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_UNSUPPORTED,
+				   md->layer, NICFW_C_ERR_UNSUPPORTED_LAYER);
+			return NICFW_DISP_CONSUMED;
+		}
 		return NICFW_DISP_PASS;
 	}
 	if (m.tensor.fmt != md->in_fmt || m.tensor.count != md->in_count ||

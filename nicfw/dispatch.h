@@ -12,6 +12,9 @@
  *     BAD_REQUEST (detail = the verdict); RESPONSE and ERROR messages pass up to the host;
  *   - a REQUEST or ACTIVATION for a model the NIC does not hold (passed up: unknown model), or
  *     not starting where the NIC's part of that model starts (passed up: not my layer): PASS;
+ *     but an ACTIVATION from the host port is never passed on to the wire: it is answered with
+ *     ERROR UNKNOWN_MODEL (detail = the model id) or ERROR UNSUPPORTED (detail = the layer the
+ *     NIC's part starts at), counted, so that the host falls back at once;
  *   - otherwise it is the NIC's: fragments go through the reassembly table (protocol/reasm.h,
  *     fixed size), a complete message is checked against the model's input (format and size,
  *     else ERROR BAD_SHAPE) and queued for the inference engine (queue full: ERROR BUSY). The
@@ -20,6 +23,13 @@
  * and sends each RESPONSE (one datagram or fragments, scores in f64, class = arg-max): to the
  * requester (L2/L3/L4 addresses swapped) for a REQUEST, to the ACTIVATION's reply address and
  * port for an ACTIVATION (its MAC learnt from frames seen on the wire port, else broadcast).
+ *
+ * Timing: a RESPONSE's rx, queue, host and pack fields are the ACTIVATION's (the NIC adds its
+ * own queueing to queue), nic is the chain's run time, and total is the server-side total: the
+ * ACTIVATION's four fields, which the host fills so that they tile its time from the request's
+ * first byte to the ACTIVATION's send, plus the NIC's time from the ACTIVATION's arrival to the
+ * RESPONSE (so total >= rx + queue + host + pack + nic; the host-to-NIC transfer, on no single
+ * clock, is the one part not counted). For a REQUEST the prior fields are 0.
  *
  * Threading: one dispatcher per packet thread; rx and poll from that thread only. Counters are
  * single-writer 64-bit words that other threads (telemetry) may read at any time.
@@ -77,8 +87,10 @@ enum nicfw_disp_counter {
 	NICFW_C_ERR_BUSY,
 	NICFW_C_ERR_TOO_LARGE,
 	NICFW_C_ERR_INTERNAL,
-	NICFW_C_TX_FAIL,      /* replies the port would not take */
-	NICFW_C_HOST_NOTICES, /* completion notices (RESPONSE copies) sent to the host */
+	NICFW_C_ERR_UNKNOWN_MODEL,     /* ACTIVATION from the host for a model the NIC lacks */
+	NICFW_C_ERR_UNSUPPORTED_LAYER, /* ACTIVATION from the host not at the NIC's layer */
+	NICFW_C_TX_FAIL,	       /* replies the port would not take */
+	NICFW_C_HOST_NOTICES,	       /* completion notices (RESPONSE copies) sent to the host */
 	NICFW_C__COUNT
 };
 

@@ -3,7 +3,9 @@
  * The packet dispatcher (nicfw/dispatch.c) on hand-made frames with a fake engine: ARP for the
  * NIC's address answered; non-inference traffic passed; a REQUEST answered with a RESPONSE
  * whose addresses are swapped; an ACTIVATION answered to its reply address; unknown model and
- * not-my-layer passed up; bad shape and malformed requests answered with ERROR; a full queue
+ * not-my-layer passed up (but an ACTIVATION from the host for them answered with ERROR); the
+ * RESPONSE's total covering the host's time carried in the ACTIVATION; bad shape and
+ * malformed requests answered with ERROR; a full queue
  * answered BUSY; fragments reassembled; counters by reason.
  */
 #include <errno.h>
@@ -314,6 +316,112 @@ static void test_dispatch_activation(void **state)
 	nicfw_disp_free(d);
 }
 
+static uint32_t activation(uint8_t *f, uint32_t model, uint16_t layer, uint64_t rid,
+			   const uint32_t t_prior[4])
+{
+	uint8_t dg[256], body[8] = {1};
+	struct proto_msg m;
+	int n;
+
+	proto_msg_init(&m, PROTO_ACTIVATION, model, rid);
+	proto_msg_set_tensor(&m, PROTO_FMT_BITS, 64, 1, 1, 0, 0);
+	m.tensor.layer = layer;
+	memcpy(m.act.reply_addr, (uint8_t[16]){[10] = 0xff, [11] = 0xff, 10, 88, 0, 2}, 16);
+	m.act.reply_port = 40000;
+	m.act.executors = PROTO_EX_CPU;
+	m.act.t_rx_ns = t_prior[0];
+	m.act.t_queue_ns = t_prior[1];
+	m.act.t_host_ns = t_prior[2];
+	m.act.t_pack_ns = t_prior[3];
+	n = proto_build(&m, body, 8, dg, sizeof(dg));
+	assert_true(n > 0);
+	return udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+}
+
+/* An ACTIVATION from the host for a model or layer the NIC does not hold: never forwarded to
+ * the wire, answered to the host with an ERROR (so that it falls back at once), counted. */
+static void test_dispatch_activation_not_held(void **state)
+{
+	static const uint32_t t0[4] = {0};
+	struct nicfw_disp *d = mk_disp();
+	uint64_t c[NICFW_C__COUNT];
+	uint8_t f[2048];
+	struct proto_msg m;
+	uint32_t len;
+
+	len = activation(f, 0x5555, 2, 61, t0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 1);
+	assert_int_equal(out[0].port, NICFW_PORT_HOST);
+	expect_reply(&out[0], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_UNKNOWN_MODEL);
+	assert_int_equal(m.err.detail, 0x5555);
+	assert_int_equal(m.request_id, 61);
+	len = activation(f, 0x99, 1, 62, t0); /* the NIC's part starts at op 2 */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 2);
+	assert_int_equal(out[1].port, NICFW_PORT_HOST);
+	expect_reply(&out[1], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_UNSUPPORTED);
+	assert_int_equal(m.err.detail, 2);
+	assert_int_equal(m.request_id, 62);
+	/* from the wire, the same ACTIVATION is still passed up to the host */
+	len = activation(f, 0x5555, 2, 63, t0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	assert_int_equal(n_out, 2);
+	assert_int_equal(nicfw_disp_poll(d, 0), 0);
+	nicfw_disp_counters(d, c, NULL);
+	assert_int_equal(c[NICFW_C_ERR_UNKNOWN_MODEL], 1);
+	assert_int_equal(c[NICFW_C_ERR_UNSUPPORTED_LAYER], 1);
+	assert_int_equal(c[NICFW_C_UNKNOWN_MODEL], 2);
+	assert_int_equal(c[NICFW_C_NOT_MY_LAYER], 1);
+	assert_int_equal(c[NICFW_C_ERRORS_SENT], 2);
+	assert_int_equal(c[NICFW_C_FWD_TO_WIRE], 0);
+	assert_int_equal(c[NICFW_C_ACTIVATIONS], 0);
+	nicfw_disp_free(d);
+}
+
+/* The RESPONSE to an ACTIVATION: total is the server-side total, the host's time carried in
+ * the ACTIVATION plus the NIC's, so total = rx + queue + host + pack + nic. */
+static void test_dispatch_activation_total(void **state)
+{
+	static const uint32_t prior[4] = {1000, 2000, 30000, 4000};
+	struct nicfw_disp *d = mk_disp();
+	uint8_t f[2048];
+	struct proto_msg m;
+	const uint32_t *t;
+	uint32_t len;
+
+	len = udp_frame(f, HOST_IP, 9999, "x", 1); /* teaches the NIC the front-end's MAC */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	eng_hold = true;
+	len = activation(f, 0x99, 2, 70, prior);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 100000), NICFW_DISP_CONSUMED);
+	len = activation(f, 0x99, 2, 71, prior); /* queued behind 70 */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 100500), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 150000), 0);
+	eng_hold = false;
+	assert_int_equal(nicfw_disp_poll(d, 160000), 1); /* 70 done, 71 submitted */
+	assert_int_equal(nicfw_disp_poll(d, 170000), 1);
+	assert_int_equal(n_out, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		expect_reply(&out[i], PROTO_RESPONSE, &m);
+		t = m.resp.t_ns;
+		assert_int_equal(m.request_id, 70 + i);
+		assert_int_equal(t[PROTO_T_RX], 1000);
+		assert_int_equal(t[PROTO_T_HOST], 30000);
+		assert_int_equal(t[PROTO_T_PACK], 4000);
+		assert_int_equal(t[PROTO_T_NIC], i ? 10000 : 60000);
+		assert_int_equal(t[PROTO_T_QUEUE], i ? 2000 + 59500 : 2000);
+		assert_int_equal(t[PROTO_T_TOTAL],
+				 1000 + 2000 + 30000 + 4000 + (i ? 69500 : 60000));
+		assert_int_equal(t[PROTO_T_TOTAL], t[PROTO_T_RX] + t[PROTO_T_QUEUE] +
+						       t[PROTO_T_HOST] + t[PROTO_T_PACK] +
+						       t[PROTO_T_NIC]);
+	}
+	nicfw_disp_free(d);
+}
+
 /* A request in 3 fragments (payload 256): reassembled, answered once. */
 static void test_dispatch_fragments(void **state)
 {
@@ -362,6 +470,8 @@ int main(void)
 	    cmocka_unit_test(test_dispatch_passed_up_and_errors),
 	    cmocka_unit_test(test_dispatch_busy),
 	    cmocka_unit_test(test_dispatch_activation),
+	    cmocka_unit_test(test_dispatch_activation_not_held),
+	    cmocka_unit_test(test_dispatch_activation_total),
 	    cmocka_unit_test(test_dispatch_fragments),
 	};
 

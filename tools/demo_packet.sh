@@ -6,6 +6,14 @@
 # prints accuracy, latency percentiles and the per-stage breakdown from the RESPONSE timing
 # fields (host compute, pack, NIC compute, ...). Cleans up on exit. Without root it says so and
 # runs the in-process variant (CPU kernels and the NIC emulator, no packets).
+#
+# Why not splitnic-host --nic inproc (its NIC stage in-process over rte_rings, see
+# tests/integration/test_host_inproc.sh) without root: the front-end's UDP still has to reach
+# the host's DPDK port, and every PMD that carries a kernel socket's datagrams needs privileges
+# (net_af_packet: CAP_NET_RAW; net_tap, net_af_xdp, veth and namespaces: CAP_NET_ADMIN), while
+# the ones that do not (net_null, net_ring, net_pcap on files) cannot reach `splitnic client`.
+# So the non-root demo stays the in-process compute path, and the in-process NIC stage is
+# shown under root by the integration test.
 #   DEMO_COUNT=N: fewer images (default: all 10,000).
 set -u
 cd "$(dirname "$0")/.."
@@ -90,8 +98,9 @@ run "binary MLP, stand-alone on the NIC (the host never sees a request)" fmnist-
 run "binary CNN, co-processor: conv on the host, binary dense on the NIC" fmnist-bcnn
 echo
 echo "(server ns are per-stage means from the RESPONSE timing fields: host = host compute,"
-echo " pack = hand-off + serialize at the split, nic = NIC executor chain; total is the answering"
-echo " stage's own time; latency percentiles are the front-end's round trips)"
+echo " pack = hand-off + serialize at the split, nic = NIC executor chain; total is the server's,"
+echo " request in to response out, the host-to-NIC hop excepted; latency percentiles are the"
+echo " front-end's round trips)"
 kill -TERM "$host_pid" && wait "$host_pid"
 host_pid=
 kill -TERM "$nic_pid" && wait "$nic_pid"

@@ -9,13 +9,15 @@
 # net_memif (client), the same server address (the NIC and its host are one server).
 #   1. co-processor mode: the binary CNN, host ops [0, k) and NIC ops [k, n) with k from
 #      split/NIC (nicfw_nic_first past the flatten); every request answered by the NIC
-#      (executors cpu|nic) with exactly the classes of `splitnic run`;
+#      (executors cpu|nic) with exactly the classes of `splitnic run`, its timing total the
+#      server-side total (mean total >= mean host + pack + nic);
 #   2. host-only mode: the same, every answer from the host (cpu);
 #   3. fallback mode: the NIC stage run by the host (cpu|host_fallback), same classes;
 #   4. kill: co-processor mode, splitnic-nic killed (SIGKILL) in the middle of a run and
 #      restarted 1 s later without the CNN's NIC part (a NIC that lost its stage): the host sees
 #      the memif link drop, finishes the requests in flight itself, and every later request is
-#      answered by the fallback (the notice deadline); a front-end that retransmits a request
+#      answered by the fallback (the NIC answers its ACTIVATIONs with ERROR unknown model; no
+#      longer forwarded to the wire); a front-end that retransmits a request
 #      unanswered for 1 s (same request id) gets every request answered, with the classes of
 #      `splitnic run`;
 #   6. (run before 5) a worker lcore with dynamic batching (--batch 8): classes unchanged,
@@ -198,6 +200,9 @@ if diff:
     bad.append(f"{diff} classes differ from splitnic run")
 if cli["executors"][ex] != n:
     bad.append(f"only {cli['executors'][ex]} of {n} responses have executor {ex}")
+t = cli["server_mean_ns"]
+if ex == "nic" and t["total"] + 1 < t["host"] + t["pack"] + t["nic"]:
+    bad.append("RESPONSE total is not the server-side total (< host + pack + nic)")
 if bad:
     print("FAIL: " + "; ".join(bad))
     sys.exit(1)

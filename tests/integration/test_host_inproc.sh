@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# splitnic-host alone, its NIC stage in-process (--nic inproc), the front-end over a real veth:
+#
+#   cli ns (10.88.2.2, vc) ==veth== srv ns: [vw] splitnic-host: RX/TX + host stage (lcore 0)
+#                                                  |  rte_rings
+#                                                  NIC stage: dispatcher + executor chain (lcore 1)
+#
+# splitnic-host's port is a net_af_packet on vw, server address 10.88.2.1; no splitnic-nic. The
+# host answers no ARP, so the client namespace gets a static neighbour entry for it. On this
+# 2-core box: -l 0-1, the main lcore 0 does RX/TX and runs the host stage inline (no worker
+# lcore left), lcore 1 is the NIC's.
+#   1. co-processor mode, the binary CNN split after its flatten, the whole Fashion-MNIST test set:
+#      every request answered by the in-process NIC stage (executors cpu|nic) with exactly the
+#      classes of `splitnic run`; the RESPONSE's total timing field is the server-side total
+#      (mean total >= mean host + pack + nic); the host's counters: answered_nic = N, no
+#      fallback, the in-process NIC's activations = N; graceful SIGTERM.
+#   2. the same host, the NIC stage held off by a tiny --nic-window 1 and deadline: requests
+#      beyond the window fall back to the host (fallback_window_full > 0), every one answered
+#      with the classes of `splitnic run` (fallback logic as with splitnic-nic).
+# Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
+# INPROC_COUNT=N: fewer images (default: the whole test set, 10,000); INPROC_LCORES="-l 0": the
+# NIC stage inline on the main lcore.
+set -u
+cd "$(dirname "$0")/../.."
+S=${SPLITNIC:-build/splitnic}
+S=$(realpath "$S")
+B=$(dirname "$S")
+HOST=${SPLITNIC_HOST:-$B/splitnic-host}
+CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
+D=/usr/share/datasets/fashion-mnist
+IMG=$D/t10k-images-idx3-ubyte.gz
+LAB=$D/t10k-labels-idx1-ubyte.gz
+PY=/usr/bin/python3
+N=${INPROC_COUNT:-10000}
+
+if [ "$(id -u)" != 0 ]; then
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL: needs root (network namespaces, af_packet) and CI=true forbids skipping"
+		exit 1
+	fi
+	echo "skip: not root (needs network namespaces and af_packet)"
+	exit 77
+fi
+for f in "$S" "$HOST" "$CNN" "$IMG" "$LAB"; do
+	[ -e "$f" ] || { echo "FAIL: $f missing (make all)"; exit 1; }
+done
+
+tag=$$
+ns_c=snip-cli-$tag
+ns_s=snip-srv-$tag
+tmp=$(mktemp -d)
+host_pid=
+cleanup() {
+	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
+	for n in "$ns_c" "$ns_s"; do ip netns del "$n" 2>/dev/null; done
+	rm -rf "/var/run/dpdk/snip$tag" "$tmp"
+}
+trap cleanup EXIT
+host_tel() { # host_tel ENDPOINT: a telemetry endpoint of splitnic-host, as JSON
+	$PY - "/var/run/dpdk/snip$tag/dpdk_telemetry.v2" "$1" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+json.loads(s.recv(16384))
+s.send(sys.argv[2].encode())
+print(json.dumps(json.loads(s.recv(65536))[sys.argv[2]]))
+EOF
+}
+host_stats() { host_tel /splitnic/host/stats; }
+fail() {
+	echo "FAIL: $*"
+	[ -f "$tmp/host.log" ] && { echo "--- host.log"; grep -v '^EAL\|^TELEMETRY' "$tmp/host.log" | tail -15; }
+	[ -n "$host_pid" ] && { echo "--- host counters"; host_stats 2>/dev/null | tr -d '{}"' | tr ',' '\n' | grep -v ': 0$' | tr '\n' ' '; echo; }
+	exit 1
+}
+
+ip netns add "$ns_c" || fail "ip netns add"
+ip netns add "$ns_s" || fail "ip netns add"
+ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_s" || fail "veth"
+ip netns exec "$ns_s" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+ip netns exec "$ns_c" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+ip -n "$ns_c" addr add 10.88.2.2/24 dev vc
+for n in "$ns_c" "$ns_s"; do ip -n "$n" link set lo up; done
+ip -n "$ns_c" link set vc up
+ip -n "$ns_s" link set vw up
+ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null || fail "ethtool -K vc tx off"
+mac=$(ip netns exec "$ns_s" cat /sys/class/net/vw/address) || fail "MAC of vw"
+ip -n "$ns_c" neigh replace 10.88.2.1 lladdr "$mac" dev vc nud permanent || fail "neighbour entry"
+
+K=$("$PY" - "$S" "$CNN" <<'EOF'
+import subprocess, sys
+out = subprocess.run([sys.argv[1], "inspect", sys.argv[2], "--ops"], capture_output=True, text=True).stdout
+ops = [l.split() for l in out.split("compiled ops:")[1].splitlines()[2:] if l.strip()]
+k = next(int(o[0]) for o in ops if o[1] == "flatten")
+print(k + 1)
+EOF
+) || fail "split point"
+
+# start_host [HOST-ARGS...]: splitnic-host with the in-process NIC stage
+start_host() {
+	: >"$tmp/host.log"
+	ip netns exec "$ns_s" "$HOST" ${INPROC_LCORES:--l 0-1} --no-huge -m 512 --file-prefix "snip$tag" --no-pci \
+		--vdev net_af_packet0,iface=vw -- --model "$CNN:coproc:$K" --ip 10.88.2.1 \
+		--allow 10.88.2.0/24 --nic inproc --stats-file "$tmp/host.final" "$@" \
+		>>"$tmp/host.log" 2>&1 &
+	host_pid=$!
+	for _ in $(seq 100); do
+		grep -q "^host: serving" "$tmp/host.log" && return 0
+		kill -0 "$host_pid" 2>/dev/null || fail "splitnic-host exited at start"
+		sleep 0.1
+	done
+	fail "splitnic-host did not start"
+}
+stop_host() {
+	kill -TERM "$host_pid"
+	wait "$host_pid"
+	local rc=$?
+	host_pid=
+	[ "$rc" -eq 0 ] || fail "splitnic-host exited $rc on SIGTERM"
+	grep -q "SIGTERM: draining" "$tmp/host.log" || fail "no graceful-shutdown message"
+}
+client() { # client OUT-PREFIX [ARGS...]
+	local out=$1
+	shift
+	ip netns exec "$ns_c" "$S" client 10.88.2.1 --images "$IMG" --labels "$LAB" --count "$N" \
+		--timeout-ms 3000 --json --classes "$out.classes" "$@" >"$out.json"
+}
+
+"$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --scores "$tmp/cpu.csv" --json \
+	>"$tmp/run.json" || fail "splitnic run"
+$PY - "$tmp/cpu.csv" >"$tmp/cpu.classes" <<'EOF'
+import sys
+for line in open(sys.argv[1]):
+    v = [float(x) for x in line.split(",")]
+    print(max(range(len(v)), key=lambda k: (v[k], -k)))
+EOF
+
+# check NAME OUT-PREFIX STATS: every request answered, classes equal; prints the breakdown
+check() {
+	$PY - "$1" "$2.json" "$2.classes" "$tmp/cpu.classes" "$3" "$N" <<'EOF' || fail "$1"
+import json, sys
+name, cli, got, want, s, n = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], json.load(open(sys.argv[5])), int(sys.argv[6])
+got = [int(l) for l in open(got)]
+want = [int(l) for l in open(want)]
+diff = sum(1 for a, b in zip(got, want) if a != b)
+t = cli["server_mean_ns"]
+fb = {k: v for k, v in s.items() if k.startswith("fallback_") and v}
+print(f"{name}: {cli['responses']}/{cli['requests']} responses, {cli['errors']['total']} errors, "
+      f"{cli['timeouts']} timeouts, executors {cli['executors']}, accuracy {cli['accuracy']:.4f}, "
+      f"classes differing from splitnic run: {diff}; latency p50 {cli['latency_us']['p50']:.0f} us "
+      f"p99 {cli['latency_us']['p99']:.0f} us, {cli['throughput_rps']:.0f} req/s; server mean ns "
+      + " ".join(f"{k}={v:.0f}" for k, v in t.items() if v))
+print(f"{name}: host answered_nic {s['answered_nic']} answered_host {s['answered_host']} "
+      f"fallbacks {fb}; in-process NIC activations {s['inproc_nic_activations']} notices "
+      f"{s['inproc_nic_host_notices']} errors {s['inproc_nic_errors_sent']}")
+bad = []
+if cli["responses"] != n or len(got) != n or len(want) != n:
+    bad.append(f"{cli['responses']} responses for {n} images")
+if cli["errors"]["total"] or cli["timeouts"] or cli["duplicates"] or cli["stray"]:
+    bad.append("errors, timeouts, duplicate or stray responses")
+if diff:
+    bad.append(f"{diff} classes differ from splitnic run")
+if name == "coproc":
+    if cli["executors"]["nic"] != n or s["answered_nic"] != n or fb or s["inproc_nic_activations"] != n:
+        bad.append("not every request answered by the in-process NIC stage")
+    if t["total"] + 1 < t["host"] + t["pack"] + t["nic"] or not t["host"] or not t["nic"]:
+        bad.append("RESPONSE total is not the server-side total (< host + pack + nic)")
+else:
+    if not s["fallback_window_full"] or not cli["executors"]["host_fallback"]:
+        bad.append("no fallback with a full window")
+    if cli["executors"]["nic"] + cli["executors"]["host_fallback"] != n:
+        bad.append("answers neither from the NIC nor from the fallback")
+if bad:
+    print("FAIL: " + "; ".join(bad))
+    sys.exit(1)
+EOF
+}
+
+# --- 1. co-processor, in-process NIC stage -----------------------------------------------------
+start_host
+grep "^host:" "$tmp/host.log"
+client "$tmp/coproc" --outstanding 4 || fail "client (coproc) exited $?"
+host_stats >"$tmp/coproc.stats"
+check coproc "$tmp/coproc" "$tmp/coproc.stats"
+stop_host
+
+# --- 2. window of 1: the rest falls back -----------------------------------------------------------
+start_host --nic-window 1
+client "$tmp/window" --outstanding 8 || fail "client (window) exited $?"
+host_stats >"$tmp/window.stats"
+check window "$tmp/window" "$tmp/window.stats"
+stop_host
+echo "pass: splitnic-host with its in-process NIC stage (--nic inproc, rte_rings) over af_packet: coproc classes of splitnic run on $N Fashion-MNIST images, RESPONSE total the server-side total; window full: fallback, every request answered; graceful SIGTERM"
+exit 0
