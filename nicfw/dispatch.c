@@ -10,20 +10,14 @@
 #include <string.h>
 
 #include "nicfw/dispatch.h"
+#include "nicfw/frame.h"
 
-#define ETH_HLEN   14u
-#define IP_HLEN	   20u
-#define UDP_HLEN   8u
-#define HDRS_LEN   (ETH_HLEN + IP_HLEN + UDP_HLEN)
-#define ETYPE_IPV4 0x0800u
-#define ETYPE_ARP  0x0806u
-#define ARP_LEN	   28u
+#define ETYPE_ARP 0x0806u
+#define ARP_LEN	  28u
 
 /* Where and how a RESPONSE or ERROR goes. */
 struct disp_reply {
-	uint8_t dmac[6], smac[6];
-	uint32_t dip, sip;
-	uint16_t dport, sport;
+	struct nicfw_frame_addr a;
 	uint8_t port; /* enum nicfw_port it leaves by */
 };
 
@@ -117,12 +111,13 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	uint32_t max_in = 8, max_cls = 1;
 
 	if (cfg->n_models > NICFW_DISP_MAX_MODELS || !cfg->eng_ops || !cfg->tx ||
-	    cfg->payload < PROTO_MIN_PAYLOAD || cfg->payload > NICFW_DISP_FRAME_MAX - HDRS_LEN) {
+	    cfg->payload < PROTO_MIN_PAYLOAD ||
+	    cfg->payload > NICFW_DISP_FRAME_MAX - NICFW_FRAME_HDRS) {
 		snprintf(err, errlen,
 			 "dispatcher: %u models (at most %u), payload %u (%u to %u), engine and "
 			 "tx required",
 			 cfg->n_models, NICFW_DISP_MAX_MODELS, cfg->payload, PROTO_MIN_PAYLOAD,
-			 NICFW_DISP_FRAME_MAX - HDRS_LEN);
+			 NICFW_DISP_FRAME_MAX - NICFW_FRAME_HDRS);
 		return NULL;
 	}
 	for (uint32_t m = 0; m < cfg->n_models; m++) {
@@ -174,44 +169,6 @@ err_nomem:
 
 /* --- frames ------------------------------------------------------------------------------ */
 
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
-{
-	for (uint32_t i = 0; i + 1 < len; i += 2)
-		sum += get16(p + i);
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 static struct disp_neigh *neigh_slot(struct nicfw_disp *d, uint32_t ip)
 {
 	return &d->neigh[(ip * 2654435761u) >> 24 & (NICFW_DISP_NEIGH - 1)];
@@ -227,34 +184,12 @@ static void neigh_learn(struct nicfw_disp *d, uint32_t ip, const uint8_t *mac)
 	memcpy(n->mac, mac, 6);
 }
 
-/* Send the UDP payload of `plen` bytes already at d->frame + HDRS_LEN. */
+/* Send the UDP payload of `plen` bytes already at d->frame + NICFW_FRAME_HDRS. */
 static void send_udp(struct nicfw_disp *d, const struct disp_reply *to, uint32_t plen)
 {
-	uint8_t *f = d->frame, *ip = f + ETH_HLEN, *udp = ip + IP_HLEN;
-	uint32_t sum;
+	uint32_t len = nicfw_frame_udp(d->frame, &to->a, plen);
 
-	memcpy(f, to->dmac, 6);
-	memcpy(f + 6, to->smac, 6);
-	put16(f + 12, ETYPE_IPV4);
-	ip[0] = 0x45;
-	ip[1] = 0;
-	put16(ip + 2, (uint16_t)(IP_HLEN + UDP_HLEN + plen));
-	put16(ip + 4, 0);
-	put16(ip + 6, 0x4000); /* DF */
-	ip[8] = 64;
-	ip[9] = 17;
-	put16(ip + 10, 0);
-	put32(ip + 12, to->sip);
-	put32(ip + 16, to->dip);
-	put16(ip + 10, csum_fold(csum_add(0, ip, IP_HLEN)));
-	put16(udp, to->sport);
-	put16(udp + 2, to->dport);
-	put16(udp + 4, (uint16_t)(UDP_HLEN + plen));
-	put16(udp + 6, 0);
-	sum = csum_add(0, ip + 12, 8) + 17 + UDP_HLEN + plen;
-	sum = csum_fold(csum_add(sum, udp, UDP_HLEN + plen));
-	put16(udp + 6, sum ? (uint16_t)sum : 0xffff);
-	if (d->cfg.tx(d->cfg.tx_arg, (enum nicfw_port)to->port, f, HDRS_LEN + plen))
+	if (d->cfg.tx(d->cfg.tx_arg, (enum nicfw_port)to->port, d->frame, len))
 		d->c[NICFW_C_TX_FAIL]++;
 }
 
@@ -262,8 +197,9 @@ static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
 		       enum nicfw_disp_counter counter)
 {
-	int n = proto_build_error(d->frame + HDRS_LEN, sizeof(d->frame) - HDRS_LEN, model_id,
-				  request_id, code, detail, "nic: %s", proto_error_name(code));
+	int n = proto_build_error(d->frame + NICFW_FRAME_HDRS, sizeof(d->frame) - NICFW_FRAME_HDRS,
+				  model_id, request_id, code, detail, "nic: %s",
+				  proto_error_name(code));
 
 	if (n <= 0) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
@@ -277,37 +213,37 @@ static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 /* The reply to the sender of an IPv4/UDP frame: every address swapped, same port. */
 static void reply_to_sender(const uint8_t *frame, enum nicfw_port from, struct disp_reply *to)
 {
-	const uint8_t *ip = frame + ETH_HLEN, *udp = ip + (ip[0] & 0xf) * 4u;
+	const uint8_t *ip = frame + NICFW_ETH_HLEN, *udp = ip + (ip[0] & 0xf) * 4u;
 
-	memcpy(to->dmac, frame + 6, 6);
-	memcpy(to->smac, frame, 6);
-	to->dip = get32(ip + 12);
-	to->sip = get32(ip + 16);
-	to->dport = get16(udp);
-	to->sport = get16(udp + 2);
+	memcpy(to->a.dmac, frame + 6, 6);
+	memcpy(to->a.smac, frame, 6);
+	to->a.dip = nicfw_get32(ip + 12);
+	to->a.sip = nicfw_get32(ip + 16);
+	to->a.dport = nicfw_get16(udp);
+	to->a.sport = nicfw_get16(udp + 2);
 	to->port = (uint8_t)from;
 }
 
 static enum nicfw_disp_action disp_arp(struct nicfw_disp *d, enum nicfw_port from, uint8_t *f,
 				       uint32_t len)
 {
-	uint8_t *a = f + ETH_HLEN;
+	uint8_t *a = f + NICFW_ETH_HLEN;
 	uint32_t spa, tpa;
 
-	if (len < ETH_HLEN + ARP_LEN || get16(a) != 1 || get16(a + 2) != ETYPE_IPV4 || a[4] != 6 ||
-	    a[5] != 4)
+	if (len < NICFW_ETH_HLEN + ARP_LEN || nicfw_get16(a) != 1 ||
+	    nicfw_get16(a + 2) != NICFW_ETYPE_IPV4 || a[4] != 6 || a[5] != 4)
 		return NICFW_DISP_PASS;
-	spa = get32(a + 14);
-	tpa = get32(a + 24);
+	spa = nicfw_get32(a + 14);
+	tpa = nicfw_get32(a + 24);
 	if (from == NICFW_PORT_WIRE)
 		neigh_learn(d, spa, a + 8);
-	if (from != NICFW_PORT_WIRE || !d->cfg.ip || tpa != d->cfg.ip || get16(a + 6) != 1)
+	if (from != NICFW_PORT_WIRE || !d->cfg.ip || tpa != d->cfg.ip || nicfw_get16(a + 6) != 1)
 		return NICFW_DISP_PASS;
-	put16(a + 6, 2);
+	nicfw_put16(a + 6, 2);
 	memcpy(a + 18, a + 8, 6);
-	put32(a + 24, spa);
+	nicfw_put32(a + 24, spa);
 	memcpy(a + 8, d->cfg.mac, 6);
-	put32(a + 14, d->cfg.ip);
+	nicfw_put32(a + 14, d->cfg.ip);
 	memcpy(f, f + 6, 6);
 	memcpy(f + 6, d->cfg.mac, 6);
 	d->c[NICFW_C_ARP_REPLIES]++;
@@ -371,7 +307,8 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 		d->c[NICFW_C_ERR_INTERNAL]++;
 		return;
 	}
-	while ((n = proto_frag_next(&fr, d->frame + HDRS_LEN, sizeof(d->frame) - HDRS_LEN)) > 0) {
+	while ((n = proto_frag_next(&fr, d->frame + NICFW_FRAME_HDRS,
+				    sizeof(d->frame) - NICFW_FRAME_HDRS)) > 0) {
 		send_udp(d, &r->to, (uint32_t)n);
 		d->c[NICFW_C_RESP_DGRAMS]++;
 		if (r->notify)
@@ -428,17 +365,17 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 		const uint8_t *a = hdr->act.reply_addr;
 		struct disp_neigh *n;
 
-		r->to.dip = get32(a + 12);
-		r->to.dport = hdr->act.reply_port;
-		r->to.sport = d->cfg.port;
-		r->to.sip = d->cfg.ip ? d->cfg.ip : sender->sip;
+		r->to.a.dip = nicfw_get32(a + 12);
+		r->to.a.dport = hdr->act.reply_port;
+		r->to.a.sport = d->cfg.port;
+		r->to.a.sip = d->cfg.ip ? d->cfg.ip : sender->a.sip;
 		r->to.port = NICFW_PORT_WIRE;
-		memcpy(r->to.smac, d->cfg.mac, 6);
-		n = neigh_slot(d, r->to.dip);
-		if (n->ip == r->to.dip)
-			memcpy(r->to.dmac, n->mac, 6);
+		memcpy(r->to.a.smac, d->cfg.mac, 6);
+		n = neigh_slot(d, r->to.a.dip);
+		if (n->ip == r->to.a.dip)
+			memcpy(r->to.a.dmac, n->mac, 6);
 		else
-			memset(r->to.dmac, 0xff, 6);
+			memset(r->to.a.dmac, 0xff, 6);
 		r->executors = hdr->act.executors;
 		r->t_prior[0] = hdr->act.t_rx_ns;
 		r->t_prior[1] = hdr->act.t_queue_ns;
@@ -479,10 +416,10 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	reply_to_sender(f, from, &sender);
 	if (v != PROTO_OK) {
 		/* answer only what says it is a request to us; never answer junk or replies */
-		if (plen >= PROTO_COMMON_LEN && get16(p) == PROTO_MAGIC && p[2] == PROTO_VERSION &&
-		    (p[3] == PROTO_REQUEST || p[3] == PROTO_ACTIVATION))
-			send_error(d, &sender, get32(p + 8),
-				   (uint64_t)get32(p + 16) << 32 | get32(p + 20),
+		if (plen >= PROTO_COMMON_LEN && nicfw_get16(p) == PROTO_MAGIC &&
+		    p[2] == PROTO_VERSION && (p[3] == PROTO_REQUEST || p[3] == PROTO_ACTIVATION))
+			send_error(d, &sender, nicfw_get32(p + 8),
+				   (uint64_t)nicfw_get32(p + 16) << 32 | nicfw_get32(p + 20),
 				   PROTO_ERR_BAD_REQUEST, v, NICFW_C_ERR_BAD_REQUEST);
 		return NICFW_DISP_CONSUMED;
 	}
@@ -527,8 +464,8 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	}
 	d->c[NICFW_C_FRAGMENTS]++;
 	rv = proto_reasm_push(d->ra,
-			      (uint64_t)from << 63 | (uint64_t)sender.dip << 16 | sender.dport, &m,
-			      now_ns, &msg);
+			      (uint64_t)from << 63 | (uint64_t)sender.a.dip << 16 | sender.a.dport,
+			      &m, now_ns, &msg);
 	if (rv == PROTO_RA_COMPLETE) {
 		disp_accept(d, (uint32_t)k, &msg.hdr, msg.data, &sender, now_ns);
 		proto_reasm_release(d->ra, &msg);
@@ -552,46 +489,47 @@ enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from,
 	uint16_t etype;
 
 	d->c[from == NICFW_PORT_WIRE ? NICFW_C_RX_WIRE : NICFW_C_RX_HOST]++;
-	if (__builtin_expect(len < ETH_HLEN, 0)) {
+	if (__builtin_expect(len < NICFW_ETH_HLEN, 0)) {
 		d->c[NICFW_C_IP_BAD]++;
 		goto pass;
 	}
-	etype = get16(f + 12);
+	etype = nicfw_get16(f + 12);
 	if (etype == ETYPE_ARP && disp_arp(d, from, f, len) == NICFW_DISP_REPLY)
 		return NICFW_DISP_REPLY;
-	if (etype != ETYPE_IPV4) {
+	if (etype != NICFW_ETYPE_IPV4) {
 		d->c[NICFW_C_NOT_IPV4]++;
 		goto pass;
 	}
-	ip = f + ETH_HLEN;
+	ip = f + NICFW_ETH_HLEN;
 	ihl = (ip[0] & 0xfu) * 4u;
-	if (len < ETH_HLEN + IP_HLEN || (ip[0] >> 4) != 4 || ihl < IP_HLEN ||
-	    len < ETH_HLEN + ihl + UDP_HLEN) {
+	if (len < NICFW_ETH_HLEN + NICFW_IP_HLEN || (ip[0] >> 4) != 4 || ihl < NICFW_IP_HLEN ||
+	    len < NICFW_ETH_HLEN + ihl + NICFW_UDP_HLEN) {
 		d->c[NICFW_C_IP_BAD]++;
 		goto pass;
 	}
 	if (from == NICFW_PORT_WIRE)
-		neigh_learn(d, get32(ip + 12), f + 6);
-	if (ip[9] != 17)
+		neigh_learn(d, nicfw_get32(ip + 12), f + 6);
+	if (ip[9] != NICFW_IPPROTO_UDP)
 		goto pass;
 	udp = ip + ihl;
-	if (get16(udp + 2) != d->cfg.port)
+	if (nicfw_get16(udp + 2) != d->cfg.port)
 		goto pass;
-	if (get16(ip + 6) & 0x3fff) {
+	if (nicfw_get16(ip + 6) & 0x3fff) {
 		d->c[NICFW_C_IP_FRAG]++;
 		goto pass;
 	}
-	tot = get16(ip + 2);
-	ulen = get16(udp + 4);
-	if (tot < ihl + UDP_HLEN || tot > len - ETH_HLEN || ulen < UDP_HLEN || ulen > tot - ihl) {
+	tot = nicfw_get16(ip + 2);
+	ulen = nicfw_get16(udp + 4);
+	if (tot < ihl + NICFW_UDP_HLEN || tot > len - NICFW_ETH_HLEN || ulen < NICFW_UDP_HLEN ||
+	    ulen > tot - ihl) {
 		d->c[NICFW_C_IP_BAD]++;
 		goto pass;
 	}
-	if (ihl != IP_HLEN) { /* options: replies are built without them; pass it up */
+	if (ihl != NICFW_IP_HLEN) { /* options: replies are built without them; pass it up */
 		d->c[NICFW_C_IP_BAD]++;
 		goto pass;
 	}
-	return disp_infer(d, from, f, udp + UDP_HLEN, ulen - UDP_HLEN, now_ns);
+	return disp_infer(d, from, f, udp + NICFW_UDP_HLEN, ulen - NICFW_UDP_HLEN, now_ns);
 pass:
 	d->c[fwd]++;
 	return NICFW_DISP_PASS;

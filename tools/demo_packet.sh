@@ -27,6 +27,7 @@ D=/usr/share/datasets/fashion-mnist
 IMG=$D/t10k-images-idx3-ubyte.gz
 LAB=$D/t10k-labels-idx1-ubyte.gz
 count=${DEMO_COUNT:+--count $DEMO_COUNT}
+. tests/integration/netns.sh
 
 if [ "$(id -u)" != 0 ]; then
 	echo "demo: not root: no network namespaces or af_packet, so no packet path."
@@ -35,9 +36,7 @@ if [ "$(id -u)" != 0 ]; then
 	"$S" emu "$MLP" --images "$IMG" --labels "$LAB" ${DEMO_COUNT:+--count $DEMO_COUNT}
 	exit $?
 fi
-for f in "$S" "$NIC" "$HOST" "$CNN" "$MLP" "$IMG" "$LAB"; do
-	[ -e "$f" ] || { echo "demo: $f missing (make all)"; exit 1; }
-done
+netns_need_files demo: "make all" "$S" "$NIC" "$HOST" "$CNN" "$MLP" "$IMG" "$LAB"
 
 tag=$$
 ns_c=sndemo-cli-$tag
@@ -46,10 +45,8 @@ tmp=$(mktemp -d)
 nic_pid=
 host_pid=
 cleanup() {
-	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
-	[ -n "$nic_pid" ] && kill "$nic_pid" 2>/dev/null && wait "$nic_pid" 2>/dev/null
-	for n in "$ns_c" "$ns_n"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/var/run/dpdk/sndn$tag" "/var/run/dpdk/sndh$tag" "$tmp"
+	netns_kill "$host_pid" "$nic_pid"
+	netns_cleanup "/var/run/dpdk/sndn$tag" "/var/run/dpdk/sndh$tag" "$tmp"
 }
 trap cleanup EXIT
 die() {
@@ -58,14 +55,12 @@ die() {
 	exit 1
 }
 
-ip netns add "$ns_c" && ip netns add "$ns_n" || die "ip netns add"
-ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_n" || die "veth"
-ip netns exec "$ns_n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip -n "$ns_c" addr add 10.88.2.2/24 dev vc
-for n in "$ns_c" "$ns_n"; do ip -n "$n" link set lo up; done
-ip -n "$ns_c" link set vc up
-ip -n "$ns_n" link set vw up
-ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null
+netns_add "$ns_c" "$ns_n" || die "ip netns add"
+netns_veth "$ns_c" vc "$ns_n" vw || die "veth"
+netns_no_ipv6 "$ns_n"
+netns_link "$ns_c" vc 10.88.2.2/24
+netns_link "$ns_n" vw
+netns_tx_csum_off "$ns_c" vc
 
 # the split: after the flatten that opens the CNN's NIC part (splitnic-host's default)
 K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
@@ -76,14 +71,12 @@ ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "sndn$tag" --no
 	--vdev "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" -- \
 	--model "$MLP" --model "$CNN@$K" --ip 10.88.2.1 --notify-host >"$tmp/nic.log" 2>&1 &
 nic_pid=$!
-for _ in $(seq 100); do grep -q "^nic: forwarding" "$tmp/nic.log" && break; sleep 0.1; done
-grep -q "^nic: forwarding" "$tmp/nic.log" || die "splitnic-nic did not start"
+netns_wait_log "$tmp/nic.log" "^nic: forwarding" "" splitnic-nic || die "$NETNS_WHY"
 ip netns exec "$ns_n" "$HOST" -l 1 --no-huge -m 512 --file-prefix "sndh$tag" --no-pci \
 	--vdev "net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no" -- \
 	--model "$CNN:coproc:$K" --ip 10.88.2.1 --allow 10.88.2.0/24 >"$tmp/host.log" 2>&1 &
 host_pid=$!
-for _ in $(seq 100); do grep -q "^host: serving" "$tmp/host.log" && break; sleep 0.1; done
-grep -q "^host: serving" "$tmp/host.log" || die "splitnic-host did not start"
+netns_wait_log "$tmp/host.log" "^host: serving" "" splitnic-host || die "$NETNS_WHY"
 sleep 1 # the memif link
 grep -h "^nic: model\|^host: model\|^host:  " "$tmp/nic.log" "$tmp/host.log"
 

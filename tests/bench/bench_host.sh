@@ -26,14 +26,13 @@ N=${BENCH_HOST_N:-2000}
 export BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
 IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 PY=/usr/bin/python3
+. tests/integration/netns.sh
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench_host: skip: not root (needs network namespaces and af_packet)"
 	exit 0
 fi
-for f in "$S" "$NIC" "$HOST" "$CNN" "$IMG"; do
-	[ -e "$f" ] || { echo "bench_host: $f missing (make all)"; exit 1; }
-done
+netns_need_files bench_host: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG"
 tag=$$
 ns_c=snbh-cli-$tag
 ns_n=snbh-nic-$tag
@@ -41,10 +40,8 @@ tmp=$(mktemp -d)
 nic_pid=
 host_pid=
 cleanup() {
-	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
-	[ -n "$nic_pid" ] && kill "$nic_pid" 2>/dev/null && wait "$nic_pid" 2>/dev/null
-	for n in "$ns_c" "$ns_n"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/var/run/dpdk/snbn$tag" "/var/run/dpdk/snbh$tag" "$tmp"
+	netns_kill "$host_pid" "$nic_pid"
+	netns_cleanup "/var/run/dpdk/snbn$tag" "/var/run/dpdk/snbh$tag" "$tmp"
 }
 trap cleanup EXIT
 die() {
@@ -53,13 +50,11 @@ die() {
 	exit 1
 }
 
-ip netns add "$ns_c" && ip netns add "$ns_n" || die "ip netns add"
-ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_n" || die "veth"
-ip -n "$ns_c" addr add 10.88.3.2/24 dev vc
-for n in "$ns_c" "$ns_n"; do ip -n "$n" link set lo up; done
-ip -n "$ns_c" link set vc up
-ip -n "$ns_n" link set vw up
-ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null
+netns_add "$ns_c" "$ns_n" || die "ip netns add"
+netns_veth "$ns_c" vc "$ns_n" vw || die "veth"
+netns_link "$ns_c" vc 10.88.3.2/24
+netns_link "$ns_n" vw
+netns_tx_csum_off "$ns_c" vc
 K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
 
 ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "snbn$tag" --no-pci \
@@ -67,8 +62,7 @@ ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "snbn$tag" --no
 	--vdev "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" -- \
 	--model "$CNN@$K" --ip 10.88.3.1 --notify-host >"$tmp/nic.log" 2>&1 &
 nic_pid=$!
-for _ in $(seq 100); do grep -q "^nic: forwarding" "$tmp/nic.log" && break; sleep 0.1; done
-grep -q "^nic: forwarding" "$tmp/nic.log" || die "splitnic-nic did not start"
+netns_wait_log "$tmp/nic.log" "^nic: forwarding" "" splitnic-nic || die "$NETNS_WHY"
 
 for mode in coproc host-only fallback; do
 	spec="$CNN:$mode"
@@ -77,8 +71,8 @@ for mode in coproc host-only fallback; do
 		--vdev "net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no" -- \
 		--model "$spec" --ip 10.88.3.1 >"$tmp/host.log" 2>&1 &
 	host_pid=$!
-	for _ in $(seq 100); do grep -q "^host: serving" "$tmp/host.log" && break; sleep 0.1; done
-	grep -q "^host: serving" "$tmp/host.log" || die "splitnic-host did not start ($mode)"
+	netns_wait_log "$tmp/host.log" "^host: serving" "" splitnic-host ||
+		die "splitnic-host did not start ($mode)"
 	sleep 1
 	# in-process right before each mode: the box is shared, so both see the same conditions
 	"$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/inproc.json" || die "splitnic run"

@@ -32,18 +32,10 @@ IMG=$D/t10k-images-idx3-ubyte.gz
 LAB=$D/t10k-labels-idx1-ubyte.gz
 PY=/usr/bin/python3
 N=${INPROC_COUNT:-10000}
+. tests/integration/netns.sh
 
-if [ "$(id -u)" != 0 ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: needs root (network namespaces, af_packet) and CI=true forbids skipping"
-		exit 1
-	fi
-	echo "skip: not root (needs network namespaces and af_packet)"
-	exit 77
-fi
-for f in "$S" "$HOST" "$CNN" "$IMG" "$LAB"; do
-	[ -e "$f" ] || { echo "FAIL: $f missing (make all)"; exit 1; }
-done
+netns_need_root af_packet
+netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG" "$LAB"
 
 tag=$$
 ns_c=snip-cli-$tag
@@ -51,22 +43,11 @@ ns_s=snip-srv-$tag
 tmp=$(mktemp -d)
 host_pid=
 cleanup() {
-	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
-	for n in "$ns_c" "$ns_s"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/var/run/dpdk/snip$tag" "$tmp"
+	netns_kill "$host_pid"
+	netns_cleanup "/var/run/dpdk/snip$tag" "$tmp"
 }
 trap cleanup EXIT
-host_tel() { # host_tel ENDPOINT: a telemetry endpoint of splitnic-host, as JSON
-	$PY - "/var/run/dpdk/snip$tag/dpdk_telemetry.v2" "$1" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-json.loads(s.recv(16384))
-s.send(sys.argv[2].encode())
-print(json.dumps(json.loads(s.recv(65536))[sys.argv[2]]))
-EOF
-}
-host_stats() { host_tel /splitnic/host/stats; }
+host_stats() { dpdk_telemetry "snip$tag" /splitnic/host/stats; }
 fail() {
 	echo "FAIL: $*"
 	[ -f "$tmp/host.log" ] && { echo "--- host.log"; grep -v '^EAL\|^TELEMETRY' "$tmp/host.log" | tail -15; }
@@ -74,16 +55,12 @@ fail() {
 	exit 1
 }
 
-ip netns add "$ns_c" || fail "ip netns add"
-ip netns add "$ns_s" || fail "ip netns add"
-ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_s" || fail "veth"
-ip netns exec "$ns_s" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip netns exec "$ns_c" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip -n "$ns_c" addr add 10.88.2.2/24 dev vc
-for n in "$ns_c" "$ns_s"; do ip -n "$n" link set lo up; done
-ip -n "$ns_c" link set vc up
-ip -n "$ns_s" link set vw up
-ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null || fail "ethtool -K vc tx off"
+netns_add "$ns_c" "$ns_s" || fail "ip netns add"
+netns_veth "$ns_c" vc "$ns_s" vw || fail "veth"
+netns_no_ipv6 "$ns_s" "$ns_c"
+netns_link "$ns_c" vc 10.88.2.2/24
+netns_link "$ns_s" vw
+netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
 mac=$(ip netns exec "$ns_s" cat /sys/class/net/vw/address) || fail "MAC of vw"
 ip -n "$ns_c" neigh replace 10.88.2.1 lladdr "$mac" dev vc nud permanent || fail "neighbour entry"
 
@@ -104,12 +81,7 @@ start_host() {
 		--allow 10.88.2.0/24 --nic inproc --stats-file "$tmp/host.final" "$@" \
 		>>"$tmp/host.log" 2>&1 &
 	host_pid=$!
-	for _ in $(seq 100); do
-		grep -q "^host: serving" "$tmp/host.log" && return 0
-		kill -0 "$host_pid" 2>/dev/null || fail "splitnic-host exited at start"
-		sleep 0.1
-	done
-	fail "splitnic-host did not start"
+	netns_wait_log "$tmp/host.log" "^host: serving" "$host_pid" splitnic-host || fail "$NETNS_WHY"
 }
 stop_host() {
 	kill -TERM "$host_pid"

@@ -44,18 +44,10 @@ PY=/usr/bin/python3
 N=${HOST_COUNT:-10000}
 PARTS=" ${HOST_PARTS:-1 2 3 4 5 6} "
 part() { [[ $PARTS == *" $1 "* ]]; }
+. tests/integration/netns.sh
 
-if [ "$(id -u)" != 0 ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: needs root (network namespaces, af_packet) and CI=true forbids skipping"
-		exit 1
-	fi
-	echo "skip: not root (needs network namespaces and af_packet)"
-	exit 77
-fi
-for f in "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"; do
-	[ -e "$f" ] || { echo "FAIL: $f missing (make all)"; exit 1; }
-done
+netns_need_root af_packet
+netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"
 
 tag=$$
 ns_c=snhost-cli-$tag
@@ -64,10 +56,8 @@ tmp=$(mktemp -d)
 nic_pid=
 host_pid=
 cleanup() {
-	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
-	[ -n "$nic_pid" ] && kill "$nic_pid" 2>/dev/null && wait "$nic_pid" 2>/dev/null
-	for n in "$ns_c" "$ns_n"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/var/run/dpdk/snhn$tag" "/var/run/dpdk/snhh$tag" "$tmp"
+	netns_kill "$host_pid" "$nic_pid"
+	netns_cleanup "/var/run/dpdk/snhn$tag" "/var/run/dpdk/snhh$tag" "$tmp"
 }
 trap cleanup EXIT
 fail() {
@@ -77,16 +67,12 @@ fail() {
 	exit 1
 }
 
-ip netns add "$ns_c" || fail "ip netns add"
-ip netns add "$ns_n" || fail "ip netns add"
-ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_n" || fail "veth"
-ip netns exec "$ns_n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip netns exec "$ns_c" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip -n "$ns_c" addr add 10.88.1.2/24 dev vc
-for n in "$ns_c" "$ns_n"; do ip -n "$n" link set lo up; done
-ip -n "$ns_c" link set vc up
-ip -n "$ns_n" link set vw up
-ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null || fail "ethtool -K vc tx off"
+netns_add "$ns_c" "$ns_n" || fail "ip netns add"
+netns_veth "$ns_c" vc "$ns_n" vw || fail "veth"
+netns_no_ipv6 "$ns_n" "$ns_c"
+netns_link "$ns_c" vc 10.88.1.2/24
+netns_link "$ns_n" vw
+netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
 
 K=$("$PY" - "$S" "$CNN" <<'EOF'
 import subprocess, sys
@@ -107,12 +93,7 @@ start_nic() {
 		"$@" --ip 10.88.1.1 --notify-host --executors 16 \
 		--stats-file "$tmp/nic.final" >>"$tmp/nic.log" 2>&1 &
 	nic_pid=$!
-	for _ in $(seq 100); do
-		grep -qs "^nic: forwarding" "$tmp/nic.log" && return 0
-		kill -0 "$nic_pid" 2>/dev/null || fail "splitnic-nic exited at start"
-		sleep 0.1
-	done
-	fail "splitnic-nic did not start"
+	netns_wait_log "$tmp/nic.log" "^nic: forwarding" "$nic_pid" splitnic-nic || fail "$NETNS_WHY"
 }
 # start_host MODEL-SPEC [HOST-ARGS...]: splitnic-host on core 1
 start_host() {
@@ -124,12 +105,7 @@ start_host() {
 		--model "$spec" --ip 10.88.1.1 --allow 10.88.1.0/24 --stats-file "$tmp/host.final" \
 		"$@" >>"$tmp/host.log" 2>&1 &
 	host_pid=$!
-	for _ in $(seq 100); do
-		grep -q "^host: serving" "$tmp/host.log" && break
-		kill -0 "$host_pid" 2>/dev/null || fail "splitnic-host exited at start"
-		sleep 0.1
-	done
-	grep -q "^host: serving" "$tmp/host.log" || fail "splitnic-host did not start"
+	netns_wait_log "$tmp/host.log" "^host: serving" "$host_pid" splitnic-host || fail "$NETNS_WHY"
 	for _ in $(seq 100); do # the memif link
 		[ "$(host_stat link_up 2>/dev/null)" = 1 ] && return 0
 		sleep 0.1
@@ -149,16 +125,7 @@ stop_nic() {
 	wait "$nic_pid"
 	nic_pid=
 }
-host_tel() { # host_tel ENDPOINT: a telemetry endpoint of splitnic-host, as JSON
-	$PY - "/var/run/dpdk/snhh$tag/dpdk_telemetry.v2" "$1" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-json.loads(s.recv(16384))
-s.send(sys.argv[2].encode())
-print(json.dumps(json.loads(s.recv(65536))[sys.argv[2]]))
-EOF
-}
+host_tel() { dpdk_telemetry "snhh$tag" "$1"; } # a telemetry endpoint of splitnic-host, as JSON
 host_stats() { host_tel /splitnic/host/stats; }
 host_stat() { host_stats | $PY -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 

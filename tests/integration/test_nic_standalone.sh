@@ -32,18 +32,10 @@ D=/usr/share/datasets/fashion-mnist
 IMG=$D/t10k-images-idx3-ubyte.gz
 LAB=$D/t10k-labels-idx1-ubyte.gz
 PY=/usr/bin/python3
+. tests/integration/netns.sh
 
-if [ "$(id -u)" != 0 ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: needs root (network namespaces, af_packet) and CI=true forbids skipping"
-		exit 1
-	fi
-	echo "skip: not root (needs network namespaces and af_packet)"
-	exit 77
-fi
-for f in "$S" "$NIC" "$MODEL" "$IMG" "$LAB"; do
-	[ -e "$f" ] || { echo "FAIL: $f missing (make all)"; exit 1; }
-done
+netns_need_root af_packet
+netns_need_files FAIL: "make all" "$S" "$NIC" "$MODEL" "$IMG" "$LAB"
 
 tag=$$
 ns_c=snnic-cli-$tag
@@ -54,10 +46,8 @@ tmp=$(mktemp -d)
 nic_pid=
 sink_pid=
 cleanup() {
-	[ -n "$nic_pid" ] && kill "$nic_pid" 2>/dev/null && wait "$nic_pid" 2>/dev/null
-	[ -n "$sink_pid" ] && kill "$sink_pid" 2>/dev/null
-	for n in "$ns_c" "$ns_n" "$ns_h"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "/var/run/dpdk/$prefix" "$tmp"
+	netns_kill "$nic_pid" "$sink_pid"
+	netns_cleanup "/var/run/dpdk/$prefix" "$tmp"
 }
 trap cleanup EXIT
 fail() {
@@ -67,44 +57,26 @@ fail() {
 	exit 1
 }
 
-for n in "$ns_c" "$ns_n" "$ns_h"; do ip netns add "$n" || fail "ip netns add $n"; done
-ip link add vc netns "$ns_c" type veth peer name vw netns "$ns_n" || fail "veth cli-nic"
-ip link add hh netns "$ns_h" type veth peer name vh netns "$ns_n" || fail "veth nic-host"
-ip netns exec "$ns_n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-ip -n "$ns_c" addr add 10.88.0.2/24 dev vc
-ip -n "$ns_h" addr add 10.88.0.3/24 dev hh
-for n in "$ns_c" "$ns_n" "$ns_h"; do ip -n "$n" link set lo up; done
-ip -n "$ns_c" link set vc up
-ip -n "$ns_h" link set hh up
-ip -n "$ns_n" link set vw up
-ip -n "$ns_n" link set vh up
-# complete UDP checksums on the namespaces' side (no offload that af_packet would not finish)
-ip netns exec "$ns_c" ethtool -K vc tx off >/dev/null || fail "ethtool -K vc tx off"
-ip netns exec "$ns_h" ethtool -K hh tx off >/dev/null || fail "ethtool -K hh tx off"
+for n in "$ns_c" "$ns_n" "$ns_h"; do netns_add "$n" || fail "ip netns add $n"; done
+netns_veth "$ns_c" vc "$ns_n" vw || fail "veth cli-nic"
+netns_veth "$ns_h" hh "$ns_n" vh || fail "veth nic-host"
+netns_no_ipv6 "$ns_n"
+netns_link "$ns_c" vc 10.88.0.2/24
+netns_link "$ns_h" hh 10.88.0.3/24
+netns_link "$ns_n" vw
+netns_link "$ns_n" vh
+netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
+netns_tx_csum_off "$ns_h" hh || fail "ethtool -K hh tx off"
 
 ip netns exec "$ns_n" "$NIC" -l 0-1 --no-huge -m 512 --file-prefix "$prefix" --no-pci \
 	--vdev net_af_packet0,iface=vw --vdev net_af_packet1,iface=vh -- \
 	--model "$MODEL" --executors "$EXEC" --platform "$PLATFORM" --ip 10.88.0.1 \
 	--stats-file "$tmp/final.txt" >"$tmp/nic.log" 2>&1 &
 nic_pid=$!
-for _ in $(seq 100); do
-	grep -q "^nic: forwarding" "$tmp/nic.log" && break
-	kill -0 "$nic_pid" 2>/dev/null || fail "splitnic-nic exited at start"
-	sleep 0.1
-done
-grep -q "^nic: forwarding" "$tmp/nic.log" || fail "splitnic-nic did not start"
+netns_wait_log "$tmp/nic.log" "^nic: forwarding" "$nic_pid" splitnic-nic || fail "$NETNS_WHY"
 grep "^nic:" "$tmp/nic.log"
 
-stats() { # the telemetry endpoint, as JSON on stdout
-	$PY - "/var/run/dpdk/$prefix/dpdk_telemetry.v2" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-json.loads(s.recv(16384))
-s.send(b"/splitnic/nic/stats")
-print(json.dumps(json.loads(s.recv(65536))["/splitnic/nic/stats"]))
-EOF
-}
+stats() { dpdk_telemetry "$prefix" /splitnic/nic/stats; } # the telemetry endpoint, as JSON
 
 # --- 1. the whole test set, with non-inference traffic alongside ----------------------------
 # NIC_COUNT=N: a shorter first run (debugging); the test proper sends all 10,000 images

@@ -17,43 +17,27 @@ D=/usr/share/datasets/fashion-mnist
 IMG=$D/t10k-images-idx3-ubyte.gz
 LAB=$D/t10k-labels-idx1-ubyte.gz
 PY=/usr/bin/python3
+. tests/integration/netns.sh
 
-if [ "$(id -u)" != 0 ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: needs root (network namespaces, XDP) and CI=true forbids skipping"
-		exit 1
-	fi
-	echo "skip: not root (needs network namespaces and XDP)"
-	exit 77
-fi
-for f in "$S" "$MODEL" "$IMG" "$LAB"; do
-	[ -e "$f" ] || { echo "FAIL: $f missing (make all; make models)"; exit 1; }
-done
+netns_need_root XDP
+netns_need_files FAIL: "make all; make models" "$S" "$MODEL" "$IMG" "$LAB"
 
 ns_s=snxdp-srv-$$
 ns_c=snxdp-cli-$$
 tmp=$(mktemp -d)
-cleanup() {
-	ip netns del "$ns_s" 2>/dev/null
-	ip netns del "$ns_c" 2>/dev/null
-	rm -rf "$tmp"
-}
+cleanup() { netns_cleanup "$tmp"; }
 trap cleanup EXIT
 fail() {
 	echo "FAIL: $*"
 	exit 1
 }
 
-ip netns add "$ns_s" && ip netns add "$ns_c" || fail "ip netns add"
-ip link add vxs netns "$ns_s" type veth peer name vxc netns "$ns_c" || fail "veth pair"
-ip -n "$ns_s" addr add 10.77.0.1/24 dev vxs
-ip -n "$ns_c" addr add 10.77.0.2/24 dev vxc
-for n in "$ns_s" "$ns_c"; do ip -n "$n" link set lo up; done
-ip -n "$ns_s" link set vxs up
-ip -n "$ns_c" link set vxc up
-# UDP checksums from the client must be complete, not left to an offload that never happens
-ip netns exec "$ns_c" ethtool -K vxc tx off >/dev/null || fail "ethtool -K vxc tx off"
-ip netns exec "$ns_s" ethtool -K vxs tx off >/dev/null || fail "ethtool -K vxs tx off"
+netns_add "$ns_s" "$ns_c" || fail "ip netns add"
+netns_veth "$ns_s" vxs "$ns_c" vxc || fail "veth pair"
+netns_link "$ns_s" vxs 10.77.0.1/24
+netns_link "$ns_c" vxc 10.77.0.2/24
+netns_tx_csum_off "$ns_c" vxc || fail "ethtool -K vxc tx off"
+netns_tx_csum_off "$ns_s" vxs || fail "ethtool -K vxs tx off"
 
 ip netns exec "$ns_s" "$S" xdp attach vxs "$MODEL" --mode native || fail "xdp attach (native)"
 ip netns exec "$ns_c" "$S" xdp pass vxc --mode native || fail "xdp pass on the peer"
