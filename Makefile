@@ -9,7 +9,6 @@
 
 .DEFAULT_GOAL := all
 .SUFFIXES:
-.SECONDARY:
 .SECONDEXPANSION:
 .DELETE_ON_ERROR:
 
@@ -171,3 +170,6 @@ format:
 	clang-format -i $(C_FILES)
 check-format:
 	@clang-format --dry-run --Werror $(C_FILES)
+
+# Objects are intermediate to the archives and the test binaries; keep them between builds.
+.SECONDARY: $(ALL_OBJ) $(TEST_BIN:%=%.o)
