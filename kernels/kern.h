@@ -103,8 +103,8 @@ enum kern_op {
 	KERN_OP__COUNT
 };
 
-#define KERN_LF_BIAS 0x1u   /* blob1 holds a bias */
-#define KERN_LF_BINW 0x2u   /* blob0 holds packed signs of a binary-weight float layer */
+#define KERN_LF_BIAS   0x1u /* blob1 holds a bias */
+#define KERN_LF_BINW   0x2u /* blob0 holds packed signs of a binary-weight float layer */
 #define KERN_LF_THRESH 0x4u /* binary op folded with bias/batch-norm/sign into thresholds */
 
 /* The interchange layer types (arch.json), kept in the model file for inspect/analyze. */
@@ -123,8 +123,8 @@ enum kern_src_type {
 #define KERN_SF_BINW 0x2u
 
 struct kern_src_layer {
-	uint32_t type;  /* enum kern_src_type */
-	uint32_t flags; /* KERN_SF_* */
+	uint32_t type;	  /* enum kern_src_type */
+	uint32_t flags;	  /* KERN_SF_* */
 	uint32_t c, h, w; /* output shape; a flat vector is (n,1,1) */
 	uint32_t kernel, stride, pad;
 };
@@ -140,7 +140,8 @@ struct kern_layer {
 	double lrn_alpha, lrn_beta, lrn_k;
 	const void *blob[KERN_NBLOB]; /* into the mapped file, 64-byte aligned; NULL if unused */
 	uint64_t blob_size[KERN_NBLOB];
-	double *wexp; /* KERN_LF_BINW: weights expanded to +-1.0 at load (same layout as double W) */
+	double
+	    *wexp; /* KERN_LF_BINW: weights expanded to +-1.0 at load (same layout as double W) */
 };
 
 #define KERN_NAME_MAX 56
