@@ -2,7 +2,7 @@
 /*
  * host/host.h — splitnic-host: the parts that do not depend on DPDK (request table, plan
  * execution, the NIC-stage fallback decision, frame building), so that they build and test
- * without it. host/main.c is the DPDK application around them.
+ * without it. host/main.c and host/dpdk_*.c are the DPDK application around them.
  *
  * A request's life (one struct host_req, a slot of the request table):
  *

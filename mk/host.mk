@@ -1,11 +1,11 @@
-# splitnic-host: the host's DPDK application (host/). host/main.c is the only object that gets
-# DPDK's flags; the rest of host/ (request table, plan execution, fallback, frames) builds
-# without DPDK into $(B)/libsnhost.a, which tests/test_host links. splitnic-host also links the
-# lcore platform ($(B)/libsnniclc.a) for its in-process NIC stage (--nic inproc).
+# splitnic-host: the host's DPDK application (host/). host/main.c and host/dpdk_*.c are the
+# objects that get DPDK's flags; the rest of host/ (request table, plan execution, fallback,
+# frames) builds without DPDK into $(B)/libsnhost.a, which tests/test_host links. splitnic-host
+# also links the lcore platform ($(B)/libsnniclc.a) for its in-process NIC stage (--nic inproc).
 #
 #   make B=... $(B)/splitnic-host      (also built by `make all`)
 
-HOST_DPDK_SRC := host/main.c
+HOST_DPDK_SRC := host/main.c $(sort $(wildcard host/dpdk_*.c))
 HOST_LIB_SRC := $(filter-out $(HOST_DPDK_SRC),$(sort $(wildcard host/*.c)))
 HOST_LIB_OBJ := $(HOST_LIB_SRC:%.c=$(B)/%.o)
 HOST_DPDK_OBJ := $(HOST_DPDK_SRC:%.c=$(B)/%.o)
