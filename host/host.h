@@ -81,7 +81,7 @@ struct host_model {
 };
 
 /*
- * Fill hm for model m in `mode` split at k (UINT32_MAX: the default, nicfw_nic_first(m), moved
+ * Fill hm for model m in `mode` split at k (UINT32_MAX: the default, kexec_nic_first(m), moved
  * past a FLATTEN of multi-pixel bits so that the activation crosses flat, in the protocol's
  * C-major bit order). The NIC stage [k, n) must start at a flat BITS input the NIC can run.
  * 0 or -EINVAL with a message in err.

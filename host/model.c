@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "host/host.h"
-#include "nicfw/chain.h"
+#include "kernels/kexec.h"
 
 static const char *const mode_names[] = {
     [HOST_MODE_COPROC] = "coproc",
@@ -21,7 +21,7 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 		    char *err, size_t errlen)
 {
 	const struct kern_shape *in = &m->input;
-	uint32_t nic_first = nicfw_nic_first(m);
+	uint32_t nic_first = kexec_nic_first(m);
 
 	hm->m = m;
 	hm->model_id = proto_model_id(m->name);
@@ -50,7 +50,7 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 		    m->layers[k].in.h * m->layers[k].in.w > 1)
 			k++;
 	}
-	if (nic_first == m->n_layers || k < nic_first || k == 0 || k >= m->n_layers) {
+	if (k == 0 || !kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers)) {
 		snprintf(err, errlen,
 			 "model %s: split at op %u: the NIC stage must start in ops %u..%u (and "
 			 "leave the host at least op 0)",

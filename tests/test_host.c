@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/kexec.h"
 #include "host/host.h"
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
@@ -280,7 +281,7 @@ static void test_host_plan_bundled_cnn(void **state)
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_COPROC, UINT32_MAX, err, sizeof(err)),
 			 0);
 	assert_int_equal(m->layers[hm.split - 1].op, KERN_OP_FLATTEN);
-	assert_true(hm.split > nicfw_nic_first(m));
+	assert_true(hm.split > kexec_nic_first(m));
 	assert_int_equal(hm.act_bytes, (hm.act_count + 63) / 64 * 8);
 	expect_split_exact(m, UINT32_MAX, 1);
 	expect_split_exact(m, UINT32_MAX, 4);
@@ -288,7 +289,7 @@ static void test_host_plan_bundled_cnn(void **state)
 	/* splits the NIC cannot take, or not as flat bits */
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_COPROC, 2, err, sizeof(err)), -EINVAL);
 	assert_int_equal(
-	    host_model_init(&hm, m, HOST_MODE_COPROC, nicfw_nic_first(m), err, sizeof(err)),
+	    host_model_init(&hm, m, HOST_MODE_COPROC, kexec_nic_first(m), err, sizeof(err)),
 	    -EINVAL);
 	assert_non_null(strstr(err, "flat bits"));
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_COPROC, m->n_layers, err, sizeof(err)),
@@ -308,7 +309,7 @@ static void test_host_plan_standalone_mlp(void **state)
 		print_message("skip: fmnist-bmlp.snm absent (make builds it)\n");
 		skip();
 	}
-	assert_int_equal(nicfw_nic_first(m), 0);
+	assert_int_equal(kexec_nic_first(m), 0);
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_COPROC, UINT32_MAX, err, sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_HOST_ONLY, UINT32_MAX, err, sizeof(err)),

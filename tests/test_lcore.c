@@ -20,6 +20,7 @@
 #include <rte_eal.h>
 #include <rte_lcore.h>
 
+#include "kernels/kexec.h"
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/lcore/lcore.h"
@@ -35,7 +36,7 @@ static uint32_t n_workers;
 static void expect_bit_exact(const struct kern_model *m, const void *inputs, uint32_t count,
 			     bool inline_runner, const uint32_t *execs, size_t n_execs)
 {
-	const uint32_t first = nicfw_nic_first(m), classes = kern_model_classes(m);
+	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
 	const size_t in_bytes = kern_shape_bytes(&m->input);
 	struct kern_ctx *ctx = kern_ctx_create(m, 1);
 	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
