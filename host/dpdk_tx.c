@@ -23,7 +23,7 @@ void host_tx_flush(struct host_app *a)
 	a->n_tx = 0;
 }
 
-/* A fresh mbuf of HOST_FRAME_MAX bytes, or NULL (counted). */
+/* A fresh mbuf of PROTO_FRAME_MAX bytes, or NULL (counted). */
 static struct rte_mbuf *tx_mbuf(struct host_app *a, uint8_t **p)
 {
 	struct rte_mbuf *mb = rte_pktmbuf_alloc(a->pool);
@@ -32,7 +32,7 @@ static struct rte_mbuf *tx_mbuf(struct host_app *a, uint8_t **p)
 		a->c[HOST_C_TX_NOMBUF]++;
 		return NULL;
 	}
-	*p = (uint8_t *)rte_pktmbuf_append(mb, HOST_FRAME_MAX);
+	*p = (uint8_t *)rte_pktmbuf_append(mb, PROTO_FRAME_MAX);
 	if (unlikely(!*p)) {
 		rte_pktmbuf_free(mb);
 		a->c[HOST_C_TX_NOMBUF]++;
@@ -43,7 +43,7 @@ static struct rte_mbuf *tx_mbuf(struct host_app *a, uint8_t **p)
 
 static void tx_frame(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 {
-	rte_pktmbuf_trim(mb, (uint16_t)(HOST_FRAME_MAX - len));
+	rte_pktmbuf_trim(mb, (uint16_t)(PROTO_FRAME_MAX - len));
 	a->txq[a->n_tx++] = mb;
 	if (a->n_tx == HOST_TXQ)
 		host_tx_flush(a);
@@ -52,7 +52,7 @@ static void tx_frame(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 /* A frame for the in-process NIC: over its ring (full: dropped, its deadline will tell). */
 static void tx_nic(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 {
-	rte_pktmbuf_trim(mb, (uint16_t)(HOST_FRAME_MAX - len));
+	rte_pktmbuf_trim(mb, (uint16_t)(PROTO_FRAME_MAX - len));
 	if (unlikely(rte_ring_sp_enqueue(a->inproc.to_nic, mb))) {
 		a->c[HOST_C_TX_DROP]++;
 		rte_pktmbuf_free(mb);
@@ -62,7 +62,7 @@ static void tx_nic(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 /* Send every datagram of message m (body of len bytes) to addr, to the NIC stage if to_nic
  * (in-process: its ring, else the port); returns datagrams sent. */
 static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const void *body,
-			   uint32_t len, const struct host_addr *to, bool to_nic)
+			   uint32_t len, const struct proto_addr *to, bool to_nic)
 {
 	const bool ring = to_nic && a->o.inproc;
 
@@ -80,24 +80,25 @@ static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const 
 		mb = tx_mbuf(a, &p);
 		if (!mb)
 			return n;
-		plen = proto_frag_next(&fr, p + HOST_FRAME_HDRS, HOST_FRAME_MAX - HOST_FRAME_HDRS);
+		plen =
+		    proto_frag_next(&fr, p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS);
 		if (plen <= 0) {
 			rte_pktmbuf_free(mb);
 			return n;
 		}
 		if (ring)
-			tx_nic(a, mb, host_frame_udp(p, to, (uint32_t)plen));
+			tx_nic(a, mb, proto_frame_udp(p, to, (uint32_t)plen, false));
 		else
-			tx_frame(a, mb, host_frame_udp(p, to, (uint32_t)plen));
+			tx_frame(a, mb, proto_frame_udp(p, to, (uint32_t)plen, false));
 		n++;
 	}
 }
 
-void host_tx_error(struct host_app *a, const struct host_addr *req_from, uint32_t model_id,
+void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   const char *reason)
 {
-	struct host_addr to;
+	struct proto_addr to;
 	struct rte_mbuf *mb;
 	uint8_t *p;
 	int n;
@@ -106,8 +107,8 @@ void host_tx_error(struct host_app *a, const struct host_addr *req_from, uint32_
 	mb = tx_mbuf(a, &p);
 	if (!mb)
 		return;
-	n = proto_build_error(p + HOST_FRAME_HDRS, HOST_FRAME_MAX - HOST_FRAME_HDRS, model_id, rid,
-			      code, detail, "host: %s", reason);
+	n = proto_build_error(p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS, model_id,
+			      rid, code, detail, "host: %s", reason);
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);
 		return;
@@ -118,14 +119,14 @@ void host_tx_error(struct host_app *a, const struct host_addr *req_from, uint32_
 	to.dip = req_from->sip;
 	to.sport = a->o.udp_port;
 	to.dport = req_from->sport;
-	tx_frame(a, mb, host_frame_udp(p, &to, (uint32_t)n));
+	tx_frame(a, mb, proto_frame_udp(p, &to, (uint32_t)n, false));
 	a->c[HOST_C_ERRORS_SENT]++;
 }
 
 void host_req_error(struct host_app *a, struct host_req *r, enum proto_error_code code,
 		    uint32_t detail, enum host_counter why, const char *reason)
 {
-	struct host_addr from = {.sip = r->cli_ip, .sport = r->cli_port};
+	struct proto_addr from = {.sip = r->cli_ip, .sport = r->cli_port};
 
 	memcpy(from.smac, r->cli_mac, 6);
 	memcpy(from.dmac, r->srv_mac, 6);
@@ -135,7 +136,7 @@ void host_req_error(struct host_app *a, struct host_req *r, enum proto_error_cod
 void host_tx_response(struct host_app *a, struct host_req *r, uint64_t now)
 {
 	const struct host_model *hm = &a->hm[r->model];
-	struct host_addr to;
+	struct proto_addr to;
 	struct proto_msg m;
 
 	proto_msg_init(&m, PROTO_RESPONSE, r->model_id, r->request_id);
@@ -165,7 +166,7 @@ void host_tx_response(struct host_app *a, struct host_req *r, uint64_t now)
 void host_tx_activation(struct host_app *a, struct host_req *r, uint64_t now)
 {
 	const struct host_model *hm = &a->hm[r->model];
-	struct host_addr to;
+	struct proto_addr to;
 	struct proto_msg m;
 
 	proto_msg_init(&m, PROTO_ACTIVATION, r->model_id, r->request_id);

@@ -51,13 +51,12 @@
 #include <stdint.h>
 
 #include "kernels/kern.h"
+#include "protocol/frame.h"
 #include "protocol/proto.h"
 
 #define HOST_MAX_MODELS	  8
 #define HOST_MAX_BATCH	  64
 #define HOST_CACHE_LINE	  64
-#define HOST_FRAME_HDRS	  42u /* Ethernet + IPv4 (no options) + UDP */
-#define HOST_FRAME_MAX	  1514u
 #define HOST_HIST_BUCKETS 24 /* latency histograms: bucket b counts [2^(b-1), 2^b) us */
 
 enum host_mode {
@@ -216,26 +215,6 @@ static inline uint32_t host_nic_in_flight(const struct host_nic *n)
 {
 	return n->live;
 }
-
-/* --- frames --------------------------------------------------------------------------------- */
-
-struct host_addr {
-	uint8_t smac[6], dmac[6];
-	uint32_t sip, dip; /* host order */
-	uint16_t sport, dport;
-};
-
-/* Write Ethernet/IPv4/UDP headers (checksums included) for the plen-byte UDP payload already
- * at frame + HOST_FRAME_HDRS. Returns the frame length. */
-uint32_t host_frame_udp(uint8_t *frame, const struct host_addr *a, uint32_t plen);
-
-/*
- * Parse an Ethernet/IPv4/UDP frame: 0 and the UDP payload (p, plen) and addresses (smac/sip/
- * sport are the sender's) if it is IPv4/UDP without IP fragmentation; -EPROTONOSUPPORT if it is
- * not IPv4/UDP; -EINVAL if truncated or inconsistent.
- */
-int host_frame_parse(const uint8_t *frame, uint32_t len, struct host_addr *a, const uint8_t **p,
-		     uint32_t *plen);
 
 /* --- allow-list ------------------------------------------------------------------------------- */
 

@@ -44,7 +44,6 @@
 #define HOST_RESTART_NS	  1000000000ull
 #define HOST_NIC_RING	  4096 /* frames between the host and the in-process NIC, each way */
 #define HOST_NIC_SLICE	  64   /* in-process NIC: chain handlers per loop turn */
-#define HOST_NEIGH	  256
 
 enum host_counter {
 	HOST_C_RX_FRAMES = 0,
@@ -117,11 +116,6 @@ struct host_inproc {
 	uint64_t tx_drop; /* frames the NIC could not hand back (ring full, no mbuf) */
 } __rte_cache_aligned;
 
-struct host_neigh {
-	uint32_t ip;
-	uint8_t mac[6];
-};
-
 struct host_worker {
 	unsigned lcore;
 	struct host_stage st[HOST_MAX_MODELS];
@@ -159,7 +153,7 @@ struct host_app {
 	bool started; /* the port is started (a restart may fail while the NIC is away) */
 	uint64_t link_checked, link_down_since, link_restarted;
 	struct host_inproc inproc;
-	struct host_neigh neigh[HOST_NEIGH]; /* front-ends' MACs, for the in-process NIC's frames */
+	struct proto_neigh_table neigh; /* front-ends' MACs, for the in-process NIC's frames */
 } __rte_cache_aligned;
 
 /* Set by SIGINT/SIGTERM: stop admission and drain. */
@@ -175,7 +169,7 @@ static inline uint64_t host_now_ns(const struct host_app *a)
 
 /* dpdk_tx.c: frames out, on the RX/TX lcore. */
 void host_tx_flush(struct host_app *a);
-void host_tx_error(struct host_app *a, const struct host_addr *req_from, uint32_t model_id,
+void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   const char *reason);
 void host_req_error(struct host_app *a, struct host_req *r, enum proto_error_code code,

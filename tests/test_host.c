@@ -317,43 +317,8 @@ static void test_host_plan_standalone_mlp(void **state)
 	kern_model_free(m);
 }
 
-/* --- frames and the allow-list ------------------------------------------------------------------
+/* --- the allow-list ------------------------------------------------------------------
  */
-
-static void test_host_frame_round_trip(void **state)
-{
-	struct host_addr a = {.smac = {2, 0, 0, 0, 0, 1},
-			      .dmac = {2, 0, 0, 0, 0, 2},
-			      .sip = 0x0a580101,
-			      .dip = 0x0a580102,
-			      .sport = 21326,
-			      .dport = 40000},
-			 b;
-	uint8_t f[HOST_FRAME_MAX];
-	const uint8_t *p;
-	uint32_t len, plen, sum = 0;
-
-	(void)state;
-	memcpy(f + HOST_FRAME_HDRS, "hello", 5);
-	len = host_frame_udp(f, &a, 5);
-	assert_int_equal(len, HOST_FRAME_HDRS + 5);
-	assert_int_equal(host_frame_parse(f, len, &b, &p, &plen), 0);
-	assert_int_equal(plen, 5);
-	assert_memory_equal(p, "hello", 5);
-	assert_int_equal(b.sip, a.sip);
-	assert_int_equal(b.dip, a.dip);
-	assert_int_equal(b.sport, a.sport);
-	assert_int_equal(b.dport, a.dport);
-	assert_memory_equal(b.smac, a.smac, 6);
-	for (int i = 0; i < 20; i += 2) /* the IPv4 header checksum verifies */
-		sum += (uint32_t)(f[14 + i] << 8 | f[15 + i]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	assert_int_equal(sum, 0xffff);
-	assert_int_equal(host_frame_parse(f, 30, &b, &p, &plen), -EINVAL);
-	f[12] = 0x08, f[13] = 0x06; /* ARP */
-	assert_int_equal(host_frame_parse(f, len, &b, &p, &plen), -EPROTONOSUPPORT);
-}
 
 static void test_host_cidr(void **state)
 {
@@ -392,7 +357,7 @@ static void test_host_hist(void **state)
 
 /* --- the completion notice: splitnic-nic --notify-host, as the host relies on it ----------- */
 
-static uint8_t out_frame[4][HOST_FRAME_MAX];
+static uint8_t out_frame[4][PROTO_FRAME_MAX];
 static uint32_t out_len[4], out_port[4], n_out;
 
 static int fake_submit(void *engine, uint32_t model, const void *in)
@@ -409,7 +374,7 @@ static int fake_poll(void *engine, uint32_t model, double *scores)
 
 static int capture_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
 {
-	assert_true(n_out < 4 && len <= HOST_FRAME_MAX);
+	assert_true(n_out < 4 && len <= PROTO_FRAME_MAX);
 	memcpy(out_frame[n_out], frame, len);
 	out_len[n_out] = len;
 	out_port[n_out++] = port;
@@ -420,18 +385,18 @@ static void test_host_nic_notice(void **state)
 {
 	static const struct nicfw_engine_ops ops = {.submit = fake_submit, .poll = fake_poll};
 	struct nicfw_disp_config c = {0};
-	struct host_addr to_nic = {.smac = {2, 0, 0, 0, 0, 3},
-				   .dmac = {2, 0, 0, 0, 0, 1},
-				   .sip = 0x0a580101,
-				   .dip = 0x0a580101,
-				   .sport = PROTO_DEFAULT_PORT,
-				   .dport = PROTO_DEFAULT_PORT},
-			 a;
-	uint8_t f[HOST_FRAME_MAX], body[8] = {0xff};
+	struct proto_addr to_nic = {.smac = {2, 0, 0, 0, 0, 3},
+				    .dmac = {2, 0, 0, 0, 0, 1},
+				    .sip = 0x0a580101,
+				    .dip = 0x0a580101,
+				    .sport = PROTO_DEFAULT_PORT,
+				    .dport = PROTO_DEFAULT_PORT},
+			  a;
+	uint8_t f[PROTO_FRAME_MAX], body[8] = {0xff};
 	struct nicfw_disp *d;
 	struct proto_msg m;
 	const uint8_t *p;
-	uint32_t plen, len;
+	uint32_t plen, len, ihl;
 	char err[256];
 	int n;
 
@@ -460,20 +425,22 @@ static void test_host_nic_notice(void **state)
 	memcpy(m.act.reply_addr, (uint8_t[16]){[10] = 0xff, [11] = 0xff, 10, 88, 1, 2}, 16);
 	m.act.reply_port = 40000;
 	m.act.executors = PROTO_EX_CPU;
-	n = proto_build(&m, body, sizeof(body), f + HOST_FRAME_HDRS, sizeof(f) - HOST_FRAME_HDRS);
+	n = proto_build(&m, body, sizeof(body), f + PROTO_FRAME_HDRS, sizeof(f) - PROTO_FRAME_HDRS);
 	assert_true(n > 0);
-	len = host_frame_udp(f, &to_nic, (uint32_t)n);
+	len = proto_frame_udp(f, &to_nic, (uint32_t)n, false);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
 	assert_int_equal(nicfw_disp_poll(d, 10), 1);
 	assert_int_equal(n_out, 2);
 	/* the RESPONSE to the front-end, out of the wire port */
 	assert_int_equal(out_port[0], NICFW_PORT_WIRE);
-	assert_int_equal(host_frame_parse(out_frame[0], out_len[0], &a, &p, &plen), 0);
+	assert_int_equal(proto_frame_parse(out_frame[0], out_len[0], &a, &p, &plen, &ihl),
+			 PROTO_FRAME_UDP);
 	assert_int_equal(a.dip, 0x0a580102);
 	assert_int_equal(a.dport, 40000);
 	/* the same RESPONSE back to the host: the notice the fallback logic waits for */
 	assert_int_equal(out_port[1], NICFW_PORT_HOST);
-	assert_int_equal(host_frame_parse(out_frame[1], out_len[1], &a, &p, &plen), 0);
+	assert_int_equal(proto_frame_parse(out_frame[1], out_len[1], &a, &p, &plen, &ihl),
+			 PROTO_FRAME_UDP);
 	assert_int_equal(a.dip, to_nic.sip);
 	assert_int_equal(a.dport, to_nic.sport);
 	assert_memory_equal(a.dmac, to_nic.smac, 6);
@@ -496,7 +463,6 @@ int main(void)
 	    cmocka_unit_test(test_host_nic_wrap),
 	    cmocka_unit_test(test_host_plan_bundled_cnn),
 	    cmocka_unit_test(test_host_plan_standalone_mlp),
-	    cmocka_unit_test(test_host_frame_round_trip),
 	    cmocka_unit_test(test_host_cidr),
 	    cmocka_unit_test(test_host_hist),
 	    cmocka_unit_test(test_host_nic_notice),
