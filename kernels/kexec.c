@@ -2,6 +2,7 @@
 /* The executor interface: the calls every caller makes, the completion FIFO, capabilities. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kexec.h"
@@ -202,4 +203,84 @@ void kexec_close(struct kexec *x)
 		x->ops->close(x);
 	x->priv = NULL;
 	x->m = NULL;
+}
+
+void kexec_pipe_init(struct kexec_pipe *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+int kexec_pipe_add(struct kexec_pipe *p, const struct kexec_ops *ops, const void *conf,
+		   const struct kern_model *m, uint32_t first, uint32_t last, uint32_t max_batch,
+		   char *err, size_t errlen)
+{
+	const uint32_t want = p->n ? p->x[p->n - 1].last : 0;
+	struct kexec *x = &p->x[p->n];
+	size_t cut;
+	int ret;
+
+	if (p->n == KEXEC_PIPE_MAX || first != want) {
+		snprintf(err, errlen, "model %s: stage %u at ops [%u, %u): %s", m->name, p->n,
+			 first, last,
+			 p->n == KEXEC_PIPE_MAX ? "too many stages"
+						: "does not start where the "
+						  "previous stage ended");
+		return -EINVAL;
+	}
+	if (p->n && p->x[0].max_batch != max_batch) {
+		snprintf(err, errlen, "model %s: stage %u: batch %u, the pipeline's is %u", m->name,
+			 p->n, max_batch, p->x[0].max_batch);
+		return -EINVAL;
+	}
+	ret = kexec_open(x, ops, conf, err, errlen);
+	if (ret)
+		return ret;
+	ret = kexec_load(x, m, first, last, max_batch, err, errlen);
+	if (ret) {
+		kexec_close(x);
+		return ret;
+	}
+	cut = first ? (size_t)max_batch * x->in_bytes : 0;
+	if (cut > p->buf_bytes) {
+		for (int i = 0; i < 2; i++) {
+			free(p->buf[i]);
+			p->buf[i] = aligned_alloc(64, (cut + 63) / 64 * 64);
+		}
+		p->buf_bytes = p->buf[0] && p->buf[1] ? cut : 0;
+		if (!p->buf_bytes) {
+			snprintf(err, errlen, "model %s: no memory for the cut at op %u", m->name,
+				 first);
+			kexec_close(x);
+			return -ENOMEM;
+		}
+	}
+	p->n++;
+	return 0;
+}
+
+int kexec_pipe_run(struct kexec_pipe *p, const void *in, uint32_t n, void *out)
+{
+	const void *src = in;
+	int ret;
+
+	if (!p->n)
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->n; i++) {
+		void *dst = i + 1 == p->n ? out : p->buf[i & 1];
+
+		ret = kexec_run(&p->x[i], src, n, dst);
+		if (ret)
+			return ret;
+		src = dst;
+	}
+	return 0;
+}
+
+void kexec_pipe_fini(struct kexec_pipe *p)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		kexec_close(&p->x[i]);
+	free(p->buf[0]);
+	free(p->buf[1]);
+	memset(p, 0, sizeof(*p));
 }

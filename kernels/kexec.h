@@ -124,6 +124,35 @@ uint32_t kexec_nic_first(const struct kern_model *m);
  * starts at or after kexec_nic_first(m) on an entry op; the CPU and GPU any range. */
 bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, uint32_t last);
 
+/* ---- a pipeline: stages run one after the other -------------------------------------------- */
+
+#define KEXEC_PIPE_MAX 8
+
+/*
+ * Stages of one model on executors, each a contiguous op range starting where the previous one
+ * ended, run in order on one thread: stage i's output is stage i+1's input, in the kern format
+ * at that cut (kernels/kern.h; bits cross as channel-packed words). Cut buffers for max_batch
+ * requests are allocated by kexec_pipe_add; kexec_pipe_run allocates nothing.
+ */
+struct kexec_pipe {
+	uint32_t n;
+	struct kexec x[KEXEC_PIPE_MAX];
+	uint8_t *buf[2];
+	size_t buf_bytes;
+};
+
+/* Empty pipeline. */
+void kexec_pipe_init(struct kexec_pipe *p);
+/* Open and load the next stage: ops [first, last) of m on ops (conf for its init); first must
+ * be where the previous stage ended (0 for the first). 0 or -errno with a message in err. */
+int kexec_pipe_add(struct kexec_pipe *p, const struct kexec_ops *ops, const void *conf,
+		   const struct kern_model *m, uint32_t first, uint32_t last, uint32_t max_batch,
+		   char *err, size_t errlen);
+/* Run n requests through every stage: in at the first stage's input, out at the last's
+ * output. 0 or the first failing stage's status. */
+int kexec_pipe_run(struct kexec_pipe *p, const void *in, uint32_t n, void *out);
+void kexec_pipe_fini(struct kexec_pipe *p);
+
 /* ---- implementations in kernels/ ----------------------------------------------------------- */
 
 /* The CPU kernels (kern_forward_range). conf: NULL. */
