@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "kernels/kern.h"
+#include "kernels/kexec.h"
 #include "protocol/frame.h"
 #include "protocol/proto.h"
 
@@ -67,7 +68,13 @@ enum host_mode {
 
 const char *host_mode_name(unsigned mode);
 
-/* One model as served: the loaded file and where it is split. */
+/* A host-side stage of a plan: an executor kind (enum kexec_kind, CPU or GPU) on ops
+ * [first, last). */
+struct host_plan_stage {
+	uint32_t kind, first, last;
+};
+
+/* One model as served: the loaded file, where it is split, and the host's stages before. */
 struct host_model {
 	struct kern_model *m;
 	uint32_t model_id; /* proto_model_id(name) */
@@ -77,6 +84,8 @@ struct host_model {
 	uint32_t in_c, in_h, in_w, in_count, in_bytes;
 	uint32_t act_count, act_bytes; /* the ACTIVATION at k: flat bits (act_count, 1, 1) */
 	uint32_t classes;
+	uint32_t n_stages; /* the host stages, covering [0, split) in order */
+	struct host_plan_stage stage[KEXEC_PIPE_MAX];
 };
 
 /*
@@ -87,6 +96,12 @@ struct host_model {
  */
 int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, uint32_t k,
 		    char *err, size_t errlen);
+/*
+ * Replace the default host stage (one CPU stage [0, split)) by n stages of a plan, which must
+ * cover [0, hm->split) in order on CPU or GPU executors. 0 or -EINVAL with a message.
+ */
+int host_model_set_stages(struct host_model *hm, const struct host_plan_stage *st, uint32_t n,
+			  char *err, size_t errlen);
 
 /* --- the request table ------------------------------------------------------------------ */
 
@@ -151,16 +166,27 @@ enum host_stage_kind {
 	HOST_STAGE_BACK = 2,  /* ops [k, n): act -> scores (the fallback) */
 };
 
-/* One worker's buffers for one model: a kern context and batch staging, at most max_batch. */
+/*
+ * One worker's executors for one model (kernels/kexec.h): the model's host stages as a
+ * pipeline (FRONT, or WHOLE in host-only mode), a CPU executor for ops [split, n) (BACK, the
+ * fallback), and batch staging for at most max_batch requests. A batch of one runs on the
+ * request's own buffers; larger ones are gathered into and scattered from the staging buffers.
+ */
 struct host_stage {
 	const struct host_model *hm;
-	struct kern_ctx *ctx;
+	struct kexec_pipe front;
+	struct kexec back; /* opened unless host-only */
 	uint32_t max_batch;
-	uint8_t *bin;  /* max_batch * max(in_bytes, act_bytes) */
-	uint8_t *bout; /* max_batch * max(act_bytes, classes * 8) */
+	uint8_t ex_front; /* PROTO_EX_* of the front pipeline (GPU only where it ran on one) */
+	uint8_t *bin;	  /* max_batch * max(in_bytes, act_bytes) */
+	uint8_t *bout;	  /* max_batch * max(act_bytes, classes * 8) */
 };
 
-int host_stage_init(struct host_stage *st, const struct host_model *hm, uint32_t max_batch);
+/* 0, -ENOMEM, or the executors' load error (message in err). */
+int host_stage_init(struct host_stage *st, const struct host_model *hm, uint32_t max_batch,
+		    char *err, size_t errlen);
+/* Requests whose GPU stages ran on the CPU (no usable GPU) so far. */
+uint64_t host_stage_gpu_fallbacks(const struct host_stage *st);
 void host_stage_fini(struct host_stage *st);
 /*
  * Run `kind` on n <= max_batch requests as one batch: inputs gathered from each request's in

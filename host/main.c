@@ -9,10 +9,14 @@
  *       [--nic port|inproc] [--nic-executors E]
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
- * or a plan file (`splitnic plan -o`: its nic stage's first op). One port (port 0; any PMD,
- * normally net_memif role=client facing splitnic-nic's host port). The main lcore is the RX/TX
- * lcore (parse, reassembly, admission, hand-off to the NIC, fallback decisions, responses);
- * worker lcores run the host stages; with no worker lcore the main lcore runs them in between.
+ * (ops before it on the CPU), or a plan file (`splitnic plan -o`), run as planned: its cpu and gpu
+ * stages on the host, in order, through the executor interface (kernels/kexec.h), its nic stage
+ * on the NIC; a plan without a nic stage is served host-only. A gpu stage without a usable GPU
+ * runs on the CPU kernels: said once at start-up, counted (gpu_fallback_requests). One port (port
+ * 0; any PMD, normally net_memif role=client facing splitnic-nic's host port). The main lcore is
+ * the RX/TX lcore (parse, reassembly, admission, hand-off to the NIC, fallback decisions,
+ * responses); worker lcores run the host stages; with no worker lcore the main lcore runs them in
+ * between.
  *
  * Addresses: the NIC and its host are one server: --ip is splitnic-nic's --ip (the NIC answers
  * ARP for it; the host answers no ARP). Front-ends send to that address; the NIC passes the
@@ -278,8 +282,10 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 /* FILE[:MODE[:SPLIT]] -> a loaded, split model. */
 static int load_model(struct host_model *hm, char *spec, char *err, size_t errlen)
 {
-	char *mode_s = strchr(spec, ':'), *split_s = NULL, *end;
-	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX;
+	char *mode_s = strchr(spec, ':'), *split_s = NULL, *plan_s = NULL, *end;
+	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX, n_hs = 0;
+	struct host_plan_stage hs[SPLIT_EX__COUNT];
+	struct split_plan plan;
 	struct kern_model *m;
 	int ret;
 
@@ -306,26 +312,44 @@ static int load_model(struct host_model *hm, char *spec, char *err, size_t errle
 	if (split_s && *split_s) {
 		unsigned long x = strtoul(split_s, &end, 10);
 
-		if (!*end) {
+		if (!*end)
 			k = (uint32_t)x;
-		} else {
-			struct split_plan plan;
+		else
+			plan_s = split_s;
+	}
+	if (plan_s) {
+		ret = split_plan_load(plan_s, m, &plan, err, errlen);
+		if (ret)
+			goto out_free;
+		for (uint32_t s = 0; s < plan.n_stages; s++) {
+			const struct split_stage *ps = &plan.stage[s];
 
-			ret = split_plan_load(split_s, m, &plan, err, errlen);
-			if (ret)
-				goto out_free;
-			for (uint32_t s = 0; s < plan.n_stages; s++)
-				if (plan.stage[s].exec == SPLIT_EX_NIC)
-					k = plan.stage[s].first;
-			if (k == UINT32_MAX) {
+			if (ps->exec == SPLIT_EX_NIC) {
+				k = ps->first;
+				break;
+			}
+			if (ps->first &&
+			    !split_fmt_exact(m->layers[ps->first].in.fmt, ps->fmt_in)) {
 				snprintf(err, errlen,
-					 "%s: the plan has no nic stage: use host-only", split_s);
+					 "%s: stage %u at op %u: the activation crosses as %s: "
+					 "the host runs exact cuts only",
+					 plan_s, s, ps->first, split_fmt_name(ps->fmt_in));
 				ret = -EINVAL;
 				goto out_free;
 			}
+			hs[n_hs++] = (struct host_plan_stage){
+			    ps->exec == SPLIT_EX_GPU ? KEXEC_KIND_GPU : KEXEC_KIND_CPU, ps->first,
+			    ps->last};
+		}
+		if (k == UINT32_MAX && mode != HOST_MODE_HOST_ONLY) {
+			printf("host: %s: the plan has no nic stage: serving %s host-only\n",
+			       plan_s, m->name);
+			mode = HOST_MODE_HOST_ONLY;
 		}
 	}
 	ret = host_model_init(hm, m, mode, k, err, errlen);
+	if (!ret && plan_s)
+		ret = host_model_set_stages(hm, hs, n_hs, err, errlen);
 	if (!ret)
 		return 0;
 out_free:
@@ -396,6 +420,10 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 		       hm->mode == HOST_MODE_HOST_ONLY ? " (whole model)" : ", NIC from op",
 		       hm->in_fmt == PROTO_FMT_U8 ? "u8" : "f32", hm->in_c, hm->in_h, hm->in_w,
 		       hm->classes);
+		for (uint32_t s = 0; s < hm->n_stages; s++)
+			printf("host:   stage %u: %s ops %u..%u\n", s,
+			       kexec_kind_name(hm->stage[s].kind), hm->stage[s].first,
+			       hm->stage[s].last - 1);
 		if (hm->mode != HOST_MODE_HOST_ONLY)
 			printf("host:   NIC stage ops %u..%u, activation %u bits (%u bytes)\n",
 			       hm->split, hm->m->n_layers - 1, hm->act_count, hm->act_bytes);
@@ -427,11 +455,18 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	if (!a->w)
 		return -ENOMEM;
 	for (unsigned i = 0; i < (a->n_workers ? a->n_workers : 1); i++)
-		for (uint32_t k = 0; k < a->n_models; k++)
-			if (host_stage_init(&a->w[i].st[k], &a->hm[k], a->o.batch)) {
-				snprintf(err, errlen, "worker buffers: out of memory");
-				return -ENOMEM;
-			}
+		for (uint32_t k = 0; k < a->n_models; k++) {
+			struct host_stage *st = &a->w[i].st[k];
+
+			ret = host_stage_init(st, &a->hm[k], a->o.batch, err, errlen);
+			if (ret)
+				return ret;
+			for (uint32_t s = 0; !i && s < st->front.n; s++)
+				if (st->front.x[s].note[0])
+					printf(
+					    "host: model %s: %s (counted: gpu_fallback_requests)\n",
+					    a->hm[k].m->name, st->front.x[s].note);
+		}
 	for (uint32_t k = 0; k < a->n_models; k++) {
 		const unsigned mc = a->n_workers > 1 ? 0 : RING_F_SC_DEQ;
 
