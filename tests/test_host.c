@@ -206,8 +206,8 @@ static void expect_split_exact(struct kern_model *m, uint32_t k, uint32_t batch)
 	assert_int_equal(host_model_init(&hm_c, m, HOST_MODE_COPROC, k, err, sizeof(err)), 0);
 	assert_int_equal(host_model_init(&hm_w, m, HOST_MODE_HOST_ONLY, k, err, sizeof(err)), 0);
 	assert_int_equal(hm_w.split, m->n_layers);
-	assert_int_equal(host_stage_init(&sc, &hm_c, batch), 0);
-	assert_int_equal(host_stage_init(&sw, &hm_w, batch), 0);
+	assert_int_equal(host_stage_init(&sc, &hm_c, batch, err, sizeof(err)), 0);
+	assert_int_equal(host_stage_init(&sw, &hm_w, batch, err, sizeof(err)), 0);
 	assert_int_equal(
 	    host_reqtab_init(&t, 2 * batch, hm_c.in_bytes, hm_c.act_bytes, hm_c.classes), 0);
 	nicfw_emu_params_default(&ep);
