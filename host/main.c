@@ -68,6 +68,7 @@
 #include <rte_ring.h>
 
 #include "host/host_dpdk.h"
+#include "kernels/kern_ops.h"
 #include "split/split.h"
 
 volatile sig_atomic_t host_quit;
@@ -595,6 +596,10 @@ int main(int argc, char **argv)
 	FILE *f;
 	int ret;
 
+	ret = kern_blas_one_thread(argv);
+	if (ret)
+		fprintf(stderr, "host: cannot restart with one OpenBLAS thread: %s\n",
+			strerror(-ret));
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "host: rte_eal_init: %s\n", rte_strerror(rte_errno));

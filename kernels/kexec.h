@@ -72,6 +72,13 @@ struct kexec_ops {
 	void (*close)(struct kexec *x);
 };
 
+/* An ops table in one line: KEXEC_OPS("name", init, load, submit, progress, caps, close). */
+#define KEXEC_OPS(nm, in, ld, sub, prog, cap, cl)                                                  \
+	{                                                                                          \
+		.name = nm, .init = in, .load = ld, .submit = sub, .progress = prog, .caps = cap,  \
+		.close = cl                                                                        \
+	}
+
 struct kexec {
 	const struct kexec_ops *ops;
 	void *priv;

@@ -34,10 +34,5 @@ static void cpu_close(struct kexec *x)
 	kern_ctx_free(x->priv);
 }
 
-const struct kexec_ops kexec_cpu_ops = {
-    .name = "cpu",
-    .load = cpu_load,
-    .submit = cpu_submit,
-    .caps = cpu_caps,
-    .close = cpu_close,
-};
+const struct kexec_ops kexec_cpu_ops =
+    KEXEC_OPS("cpu", NULL, cpu_load, cpu_submit, NULL, cpu_caps, cpu_close);

@@ -81,11 +81,5 @@ static void gpu_close(struct kexec *x)
 	free(ge);
 }
 
-const struct kexec_ops kexec_gpu_ops = {
-    .name = "gpu",
-    .init = gpu_init,
-    .load = gpu_load,
-    .submit = gpu_submit,
-    .caps = gpu_caps,
-    .close = gpu_close,
-};
+const struct kexec_ops kexec_gpu_ops =
+    KEXEC_OPS("gpu", gpu_init, gpu_load, gpu_submit, NULL, gpu_caps, gpu_close);

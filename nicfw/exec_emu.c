@@ -83,11 +83,5 @@ double nicfw_exec_emu_modeled_us(const struct kexec *x)
 	return ((const struct emu_exec *)x->priv)->modeled_us;
 }
 
-const struct kexec_ops nicfw_exec_emu_ops = {
-    .name = "nic-emu",
-    .init = emu_init,
-    .load = emu_load,
-    .submit = emu_submit,
-    .caps = emu_caps,
-    .close = emu_close,
-};
+const struct kexec_ops nicfw_exec_emu_ops =
+    KEXEC_OPS("nic-emu", emu_init, emu_load, emu_submit, NULL, emu_caps, emu_close);

@@ -117,12 +117,5 @@ static void lc_close(struct kexec *x)
 	free(le);
 }
 
-const struct kexec_ops nicfw_exec_lcore_ops = {
-    .name = "nic-lcore",
-    .init = lc_init,
-    .load = lc_load,
-    .submit = lc_submit,
-    .progress = lc_progress,
-    .caps = lc_caps,
-    .close = lc_close,
-};
+const struct kexec_ops nicfw_exec_lcore_ops =
+    KEXEC_OPS("nic-lcore", lc_init, lc_load, lc_submit, lc_progress, lc_caps, lc_close);

@@ -37,6 +37,7 @@
 
 #include "kernels/kexec.h"
 #include "kernels/kern.h"
+#include "kernels/kern_ops.h"
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/emu/emu.h"
@@ -685,6 +686,10 @@ int main(int argc, char **argv)
 	FILE *f;
 	int ret;
 
+	ret = kern_blas_one_thread(argv);
+	if (ret)
+		fprintf(stderr, "nic: cannot restart with one OpenBLAS thread: %s\n",
+			strerror(-ret));
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "nic: rte_eal_init: %s\n", rte_strerror(rte_errno));
