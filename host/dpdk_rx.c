@@ -89,11 +89,13 @@ static void on_notice(struct host_app *a, const struct proto_msg *m, uint64_t no
 
 	if (m->frag_off) /* a long RESPONSE: its first datagram is the notice */
 		return;
-	r = host_nic_complete(&a->nic, m->model_id, m->request_id);
-	if (!r) {
+	r = host_reqtab_ref(&a->tab, m->resp.host_ref);
+	if (!r || r->state != HOST_RS_INFLIGHT || r->request_id != m->request_id ||
+	    r->model_id != m->model_id) {
 		a->c[HOST_C_LATE_NOTICES]++;
 		return;
 	}
+	host_nic_remove(&a->nic, r);
 	a->c[HOST_C_ANSWERED_NIC]++;
 	host_hist_add(&a->h[HOST_H_NIC_RTT], now - r->t_sent);
 	host_hist_add(&a->h[HOST_H_TOTAL], now - r->t_in);
@@ -230,9 +232,7 @@ uint32_t host_rx_nic(struct host_app *a)
 		if (likely(rte_pktmbuf_data_len(mb) >= PROTO_FRAME_HDRS) &&
 		    proto_neigh_lookup(&a->neigh, proto_get32(f + PROTO_ETH_HLEN + 16), mac))
 			memcpy(f, mac, 6);
-		a->txq[a->n_tx++] = mb;
-		if (a->n_tx == HOST_TXQ)
-			host_tx_flush(a);
+		host_tx_frame(a, mb);
 	}
 	return n;
 }

@@ -7,20 +7,50 @@
 #include <string.h>
 
 #include <rte_ethdev.h>
+#include <rte_malloc.h>
 
 #include "host/host_dpdk.h"
 
+/* rte_eth_tx_buffer's error callback: a few more bursts, then the rest dropped and counted. */
+static void tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
+{
+	struct host_app *a = arg;
+	uint16_t sent = 0;
+
+	for (int t = 0; a->started && sent < unsent && t < HOST_TX_TRIES; t++)
+		sent += rte_eth_tx_burst(a->port, 0, pkts + sent, unsent - sent);
+	if (unlikely(sent < unsent)) {
+		a->c[HOST_C_TX_DROP] += unsent - sent;
+		rte_pktmbuf_free_bulk(pkts + sent, unsent - sent);
+	}
+}
+
+int host_tx_setup(struct host_app *a, char *err, size_t errlen)
+{
+	a->txb = rte_zmalloc_socket("snhost_txb", RTE_ETH_TX_BUFFER_SIZE(HOST_TXQ), 0,
+				    rte_eth_dev_socket_id(a->port));
+	if (!a->txb || rte_eth_tx_buffer_init(a->txb, HOST_TXQ) ||
+	    rte_eth_tx_buffer_set_err_callback(a->txb, tx_unsent, a)) {
+		snprintf(err, errlen, "TX buffer: out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void host_tx_frame(struct host_app *a, struct rte_mbuf *mb)
+{
+	if (unlikely(!a->started)) {
+		a->c[HOST_C_TX_DROP]++;
+		rte_pktmbuf_free(mb);
+		return;
+	}
+	rte_eth_tx_buffer(a->port, 0, a->txb, mb);
+}
+
 void host_tx_flush(struct host_app *a)
 {
-	uint32_t sent = 0;
-
-	for (int t = 0; a->started && sent < a->n_tx && t < HOST_TX_TRIES; t++)
-		sent += rte_eth_tx_burst(a->port, 0, a->txq + sent, (uint16_t)(a->n_tx - sent));
-	if (unlikely(sent < a->n_tx)) {
-		a->c[HOST_C_TX_DROP] += a->n_tx - sent;
-		rte_pktmbuf_free_bulk(a->txq + sent, a->n_tx - sent);
-	}
-	a->n_tx = 0;
+	if (a->started)
+		rte_eth_tx_buffer_flush(a->port, 0, a->txb);
 }
 
 /* A fresh mbuf of PROTO_FRAME_MAX bytes, or NULL (counted). */
@@ -41,12 +71,23 @@ static struct rte_mbuf *tx_mbuf(struct host_app *a, uint8_t **p)
 	return mb;
 }
 
+/* Headers for the plen-byte payload at p + PROTO_FRAME_HDRS; the UDP checksum by the port
+ * where it can, else in software. Returns the frame length. */
+static uint32_t frame_udp(struct host_app *a, struct rte_mbuf *mb, uint8_t *p,
+			  const struct proto_addr *to, uint32_t plen)
+{
+	if (a->udp_offload) {
+		mb->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
+		mb->l2_len = PROTO_ETH_HLEN;
+		mb->l3_len = PROTO_IP_HLEN;
+	}
+	return proto_frame_udp(p, to, plen, a->udp_offload);
+}
+
 static void tx_frame(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 {
 	rte_pktmbuf_trim(mb, (uint16_t)(PROTO_FRAME_MAX - len));
-	a->txq[a->n_tx++] = mb;
-	if (a->n_tx == HOST_TXQ)
-		host_tx_flush(a);
+	host_tx_frame(a, mb);
 }
 
 /* A frame for the in-process NIC: over its ring (full: dropped, its deadline will tell). */
@@ -89,7 +130,7 @@ static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const 
 		if (ring)
 			tx_nic(a, mb, proto_frame_udp(p, to, (uint32_t)plen, false));
 		else
-			tx_frame(a, mb, proto_frame_udp(p, to, (uint32_t)plen, false));
+			tx_frame(a, mb, frame_udp(a, mb, p, to, (uint32_t)plen));
 		n++;
 	}
 }
@@ -107,8 +148,8 @@ void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32
 	mb = tx_mbuf(a, &p);
 	if (!mb)
 		return;
-	n = proto_build_error(p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS, model_id,
-			      rid, code, detail, "host: %s", reason);
+	n = proto_build_error_text(p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS,
+				   model_id, rid, code, detail, "host: ", reason);
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);
 		return;
@@ -119,7 +160,7 @@ void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32
 	to.dip = req_from->sip;
 	to.sport = a->o.udp_port;
 	to.dport = req_from->sport;
-	tx_frame(a, mb, proto_frame_udp(p, &to, (uint32_t)n, false));
+	tx_frame(a, mb, frame_udp(a, mb, p, &to, (uint32_t)n));
 	a->c[HOST_C_ERRORS_SENT]++;
 }
 
@@ -185,6 +226,7 @@ void host_tx_activation(struct host_app *a, struct host_req *r, uint64_t now)
 	m.act.t_queue_ns = r->t_queue;
 	m.act.t_host_ns = r->t_host;
 	m.act.t_pack_ns = r->t_pack;
+	m.act.host_ref = host_req_ref(r);
 	memcpy(to.smac, a->mac, 6);
 	memcpy(to.dmac, r->srv_mac, 6);
 	to.sip = a->o.ip;

@@ -33,11 +33,12 @@
  *              that lost its stage costs one timeout per hold-off, not one per request); any
  *              notice clears the suspicion.
  * An ERROR from the NIC for an ACTIVATION (e.g. BUSY) also sends the request to the fallback.
- * Notices are matched to requests by (model id, request id) within the window (a bounded
- * scan): two front-ends with the same pair in flight at once would be confused (the oldest
- * entry is completed). A NIC that does not hold the model's NIC part (or starts it at another
- * op) answers the ACTIVATION with ERROR UNKNOWN_MODEL or UNSUPPORTED (nicfw/dispatch.h): the
- * request falls back at once.
+ * Notices find their request in O(1): the ACTIVATION carries host_ref (its slot and the slot's
+ * generation), the NIC echoes it in the notice, and the notice completes the slot only if it is
+ * still that request in flight (generation, model id and request id match). ERRORs from the NIC
+ * carry no host_ref: they are matched by (model id, request id) within the window. A NIC that does
+ * not hold the model's NIC part (or starts it at another op) answers the ACTIVATION with ERROR
+ * UNKNOWN_MODEL or UNSUPPORTED (nicfw/dispatch.h): the request falls back at once.
  *
  * The ACTIVATION's timing fields rx, queue, host and pack tile the host's time from the
  * request's first datagram to the ACTIVATION's send (pack runs to the send), so that the NIC's
@@ -133,7 +134,17 @@ struct host_req {
 	uint8_t *act;				/* the activation at the split (act_bytes) */
 	double *scores;				/* classes */
 	uint32_t index;				/* slot number */
+	uint32_t nic_pos;			/* its entry in the NIC window's ring */
+	uint8_t gen;				/* bumped at every get: 1..255 */
 } __attribute__((aligned(HOST_CACHE_LINE)));
+
+#define HOST_REF_SLOTS (1u << 24) /* a host_ref is gen << 24 | slot */
+
+/* The ACTIVATION's host_ref for r (never 0), echoed by the NIC in its notice. */
+static inline uint32_t host_req_ref(const struct host_req *r)
+{
+	return (uint32_t)r->gen << 24 | r->index;
+}
 
 /*
  * A fixed table of `slots` requests with buffers for the largest input, activation and class
@@ -152,6 +163,9 @@ int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t in_bytes, u
 void host_reqtab_fini(struct host_reqtab *t);
 /* A free slot (state QUEUED, fields but the buffers zeroed), or NULL when all are taken. */
 struct host_req *host_reqtab_get(struct host_reqtab *t);
+/* The slot a host_ref names while it is still that request's (its generation), else NULL:
+ * O(1). The caller checks the state and the ids it expects. */
+struct host_req *host_reqtab_ref(struct host_reqtab *t, uint32_t ref);
 void host_reqtab_put(struct host_reqtab *t, struct host_req *r);
 static inline uint32_t host_reqtab_in_use(const struct host_reqtab *t)
 {
@@ -221,7 +235,7 @@ struct host_nic {
 	uint64_t timeout_ns;	    /* deadline after the send */
 	uint64_t suspect_until;	    /* ns: no ACTIVATION before (after a missed deadline) */
 	uint32_t head, count, live; /* ring positions; live = entries not yet removed */
-	uint32_t cap;		    /* ring size: 2 * window */
+	uint32_t cap;		    /* ring size: a power of two >= 2 * window */
 	struct host_req **ring;	    /* NULL marks an entry removed out of order */
 };
 
@@ -232,8 +246,11 @@ void host_nic_fini(struct host_nic *n);
 enum host_fb_reason host_nic_decide(const struct host_nic *n, uint32_t mode, uint64_t now_ns);
 /* Record r as sent at now_ns (caller checked decide() == NONE). */
 void host_nic_sent(struct host_nic *n, struct host_req *r, uint64_t now_ns);
-/* The in-flight request of (model_id, request_id), removed from the window; NULL if none. */
+/* The in-flight request of (model_id, request_id), removed from the window; NULL if none: a
+ * scan of the window, for ERRORs (which carry no host_ref). */
 struct host_req *host_nic_complete(struct host_nic *n, uint32_t model_id, uint64_t request_id);
+/* Remove in-flight r (found by its host_ref) from the window: O(1). */
+void host_nic_remove(struct host_nic *n, struct host_req *r);
 /* Pop one request whose deadline passed at now_ns (the NIC becomes suspect), or any when the
  * link is down; or NULL. */
 struct host_req *host_nic_expired(struct host_nic *n, uint64_t now_ns);

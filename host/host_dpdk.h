@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include <rte_common.h>
+#include <rte_ethdev.h>
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -35,7 +36,7 @@
 #define HOST_RX_DESC	  1024
 #define HOST_TX_DESC	  1024
 #define HOST_MBUFS	  8191
-#define HOST_TXQ	  512
+#define HOST_TXQ	  64 /* frames buffered per TX queue before a burst */
 #define HOST_TX_TRIES	  64
 #define HOST_MAX_ALLOW	  16
 #define HOST_MAX_WORKERS  8
@@ -144,8 +145,8 @@ struct host_app {
 	uint64_t c[HOST_C__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	struct host_hist h[HOST_H__COUNT];
-	struct rte_mbuf *txq[HOST_TXQ];
-	uint32_t n_tx;
+	struct rte_eth_dev_tx_buffer *txb; /* queue 0: rte_eth_tx_buffer, drops counted */
+	bool udp_offload;		   /* the port completes UDP checksums */
 	uint64_t tsc0;
 	double ns_per_cyc;
 	volatile bool workers_stop;
@@ -167,7 +168,10 @@ static inline uint64_t host_now_ns(const struct host_app *a)
 	return (uint64_t)((double)(rte_get_tsc_cycles() - a->tsc0) * a->ns_per_cyc);
 }
 
-/* dpdk_tx.c: frames out, on the RX/TX lcore. */
+/* dpdk_tx.c: frames out, on the RX/TX lcore: buffered (rte_eth_tx_buffer), flushed every loop
+ * turn; what the port does not take after HOST_TX_TRIES bursts is dropped and counted. */
+int host_tx_setup(struct host_app *a, char *err, size_t errlen);
+void host_tx_frame(struct host_app *a, struct rte_mbuf *mb);
 void host_tx_flush(struct host_app *a);
 void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,

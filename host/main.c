@@ -363,6 +363,7 @@ out_free:
 static int port_init(struct host_app *a, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf = {0};
+	struct rte_eth_dev_info info;
 	struct rte_ether_addr mac;
 	uint16_t nrx = HOST_RX_DESC, ntx = HOST_TX_DESC;
 	int ret;
@@ -372,7 +373,13 @@ static int port_init(struct host_app *a, char *err, size_t errlen)
 		return -ENODEV;
 	}
 	a->port = 0;
-	ret = rte_eth_dev_configure(a->port, 1, 1, &conf);
+	ret = rte_eth_dev_info_get(a->port, &info);
+	if (!ret) {
+		a->udp_offload = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
+		if (a->udp_offload)
+			conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+		ret = rte_eth_dev_configure(a->port, 1, 1, &conf);
+	}
 	if (!ret)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(a->port, &nrx, &ntx);
 	if (!ret)
@@ -499,6 +506,8 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	ret = port_init(a, err, errlen);
+	if (!ret)
+		ret = host_tx_setup(a, err, errlen);
 	if (ret)
 		return ret;
 	if (a->o.inproc) {
@@ -511,10 +520,11 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	host_g = a;
 	host_telemetry_register();
 	printf("host: %u slots, queue %u per model, NIC window %u, timeout %lu us, batch %u "
-	       "(wait %lu us), %u worker lcore(s)%s\n",
+	       "(wait %lu us), %u worker lcore(s)%s; UDP checksums %s\n",
 	       slots, a->o.queue, a->o.window, (unsigned long)(a->o.nic_timeout_ns / 1000),
 	       a->o.batch, (unsigned long)(a->o.batch_wait_ns / 1000), a->n_workers,
-	       a->n_workers ? "" : " (inline on the main lcore)");
+	       a->n_workers ? "" : " (inline on the main lcore)",
+	       a->udp_offload ? "offloaded to the port" : "in software");
 	return 0;
 }
 
@@ -546,8 +556,7 @@ static void host_loop(struct host_app *a)
 		}
 		work += host_collect(a, host_now_ns(a));
 		host_expire(a, now);
-		if (a->n_tx)
-			host_tx_flush(a);
+		host_tx_flush(a);
 		if (work) {
 			idle = 0;
 		} else if (a->o.idle_sleep_us && ++idle > 1000) {
@@ -584,6 +593,7 @@ static void host_teardown(struct host_app *a)
 	host_reqtab_fini(&a->tab);
 	free(a->held);
 	free(a->body);
+	rte_free(a->txb);
 	rte_mempool_free(a->pool);
 }
 

@@ -26,6 +26,7 @@ struct disp_req {
 	uint32_t model_id; /* as the request gave it (0: the default) */
 	uint64_t t_in, t_submit;
 	uint32_t t_prior[4]; /* ACTIVATION: rx, queue, host, pack */
+	uint32_t host_ref;   /* ACTIVATION: echoed in the RESPONSE */
 	uint8_t executors;
 	uint8_t *in; /* in_bytes, allocated at create */
 };
@@ -173,9 +174,9 @@ static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
 		       enum nicfw_disp_counter counter)
 {
-	int n = proto_build_error(d->frame + PROTO_FRAME_HDRS, sizeof(d->frame) - PROTO_FRAME_HDRS,
-				  model_id, request_id, code, detail, "nic: %s",
-				  proto_error_name(code));
+	int n = proto_build_error_text(d->frame + PROTO_FRAME_HDRS,
+				       sizeof(d->frame) - PROTO_FRAME_HDRS, model_id, request_id,
+				       code, detail, "nic: ", proto_error_name(code));
 
 	if (n <= 0) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
@@ -261,6 +262,7 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 	rm.resp.num_classes = (uint16_t)md->classes;
 	rm.resp.score_fmt = PROTO_FMT_F64;
 	rm.resp.executors = r->executors | PROTO_EX_NIC;
+	rm.resp.host_ref = r->host_ref;
 	rm.resp.t_ns[PROTO_T_RX] = r->t_prior[0];
 	rm.resp.t_ns[PROTO_T_QUEUE] = sat32((uint64_t)r->t_prior[1] + (r->t_submit - r->t_in));
 	rm.resp.t_ns[PROTO_T_HOST] = r->t_prior[2];
@@ -341,9 +343,11 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 		r->t_prior[1] = hdr->act.t_queue_ns;
 		r->t_prior[2] = hdr->act.t_host_ns;
 		r->t_prior[3] = hdr->act.t_pack_ns;
+		r->host_ref = hdr->act.host_ref;
 		d->c[NICFW_C_ACTIVATIONS]++;
 	} else {
 		r->executors = 0;
+		r->host_ref = 0;
 		memset(r->t_prior, 0, sizeof(r->t_prior));
 		d->c[NICFW_C_REQUESTS]++;
 	}

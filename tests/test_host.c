@@ -88,6 +88,40 @@ static void test_host_nic_decide(void **state)
 	host_nic_fini(&n);
 }
 
+/* Notices find their request by host_ref in O(1); a reused slot's old ref finds nothing. */
+static void test_host_nic_ref(void **state)
+{
+	struct host_reqtab t;
+	struct host_req *r, *q;
+	struct host_nic n;
+	uint32_t ref;
+
+	(void)state;
+	assert_int_equal(host_reqtab_init(&t, 4, 8, 8, 2), 0);
+	assert_int_equal(host_nic_init(&n, 3, 1000), 0);
+	assert_int_equal(n.cap, 8); /* a power of two >= 2 * window */
+	n.link_up = true;
+	r = host_reqtab_get(&t);
+	q = host_reqtab_get(&t);
+	ref = host_req_ref(r);
+	assert_int_not_equal(ref, 0);
+	assert_int_not_equal(ref, host_req_ref(q));
+	host_nic_sent(&n, q, 5);
+	host_nic_sent(&n, r, 10);
+	assert_ptr_equal(host_reqtab_ref(&t, ref), r);
+	assert_null(host_reqtab_ref(&t, ref & (HOST_REF_SLOTS - 1))); /* generation 0: none */
+	assert_null(host_reqtab_ref(&t, ref + 4));		      /* no such slot */
+	host_nic_remove(&n, r);
+	assert_int_equal(host_nic_in_flight(&n), 1);
+	assert_ptr_equal(host_nic_expired(&n, 1005), q);
+	host_reqtab_put(&t, r);
+	assert_ptr_equal(host_reqtab_get(&t), r); /* the same slot again, a new generation */
+	assert_null(host_reqtab_ref(&t, ref));
+	assert_ptr_equal(host_reqtab_ref(&t, host_req_ref(r)), r);
+	host_nic_fini(&n);
+	host_reqtab_fini(&t);
+}
+
 static void test_host_nic_complete_out_of_order(void **state)
 {
 	struct host_nic n;
@@ -458,6 +492,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_host_reqtab_get_put),
 	    cmocka_unit_test(test_host_nic_decide),
+	    cmocka_unit_test(test_host_nic_ref),
 	    cmocka_unit_test(test_host_nic_complete_out_of_order),
 	    cmocka_unit_test(test_host_nic_link_down),
 	    cmocka_unit_test(test_host_nic_wrap),
