@@ -84,6 +84,18 @@ static uint32_t frame_udp(struct host_app *a, struct rte_mbuf *mb, uint8_t *p,
 	return proto_frame_udp(p, to, plen, a->udp_offload);
 }
 
+/* From the server (--ip, --port, the MAC the front-end sent to) back to a front-end. */
+static void reply_to(const struct host_app *a, const uint8_t cli_mac[6], const uint8_t srv_mac[6],
+		     uint32_t cli_ip, uint16_t cli_port, struct proto_addr *to)
+{
+	memcpy(to->smac, srv_mac, 6);
+	memcpy(to->dmac, cli_mac, 6);
+	to->sip = a->o.ip;
+	to->dip = cli_ip;
+	to->sport = a->o.udp_port;
+	to->dport = cli_port;
+}
+
 static void tx_frame(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
 {
 	rte_pktmbuf_trim(mb, (uint16_t)(PROTO_FRAME_MAX - len));
@@ -154,12 +166,7 @@ void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32
 		rte_pktmbuf_free(mb);
 		return;
 	}
-	memcpy(to.smac, req_from->dmac, 6);
-	memcpy(to.dmac, req_from->smac, 6);
-	to.sip = a->o.ip;
-	to.dip = req_from->sip;
-	to.sport = a->o.udp_port;
-	to.dport = req_from->sport;
+	reply_to(a, req_from->smac, req_from->dmac, req_from->sip, req_from->sport, &to);
 	tx_frame(a, mb, frame_udp(a, mb, p, &to, (uint32_t)n));
 	a->c[HOST_C_ERRORS_SENT]++;
 }
@@ -193,12 +200,7 @@ void host_tx_response(struct host_app *a, struct host_req *r, uint64_t now)
 	m.resp.t_ns[PROTO_T_PACK] = r->t_pack;
 	m.resp.t_ns[PROTO_T_TX] = host_sat32(now - r->t_done);
 	m.resp.t_ns[PROTO_T_TOTAL] = host_sat32(now - r->t_in);
-	memcpy(to.smac, r->srv_mac, 6);
-	memcpy(to.dmac, r->cli_mac, 6);
-	to.sip = a->o.ip;
-	to.dip = r->cli_ip;
-	to.sport = a->o.udp_port;
-	to.dport = r->cli_port;
+	reply_to(a, r->cli_mac, r->srv_mac, r->cli_ip, r->cli_port, &to);
 	tx_message(a, &m, a->body, hm->classes * 8, &to, false);
 	a->c[HOST_C_ANSWERED_HOST]++;
 	host_hist_add(&a->h[HOST_H_TOTAL], now - r->t_in);

@@ -76,6 +76,8 @@ static int write_scores(const char *path, const double *scores, uint32_t count, 
 	return 0;
 }
 
+#define RUN_NIC_EXECUTORS 16 /* the emulated NIC stage's chain */
+
 static const struct kexec_ops *const stage_ops[SPLIT_EX__COUNT] = {
     [SPLIT_EX_CPU] = &kexec_cpu_ops,
     [SPLIT_EX_GPU] = &kexec_gpu_ops,
@@ -84,9 +86,9 @@ static const struct kexec_ops *const stage_ops[SPLIT_EX__COUNT] = {
 
 /* The plan's stages as executors on one thread's pipeline; cuts must be exact. */
 static int plan_pipe(struct kexec_pipe *p, const struct kern_model *m, const struct split_plan *pl,
-		     uint32_t batch, uint32_t nic_exec, char *err, size_t errlen)
+		     uint32_t batch, char *err, size_t errlen)
 {
-	const struct nicfw_exec_emu_conf nic = {.executors = nic_exec};
+	const struct nicfw_exec_emu_conf nic = {.executors = RUN_NIC_EXECUTORS};
 
 	kexec_pipe_init(p);
 	for (uint32_t i = 0; i < pl->n_stages; i++) {
@@ -119,29 +121,22 @@ static void usage(FILE *f)
 		   "IDX[.gz]]\n"
 		   "                    [--count N] [--batch B] [--threads T] [--scores FILE.csv] "
 		   "[--json]\n"
-		   "                    [--exec cpu|gpu | --plan PLAN [--nic-executors E]]\n");
+		   "                    [--exec cpu|gpu | --plan PLAN]\n");
 }
 
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"images", required_argument, NULL, 'i'},
-	    {"npy", required_argument, NULL, 'n'},
-	    {"labels", required_argument, NULL, 'l'},
-	    {"count", required_argument, NULL, 'c'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"scores", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"exec", required_argument, NULL, 'e'},
-	    {"plan", required_argument, NULL, 'p'},
-	    {"nic-executors", required_argument, NULL, 'E'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"images", required_argument, NULL, 'i'}, {"npy", required_argument, NULL, 'n'},
+	    {"labels", required_argument, NULL, 'l'}, {"count", required_argument, NULL, 'c'},
+	    {"batch", required_argument, NULL, 'b'},  {"threads", required_argument, NULL, 't'},
+	    {"scores", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+	    {"exec", required_argument, NULL, 'e'},   {"plan", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},	      {0},
 	};
 	struct dataset_opts dso = {.count = -1};
 	const char *scores_path = NULL, *plan_path = NULL;
-	long batch = 1, threads = 1, nic_exec = 16;
+	long batch = 1, threads = 1;
 	struct split_plan plan = {0};
 	uint64_t gpu_fallback = 0;
 	char plan_desc[256] = "";
@@ -190,10 +185,6 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'p':
 			plan_path = optarg;
-			break;
-		case 'E':
-			if (parse_count(optarg, &nic_exec, 1, 256, "--nic-executors"))
-				return 2;
 			break;
 		case 'h':
 			usage(stdout);
@@ -267,8 +258,7 @@ int cmd_run(int argc, char **argv)
 				     NULL,
 				     {0}};
 		if (plan_path) {
-			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)batch, (uint32_t)nic_exec,
-				      err, sizeof(err))) {
+			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)batch, err, sizeof(err))) {
 				fprintf(stderr, "splitnic run: --plan %s: %s\n", plan_path, err);
 				goto out_ctx;
 			}

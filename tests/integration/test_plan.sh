@@ -14,36 +14,20 @@
 # PLAN_COUNT=N: fewer images (default 2000).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-HOST=${SPLITNIC_HOST:-$B/splitnic-host}
-CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
-N=${PLAN_COUNT:-2000}
-NS=200 # images whose scores the Python front-end checks over packets
+S=$(realpath "${SPLITNIC:-build/splitnic}") && B=$(dirname "$S")
+HOST=${SPLITNIC_HOST:-$B/splitnic-host} CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
+IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz LAB=${IMG/images-idx3/labels-idx1}
+PY=/usr/bin/python3 N=${PLAN_COUNT:-2000} NS=200 # NS: images whose scores are checked over packets
 . tests/integration/netns.sh
-
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG" "$LAB"
 
-tag=$$
-ns_c=snpl-cli-$tag
-ns_s=snpl-srv-$tag
-tmp=$(mktemp -d)
-host_pid=
-cleanup() {
-	netns_kill "$host_pid"
-	netns_cleanup "/var/run/dpdk/snpl$tag" "$tmp"
-}
-trap cleanup EXIT
-host_stats() { dpdk_telemetry "snpl$tag" /splitnic/host/stats; }
+tag=$$ tmp=$(mktemp -d) host_pid=
+ns_c=snpl-cli-$tag ns_s=snpl-srv-$tag
+trap 'netns_kill "$host_pid"; netns_cleanup "/var/run/dpdk/snpl$tag" "$tmp"' EXIT
 fail() {
 	echo "FAIL: $*"
-	[ -f "$tmp/host.log" ] && { echo "--- host.log"; grep -v '^EAL\|^TELEMETRY' "$tmp/host.log" | tail -15; }
+	[ -f "$tmp/host.log" ] && grep -v '^EAL\|^TELEMETRY' "$tmp/host.log" | tail -15
 	exit 1
 }
 
@@ -81,14 +65,11 @@ for line in open(sys.argv[1]):
 PYEOF
 
 # --- 2. splitnic-host over packets -------------------------------------------------------------------
-netns_add "$ns_c" "$ns_s" || fail "ip netns add"
-netns_veth "$ns_c" vc "$ns_s" vw || fail "veth"
+{ netns_add "$ns_c" "$ns_s" && netns_veth "$ns_c" vc "$ns_s" vw; } || fail "namespaces, veth"
 netns_no_ipv6 "$ns_s" "$ns_c"
-netns_link "$ns_c" vc 10.88.3.2/24
-netns_link "$ns_s" vw
-netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
-mac=$(ip netns exec "$ns_s" cat /sys/class/net/vw/address) || fail "MAC of vw"
-ip -n "$ns_c" neigh replace 10.88.3.1 lladdr "$mac" dev vc nud permanent || fail "neighbour entry"
+netns_link "$ns_c" vc 10.88.3.2/24 && netns_link "$ns_s" vw && netns_tx_csum_off "$ns_c" vc &&
+	ip -n "$ns_c" neigh replace 10.88.3.1 dev vc nud permanent \
+		lladdr "$(ip netns exec "$ns_s" cat /sys/class/net/vw/address)" || fail "addresses"
 
 : >"$tmp/host.log"
 ip netns exec "$ns_s" "$HOST" -l 0-1 --no-huge -m 512 --file-prefix "snpl$tag" --no-pci \
@@ -134,7 +115,7 @@ with open(out, "w") as f:
     for k in range(n):
         f.write(",".join("%.17g" % v for v in got.get(k, ())) + "\n")
 PYEOF
-host_stats >"$tmp/host.stats"
+dpdk_telemetry "snpl$tag" /splitnic/host/stats >"$tmp/host.stats"
 $PY - "$tmp/client.json" "$tmp/host.classes" "$tmp/cpu.classes" "$tmp/host.stats" "$N" "$gpu" \
 	"$tmp/host.scores" "$tmp/cpu.csv" "$NS" <<'PYEOF' || fail "host over packets"
 import json, sys
