@@ -1,0 +1,39 @@
+# onnx/: the ONNX / QONNX importer (`splitnic import`), depending on kernels only. onnx.proto
+# comes from Debian's libonnx-dev and is compiled with protoc-c into $(B)/onnx/ at build time.
+#
+#   make B=... $(B)/libsnonnx.a      (linked into the splitnic CLI and the tests)
+
+DEBS += libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx
+
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+PROTOC_C ?= protoc-c
+ONNX_GEN_DIR := $(B)/onnx/gen
+ONNX_PB_C := $(ONNX_GEN_DIR)/onnx.pb-c.c
+ONNX_PB_H := $(ONNX_GEN_DIR)/onnx.pb-c.h
+ONNX_SRC := $(sort $(wildcard onnx/*.c))
+ONNX_OBJ := $(ONNX_SRC:%.c=$(B)/%.o) $(ONNX_GEN_DIR)/onnx.pb-c.o
+LIBONNX := $(B)/libsnonnx.a
+PROTOBUF_C_CFLAGS := $(call pc_cflags,libprotobuf-c)
+PROTOBUF_C_LIBS := $(or $(call pc_libs,libprotobuf-c),-lprotobuf-c)
+
+$(ONNX_PB_C) $(ONNX_PB_H) &: $(ONNX_PROTO)
+	$(call say,PROTOC,$@)
+	@mkdir -p $(ONNX_GEN_DIR)
+	$(Q)$(PROTOC_C) --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(ONNX_GEN_DIR) $(ONNX_PROTO)
+
+$(ONNX_GEN_DIR)/onnx.pb-c.o: $(ONNX_PB_C)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(ONNX_GEN_DIR) $(DEPFLAGS) -c $< -o $@
+
+$(ONNX_SRC:%.c=$(B)/%.o): $(ONNX_PB_H)
+$(ONNX_SRC:%.c=$(B)/%.o): MOD_CFLAGS += $(PROTOBUF_C_CFLAGS) -I$(ONNX_GEN_DIR)
+
+$(LIBONNX): $(ONNX_OBJ)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+MODULE_LIBS += $(LIBONNX)
+MODULE_EXT_LIBS += $(PROTOBUF_C_LIBS)
+
+-include $(ONNX_OBJ:.o=.d)
