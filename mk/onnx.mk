@@ -37,3 +37,15 @@ MODULE_LIBS += $(LIBONNX)
 MODULE_EXT_LIBS += $(PROTOBUF_C_LIBS)
 
 -include $(ONNX_OBJ:.o=.d)
+
+# libFuzzer target for the importer (built and run by `make fuzz`, see mk/protocol.mk): the
+# importer, the compiler and the model-file validator, with ASan + UBSan.
+FUZZ_TARGETS += fuzz_onnx
+ONNX_FUZZ_KERN := kernels/compile.c kernels/model.c kernels/model_write.c kernels/crc32c.c
+
+$(B)/fuzz/fuzz_onnx: tests/fuzz/fuzz_onnx.c $(ONNX_SRC) $(ONNX_PB_C) $(ONNX_FUZZ_KERN) \
+		$(wildcard onnx/*.h kernels/*.h)
+	$(call say,FUZZCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(ONNX_GEN_DIR) -o $@ $< $(ONNX_SRC) \
+		$(ONNX_PB_C) $(ONNX_FUZZ_KERN) $(PROTOBUF_C_LIBS) -lm

@@ -853,13 +853,12 @@ static int op_flatten(struct ox *x, const Onnx__NodeProto *n)
 		ret = onnx_attr_int(&x->e, n, "axis", 1, &axis);
 	if (ret)
 		return ret;
-	if (axis < 0)
-		axis += x->rank + 1;
-	if (axis != 1)
-		return onnx_fail(&x->e, n,
-				 "attribute 'axis' = %lld: only a flatten after the batch "
-				 "dimension (axis 1) is supported",
-				 (long long)axis);
+	if (axis != 1 && axis != -(int64_t)x->rank)
+		return onnx_fail(
+		    &x->e, n,
+		    "attribute 'axis' = %lld: only a flatten after the batch dimension "
+		    "(axis 1 or %d) is supported",
+		    (long long)axis, -(int)x->rank);
 	return add_flatten(x, n);
 }
 
