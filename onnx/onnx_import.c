@@ -934,6 +934,11 @@ static bool takes_const(const struct ox *x, const Onnx__NodeProto *n, const char
 	return c && const_all(c, val);
 }
 
+static bool has_output(const Onnx__NodeProto *n)
+{
+	return n->n_output >= 1 && *n->output[0];
+}
+
 /* x >= 0 -> +1 else -1 spelled with GreaterOrEqual: the number of nodes it spans, from i. */
 static int match_binarizer(struct ox *x, size_t i)
 {
@@ -948,6 +953,8 @@ static int match_binarizer(struct ox *x, size_t i)
 	if (j >= g->n_node)
 		return 0;
 	a = g->node[j];
+	if (!has_output(a))
+		return 0;
 	if (op_is(a, "Where") && a->n_input == 3 && !strcmp(a->input[0], ge->output[0]) &&
 	    ox_const(x, a->input[1]) && const_all(ox_const(x, a->input[1]), 1.0) &&
 	    ox_const(x, a->input[2]) && const_all(ox_const(x, a->input[2]), -1.0))
@@ -959,15 +966,15 @@ static int match_binarizer(struct ox *x, size_t i)
 	if (j >= g->n_node)
 		return 0;
 	b = g->node[j];
-	if (!op_is(b, "Mul") || !takes_const(x, b, a->output[0], 2.0, true))
+	if (!has_output(b) || !op_is(b, "Mul") || !takes_const(x, b, a->output[0], 2.0, true))
 		return 0;
 	for (j++; j < g->n_node && x->folded[j]; j++)
 		;
 	if (j >= g->n_node)
 		return 0;
 	c = g->node[j];
-	if ((op_is(c, "Sub") && takes_const(x, c, b->output[0], 1.0, false)) ||
-	    (op_is(c, "Add") && takes_const(x, c, b->output[0], -1.0, true)))
+	if (has_output(c) && ((op_is(c, "Sub") && takes_const(x, c, b->output[0], 1.0, false)) ||
+			      (op_is(c, "Add") && takes_const(x, c, b->output[0], -1.0, true))))
 		return (int)(j - i + 1);
 	return 0;
 }
@@ -1177,7 +1184,7 @@ static int walk(struct ox *x)
 			    "not supported",
 			    n->n_input ? n->input[0] : "(none)", x->cur,
 			    prev ? "the previous node" : "the graph input");
-		if (n->n_output < 1 || !*n->output[0])
+		if (!has_output(n))
 			return onnx_fail(&x->e, n, "output 0 missing");
 		ret = chain_node(x, i, &span);
 		if (ret)

@@ -265,7 +265,8 @@ int onnx_attr_ints(const struct onnx_msg *e, const Onnx__NodeProto *n, const cha
 	if (a->n_ints > max)
 		return onnx_fail(e, n, "attribute '%s' has %zu values, expected at most %u", name,
 				 a->n_ints, max);
-	memcpy(v, a->ints, a->n_ints * sizeof(*v));
+	if (a->n_ints)
+		memcpy(v, a->ints, a->n_ints * sizeof(*v));
 	*count = (uint32_t)a->n_ints;
 	return 0;
 }
@@ -280,6 +281,8 @@ int onnx_attr_string(const struct onnx_msg *e, const Onnx__NodeProto *n, const c
 		return 0;
 	if (attr_type(e, n, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string"))
 		return -EINVAL;
+	if (!a->s.len)
+		return 0;
 	if (a->s.len >= len || memchr(a->s.data, 0, a->s.len))
 		return onnx_fail(e, n, "attribute '%s': string too long or with a NUL", name);
 	memcpy(buf, a->s.data, a->s.len);
