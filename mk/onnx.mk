@@ -49,3 +49,7 @@ $(B)/fuzz/fuzz_onnx: tests/fuzz/fuzz_onnx.c $(ONNX_SRC) $(ONNX_PB_C) $(ONNX_FUZZ
 	@mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(ONNX_GEN_DIR) -o $@ $< $(ONNX_SRC) \
 		$(ONNX_PB_C) $(ONNX_FUZZ_KERN) $(PROTOBUF_C_LIBS) -lm
+
+# tests/test_onnx.c builds ONNX models with the generated protobuf-c code
+$(B)/tests/test_onnx.o: $(ONNX_PB_H)
+$(B)/tests/test_onnx.o: MOD_CFLAGS += $(PROTOBUF_C_CFLAGS) -I$(ONNX_GEN_DIR)

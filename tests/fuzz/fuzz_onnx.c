@@ -36,9 +36,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	if (!kern_model_serialize(&m, &buf, &len)) {
-		back = kern_model_from_buffer(buf, len, "fuzz.snm", err, sizeof(err));
+		void *al = aligned_alloc(64, (len + 63) / 64 * 64);
+
+		CHECK(al != NULL);
+		memcpy(al, buf, len);
+		back = kern_model_from_buffer(al, len, "fuzz.snm", err, sizeof(err));
 		CHECK(back != NULL);
 		kern_model_free(back);
+		free(al);
 		free(buf);
 	}
 	kern_compiled_free(&m);
