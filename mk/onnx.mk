@@ -3,8 +3,6 @@
 #
 #   make B=... $(B)/libsnonnx.a      (linked into the splitnic CLI and the tests)
 
-DEBS += libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx
-
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 PROTOC_C ?= protoc-c
 ONNX_GEN_DIR := $(B)/onnx/gen
