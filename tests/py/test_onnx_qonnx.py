@@ -45,9 +45,15 @@ class G:
         self.k += 1
         return f"{p}{self.k}"
 
-    def const(self, arr, p="c"):
+    def const(self, arr, p="c", typed=False):
+        """An initializer, as raw_data or (typed) in float_data."""
         n = self.name(p)
-        self.inits.append(numpy_helper.from_array(np.asarray(arr), n))
+        arr = np.asarray(arr)
+        if typed:
+            self.inits.append(helper.make_tensor(n, TensorProto.FLOAT, arr.shape,
+                                                 arr.reshape(-1).tolist()))
+        else:
+            self.inits.append(numpy_helper.from_array(arr, n))
         return n
 
     def node(self, op, inputs, domain="", name=None, **attrs):
@@ -172,10 +178,11 @@ def mlp(tmp):
     one = g.const(np.float32(1.0), "scale")
     t = g.node("BipolarQuant", ["x", one], domain=QONNX)
     t = g.node("MatMul", [t, g.node("BipolarQuant", [g.const(w1, "w"), one], domain=QONNX)])
-    t = g.node("Add", [t, g.const(b1, "b")])
+    t = g.node("Add", [t, g.const(b1, "b", typed=True)])
     t = add_bn(g, t, bn1)
     t = g.node("BipolarQuant", [t, one], domain=FINN)
-    t = g.node("MatMul", [t, g.node("BipolarQuant", [g.const(w2, "w"), one], domain=FINN)])
+    t = g.node("MatMul", [t, g.node("BipolarQuant", [g.const(w2, "w", typed=True), one],
+                                    domain=FINN)])
     t = g.node("Add", [t, g.const(b2, "b")])
     t = add_bn(g, t, bn2)
     x = inputs((20,))
