@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/kern.h"
 #include "onnx.pb-c.h"
 
 #define ONNX_MAXDIM 8
@@ -26,6 +27,52 @@ struct onnx_msg {
 	char *err;
 	size_t errlen;
 };
+
+struct onnx_import;
+
+/* The state of one import (onnx/onnx_import.c walks the graph, onnx/onnx_ops.c converts). */
+struct onnx_walk {
+	struct onnx_msg e;
+	const Onnx__GraphProto *g;
+	struct onnx_import *imp;
+	struct onnx_const *consts;
+	uint32_t n_consts, cap_consts, cap_layers, cap_arrays;
+	bool *folded; /* per node: computes a constant */
+
+	/* the tensor flowing along the chain, per batch item */
+	const char *cur;
+	struct kern_shape s;
+	uint32_t rank; /* dimensions after the batch one */
+	int64_t batch; /* the input's first dimension, -1 if symbolic */
+	bool u8_cast;  /* the input is uint8 and its Cast to float has not come yet */
+};
+
+bool onnx_default_domain(const char *d);
+bool onnx_qonnx_domain(const char *d);
+/* Is n the default-domain operator op? */
+bool onnx_op_is(const Onnx__NodeProto *n, const char *op);
+bool onnx_has_output(const Onnx__NodeProto *n);
+int onnx_nomem(struct onnx_walk *x);
+
+/* The constant named `name`, or NULL. */
+const struct onnx_const *onnx_const_find(const struct onnx_walk *x, const char *name);
+/* Input i of n as a constant, or NULL with an error naming the input and its role. */
+const struct onnx_const *onnx_input_const(struct onnx_walk *x, const Onnx__NodeProto *n, size_t i,
+					  const char *role);
+/* Every value equals v (and there is one); every value is +1 or -1. */
+bool onnx_const_all(const struct onnx_const *c, double v);
+bool onnx_const_binary(const struct onnx_const *c);
+
+/* Append a layer made by node n (NULL when out of memory or over the limit, message set). */
+struct kern_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto *n, uint32_t type);
+/* Add array "LAYER.name" to the last layer: _add takes ownership of data, _copy scales a copy. */
+int onnx_array_add(struct onnx_walk *x, const char *name, uint32_t ndim, const uint64_t *shape,
+		   double *data);
+int onnx_array_copy(struct onnx_walk *x, const char *name, uint32_t ndim, const uint64_t *shape,
+		    const double *src, uint64_t count, double scale);
+
+/* Convert node i of the graph (x->cur is its input 0); *span: the nodes it consumed (>= 1). */
+int onnx_chain_node(struct onnx_walk *x, size_t i, size_t *span);
 
 int onnx_fail(const struct onnx_msg *e, const Onnx__NodeProto *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
