@@ -14,6 +14,7 @@
 #include <zip.h>
 
 #include "split/split.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/split_tools.h"
 
@@ -237,6 +238,8 @@ int cmd_gen(int argc, char **argv)
 	}
 	if (argc - optind != 1 || !out)
 		return split_tools_usage(usage, false);
+	if (cli_output_ok("gen", "-o", out))
+		return 1;
 	if (split_tools_gen(argv[optind], out, seed, err, sizeof(err))) {
 		fprintf(stderr, "splitnic gen: %s\n", err);
 		return 1;

@@ -13,6 +13,7 @@
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "split/split.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/split_tools.h"
 
@@ -179,6 +180,8 @@ int cmd_analyze(int argc, char **argv)
 	}
 	if (argc - optind != 1 || (csv && json))
 		return split_tools_usage(usage, false);
+	if (plot && cli_output_ok("analyze", "--plot", plot))
+		return 1;
 	ret = split_tools_load_arch(argv[optind], &a, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "splitnic analyze: %s\n", err);
@@ -250,6 +253,8 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return split_tools_usage(usage, false);
+	if (out && cli_output_ok("plan", "-o", out))
+		return 1;
 	if (split_tools_load_profile("plan", profile, &pr))
 		return 1;
 	if (o.link_gbps <= 0)

@@ -17,6 +17,7 @@
 
 #include "kernels/kern.h"
 #include "nicfw/emu/emu.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/split_tools.h"
@@ -441,6 +442,8 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return split_tools_usage(usage, false);
+	if (plot && cli_output_ok("sweep", "--plot", plot))
+		return 1;
 	s.count = (uint32_t)count;
 	if (!s.n_bw)
 		parse_bw("0.1,1,10", &s);
