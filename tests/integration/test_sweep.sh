@@ -35,10 +35,10 @@ done
 : >"$W/sweep.txt"
 i=0
 for m in "${models[@]}"; do
-	ext=png; [ $((i % 2)) -eq 1 ] && ext=svg
+	ext=png norm=; [ $((i % 2)) -eq 1 ] && ext=svg norm=--normalize
 	name=$(basename "$m" .snm)
 	if ! "$SN" sweep "$m" --profile "$W/profile" --link-gbps 0.1,1,10 --count "$COUNT" \
-		--plot "$W/sweep-$name.$ext" >"$W/sweep-$name.txt" 2>"$W/sweep-$name.err"; then
+		--plot "$W/sweep-$name.$ext" $norm >"$W/sweep-$name.txt" 2>"$W/sweep-$name.err"; then
 		echo "FAIL: sweep $name"; tail -5 "$W/sweep-$name.err"; fail=1
 	fi
 	cat "$W/sweep-$name.txt" >>"$W/sweep.txt"
@@ -62,6 +62,15 @@ for f in "$W"/*.png; do
 done
 for f in "$W"/*.svg; do
 	grep -q '<svg' "$f" || { echo "FAIL: $f is not an SVG"; fail=1; }
+done
+# the figures' elements, read back from the SVG text: Figure 5 normalised, with its overhead
+# panel and modeled parts labelled; Figure 2 with the input first and parameters on their axis
+for pat in 'normalised to the unsplit' 'x unsplit' 'split overhead' 'transfer (modeled)' \
+	'NIC compute (modeled)'; do
+	cat "$W"/sweep-*.svg | grep -qF "$pat" || { echo "FAIL: sweep SVG lacks '$pat'"; fail=1; }
+done
+for pat in '>input<' '>conv1' '>pool' '>fc' 'parameters (log)' 'output size (bytes, log)'; do
+	grep -qF "$pat" "$W/analyze-bcnn.svg" || { echo "FAIL: analyze SVG lacks '$pat'"; fail=1; }
 done
 [ "$fail" -eq 0 ] && echo "test_sweep: pass"
 exit "$fail"
