@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic gen: random weights.npz for any arch.json (shared/spec/model-interchange.md), so that
+ * splitnic gen: random weights.npz for any arch.json (docs/model-format.md), so that
  * `splitnic convert` makes a model of it. float32 arrays, npy format 1.0, stored in a zip.
  * Binary layers get +-1 weights, float layers uniform in +-1/sqrt(fan-in), batch-norm a
  * positive variance around the fan-in (so signs split the dots of +-1 inputs evenly).
