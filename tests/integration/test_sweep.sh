@@ -9,6 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
 SN=${SPLITNIC:-$B/splitnic}
+PY=/usr/bin/python3
 [ -x "$SN" ] || { echo "FAIL: $SN not built"; exit 1; }
 command -v gnuplot >/dev/null || { echo "FAIL: gnuplot not installed (make deps)"; exit 1; }
 W=${SWEEP_DIR:-$B/split-test}
@@ -46,6 +47,37 @@ for m in "${models[@]}"; do
 done
 "$SN" analyze split/arch/alexnet.json --plot "$W/analyze-alexnet.png" >/dev/null || fail=1
 "$SN" analyze split/arch/bcnn-cifar.json --plot "$W/analyze-bcnn.svg" >/dev/null || fail=1
+
+# one numbering of split points everywhere: analyze's compiled_ops column agrees with inspect's
+# op table (op k implements source layers a-b) for every bundled model
+for m in "$B"/models/fmnist-*.snm; do
+	"$SN" analyze "$m" --csv >"$W/an.csv" && "$SN" inspect "$m" --ops >"$W/ops.txt" ||
+		{ echo "FAIL: analyze/inspect $m"; fail=1; continue; }
+	"$PY" - "$W/an.csv" "$W/ops.txt" "$m" <<'EOF' || fail=1
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+want = {}
+on = False
+for line in open(sys.argv[2]):
+    if line.startswith("compiled ops:"):
+        on = True
+        continue
+    f = line.split()
+    if on and len(f) >= 3 and f[0].isdigit() and re.fullmatch(r"\d+-\d+", f[2]):
+        a, b = map(int, f[2].split("-"))
+        for i in range(a, b + 1):
+            want.setdefault(i, []).append(int(f[0]))
+bad = []
+for r in rows:
+    ops = want.get(int(r["index"]), [])
+    got = "-" if not ops else str(ops[0]) if len(ops) == 1 else f"{min(ops)}-{max(ops)}"
+    if r["compiled_ops"] != got:
+        bad.append(f"layer {r['index']} ({r['name']}): analyze says op {r['compiled_ops']}, inspect {got}")
+print(f"{sys.argv[3]}: {len(rows)} source layers, compiled-op numbers "
+      + ("agree" if not bad else "DIFFER: " + "; ".join(bad)))
+sys.exit(1 if bad else 0)
+EOF
+done
 
 grep '^SWEEP' "$W/sweep.txt"
 total=$(grep -c '^SWEEP' "$W/sweep.txt")
