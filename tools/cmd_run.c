@@ -17,6 +17,7 @@
 #include "kernels/kexec.h"
 #include "nicfw/exec.h"
 #include "split/split.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/stats.h"
@@ -203,6 +204,8 @@ int cmd_run(int argc, char **argv)
 			"splitnic run: --plan and --exec gpu: the plan names the executors\n");
 		return 2;
 	}
+	if (scores_path && cli_output_ok("run", "--scores", scores_path))
+		return 1;
 	if (gpu && kcuda_probe(gpu_name, sizeof(gpu_name))) {
 		fprintf(stderr, "splitnic run: --exec gpu: %s; falling back to the CPU kernels\n",
 			gpu_name);
