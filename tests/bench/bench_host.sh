@@ -33,17 +33,9 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 netns_need_files bench_host: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG"
-tag=$$
-ns_c=snbh-cli-$tag
-ns_n=snbh-nic-$tag
-tmp=$(mktemp -d)
-nic_pid=
-host_pid=
-cleanup() {
-	netns_kill "$host_pid" "$nic_pid"
-	netns_cleanup "/var/run/dpdk/snbn$tag" "/var/run/dpdk/snbh$tag" "$tmp"
-}
-trap cleanup EXIT
+tag=$$ tmp=$(mktemp -d) nic_pid= host_pid=
+ns_c=snbh-cli-$tag ns_n=snbh-nic-$tag
+trap 'netns_kill "$host_pid" "$nic_pid"; netns_cleanup "/var/run/dpdk/snbn$tag" "/var/run/dpdk/snbh$tag" "$tmp"' EXIT
 die() {
 	echo "bench_host: $*"
 	tail -5 "$tmp/nic.log" "$tmp/host.log" 2>/dev/null

@@ -130,20 +130,18 @@ sdiff = sum(1 for a, b in zip(sc, cpu) if a != b)
 print(f"host: {cli['responses']}/{cli['requests']} responses, executors {cli['executors']}, "
       f"classes differing from splitnic run: {diff}; scores differing (first {ns}): {sdiff}; "
       f"answered_nic {s['answered_nic']}, gpu_fallback_requests {s['gpu_fallback_requests']}")
-bad = []
-if cli["responses"] != n or len(got) != n or cli["errors"]["total"] or cli["timeouts"]:
-    bad.append("not every request answered")
-if diff:
-    bad.append(f"{diff} classes differ from splitnic run")
-if sdiff or len(sc) != ns:
-    bad.append(f"{sdiff} of the first {ns} images' scores differ from splitnic run")
-if cli["executors"]["nic"] != n or s["answered_nic"] < n + ns:
-    bad.append("not every request answered by the NIC stage")
-if s["gpu_fallback_requests"] < (n if not gpu else 0) or (gpu and s["gpu_fallback_requests"]):
-    bad.append(f"gpu_fallback_requests {s['gpu_fallback_requests']}, expected {'0' if gpu else '>= %d' % n}")
+checks = [
+    (cli["responses"] == n and len(got) == n and not cli["errors"]["total"] and not cli["timeouts"],
+     "not every request answered"),
+    (not diff, f"{diff} classes differ from splitnic run"),
+    (not sdiff and len(sc) == ns, f"{sdiff} of the first {ns} images' scores differ from splitnic run"),
+    (cli["executors"]["nic"] == n and s["answered_nic"] >= n + ns, "not every request answered by the NIC stage"),
+    (s["gpu_fallback_requests"] == 0 if gpu else s["gpu_fallback_requests"] >= n,
+     f"gpu_fallback_requests {s['gpu_fallback_requests']}, expected {'0' if gpu else '>= %d' % n}"),
+]
+bad = [why for ok, why in checks if not ok]
 if bad:
-    print("FAIL: " + "; ".join(bad))
-    sys.exit(1)
+    sys.exit("FAIL: " + "; ".join(bad))
 PYEOF
 kill -TERM "$host_pid"
 wait "$host_pid" || fail "splitnic-host exited $? on SIGTERM"
