@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* Calibration profiles: the parameter table, defaults, and the key = value file. */
 #include <errno.h>
-#include <stdbool.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "protocol/proto.h"
 #include "split/split.h"
@@ -202,6 +203,7 @@ int split_profile_read(FILE *f, const char *label, struct split_profile *p, char
 int split_profile_load(const char *path, struct split_profile *p, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
+	struct stat st;
 	int ret;
 
 	split_profile_default(p);
@@ -209,6 +211,14 @@ int split_profile_load(const char *path, struct split_profile *p, char *err, siz
 		ret = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return ret;
+	}
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen,
+			 "%s: not a regular file (a profile is written by `splitnic "
+			 "calibrate -o FILE`)",
+			 path);
+		fclose(f);
+		return -EINVAL;
 	}
 	ret = split_profile_read(f, path, p, err, errlen);
 	fclose(f);
