@@ -63,6 +63,21 @@ struct kern_ic_model {
  * are checked as layers take them (marking them used). Returns 0, or -EINVAL / -ENOMEM with a
  * message naming the file, layer and key in err.
  */
+/*
+ * The converter's parsers, on bytes in memory (kern_convert maps the two files and calls them):
+ * kern_ic_parse_arch fills ic's name, input and layers from arch.json text, kern_ic_parse_npz
+ * fills ic's arrays from a weights.npz archive; ic->arch_path and ic->weights_path name the
+ * inputs in messages. Both return 0, or -EINVAL / -ENOMEM with a message naming the file, key,
+ * layer or field in err; kern_ic_free releases what they filled (also after a failure).
+ */
+int kern_ic_parse_arch(struct kern_ic_model *ic, const void *json, size_t len, char *err,
+		       size_t errlen);
+int kern_ic_parse_npz(struct kern_ic_model *ic, const void *npz, size_t len, char *err,
+		      size_t errlen);
+void kern_ic_free(struct kern_ic_model *ic);
+/* After kern_compile: -EINVAL with a message naming the first array no layer used, else 0. */
+int kern_ic_check_used(const struct kern_ic_model *ic, char *err, size_t errlen);
+
 int kern_compile(const struct kern_ic_model *ic, struct kern_model *m, char *err, size_t errlen);
 void kern_compiled_free(struct kern_model *m);
 

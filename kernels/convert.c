@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include "kernels/compile.h"
@@ -13,13 +17,15 @@
 #include "kernels/model_file.h"
 #include "kernels/npy.h"
 
-#define CONV_MAX_WINDOW 65536u /* kernel, stride, pad, lrn size */
-#define CONV_MAX_MEMBER (8 * KERN_NPY_MAX_ELEMS + 65536)
+#define CONV_MAX_WINDOW	 65536u /* kernel, stride, pad, lrn size */
+#define CONV_MAX_MEMBER	 (8 * KERN_NPY_MAX_ELEMS + 65536)
+#define CONV_MAX_DEFLATE 1032 /* deflate's largest expansion: 258 bytes from 2 bits */
 
 struct conv {
 	const char *arch, *npz;
 	char *err;
 	size_t errlen;
+	uint64_t npz_len; /* bytes of the archive */
 };
 
 __attribute__((format(printf, 3, 4))) static int conv_fail(struct conv *cv, const char *file,
@@ -230,7 +236,7 @@ static int parse_input(struct conv *cv, json_t *in, struct kern_shape *s)
 	return 0;
 }
 
-static int parse_arch(struct conv *cv, struct kern_ic_model *ic)
+static int parse_arch(struct conv *cv, struct kern_ic_model *ic, const void *json, size_t len)
 {
 	static const char *const allowed[] = {"name", "input", "layers"};
 	struct field_ctx f = {.cv = cv, .where = "top level"};
@@ -238,7 +244,7 @@ static int parse_arch(struct conv *cv, struct kern_ic_model *ic)
 	json_t *root, *layers, *name;
 	int ret;
 
-	root = json_load_file(cv->arch, JSON_REJECT_DUPLICATES, &jerr);
+	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
 		return conv_fail(cv, cv->arch, "line %d column %d: %s", jerr.line, jerr.column,
 				 jerr.text);
@@ -296,7 +302,7 @@ static int read_member(struct conv *cv, zip_t *za, zip_uint64_t idx, const char 
 	int ret = -EINVAL;
 
 	if (zip_stat_index(za, idx, 0, &st) < 0 || !(st.valid & ZIP_STAT_SIZE) ||
-	    !(st.valid & ZIP_STAT_COMP_METHOD))
+	    !(st.valid & ZIP_STAT_COMP_SIZE) || !(st.valid & ZIP_STAT_COMP_METHOD))
 		return conv_fail(cv, cv->npz, "member %s: %s", name, zip_strerror(za));
 	if (st.comp_method != ZIP_CM_STORE && st.comp_method != ZIP_CM_DEFLATE)
 		return conv_fail(cv, cv->npz,
@@ -306,6 +312,17 @@ static int read_member(struct conv *cv, zip_t *za, zip_uint64_t idx, const char 
 	if (st.size > CONV_MAX_MEMBER)
 		return conv_fail(cv, cv->npz, "member %s: %llu bytes, too large", name,
 				 (unsigned long long)st.size);
+	/* The directory's sizes are claims: bound them by the archive before allocating. */
+	if (st.comp_size > cv->npz_len ||
+	    (st.comp_method == ZIP_CM_STORE ? st.size != st.comp_size
+					    : st.size / CONV_MAX_DEFLATE > st.comp_size))
+		return conv_fail(cv, cv->npz,
+				 "member %s: %llu bytes from %llu %s bytes in a %llu-byte archive: "
+				 "sizes inconsistent",
+				 name, (unsigned long long)st.size,
+				 (unsigned long long)st.comp_size,
+				 st.comp_method == ZIP_CM_STORE ? "stored" : "deflated",
+				 (unsigned long long)cv->npz_len);
 	*len = (size_t)st.size;
 	*buf = malloc(*len ? *len : 1);
 	if (!*buf)
@@ -373,21 +390,25 @@ out_free:
 	return ret;
 }
 
-static int load_npz(struct conv *cv, struct kern_ic_model *ic)
+static int load_npz(struct conv *cv, struct kern_ic_model *ic, const void *npz, size_t len)
 {
+	zip_source_t *src;
+	zip_error_t ze;
 	zip_t *za;
 	zip_int64_t n;
-	int zerr, ret = 0;
+	int ret = 0;
 
-	za = zip_open(cv->npz, ZIP_RDONLY, &zerr);
+	zip_error_init(&ze);
+	src = zip_source_buffer_create(npz, len, 0, &ze);
+	za = src ? zip_open_from_source(src, ZIP_RDONLY, &ze) : NULL;
 	if (!za) {
-		zip_error_t ze;
-
-		zip_error_init_with_code(&ze, zerr);
+		ret = zip_error_code_zip(&ze) == ZIP_ER_MEMORY ? -ENOMEM : -EINVAL;
 		conv_fail(cv, cv->npz, "%s", zip_error_strerror(&ze));
 		zip_error_fini(&ze);
-		return zerr == ZIP_ER_OPEN || zerr == ZIP_ER_READ ? -EIO : -EINVAL;
+		zip_source_free(src);
+		return ret;
 	}
+	zip_error_fini(&ze);
 	n = zip_get_num_entries(za, 0);
 	if (n < 0 || n > 4 * KERN_MF_MAX_SRC) {
 		ret = conv_fail(cv, cv->npz, "%lld members, too many", (long long)n);
@@ -416,7 +437,7 @@ out_close:
 	return ret;
 }
 
-static void free_ic(struct kern_ic_model *ic)
+void kern_ic_free(struct kern_ic_model *ic)
 {
 	for (uint32_t i = 0; i < ic->n_arrays; i++) {
 		free(ic->arrays[i].key);
@@ -424,35 +445,122 @@ static void free_ic(struct kern_ic_model *ic)
 	}
 	free(ic->arrays);
 	free(ic->layers);
+	ic->arrays = NULL;
+	ic->layers = NULL;
+	ic->n_arrays = ic->n_layers = 0;
+}
+
+int kern_ic_parse_arch(struct kern_ic_model *ic, const void *json, size_t len, char *err,
+		       size_t errlen)
+{
+	struct conv cv = {
+	    .arch = ic->arch_path, .npz = ic->weights_path, .err = err, .errlen = errlen};
+
+	return parse_arch(&cv, ic, json, len);
+}
+
+int kern_ic_parse_npz(struct kern_ic_model *ic, const void *npz, size_t len, char *err,
+		      size_t errlen)
+{
+	struct conv cv = {
+	    .arch = ic->arch_path, .npz = ic->weights_path, .err = err, .errlen = errlen};
+
+	cv.npz_len = len;
+	return load_npz(&cv, ic, npz, len);
+}
+
+int kern_ic_check_used(const struct kern_ic_model *ic, char *err, size_t errlen)
+{
+	struct conv cv = {
+	    .arch = ic->arch_path, .npz = ic->weights_path, .err = err, .errlen = errlen};
+
+	for (uint32_t i = 0; i < ic->n_arrays; i++)
+		if (!ic->arrays[i].used)
+			return conv_fail(&cv, cv.npz, "array %s is not used by any layer",
+					 ic->arrays[i].key);
+	return 0;
+}
+
+/* A whole input file, mapped read-only (an empty file is a zero-length buffer). */
+struct conv_file {
+	void *map;
+	size_t len;
+};
+
+static int conv_map(const char *path, struct conv_file *f, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, ret;
+
+	*f = (struct conv_file){NULL, 0};
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: stat: %s", path, strerror(errno));
+		goto out_close;
+	}
+	ret = -EINVAL;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto out_close;
+	}
+	ret = 0;
+	if (st.st_size) {
+		f->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (f->map == MAP_FAILED) {
+			ret = -errno;
+			f->map = NULL;
+			snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+			goto out_close;
+		}
+		f->len = (size_t)st.st_size;
+	}
+
+out_close:
+	close(fd);
+	return ret;
+}
+
+static void conv_unmap(struct conv_file *f)
+{
+	if (f->map)
+		munmap(f->map, f->len);
 }
 
 int kern_convert(const char *arch_json, const char *weights_npz, const char *out_path, char *err,
 		 size_t errlen)
 {
-	struct conv cv = {.arch = arch_json, .npz = weights_npz, .err = err, .errlen = errlen};
 	struct kern_ic_model ic = {.arch_path = arch_json, .weights_path = weights_npz};
+	struct conv_file arch, npz = {NULL, 0};
 	struct kern_model m;
 	int ret;
 
-	ret = parse_arch(&cv, &ic);
+	ret = conv_map(arch_json, &arch, err, errlen);
+	if (ret)
+		return ret;
+	ret = kern_ic_parse_arch(&ic, arch.map, arch.len, err, errlen);
 	if (!ret)
-		ret = load_npz(&cv, &ic);
+		ret = conv_map(weights_npz, &npz, err, errlen);
+	if (!ret)
+		ret = kern_ic_parse_npz(&ic, npz.map, npz.len, err, errlen);
 	if (ret)
 		goto out_free_ic;
 	ret = kern_compile(&ic, &m, err, errlen);
 	if (ret)
 		goto out_free_ic;
-	for (uint32_t i = 0; i < ic.n_arrays; i++)
-		if (!ic.arrays[i].used) {
-			ret = conv_fail(&cv, cv.npz, "array %s is not used by any layer",
-					ic.arrays[i].key);
-			goto out_free_model;
-		}
-	ret = kern_model_write(&m, out_path, err, errlen);
-
-out_free_model:
+	ret = kern_ic_check_used(&ic, err, errlen);
+	if (!ret)
+		ret = kern_model_write(&m, out_path, err, errlen);
 	kern_compiled_free(&m);
+
 out_free_ic:
-	free_ic(&ic);
+	kern_ic_free(&ic);
+	conv_unmap(&npz);
+	conv_unmap(&arch);
 	return ret;
 }

@@ -36,7 +36,7 @@ MODULE_EXT_LIBS += $(PROTOBUF_C_LIBS)
 
 -include $(ONNX_OBJ:.o=.d)
 
-# libFuzzer target for the importer (built and run by `make fuzz`, see mk/protocol.mk): the
+# libFuzzer target for the importer (built and run by `make fuzz`, see mk/fuzz.mk): the
 # importer, the compiler and the model-file validator, with ASan + UBSan.
 FUZZ_TARGETS += fuzz_onnx
 ONNX_FUZZ_KERN := kernels/compile.c kernels/model.c kernels/model_write.c kernels/crc32c.c

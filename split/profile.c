@@ -2,11 +2,13 @@
 /* Calibration profiles: the parameter table, defaults, and the key = value file. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "protocol/proto.h"
 #include "split/split.h"
 
 static const struct {
@@ -88,13 +90,121 @@ static char *trim(char *s)
 	return s;
 }
 
+/* Line length of a profile (a longer line is an error, not two lines). */
+#define PROFILE_LINE_MAX 512
+/* Largest size in bytes: integers held exactly in a double, converted to u64 by the planner. */
+#define PROFILE_BYTES_MAX 9007199254740992.0 /* 2^53 */
+
+/*
+ * The range of key k's value, from its unit: times 0..1 hour, rates 1e-6..1e18 per second (a
+ * zero rate would divide by zero), sizes whole bytes up to 2^53, flags 0 or 1; the datagram
+ * payload must hold an ACTIVATION header and a fragment and fit a UDP datagram.
+ */
+static void value_range(unsigned k, double *min, double *max, bool *whole)
+{
+	const char *u = ptab[k].info.unit;
+
+	*whole = !strcmp(u, "B") || !strcmp(u, "0/1");
+	if (k == SPLIT_P_PAYLOAD) {
+		*min = PROTO_ACT_HDR_LEN + PROTO_FRAG_ALIGN;
+		*max = PROTO_MAX_PAYLOAD;
+	} else if (!strcmp(u, "0/1")) {
+		*min = 0;
+		*max = 1;
+	} else if (!strcmp(u, "B")) {
+		*min = 0;
+		*max = PROFILE_BYTES_MAX;
+	} else if (!strcmp(u, "s")) {
+		*min = 0;
+		*max = 3600;
+	} else {
+		*min = 1e-6;
+		*max = 1e18;
+	}
+}
+
+static int profile_line(const char *label, unsigned lineno, char *line, struct split_profile *p,
+			bool *seen, char *err, size_t errlen)
+{
+	char *hash = strchr(line, '#'), *eq, *key, *val, *end;
+	double v, min, max;
+	bool whole;
+	unsigned k;
+
+	if (hash)
+		*hash = 0;
+	key = trim(line);
+	if (!*key)
+		return 0;
+	eq = strchr(key, '=');
+	if (!eq) {
+		snprintf(err, errlen, "%s:%u: expected key = value", label, lineno);
+		return -EINVAL;
+	}
+	*eq = 0;
+	key = trim(key);
+	val = trim(eq + 1);
+	for (k = 0; k < SPLIT_P__COUNT; k++)
+		if (!strcmp(key, ptab[k].info.key))
+			break;
+	if (k == SPLIT_P__COUNT) {
+		snprintf(err, errlen, "%s:%u: unknown key \"%.40s\"", label, lineno, key);
+		return -EINVAL;
+	}
+	if (seen[k]) {
+		snprintf(err, errlen, "%s:%u: %s given twice", label, lineno, key);
+		return -EINVAL;
+	}
+	seen[k] = true;
+	value_range(k, &min, &max, &whole);
+	v = strtod(val, &end);
+	if (end == val || *end || !isfinite(v) || v < min || v > max || (whole && v != floor(v))) {
+		snprintf(err, errlen, "%s:%u: bad value for %s \"%.40s\" (need %s in %g..%g %s)",
+			 label, lineno, key, val, whole ? "a whole number" : "a number", min, max,
+			 ptab[k].info.unit);
+		return -EINVAL;
+	}
+	p->v[k] = v;
+	return 0;
+}
+
+int split_profile_read(FILE *f, const char *label, struct split_profile *p, char *err,
+		       size_t errlen)
+{
+	bool seen[SPLIT_P__COUNT] = {false};
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned lineno = 0;
+	ssize_t n;
+	int ret = 0;
+
+	split_profile_default(p);
+	while (!ret && (n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if (memchr(line, '\0', (size_t)n)) {
+			snprintf(err, errlen, "%s:%u: NUL byte: not a text file", label, lineno);
+			ret = -EINVAL;
+		} else if (n >= PROFILE_LINE_MAX) {
+			snprintf(err, errlen, "%s:%u: line longer than %d bytes", label, lineno,
+				 PROFILE_LINE_MAX - 1);
+			ret = -EINVAL;
+		} else {
+			ret = profile_line(label, lineno, line, p, seen, err, errlen);
+		}
+	}
+	if (!ret && ferror(f)) {
+		snprintf(err, errlen, "%s: read error", label);
+		ret = -EIO;
+	}
+	free(line);
+	return ret;
+}
+
 int split_profile_load(const char *path, struct split_profile *p, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
-	unsigned lineno = 0;
 	struct stat st;
-	int ret = 0;
+	int ret;
 
 	split_profile_default(p);
 	if (!f) {
@@ -110,42 +220,7 @@ int split_profile_load(const char *path, struct split_profile *p, char *err, siz
 		fclose(f);
 		return -EINVAL;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *hash = strchr(line, '#'), *eq, *key, *val, *end;
-		unsigned k;
-		double v;
-
-		lineno++;
-		if (hash)
-			*hash = 0;
-		key = trim(line);
-		if (!*key)
-			continue;
-		eq = strchr(key, '=');
-		if (!eq) {
-			snprintf(err, errlen, "%s:%u: expected key = value", path, lineno);
-			ret = -EINVAL;
-			break;
-		}
-		*eq = 0;
-		key = trim(key);
-		val = trim(eq + 1);
-		for (k = 0; k < SPLIT_P__COUNT; k++)
-			if (!strcmp(key, ptab[k].info.key))
-				break;
-		v = strtod(val, &end);
-		if (k == SPLIT_P__COUNT || end == val || *end || !isfinite(v) || v < 0) {
-			snprintf(err, errlen, "%s:%u: %s \"%.40s\"", path, lineno,
-				 k == SPLIT_P__COUNT ? "unknown key" : "bad value for", key);
-			ret = -EINVAL;
-			break;
-		}
-		p->v[k] = v;
-	}
-	if (!ret && ferror(f)) {
-		snprintf(err, errlen, "%s: read error", path);
-		ret = -EIO;
-	}
+	ret = split_profile_read(f, path, p, err, errlen);
 	fclose(f);
 	return ret;
 }

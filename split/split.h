@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kernels/kern.h"
 
@@ -145,6 +146,9 @@ void split_profile_default(struct split_profile *p);
 const struct split_pkey_info *split_pkey_info(unsigned k);
 /* Read / write a profile file. 0 or -errno / -EINVAL (message names the line) in err. */
 int split_profile_load(const char *path, struct split_profile *p, char *err, size_t errlen);
+/* The same from an open stream; `label` names it in messages. */
+int split_profile_read(FILE *f, const char *label, struct split_profile *p, char *err,
+		       size_t errlen);
 int split_profile_save(const char *path, const struct split_profile *p, const char *comment);
 
 /* ---- wire formats at a cut ---------------------------------------------------------------- */
@@ -278,6 +282,9 @@ uint64_t split_model_hash(const struct kern_model *m);
 int split_plan_save(const char *path, const struct kern_model *m, const struct split_plan *plan,
 		    const struct split_opts *o, double link_gbps);
 int split_plan_load(const char *path, const struct kern_model *m, struct split_plan *plan,
+		    char *err, size_t errlen);
+/* The same from an open stream; `path` names it in messages. */
+int split_plan_read(FILE *f, const char *path, const struct kern_model *m, struct split_plan *plan,
 		    char *err, size_t errlen);
 
 /* ---- an activation over the wire (the real protocol code) ---------------------------------- */

@@ -791,6 +791,52 @@ static void test_convert_npz_members(void **state)
 	free(bufs[1]);
 }
 
+/* Set the uncompressed size that every central-directory entry of a zip file claims. */
+static void zip_claim_size(const char *path, uint32_t size)
+{
+	static uint8_t b[1 << 16];
+	FILE *fp = fopen(path, "r+b");
+	size_t n;
+
+	assert_non_null(fp);
+	n = fread(b, 1, sizeof(b), fp);
+	assert_true(n > 0 && n < sizeof(b));
+	for (size_t i = 0; i + 46 <= n; i++)
+		if (!memcmp(b + i, "PK\1\2", 4))
+			memcpy(b + i + 24, &size, 4);
+	rewind(fp);
+	assert_int_equal(fwrite(b, 1, n, fp), n);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/*
+ * fuzz_npz: a 6 KB archive whose directory claimed a 2 GiB stored member made the converter
+ * allocate 2 GiB before reading a byte. Claimed sizes are now bounded by the archive (stored:
+ * equal to the compressed size; deflated: at most 1032 times it).
+ */
+static void test_convert_npz_claimed_size(void **state)
+{
+	struct test_fx *f = *state;
+	struct test_array a = {"0.weight", NULL, 2, {2, 3}, ones};
+	static const char *const names[] = {"0.weight.npy"};
+	uint8_t *buf;
+	size_t len;
+
+	assert_int_equal(test_write_text(f->arch, DENSE_IN3(J({"type" : "dense", "out" : 2}))), 0);
+	buf = test_npy_encode(&a, &len);
+	for (int deflate = 0; deflate < 2; deflate++) {
+		assert_int_equal(test_npz_write_members(f->npz, names, &buf, &len, 1, deflate), 0);
+		assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), 0);
+		zip_claim_size(f->npz, 0x80000000u);
+		assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)),
+				 -EINVAL);
+		if (!strstr(f->err, "member 0.weight.npy: 2147483648 bytes from") ||
+		    !strstr(f->err, "sizes inconsistent"))
+			fail_msg("deflate %d: \"%s\"", deflate, f->err);
+	}
+	free(buf);
+}
+
 static void npy_expect(const char *dict, size_t data_len, const char *want)
 {
 	static const uint8_t zeros[64];
@@ -894,6 +940,8 @@ int main(void)
 					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_convert_errors, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_convert_npz_members, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_npz_claimed_size, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test(test_convert_npy_parser),
 	};

@@ -173,6 +173,144 @@ static void test_planner_infeasible(void **state)
 	split_problem_free(&p);
 }
 
+static int profile_from(const char *text, size_t len, struct split_profile *p, char *err,
+			size_t errlen)
+{
+	FILE *f = fmemopen((void *)text, len, "r");
+	int ret;
+
+	assert_non_null(f);
+	ret = split_profile_read(f, "t.profile", p, err, errlen);
+	fclose(f);
+	return ret;
+}
+
+/*
+ * fuzz_profile: "nic.mem_bytes = 0x1p200" was accepted and the planner's conversion of it to
+ * u64 was undefined behaviour; a zero link rate or payload divided by zero. Every key now has a
+ * range from its unit; a line is never split in two, a key is never given twice.
+ */
+static void test_profile_rejects(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+	    {"nic.mem_bytes = 0x1p200\n", "t.profile:1: bad value for nic.mem_bytes"},
+	    {"# x\ngpu.mem_bytes = 1e300\n", "t.profile:2: bad value for gpu.mem_bytes"},
+	    {"cpu.cache_bytes = 1.5\n", "need a whole number"},
+	    {"link.gbps = 0\n", "bad value for link.gbps"},
+	    {"cpu.f64_macs = 0\n", "bad value for cpu.f64_macs"},
+	    {"link.payload = 50\n", "bad value for link.payload"},
+	    {"link.payload = 70000\n", "bad value for link.payload"},
+	    {"gpu.present = 0.5\n", "bad value for gpu.present"},
+	    {"cpu.op_s = -1e-9\n", "bad value for cpu.op_s"},
+	    {"cpu.op_s = nan\n", "bad value for cpu.op_s"},
+	    {"cpu.op_s = 1e-6\ncpu.op_s = 2e-6\n", "t.profile:2: cpu.op_s given twice"},
+	    {"cpu.ops = 1\n", "t.profile:1: unknown key \"cpu.ops\""},
+	    {"cpu.op_s 1\n", "t.profile:1: expected key = value"},
+	};
+	struct split_profile p;
+	char err[256], text[1024];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = 0;
+		if (profile_from(cases[i].text, strlen(cases[i].text), &p, err, sizeof(err)) !=
+			-EINVAL ||
+		    !strstr(err, cases[i].want))
+			fail_msg("\"%s\": \"%s\", expected \"%s\"", cases[i].text, err,
+				 cases[i].want);
+	}
+	/* A comment longer than a line: its tail used to be read as a line of its own. */
+	n = (size_t)snprintf(text, sizeof(text), "# %0600d cpu.op_s = 5\n", 0);
+	assert_int_equal(profile_from(text, n, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.profile:1: line longer than"));
+	/* Bytes after a NUL were silently ignored. */
+	memcpy(text, "cpu.op_s = 1e-6\0 junk\n", 22);
+	assert_int_equal(profile_from(text, 22, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.profile:1: NUL byte"));
+	/* What split_profile_save writes (the defaults) reads back. */
+	split_profile_default(&p);
+	assert_int_equal(split_profile_save("build/test_split.profile", &p, "test"), 0);
+	assert_int_equal(split_profile_load("build/test_split.profile", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.v[SPLIT_P_PAYLOAD], 1400);
+	assert_int_equal(profile_from("link.payload = 9000 # jumbo\n", 28, &p, err, sizeof(err)),
+			 0);
+	assert_int_equal(p.v[SPLIT_P_PAYLOAD], 9000);
+	remove("build/test_split.profile");
+}
+
+static int plan_from(const char *text, size_t len, struct split_plan *plan, char *err,
+		     size_t errlen)
+{
+	/* A model validated from memory: its hash is FNV-1a of no bytes. */
+	static const struct kern_model m = {.name = "t", .n_layers = 3};
+	FILE *f = fmemopen((void *)text, len ? len : 1, "r");
+	int ret;
+
+	assert_non_null(f);
+	if (!len) /* fmemopen takes no empty buffer: read its one byte first */
+		fgetc(f);
+	ret = split_plan_read(f, "t.plan", &m, plan, err, errlen);
+	fclose(f);
+	return ret;
+}
+
+/*
+ * The plan file: records are whole lines, each checked to its end; "predicted_us nan" and
+ * unknown objectives were accepted, a long line was read as two.
+ */
+static void test_plan_file_rejects(void **state)
+{
+#define PLAN_HEAD "splitnic-plan 1\nmodel t cbf29ce484222325 3\n"
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+	    {PLAN_HEAD "predicted_us nan\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
+	    {PLAN_HEAD "predicted_us -1\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
+	    {PLAN_HEAD "objective fastest\nstage cpu 0 3 -\n", "t.plan:3: expected objective"},
+	    {PLAN_HEAD "link_gbps 10 20\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
+	    {PLAN_HEAD "model t cbf29ce484222325 3\n", "t.plan:3: model given twice"},
+	    {PLAN_HEAD "stage cpu 0 3 - extra\n", "t.plan:3: expected stage"},
+	    {PLAN_HEAD "stage tpu 0 3 -\n", "t.plan:3: executor \"tpu\" unknown"},
+	    {PLAN_HEAD "stage cpu 0 3 f16\n", "t.plan:3: format \"f16\" unknown"},
+	    {PLAN_HEAD "stage cpu 0 1 -\nstage nic 2 3 bits\n", "stage 1 does not continue"},
+	    {PLAN_HEAD "stage cpu 0 2 -\n", "stage 0 does not continue"},
+	    {PLAN_HEAD "objective latency\n", "t.plan: no stages"},
+	    {"splitnic-plan 1junk\n", "t.plan:1: not a splitnic-plan 1 file"},
+	    {"splitnic-plan 1\nmodel t cbf29ce484222325 4\nstage cpu 0 4 -\n", "another model"},
+	    {"", "t.plan: empty"},
+	};
+	struct split_plan plan;
+	char err[256], text[1024];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = 0;
+		if (plan_from(cases[i].text, strlen(cases[i].text), &plan, err, sizeof(err)) !=
+			-EINVAL ||
+		    !strstr(err, cases[i].want))
+			fail_msg("\"%s\": \"%s\", expected \"%s\"", cases[i].text, err,
+				 cases[i].want);
+	}
+	n = (size_t)snprintf(text, sizeof(text), PLAN_HEAD "objective latency%0300d\n", 0);
+	assert_int_equal(plan_from(text, n, &plan, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.plan:3: line longer than"));
+	memcpy(text, PLAN_HEAD "stage cpu 0 3 -\0\n", sizeof(PLAN_HEAD) + 16);
+	assert_int_equal(plan_from(text, sizeof(PLAN_HEAD) + 16, &plan, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.plan:3: NUL byte"));
+	n = (size_t)snprintf(text, sizeof(text),
+			     PLAN_HEAD "objective throughput\r\nlink_gbps 2.5\npredicted_us "
+				       "12.5\nstage cpu 0 1 -\nstage nic 1 3 bits\n");
+	assert_int_equal(plan_from(text, n, &plan, err, sizeof(err)), 0);
+	assert_int_equal(plan.n_stages, 2);
+	assert_int_equal(plan.stage[1].exec, SPLIT_EX_NIC);
+	assert_true(fabs(plan.cost - 12.5e-6) < 1e-15);
+#undef PLAN_HEAD
+}
+
 static void test_wire_roundtrip_bits(void **state)
 {
 	const struct kern_shape s = {KERN_FMT_BITS, 100, 5, 3};
@@ -203,6 +341,8 @@ int main(void)
 	    cmocka_unit_test(test_planner_equals_exhaustive),
 	    cmocka_unit_test(test_planner_infeasible),
 	    cmocka_unit_test(test_wire_roundtrip_bits),
+	    cmocka_unit_test(test_profile_rejects),
+	    cmocka_unit_test(test_plan_file_rejects),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
