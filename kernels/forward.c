@@ -215,7 +215,12 @@ static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void 
 		kern_maxpool_f64(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride, y);
 		break;
 	case KERN_OP_MAXPOOL_BITS:
-		ops->maxpool_bits(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride, y);
+		if (l->flags & KERN_LF_ANDPOOL)
+			ops->maxpool_bits_and(x, batch, l->in.c, l->in.h, l->in.w, l->kernel,
+					      l->stride, l->blob[0], y);
+		else
+			ops->maxpool_bits(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride,
+					  y);
 		break;
 	case KERN_OP_LRN:
 		kern_lrn_f64(x, batch, l->in.c, hw_in, l->lrn_size, l->lrn_alpha, l->lrn_beta,

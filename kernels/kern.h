@@ -75,7 +75,13 @@ struct kern_shape {
  * KERN_OP_UNPACK      BITS -> F64: +1.0 / -1.0.
  * KERN_OP_RELU        F64 -> F64.
  * KERN_OP_MAXPOOL     F64 -> F64, window `kernel`, `stride`, floor mode, no padding.
- * KERN_OP_MAXPOOL_BITS BITS -> BITS: OR over the window (max of +-1).
+ * KERN_OP_MAXPOOL_BITS BITS -> BITS: OR over the window (max of +-1), or, with KERN_LF_ANDPOOL,
+ *                     per channel the AND where bit c of blob0 is 1: blob0 is u64 [words(C)]
+ *                     (one pixel's words, tail bits 0). The compiler emits it for a max-pool
+ *                     followed by batch-norms and a sign, folded into thresholds ahead of the
+ *                     pool: sign(bn(max y)) is the OR of sign(bn(y)) over the window, the AND
+ *                     where the batch-norms after the pool decrease (a negative gamma), either
+ *                     where they are constant (a zero gamma).
  * KERN_OP_LRN         F64 -> F64, Caffe ACROSS_CHANNELS: y = x / (k + alpha/size * sum x^2)^beta
  *                     over channels [c - size/2, c + size/2] clipped to [0, C).
  *
@@ -103,9 +109,10 @@ enum kern_op {
 	KERN_OP__COUNT
 };
 
-#define KERN_LF_BIAS   0x1u /* blob1 holds a bias */
-#define KERN_LF_BINW   0x2u /* blob0 holds packed signs of a binary-weight float layer */
-#define KERN_LF_THRESH 0x4u /* binary op folded with bias/batch-norm/sign into thresholds */
+#define KERN_LF_BIAS	0x1u /* blob1 holds a bias */
+#define KERN_LF_BINW	0x2u /* blob0 holds packed signs of a binary-weight float layer */
+#define KERN_LF_THRESH	0x4u /* binary op folded with bias/batch-norm/sign into thresholds */
+#define KERN_LF_ANDPOOL 0x8u /* maxpool_bits: blob0 marks the channels pooled by AND */
 
 /* The interchange layer types (arch.json), kept in the model file for inspect/analyze. */
 enum kern_src_type {

@@ -148,6 +148,9 @@ uint64_t kern_layer_blob_size(const struct kern_layer *l, unsigned int i)
 		return i == 0 ? (uint64_t)l->in.c * 8 * 4 : 0;
 	case KERN_OP_THRESHOLD:
 		return i == 0 ? (uint64_t)l->in.c * 4 : i == 1 ? l->in.c : 0;
+	case KERN_OP_MAXPOOL_BITS:
+		return i == 0 && (l->flags & KERN_LF_ANDPOOL) ? (uint64_t)kern_words(l->in.c) * 8
+							      : 0;
 	}
 	return 0;
 }
@@ -245,7 +248,7 @@ static const struct {
     [KERN_OP_UNPACK] = {1u << KERN_FMT_BITS, 0},
     [KERN_OP_RELU] = {1u << KERN_FMT_F64, 0},
     [KERN_OP_MAXPOOL] = {1u << KERN_FMT_F64, 0},
-    [KERN_OP_MAXPOOL_BITS] = {1u << KERN_FMT_BITS, 0},
+    [KERN_OP_MAXPOOL_BITS] = {1u << KERN_FMT_BITS, KERN_LF_ANDPOOL},
     [KERN_OP_LRN] = {1u << KERN_FMT_F64, 0},
 };
 
@@ -406,6 +409,12 @@ static int check_contents(struct mload *ml, const struct kern_layer *l)
 		return ret;
 	case KERN_OP_THRESHOLD:
 		return check_flips(ml, 1, l->blob[1], c);
+	case KERN_OP_MAXPOOL_BITS:
+		if ((l->flags & KERN_LF_ANDPOOL) && c % 64 &&
+		    ((const uint64_t *)l->blob[0])[kern_words(c) - 1] >> (c % 64))
+			return ml_fail(ml, "blob0 and-pool mask has bits set beyond channel %llu",
+				       (unsigned long long)c);
+		return 0;
 	}
 	return 0;
 }
