@@ -163,12 +163,33 @@ struct kern_model {
 	size_t map_size;
 };
 
-/* Elements of a shape, and bytes of one image in the shape's format. */
-uint64_t kern_shape_elems(const struct kern_shape *s);
-uint64_t kern_shape_bytes(const struct kern_shape *s);
+/*
+ * Elements of a shape, and bytes of one image in the shape's format. Inline, like the class
+ * count below, so that the GPU executor (a shared object of its own) needs no kernels library.
+ */
 static inline uint32_t kern_words(uint64_t bits)
 {
 	return (uint32_t)((bits + 63) / 64);
+}
+
+static inline uint64_t kern_shape_elems(const struct kern_shape *s)
+{
+	return (uint64_t)s->c * s->h * s->w;
+}
+
+static inline uint64_t kern_shape_bytes(const struct kern_shape *s)
+{
+	switch (s->fmt) {
+	case KERN_FMT_U8:
+		return kern_shape_elems(s);
+	case KERN_FMT_F32:
+		return 4 * kern_shape_elems(s);
+	case KERN_FMT_F64:
+		return 8 * kern_shape_elems(s);
+	case KERN_FMT_BITS:
+		return 8 * (uint64_t)s->h * s->w * kern_words(s->c);
+	}
+	return 0;
 }
 const char *kern_fmt_name(uint32_t fmt);
 const char *kern_op_name(uint32_t op);
@@ -189,7 +210,10 @@ int kern_convert(const char *arch_json, const char *weights_npz, const char *out
 		 size_t errlen);
 
 /* Number of classes (elements of the last op's output). */
-uint32_t kern_model_classes(const struct kern_model *m);
+static inline uint32_t kern_model_classes(const struct kern_model *m)
+{
+	return m->n_layers ? (uint32_t)kern_shape_elems(&m->layers[m->n_layers - 1].out) : 0;
+}
 
 /*
  * Execution context: every buffer for the model at up to max_batch images, allocated here

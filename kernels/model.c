@@ -63,33 +63,6 @@ const char *kern_src_type_name(uint32_t type)
 									    : "unknown";
 }
 
-uint64_t kern_shape_elems(const struct kern_shape *s)
-{
-	return (uint64_t)s->c * s->h * s->w;
-}
-
-uint64_t kern_shape_bytes(const struct kern_shape *s)
-{
-	switch (s->fmt) {
-	case KERN_FMT_U8:
-		return kern_shape_elems(s);
-	case KERN_FMT_F32:
-		return 4 * kern_shape_elems(s);
-	case KERN_FMT_F64:
-		return 8 * kern_shape_elems(s);
-	case KERN_FMT_BITS:
-		return 8 * (uint64_t)s->h * s->w * kern_words(s->c);
-	}
-	return 0;
-}
-
-uint32_t kern_model_classes(const struct kern_model *m)
-{
-	if (!m->n_layers)
-		return 0;
-	return (uint32_t)kern_shape_elems(&m->layers[m->n_layers - 1].out);
-}
-
 /* Packed-sign rows of a layer's weight blob: `rows` rows of `len` bits, kern_words(len) each. */
 static bool layer_packed_rows(const struct kern_layer *l, uint64_t *rows, uint64_t *len)
 {
