@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* AVX-512 VPOPCNTDQ binary convolution and sign/threshold packing. */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels/bin_impl.h"
@@ -41,6 +42,134 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 				_mm512_add_epi64(acc, acc));
 }
 
+/*
+ * Blocked form, used when a block's tile fits: 32 output channels per block in four zmm
+ * accumulators, tile [tap word][32], so one broadcast input word feeds four XOR + popcounts
+ * (independent chains) and the tile is loaded once per block for the whole batch.
+ */
+#define BLK 32
+
+static void tile_load_blk(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps,
+			  uint64_t *tile)
+{
+	for (uint32_t t = 0; t < taps; t++)
+		for (uint32_t i = 0; i < BLK; i++)
+			tile[t * BLK + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
+}
+
+static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom *g,
+				 const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
+{
+	uint32_t wpp = kern_words(g->c), ky0, ky1, kx0, kx1;
+	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+
+	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
+	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
+	for (uint32_t ky = ky0; ky < ky1; ky++) {
+		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
+		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * BLK;
+		uint32_t len = (kx1 - kx0) * wpp;
+
+		for (uint32_t t = 0; t < len; t++, tr += BLK) {
+			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
+
+			a0 = _mm512_add_epi64(
+			    a0, _mm512_popcnt_epi64(_mm512_xor_si512(xb, _mm512_load_si512(tr))));
+			a1 = _mm512_add_epi64(a1, _mm512_popcnt_epi64(_mm512_xor_si512(
+						      xb, _mm512_load_si512(tr + 8))));
+			a2 = _mm512_add_epi64(a2, _mm512_popcnt_epi64(_mm512_xor_si512(
+						      xb, _mm512_load_si512(tr + 16))));
+			a3 = _mm512_add_epi64(a3, _mm512_popcnt_epi64(_mm512_xor_si512(
+						      xb, _mm512_load_si512(tr + 24))));
+		}
+	}
+	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
+	d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));
+	d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));
+	d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));
+	d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));
+}
+
+static bool blk_fits(uint32_t taps)
+{
+	return (size_t)taps * BLK <= (size_t)KERN_BCONV_TILE_TAPS * 8;
+}
+
+static void bconv_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+		      const uint64_t *w, int32_t *y, uint64_t *tile)
+{
+	uint32_t taps = g->k * g->k * kern_words(g->c);
+	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	int32_t d[BLK];
+
+	for (uint32_t o = 0; o < g->o; o += BLK) {
+		uint32_t cnt = g->o - o < BLK ? g->o - o : BLK;
+
+		tile_load_blk(w, o, cnt, taps, tile);
+		for (uint32_t b = 0; b < batch; b++) {
+			int32_t *yb = y + (size_t)b * g->o * ohw + o * ohw;
+
+			for (uint32_t oy = 0; oy < g->oh; oy++)
+				for (uint32_t ox = 0; ox < g->ow; ox++) {
+					__m512i dot[4];
+					size_t pix = (size_t)oy * g->ow + ox;
+
+					pixel_dot_blk(x + b * in_words, g, tile, oy, ox, dot);
+					for (int v = 0; v < 4; v++)
+						_mm256_storeu_si256((__m256i *)(d + 8 * v),
+								    _mm512_cvtepi64_epi32(dot[v]));
+					for (uint32_t i = 0; i < cnt; i++)
+						yb[i * ohw + pix] = d[i];
+				}
+		}
+	}
+}
+
+static void bconv_thr_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			  const uint64_t *w, const struct kern_thresh *t, uint64_t *y,
+			  uint64_t *tile)
+{
+	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o);
+	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+
+	for (uint32_t o = 0; o < g->o; o += BLK) {
+		uint32_t cnt = g->o - o < BLK ? g->o - o : BLK;
+		__m512i thr[4];
+		__mmask8 valid[4], flip[4];
+
+		for (uint32_t v = 0; v < 4; v++) {
+			uint32_t c8 = cnt > 8 * v ? cnt - 8 * v : 0;
+			__m128i fl;
+
+			valid[v] = (__mmask8)((1u << (c8 < 8 ? c8 : 8)) - 1);
+			thr[v] = _mm512_cvtepi32_epi64(
+			    _mm256_maskz_loadu_epi32(valid[v], t->thr + o + 8 * v));
+			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 8 * v);
+			flip[v] = (__mmask8)_mm_test_epi8_mask(fl, fl);
+		}
+		tile_load_blk(w, o, cnt, taps, tile);
+		for (uint32_t b = 0; b < batch; b++) {
+			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
+
+			for (uint32_t oy = 0; oy < g->oh; oy++)
+				for (uint32_t ox = 0; ox < g->ow; ox++) {
+					__m512i dot[4];
+					uint64_t m = 0;
+
+					pixel_dot_blk(x + b * in_words, g, tile, oy, ox, dot);
+					for (uint32_t v = 0; v < 4; v++)
+						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
+								     valid[v], dot[v], thr[v]) ^
+								 flip[v]) &
+								valid[v])
+						     << (8 * v);
+					yb[((size_t)oy * g->ow + ox) * ow] |= m << (o % 64);
+				}
+		}
+	}
+}
+
 void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		       const uint64_t *w, int32_t *y)
 {
@@ -51,6 +180,10 @@ void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv
 
 	if (taps > KERN_BCONV_TILE_TAPS) {
 		kern_ref_bconv(x, batch, g, w, y);
+		return;
+	}
+	if (blk_fits(taps)) {
+		bconv_blk(x, batch, g, w, y, tile);
 		return;
 	}
 	for (uint32_t o = 0; o < g->o; o += 8) {
@@ -86,6 +219,10 @@ void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_
 		return;
 	}
 	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
+	if (blk_fits(taps)) {
+		bconv_thr_blk(x, batch, g, w, t, y, tile);
+		return;
+	}
 	for (uint32_t o = 0; o < g->o; o += 8) {
 		uint32_t cnt = g->o - o < 8 ? g->o - o : 8;
 		__mmask8 valid = (__mmask8)((1u << cnt) - 1);

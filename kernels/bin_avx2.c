@@ -349,4 +349,5 @@ const struct kern_bin_ops kern_ops_avx2 = {
     .sign_pack = kern_ref_sign_pack,
     .threshold_pack = kern_ref_threshold_pack,
     .maxpool_bits = kern_ref_maxpool_bits,
+    .maxpool_bits_and = kern_ref_maxpool_bits_and,
 };

@@ -289,4 +289,5 @@ const struct kern_bin_ops kern_ops_avx512 = {
     .threshold_pack = kern_avx512_threshold_pack,
     /* An OR of whole words: the reference loop is already bandwidth-bound. */
     .maxpool_bits = kern_ref_maxpool_bits,
+    .maxpool_bits_and = kern_ref_maxpool_bits_and,
 };

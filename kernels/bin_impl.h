@@ -20,6 +20,9 @@ void kern_ref_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32
 			     const struct kern_thresh *t, uint64_t *y);
 void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			   uint32_t k, uint32_t stride, uint64_t *y);
+void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
+			       uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
+			       uint64_t *y);
 
 /* SIMD entry points shared between files of one instruction set. */
 void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,

@@ -225,6 +225,33 @@ void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32
 				}
 }
 
+void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
+			       uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
+			       uint64_t *y)
+{
+	uint32_t wpp = kern_words(c), oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+
+	for (uint32_t b = 0; b < batch; b++, x += (size_t)h * w * wpp)
+		for (uint32_t oy = 0; oy < oh; oy++)
+			for (uint32_t ox = 0; ox < ow; ox++, y += wpp)
+				for (uint32_t j = 0; j < wpp; j++) {
+					const uint64_t *p =
+					    x +
+					    ((size_t)oy * stride * w + (size_t)ox * stride) * wpp +
+					    j;
+					uint64_t any = 0, all = ~0ull;
+
+					for (uint32_t ky = 0; ky < k; ky++)
+						for (uint32_t kx = 0; kx < k; kx++) {
+							uint64_t v = p[((size_t)ky * w + kx) * wpp];
+
+							any |= v;
+							all &= v;
+						}
+					y[j] = (any & ~and_mask[j]) | (all & and_mask[j]);
+				}
+}
+
 const struct kern_bin_ops kern_ops_ref = {
     .name = "ref",
     .bdense = ref_bdense,
@@ -236,4 +263,5 @@ const struct kern_bin_ops kern_ops_ref = {
     .sign_pack = kern_ref_sign_pack,
     .threshold_pack = kern_ref_threshold_pack,
     .maxpool_bits = kern_ref_maxpool_bits,
+    .maxpool_bits_and = kern_ref_maxpool_bits_and,
 };

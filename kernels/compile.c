@@ -317,30 +317,17 @@ err_nomem:
 	return cc_nomem(c);
 }
 
-/* A sign (arch layer `sign`) on the current tensor. */
-static int cc_sign(struct cc *c, uint32_t sign)
+/*
+ * Place folded thresholds (owned from here on) for the pending chain and the sign at arch layer
+ * `sign`: into the binary op producing the integers if it is the last op, else as a THRESHOLD.
+ */
+static int cc_place_thresholds(struct cc *c, uint32_t sign, int32_t *thr, uint8_t *flip)
 {
 	uint32_t ch = c->s.c, first = cc_pending(c) ? c->pend_first : sign;
 	struct kern_layer *l;
-	int32_t *thr;
-	uint8_t *flip;
 	unsigned int bt;
 	int ret;
 
-	if (c->s.fmt == KERN_FMT_BITS)
-		return 0;
-	ret = cc_to_f64(c, sign, 1);
-	if (ret)
-		return ret;
-	ret = cc_thresholds(c, &thr, &flip);
-	if (ret)
-		return ret;
-	if (!thr) {
-		ret = cc_flush(c);
-		if (!ret)
-			ret = cc_emit(c, KERN_OP_SIGN, sign, 1, shape_fmt(c->s, KERN_FMT_BITS));
-		return ret;
-	}
 	if (c->prod >= 0 && c->prod == (int64_t)c->m->n_layers - 1) {
 		l = cc_last(c);
 		l->flags |= KERN_LF_THRESH;
@@ -370,6 +357,30 @@ static int cc_sign(struct cc *c, uint32_t sign)
 	c->hi = 1;
 	c->prod = -1;
 	return 0;
+}
+
+/* A sign (arch layer `sign`) on the current tensor. */
+static int cc_sign(struct cc *c, uint32_t sign)
+{
+	int32_t *thr;
+	uint8_t *flip;
+	int ret;
+
+	if (c->s.fmt == KERN_FMT_BITS)
+		return 0;
+	ret = cc_to_f64(c, sign, 1);
+	if (ret)
+		return ret;
+	ret = cc_thresholds(c, &thr, &flip);
+	if (ret)
+		return ret;
+	if (!thr) {
+		ret = cc_flush(c);
+		if (!ret)
+			ret = cc_emit(c, KERN_OP_SIGN, sign, 1, shape_fmt(c->s, KERN_FMT_BITS));
+		return ret;
+	}
+	return cc_place_thresholds(c, sign, thr, flip);
 }
 
 /* Can the pending chain on channel ch be exactly 0 (or -0.0) at an integer in [lo, hi]? */
@@ -735,7 +746,97 @@ static bool cc_chain_nondecreasing(const struct cc *c)
 	return true;
 }
 
-/* Returns 1 when the maxpool consumed the following sign layer. */
+/*
+ * Threshold before pool. On exact integers x with a pending chain f1 (bias, batch-norms), a
+ * max-pool, then batch-norms f2 and a sign: every step is monotone (rounding included), so per
+ * channel d2(y) = f2(y) >= 0 is monotone and sign(f2(max f1(x))) is the OR over the window of
+ * d2(f1(x)) where d2 is non-decreasing, the AND where it is non-increasing (an odd number of
+ * negative gammas in f2), and either where it is constant (a zero gamma). d2(f1(x)) is the whole
+ * chain's exact folded threshold, so the thresholds go ahead of the pool (into the binary op
+ * producing x when there is one) and the pool runs on bits. Returns the number of arch layers
+ * after the pool it consumed (batch-norms and the sign), 0 when it does not apply (the caller
+ * then pools x as it is), or -errno.
+ */
+static bool cc_post_pool_decreasing(const struct cc *c, uint32_t first_bn, uint32_t ch)
+{
+	int dir = 1;
+
+	for (uint32_t k = first_bn; k < c->n_pbn && dir; k++) {
+		double g = c->bn[c->pbn[k]].gamma[ch];
+
+		dir = g == 0 ? 0 : g < 0 ? -dir : dir;
+	}
+	return dir < 0;
+}
+
+static int cc_pool_fold(struct cc *c, const struct kern_ic_layer *L, struct kern_shape os)
+{
+	const struct kern_ic_model *ic = c->ic;
+	uint32_t i = c->layer, j = i + 1, saved = c->n_pbn, wpp = kern_words(os.c);
+	struct kern_layer *l;
+	uint64_t *mask;
+	int32_t *thr;
+	uint8_t *flip;
+	bool any_and = false;
+	int ret;
+
+	if (c->s.fmt == KERN_FMT_BITS || !c->exact)
+		return 0;
+	while (j < ic->n_layers && ic->layers[j].type == KERN_SRC_BATCHNORM)
+		j++;
+	if (j == i + 1 || j == ic->n_layers || ic->layers[j].type != KERN_SRC_SIGN)
+		return 0;
+	for (uint32_t k = i + 1; k < j; k++) {
+		c->layer = k;
+		ret = cc_batchnorm(c, &ic->layers[k]);
+		if (ret)
+			return ret;
+	}
+	c->layer = i;
+	ret = cc_thresholds(c, &thr, &flip);
+	if (ret)
+		return ret;
+	if (!thr) {
+		for (uint32_t k = i + 1; k < j; k++) {
+			free(c->bn[k].sd);
+			c->bn[k].sd = NULL;
+		}
+		c->n_pbn = saved;
+		return 0;
+	}
+	mask = calloc(wpp, sizeof(*mask));
+	if (!mask) {
+		free(thr);
+		free(flip);
+		return cc_nomem(c);
+	}
+	for (uint32_t ch = 0; ch < os.c; ch++) {
+		bool dec = cc_post_pool_decreasing(c, saved, ch);
+
+		mask[ch / 64] |= (uint64_t)dec << (ch % 64);
+		any_and = any_and || dec;
+	}
+	ret = cc_place_thresholds(c, j, thr, flip);
+	if (!ret)
+		ret = cc_emit(c, KERN_OP_MAXPOOL_BITS, i, 1, shape_fmt(os, KERN_FMT_BITS));
+	if (ret) {
+		free(mask);
+		return ret;
+	}
+	l = cc_last(c);
+	l->kernel = L->kernel;
+	l->stride = L->stride;
+	if (any_and) {
+		l->flags |= KERN_LF_ANDPOOL;
+		l->blob[0] = mask;
+		l->blob_size[0] = wpp * sizeof(*mask);
+	} else {
+		free(mask);
+	}
+	return (int)(j - i);
+}
+
+/* Returns the number of following arch layers the maxpool consumed (a sign, or bn + sign). */
 static int cc_maxpool(struct cc *c, const struct kern_ic_layer *L, bool sign_next)
 {
 	uint32_t i = c->layer;
@@ -743,6 +844,9 @@ static int cc_maxpool(struct cc *c, const struct kern_ic_layer *L, bool sign_nex
 	int ret;
 
 	ret = cc_window(c, L, &os);
+	if (ret)
+		return ret;
+	ret = cc_pool_fold(c, L, os);
 	if (ret)
 		return ret;
 	if (c->s.fmt != KERN_FMT_BITS && sign_next) {
@@ -915,7 +1019,7 @@ int kern_compile(const struct kern_ic_model *ic, struct kern_model *m, char *err
 			goto out_free;
 		}
 		cc_record(&c, i);
-		if (ret == 1)
+		for (; ret > 0; ret--)
 			cc_record(&c, ++i);
 	}
 	c.layer = ic->n_layers - 1;

@@ -12,12 +12,20 @@ struct kern_ctx {
 	const struct kern_model *m;
 	const struct kern_bin_ops *ops;
 	uint32_t max_batch;
+	uint32_t chunk;	  /* images per pass, so that a pass's activations stay in L2 */
 	size_t act_bytes; /* each of the two activation buffers */
 	void *act[2];
 	int32_t *ibuf; /* integer dots of binary ops without thresholds */
 	void *scratch; /* bit-planes or im2col columns */
 	void *final;   /* last op's output, turned into scores by kern_forward */
 };
+
+/*
+ * A batch runs in passes of as many images as keep the largest activation (both ping-pong
+ * buffers) within this, about half of a core's L2: per-image float64 maps of a CNN's first
+ * layers would otherwise stream from DRAM at batch 64.
+ */
+#define FWD_CHUNK_BYTES (256u * 1024u)
 
 static size_t align64(size_t n)
 {
@@ -88,6 +96,8 @@ struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
 	ctx->m = m;
 	ctx->ops = kern_ops_get();
 	ctx->max_batch = max_batch;
+	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / act);
+	ctx->chunk = ctx->chunk < 1 ? 1 : ctx->chunk > max_batch ? max_batch : ctx->chunk;
 	ctx->act_bytes = align64(act * max_batch);
 	ctx->act[0] = zalloc64(ctx->act_bytes);
 	ctx->act[1] = zalloc64(ctx->act_bytes);
@@ -216,7 +226,12 @@ static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void 
 		kern_maxpool_f64(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride, y);
 		break;
 	case KERN_OP_MAXPOOL_BITS:
-		ops->maxpool_bits(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride, y);
+		if (l->flags & KERN_LF_ANDPOOL)
+			ops->maxpool_bits_and(x, batch, l->in.c, l->in.h, l->in.w, l->kernel,
+					      l->stride, l->blob[0], y);
+		else
+			ops->maxpool_bits(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride,
+					  y);
 		break;
 	case KERN_OP_LRN:
 		kern_lrn_f64(x, batch, l->in.c, hw_in, l->lrn_size, l->lrn_alpha, l->lrn_beta,
@@ -232,21 +247,36 @@ static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void 
 	}
 }
 
-int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
-		       uint32_t batch, void *out)
+static void forward_pass(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
+			 uint32_t batch, void *out)
 {
 	const void *cur = in;
 	unsigned k = 0;
 
-	if (!ctx || first >= last || last > ctx->m->n_layers || !batch || batch > ctx->max_batch ||
-	    !in || !out)
-		return -EINVAL;
 	for (uint32_t i = first; i < last; i++) {
 		void *dst = i + 1 == last ? out : ctx->act[k];
 
 		run_op(ctx, &ctx->m->layers[i], cur, batch, dst);
 		cur = dst;
 		k ^= 1;
+	}
+}
+
+int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
+		       uint32_t batch, void *out)
+{
+	size_t in_bytes, out_bytes;
+
+	if (!ctx || first >= last || last > ctx->m->n_layers || !batch || batch > ctx->max_batch ||
+	    !in || !out)
+		return -EINVAL;
+	in_bytes = kern_shape_bytes(&ctx->m->layers[first].in);
+	out_bytes = kern_shape_bytes(&ctx->m->layers[last - 1].out);
+	for (uint32_t b = 0; b < batch; b += ctx->chunk) {
+		uint32_t n = batch - b < ctx->chunk ? batch - b : ctx->chunk;
+
+		forward_pass(ctx, first, last, (const uint8_t *)in + b * in_bytes, n,
+			     (uint8_t *)out + b * out_bytes);
 	}
 	return 0;
 }

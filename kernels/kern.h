@@ -75,7 +75,13 @@ struct kern_shape {
  * KERN_OP_UNPACK      BITS -> F64: +1.0 / -1.0.
  * KERN_OP_RELU        F64 -> F64.
  * KERN_OP_MAXPOOL     F64 -> F64, window `kernel`, `stride`, floor mode, no padding.
- * KERN_OP_MAXPOOL_BITS BITS -> BITS: OR over the window (max of +-1).
+ * KERN_OP_MAXPOOL_BITS BITS -> BITS: OR over the window (max of +-1), or, with KERN_LF_ANDPOOL,
+ *                     per channel the AND where bit c of blob0 is 1: blob0 is u64 [words(C)]
+ *                     (one pixel's words, tail bits 0). The compiler emits it for a max-pool
+ *                     followed by batch-norms and a sign, folded into thresholds ahead of the
+ *                     pool: sign(bn(max y)) is the OR of sign(bn(y)) over the window, the AND
+ *                     where the batch-norms after the pool decrease (a negative gamma), either
+ *                     where they are constant (a zero gamma).
  * KERN_OP_LRN         F64 -> F64, Caffe ACROSS_CHANNELS: y = x / (k + alpha/size * sum x^2)^beta
  *                     over channels [c - size/2, c + size/2] clipped to [0, C).
  *
@@ -114,10 +120,11 @@ enum kern_op {
 	KERN_OP__COUNT
 };
 
-#define KERN_LF_BIAS   0x1u /* blob1 holds a bias */
-#define KERN_LF_BINW   0x2u /* blob0 holds packed signs of a binary-weight float layer */
-#define KERN_LF_THRESH 0x4u /* binary op folded with bias/batch-norm/sign into thresholds */
-#define KERN_LF_PADNEG 0x8u /* KERN_OP_PAD fills with -inf instead of 0 */
+#define KERN_LF_BIAS	0x1u  /* blob1 holds a bias */
+#define KERN_LF_BINW	0x2u  /* blob0 holds packed signs of a binary-weight float layer */
+#define KERN_LF_THRESH	0x4u  /* binary op folded with bias/batch-norm/sign into thresholds */
+#define KERN_LF_PADNEG	0x8u  /* KERN_OP_PAD fills with -inf instead of 0 */
+#define KERN_LF_ANDPOOL 0x10u /* maxpool_bits: blob0 marks the channels pooled by AND */
 
 /*
  * The interchange layer types (arch.json), kept in the model file for inspect/analyze.
@@ -175,12 +182,33 @@ struct kern_model {
 	size_t map_size;
 };
 
-/* Elements of a shape, and bytes of one image in the shape's format. */
-uint64_t kern_shape_elems(const struct kern_shape *s);
-uint64_t kern_shape_bytes(const struct kern_shape *s);
+/*
+ * Elements of a shape, and bytes of one image in the shape's format. Inline, like the class
+ * count below, so that the GPU executor (a shared object of its own) needs no kernels library.
+ */
 static inline uint32_t kern_words(uint64_t bits)
 {
 	return (uint32_t)((bits + 63) / 64);
+}
+
+static inline uint64_t kern_shape_elems(const struct kern_shape *s)
+{
+	return (uint64_t)s->c * s->h * s->w;
+}
+
+static inline uint64_t kern_shape_bytes(const struct kern_shape *s)
+{
+	switch (s->fmt) {
+	case KERN_FMT_U8:
+		return kern_shape_elems(s);
+	case KERN_FMT_F32:
+		return 4 * kern_shape_elems(s);
+	case KERN_FMT_F64:
+		return 8 * kern_shape_elems(s);
+	case KERN_FMT_BITS:
+		return 8 * (uint64_t)s->h * s->w * kern_words(s->c);
+	}
+	return 0;
 }
 const char *kern_fmt_name(uint32_t fmt);
 const char *kern_op_name(uint32_t op);
@@ -201,7 +229,10 @@ int kern_convert(const char *arch_json, const char *weights_npz, const char *out
 		 size_t errlen);
 
 /* Number of classes (elements of the last op's output). */
-uint32_t kern_model_classes(const struct kern_model *m);
+static inline uint32_t kern_model_classes(const struct kern_model *m)
+{
+	return m->n_layers ? (uint32_t)kern_shape_elems(&m->layers[m->n_layers - 1].out) : 0;
+}
 
 /*
  * Execution context: every buffer for the model at up to max_batch images, allocated here

@@ -74,6 +74,15 @@ struct kern_bin_ops {
 	/* Max-pool on BITS (OR over the window), floor mode, no padding. */
 	void (*maxpool_bits)(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			     uint32_t k, uint32_t stride, uint64_t *y);
+
+	/*
+	 * Max-pool of thresholded bits, per channel: channel ch is the AND over the window where
+	 * bit ch of and_mask (words(c) words, as one pixel) is 1, else the OR. A threshold that
+	 * is non-increasing in its input (flip 1) turns max-then-threshold into an AND.
+	 */
+	void (*maxpool_bits_and)(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
+				 uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
+				 uint64_t *y);
 };
 
 extern const struct kern_bin_ops kern_ops_ref;

@@ -66,33 +66,6 @@ const char *kern_src_type_name(uint32_t type)
 									    : "unknown";
 }
 
-uint64_t kern_shape_elems(const struct kern_shape *s)
-{
-	return (uint64_t)s->c * s->h * s->w;
-}
-
-uint64_t kern_shape_bytes(const struct kern_shape *s)
-{
-	switch (s->fmt) {
-	case KERN_FMT_U8:
-		return kern_shape_elems(s);
-	case KERN_FMT_F32:
-		return 4 * kern_shape_elems(s);
-	case KERN_FMT_F64:
-		return 8 * kern_shape_elems(s);
-	case KERN_FMT_BITS:
-		return 8 * (uint64_t)s->h * s->w * kern_words(s->c);
-	}
-	return 0;
-}
-
-uint32_t kern_model_classes(const struct kern_model *m)
-{
-	if (!m->n_layers)
-		return 0;
-	return (uint32_t)kern_shape_elems(&m->layers[m->n_layers - 1].out);
-}
-
 /* Packed-sign rows of a layer's weight blob: `rows` rows of `len` bits, kern_words(len) each. */
 static bool layer_packed_rows(const struct kern_layer *l, uint64_t *rows, uint64_t *len)
 {
@@ -151,6 +124,9 @@ uint64_t kern_layer_blob_size(const struct kern_layer *l, unsigned int i)
 		return i == 0 ? (uint64_t)l->in.c * 8 * 4 : 0;
 	case KERN_OP_THRESHOLD:
 		return i == 0 ? (uint64_t)l->in.c * 4 : i == 1 ? l->in.c : 0;
+	case KERN_OP_MAXPOOL_BITS:
+		return i == 0 && (l->flags & KERN_LF_ANDPOOL) ? (uint64_t)kern_words(l->in.c) * 8
+							      : 0;
 	case KERN_OP_PAD:
 		return i == 0 ? 4 * sizeof(uint32_t) : 0;
 	}
@@ -250,7 +226,7 @@ static const struct {
     [KERN_OP_UNPACK] = {1u << KERN_FMT_BITS, 0},
     [KERN_OP_RELU] = {1u << KERN_FMT_F64, 0},
     [KERN_OP_MAXPOOL] = {1u << KERN_FMT_F64, 0},
-    [KERN_OP_MAXPOOL_BITS] = {1u << KERN_FMT_BITS, 0},
+    [KERN_OP_MAXPOOL_BITS] = {1u << KERN_FMT_BITS, KERN_LF_ANDPOOL},
     [KERN_OP_LRN] = {1u << KERN_FMT_F64, 0},
     [KERN_OP_PAD] = {1u << KERN_FMT_F64, KERN_LF_PADNEG},
     [KERN_OP_SIGN3] = {1u << KERN_FMT_F64, 0},
@@ -421,6 +397,12 @@ static int check_contents(struct mload *ml, const struct kern_layer *l)
 		return ret;
 	case KERN_OP_THRESHOLD:
 		return check_flips(ml, 1, l->blob[1], c);
+	case KERN_OP_MAXPOOL_BITS:
+		if ((l->flags & KERN_LF_ANDPOOL) && c % 64 &&
+		    ((const uint64_t *)l->blob[0])[kern_words(c) - 1] >> (c % 64))
+			return ml_fail(ml, "blob0 and-pool mask has bits set beyond channel %llu",
+				       (unsigned long long)c);
+		return 0;
 	case KERN_OP_PAD: {
 		const uint32_t *p = l->blob[0];
 

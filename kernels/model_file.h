@@ -9,7 +9,7 @@
  * Header, 128 bytes at offset 0:
  *
  *    0  u8[8] magic            "SNICMDL\0"
- *    8  u32   version          1
+ *    8  u32   version          2 (2 added KERN_LF_ANDPOOL; convert a version 1 file again)
  *   12  u32   header_size      128
  *   16  u64   file_size        the file's size in bytes
  *   24  u32   crc32c           CRC32C (kernels/crc32c.h) of the whole file with these 4 bytes
@@ -57,7 +57,8 @@
  *
  * Blob contents: packed weight words are u64 with bit j of word k for element 64k + j, bit 1
  * where W >= 0 (+0.0 and -0.0 give +1), the unused high bits of a row's (or tap's) last word 0;
- * thresholds are i32, flips u8 (0 or 1), everything else f64. Bytes between blobs are 0.
+ * thresholds are i32, flips u8 (0 or 1), and-pool masks u64 (tail bits 0), everything else f64.
+ * Bytes between blobs are 0.
  *
  * kern_model_load checks all of it: sizes, magic, version, header_size, crc, flags, counts
  * (bounded by KERN_MF_MAX_*), tables inside the file and aligned, every op known with formats,
@@ -77,7 +78,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the model file is mapped in place");
 
 #define KERN_MF_MAGIC	    "SNICMDL"
-#define KERN_MF_VERSION	    1
+#define KERN_MF_VERSION	    2
 #define KERN_MF_HEADER_SIZE 128
 #define KERN_MF_SRC_SIZE    32
 #define KERN_MF_OP_SIZE	    128

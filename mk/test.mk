@@ -19,4 +19,10 @@ bench: deps
 bench-run: all
 	$(Q)tests/bench/run-bench.sh
 
-.PHONY: test-run demo-run bench-run
+# The kernel figures alone (binary kernels vs OpenBLAS, bundled models at batch 1 and 64).
+bench-kernels: $(B)/bench/bench_kernels $(B)/bench/bench_models models
+	$(Q)BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} $(B)/bench/bench_kernels
+	$(Q)BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} $(B)/bench/bench_models \
+		/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz $(B)/models/fmnist-*.snm
+
+.PHONY: test-run demo-run bench-run bench-kernels

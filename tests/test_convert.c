@@ -277,7 +277,7 @@ static void test_convert_maxpool_before_sign(void **state)
 	kern_model_free(m);
 }
 
-/* bconv + bias -> max-pool 2x2 stride 2 on integers (bias stays pending) -> bn -> sign. */
+/* bconv + bias -> max-pool 2x2 stride 2 -> bn -> sign: thresholds ahead of the pool, OR-pool. */
 static void test_convert_maxpool_pending_monotone(void **state)
 {
 	struct test_fx *f = *state;
@@ -308,13 +308,11 @@ static void test_convert_maxpool_pending_monotone(void **state)
 		    ]
 	    }),
 	    a, NA(a));
-	expect_ops(m,
-		   (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_MAXPOOL,
-				KERN_OP_THRESHOLD},
-		   (uint32_t[]){0, 0, 0, 0, 0}, 5);
-	expect_thresholds(&m->layers[4], 0, (int32_t[]){1}, (uint8_t[]){0}, 1);
-	assert_int_equal(m->layers[4].src_first, 1);
-	assert_int_equal(m->layers[4].src_count, 4);
+	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_MAXPOOL_BITS},
+		   (uint32_t[]){0, 0, KERN_LF_THRESH, 0}, 4);
+	expect_thresholds(&m->layers[2], 1, (int32_t[]){1}, (uint8_t[]){0}, 1);
+	assert_int_equal(m->layers[2].src_first, 1);
+	assert_int_equal(m->layers[2].src_count, 4);
 	expect_scores(m, x, 1, want, 0);
 	kern_model_free(m);
 }
@@ -354,6 +352,163 @@ static void test_convert_maxpool_pending_flushed(void **state)
 		   (uint32_t[]){0, 0, 0, 0, 0, 0}, 6);
 	expect_scores(m, x, 1, want, 0);
 	kern_model_free(m);
+}
+
+/*
+ * Threshold before pool on adversarial batch-norms, against a plain float64 evaluation of the
+ * spec: f32 (C,H,W) -> sign -> binary conv (O > 64 outputs, pad 1, half-integer bias)
+ * [-> bn0] -> max-pool 3x3 stride 2 -> bn1 -> bn2 -> sign. Gammas are positive, negative and
+ * zero in every combination; means put many pooled values exactly on the decision point.
+ */
+#define TP_C  5
+#define TP_H  9
+#define TP_O  70
+#define TP_K  3
+#define TP_OH 9
+#define TP_PH 4
+
+struct tp_bn {
+	double *gamma, *beta, *mean, *var;
+};
+
+static void tp_gen_bn(struct test_gen *g, uint32_t layer, const double *bias, bool exact_mean,
+		      struct tp_bn *bn)
+{
+	const uint64_t dims[1] = {TP_O};
+
+	bn->gamma = test_gen_array(g, layer, "gamma", "<f8", 1, dims);
+	bn->beta = test_gen_array(g, layer, "beta", "<f8", 1, dims);
+	bn->mean = test_gen_array(g, layer, "mean", "<f8", 1, dims);
+	bn->var = test_gen_array(g, layer, "var", "<f8", 1, dims);
+	for (uint32_t o = 0; o < TP_O; o++) {
+		static const double gam[] = {1.5, -0.75, 0, 2, -3, 0.5, -1};
+		int64_t n = (int64_t)(test_rng() % 15) - 7;
+
+		bn->gamma[o] = gam[(o + layer) % 7];
+		bn->beta[o] = bn->gamma[o] == 0 ? ((double)(test_rng() % 3) - 1) * 0.5 : 0;
+		bn->mean[o] = exact_mean ? bias[o] + (double)n : test_urand(-4, 4);
+		bn->var[o] = (o + layer) % 3 ? 0.75 : test_urand(0.5, 3);
+	}
+}
+
+static double tp_bn_apply(const struct tp_bn *bn, uint32_t o, double x)
+{
+	return (x - bn->mean[o]) / sqrt(bn->var[o] + 1e-4) * bn->gamma[o] + bn->beta[o];
+}
+
+static void tp_case(struct test_fx *f, bool pre_bn)
+{
+	char json[1024];
+	struct test_gen g = {0};
+	struct tp_bn bn0 = {0}, bn1, bn2;
+	uint32_t L = pre_bn ? 1 : 0;
+	double *w, *b;
+	float x[4][TP_C * TP_H * TP_H];
+	double *want = calloc(4 * TP_O * TP_PH * TP_PH, sizeof(double));
+	struct kern_model *m;
+	bool has_and = false;
+
+	assert_non_null(want);
+	test_rng_seed(pre_bn ? 0x51 : 0x15);
+	w = test_gen_array(&g, 1, "weight", "<f8", 4, (uint64_t[]){TP_O, TP_C, TP_K, TP_K});
+	b = test_gen_array(&g, 1, "bias", "<f8", 1, (uint64_t[]){TP_O});
+	for (size_t i = 0; i < (size_t)TP_O * TP_C * TP_K * TP_K; i++)
+		w[i] = test_urand(-1, 1);
+	for (uint32_t o = 0; o < TP_O; o++)
+		b[o] = (double)((int64_t)(test_rng() % 9) - 4) + 0.5;
+	if (pre_bn)
+		tp_gen_bn(&g, 2, b, true, &bn0);
+	tp_gen_bn(&g, 3 + L, b, !pre_bn, &bn1);
+	tp_gen_bn(&g, 4 + L, b, false, &bn2);
+	snprintf(
+	    json, sizeof(json),
+	    "{\"input\": {\"shape\": [%d, %d, %d], \"dtype\": \"f32\"}, \"layers\": ["
+	    "{\"type\": \"sign\"}, {\"type\": \"conv\", \"out\": %d, \"kernel\": %d, "
+	    "\"pad\": 1, \"bias\": true, \"binary_weights\": true}, %s"
+	    "{\"type\": \"maxpool\", \"kernel\": 3, \"stride\": 2}, "
+	    "{\"type\": \"batchnorm\", \"eps\": 1e-4}, {\"type\": \"batchnorm\", \"eps\": 1e-4}, "
+	    "{\"type\": \"sign\"}]}",
+	    TP_C, TP_H, TP_H, TP_O, TP_K,
+	    pre_bn ? "{\"type\": \"batchnorm\", \"eps\": 1e-4}, " : "");
+	for (uint32_t n = 0; n < 4; n++)
+		for (uint32_t i = 0; i < TP_C * TP_H * TP_H; i++)
+			x[n][i] = (float)test_urand(-1, 1);
+
+	for (uint32_t n = 0; n < 4; n++)
+		for (uint32_t o = 0; o < TP_O; o++)
+			for (uint32_t py = 0; py < TP_PH; py++)
+				for (uint32_t px = 0; px < TP_PH; px++) {
+					double mx = -INFINITY, v;
+
+					for (uint32_t wy = 0; wy < 3; wy++)
+						for (uint32_t wx = 0; wx < 3; wx++) {
+							int oy = (int)(py * 2 + wy),
+							    ox = (int)(px * 2 + wx);
+							double acc = 0;
+
+							for (uint32_t c = 0; c < TP_C; c++)
+								for (int ky = 0; ky < TP_K; ky++)
+									for (int kx = 0; kx < TP_K;
+									     kx++) {
+										int iy =
+											oy + ky - 1,
+										    ix =
+											ox + kx - 1;
+										double xs, ws;
+
+										if (iy < 0 ||
+										    ix < 0 ||
+										    iy >= TP_H ||
+										    ix >= TP_H)
+											continue;
+										xs =
+										    x[n][(c * TP_H +
+											  iy) *
+											     TP_H +
+											 ix] >= 0
+											? 1
+											: -1;
+										ws = w[((o * TP_C +
+											 c) *
+											    TP_K +
+											ky) *
+											   TP_K +
+										       kx] >= 0
+											 ? 1
+											 : -1;
+										acc += xs * ws;
+									}
+							v = acc + b[o];
+							if (pre_bn)
+								v = tp_bn_apply(&bn0, o, v);
+							mx = v > mx ? v : mx;
+						}
+					v = tp_bn_apply(&bn2, o, tp_bn_apply(&bn1, o, mx));
+					want[((n * TP_O + o) * TP_PH + py) * TP_PH + px] =
+					    v >= 0 ? 1 : -1;
+				}
+
+	m = test_fx_build_gen(f, json, &g);
+	/* The whole conv -> pool -> bn -> sign stays in bits. */
+	for (uint32_t i = 0; i < m->n_layers; i++) {
+		assert_int_not_equal(m->layers[i].op, KERN_OP_MAXPOOL);
+		assert_int_not_equal(m->layers[i].op, KERN_OP_BATCHNORM);
+		has_and = has_and || (m->layers[i].flags & KERN_LF_ANDPOOL);
+	}
+	assert_true(has_and);
+	expect_scores(m, x, 4, want, 0);
+	kern_model_free(m);
+	free(want);
+}
+
+static void test_convert_pool_fold_adversarial(void **state)
+{
+	tp_case(*state, false);
+}
+
+static void test_convert_pool_fold_pre_pool_bn(void **state)
+{
+	tp_case(*state, true);
 }
 
 /* Float max-pool 3x3 stride 2 (overlapping windows). */
@@ -918,6 +1073,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_monotone, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_convert_maxpool_pending_flushed, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_pool_fold_adversarial, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_convert_pool_fold_pre_pool_bn, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_convert_maxpool_float_stride, test_fx_setup,
 					    test_fx_teardown),

@@ -535,6 +535,67 @@ static void test_maxpool_bits_shapes(void **state)
 				maxpool_bits_case(cs[i], k, stride);
 }
 
+/* Per-channel OR/AND pool: against the plain max (OR) and min (AND) of +-1 over the window. */
+static void maxpool_bits_and_case(uint32_t c, uint32_t k, uint32_t stride)
+{
+	uint32_t h = k + rng_below(8), w = k + rng_below(8);
+	uint32_t wpp = kern_words(c), batch = 1 + rng_below(3);
+	uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+	size_t in_pix = (size_t)h * w, out_words = (size_t)batch * oh * ow * wpp;
+	int8_t *xv = xalloc(batch * in_pix * c), *neg = xalloc(batch * in_pix * c);
+	uint64_t *x = xalloc(batch * in_pix * wpp * 8), *mask = xalloc(wpp * 8);
+	uint64_t *y = xalloc(out_words * 8), *want = xalloc(out_words * 8);
+
+	/* Mostly +1 so that AND and OR differ often. */
+	rand_signs(xv, x, c, batch * (uint32_t)in_pix);
+	for (size_t i = 0; i < batch * in_pix * c; i++)
+		if (rng_below(3) && xv[i] < 0) {
+			xv[i] = 1;
+			x[(i / c) * wpp + (i % c) / 64] |= 1ull << (i % c % 64);
+		}
+	for (size_t i = 0; i < batch * in_pix * c; i++)
+		neg[i] = (int8_t)-xv[i];
+	memset(mask, 0, wpp * 8);
+	for (uint32_t ch = 0; ch < c; ch++)
+		mask[ch / 64] |= (uint64_t)(rng_below(2) == 0) << (ch % 64);
+	memset(want, 0, out_words * 8);
+	for (uint32_t b = 0; b < batch; b++)
+		for (uint32_t oy = 0; oy < oh; oy++)
+			for (uint32_t ox = 0; ox < ow; ox++)
+				for (uint32_t ch = 0; ch < c; ch++) {
+					bool use_and = mask[ch / 64] >> (ch % 64) & 1;
+					int m = use_and ? -plain_pool_max(neg + b * in_pix * c, c,
+									  w, k, stride, oy, ox, ch)
+							: plain_pool_max(xv + b * in_pix * c, c, w,
+									 k, stride, oy, ox, ch);
+
+					want[(((size_t)b * oh + oy) * ow + ox) * wpp + ch / 64] |=
+					    (uint64_t)(m > 0) << (ch % 64);
+				}
+	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, out_words * 8);
+		ops->maxpool_bits_and(x, batch, c, h, w, k, stride, mask, y);
+		check_words(y, want, out_words, "maxpool_bits_and", ops->name);
+	}
+	free(xv), free(neg), free(x), free(mask), free(y), free(want);
+}
+
+static void test_maxpool_bits_and_shapes(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 64, 65, 130};
+
+	(void)state;
+	rng_seed(11);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (uint32_t k = 1; k <= 3; k++)
+			for (uint32_t stride = 1; stride <= 3; stride++)
+				maxpool_bits_and_case(cs[i], k, stride);
+}
+
 /* --- layout -------------------------------------------------------------------------------- */
 
 static void test_layout_unpack_flatten(void **state)
@@ -812,6 +873,7 @@ int main(void)
 	    cmocka_unit_test(test_sign_pack_shapes),
 	    cmocka_unit_test(test_threshold_pack_shapes),
 	    cmocka_unit_test(test_maxpool_bits_shapes),
+	    cmocka_unit_test(test_maxpool_bits_and_shapes),
 	    cmocka_unit_test(test_layout_unpack_flatten),
 	    cmocka_unit_test(test_conv_f64_shapes),
 	    cmocka_unit_test(test_dense_f64_batches),

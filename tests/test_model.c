@@ -420,7 +420,7 @@ static void mut_last_blob_short(struct fx *f, uint8_t *b)
 
 static const struct reject_case reject_cases[] = {
     {"magic", 0, 0, 0, mut_magic, false, {"magic", NULL}},
-    {"version", 8, 4, 2, NULL, false, {"version 2", NULL}},
+    {"version", 8, 4, 3, NULL, false, {"version 3", NULL}},
     {"header_size", 12, 4, 64, NULL, false, {"header_size 64", NULL}},
     {"file_size", 16, 8, 1u << 20, NULL, false, {"file_size 1048576", NULL}},
     {"crc", 0, 0, 0, mut_crc, true, {"crc32c", NULL}},

@@ -376,7 +376,7 @@ int kcuda_d_pack(cudaStream_t s, const double *x, uint32_t batch, uint32_t c, ui
 
 __global__ void k_maxpool_bits(const uint64_t *__restrict__ x, uint32_t batch, uint32_t wpp,
 			       uint32_t h, uint32_t w, uint32_t k, uint32_t stride, uint32_t oh,
-			       uint32_t ow, uint64_t *y)
+			       uint32_t ow, const uint64_t *__restrict__ and_mask, uint64_t *y)
 {
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	     i < (size_t)batch * oh * ow * wpp; i += (size_t)gridDim.x * blockDim.x) {
@@ -384,23 +384,28 @@ __global__ void k_maxpool_bits(const uint64_t *__restrict__ x, uint32_t batch, u
 		const size_t p = (i / wpp) % ((size_t)oh * ow), b = i / wpp / ((size_t)oh * ow);
 		const uint32_t oy = (uint32_t)(p / ow), ox = (uint32_t)(p % ow);
 		const uint64_t *xb = x + b * h * w * wpp;
-		uint64_t m = 0;
+		uint64_t any = 0, all = ~0ull;
 
 		for (uint32_t ky = 0; ky < k; ky++)
-			for (uint32_t kx = 0; kx < k; kx++)
-				m |= xb[((size_t)(oy * stride + ky) * w + ox * stride + kx) * wpp +
-					j];
-		y[i] = m;
+			for (uint32_t kx = 0; kx < k; kx++) {
+				const uint64_t v =
+				    xb[((size_t)(oy * stride + ky) * w + ox * stride + kx) * wpp + j];
+
+				any |= v;
+				all &= v;
+			}
+		y[i] = and_mask ? (any & ~and_mask[j]) | (all & and_mask[j]) : any;
 	}
 }
 
 int kcuda_d_maxpool_bits(cudaStream_t s, const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
-			 uint32_t w, uint32_t k, uint32_t stride, uint64_t *y)
+			 uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
+			 uint64_t *y)
 {
 	const uint32_t wpp = (c + 63) / 64, oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 
 	k_maxpool_bits<<<kcuda_blocks((size_t)batch * oh * ow * wpp, TPB), TPB, 0, s>>>(
-	    x, batch, wpp, h, w, k, stride, oh, ow, y);
+	    x, batch, wpp, h, w, k, stride, oh, ow, and_mask, y);
 	return KCUDA_CHECK(cudaGetLastError());
 }
 

@@ -234,7 +234,7 @@ extern "C" int kcuda_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c,
 	uint64_t *dy = (uint64_t *)tmp_out(&t, ny);
 
 	if (!t.ret)
-		t.ret = kcuda_d_maxpool_bits(0, dx, batch, c, h, w, k, stride, dy);
+		t.ret = kcuda_d_maxpool_bits(0, dx, batch, c, h, w, k, stride, NULL, dy);
 	return tmp_done(&t, y, dy, ny);
 }
 

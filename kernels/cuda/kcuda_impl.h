@@ -72,8 +72,10 @@ int kcuda_d_bconv_thr(cudaStream_t s, const uint64_t *x, uint32_t batch,
 /* Sign (t == NULL) or thresholds, F64 C-major -> BITS channel-packed. */
 int kcuda_d_pack(cudaStream_t s, const double *x, uint32_t batch, uint32_t c, uint32_t h,
 		 uint32_t w, const struct kcuda_dthresh *t, uint64_t *y);
+/* OR over the window; with and_mask (device, words(c)), AND for the channels whose bit is 1. */
 int kcuda_d_maxpool_bits(cudaStream_t s, const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
-			 uint32_t w, uint32_t k, uint32_t stride, uint64_t *y);
+			 uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
+			 uint64_t *y);
 int kcuda_d_unpack(cudaStream_t s, const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
 		   uint32_t w, double *y);
 int kcuda_d_flatten_bits(cudaStream_t s, const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,

@@ -310,8 +310,10 @@ static int run_op(struct kcuda_model *g, uint32_t i, const void *x, uint32_t bat
 		return kcuda_d_maxpool(s, (const double *)x, batch, l->in.c, l->in.h, l->in.w,
 				       l->kernel, l->stride, (double *)y);
 	case KERN_OP_MAXPOOL_BITS:
-		return kcuda_d_maxpool_bits(s, (const uint64_t *)x, batch, l->in.c, l->in.h,
-					    l->in.w, l->kernel, l->stride, (uint64_t *)y);
+		return kcuda_d_maxpool_bits(
+		    s, (const uint64_t *)x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride,
+		    (l->flags & KERN_LF_ANDPOOL) ? (const uint64_t *)d->blob[0] : NULL,
+		    (uint64_t *)y);
 	case KERN_OP_LRN:
 		return kcuda_d_lrn(s, (const double *)x, batch, l->in.c, hw_in, l->lrn_size,
 				   l->lrn_alpha, l->lrn_beta, l->lrn_k, (double *)y);
