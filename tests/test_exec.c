@@ -55,19 +55,20 @@ static void test_exec_nic_rule(void **state)
 {
 	struct test_fx *f = *state;
 	struct kern_model *mlp = test_model_u8_mlp(f), *cnn = bundled("fmnist-bcnn");
-	const uint32_t n = cnn->n_layers;
+	const uint32_t n = cnn->n_layers, t = kexec_nic_first(cnn);
 
 	assert_int_equal(kexec_nic_first(mlp), 0);
 	assert_true(kexec_can_run(KEXEC_KIND_NIC, mlp, 0, mlp->n_layers));
 	assert_false(kexec_can_run(KEXEC_KIND_NIC, mlp, 0, mlp->n_layers - 1)); /* not a tail */
-	assert_int_equal(kexec_nic_first(cnn), 10);
-	assert_int_equal(cnn->layers[10].op, KERN_OP_FLATTEN);
-	assert_false(kexec_can_run(KEXEC_KIND_NIC, cnn, 9, n));
-	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, 10, n));
-	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, 11, n));
-	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, 12, n));
-	assert_false(kexec_can_run(KEXEC_KIND_NIC, cnn, 13, n)); /* bias: not an entry op */
-	assert_true(kexec_nic_op(&cnn->layers[13]));
+	assert_int_equal(cnn->layers[t].op, KERN_OP_FLATTEN); /* the dense tail starts there */
+	assert_int_equal(cnn->layers[t - 1].op, KERN_OP_MAXPOOL_BITS);
+	assert_false(kexec_can_run(KEXEC_KIND_NIC, cnn, t - 1, n));
+	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, t, n));
+	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, t + 1, n));
+	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, t + 2, n));
+	assert_false(kexec_can_run(KEXEC_KIND_NIC, cnn, t + 3, n)); /* bias: not an entry op */
+	assert_int_equal(cnn->layers[t + 3].op, KERN_OP_BIAS);
+	assert_true(kexec_nic_op(&cnn->layers[t + 3]));
 	assert_false(kexec_nic_op(&cnn->layers[4])); /* bconv */
 	assert_true(kexec_can_run(KEXEC_KIND_CPU, cnn, 3, 7));
 	assert_true(kexec_can_run(KEXEC_KIND_GPU, cnn, 0, n));
@@ -180,14 +181,15 @@ static void nic_exact(const struct kexec_ops *ops, const void *conf, uint32_t k)
 	struct kexec_done d;
 	struct kexec_caps c;
 	struct kexec x;
-	char err[512];
+	char err[512], want_err[64];
 
 	assert_non_null(out);
 	assert_non_null(act);
 	assert_int_equal(kern_forward_range(ctx, 0, k, in, count, act), 0);
 	assert_int_equal(kexec_open(&x, ops, conf, err, sizeof(err)), 0);
-	assert_int_equal(kexec_load(&x, m, 9, m->n_layers, count, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "cannot run ops [9, 15)"));
+	assert_int_equal(kexec_load(&x, m, k - 2, m->n_layers, count, err, sizeof(err)), -EINVAL);
+	snprintf(want_err, sizeof(want_err), "cannot run ops [%u, %u)", k - 2, m->n_layers);
+	assert_non_null(strstr(err, want_err));
 	assert_int_equal(kexec_load(&x, m, k, m->n_layers, count, err, sizeof(err)), 0);
 	kexec_get_caps(&x, &c);
 	assert_int_equal(c.kind, KEXEC_KIND_NIC);
@@ -214,18 +216,22 @@ static void nic_exact(const struct kexec_ops *ops, const void *conf, uint32_t k)
 static void test_exec_nic_emu(void **state)
 {
 	const struct nicfw_exec_emu_conf conf = {.executors = 16};
+	struct kern_model *m = bundled("fmnist-bcnn");
+	const uint32_t f = kexec_nic_first(m);
 
 	(void)state;
-	nic_exact(&nicfw_exec_emu_ops, &conf, 11);
-	nic_exact(&nicfw_exec_emu_ops, NULL, 10);
+	kern_model_free(m);
+	nic_exact(&nicfw_exec_emu_ops, &conf, f + 1); /* the first dense layer */
+	nic_exact(&nicfw_exec_emu_ops, NULL, f);      /* from the flatten */
 }
 
-/* A plan's stages CPU [0, 4) -> GPU [4, 11) -> NIC [11, 15): the same scores as kern_forward
+/* A plan's stages CPU [0, 4) -> GPU [4, k) -> NIC [k, n), k the first dense layer: the same
+ * scores as kern_forward
  * (every op past 3 is exact on the GPU too). */
 static void test_exec_pipe_cpu_gpu_nic(void **state)
 {
 	struct kern_model *m = bundled("fmnist-bcnn");
-	const uint32_t classes = kern_model_classes(m), count = 7;
+	const uint32_t classes = kern_model_classes(m), count = 7, k = kexec_nic_first(m) + 1;
 	uint8_t *in = test_random_inputs(m, count);
 	double *want = cpu_scores(m, in, count), *out = calloc(count * classes, sizeof(double));
 	struct kexec_pipe p;
@@ -235,13 +241,12 @@ static void test_exec_pipe_cpu_gpu_nic(void **state)
 	assert_non_null(out);
 	kexec_pipe_init(&p);
 	assert_int_equal(kexec_pipe_add(&p, &kexec_cpu_ops, NULL, m, 0, 4, 8, err, sizeof(err)), 0);
-	assert_int_equal(kexec_pipe_add(&p, &kexec_gpu_ops, NULL, m, 5, 11, 8, err, sizeof(err)),
+	assert_int_equal(kexec_pipe_add(&p, &kexec_gpu_ops, NULL, m, 5, k, 8, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "does not start where the previous stage ended"));
-	assert_int_equal(kexec_pipe_add(&p, &kexec_gpu_ops, NULL, m, 4, 11, 8, err, sizeof(err)),
-			 0);
+	assert_int_equal(kexec_pipe_add(&p, &kexec_gpu_ops, NULL, m, 4, k, 8, err, sizeof(err)), 0);
 	assert_int_equal(
-	    kexec_pipe_add(&p, &nicfw_exec_emu_ops, NULL, m, 11, m->n_layers, 8, err, sizeof(err)),
+	    kexec_pipe_add(&p, &nicfw_exec_emu_ops, NULL, m, k, m->n_layers, 8, err, sizeof(err)),
 	    0);
 	assert_int_equal(p.n, 3);
 	assert_int_equal(kexec_pipe_run(&p, in, count, out), 0);

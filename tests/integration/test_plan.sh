@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A plan with CPU, GPU and NIC stages, run as a plan (issue 11): the binary CNN as
-#   cpu ops [0, 4) -> gpu ops [4, 11) -> nic ops [11, 15)     (activation: 3136 bits at op 11)
+#   cpu ops [0, 4) -> gpu ops [4, 9) -> nic ops [9, 13)     (activation: 3136 bits at op 9)
 #   1. in process: `splitnic run --plan` (executors through kernels/kexec.h, the NIC stage on the
 #      emulator) gives the classes and the scores of `splitnic run`, bit for bit;
 #   2. over packets: splitnic-host serving the plan (its cpu and gpu stages on the host, its nic
@@ -34,7 +34,7 @@ fail() {
 # --- the plan file: the planner's header (model hash), stages by hand ---------------------------
 "$S" plan "$CNN" -o "$tmp/cnn.plan" >/dev/null 2>&1 || fail "splitnic plan"
 sed -i '/^stage /d' "$tmp/cnn.plan"
-printf 'stage cpu 0 4 -\nstage gpu 4 11 bits\nstage nic 11 15 bits\n' >>"$tmp/cnn.plan"
+printf 'stage cpu 0 4 -\nstage gpu 4 9 bits\nstage nic 9 13 bits\n' >>"$tmp/cnn.plan"
 if "$S" run "$CNN" --count 1 --images "$IMG" --exec gpu 2>&1 | grep -q "falling back"; then
 	gpu=0
 else
@@ -48,7 +48,7 @@ fi
 	--scores "$tmp/plan.csv" >"$tmp/plan.txt" 2>"$tmp/plan.err" || fail "splitnic run --plan: $(cat "$tmp/plan.err")"
 cat "$tmp/plan.txt" "$tmp/plan.err"
 cmp -s "$tmp/cpu.csv" "$tmp/plan.csv" || fail "run --plan: scores differ from splitnic run"
-grep -q "plan $tmp/cnn.plan: cpu \[0, 4) -> gpu \[4, 11) -> nic \[11, 15)" "$tmp/plan.txt" ||
+grep -q "plan $tmp/cnn.plan: cpu \[0, 4) -> gpu \[4, 9) -> nic \[9, 13)" "$tmp/plan.txt" ||
 	fail "run --plan: the stages are not reported"
 if [ "$gpu" = 0 ]; then
 	[ "$(grep -c 'gpu: no usable GPU (' "$tmp/plan.err")" = 1 ] || fail "run --plan: no (or more than one) GPU fallback message"
