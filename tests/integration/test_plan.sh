@@ -78,7 +78,7 @@ ip netns exec "$ns_s" "$HOST" -l 0-1 --no-huge -m 512 --file-prefix "snpl$tag" -
 host_pid=$!
 netns_wait_log "$tmp/host.log" "^host: serving" "$host_pid" splitnic-host || fail "$NETNS_WHY"
 grep "^host:" "$tmp/host.log"
-grep -q "^host:   stage 1: gpu ops 4..10" "$tmp/host.log" || fail "host: the plan's gpu stage is not loaded"
+grep -q "^host:   stage 1: gpu ops 4..8" "$tmp/host.log" || fail "host: the plan's gpu stage is not loaded"
 if [ "$gpu" = 0 ]; then
 	[ "$(grep -c 'gpu: no usable GPU (' "$tmp/host.log")" = 1 ] || fail "host: no (or more than one) GPU fallback message"
 fi

@@ -24,7 +24,8 @@ for m in "$B"/models/fmnist-bmlp.snm "$B"/models/fmnist-bcnn.snm; do
 	if [ -f "$m" ]; then models+=("$m"); else echo "note: $m not built (make models); left out"; fi
 done
 for a in bmlp bcnn-cifar alexnet-bin; do
-	if [ ! -f "$W/$a.snm" ]; then
+	# rebuilt when splitnic is newer: the model file format follows the compiler
+	if [ ! -f "$W/$a.snm" ] || [ "$SN" -nt "$W/$a.snm" ]; then
 		"$SN" gen "split/arch/$a.json" -o "$W/$a.npz" --seed 7 &&
 			"$SN" convert "split/arch/$a.json" "$W/$a.npz" -o "$W/$a.snm" ||
 			{ echo "FAIL: gen/convert $a"; exit 1; }
