@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* splitnic run: a model over a data set, in process, on the CPU kernels or the GPU (--exec). */
+/*
+ * splitnic run: a model over a data set, in process, on the CPU kernels through libsplitnic
+ * (include/splitnic/splitnic.h) or on the GPU (--exec).
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -10,6 +13,7 @@
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
 #include "kernels/cuda/kcuda.h"
+#include "lib/snlib.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/stats.h"
@@ -21,8 +25,9 @@ struct run_job {
 	uint32_t classes;
 	double *scores;	  /* [count][classes] */
 	uint64_t *lat_ns; /* per batch */
-	struct kern_ctx *ctx;
+	struct splitnic_ctx *ctx;
 	int ret;
+	struct splitnic_error err;
 	struct kcuda_model *gpu; /* --exec gpu: runs instead of ctx */
 };
 
@@ -38,8 +43,10 @@ static void *run_worker(void *arg)
 
 		j->ret = j->gpu ? kcuda_forward(j->gpu, dataset_item(j->ds, first), n,
 						j->scores + (size_t)first * j->classes)
-				: kern_forward(j->ctx, dataset_item(j->ds, first), n,
-					       j->scores + (size_t)first * j->classes);
+				: splitnic_predict(j->ctx, dataset_item(j->ds, first),
+						   n * j->ds->item_bytes, n,
+						   j->scores + (size_t)first * j->classes,
+						   (size_t)n * j->classes, NULL, &j->err);
 		j->lat_ns[b] = lat_now_ns() - t0;
 		if (j->ret)
 			break;
@@ -96,7 +103,9 @@ int cmd_run(int argc, char **argv)
 	struct run_job *jobs = NULL;
 	pthread_t *tids = NULL;
 	struct dataset ds = {0};
-	struct kern_model *m = NULL;
+	struct splitnic_model *sm = NULL;
+	const struct kern_model *m;
+	struct splitnic_error se;
 	struct lat_summary lat;
 	uint64_t *lat_ns = NULL;
 	double *scores = NULL;
@@ -153,11 +162,11 @@ int cmd_run(int argc, char **argv)
 			gpu_name);
 		gpu = false;
 	}
-	m = kern_model_load(argv[optind], err, sizeof(err));
-	if (!m) {
-		fprintf(stderr, "splitnic run: %s\n", err);
+	if (splitnic_model_load(argv[optind], &sm, &se)) {
+		fprintf(stderr, "splitnic run: %s\n", se.msg);
 		return 1;
 	}
+	m = snlib_model_kern(sm);
 	if (dataset_open_opts(&ds, m, &dso, err, sizeof(err))) {
 		fprintf(stderr, "splitnic run: %s\n", err);
 		goto out_model;
@@ -184,8 +193,9 @@ int cmd_run(int argc, char **argv)
 					   classes,
 					   scores,
 					   lat_ns,
-					   gpu ? NULL : kern_ctx_create(m, (uint32_t)batch),
+					   NULL,
 					   0,
+					   {0},
 					   NULL};
 		if (gpu) {
 			jobs[t].gpu = kcuda_model_upload(m, (uint32_t)batch, err, sizeof(err));
@@ -195,9 +205,8 @@ int cmd_run(int argc, char **argv)
 			}
 			continue;
 		}
-		if (!jobs[t].ctx) {
-			fprintf(stderr, "splitnic run: cannot allocate buffers for batch %ld\n",
-				batch);
+		if (splitnic_ctx_create(sm, (uint32_t)batch, 1, &jobs[t].ctx, &se)) {
+			fprintf(stderr, "splitnic run: %s\n", se.msg);
 			goto out_ctx;
 		}
 	}
@@ -210,7 +219,7 @@ int cmd_run(int argc, char **argv)
 	for (long t = 0; t < threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
-				gpu ? kcuda_last_error() : strerror(-jobs[t].ret));
+				gpu ? kcuda_last_error() : jobs[t].err.msg);
 			goto out_ctx;
 		}
 	if (ds.labels)
@@ -248,7 +257,7 @@ int cmd_run(int argc, char **argv)
 		ret = 1;
 out_ctx:
 	for (long t = 0; t < threads; t++) {
-		kern_ctx_free(jobs[t].ctx);
+		splitnic_ctx_free(jobs[t].ctx, NULL);
 		kcuda_model_free(jobs[t].gpu);
 	}
 out_free:
@@ -258,6 +267,6 @@ out_free:
 	free(scores);
 	dataset_close(&ds);
 out_model:
-	kern_model_free(m);
+	splitnic_model_free(sm, NULL);
 	return ret;
 }
