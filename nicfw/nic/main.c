@@ -35,6 +35,7 @@
 #include <rte_prefetch.h>
 #include <rte_telemetry.h>
 
+#include "conf/conf.h"
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
@@ -684,6 +685,8 @@ int main(int argc, char **argv)
 	FILE *f;
 	int ret;
 
+	if (conf_apply(&conf_nic, &argc, &argv))
+		return 1;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "nic: rte_eal_init: %s\n", rte_strerror(rte_errno));
