@@ -4,10 +4,11 @@
  * flight, retransmits (same request id) what is not answered within 500 ms, up to 5 times.
  *
  *   cc client.c $(pkg-config --cflags --libs splitnic-client) -o client
- *   ./client HOST PORT u8|f32 C,H,W INPUTS [WINDOW]
+ *   ./client HOST PORT u8|f32 C,H,W INPUTS [WINDOW [MODEL]]
  *
  * INPUTS holds raw tensors back to back (for the bundled models: 784-byte u8 images). Prints
- * one line per input, in input order: the class, or "error CODE REASON" / "timeout".
+ * one line per input, in input order: the class, or "error CODE REASON" / "timeout". MODEL is
+ * the model's name or number (default 0: the server's first model).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +65,21 @@ int main(int argc, char **argv)
 	struct slot *s = NULL;
 	size_t size, count, item, next = 0, head = 0, outstanding = 0;
 	size_t window = argc > 6 ? (size_t)atol(argv[6]) : 16;
+	uint32_t model = 0;
 	uint8_t *data;
+	char *end;
 	int ret = 1;
 
-	if (argc < 6 || argc > 7 || sscanf(argv[4], "%u,%u,%u", &t.c, &t.h, &t.w) != 3 ||
+	if (argc < 6 || argc > 8 || sscanf(argv[4], "%u,%u,%u", &t.c, &t.h, &t.w) != 3 ||
 	    (strcmp(argv[3], "u8") && strcmp(argv[3], "f32")) || !window) {
-		fprintf(stderr, "usage: %s HOST PORT u8|f32 C,H,W INPUTS [WINDOW]\n", argv[0]);
+		fprintf(stderr, "usage: %s HOST PORT u8|f32 C,H,W INPUTS [WINDOW [MODEL]]\n",
+			argv[0]);
 		return 2;
+	}
+	if (argc > 7) {
+		model = (uint32_t)strtoul(argv[7], &end, 0);
+		if (*end)
+			model = splitnic_client_model_id(argv[7]);
 	}
 	t.fmt = strcmp(argv[3], "u8") ? SPLITNIC_TENSOR_F32 : SPLITNIC_TENSOR_U8;
 	item = (size_t)t.c * t.h * t.w * (t.fmt == SPLITNIC_TENSOR_U8 ? 1 : 4);
@@ -91,7 +100,7 @@ int main(int argc, char **argv)
 	while (head < count) {
 		while (next < count && outstanding < window) {
 			t.data = data + next * item;
-			if (splitnic_client_send(cl, 0, next, &t, &s[next].sent_ns, &e)) {
+			if (splitnic_client_send(cl, model, next, &t, &s[next].sent_ns, &e)) {
 				fprintf(stderr, "client: %s\n", e.msg);
 				goto out;
 			}
@@ -124,7 +133,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			t.data = data + i * item;
-			if (splitnic_client_send(cl, 0, i, &t, &s[i].sent_ns, &e)) {
+			if (splitnic_client_send(cl, model, i, &t, &s[i].sent_ns, &e)) {
 				fprintf(stderr, "client: %s\n", e.msg);
 				goto out;
 			}

@@ -11,7 +11,8 @@
  *             errx(1, "%s", e.msg);
  *     splitnic_predict(ctx, images, n * item_bytes, n, NULL, 0, classes, &e);
  *
- * Build with `pkg-config --cflags --libs splitnic`; link statically with `--static`.
+ * Build with `pkg-config --cflags --libs splitnic`. The static library libsplitnic.a needs the
+ * libraries `pkg-config --static --libs splitnic` lists after it.
  *
  * Model files are made by `splitnic convert` from the interchange format (arch.json +
  * weights.npz); the bundled ones are installed under PREFIX/share/splitnic/models/.
