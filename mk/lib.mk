@@ -14,7 +14,7 @@ LIBSNAPI := $(B)/libsnapi.a
 SNCLIENT_SRC := $(sort $(wildcard client/*.c))
 SNCLIENT_OBJ := $(SNCLIENT_SRC:%.c=$(B)/%.o)
 LIBSNCLIENT := $(B)/libsnclient.a
-MODULE_LIBS += $(LIBSNAPI) $(LIBSNCLIENT)
+MODULE_LIBS += $(LIBSNCLIENT) $(LIBSNAPI)
 
 $(LIBSNAPI): $(SNAPI_OBJ)
 $(LIBSNCLIENT): $(SNCLIENT_OBJ)

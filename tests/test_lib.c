@@ -5,6 +5,7 @@
  * error code with a message naming the cause.
  */
 #include <setjmp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +78,55 @@ static void test_lib_predict_matches_kernels(void **state)
 	assert_int_equal(splitnic_ctx_free(ctx1, &e), 0);
 	assert_int_equal(splitnic_ctx_free(ctx3, &e), 0);
 	assert_int_equal(splitnic_model_free(m, &e), 0);
+	free(in);
+	kern_ctx_free(kc);
+	kern_model_free(km);
+}
+
+struct lib_thread {
+	const struct splitnic_model *m;
+	const uint8_t *in;
+	double scores[37];
+	int ret;
+};
+
+static void *lib_thread_run(void *arg)
+{
+	struct lib_thread *t = arg;
+	struct splitnic_ctx *ctx;
+
+	t->ret = splitnic_ctx_create(t->m, 37, 1, &ctx, NULL);
+	for (int round = 0; round < 20 && !t->ret; round++)
+		t->ret = splitnic_predict(ctx, t->in, 37 * 65, 37, t->scores, 37, NULL, NULL);
+	if (!t->ret)
+		t->ret = splitnic_ctx_free(ctx, NULL);
+	return NULL;
+}
+
+/* the header's thread-safety statement: one model, a context per thread, all at once */
+static void test_lib_threads_share_a_model(void **state)
+{
+	struct test_fx *f = *state;
+	struct kern_model *km = test_model_u8_mlp(f);
+	struct kern_ctx *kc = kern_ctx_create(km, 37);
+	uint8_t *in = test_random_inputs(km, 37);
+	struct lib_thread t[4];
+	struct splitnic_model *m;
+	pthread_t tid[4];
+	double want[37];
+
+	assert_int_equal(kern_forward(kc, in, 37, want), 0);
+	assert_int_equal(splitnic_model_load(f->out, &m, NULL), 0);
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct lib_thread){.m = m, .in = in};
+		assert_int_equal(pthread_create(&tid[i], NULL, lib_thread_run, &t[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(tid[i], NULL);
+		assert_int_equal(t[i].ret, 0);
+		assert_memory_equal(t[i].scores, want, sizeof(want));
+	}
+	assert_int_equal(splitnic_model_free(m, NULL), 0);
 	free(in);
 	kern_ctx_free(kc);
 	kern_model_free(km);
@@ -278,6 +328,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_lib_predict_matches_kernels, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lib_threads_share_a_model, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lib_labels, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lib_null_pointers, test_fx_setup,
