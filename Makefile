@@ -151,7 +151,8 @@ DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
 	libopenblas-dev libjansson-dev libzip-dev zlib1g-dev libcmocka-dev libinih-dev \
 	python3-numpy python3-torch dataset-fashion-mnist \
 	libdpdk-dev dpdk libbpf-dev bpftool libelf-dev libpcap-dev \
-	tshark gnuplot-nox python3-scapy iproute2 ethtool
+	tshark gnuplot-nox python3-scapy iproute2 ethtool \
+	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -372,6 +372,90 @@ static int cc_sign(struct cc *c, uint32_t sign)
 	return 0;
 }
 
+/* Can the pending chain on channel ch be exactly 0 (or -0.0) at an integer in [lo, hi]? */
+static bool cc_zero_reachable(const struct cc *c, uint32_t ch, int32_t thr, uint8_t flip)
+{
+	if (thr == INT32_MIN) /* constant: all >= 0 touches 0 only at an end (monotone) */
+		return !flip &&
+		       (cc_chain(c, ch, (double)c->lo) == 0 || cc_chain(c, ch, (double)c->hi) == 0);
+	/* the smallest value >= 0 is at the boundary integer */
+	return cc_chain(c, ch, (double)(flip ? (int64_t)thr - 1 : thr)) == 0;
+}
+
+/*
+ * ONNX Sign (layer `sign3`): one bit where no reachable input is 0, else three-valued
+ * (KERN_OP_SIGN3), whose -1/0/+1 are again exact integers.
+ */
+static int cc_sign3(struct cc *c, uint32_t sign)
+{
+	bool zero = true;
+	int32_t *thr;
+	uint8_t *flip;
+	int ret;
+
+	if (c->s.fmt == KERN_FMT_BITS)
+		return 0;
+	ret = cc_to_f64(c, sign, 1);
+	if (!ret)
+		ret = cc_thresholds(c, &thr, &flip);
+	if (ret)
+		return ret;
+	if (thr) {
+		zero = false;
+		for (uint32_t k = 0; k < c->s.c && !zero; k++)
+			zero = cc_zero_reachable(c, k, thr[k], flip[k]);
+		free(thr);
+		free(flip);
+	}
+	if (!zero)
+		return cc_sign(c, sign);
+	ret = cc_flush(c);
+	if (!ret)
+		ret = cc_emit(c, KERN_OP_SIGN3, sign, 1, c->s);
+	c->exact = true;
+	c->lo = -1;
+	c->hi = 1;
+	return ret;
+}
+
+/* An explicit padding (layer `pad`): 0, or -inf before a max-pool. */
+static int cc_pad(struct cc *c, const struct kern_ic_layer *L)
+{
+	struct kern_shape os = c->s;
+	uint32_t *p;
+	int ret;
+
+	if (c->flat)
+		return cc_fail(c, c->ic->arch_path,
+			       "needs a (C,H,W) input, got a flat vector of %llu",
+			       (unsigned long long)kern_shape_elems(&c->s));
+	os.fmt = KERN_FMT_F64;
+	os.h = c->s.h + L->pads[0] + L->pads[2];
+	os.w = c->s.w + L->pads[1] + L->pads[3];
+	if (os.h < c->s.h || os.w < c->s.w || cc_check_size(c, &os))
+		return cc_fail(c, c->ic->arch_path, "pads (%u,%u,%u,%u) too large", L->pads[0],
+			       L->pads[1], L->pads[2], L->pads[3]);
+	ret = cc_to_f64(c, c->layer, 1);
+	if (!ret)
+		ret = cc_flush(c);
+	if (!ret)
+		ret = cc_emit(c, KERN_OP_PAD, c->layer, 1, os);
+	if (ret)
+		return ret;
+	p = cc_blob(c, 0, 4 * sizeof(*p));
+	if (!p)
+		return cc_nomem(c);
+	memcpy(p, L->pads, 4 * sizeof(*p));
+	if (L->pad_neginf) {
+		cc_last(c)->flags = KERN_LF_PADNEG;
+		c->exact = false;
+	} else {
+		c->lo = c->lo < 0 ? c->lo : 0;
+		c->hi = c->hi > 0 ? c->hi : 0;
+	}
+	return 0;
+}
+
 /* Pack rows of len reals into signs, kern_words(len) u64 per row (bit 1 where W >= 0). */
 static void pack_rows(const double *w, uint64_t rows, uint64_t len, uint64_t *out)
 {
@@ -758,6 +842,10 @@ static int cc_layer(struct cc *c, const struct kern_ic_layer *L, bool sign_next)
 		return cc_flatten(c);
 	case KERN_SRC_LRN:
 		return cc_lrn(c, L);
+	case KERN_SRC_PAD:
+		return cc_pad(c, L);
+	case KERN_SRC_SIGN3:
+		return cc_sign3(c, c->layer);
 	}
 	return cc_fail(c, c->ic->arch_path, "unknown layer type %u", L->type);
 }

@@ -10,6 +10,10 @@
  * spec's order, so the decision is the reference's bit for bit) and, where the integers come
  * straight from a binary op, into that op (KERN_LF_THRESH). Anything else materializes the
  * chain as BIAS / BATCHNORM ops.
+ *
+ * Two layer types beyond the spec come only from the ONNX importer: KERN_SRC_PAD (an explicit
+ * padding, KERN_OP_PAD) and KERN_SRC_SIGN3 (ONNX Sign: compiled as a sign to bits where the
+ * compiler proves that no reachable input is exactly 0, else as KERN_OP_SIGN3).
  */
 #ifndef KERN_COMPILE_H
 #define KERN_COMPILE_H
@@ -39,6 +43,8 @@ struct kern_ic_layer {
 	double eps;
 	uint32_t lrn_size;
 	double lrn_alpha, lrn_beta, lrn_k;
+	uint32_t pads[4]; /* KERN_SRC_PAD: top, left, bottom, right */
+	bool pad_neginf;  /* KERN_SRC_PAD: fill with -inf (max-pool padding), else 0 */
 };
 
 struct kern_ic_model {

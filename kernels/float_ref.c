@@ -83,6 +83,28 @@ void kern_relu_f64(const double *x, size_t n, double *y)
 		y[i] = x[i] > 0.0 ? x[i] : 0.0;
 }
 
+void kern_pad_f64(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+		  const uint32_t pads[4], double fill, double *y)
+{
+	const size_t oh = (size_t)h + pads[0] + pads[2], ow = (size_t)w + pads[1] + pads[3];
+
+	for (size_t p = 0; p < (size_t)batch * c; p++) {
+		const double *xp = x + p * h * w;
+		double *yp = y + p * oh * ow;
+
+		for (size_t i = 0; i < oh * ow; i++)
+			yp[i] = fill;
+		for (size_t r = 0; r < h; r++)
+			memcpy(yp + (r + pads[0]) * ow + pads[1], xp + r * w, w * sizeof(double));
+	}
+}
+
+void kern_sign3_f64(const double *x, size_t n, double *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = x[i] > 0.0 ? 1.0 : x[i] < 0.0 ? -1.0 : 0.0;
+}
+
 void kern_maxpool_f64(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 		      uint32_t k, uint32_t stride, double *y)
 {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The executor: runs a model's compiled ops over a context's preallocated buffers. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,6 +221,13 @@ static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void 
 	case KERN_OP_LRN:
 		kern_lrn_f64(x, batch, l->in.c, hw_in, l->lrn_size, l->lrn_alpha, l->lrn_beta,
 			     l->lrn_k, y);
+		break;
+	case KERN_OP_PAD:
+		kern_pad_f64(x, batch, l->in.c, l->in.h, l->in.w, l->blob[0],
+			     (l->flags & KERN_LF_PADNEG) ? -INFINITY : 0.0, y);
+		break;
+	case KERN_OP_SIGN3:
+		kern_sign3_f64(x, in_elems * batch, y);
 		break;
 	}
 }

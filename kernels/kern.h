@@ -79,6 +79,15 @@ struct kern_shape {
  * KERN_OP_LRN         F64 -> F64, Caffe ACROSS_CHANNELS: y = x / (k + alpha/size * sum x^2)^beta
  *                     over channels [c - size/2, c + size/2] clipped to [0, C).
  *
+ * Ops beyond the interchange spec, produced only by the ONNX importer (onnx/):
+ *
+ * KERN_OP_PAD         F64 (C,H,W) -> F64 (C, H+top+bottom, W+left+right): the input placed at
+ *                     (top, left), the border filled with 0, or with -inf under KERN_LF_PADNEG
+ *                     (max-pool padding, which never wins a window). blob0: uint32
+ *                     [top, left, bottom, right]. Asymmetric conv padding and ceil-mode pooling
+ *                     are a PAD before a CONV / MAXPOOL of pad 0.
+ * KERN_OP_SIGN3       F64 -> F64: ONNX Sign, +1.0 if x > 0, -1.0 if x < 0, 0.0 if x is +-0.0.
+ *
  * A threshold pair (thr, flip) encodes every exact folding of bias + batch-norm + sign over an
  * integer: "x >= t" is (t, 0); "x <= t" is (t + 1, 1); always +1 is (INT32_MIN, 0); always -1
  * is (INT32_MIN, 1).
@@ -100,14 +109,22 @@ enum kern_op {
 	KERN_OP_MAXPOOL = 14,
 	KERN_OP_MAXPOOL_BITS = 15,
 	KERN_OP_LRN = 16,
+	KERN_OP_PAD = 17,
+	KERN_OP_SIGN3 = 18,
 	KERN_OP__COUNT
 };
 
 #define KERN_LF_BIAS   0x1u /* blob1 holds a bias */
 #define KERN_LF_BINW   0x2u /* blob0 holds packed signs of a binary-weight float layer */
 #define KERN_LF_THRESH 0x4u /* binary op folded with bias/batch-norm/sign into thresholds */
+#define KERN_LF_PADNEG 0x8u /* KERN_OP_PAD fills with -inf instead of 0 */
 
-/* The interchange layer types (arch.json), kept in the model file for inspect/analyze. */
+/*
+ * The interchange layer types (arch.json), kept in the model file for inspect/analyze.
+ * KERN_SRC_PAD and KERN_SRC_SIGN3 are not in the spec: only the ONNX importer makes them
+ * (an explicit padding; ONNX's three-valued Sign, which the compiler turns into one bit where
+ * it proves no input is 0).
+ */
 enum kern_src_type {
 	KERN_SRC_DENSE = 1,
 	KERN_SRC_CONV = 2,
@@ -117,6 +134,8 @@ enum kern_src_type {
 	KERN_SRC_MAXPOOL = 6,
 	KERN_SRC_FLATTEN = 7,
 	KERN_SRC_LRN = 8,
+	KERN_SRC_PAD = 9,
+	KERN_SRC_SIGN3 = 10,
 };
 
 #define KERN_SF_BIAS 0x1u

@@ -116,6 +116,10 @@ void kern_maxpool_f64(const double *x, uint32_t batch, uint32_t c, uint32_t h, u
 		      uint32_t k, uint32_t stride, double *y);
 void kern_lrn_f64(const double *x, uint32_t batch, uint32_t c, uint32_t hw, uint32_t size,
 		  double alpha, double beta, double k, double *y);
+/* pads: top, left, bottom, right; the border is `fill`. */
+void kern_pad_f64(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
+		  const uint32_t pads[4], double fill, double *y);
+void kern_sign3_f64(const double *x, size_t n, double *y);
 
 /* OpenBLAS single-precision entry points, for benchmarks against float baselines. */
 void kern_blas_sgemv(const float *a, uint32_t m, uint32_t n, const float *x, float *y);

@@ -39,12 +39,15 @@ static const char *const op_names[KERN_OP__COUNT] = {
     [KERN_OP_MAXPOOL] = "maxpool",
     [KERN_OP_MAXPOOL_BITS] = "maxpool_bits",
     [KERN_OP_LRN] = "lrn",
+    [KERN_OP_PAD] = "pad",
+    [KERN_OP_SIGN3] = "sign3",
 };
 
 static const char *const src_names[] = {
     [KERN_SRC_DENSE] = "dense",	    [KERN_SRC_CONV] = "conv", [KERN_SRC_BATCHNORM] = "batchnorm",
     [KERN_SRC_SIGN] = "sign",	    [KERN_SRC_RELU] = "relu", [KERN_SRC_MAXPOOL] = "maxpool",
-    [KERN_SRC_FLATTEN] = "flatten", [KERN_SRC_LRN] = "lrn",
+    [KERN_SRC_FLATTEN] = "flatten", [KERN_SRC_LRN] = "lrn",   [KERN_SRC_PAD] = "pad",
+    [KERN_SRC_SIGN3] = "sign3",
 };
 
 const char *kern_fmt_name(uint32_t fmt)
@@ -148,6 +151,8 @@ uint64_t kern_layer_blob_size(const struct kern_layer *l, unsigned int i)
 		return i == 0 ? (uint64_t)l->in.c * 8 * 4 : 0;
 	case KERN_OP_THRESHOLD:
 		return i == 0 ? (uint64_t)l->in.c * 4 : i == 1 ? l->in.c : 0;
+	case KERN_OP_PAD:
+		return i == 0 ? 4 * sizeof(uint32_t) : 0;
 	}
 	return 0;
 }
@@ -198,7 +203,7 @@ static int check_src(struct mload *ml, const struct kern_src_layer *s)
 	bool weighted = s->type == KERN_SRC_DENSE || s->type == KERN_SRC_CONV;
 	int ret;
 
-	if (s->type < KERN_SRC_DENSE || s->type > KERN_SRC_LRN)
+	if (s->type < KERN_SRC_DENSE || s->type > KERN_SRC_SIGN3)
 		return ml_fail(ml, "type %u unknown", s->type);
 	if (s->flags & ~(weighted ? KERN_SF_BIAS | KERN_SF_BINW : 0u))
 		return ml_fail(ml, "flags 0x%x invalid for %s", s->flags,
@@ -247,6 +252,8 @@ static const struct {
     [KERN_OP_MAXPOOL] = {1u << KERN_FMT_F64, 0},
     [KERN_OP_MAXPOOL_BITS] = {1u << KERN_FMT_BITS, 0},
     [KERN_OP_LRN] = {1u << KERN_FMT_F64, 0},
+    [KERN_OP_PAD] = {1u << KERN_FMT_F64, KERN_LF_PADNEG},
+    [KERN_OP_SIGN3] = {1u << KERN_FMT_F64, 0},
 };
 
 /* Window geometry of conv/pool ops: fills the expected output h, w. */
@@ -284,6 +291,14 @@ static int expect_out(struct mload *ml, const struct kern_layer *l, struct kern_
 	case KERN_OP_UNPACK:
 	case KERN_OP_RELU:
 	case KERN_OP_LRN:
+	case KERN_OP_SIGN3:
+		out->fmt = KERN_FMT_F64;
+		return 0;
+	case KERN_OP_PAD: /* the padding itself is checked against blob0 in check_contents */
+		if (l->out.h >= l->in.h && l->out.w >= l->in.w) {
+			out->h = l->out.h;
+			out->w = l->out.w;
+		}
 		out->fmt = KERN_FMT_F64;
 		return 0;
 	case KERN_OP_THRESHOLD:
@@ -406,6 +421,16 @@ static int check_contents(struct mload *ml, const struct kern_layer *l)
 		return ret;
 	case KERN_OP_THRESHOLD:
 		return check_flips(ml, 1, l->blob[1], c);
+	case KERN_OP_PAD: {
+		const uint32_t *p = l->blob[0];
+
+		if ((uint64_t)l->in.h + p[0] + p[2] != l->out.h ||
+		    (uint64_t)l->in.w + p[1] + p[3] != l->out.w)
+			return ml_fail(ml, "blob0 pads (%u,%u,%u,%u) do not take %ux%u to %ux%u",
+				       p[0], p[1], p[2], p[3], l->in.h, l->in.w, l->out.h,
+				       l->out.w);
+		return 0;
+	}
 	}
 	return 0;
 }

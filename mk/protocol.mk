@@ -9,8 +9,8 @@
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wno-unused-parameter
-FUZZ_TARGETS := fuzz_parse fuzz_reasm
-FUZZ_BIN := $(FUZZ_TARGETS:%=$(B)/fuzz/%)
+FUZZ_TARGETS += fuzz_parse fuzz_reasm
+FUZZ_BIN = $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 
 $(B)/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(wildcard protocol/*.h)
 	$(call say,FUZZCC,$@)

@@ -206,6 +206,11 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 		case KERN_SRC_LRN:
 			L->ops = in_elems * k;
 			break;
+		case KERN_SRC_PAD: /* only in model files (the ONNX importer): the recorded shape */
+			h = L->h;
+			w = L->w;
+			L->ops = (uint64_t)c * h * w;
+			break;
 		default:
 			L->ops = in_elems;
 			break;
@@ -225,6 +230,8 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 		else
 			L->weight_bytes = 4 * L->params;
 		L->exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_GPU);
+		if (L->type == KERN_SRC_PAD || L->type == KERN_SRC_SIGN3) /* no GPU kernel */
+			L->exec_mask = SPLIT_EXM(SPLIT_EX_CPU);
 	}
 	return 0;
 }
@@ -361,6 +368,8 @@ int split_arch_from_model(const struct kern_model *m, uint32_t nic_first_op, str
 		L->type = s->type;
 		L->flags = s->flags;
 		L->c = s->c;
+		L->h = s->h;
+		L->w = s->w;
 		L->kernel = s->kernel;
 		L->stride = s->stride;
 		L->pad = s->pad;

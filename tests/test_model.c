@@ -340,7 +340,7 @@ static void mut_name(struct fx *f, uint8_t *b)
 
 static void mut_src_type(struct fx *f, uint8_t *b)
 {
-	b[f->h.src_offset + 2 * KERN_MF_SRC_SIZE] = 9;
+	b[f->h.src_offset + 2 * KERN_MF_SRC_SIZE] = KERN_SRC_SIGN3 + 1;
 }
 
 static void mut_src_flags(struct fx *f, uint8_t *b)
@@ -439,7 +439,7 @@ static const struct reject_case reject_cases[] = {
     {"in_c", 60, 4, 2, NULL, false, {"op 0 (flatten)", "does not chain"}},
     {"in_h huge", 64, 4, 1u << 30, NULL, false, {"input shape", "elements"}},
     {"name", 0, 0, 0, mut_name, false, {"name not NUL-terminated", NULL}},
-    {"src type", 0, 0, 0, mut_src_type, false, {"source layer 2: type 9", NULL}},
+    {"src type", 0, 0, 0, mut_src_type, false, {"source layer 2: type 11", NULL}},
     {"src flags", 0, 0, 0, mut_src_flags, false, {"source layer 3: flags 0x1", NULL}},
     {"op code", OPBASE + OP(1, op), 2, 99, NULL, false, {"op 1 (unknown): op code 99", NULL}},
     {"op code 0", OPBASE + OP(0, op), 2, 0, NULL, false, {"op 0 (unknown): op code 0", NULL}},
@@ -653,7 +653,7 @@ static void test_model_names(void **state)
 	assert_string_equal(kern_fmt_name(KERN_FMT_F64), "f64");
 	assert_string_equal(kern_fmt_name(7), "unknown");
 	assert_string_equal(kern_src_type_name(KERN_SRC_LRN), "lrn");
-	assert_string_equal(kern_src_type_name(9), "unknown");
+	assert_string_equal(kern_src_type_name(KERN_SRC_SIGN3 + 1), "unknown");
 	assert_int_equal(kern_shape_elems(&s), 420);
 	assert_int_equal(kern_shape_bytes(&s), 6 * 2 * 8);
 	s.fmt = KERN_FMT_F32;

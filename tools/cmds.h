@@ -10,6 +10,7 @@ struct splitnic_cmd {
 };
 
 int cmd_convert(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_client(int argc, char **argv);

@@ -8,6 +8,7 @@
 
 static const struct splitnic_cmd cmds[] = {
     {"convert", cmd_convert, "convert ARCH.json WEIGHTS.npz -o MODEL"},
+    {"import", cmd_import, "import MODEL.onnx (-o MODEL.snm | --interchange DIR)"},
     {"inspect", cmd_inspect, "inspect MODEL [--json] [--ops]"},
     {"run", cmd_run,
      "run MODEL --images IDX[.gz]|--npy FILE [--labels IDX] [--count N] [--batch B] "

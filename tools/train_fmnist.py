@@ -3,6 +3,12 @@
 model-interchange format (arch.json + weights.npz, shared/spec/model-interchange.md).
 
   train_fmnist.py --model bmlp|bcnn|fmlp|fcnn --epochs N --out DIR [--seed S]
+  train_fmnist.py --onnx-from DIR [--onnx FILE]
+
+The trained network is also exported as ONNX (DIR/model.onnx, torch.onnx.export, opset 13):
+uint8 input, Cast to float, binary weights as int8 +-1 initializers Cast to float (a quarter
+of float32's size), sign as Where(GreaterOrEqual(x, 0), 1, -1). --onnx-from rebuilds that
+ONNX file from an existing DIR/arch.json + weights.npz (how the bundled models got theirs).
 
 bmlp/bcnn are binarized (BinaryNet style): sign activations and sign weights with a
 hardtanh straight-through estimator, latent real weights clipped to [-1, 1] after each
@@ -138,6 +144,73 @@ def export(net, layers, name, out):
     return arch, w
 
 
+class OnnxNet(nn.Module):
+    """The interchange model (arch.json + weights) as a torch module written for export."""
+
+    def __init__(self, arch, w):
+        super().__init__()
+        self.layers = arch["layers"]
+        for i, L in enumerate(self.layers):
+            for k in ("weight", "bias", "gamma", "beta", "mean", "var"):
+                key = "%d.%s" % (i, k)
+                if key not in w:
+                    continue
+                v = np.asarray(w[key], dtype=np.float32)
+                if k == "weight" and L.get("binary_weights"):
+                    v = np.where(v >= 0, 1, -1).astype(np.int8)
+                self.register_buffer("p%d_%s" % (i, k), torch.from_numpy(np.ascontiguousarray(v)))
+
+    def p(self, i, k):
+        return getattr(self, "p%d_%s" % (i, k), None)
+
+    def forward(self, x):
+        x = x.float()
+        for i, L in enumerate(self.layers):
+            t = L["type"]
+            if t in ("dense", "conv"):
+                W = self.p(i, "weight").float()
+                if t == "dense":
+                    x = F.linear(x, W, self.p(i, "bias"))
+                else:
+                    x = F.conv2d(x, W, self.p(i, "bias"), L.get("stride", 1), L.get("pad", 0))
+            elif t == "batchnorm":
+                x = F.batch_norm(x, self.p(i, "mean"), self.p(i, "var"), self.p(i, "gamma"),
+                                 self.p(i, "beta"), False, 0.0, L.get("eps", 1e-5))
+            elif t == "sign":
+                x = torch.where(x >= 0, torch.tensor(1.0), torch.tensor(-1.0))
+            elif t == "relu":
+                x = F.relu(x)
+            elif t == "maxpool":
+                x = F.max_pool2d(x, L["kernel"], L.get("stride", L["kernel"]))
+            elif t == "flatten":
+                x = torch.flatten(x, 1)
+            else:
+                raise ValueError("no ONNX export for layer type " + t)
+        return x
+
+
+def export_onnx(arch, w, path):
+    net = OnnxNet(arch, w).eval()
+    c, h, wd = arch["input"]["shape"]
+    dtype = torch.uint8 if arch["input"]["dtype"] == "u8" else torch.float32
+    x = torch.zeros((1, c, h, wd), dtype=dtype)
+    torch.onnx.export(net, (x,), path, opset_version=13, do_constant_folding=False,
+                      input_names=["image"], output_names=["scores"],
+                      dynamic_axes={"image": {0: "batch"}, "scores": {0: "batch"}})
+    import onnx  # Debian python3-onnx: name the graph after the model
+    m = onnx.load(path)
+    m.graph.name = arch["name"]
+    onnx.save(m, path)
+
+
+def onnx_from(d, path):
+    arch = json.load(open(os.path.join(d, "arch.json")))
+    with np.load(os.path.join(d, "weights.npz")) as z:
+        w = {k: z[k] for k in z.files}
+    export_onnx(arch, w, path or os.path.join(d, "model.onnx"))
+    return 0
+
+
 def load_split(split):
     x = refeval.read_idx(os.path.join(DATA, "%s-images-idx3-ubyte.gz" % split))
     y = refeval.read_idx(os.path.join(DATA, "%s-labels-idx1-ubyte.gz" % split))
@@ -156,14 +229,20 @@ def torch_eval(net, x, bs=1000):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True, choices=["bmlp", "bcnn", "fmlp", "fcnn"])
-    ap.add_argument("--epochs", type=int, required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--onnx-from", metavar="DIR")
+    ap.add_argument("--onnx", metavar="FILE")
+    ap.add_argument("--model", choices=["bmlp", "bcnn", "fmlp", "fcnn"])
+    ap.add_argument("--epochs", type=int)
+    ap.add_argument("--out")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
+    if a.onnx_from:
+        return onnx_from(a.onnx_from, a.onnx)
+    if not (a.model and a.epochs and a.out):
+        ap.error("--model, --epochs and --out are required to train")
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -212,6 +291,7 @@ def main():
     tpred = torch_eval(net, xte)
     tacc = float(np.mean(tpred == yte))
     arch, w = export(net, layers, name, a.out)
+    export_onnx(arch, w, os.path.join(a.out, "model.onnx"))
 
     # independent check: float64 reference evaluation of the exported files
     arch2 = refeval.load_arch(os.path.join(a.out, "arch.json"))

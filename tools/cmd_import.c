@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+/* splitnic import: an ONNX / QONNX model to a model file, or to the interchange pair. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zip.h>
+
+#include "kernels/model_file.h"
+#include "onnx/onnx_import.h"
+#include "tools/cmds.h"
+
+#define IMPORT_USAGE "usage: splitnic import MODEL.onnx (-o MODEL.snm | --interchange DIR)\n"
+
+static json_t *layer_json(const struct kern_ic_layer *L)
+{
+	json_t *j = json_pack("{s:s}", "type", kern_src_type_name(L->type));
+
+	switch (L->type) {
+	case KERN_SRC_CONV:
+		json_object_set_new(j, "kernel", json_integer(L->kernel));
+		json_object_set_new(j, "stride", json_integer(L->stride));
+		json_object_set_new(j, "pad", json_integer(L->pad));
+		/* fall through */
+	case KERN_SRC_DENSE:
+		json_object_set_new(j, "out", json_integer(L->out));
+		json_object_set_new(j, "bias", json_boolean(L->bias));
+		json_object_set_new(j, "binary_weights", json_boolean(L->binw));
+		break;
+	case KERN_SRC_BATCHNORM:
+		json_object_set_new(j, "eps", json_real(L->eps));
+		break;
+	case KERN_SRC_MAXPOOL:
+		json_object_set_new(j, "kernel", json_integer(L->kernel));
+		json_object_set_new(j, "stride", json_integer(L->stride));
+		break;
+	case KERN_SRC_LRN:
+		json_object_set_new(j, "size", json_integer(L->lrn_size));
+		json_object_set_new(j, "alpha", json_real(L->lrn_alpha));
+		json_object_set_new(j, "beta", json_real(L->lrn_beta));
+		json_object_set_new(j, "k", json_real(L->lrn_k));
+		break;
+	}
+	return j;
+}
+
+static int write_arch(const struct kern_ic_model *ic, const char *path)
+{
+	const struct kern_shape *s = &ic->input;
+	json_t *layers = json_array(), *arch;
+	int ret;
+
+	for (uint32_t i = 0; i < ic->n_layers; i++)
+		json_array_append_new(layers, layer_json(&ic->layers[i]));
+	arch =
+	    json_pack("{s:s, s:{s:[i,i,i], s:s}, s:o}", "name", ic->name, "input", "shape", s->c,
+		      s->h, s->w, "dtype", s->fmt == KERN_FMT_U8 ? "u8" : "f32", "layers", layers);
+	if (!arch)
+		return -ENOMEM;
+	ret = json_dump_file(arch, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) ? -EIO : 0;
+	json_decref(arch);
+	return ret;
+}
+
+/* One float64 .npy (version 1.0) of the array, malloc'd. */
+static void *npy_f64(const struct kern_ic_array *a, size_t *len)
+{
+	char hdr[256], shape[160] = "";
+	size_t hl, body = a->count * sizeof(double);
+	uint8_t *buf;
+
+	for (uint32_t d = 0; d < a->ndim; d++)
+		snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%llu,%s",
+			 (unsigned long long)a->shape[d], d + 1 < a->ndim ? " " : "");
+	hl = (size_t)snprintf(hdr, sizeof(hdr),
+			      "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }", shape);
+	while ((10 + hl + 1) % 64)
+		hdr[hl++] = ' ';
+	hdr[hl++] = '\n';
+	*len = 10 + hl + body;
+	buf = malloc(*len);
+	if (!buf)
+		return NULL;
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (uint8_t)(hl & 0xff);
+	buf[9] = (uint8_t)(hl >> 8);
+	memcpy(buf + 10, hdr, hl);
+	memcpy(buf + 10 + hl, a->data, body);
+	return buf;
+}
+
+static int write_npz(const struct kern_ic_model *ic, const char *path)
+{
+	int zerr;
+	zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
+
+	if (!za)
+		return -EIO;
+	for (uint32_t i = 0; i < ic->n_arrays; i++) {
+		char key[64];
+		size_t len;
+		void *buf = npy_f64(&ic->arrays[i], &len);
+		zip_source_t *src = buf ? zip_source_buffer(za, buf, len, 1) : NULL;
+
+		snprintf(key, sizeof(key), "%s.npy", ic->arrays[i].key);
+		if (!src || zip_file_add(za, key, src, ZIP_FL_OVERWRITE) < 0) {
+			if (src)
+				zip_source_free(src);
+			else
+				free(buf);
+			zip_discard(za);
+			return -EIO;
+		}
+	}
+	return zip_close(za) ? -EIO : 0;
+}
+
+static int write_interchange(const struct onnx_import *imp, const char *dir)
+{
+	char arch[4096], npz[4096];
+
+	if (imp->extended) {
+		fprintf(
+		    stderr,
+		    "splitnic import: %s uses what the interchange format cannot express "
+		    "(asymmetric or max-pool padding, ceil-mode pooling, or ONNX's three-valued "
+		    "Sign); import it with -o instead\n",
+		    imp->ic.arch_path);
+		return 1;
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "splitnic import: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	snprintf(arch, sizeof(arch), "%s/arch.json", dir);
+	snprintf(npz, sizeof(npz), "%s/weights.npz", dir);
+	if (write_arch(&imp->ic, arch)) {
+		fprintf(stderr, "splitnic import: cannot write %s\n", arch);
+		return 1;
+	}
+	if (write_npz(&imp->ic, npz)) {
+		fprintf(stderr, "splitnic import: cannot write %s\n", npz);
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"interchange", required_argument, NULL, 'i'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	const char *out = NULL, *dir = NULL;
+	struct onnx_import imp;
+	struct kern_model m;
+	char err[1024];
+	int c, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'i':
+			dir = optarg;
+			break;
+		case 'h':
+			printf(IMPORT_USAGE);
+			return 0;
+		default:
+			fprintf(stderr, IMPORT_USAGE);
+			return 2;
+		}
+	}
+	if (argc - optind != 1 || (!out && !dir)) {
+		fprintf(stderr, IMPORT_USAGE);
+		return 2;
+	}
+	if (onnx_import_file(argv[optind], &imp, err, sizeof(err))) {
+		fprintf(stderr, "splitnic import: %s\n", err);
+		return 1;
+	}
+	if (dir)
+		rc = write_interchange(&imp, dir);
+	if (!rc && out) {
+		int ret = onnx_import_compile(&imp, &m, stderr, err, sizeof(err));
+
+		if (!ret) {
+			ret = kern_model_write(&m, out, err, sizeof(err));
+			kern_compiled_free(&m);
+		}
+		if (ret) {
+			fprintf(stderr, "splitnic import: %s\n", err);
+			rc = 1;
+		}
+	}
+	onnx_import_free(&imp);
+	return rc;
+}
