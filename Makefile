@@ -150,7 +150,7 @@ $(B)/bench/%: tests/bench/%.c $(PROJECT_LIBS)
 DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
 	libopenblas-dev libjansson-dev libzip-dev zlib1g-dev libcmocka-dev libinih-dev \
 	python3-numpy python3-torch dataset-fashion-mnist \
-	libdpdk-dev dpdk libbpf-dev bpftool libelf-dev libpcap-dev \
+	libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev libpcap-dev \
 	tshark gnuplot-nox python3-scapy iproute2 ethtool \
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx
 

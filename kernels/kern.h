@@ -2,8 +2,8 @@
 /*
  * kernels/kern.h — tensors, the compiled layer ops, the loaded model.
  *
- * A model enters as the interchange pair arch.json + weights.npz (shared/spec), is compiled by
- * the converter (kern_convert) into a sequence of ops and written as a model file
+ * A model enters as the interchange pair arch.json + weights.npz (docs/model-format.md), is
+ * compiled by the converter (kern_convert) into a sequence of ops and written as a model file
  * (kernels/model_file.h documents it byte by byte); kern_model_load maps and validates it.
  *
  * Tensor formats at run time (one image; a batch is N images back to back):
@@ -194,7 +194,7 @@ struct kern_model *kern_model_load(const char *path, char *err, size_t errlen);
 void kern_model_free(struct kern_model *m);
 
 /*
- * Convert an interchange model (shared/spec/model-interchange.md) to a model file.
+ * Convert an interchange model (docs/model-format.md) to a model file.
  * Returns 0, or -EINVAL / -errno with a message naming the key, layer or field in err.
  */
 int kern_convert(const char *arch_json, const char *weights_npz, const char *out_path, char *err,

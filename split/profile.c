@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "split/split.h"
 
@@ -92,6 +93,7 @@ int split_profile_load(const char *path, struct split_profile *p, char *err, siz
 	FILE *f = fopen(path, "r");
 	char line[512];
 	unsigned lineno = 0;
+	struct stat st;
 	int ret = 0;
 
 	split_profile_default(p);
@@ -99,6 +101,14 @@ int split_profile_load(const char *path, struct split_profile *p, char *err, siz
 		ret = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return ret;
+	}
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen,
+			 "%s: not a regular file (a profile is written by `splitnic "
+			 "calibrate -o FILE`)",
+			 path);
+		fclose(f);
+		return -EINVAL;
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char *hash = strchr(line, '#'), *eq, *key, *val, *end;
@@ -131,6 +141,10 @@ int split_profile_load(const char *path, struct split_profile *p, char *err, siz
 			break;
 		}
 		p->v[k] = v;
+	}
+	if (!ret && ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		ret = -EIO;
 	}
 	fclose(f);
 	return ret;

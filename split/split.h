@@ -72,7 +72,7 @@ static inline uint64_t split_bytes_bits(uint64_t elems)
 }
 
 /*
- * Parse arch.json (shared/spec/model-interchange.md, plus "groups") and compute every layer's
+ * Parse arch.json (docs/model-format.md, plus "groups") and compute every layer's
  * shape and costs. NIC support follows nicfw_nic_first()'s rule on the interchange layers: the
  * longest trailing run of binary dense layers (with flatten, batch-norm and sign between and
  * after them) whose first dense layer reads u8 input or a sign's output.

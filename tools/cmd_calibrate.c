@@ -18,6 +18,7 @@
 #include "kernels/kern_ops.h"
 #include "nicfw/emu/emu.h"
 #include "protocol/proto.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/split_tools.h"
 #include "tools/stats.h"
@@ -374,6 +375,8 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (argc != optind)
 		return split_tools_usage(usage, false);
+	if (out && cli_output_ok("calibrate", "-o", out))
+		return 1;
 	split_profile_default(&pr);
 	reps = quick ? 5 : CAL_REPS;
 	cache = sysconf(_SC_LEVEL2_CACHE_SIZE);

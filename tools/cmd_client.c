@@ -23,6 +23,7 @@
 #include "kernels/kern.h"
 #include "protocol/reasm.h"
 #include "splitnic/client.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/idx.h"
 #include "tools/stats.h"
@@ -86,7 +87,9 @@ static void usage(FILE *f)
 	    "  (default 1), and reports accuracy (with labels), latency p50/p90/p99/p99.9,\n"
 	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n"
 	    "  --classes writes one line per request, in input order: the predicted class, or\n"
-	    "  -1 if no RESPONSE came (error or timeout).\n",
+	    "  -1 if no RESPONSE came (error or timeout).\n"
+	    "  Exit status: 0 every request answered with a RESPONSE, 3 some were not (errors,\n"
+	    "  timeouts, send failures), 1 the run failed, 2 bad arguments.\n",
 	    PROTO_DEFAULT_PORT);
 }
 
@@ -159,6 +162,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	static char hostbuf[256];
 	const char *model_path = NULL;
 	bool id_given = false;
+	uint16_t port;
 	long v;
 	char *end;
 	int c;
@@ -276,6 +280,10 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		if (colon)
 			o->port = colon + 1;
 	}
+	if (o->port && cli_port("client", "port", o->port, &port))
+		return -EINVAL;
+	if (o->classes && cli_output_ok("client", "--classes", o->classes))
+		return -EINVAL;
 	if (optind < argc || !o->host) {
 		fprintf(stderr, "client: %s\n",
 			optind < argc ? "too many arguments" : "no server address");
@@ -545,13 +553,17 @@ static void report_text(struct client_run *r, const struct lat_summary *ls, doub
 	printf("   timeouts %lu   late %lu   duplicate %lu   stray %lu   rejected %lu\n",
 	       (unsigned long)r->timeouts, (unsigned long)r->late, (unsigned long)r->dups,
 	       (unsigned long)r->stray, (unsigned long)nrej);
-	if (r->labels)
-		printf("  accuracy   %.4f (%lu/%lu)\n", pct(r->correct, r->labelled),
-		       (unsigned long)r->correct, (unsigned long)r->labelled);
-	printf("  latency    p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f us  "
-	       "(min %.1f, mean %.1f, max %.1f)\n",
-	       ls->p50 / 1e3, ls->p90 / 1e3, ls->p99 / 1e3, ls->p999 / 1e3, ls->min / 1e3,
-	       ls->mean / 1e3, ls->max / 1e3);
+	if (!r->responses) {
+		printf("  accuracy   no answers\n  latency    no answers\n");
+	} else {
+		if (r->labels)
+			printf("  accuracy   %.4f (%lu/%lu)\n", pct(r->correct, r->labelled),
+			       (unsigned long)r->correct, (unsigned long)r->labelled);
+		printf("  latency    p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f us  "
+		       "(min %.1f, mean %.1f, max %.1f)\n",
+		       ls->p50 / 1e3, ls->p90 / 1e3, ls->p99 / 1e3, ls->p999 / 1e3, ls->min / 1e3,
+		       ls->mean / 1e3, ls->max / 1e3);
+	}
 	printf("  throughput %.1f responses/s over %.3f s (%lu sent)\n",
 	       secs > 0 ? (double)r->responses / secs : 0.0, secs, (unsigned long)r->sent);
 	if (r->responses) {
@@ -594,16 +606,20 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 		printf(", \"reasm_%s\": %lu", proto_ra_verdict_name(v),
 		       (unsigned long)r->ra_drop[v]);
 	printf("}, ");
-	if (r->labels)
+	if (r->labels && r->labelled)
 		printf("\"accuracy\": %.6f, \"correct\": %lu, \"labelled\": %lu, ",
 		       pct(r->correct, r->labelled), (unsigned long)r->correct,
 		       (unsigned long)r->labelled);
 	else
-		printf("\"accuracy\": null, ");
-	printf("\"latency_us\": {\"min\": %.3f, \"mean\": %.3f, \"p50\": %.3f, \"p90\": %.3f, "
-	       "\"p99\": %.3f, \"p99.9\": %.3f, \"max\": %.3f}, ",
-	       ls->min / 1e3, ls->mean / 1e3, ls->p50 / 1e3, ls->p90 / 1e3, ls->p99 / 1e3,
-	       ls->p999 / 1e3, ls->max / 1e3);
+		printf("\"accuracy\": null, \"correct\": %lu, \"labelled\": %lu, ",
+		       (unsigned long)r->correct, (unsigned long)r->labelled);
+	if (r->responses)
+		printf("\"latency_us\": {\"min\": %.3f, \"mean\": %.3f, \"p50\": %.3f, "
+		       "\"p90\": %.3f, \"p99\": %.3f, \"p99.9\": %.3f, \"max\": %.3f}, ",
+		       ls->min / 1e3, ls->mean / 1e3, ls->p50 / 1e3, ls->p90 / 1e3, ls->p99 / 1e3,
+		       ls->p999 / 1e3, ls->max / 1e3);
+	else
+		printf("\"latency_us\": null, ");
 	printf("\"duration_s\": %.6f, \"throughput_rps\": %.3f, \"server_mean_ns\": {", secs,
 	       secs > 0 ? (double)r->responses / secs : 0.0);
 	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
@@ -621,6 +637,7 @@ int cmd_client(int argc, char **argv)
 	struct idx_data img = {0}, lab = {0};
 	struct splitnic_error e;
 	struct lat_summary ls;
+	bool lost = false;
 	double secs;
 	int ret;
 
@@ -670,6 +687,13 @@ int cmd_client(int argc, char **argv)
 		report_text(r, &ls, secs);
 	if (r->o.classes)
 		ret = write_classes(r);
+	if (!ret && r->responses < (uint64_t)r->o.count) {
+		fprintf(stderr,
+			"client: %lu of %ld requests got no RESPONSE (errors, timeouts or send "
+			"failures): exit status 3\n",
+			(unsigned long)((uint64_t)r->o.count - r->responses), r->o.count);
+		lost = true;
+	}
 
 out_free_state:
 	free(r->cls);
@@ -685,5 +709,5 @@ out_free_inputs:
 	idx_free(&lab);
 out_free_run:
 	free(r);
-	return ret > 0 ? 0 : ret ? 1 : 0;
+	return ret > 0 ? 0 : ret ? 1 : lost ? 3 : 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic gen: random weights.npz for any arch.json (shared/spec/model-interchange.md), so that
+ * splitnic gen: random weights.npz for any arch.json (docs/model-format.md), so that
  * `splitnic convert` makes a model of it. float32 arrays, npy format 1.0, stored in a zip.
  * Binary layers get +-1 weights, float layers uniform in +-1/sqrt(fan-in), batch-norm a
  * positive variance around the fan-in (so signs split the dots of +-1 inputs evenly).
@@ -14,6 +14,7 @@
 #include <zip.h>
 
 #include "split/split.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/split_tools.h"
 
@@ -237,6 +238,8 @@ int cmd_gen(int argc, char **argv)
 	}
 	if (argc - optind != 1 || !out)
 		return split_tools_usage(usage, false);
+	if (cli_output_ok("gen", "-o", out))
+		return 1;
 	if (split_tools_gen(argv[optind], out, seed, err, sizeof(err))) {
 		fprintf(stderr, "splitnic gen: %s\n", err);
 		return 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/kern.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 
 int cmd_convert(int argc, char **argv)
@@ -37,6 +38,8 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, "usage: splitnic convert ARCH.json WEIGHTS.npz -o MODEL\n");
 		return 2;
 	}
+	if (cli_output_ok("convert", "-o", out))
+		return 1;
 	if (kern_convert(argv[optind], argv[optind + 1], out, err, sizeof(err))) {
 		fprintf(stderr, "splitnic convert: %s\n", err);
 		return 1;

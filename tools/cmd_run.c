@@ -14,6 +14,7 @@
 #include "kernels/kern_ops.h"
 #include "kernels/cuda/kcuda.h"
 #include "lib/snlib.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/stats.h"
@@ -157,6 +158,8 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (scores_path && cli_output_ok("run", "--scores", scores_path))
+		return 1;
 	if (gpu && kcuda_probe(gpu_name, sizeof(gpu_name))) {
 		fprintf(stderr, "splitnic run: --exec gpu: %s; falling back to the CPU kernels\n",
 			gpu_name);

@@ -13,6 +13,7 @@
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "split/split.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/split_tools.h"
 
@@ -23,27 +24,87 @@ static void exec_str(uint32_t mask, char *buf, size_t len)
 		 (mask & SPLIT_EXM(SPLIT_EX_NIC)) ? ",nic" : "");
 }
 
-static void layer_name(const struct split_layer *L, uint32_t i, char *buf, size_t len)
+/*
+ * Caffe-style layer names, as the seed's figures label them: a stage number that grows at each
+ * conv and dense layer (conv1 .. conv5, fc6 .. fc8), the layers after one taking its number
+ * (relu1, norm1, pool1, bn1, sign1).
+ */
+static void layer_name(const struct split_arch *a, uint32_t i, char *buf, size_t len)
 {
-	snprintf(buf, len, "%u:%s%s", i, kern_src_type_name(L->type),
-		 (L->flags & KERN_SF_BINW) ? "(bin)" : "");
+	uint32_t stage = 0;
+	const char *base;
+
+	for (uint32_t k = 0; k <= i; k++)
+		stage += a->l[k].type == KERN_SRC_CONV || a->l[k].type == KERN_SRC_DENSE;
+	switch (a->l[i].type) {
+	case KERN_SRC_CONV:
+		base = "conv";
+		break;
+	case KERN_SRC_DENSE:
+		base = "fc";
+		break;
+	case KERN_SRC_MAXPOOL:
+		base = "pool";
+		break;
+	case KERN_SRC_LRN:
+		base = "norm";
+		break;
+	case KERN_SRC_BATCHNORM:
+		base = "bn";
+		break;
+	case KERN_SRC_FLATTEN:
+		snprintf(buf, len, "flatten");
+		return;
+	default:
+		base = kern_src_type_name(a->l[i].type);
+		break;
+	}
+	snprintf(buf, len, "%s%u", base, stage);
 }
 
-static void analyze_table(const struct split_arch *a, bool csv)
+/*
+ * The compiled ops that implement source layer i of model m, "first-last" (or "-" without a
+ * model): the numbering plan, sweep, MODEL@K and MODEL:coproc:K use.
+ */
+static void op_range(const struct kern_model *m, uint32_t i, char *buf, size_t len)
+{
+	uint32_t first = UINT32_MAX, last = 0;
+
+	for (uint32_t k = 0; m && k < m->n_layers; k++) {
+		const struct kern_layer *L = &m->layers[k];
+
+		if (i >= L->src_first && i < L->src_first + L->src_count) {
+			first = first < k ? first : k;
+			last = k;
+		}
+	}
+	if (first == UINT32_MAX)
+		snprintf(buf, len, "-");
+	else if (first == last)
+		snprintf(buf, len, "%u", first);
+	else
+		snprintf(buf, len, "%u-%u", first, last);
+}
+
+static void analyze_table(const struct split_arch *a, const struct kern_model *m, bool csv)
 {
 	uint64_t tp = 0, tw = 0, to = 0;
-	char shape[48], ex[16];
+	char shape[48], ex[16], ops[24], name[32];
 
 	if (csv)
-		printf(
-		    "index,type,binary,c,h,w,elements,bytes_f32,bytes_fp16,bytes_int8,bytes_1bit,"
-		    "params,weight_bytes,ops,ops_kind,executors\n");
+		printf("index,name,compiled_ops,type,binary,c,h,w,elements,bytes_f32,bytes_fp16,"
+		       "bytes_int8,bytes_1bit,params,weight_bytes,ops,ops_kind,executors\n");
 	else
-		printf("model %s: input %s %ux%ux%u, %u layers\n%3s  %-9s %-3s %-12s %10s %11s "
-		       "%11s %10s %9s %11s %11s %14s %-8s %s\n",
-		       a->name, kern_fmt_name(a->input.fmt), a->input.c, a->input.h, a->input.w,
-		       a->n, "#", "layer", "bin", "output", "elements", "bytes(f32)", "bytes(fp16)",
-		       "bytes(i8)", "bytes(1b)", "params", "weight B", "ops", "kind", "executors");
+		printf(
+		    "model %s: input %s %ux%ux%u, %u layers\n"
+		    "  #: source layer (arch.json order); op: the compiled ops that implement it,\n"
+		    "  numbered as plan, sweep, MODEL@K and MODEL:coproc:K number them%s\n"
+		    "%3s  %-8s %-5s %-9s %-3s %-12s %10s %11s %11s %10s %9s %11s %11s %14s %-8s "
+		    "%s\n",
+		    a->name, kern_fmt_name(a->input.fmt), a->input.c, a->input.h, a->input.w, a->n,
+		    m ? "" : " (an ARCH.json has none: `splitnic convert` it first)", "#", "name",
+		    "op", "layer", "bin", "output", "elements", "bytes(f32)", "bytes(fp16)",
+		    "bytes(i8)", "bytes(1b)", "params", "weight B", "ops", "kind", "executors");
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct split_layer *L = &a->l[i];
 		const bool bin = L->flags & KERN_SF_BINW;
@@ -52,11 +113,14 @@ static void analyze_table(const struct split_arch *a, bool csv)
 				       : "elem-ops";
 
 		exec_str(L->exec_mask, ex, sizeof(ex));
+		op_range(m, i, ops, sizeof(ops));
+		layer_name(a, i, name, sizeof(name));
 		if (csv) {
-			printf("%u,%s,%d,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			       ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,\"%s\"\n",
-			       i, kern_src_type_name(L->type), bin, L->c, L->h, L->w, L->elems,
-			       split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
+			printf("%u,%s,%s,%s,%d,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			       ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			       ",%s,\"%s\"\n",
+			       i, name, ops, kern_src_type_name(L->type), bin, L->c, L->h, L->w,
+			       L->elems, split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
 			       split_bytes_int8(L->elems), split_bytes_bits(L->elems), L->params,
 			       L->weight_bytes, L->ops, kind, ex);
 			continue;
@@ -65,9 +129,10 @@ static void analyze_table(const struct split_arch *a, bool csv)
 			snprintf(shape, sizeof(shape), "%u", L->c);
 		else
 			snprintf(shape, sizeof(shape), "%ux%ux%u", L->c, L->h, L->w);
-		printf("%3u  %-9s %-3s %-12s %10" PRIu64 " %11" PRIu64 " %11" PRIu64 " %10" PRIu64
-		       " %9" PRIu64 " %11" PRIu64 " %11" PRIu64 " %14" PRIu64 " %-8s %s\n",
-		       i, kern_src_type_name(L->type), bin ? "yes" : "", shape, L->elems,
+		printf("%3u  %-8s %-5s %-9s %-3s %-12s %10" PRIu64 " %11" PRIu64 " %11" PRIu64
+		       " %10" PRIu64 " %9" PRIu64 " %11" PRIu64 " %11" PRIu64 " %14" PRIu64
+		       " %-8s %s\n",
+		       i, name, ops, kern_src_type_name(L->type), bin ? "yes" : "", shape, L->elems,
 		       split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
 		       split_bytes_int8(L->elems), split_bytes_bits(L->elems), L->params,
 		       L->weight_bytes, L->ops, kind, ex);
@@ -76,15 +141,15 @@ static void analyze_table(const struct split_arch *a, bool csv)
 		to += L->ops;
 	}
 	if (!csv)
-		printf("%3s  %-9s %-3s %-12s %10s %11s %11s %10s %9s %11" PRIu64 " %11" PRIu64
-		       " %14" PRIu64 "\n",
-		       "", "total", "", "", "", "", "", "", "", tp, tw, to);
+		printf("%3s  %-8s %-5s %-9s %-3s %-12s %10s %11s %11s %10s %9s %11" PRIu64
+		       " %11" PRIu64 " %14" PRIu64 "\n",
+		       "", "total", "", "", "", "", "", "", "", "", "", tp, tw, to);
 }
 
-static int analyze_json(const struct split_arch *a)
+static int analyze_json(const struct split_arch *a, const struct kern_model *m)
 {
 	json_t *root = json_object(), *layers = json_array();
-	char ex[16];
+	char ex[16], ops[24], name[32];
 	int ret = 0;
 
 	json_object_set_new(root, "name", json_string(a->name));
@@ -95,18 +160,21 @@ static int analyze_json(const struct split_arch *a)
 		const struct split_layer *L = &a->l[i];
 
 		exec_str(L->exec_mask, ex, sizeof(ex));
+		op_range(m, i, ops, sizeof(ops));
+		layer_name(a, i, name, sizeof(name));
 		json_array_append_new(
 		    layers,
-		    json_pack("{s:i,s:s,s:b,s:[i,i,i],s:I,s:{s:I,s:I,s:I,s:I},s:I,s:I,s:I,s:s}",
-			      "index", i, "type", kern_src_type_name(L->type), "binary_weights",
-			      !!(L->flags & KERN_SF_BINW), "output_shape", L->c, L->h, L->w,
-			      "elements", (json_int_t)L->elems, "bytes", "f32",
-			      (json_int_t)split_bytes_f32(L->elems), "fp16",
-			      (json_int_t)split_bytes_fp16(L->elems), "int8",
-			      (json_int_t)split_bytes_int8(L->elems), "1bit",
-			      (json_int_t)split_bytes_bits(L->elems), "params",
-			      (json_int_t)L->params, "weight_bytes", (json_int_t)L->weight_bytes,
-			      "ops", (json_int_t)L->ops, "executors", ex));
+		    json_pack(
+			"{s:i,s:s,s:s,s:s,s:b,s:[i,i,i],s:I,s:{s:I,s:I,s:I,s:I},s:I,s:I,s:I,s:s}",
+			"index", i, "name", name, "compiled_ops", ops, "type",
+			kern_src_type_name(L->type), "binary_weights", !!(L->flags & KERN_SF_BINW),
+			"output_shape", L->c, L->h, L->w, "elements", (json_int_t)L->elems, "bytes",
+			"f32", (json_int_t)split_bytes_f32(L->elems), "fp16",
+			(json_int_t)split_bytes_fp16(L->elems), "int8",
+			(json_int_t)split_bytes_int8(L->elems), "1bit",
+			(json_int_t)split_bytes_bits(L->elems), "params", (json_int_t)L->params,
+			"weight_bytes", (json_int_t)L->weight_bytes, "ops", (json_int_t)L->ops,
+			"executors", ex));
 	}
 	json_object_set_new(root, "layers", layers);
 	if (json_dumpf(root, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF)
@@ -115,31 +183,43 @@ static int analyze_json(const struct split_arch *a)
 	return ret;
 }
 
-/* The seed's Figure 2: output size (f32 and 1-bit) and parameters per layer, log scale. */
+/*
+ * The seed's Figure 2: per layer, the input first, output size (f32 and 1-bit) on one axis and
+ * parameters on their own axis below it, log scale, Caffe-style layer names.
+ */
 static int analyze_plot(const struct split_arch *a, const char *out)
 {
-	char script[64], name[48];
+	const uint64_t in_elems = (uint64_t)a->input.c * a->input.h * a->input.w;
+	char script[64], name[32];
 	FILE *f = split_tools_plot_open("analyze", out, script, sizeof(script));
 
 	if (!f)
 		return -EINVAL;
-	fprintf(f,
-		"set title 'splitnic analyze: %s (output size "
-		"and parameters per layer)'\nset logscale y\nset ylabel 'bytes / count (log)'\n"
-		"set style data histogram\nset style histogram cluster gap 1\nset style fill solid "
-		"0.8 border -1\nset boxwidth 0.9\nset xtics rotate by -60 font ',8'\nset key top "
-		"right\nset grid ytics\n$d << EOD\n",
-		a->name);
+	fprintf(f, "$d << EOD\ninput %" PRIu64 " %" PRIu64 " ?\n", split_bytes_f32(in_elems),
+		split_bytes_bits(in_elems));
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct split_layer *L = &a->l[i];
 
-		layer_name(L, i, name, sizeof(name));
-		fprintf(f, "%s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", name,
-			split_bytes_f32(L->elems), split_bytes_bits(L->elems),
-			L->params ? L->params : 1);
+		layer_name(a, i, name, sizeof(name));
+		fprintf(f, "%s%s %" PRIu64 " %" PRIu64 " ", name,
+			(L->flags & KERN_SF_BINW) ? "*" : "", split_bytes_f32(L->elems),
+			split_bytes_bits(L->elems));
+		if (L->params)
+			fprintf(f, "%" PRIu64 "\n", L->params);
+		else
+			fprintf(f, "?\n");
 	}
-	fprintf(f, "EOD\nplot $d using 2:xtic(1) title 'output bytes (f32)', '' using 3 title "
-		   "'output bytes (1-bit)', '' using 4 title 'parameters'\n");
+	fprintf(f,
+		"EOD\nset datafile missing '?'\nset multiplot layout 2,1 title "
+		"'splitnic analyze: %s, output size and parameters per layer (* binary "
+		"weights)'\nset style data histogram\nset style histogram cluster gap 1\n"
+		"set style fill solid 0.8 border -1\nset boxwidth 0.9\nset logscale y\n"
+		"set grid ytics\nset key top right\nset lmargin 12\nset xtics rotate by -60 "
+		"font ',8'\nset ylabel 'output size (bytes, log)'\nset format y '%%.0s%%c'\n"
+		"plot $d using 2:xtic(1) title 'f32' lc rgb '#4472c4', '' using 3 title '1-bit' "
+		"lc rgb '#ed7d31'\nset ylabel 'parameters (log)'\n"
+		"plot $d using 4:xtic(1) title 'parameters' lc rgb '#70ad47'\nunset multiplot\n",
+		a->name);
 	return split_tools_plot_run("analyze", f, script);
 }
 
@@ -156,6 +236,7 @@ int cmd_analyze(int argc, char **argv)
 			    "[--plot FILE.png|FILE.svg]\n";
 	const char *plot = NULL;
 	bool csv = false, json = false;
+	struct kern_model *m = NULL;
 	struct split_arch a;
 	char err[512];
 	int c, ret;
@@ -179,18 +260,28 @@ int cmd_analyze(int argc, char **argv)
 	}
 	if (argc - optind != 1 || (csv && json))
 		return split_tools_usage(usage, false);
-	ret = split_tools_load_arch(argv[optind], &a, err, sizeof(err));
+	if (plot && cli_output_ok("analyze", "--plot", plot))
+		return 1;
+	if (split_tools_is_json(argv[optind])) {
+		ret = split_arch_load(argv[optind], &a, err, sizeof(err));
+	} else {
+		m = kern_model_load(argv[optind], err, sizeof(err));
+		ret = m ? split_arch_from_model(m, nicfw_nic_first(m), &a, err, sizeof(err))
+			: -EINVAL;
+	}
 	if (ret) {
 		fprintf(stderr, "splitnic analyze: %s\n", err);
+		kern_model_free(m);
 		return 1;
 	}
 	if (json)
-		ret = analyze_json(&a);
+		ret = analyze_json(&a, m);
 	else
-		analyze_table(&a, csv);
+		analyze_table(&a, m, csv);
 	if (!ret && plot)
 		ret = analyze_plot(&a, plot) ? 1 : 0;
 	split_arch_free(&a);
+	kern_model_free(m);
 	return ret;
 }
 
@@ -250,6 +341,8 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return split_tools_usage(usage, false);
+	if (out && cli_output_ok("plan", "-o", out))
+		return 1;
 	if (split_tools_load_profile("plan", profile, &pr))
 		return 1;
 	if (o.link_gbps <= 0)

@@ -17,6 +17,7 @@
 
 #include "kernels/kern.h"
 #include "nicfw/emu/emu.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/split_tools.h"
@@ -268,38 +269,76 @@ static uint32_t sweep_report(const struct sweep *s)
 	return ok;
 }
 
-/* The seed's Figure 5: stacked measured breakdown per split, predicted total as points. */
-static int sweep_plot(const struct sweep *s, const char *out)
+/*
+ * The seed's Figure 5, one column per link rate. Top: the measured breakdown per split, stacked,
+ * with the predicted total as points; with normalize, every bar is divided by the all-CPU
+ * (unsplit) measured latency of its link rate. Bottom: the split overhead alone (serialize,
+ * transfer, deserialize) on a log axis, so that it stays visible when compute dominates.
+ * Modeled parts (transfer at the link rate, NIC compute on the emulator) say so in the key.
+ */
+static int sweep_plot(const struct sweep *s, const char *out, bool normalize)
 {
 	char script[64], name[48];
 	FILE *f = split_tools_plot_open("sweep", out, script, sizeof(script));
+	const char *unit = normalize ? "x unsplit" : "us";
+	double top[SWEEP_MAX_BW] = {0}, otop[SWEEP_MAX_BW] = {0};
 
 	if (!f)
 		return -EINVAL;
-	fprintf(f,
-		"set multiplot layout 1,%u title 'splitnic "
-		"sweep: %s (measured breakdown; wire and NIC modeled; points: predicted)'\n"
-		"set style data histogram\nset style histogram rowstacked\nset style fill solid "
-		"0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 font ',8'\nset ylabel "
-		"'latency (us)'\nset key below font ',8' maxrows 3\nset grid ytics\n",
-		s->n_bw, s->m->name);
 	for (uint32_t b = 0; b < s->n_bw; b++) {
+		double scale = 1e6;
+
+		for (uint32_t j = 0; normalize && j < s->n_cand; j++)
+			if (s->cand[j].k == s->m->n_layers && s->cand[j].meas[b] > 0)
+				scale = 1 / s->cand[j].meas[b];
 		fprintf(f, "$d%u << EOD\n", b);
 		for (uint32_t j = 0; j < s->n_cand; j++) {
 			const struct sweep_cand *c = &s->cand[j];
+			double tot = 0, ovh = fmax(c->med[SP_SER], c->med[SP_DESER]);
 
-			fprintf(f, "%s %.3f %.3f %.3f %.3f %.3f %.3f\n",
-				cand_name(s, c, name, sizeof(name)), c->med[SP_HOST] * 1e6,
-				c->med[SP_SER] * 1e6, (c->med[SP_COPY] + c->wire[b]) * 1e6,
-				c->med[SP_DESER] * 1e6, c->med[SP_NIC] * 1e6, c->pred[b] * 1e6);
+			for (unsigned k = 0; k < SP__COUNT; k++)
+				tot += c->med[k];
+			tot = fmax(tot + c->wire[b], c->pred[b]) * scale;
+			ovh = fmax(ovh, c->med[SP_COPY] + c->wire[b]) * scale;
+			top[b] = fmax(top[b], tot);
+			otop[b] = fmax(otop[b], ovh);
+
+			fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g %.6g\n",
+				cand_name(s, c, name, sizeof(name)), c->med[SP_HOST] * scale,
+				c->med[SP_SER] * scale, (c->med[SP_COPY] + c->wire[b]) * scale,
+				c->med[SP_DESER] * scale, c->med[SP_NIC] * scale,
+				c->pred[b] * scale);
 		}
-		fprintf(f,
-			"EOD\nset title 'link %g Gbit/s'\nplot $d%u using 2:xtic(1) title 'host "
-			"compute', '' using 3 title 'serialize', '' using 4 title 'transfer', '' "
-			"using 5 title 'deserialize', '' using 6 title 'NIC compute', '' using "
-			"0:7 with points pt 7 lc rgb 'black' title 'predicted'\n",
-			s->bw[b], b);
+		fprintf(f, "EOD\n");
 	}
+	fprintf(f,
+		"set datafile missing '?'\nset multiplot layout 2,%u title 'splitnic sweep: %s, "
+		"latency per split%s (measured in process; transfer and NIC compute MODELED; "
+		"points: predicted)'\nset style fill solid 0.8 border -1\nset boxwidth 0.8\n"
+		"set xtics rotate by -60 font ',8'\nset grid ytics\nset key top right font ',8' "
+		"samplen 1 spacing 0.9\n"
+		"set lmargin 12\n",
+		s->n_bw, s->m->name,
+		normalize ? ", normalised to the unsplit (all-cpu) latency" : "");
+	for (uint32_t b = 0; b < s->n_bw; b++)
+		fprintf(
+		    f,
+		    "set title 'link %g Gbit/s'\nset ylabel 'latency (%s)'\nunset logscale y\n"
+		    "set yrange [0:*]\nset style data histogram\nset style histogram "
+		    "rowstacked\nplot $d%u using 2:xtic(1) title 'host compute', '' using 3 "
+		    "title 'serialize', '' using 4 title 'transfer (modeled)', '' using 5 title "
+		    "'deserialize', '' using 6 title 'NIC compute (modeled)', '' using 0:7 with "
+		    "points pt 7 lc rgb 'black' title 'predicted'\n",
+		    s->bw[b], unit, b);
+	for (uint32_t b = 0; b < s->n_bw; b++)
+		fprintf(
+		    f,
+		    "set title 'split overhead, link %g Gbit/s'\nset ylabel 'overhead (%s, "
+		    "log)'\nset logscale y\nset yrange [*:*]\nset style histogram cluster gap "
+		    "1\nplot $d%u using ($3>0?$3:1/0):xtic(1) title 'serialize' lc 2, '' using "
+		    "($4>0?$4:1/0) title 'transfer (modeled)' lc 3, '' using ($5>0?$5:1/0) title "
+		    "'deserialize' lc 4\n",
+		    s->bw[b], unit, b);
 	fprintf(f, "unset multiplot\n");
 	return split_tools_plot_run("sweep", f, script);
 }
@@ -392,18 +431,25 @@ static void sweep_free(struct sweep *s)
 int cmd_sweep(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"profile", required_argument, NULL, 'p'}, {"link-gbps", required_argument, NULL, 'l'},
-	    {"images", required_argument, NULL, 'i'},  {"npy", required_argument, NULL, 'n'},
-	    {"count", required_argument, NULL, 'c'},   {"plot", required_argument, NULL, 'P'},
-	    {"help", no_argument, NULL, 'h'},	       {0},
+	    {"profile", required_argument, NULL, 'p'},
+	    {"link-gbps", required_argument, NULL, 'l'},
+	    {"images", required_argument, NULL, 'i'},
+	    {"npy", required_argument, NULL, 'n'},
+	    {"count", required_argument, NULL, 'c'},
+	    {"plot", required_argument, NULL, 'P'},
+	    {"normalize", no_argument, NULL, 'N'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *usage = "usage: splitnic sweep MODEL [--profile P] [--link-gbps X,Y,Z] "
-			    "[--images IDX | --npy FILE] [--count N] [--plot FILE.png|FILE.svg]\n";
+			    "[--images IDX | --npy FILE] [--count N] [--plot FILE.png|FILE.svg] "
+			    "[--normalize]\n";
 	const char *profile = NULL, *inputs = NULL, *plot = NULL;
 	struct sweep s = {.count = 5};
 	struct dataset ds = {0};
 	struct kern_model *m = NULL;
 	uint8_t *rnd = NULL;
+	bool normalize = false;
 	long count = 5;
 	char err[512];
 	int c, ret = 1;
@@ -433,6 +479,9 @@ int cmd_sweep(int argc, char **argv)
 		case 'P':
 			plot = optarg;
 			break;
+		case 'N':
+			normalize = true;
+			break;
 		case 'h':
 			return split_tools_usage(usage, true);
 		default:
@@ -441,6 +490,8 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return split_tools_usage(usage, false);
+	if (plot && cli_output_ok("sweep", "--plot", plot))
+		return 1;
 	s.count = (uint32_t)count;
 	if (!s.n_bw)
 		parse_bw("0.1,1,10", &s);
@@ -491,7 +542,7 @@ int cmd_sweep(int argc, char **argv)
 			ret = 1;
 		}
 	printf("\nplanner within 5%% of the measured best at %u of %u link rates\n", ok, s.n_bw);
-	if (plot && sweep_plot(&s, plot))
+	if (plot && sweep_plot(&s, plot, normalize))
 		ret = 1;
 out_sweep:
 	sweep_free(&s);

@@ -23,6 +23,7 @@
 #include "kernels/kern.h"
 #include "nicfw/xdp/xdp_infer.h"
 #include "protocol/proto.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/stats.h"
@@ -321,6 +322,8 @@ static int verb_test(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (o.scores && cli_output_ok("xdp test", "--scores", o.scores))
+		return 1;
 	m = load_model(pos[0]);
 	if (!m)
 		return 1;

@@ -3,6 +3,14 @@
 #ifndef TOOLS_CMDS_H
 #define TOOLS_CMDS_H
 
+/* The version every splitnic program reports with --version. */
+#define SPLITNIC_VERSION "0.1.0"
+
+/*
+ * One row of the command table (tools/splitnic.c): `splitnic --help` and `splitnic NAME --help`
+ * are generated from it. summary is the synopsis after "splitnic ", optionally followed by
+ * "\n" and one line of purpose.
+ */
 struct splitnic_cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);

@@ -140,11 +140,12 @@ int dataset_open(struct dataset *ds, const struct kern_model *m, const char *inp
 		ret = idx_load(labels, &ds->lab, err, errlen);
 		if (ret)
 			goto out_close;
-		if (ds->lab.ndims != 1 || ds->lab.count < ds->count) {
+		if (ds->lab.ndims != 1 || ds->lab.item_bytes != 1 || ds->lab.count != ds->count) {
 			snprintf(err, errlen,
-				 "%s: expected a 1-dimensional label file of at least "
-				 "%u labels",
-				 labels, ds->count);
+				 "%s: %u labels (%u-dimensional) for %u inputs in %s: expected a "
+				 "1-dimensional label file of one byte per input, as many as the "
+				 "inputs",
+				 labels, ds->lab.count, ds->lab.ndims, ds->count, inputs);
 			ret = -EINVAL;
 			goto out_close;
 		}

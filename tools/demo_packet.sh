@@ -86,6 +86,7 @@ run() { # NAME MODEL-ID
 	ip netns exec "$ns_c" "$S" client 10.88.2.1 --model-id "$2" --images "$IMG" --labels "$LAB" \
 		--outstanding 4 --timeout-ms 3000 $count >"$tmp/client.txt" || die "client ($1)"
 	cat "$tmp/client.txt"
+	cp "$tmp/client.txt" "$tmp/$2.txt"
 }
 run "binary MLP, stand-alone on the NIC (the host never sees a request)" fmnist-bmlp
 run "binary CNN, co-processor: conv on the host, binary dense on the NIC" fmnist-bcnn
@@ -94,6 +95,29 @@ echo "(server ns are per-stage means from the RESPONSE timing fields: host = hos
 echo " pack = hand-off + serialize at the split, nic = NIC executor chain; total is the server's,"
 echo " request in to response out, the host-to-NIC hop excepted; latency percentiles are the"
 echo " front-end's round trips)"
+# the MLP's server breakdown: the chain's own time and the time spent queued behind others
+read -r mlp_nic mlp_queue < <(awk '/server +mean ns:/ {for (i = 1; i < NF; i++) {
+	if ($i == "nic") n = $(i + 1); if ($i == "queue") q = $(i + 1)}; printf "%.0f %.0f\n", n / 1e3, q / 1e3}' \
+	"$tmp/fmnist-bmlp.txt")
+cat <<EOF
+
+Why the stand-alone MLP takes a millisecond or more here against about 15 us in process:
+  - Measured above: the NIC's executor chain took ${mlp_nic} us per request (server field
+    nic) and a request waited ${mlp_queue} us (queue) behind the others: the client keeps 4
+    requests outstanding and the chain serves one at a time, so the round trip is about four
+    chain times. In process, each binary dense layer is one AVX-512 popcount GEMV.
+  - On splitnic-nic (platform lcore) the layers run as the NIC firmware runs them: the
+    dispatcher sends a start notification down a chain of 16 executors, each computes its
+    slice of neurons and an end notification travels back, layer by layer, every hop a
+    message through an rte_ring (the NFP's design: many small executor threads beside the
+    packet engines, emulated on DPDK lcores).
+  - Here that chain runs inline on the one lcore that also runs the forwarding loop, while
+    splitnic-host busy-polls the other core and the client and the kernel's veth/af_packet
+    path have no core of their own. Why the chain costs ${mlp_nic} us rather than tens is not
+    profiled yet (README, "Not done yet").
+  - So these figures describe this 2-core set-up, not a NIC; \`splitnic emu\` gives the modeled
+    time of an NFP4000-class NIC for the same layers.
+EOF
 kill -TERM "$host_pid" && wait "$host_pid"
 host_pid=
 kill -TERM "$nic_pid" && wait "$nic_pid"

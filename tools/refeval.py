@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Independent float64 reference evaluator of the splitnic model-interchange spec
-(arch.json + weights.npz, see shared/spec/model-interchange.md). NumPy only.
+(arch.json + weights.npz, see docs/model-format.md). NumPy only.
 
 CLI:
   refeval.py ARCH.json WEIGHTS.npz (--images IDX[.gz] | --npy FILE.npy)

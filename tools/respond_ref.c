@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "protocol/reasm.h"
+#include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/idx.h"
 #include "tools/net_util.h"
@@ -79,6 +80,7 @@ static int ref_parse(int argc, char **argv, struct ref_opts *o)
 	    {"ready-file", required_argument, NULL, 'r'},
 	    {NULL, 0, NULL, 0},
 	};
+	uint16_t port;
 	int c, err = 0;
 
 	memset(o, 0, sizeof(*o));
@@ -94,6 +96,7 @@ static int ref_parse(int argc, char **argv, struct ref_opts *o)
 			o->bind = optarg;
 			break;
 		case 'p':
+			err = cli_port("respond-ref", "--port", optarg, &port);
 			o->port = optarg;
 			break;
 		case 'i':

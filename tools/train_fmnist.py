@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Train Fashion-MNIST networks in PyTorch and export them in the splitnic
-model-interchange format (arch.json + weights.npz, shared/spec/model-interchange.md).
+model-interchange format (arch.json + weights.npz, docs/model-format.md).
 
   train_fmnist.py --model bmlp|bcnn|fmlp|fcnn --epochs N --out DIR [--seed S]
   train_fmnist.py --onnx-from DIR [--onnx FILE]

@@ -41,4 +41,44 @@ expect "2" "--count" -- "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-im
 expect "2" "--batch" -- "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-images-idx3-ubyte.gz --batch 0
 expect "1" "t10k-labels.*do not match|images of" -- "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-labels-idx1-ubyte.gz
 expect "1" "label" -- "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-images-idx3-ubyte.gz --labels $D/t10k-images-idx3-ubyte.gz
+# a label file of another length than the images (train labels: 60,000 for 10,000 images)
+expect "1" "60000 labels .* for 10000 inputs" -- "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-images-idx3-ubyte.gz --labels $D/train-labels-idx1-ubyte.gz
+expect "1" "60000 labels .* for 10000 inputs" -- "$S" emu "$B/models/fmnist-bmlp.snm" --images $D/t10k-images-idx3-ubyte.gz --labels $D/train-labels-idx1-ubyte.gz --count 1
+# a profile that is a directory (or unreadable) is refused, never replaced by the defaults
+expect "1" "$tmp: not a regular file" -- "$S" plan "$B/models/fmnist-bcnn.snm" --profile "$tmp"
+expect "1" "$tmp: not a regular file" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --profile "$tmp"
+expect "1" "nope.profile: No such file" -- "$S" plan "$B/models/fmnist-bcnn.snm" --profile "$tmp/nope.profile"
+# ports: 1..65535 wherever one is parsed
+for bad in 0 65536 70000 -1 12x; do
+	expect "1 2" "port.*1..65535.*'$bad'" -- "$S" client "127.0.0.1:$bad" --shape 1,1,1 --count 1
+	expect "1 2" "port.*1..65535.*'$bad'" -- "$S" client 127.0.0.1 --port "$bad" --shape 1,1,1 --count 1
+	expect "1 2" "port.*1..65535.*'$bad'" -- "$S" respond-ref --port "$bad"
+	expect "1 2" "port" -- "$S" xdp test "$B/models/fmnist-bmlp.snm" --port "$bad"
+done
+# outputs are checked before the work: nothing is computed (empty stdout) when they cannot be
+# written
+outputs_first() {
+	expect "1" "$2" -- "${@:3}"
+	if [ -s "$tmp/out" ]; then
+		echo "FAIL: '${*:3}' did work before refusing its output:"; head -3 "$tmp/out"; fail=1
+	fi
+}
+outputs_first x "--plot $tmp: Is a directory" "$S" analyze split/arch/alexnet.json --plot "$tmp"
+outputs_first x "--plot $tmp/no/a.png: its directory" "$S" analyze split/arch/alexnet.json --plot "$tmp/no/a.png"
+outputs_first x "--plot $tmp/no/s.png: its directory" "$S" sweep "$B/models/fmnist-bmlp.snm" --plot "$tmp/no/s.png"
+outputs_first x "-o $tmp/no/p.plan: its directory" "$S" plan "$B/models/fmnist-bcnn.snm" -o "$tmp/no/p.plan"
+outputs_first x "-o $tmp/no/c.profile: its directory" "$S" calibrate --quick -o "$tmp/no/c.profile"
+outputs_first x "-o $tmp: Is a directory" "$S" convert models/fmnist-bmlp/arch.json models/fmnist-bmlp/weights.npz -o "$tmp"
+outputs_first x "-o $tmp/no/w.npz: its directory" "$S" gen split/arch/alexnet.json -o "$tmp/no/w.npz"
+outputs_first x "--scores $tmp/no/s.csv: its directory" "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-images-idx3-ubyte.gz --scores "$tmp/no/s.csv"
+outputs_first x "--classes $tmp/no/c.txt: its directory" "$S" client 127.0.0.1 --shape 1,1,1 --count 1 --classes "$tmp/no/c.txt"
+# --help and --version on every command, from the one command table
+for c in $("$S" --help | awk '/^commands:/ {on=1; next} on && NF {print $1} on && !NF {exit}'); do
+	h=$("$S" "$c" --help) && [[ "$h" == "usage: splitnic $c"* ]] ||
+		{ echo "FAIL: splitnic $c --help: $h"; fail=1; }
+	v=$("$S" "$c" --version) && [[ "$v" == "splitnic $c "[0-9]* ]] ||
+		{ echo "FAIL: splitnic $c --version: $v"; fail=1; }
+done
+[ "$("$S" --help | awk '/^commands:/ {on=1; next} on && NF {n++} on && !NF {exit} END {print n+0}')" -ge 12 ] ||
+	{ echo "FAIL: splitnic --help lists fewer than 12 commands"; fail=1; }
 exit $fail

@@ -63,6 +63,8 @@ check() {
 start_ref --images "$IMG" --labels "$LAB" --wrong-every 10 --error-every 50 --drop-every 100
 out=$("$S" client "127.0.0.1:$port" --images "$IMG" --labels "$LAB" --count 1000 \
 	--outstanding 8 --timeout-ms 300 --json)
+rc=$?
+[ "$rc" -eq 3 ] || { echo "FAIL: client exited $rc with 20 requests unanswered (want 3)"; fail=1; }
 check "closed loop accounting" "$out" \
 	"j['sent']==1000 and j['responses']==980 and j['errors']['busy']==10 and
 	 j['errors']['total']==10 and j['timeouts']==10 and j['correct']==900 and
@@ -79,6 +81,8 @@ check "open loop, all correct" "$out" \
 	"j['mode']=='open' and j['responses']==400 and j['correct']==400 and j['timeouts']==0 and
 	 j['duration_s']>0.15"
 text=$("$S" client "127.0.0.1:$port" --images "$IMG" --labels "$LAB" --count 100 --outstanding 4)
+rc=$?
+[ "$rc" -eq 0 ] || { echo "FAIL: client exited $rc with every request answered"; fail=1; }
 echo "$text"
 for pat in 'accuracy   1.0000 (100/100)' 'latency    p50 ' 'p99.9 ' 'throughput ' \
 	'timeouts 0' 'errors 0'; do
@@ -117,7 +121,24 @@ check "too large -> error" "$out" "j['errors']['too_large']==2 and j['responses'
 stop_ref
 out=$("$S" client "127.0.0.1:$port" --shape 1,28,28 --count 5 --outstanding 5 --timeout-ms 100 \
 	--json)
-check "no server -> timeouts" "$out" "j['timeouts']==5 and j['responses']==0"
+check "no server -> timeouts" "$out" "j['timeouts']==5 and j['responses']==0 and
+	 j['latency_us'] is None and j['accuracy'] is None"
+# ... and the client says so: exit status 3, "no answers" instead of figures that look measured
+text=$("$S" client "127.0.0.1:$port" --images "$IMG" --labels "$LAB" --count 3 --timeout-ms 100 \
+	2>"$work/err")
+rc=$?
+echo "$text"
+if [ "$rc" -ne 3 ]; then
+	echo "FAIL: client exited $rc when no request was answered (want 3)"; fail=1
+elif ! grep -q "3 of 3 requests got no RESPONSE" "$work/err"; then
+	echo "FAIL: client's stderr does not count the lost requests"; cat "$work/err"; fail=1
+fi
+for pat in 'accuracy   no answers' 'latency    no answers'; do
+	echo "$text" | grep -qF "$pat" || { echo "FAIL: text report lacks '$pat'"; fail=1; }
+done
+if echo "$text" | grep -qE '0\.0000 \(0/0\)|p50 0\.0 us'; then
+	echo "FAIL: text report prints figures for no answers"; fail=1
+fi
 
 # 6. bad arguments are refused
 for args in "" "127.0.0.1" "127.0.0.1 --shape 1,2" "127.0.0.1 --shape 1,1,1 --rate 5 --outstanding 2" \

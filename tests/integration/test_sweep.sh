@@ -9,6 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
 SN=${SPLITNIC:-$B/splitnic}
+PY=/usr/bin/python3
 [ -x "$SN" ] || { echo "FAIL: $SN not built"; exit 1; }
 command -v gnuplot >/dev/null || { echo "FAIL: gnuplot not installed (make deps)"; exit 1; }
 W=${SWEEP_DIR:-$B/split-test}
@@ -35,10 +36,10 @@ done
 : >"$W/sweep.txt"
 i=0
 for m in "${models[@]}"; do
-	ext=png; [ $((i % 2)) -eq 1 ] && ext=svg
+	ext=png norm=; [ $((i % 2)) -eq 1 ] && ext=svg norm=--normalize
 	name=$(basename "$m" .snm)
 	if ! "$SN" sweep "$m" --profile "$W/profile" --link-gbps 0.1,1,10 --count "$COUNT" \
-		--plot "$W/sweep-$name.$ext" >"$W/sweep-$name.txt" 2>"$W/sweep-$name.err"; then
+		--plot "$W/sweep-$name.$ext" $norm >"$W/sweep-$name.txt" 2>"$W/sweep-$name.err"; then
 		echo "FAIL: sweep $name"; tail -5 "$W/sweep-$name.err"; fail=1
 	fi
 	cat "$W/sweep-$name.txt" >>"$W/sweep.txt"
@@ -46,6 +47,37 @@ for m in "${models[@]}"; do
 done
 "$SN" analyze split/arch/alexnet.json --plot "$W/analyze-alexnet.png" >/dev/null || fail=1
 "$SN" analyze split/arch/bcnn-cifar.json --plot "$W/analyze-bcnn.svg" >/dev/null || fail=1
+
+# one numbering of split points everywhere: analyze's compiled_ops column agrees with inspect's
+# op table (op k implements source layers a-b) for every bundled model
+for m in "$B"/models/fmnist-*.snm; do
+	"$SN" analyze "$m" --csv >"$W/an.csv" && "$SN" inspect "$m" --ops >"$W/ops.txt" ||
+		{ echo "FAIL: analyze/inspect $m"; fail=1; continue; }
+	"$PY" - "$W/an.csv" "$W/ops.txt" "$m" <<'EOF' || fail=1
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+want = {}
+on = False
+for line in open(sys.argv[2]):
+    if line.startswith("compiled ops:"):
+        on = True
+        continue
+    f = line.split()
+    if on and len(f) >= 3 and f[0].isdigit() and re.fullmatch(r"\d+-\d+", f[2]):
+        a, b = map(int, f[2].split("-"))
+        for i in range(a, b + 1):
+            want.setdefault(i, []).append(int(f[0]))
+bad = []
+for r in rows:
+    ops = want.get(int(r["index"]), [])
+    got = "-" if not ops else str(ops[0]) if len(ops) == 1 else f"{min(ops)}-{max(ops)}"
+    if r["compiled_ops"] != got:
+        bad.append(f"layer {r['index']} ({r['name']}): analyze says op {r['compiled_ops']}, inspect {got}")
+print(f"{sys.argv[3]}: {len(rows)} source layers, compiled-op numbers "
+      + ("agree" if not bad else "DIFFER: " + "; ".join(bad)))
+sys.exit(1 if bad else 0)
+EOF
+done
 
 grep '^SWEEP' "$W/sweep.txt"
 total=$(grep -c '^SWEEP' "$W/sweep.txt")
@@ -62,6 +94,15 @@ for f in "$W"/*.png; do
 done
 for f in "$W"/*.svg; do
 	grep -q '<svg' "$f" || { echo "FAIL: $f is not an SVG"; fail=1; }
+done
+# the figures' elements, read back from the SVG text: Figure 5 normalised, with its overhead
+# panel and modeled parts labelled; Figure 2 with the input first and parameters on their axis
+for pat in 'normalised to the unsplit' 'x unsplit' 'split overhead' 'transfer (modeled)' \
+	'NIC compute (modeled)'; do
+	cat "$W"/sweep-*.svg | grep -qF "$pat" || { echo "FAIL: sweep SVG lacks '$pat'"; fail=1; }
+done
+for pat in '>input<' '>conv1' '>pool' '>fc' 'parameters (log)' 'output size (bytes, log)'; do
+	grep -qF "$pat" "$W/analyze-bcnn.svg" || { echo "FAIL: analyze SVG lacks '$pat'"; fail=1; }
 done
 [ "$fail" -eq 0 ] && echo "test_sweep: pass"
 exit "$fail"

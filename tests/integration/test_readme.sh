@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# README.md's command blocks, run verbatim in a fresh clone: fails when the README drifts from
+# the programs. The conventions a README block must follow (docs/operator-guide.md repeats them):
+#
+#   - Every block fenced ```sh is run; other fences (```json, ```text, plain ```) are not.
+#   - A block runs alone, from the clone's root, as root, under `bash -e -o pipefail`, within
+#     README_BLOCK_TIMEOUT seconds (default 120): it defines every variable it uses, and a
+#     command that fails fails the test. Blocks run in README order, so a block may use what
+#     an earlier one left (the lab network of `tools/lab.sh up`, a file it wrote).
+#   - A line `# expect: REGEX` (an extended regex, grep -E) must match a line of the block's
+#     output (stdout and stderr together). Show counts small enough for the test's time budget
+#     (`--count 1000`, not the whole test set over the packet path).
+#   - A block that starts background programs (`... &`) stops them before it ends
+#     (`kill %1; wait`); whatever is left in the block's process group is killed afterwards.
+#   - `make` lines are not run, with one exception: the test runs inside `make test`, after
+#     `make deps` and the build, so `make test` would recurse and builds are make's own test;
+#     `make demo` is run as what `make demo-run` runs, `tools/demo.sh`, with
+#     DEMO_COUNT=README_DEMO_COUNT (default 200) images.
+#
+# The clone is `git clone` of this repository plus the working tree's uncommitted changes
+# (tracked diff and untracked files), with build outputs (the programs and the converted models)
+# hard-linked from $B: nothing is rebuilt. `tools/lab.sh down` runs at the end.
+# Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
+set -u
+cd "$(dirname "$0")/../.."
+root=$PWD
+B=${B:-build}
+PY=/usr/bin/python3
+TIMEOUT=${README_BLOCK_TIMEOUT:-120}
+DEMO_COUNT=${README_DEMO_COUNT:-200}
+. tests/integration/netns.sh
+
+netns_need_root "the README's packet-path blocks"
+netns_need_files FAIL: "make all" "$B/splitnic" "$B/splitnic-nic" "$B/splitnic-host" \
+	"$B/models/fmnist-bmlp.snm" "$B/models/fmnist-bcnn.snm" README.md
+command -v git >/dev/null || { echo "FAIL: git missing"; exit 1; }
+
+tmp=$(mktemp -d "$root/$B/readme-test.XXXXXX")
+clone=$tmp/clone
+cleanup() {
+	[ -x "$clone/tools/lab.sh" ] && (cd "$clone" && tools/lab.sh down >/dev/null 2>&1)
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# --- the fresh clone -----------------------------------------------------------------------------
+git clone -q "$root" "$clone" || fail "git clone"
+git diff --binary HEAD >"$tmp/wt.diff" || fail "git diff"
+if [ -s "$tmp/wt.diff" ]; then
+	git -C "$clone" apply --whitespace=nowarn "$tmp/wt.diff" || fail "applying the working tree"
+fi
+git ls-files -z --others --exclude-standard | (cd "$root" && xargs -0r cp --parents -t "$clone") ||
+	fail "copying untracked files"
+mkdir -p "$clone/build"
+for f in splitnic splitnic-nic splitnic-host models; do
+	cp -al "$B/$f" "$clone/build/" 2>/dev/null || cp -a "$B/$f" "$clone/build/" ||
+		fail "copying $B/$f"
+done
+
+# --- the blocks ----------------------------------------------------------------------------------
+"$PY" - README.md "$tmp" <<'EOF' || fail "README.md: cannot split its sh blocks"
+import sys, re
+text = open(sys.argv[1]).read().split("\n")
+n, cur = 0, None
+for line in text:
+    if cur is None:
+        if re.fullmatch(r"```sh\s*", line):
+            cur = []
+        continue
+    if line.strip() == "```":
+        n += 1
+        open(f"{sys.argv[2]}/block{n:02d}.sh", "w").write("\n".join(cur) + "\n")
+        cur = None
+    else:
+        cur.append(line)
+if cur is not None:
+    sys.exit("an unterminated ```sh block")
+print(n)
+EOF
+blocks=("$tmp"/block*.sh)
+[ -e "${blocks[0]}" ] || fail "README.md has no sh block"
+echo "README.md: ${#blocks[@]} sh blocks"
+
+bad=0
+for blk in "${blocks[@]}"; do
+	name=$(basename "$blk" .sh)
+	# make lines: `make demo` runs as tools/demo.sh; any other make line is left out
+	sed -E -e "s|^make demo\\b.*|B=build DEMO_COUNT=$DEMO_COUNT tools/demo.sh|" \
+		-e 's|^make\b.*|: "(make line not run by test_readme.sh)"|' "$blk" >"$blk.run"
+	echo "--- $name"
+	sed 's/^/    /' "$blk"
+	start=$(date +%s)
+	(cd "$clone" && exec setsid timeout "$TIMEOUT" bash -e -o pipefail "$blk.run") \
+		>"$tmp/$name.out" 2>&1 &
+	pid=$!
+	wait "$pid"
+	rc=$?
+	# what the block left running in its session (setsid: session and group id = its pid)
+	pkill -TERM -s "$pid" 2>/dev/null && sleep 1 && pkill -KILL -s "$pid" 2>/dev/null
+	echo "    exit $rc in $(($(date +%s) - start)) s"
+	if [ "$rc" -ne 0 ]; then
+		echo "FAIL: $name exited $rc (timeout $TIMEOUT s gives 124); its output:"
+		tail -30 "$tmp/$name.out" | sed 's/^/  | /'
+		bad=1
+		continue
+	fi
+	while IFS= read -r re; do
+		if grep -qE -- "$re" "$tmp/$name.out"; then
+			echo "    ok: $re"
+		else
+			echo "FAIL: $name: no output line matches '$re'; its output:"
+			tail -30 "$tmp/$name.out" | sed 's/^/  | /'
+			bad=1
+		fi
+	done < <(sed -n 's/^[[:space:]]*# expect: //p' "$blk")
+done
+[ "$bad" -eq 0 ] || exit 1
+echo "pass: every sh block of README.md ran and matched its expect lines"
