@@ -30,7 +30,7 @@ static int find_model(const struct host_app *a, uint32_t model_id)
 }
 
 static void on_request(struct host_app *a, const struct proto_msg *m, const uint8_t *data,
-		       const struct host_addr *from, uint64_t t_in, uint64_t now)
+		       const struct proto_addr *from, uint64_t t_in, uint64_t now)
 {
 	const struct host_model *hm;
 	struct host_req *r;
@@ -89,11 +89,13 @@ static void on_notice(struct host_app *a, const struct proto_msg *m, uint64_t no
 
 	if (m->frag_off) /* a long RESPONSE: its first datagram is the notice */
 		return;
-	r = host_nic_complete(&a->nic, m->model_id, m->request_id);
-	if (!r) {
+	r = host_reqtab_ref(&a->tab, m->resp.host_ref);
+	if (!r || r->state != HOST_RS_INFLIGHT || r->request_id != m->request_id ||
+	    r->model_id != m->model_id) {
 		a->c[HOST_C_LATE_NOTICES]++;
 		return;
 	}
+	host_nic_remove(&a->nic, r);
 	a->c[HOST_C_ANSWERED_NIC]++;
 	host_hist_add(&a->h[HOST_H_NIC_RTT], now - r->t_sent);
 	host_hist_add(&a->h[HOST_H_TOTAL], now - r->t_in);
@@ -109,35 +111,22 @@ static void on_nic_error(struct host_app *a, const struct proto_msg *m)
 		to_fallback(a, r, HOST_FB_NIC_ERROR);
 }
 
-static struct host_neigh *neigh_slot(struct host_app *a, uint32_t ip)
-{
-	return &a->neigh[(ip * 2654435761u) >> 24 & (HOST_NEIGH - 1)];
-}
-
-static void neigh_learn(struct host_app *a, uint32_t ip, const uint8_t *mac)
-{
-	struct host_neigh *n = neigh_slot(a, ip);
-
-	n->ip = ip;
-	memcpy(n->mac, mac, 6);
-}
-
 static void on_frame(struct host_app *a, const uint8_t *f, uint32_t len, uint64_t t_in,
 		     uint64_t now)
 {
 	struct proto_reasm_msg msg;
 	enum proto_ra_verdict rv;
-	struct host_addr from;
+	struct proto_addr from;
 	enum proto_verdict v;
 	struct proto_msg m;
 	const uint8_t *p;
-	uint32_t plen;
-	int ret;
+	uint32_t plen, ihl;
+	enum proto_frame_kind fk;
 
 	a->c[HOST_C_RX_FRAMES]++;
-	ret = host_frame_parse(f, len, &from, &p, &plen);
-	if (unlikely(ret)) {
-		a->c[ret == -EINVAL ? HOST_C_RX_BAD_IP : HOST_C_RX_NOT_UDP]++;
+	fk = proto_frame_parse(f, len, &from, &p, &plen, &ihl);
+	if (unlikely(fk != PROTO_FRAME_UDP)) {
+		a->c[fk == PROTO_FRAME_BAD ? HOST_C_RX_BAD_IP : HOST_C_RX_NOT_UDP]++;
 		return;
 	}
 	if (unlikely(from.dport != a->o.udp_port)) {
@@ -173,7 +162,7 @@ static void on_frame(struct host_app *a, const uint8_t *f, uint32_t len, uint64_
 		return;
 	}
 	if (a->o.inproc)
-		neigh_learn(a, from.sip, from.smac);
+		proto_neigh_learn(&a->neigh, from.sip, from.smac);
 	if (m.frag_len == m.total_len) {
 		on_request(a, &m, m.data, &from, t_in, now);
 		return;
@@ -231,8 +220,6 @@ uint32_t host_rx_nic(struct host_app *a)
 	for (uint32_t i = 0; i < n; i++) {
 		struct rte_mbuf *mb = pkts[i];
 		uint8_t *f = rte_pktmbuf_mtod(mb, uint8_t *);
-		const struct host_neigh *ne;
-		uint32_t dip;
 
 		if (mb->port == NICFW_PORT_HOST) {
 			now = host_now_ns(a);
@@ -240,16 +227,12 @@ uint32_t host_rx_nic(struct host_app *a)
 			rte_pktmbuf_free(mb);
 			continue;
 		}
-		if (likely(rte_pktmbuf_data_len(mb) >= HOST_FRAME_HDRS)) {
-			dip = (uint32_t)f[30] << 24 | (uint32_t)f[31] << 16 | (uint32_t)f[32] << 8 |
-			      f[33];
-			ne = neigh_slot(a, dip);
-			if (ne->ip == dip)
-				memcpy(f, ne->mac, 6);
-		}
-		a->txq[a->n_tx++] = mb;
-		if (a->n_tx == HOST_TXQ)
-			host_tx_flush(a);
+		uint8_t mac[6];
+
+		if (likely(rte_pktmbuf_data_len(mb) >= PROTO_FRAME_HDRS) &&
+		    proto_neigh_lookup(&a->neigh, proto_get32(f + PROTO_ETH_HLEN + 16), mac))
+			memcpy(f, mac, 6);
+		host_tx_frame(a, mb);
 	}
 	return n;
 }

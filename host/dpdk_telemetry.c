@@ -60,7 +60,7 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 		       void *arg)
 {
 	struct proto_reasm_stats ra;
-	uint64_t batches = 0, reqs = 0, fbs = 0, cns = 0;
+	uint64_t batches = 0, reqs = 0, fbs = 0, cns = 0, gfb = 0;
 	char key[64];
 
 	for (unsigned i = 0; i < HOST_C__COUNT; i++)
@@ -80,11 +80,14 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 		reqs += rd(&a->w[i].reqs);
 		fbs += rd(&a->w[i].fallbacks);
 		cns += rd(&a->w[i].compute_ns);
+		for (uint32_t k = 0; k < a->n_models; k++)
+			gfb += host_stage_gpu_fallbacks(&a->w[i].st[k]);
 	}
 	put(arg, "worker_batches", batches);
 	put(arg, "worker_requests", reqs);
 	put(arg, "worker_fallback_requests", fbs);
 	put(arg, "worker_compute_ns", cns);
+	put(arg, "gpu_fallback_requests", gfb);
 	put(arg, "in_use", host_reqtab_in_use(&a->tab));
 	put(arg, "in_flight_nic", host_nic_in_flight(&a->nic));
 	for (uint32_t k = 0; k < a->n_models; k++) {

@@ -25,7 +25,9 @@ int host_nic_init(struct host_nic *n, uint32_t window, uint64_t timeout_ns)
 		return -EINVAL;
 	n->window = window;
 	n->timeout_ns = timeout_ns;
-	n->cap = 2 * window;
+	n->cap = 1;
+	while (n->cap < 2 * window)
+		n->cap <<= 1;
 	n->ring = calloc(n->cap, sizeof(*n->ring));
 	return n->ring ? 0 : -ENOMEM;
 }
@@ -54,7 +56,8 @@ void host_nic_sent(struct host_nic *n, struct host_req *r, uint64_t now_ns)
 {
 	r->t_sent = now_ns;
 	r->state = HOST_RS_INFLIGHT;
-	n->ring[(n->head + n->count) % n->cap] = r;
+	r->nic_pos = (n->head + n->count) & (n->cap - 1);
+	n->ring[r->nic_pos] = r;
 	n->count++;
 	n->live++;
 }
@@ -62,7 +65,7 @@ void host_nic_sent(struct host_nic *n, struct host_req *r, uint64_t now_ns)
 static void pop_removed(struct host_nic *n)
 {
 	while (n->count && !n->ring[n->head]) {
-		n->head = (n->head + 1) % n->cap;
+		n->head = (n->head + 1) & (n->cap - 1);
 		n->count--;
 	}
 }
@@ -70,18 +73,22 @@ static void pop_removed(struct host_nic *n)
 struct host_req *host_nic_complete(struct host_nic *n, uint32_t model_id, uint64_t request_id)
 {
 	for (uint32_t i = 0; i < n->count; i++) {
-		const uint32_t pos = (n->head + i) % n->cap;
-		struct host_req *r = n->ring[pos];
+		struct host_req *r = n->ring[(n->head + i) & (n->cap - 1)];
 
 		if (r && r->request_id == request_id && r->model_id == model_id) {
-			n->ring[pos] = NULL;
-			n->live--;
-			n->suspect_until = 0;
-			pop_removed(n);
+			host_nic_remove(n, r);
 			return r;
 		}
 	}
 	return NULL;
+}
+
+void host_nic_remove(struct host_nic *n, struct host_req *r)
+{
+	n->ring[r->nic_pos] = NULL;
+	n->live--;
+	n->suspect_until = 0;
+	pop_removed(n);
 }
 
 struct host_req *host_nic_expired(struct host_nic *n, uint64_t now_ns)

@@ -33,11 +33,12 @@
  *              that lost its stage costs one timeout per hold-off, not one per request); any
  *              notice clears the suspicion.
  * An ERROR from the NIC for an ACTIVATION (e.g. BUSY) also sends the request to the fallback.
- * Notices are matched to requests by (model id, request id) within the window (a bounded
- * scan): two front-ends with the same pair in flight at once would be confused (the oldest
- * entry is completed). A NIC that does not hold the model's NIC part (or starts it at another
- * op) answers the ACTIVATION with ERROR UNKNOWN_MODEL or UNSUPPORTED (nicfw/dispatch.h): the
- * request falls back at once.
+ * Notices find their request in O(1): the ACTIVATION carries host_ref (its slot and the slot's
+ * generation), the NIC echoes it in the notice, and the notice completes the slot only if it is
+ * still that request in flight (generation, model id and request id match). ERRORs from the NIC
+ * carry no host_ref: they are matched by (model id, request id) within the window. A NIC that does
+ * not hold the model's NIC part (or starts it at another op) answers the ACTIVATION with ERROR
+ * UNKNOWN_MODEL or UNSUPPORTED (nicfw/dispatch.h): the request falls back at once.
  *
  * The ACTIVATION's timing fields rx, queue, host and pack tile the host's time from the
  * request's first datagram to the ACTIVATION's send (pack runs to the send), so that the NIC's
@@ -51,13 +52,13 @@
 #include <stdint.h>
 
 #include "kernels/kern.h"
+#include "kernels/kexec.h"
+#include "protocol/frame.h"
 #include "protocol/proto.h"
 
 #define HOST_MAX_MODELS	  8
 #define HOST_MAX_BATCH	  64
 #define HOST_CACHE_LINE	  64
-#define HOST_FRAME_HDRS	  42u /* Ethernet + IPv4 (no options) + UDP */
-#define HOST_FRAME_MAX	  1514u
 #define HOST_HIST_BUCKETS 24 /* latency histograms: bucket b counts [2^(b-1), 2^b) us */
 
 enum host_mode {
@@ -68,7 +69,13 @@ enum host_mode {
 
 const char *host_mode_name(unsigned mode);
 
-/* One model as served: the loaded file and where it is split. */
+/* A host-side stage of a plan: an executor kind (enum kexec_kind, CPU or GPU) on ops
+ * [first, last). */
+struct host_plan_stage {
+	uint32_t kind, first, last;
+};
+
+/* One model as served: the loaded file, where it is split, and the host's stages before. */
 struct host_model {
 	struct kern_model *m;
 	uint32_t model_id; /* proto_model_id(name) */
@@ -78,16 +85,24 @@ struct host_model {
 	uint32_t in_c, in_h, in_w, in_count, in_bytes;
 	uint32_t act_count, act_bytes; /* the ACTIVATION at k: flat bits (act_count, 1, 1) */
 	uint32_t classes;
+	uint32_t n_stages; /* the host stages, covering [0, split) in order */
+	struct host_plan_stage stage[KEXEC_PIPE_MAX];
 };
 
 /*
- * Fill hm for model m in `mode` split at k (UINT32_MAX: the default, nicfw_nic_first(m), moved
+ * Fill hm for model m in `mode` split at k (UINT32_MAX: the default, kexec_nic_first(m), moved
  * past a FLATTEN of multi-pixel bits so that the activation crosses flat, in the protocol's
  * C-major bit order). The NIC stage [k, n) must start at a flat BITS input the NIC can run.
  * 0 or -EINVAL with a message in err.
  */
 int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, uint32_t k,
 		    char *err, size_t errlen);
+/*
+ * Replace the default host stage (one CPU stage [0, split)) by n stages of a plan, which must
+ * cover [0, hm->split) in order on CPU or GPU executors. 0 or -EINVAL with a message.
+ */
+int host_model_set_stages(struct host_model *hm, const struct host_plan_stage *st, uint32_t n,
+			  char *err, size_t errlen);
 
 /* --- the request table ------------------------------------------------------------------ */
 
@@ -119,7 +134,17 @@ struct host_req {
 	uint8_t *act;				/* the activation at the split (act_bytes) */
 	double *scores;				/* classes */
 	uint32_t index;				/* slot number */
+	uint32_t nic_pos;			/* its entry in the NIC window's ring */
+	uint8_t gen;				/* bumped at every get: 1..255 */
 } __attribute__((aligned(HOST_CACHE_LINE)));
+
+#define HOST_REF_SLOTS (1u << 24) /* a host_ref is gen << 24 | slot */
+
+/* The ACTIVATION's host_ref for r (never 0), echoed by the NIC in its notice. */
+static inline uint32_t host_req_ref(const struct host_req *r)
+{
+	return (uint32_t)r->gen << 24 | r->index;
+}
 
 /*
  * A fixed table of `slots` requests with buffers for the largest input, activation and class
@@ -138,6 +163,9 @@ int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t in_bytes, u
 void host_reqtab_fini(struct host_reqtab *t);
 /* A free slot (state QUEUED, fields but the buffers zeroed), or NULL when all are taken. */
 struct host_req *host_reqtab_get(struct host_reqtab *t);
+/* The slot a host_ref names while it is still that request's (its generation), else NULL:
+ * O(1). The caller checks the state and the ids it expects. */
+struct host_req *host_reqtab_ref(struct host_reqtab *t, uint32_t ref);
 void host_reqtab_put(struct host_reqtab *t, struct host_req *r);
 static inline uint32_t host_reqtab_in_use(const struct host_reqtab *t)
 {
@@ -152,16 +180,27 @@ enum host_stage_kind {
 	HOST_STAGE_BACK = 2,  /* ops [k, n): act -> scores (the fallback) */
 };
 
-/* One worker's buffers for one model: a kern context and batch staging, at most max_batch. */
+/*
+ * One worker's executors for one model (kernels/kexec.h): the model's host stages as a
+ * pipeline (FRONT, or WHOLE in host-only mode), a CPU executor for ops [split, n) (BACK, the
+ * fallback), and batch staging for at most max_batch requests. A batch of one runs on the
+ * request's own buffers; larger ones are gathered into and scattered from the staging buffers.
+ */
 struct host_stage {
 	const struct host_model *hm;
-	struct kern_ctx *ctx;
+	struct kexec_pipe front;
+	struct kexec back; /* opened unless host-only */
 	uint32_t max_batch;
-	uint8_t *bin;  /* max_batch * max(in_bytes, act_bytes) */
-	uint8_t *bout; /* max_batch * max(act_bytes, classes * 8) */
+	uint8_t ex_front; /* PROTO_EX_* of the front pipeline (GPU only where it ran on one) */
+	uint8_t *bin;	  /* max_batch * max(in_bytes, act_bytes) */
+	uint8_t *bout;	  /* max_batch * max(act_bytes, classes * 8) */
 };
 
-int host_stage_init(struct host_stage *st, const struct host_model *hm, uint32_t max_batch);
+/* 0, -ENOMEM, or the executors' load error (message in err). */
+int host_stage_init(struct host_stage *st, const struct host_model *hm, uint32_t max_batch,
+		    char *err, size_t errlen);
+/* Requests whose GPU stages ran on the CPU (no usable GPU) so far. */
+uint64_t host_stage_gpu_fallbacks(const struct host_stage *st);
 void host_stage_fini(struct host_stage *st);
 /*
  * Run `kind` on n <= max_batch requests as one batch: inputs gathered from each request's in
@@ -196,7 +235,7 @@ struct host_nic {
 	uint64_t timeout_ns;	    /* deadline after the send */
 	uint64_t suspect_until;	    /* ns: no ACTIVATION before (after a missed deadline) */
 	uint32_t head, count, live; /* ring positions; live = entries not yet removed */
-	uint32_t cap;		    /* ring size: 2 * window */
+	uint32_t cap;		    /* ring size: a power of two >= 2 * window */
 	struct host_req **ring;	    /* NULL marks an entry removed out of order */
 };
 
@@ -207,8 +246,11 @@ void host_nic_fini(struct host_nic *n);
 enum host_fb_reason host_nic_decide(const struct host_nic *n, uint32_t mode, uint64_t now_ns);
 /* Record r as sent at now_ns (caller checked decide() == NONE). */
 void host_nic_sent(struct host_nic *n, struct host_req *r, uint64_t now_ns);
-/* The in-flight request of (model_id, request_id), removed from the window; NULL if none. */
+/* The in-flight request of (model_id, request_id), removed from the window; NULL if none: a
+ * scan of the window, for ERRORs (which carry no host_ref). */
 struct host_req *host_nic_complete(struct host_nic *n, uint32_t model_id, uint64_t request_id);
+/* Remove in-flight r (found by its host_ref) from the window: O(1). */
+void host_nic_remove(struct host_nic *n, struct host_req *r);
 /* Pop one request whose deadline passed at now_ns (the NIC becomes suspect), or any when the
  * link is down; or NULL. */
 struct host_req *host_nic_expired(struct host_nic *n, uint64_t now_ns);
@@ -216,26 +258,6 @@ static inline uint32_t host_nic_in_flight(const struct host_nic *n)
 {
 	return n->live;
 }
-
-/* --- frames --------------------------------------------------------------------------------- */
-
-struct host_addr {
-	uint8_t smac[6], dmac[6];
-	uint32_t sip, dip; /* host order */
-	uint16_t sport, dport;
-};
-
-/* Write Ethernet/IPv4/UDP headers (checksums included) for the plen-byte UDP payload already
- * at frame + HOST_FRAME_HDRS. Returns the frame length. */
-uint32_t host_frame_udp(uint8_t *frame, const struct host_addr *a, uint32_t plen);
-
-/*
- * Parse an Ethernet/IPv4/UDP frame: 0 and the UDP payload (p, plen) and addresses (smac/sip/
- * sport are the sender's) if it is IPv4/UDP without IP fragmentation; -EPROTONOSUPPORT if it is
- * not IPv4/UDP; -EINVAL if truncated or inconsistent.
- */
-int host_frame_parse(const uint8_t *frame, uint32_t len, struct host_addr *a, const uint8_t **p,
-		     uint32_t *plen);
 
 /* --- allow-list ------------------------------------------------------------------------------- */
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include <rte_common.h>
+#include <rte_ethdev.h>
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -35,7 +36,7 @@
 #define HOST_RX_DESC	  1024
 #define HOST_TX_DESC	  1024
 #define HOST_MBUFS	  8191
-#define HOST_TXQ	  512
+#define HOST_TXQ	  64 /* frames buffered per TX queue before a burst */
 #define HOST_TX_TRIES	  64
 #define HOST_MAX_ALLOW	  16
 #define HOST_MAX_WORKERS  8
@@ -44,7 +45,6 @@
 #define HOST_RESTART_NS	  1000000000ull
 #define HOST_NIC_RING	  4096 /* frames between the host and the in-process NIC, each way */
 #define HOST_NIC_SLICE	  64   /* in-process NIC: chain handlers per loop turn */
-#define HOST_NEIGH	  256
 
 enum host_counter {
 	HOST_C_RX_FRAMES = 0,
@@ -117,11 +117,6 @@ struct host_inproc {
 	uint64_t tx_drop; /* frames the NIC could not hand back (ring full, no mbuf) */
 } __rte_cache_aligned;
 
-struct host_neigh {
-	uint32_t ip;
-	uint8_t mac[6];
-};
-
 struct host_worker {
 	unsigned lcore;
 	struct host_stage st[HOST_MAX_MODELS];
@@ -150,8 +145,8 @@ struct host_app {
 	uint64_t c[HOST_C__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	struct host_hist h[HOST_H__COUNT];
-	struct rte_mbuf *txq[HOST_TXQ];
-	uint32_t n_tx;
+	struct rte_eth_dev_tx_buffer *txb; /* queue 0: rte_eth_tx_buffer, drops counted */
+	bool udp_offload;		   /* the port completes UDP checksums */
 	uint64_t tsc0;
 	double ns_per_cyc;
 	volatile bool workers_stop;
@@ -159,7 +154,7 @@ struct host_app {
 	bool started; /* the port is started (a restart may fail while the NIC is away) */
 	uint64_t link_checked, link_down_since, link_restarted;
 	struct host_inproc inproc;
-	struct host_neigh neigh[HOST_NEIGH]; /* front-ends' MACs, for the in-process NIC's frames */
+	struct proto_neigh_table neigh; /* front-ends' MACs, for the in-process NIC's frames */
 } __rte_cache_aligned;
 
 /* Set by SIGINT/SIGTERM: stop admission and drain. */
@@ -173,9 +168,12 @@ static inline uint64_t host_now_ns(const struct host_app *a)
 	return (uint64_t)((double)(rte_get_tsc_cycles() - a->tsc0) * a->ns_per_cyc);
 }
 
-/* dpdk_tx.c: frames out, on the RX/TX lcore. */
+/* dpdk_tx.c: frames out, on the RX/TX lcore: buffered (rte_eth_tx_buffer), flushed every loop
+ * turn; what the port does not take after HOST_TX_TRIES bursts is dropped and counted. */
+int host_tx_setup(struct host_app *a, char *err, size_t errlen);
+void host_tx_frame(struct host_app *a, struct rte_mbuf *mb);
 void host_tx_flush(struct host_app *a);
-void host_tx_error(struct host_app *a, const struct host_addr *req_from, uint32_t model_id,
+void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   const char *reason);
 void host_req_error(struct host_app *a, struct host_req *r, enum proto_error_code code,

@@ -9,10 +9,14 @@
  *       [--nic port|inproc] [--nic-executors E]
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
- * or a plan file (`splitnic plan -o`: its nic stage's first op). One port (port 0; any PMD,
- * normally net_memif role=client facing splitnic-nic's host port). The main lcore is the RX/TX
- * lcore (parse, reassembly, admission, hand-off to the NIC, fallback decisions, responses);
- * worker lcores run the host stages; with no worker lcore the main lcore runs them in between.
+ * (ops before it on the CPU), or a plan file (`splitnic plan -o`), run as planned: its cpu and gpu
+ * stages on the host, in order, through the executor interface (kernels/kexec.h), its nic stage
+ * on the NIC; a plan without a nic stage is served host-only. A gpu stage without a usable GPU
+ * runs on the CPU kernels: said once at start-up, counted (gpu_fallback_requests). One port (port
+ * 0; any PMD, normally net_memif role=client facing splitnic-nic's host port). The main lcore is
+ * the RX/TX lcore (parse, reassembly, admission, hand-off to the NIC, fallback decisions,
+ * responses); worker lcores run the host stages; with no worker lcore the main lcore runs them in
+ * between.
  *
  * Addresses: the NIC and its host are one server: --ip is splitnic-nic's --ip (the NIC answers
  * ARP for it; the host answers no ARP). Front-ends send to that address; the NIC passes the
@@ -65,6 +69,7 @@
 
 #include "conf/conf.h"
 #include "host/host_dpdk.h"
+#include "kernels/kern_ops.h"
 #include "split/split.h"
 
 volatile sig_atomic_t host_quit;
@@ -279,8 +284,10 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 /* FILE[:MODE[:SPLIT]] -> a loaded, split model. */
 static int load_model(struct host_model *hm, char *spec, char *err, size_t errlen)
 {
-	char *mode_s = strchr(spec, ':'), *split_s = NULL, *end;
-	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX;
+	char *mode_s = strchr(spec, ':'), *split_s = NULL, *plan_s = NULL, *end;
+	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX, n_hs = 0;
+	struct host_plan_stage hs[SPLIT_EX__COUNT];
+	struct split_plan plan;
 	struct kern_model *m;
 	int ret;
 
@@ -307,26 +314,44 @@ static int load_model(struct host_model *hm, char *spec, char *err, size_t errle
 	if (split_s && *split_s) {
 		unsigned long x = strtoul(split_s, &end, 10);
 
-		if (!*end) {
+		if (!*end)
 			k = (uint32_t)x;
-		} else {
-			struct split_plan plan;
+		else
+			plan_s = split_s;
+	}
+	if (plan_s) {
+		ret = split_plan_load(plan_s, m, &plan, err, errlen);
+		if (ret)
+			goto out_free;
+		for (uint32_t s = 0; s < plan.n_stages; s++) {
+			const struct split_stage *ps = &plan.stage[s];
 
-			ret = split_plan_load(split_s, m, &plan, err, errlen);
-			if (ret)
-				goto out_free;
-			for (uint32_t s = 0; s < plan.n_stages; s++)
-				if (plan.stage[s].exec == SPLIT_EX_NIC)
-					k = plan.stage[s].first;
-			if (k == UINT32_MAX) {
+			if (ps->exec == SPLIT_EX_NIC) {
+				k = ps->first;
+				break;
+			}
+			if (ps->first &&
+			    !split_fmt_exact(m->layers[ps->first].in.fmt, ps->fmt_in)) {
 				snprintf(err, errlen,
-					 "%s: the plan has no nic stage: use host-only", split_s);
+					 "%s: stage %u at op %u: the activation crosses as %s: "
+					 "the host runs exact cuts only",
+					 plan_s, s, ps->first, split_fmt_name(ps->fmt_in));
 				ret = -EINVAL;
 				goto out_free;
 			}
+			hs[n_hs++] = (struct host_plan_stage){
+			    ps->exec == SPLIT_EX_GPU ? KEXEC_KIND_GPU : KEXEC_KIND_CPU, ps->first,
+			    ps->last};
+		}
+		if (k == UINT32_MAX && mode != HOST_MODE_HOST_ONLY) {
+			printf("host: %s: the plan has no nic stage: serving %s host-only\n",
+			       plan_s, m->name);
+			mode = HOST_MODE_HOST_ONLY;
 		}
 	}
 	ret = host_model_init(hm, m, mode, k, err, errlen);
+	if (!ret && plan_s)
+		ret = host_model_set_stages(hm, hs, n_hs, err, errlen);
 	if (!ret)
 		return 0;
 out_free:
@@ -339,6 +364,7 @@ out_free:
 static int port_init(struct host_app *a, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf = {0};
+	struct rte_eth_dev_info info;
 	struct rte_ether_addr mac;
 	uint16_t nrx = HOST_RX_DESC, ntx = HOST_TX_DESC;
 	int ret;
@@ -348,7 +374,13 @@ static int port_init(struct host_app *a, char *err, size_t errlen)
 		return -ENODEV;
 	}
 	a->port = 0;
-	ret = rte_eth_dev_configure(a->port, 1, 1, &conf);
+	ret = rte_eth_dev_info_get(a->port, &info);
+	if (!ret) {
+		a->udp_offload = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
+		if (a->udp_offload)
+			conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+		ret = rte_eth_dev_configure(a->port, 1, 1, &conf);
+	}
 	if (!ret)
 		ret = rte_eth_dev_adjust_nb_rx_tx_desc(a->port, &nrx, &ntx);
 	if (!ret)
@@ -397,6 +429,10 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 		       hm->mode == HOST_MODE_HOST_ONLY ? " (whole model)" : ", NIC from op",
 		       hm->in_fmt == PROTO_FMT_U8 ? "u8" : "f32", hm->in_c, hm->in_h, hm->in_w,
 		       hm->classes);
+		for (uint32_t s = 0; s < hm->n_stages; s++)
+			printf("host:   stage %u: %s ops %u..%u\n", s,
+			       kexec_kind_name(hm->stage[s].kind), hm->stage[s].first,
+			       hm->stage[s].last - 1);
 		if (hm->mode != HOST_MODE_HOST_ONLY)
 			printf("host:   NIC stage ops %u..%u, activation %u bits (%u bytes)\n",
 			       hm->split, hm->m->n_layers - 1, hm->act_count, hm->act_bytes);
@@ -428,11 +464,18 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	if (!a->w)
 		return -ENOMEM;
 	for (unsigned i = 0; i < (a->n_workers ? a->n_workers : 1); i++)
-		for (uint32_t k = 0; k < a->n_models; k++)
-			if (host_stage_init(&a->w[i].st[k], &a->hm[k], a->o.batch)) {
-				snprintf(err, errlen, "worker buffers: out of memory");
-				return -ENOMEM;
-			}
+		for (uint32_t k = 0; k < a->n_models; k++) {
+			struct host_stage *st = &a->w[i].st[k];
+
+			ret = host_stage_init(st, &a->hm[k], a->o.batch, err, errlen);
+			if (ret)
+				return ret;
+			for (uint32_t s = 0; !i && s < st->front.n; s++)
+				if (st->front.x[s].note[0])
+					printf(
+					    "host: model %s: %s (counted: gpu_fallback_requests)\n",
+					    a->hm[k].m->name, st->front.x[s].note);
+		}
 	for (uint32_t k = 0; k < a->n_models; k++) {
 		const unsigned mc = a->n_workers > 1 ? 0 : RING_F_SC_DEQ;
 
@@ -464,6 +507,8 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	ret = port_init(a, err, errlen);
+	if (!ret)
+		ret = host_tx_setup(a, err, errlen);
 	if (ret)
 		return ret;
 	if (a->o.inproc) {
@@ -476,10 +521,11 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	host_g = a;
 	host_telemetry_register();
 	printf("host: %u slots, queue %u per model, NIC window %u, timeout %lu us, batch %u "
-	       "(wait %lu us), %u worker lcore(s)%s\n",
+	       "(wait %lu us), %u worker lcore(s)%s; UDP checksums %s\n",
 	       slots, a->o.queue, a->o.window, (unsigned long)(a->o.nic_timeout_ns / 1000),
 	       a->o.batch, (unsigned long)(a->o.batch_wait_ns / 1000), a->n_workers,
-	       a->n_workers ? "" : " (inline on the main lcore)");
+	       a->n_workers ? "" : " (inline on the main lcore)",
+	       a->udp_offload ? "offloaded to the port" : "in software");
 	return 0;
 }
 
@@ -511,8 +557,7 @@ static void host_loop(struct host_app *a)
 		}
 		work += host_collect(a, host_now_ns(a));
 		host_expire(a, now);
-		if (a->n_tx)
-			host_tx_flush(a);
+		host_tx_flush(a);
 		if (work) {
 			idle = 0;
 		} else if (a->o.idle_sleep_us && ++idle > 1000) {
@@ -549,6 +594,7 @@ static void host_teardown(struct host_app *a)
 	host_reqtab_fini(&a->tab);
 	free(a->held);
 	free(a->body);
+	rte_free(a->txb);
 	rte_mempool_free(a->pool);
 }
 
@@ -561,6 +607,10 @@ int main(int argc, char **argv)
 	FILE *f;
 	int ret;
 
+	ret = kern_blas_one_thread(argv);
+	if (ret)
+		fprintf(stderr, "host: cannot restart with one OpenBLAS thread: %s\n",
+			strerror(-ret));
 	if (conf_apply(&conf_host, &argc, &argv))
 		return 1;
 	ret = rte_eal_init(argc, argv);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "host/host.h"
-#include "nicfw/chain.h"
+#include "kernels/kexec.h"
 
 static const char *const mode_names[] = {
     [HOST_MODE_COPROC] = "coproc",
@@ -21,7 +21,7 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 		    char *err, size_t errlen)
 {
 	const struct kern_shape *in = &m->input;
-	uint32_t nic_first = nicfw_nic_first(m);
+	uint32_t nic_first = kexec_nic_first(m);
 
 	hm->m = m;
 	hm->model_id = proto_model_id(m->name);
@@ -41,6 +41,8 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 	hm->act_count = hm->act_bytes = 0;
 	if (mode == HOST_MODE_HOST_ONLY) {
 		hm->split = m->n_layers;
+		hm->n_stages = 1;
+		hm->stage[0] = (struct host_plan_stage){KEXEC_KIND_CPU, 0, m->n_layers};
 		return 0;
 	}
 	if (k == UINT32_MAX) {
@@ -50,7 +52,7 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 		    m->layers[k].in.h * m->layers[k].in.w > 1)
 			k++;
 	}
-	if (nic_first == m->n_layers || k < nic_first || k == 0 || k >= m->n_layers) {
+	if (k == 0 || !kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers)) {
 		snprintf(err, errlen,
 			 "model %s: split at op %u: the NIC stage must start in ops %u..%u (and "
 			 "leave the host at least op 0)",
@@ -69,5 +71,44 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 	hm->split = k;
 	hm->act_count = m->layers[k].in.c;
 	hm->act_bytes = (uint32_t)kern_shape_bytes(&m->layers[k].in);
+	hm->n_stages = 1;
+	hm->stage[0] = (struct host_plan_stage){KEXEC_KIND_CPU, 0, k};
+	return 0;
+}
+
+int host_model_set_stages(struct host_model *hm, const struct host_plan_stage *st, uint32_t n,
+			  char *err, size_t errlen)
+{
+	uint32_t at = 0;
+
+	if (!n || n > KEXEC_PIPE_MAX) {
+		snprintf(err, errlen, "model %s: %u host stages (1 to %u)", hm->m->name, n,
+			 KEXEC_PIPE_MAX);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if ((st[i].kind != KEXEC_KIND_CPU && st[i].kind != KEXEC_KIND_GPU) ||
+		    st[i].first != at ||
+		    !kexec_can_run(st[i].kind, hm->m, st[i].first, st[i].last)) {
+			snprintf(
+			    err, errlen,
+			    "model %s: host stage %u (%s ops [%u, %u)): the host stages must be "
+			    "cpu or gpu and cover ops [0, %u) in order",
+			    hm->m->name, i, kexec_kind_name(st[i].kind), st[i].first, st[i].last,
+			    hm->split);
+			return -EINVAL;
+		}
+		at = st[i].last;
+	}
+	if (at != hm->split) {
+		snprintf(err, errlen,
+			 "model %s: the host stages end at op %u, the NIC stage starts "
+			 "at %u",
+			 hm->m->name, at, hm->split);
+		return -EINVAL;
+	}
+	hm->n_stages = n;
+	for (uint32_t i = 0; i < n; i++)
+		hm->stage[i] = st[i];
 	return 0;
 }

@@ -20,7 +20,7 @@ int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t in_bytes, u
 	const size_t per = in_sz + act_sz + sc_sz;
 
 	memset(t, 0, sizeof(*t));
-	if (!slots)
+	if (!slots || slots > HOST_REF_SLOTS)
 		return -EINVAL;
 	t->req = aligned_alloc(HOST_CACHE_LINE, sizeof(*t->req) * slots);
 	t->free = calloc(slots, sizeof(*t->free));
@@ -59,6 +59,7 @@ struct host_req *host_reqtab_get(struct host_reqtab *t)
 	uint8_t *in, *act;
 	double *scores;
 	uint32_t idx;
+	uint8_t gen;
 
 	if (!t->n_free)
 		return NULL;
@@ -67,13 +68,24 @@ struct host_req *host_reqtab_get(struct host_reqtab *t)
 	act = r->act;
 	scores = r->scores;
 	idx = r->index;
+	gen = (uint8_t)(r->gen == 255 ? 1 : r->gen + 1);
 	memset(r, 0, sizeof(*r));
+	r->gen = gen;
 	r->in = in;
 	r->act = act;
 	r->scores = scores;
 	r->index = idx;
 	r->state = HOST_RS_QUEUED;
 	return r;
+}
+
+struct host_req *host_reqtab_ref(struct host_reqtab *t, uint32_t ref)
+{
+	const uint32_t idx = ref & (HOST_REF_SLOTS - 1);
+
+	if (idx >= t->slots || t->req[idx].gen != ref >> 24 || !(ref >> 24))
+		return NULL;
+	return &t->req[idx];
 }
 
 void host_reqtab_put(struct host_reqtab *t, struct host_req *r)

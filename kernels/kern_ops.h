@@ -125,5 +125,13 @@ void kern_sign3_f64(const double *x, size_t n, double *y);
 void kern_blas_sgemv(const float *a, uint32_t m, uint32_t n, const float *x, float *y);
 void kern_blas_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *c);
 void kern_blas_threads(int n);
+/*
+ * For a process that must run OpenBLAS on its calling thread only (splitnic-host, -nic: the
+ * packet path's lcores): OpenBLAS sizes and starts its thread pool when the library loads,
+ * before main, from OPENBLAS_NUM_THREADS. Unless that is "1" already, set it and re-execute
+ * the program (/proc/self/exe, argv) once; returns 0 when it is set, -errno if exec failed.
+ * Call first thing in main.
+ */
+int kern_blas_one_thread(char **argv);
 
 #endif /* KERN_OPS_H */

@@ -1,15 +1,15 @@
-# protocol/: libFuzzer targets for the parser and the reassembler (clang, ASan + UBSan).
+# protocol/: libFuzzer targets for the parser, the reassembler and the frame parser (clang, ASan + UBSan).
 #
-#   make fuzz                     build both, run each for FUZZ_SECONDS (default 60), one after
+#   make fuzz                     build every target, run each for FUZZ_SECONDS (default 60), one after
 #                                 the other, on a scratch copy of the committed seed corpus
-#   make fuzz-build               build only: $(B)/fuzz/fuzz_parse, $(B)/fuzz/fuzz_reasm
+#   make fuzz-build               build only: $(B)/fuzz/fuzz_parse, fuzz_reasm, fuzz_frame
 #
 # Crashes land in $(B)/fuzz/ as crash-*; the committed seeds stay in tests/fuzz/corpus/.
 
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -D_GNU_SOURCE -I. -Wall -Wextra -Werror -Wno-unused-parameter
-FUZZ_TARGETS += fuzz_parse fuzz_reasm
+FUZZ_TARGETS += fuzz_parse fuzz_reasm fuzz_frame
 FUZZ_BIN = $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 
 $(B)/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(wildcard protocol/*.h)

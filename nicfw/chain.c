@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/kexec.h"
 #include "nicfw/chain.h"
 
 #define SIG_W  0u /* memory signal of the weight read */
@@ -19,44 +20,6 @@ union nicfw_f64 {
 	double d;
 	uint64_t u;
 };
-
-static bool nic_float_op(const struct kern_layer *l)
-{
-	return (l->op == KERN_OP_BIAS || l->op == KERN_OP_BATCHNORM) && l->in.fmt == KERN_FMT_F64;
-}
-
-static bool nic_binary_op(const struct kern_layer *l)
-{
-	return (l->op == KERN_OP_BDENSE && l->in.fmt == KERN_FMT_BITS) ||
-	       (l->op == KERN_OP_BDENSE_U8 && l->in.fmt == KERN_FMT_U8);
-}
-
-static bool nic_flatten_op(const struct kern_layer *l)
-{
-	return l->op == KERN_OP_FLATTEN && (l->in.fmt == KERN_FMT_U8 || l->in.fmt == KERN_FMT_BITS);
-}
-
-uint32_t nicfw_nic_first(const struct kern_model *m)
-{
-	uint32_t n = m->n_layers, j = n;
-	const struct kern_layer *l;
-
-	while (j && nic_float_op(&m->layers[j - 1]))
-		j--;
-	if (!j)
-		return n;
-	l = &m->layers[j - 1];
-	if (!nic_binary_op(l) || (j < n && (l->flags & KERN_LF_THRESH)))
-		return n;
-	j--;
-	while (j) {
-		l = &m->layers[j - 1];
-		if (!nic_flatten_op(l) && !(nic_binary_op(l) && (l->flags & KERN_LF_THRESH)))
-			break;
-		j--;
-	}
-	return j;
-}
 
 static uint64_t max_u64(uint64_t a, uint64_t b)
 {
@@ -91,14 +54,13 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 			 NICFW_MAX_EXEC);
 		return -EINVAL;
 	}
-	if (first >= m->n_layers || first < nicfw_nic_first(m) ||
-	    (!nic_flatten_op(&m->layers[first]) && !nic_binary_op(&m->layers[first]))) {
+	if (!kexec_can_run(KEXEC_KIND_NIC, m, first, m->n_layers)) {
 		snprintf(err, errlen,
 			 "model %s: op %u (%s) cannot start the NIC part (it can start "
 			 "at op %u of %u)",
 			 m->name, first,
 			 first < m->n_layers ? kern_op_name(m->layers[first].op) : "none",
-			 nicfw_nic_first(m), m->n_layers);
+			 kexec_nic_first(m), m->n_layers);
 		return -EINVAL;
 	}
 	l = &m->layers[first];

@@ -3,7 +3,7 @@
  * nicfw/chain.h — the NIC firmware's inference path: a dispatcher and a static chain of
  * executors (toNIC's design), over the HAL of nicfw/hal.h.
  *
- * The NIC part of a model is the trailing run of ops the firmware supports (nicfw_nic_first()):
+ * The NIC part of a model is the trailing run of ops the firmware supports (kexec_nic_first()):
  *   FLATTEN        of U8 (a no-op: the layout is already flat) or of BITS (repacked in CTM);
  *   BDENSE         BITS input, with KERN_LF_THRESH (BITS out) or without (integer scores);
  *   BDENSE_U8      U8 input (bit-plane decomposition), the same two forms;
@@ -79,13 +79,6 @@ struct nicfw_chain {
 	int32_t sumx;	 /* BDENSE_U8: sum of the input bytes */
 	bool busy;	 /* a request is in flight */
 };
-
-/*
- * First op of m's NIC part: the start of the longest trailing run the firmware supports that
- * holds at least one binary dense layer; m->n_layers if there is none. The whole model runs on
- * the NIC (stand-alone mode) iff this returns 0.
- */
-uint32_t nicfw_nic_first(const struct kern_model *m);
 
 /*
  * Configure ch for ops [first, m->n_layers) of m on n_exec executors (1..NICFW_MAX_EXEC):

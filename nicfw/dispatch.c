@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The packet dispatcher. Bounded parsing of Ethernet/ARP/IPv4/UDP by hand (no OS headers, so
- * the same file builds for any platform); the protocol's own parser, builders and reassembly
- * table for the splitnic messages.
+ * The packet dispatcher: framing (Ethernet/ARP/IPv4/UDP, the neighbour table) from
+ * protocol/frame.h; the protocol's own parser, builders and reassembly table for the splitnic
+ * messages.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,14 +10,11 @@
 #include <string.h>
 
 #include "nicfw/dispatch.h"
-#include "nicfw/frame.h"
-
-#define ETYPE_ARP 0x0806u
-#define ARP_LEN	  28u
+#include "protocol/frame.h"
 
 /* Where and how a RESPONSE or ERROR goes. */
 struct disp_reply {
-	struct nicfw_frame_addr a;
+	struct proto_addr a;
 	uint8_t port; /* enum nicfw_port it leaves by */
 };
 
@@ -29,6 +26,7 @@ struct disp_req {
 	uint32_t model_id; /* as the request gave it (0: the default) */
 	uint64_t t_in, t_submit;
 	uint32_t t_prior[4]; /* ACTIVATION: rx, queue, host, pack */
+	uint32_t host_ref;   /* ACTIVATION: echoed in the RESPONSE */
 	uint8_t executors;
 	uint8_t *in; /* in_bytes, allocated at create */
 };
@@ -39,18 +37,13 @@ struct disp_queue {
 	bool running;
 };
 
-struct disp_neigh {
-	uint32_t ip;
-	uint8_t mac[6];
-};
-
 struct nicfw_disp {
 	struct nicfw_disp_config cfg;
 	struct proto_reasm *ra;
 	uint64_t c[NICFW_C__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	struct disp_queue q[NICFW_DISP_MAX_MODELS];
-	struct disp_neigh neigh[NICFW_DISP_NEIGH];
+	struct proto_neigh_table neigh;
 	double *scores;	     /* largest model's classes */
 	uint8_t *body;	     /* the RESPONSE data section, little-endian f64 */
 	uint8_t frame[2048]; /* reply under construction */
@@ -111,13 +104,12 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	uint32_t max_in = 8, max_cls = 1;
 
 	if (cfg->n_models > NICFW_DISP_MAX_MODELS || !cfg->eng_ops || !cfg->tx ||
-	    cfg->payload < PROTO_MIN_PAYLOAD ||
-	    cfg->payload > NICFW_DISP_FRAME_MAX - NICFW_FRAME_HDRS) {
+	    cfg->payload < PROTO_MIN_PAYLOAD || cfg->payload > PROTO_FRAME_MAX - PROTO_FRAME_HDRS) {
 		snprintf(err, errlen,
 			 "dispatcher: %u models (at most %u), payload %u (%u to %u), engine and "
 			 "tx required",
 			 cfg->n_models, NICFW_DISP_MAX_MODELS, cfg->payload, PROTO_MIN_PAYLOAD,
-			 NICFW_DISP_FRAME_MAX - NICFW_FRAME_HDRS);
+			 PROTO_FRAME_MAX - PROTO_FRAME_HDRS);
 		return NULL;
 	}
 	for (uint32_t m = 0; m < cfg->n_models; m++) {
@@ -169,25 +161,10 @@ err_nomem:
 
 /* --- frames ------------------------------------------------------------------------------ */
 
-static struct disp_neigh *neigh_slot(struct nicfw_disp *d, uint32_t ip)
-{
-	return &d->neigh[(ip * 2654435761u) >> 24 & (NICFW_DISP_NEIGH - 1)];
-}
-
-static void neigh_learn(struct nicfw_disp *d, uint32_t ip, const uint8_t *mac)
-{
-	struct disp_neigh *n = neigh_slot(d, ip);
-
-	if (!ip || (mac[0] & 1))
-		return;
-	n->ip = ip;
-	memcpy(n->mac, mac, 6);
-}
-
-/* Send the UDP payload of `plen` bytes already at d->frame + NICFW_FRAME_HDRS. */
+/* Send the UDP payload of `plen` bytes already at d->frame + PROTO_FRAME_HDRS. */
 static void send_udp(struct nicfw_disp *d, const struct disp_reply *to, uint32_t plen)
 {
-	uint32_t len = nicfw_frame_udp(d->frame, &to->a, plen);
+	uint32_t len = proto_frame_udp(d->frame, &to->a, plen, false);
 
 	if (d->cfg.tx(d->cfg.tx_arg, (enum nicfw_port)to->port, d->frame, len))
 		d->c[NICFW_C_TX_FAIL]++;
@@ -197,9 +174,9 @@ static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
 		       enum nicfw_disp_counter counter)
 {
-	int n = proto_build_error(d->frame + NICFW_FRAME_HDRS, sizeof(d->frame) - NICFW_FRAME_HDRS,
-				  model_id, request_id, code, detail, "nic: %s",
-				  proto_error_name(code));
+	int n = proto_build_error_text(d->frame + PROTO_FRAME_HDRS,
+				       sizeof(d->frame) - PROTO_FRAME_HDRS, model_id, request_id,
+				       code, detail, "nic: ", proto_error_name(code));
 
 	if (n <= 0) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
@@ -210,42 +187,31 @@ static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 	d->c[counter]++;
 }
 
-/* The reply to the sender of an IPv4/UDP frame: every address swapped, same port. */
-static void reply_to_sender(const uint8_t *frame, enum nicfw_port from, struct disp_reply *to)
+/* The reply to the sender of a parsed IPv4/UDP frame: every address swapped, same port. */
+static void reply_to_sender(const struct proto_addr *from_addr, enum nicfw_port from,
+			    struct disp_reply *to)
 {
-	const uint8_t *ip = frame + NICFW_ETH_HLEN, *udp = ip + (ip[0] & 0xf) * 4u;
-
-	memcpy(to->a.dmac, frame + 6, 6);
-	memcpy(to->a.smac, frame, 6);
-	to->a.dip = nicfw_get32(ip + 12);
-	to->a.sip = nicfw_get32(ip + 16);
-	to->a.dport = nicfw_get16(udp);
-	to->a.sport = nicfw_get16(udp + 2);
+	memcpy(to->a.dmac, from_addr->smac, 6);
+	memcpy(to->a.smac, from_addr->dmac, 6);
+	to->a.dip = from_addr->sip;
+	to->a.sip = from_addr->dip;
+	to->a.dport = from_addr->sport;
+	to->a.sport = from_addr->dport;
 	to->port = (uint8_t)from;
 }
 
 static enum nicfw_disp_action disp_arp(struct nicfw_disp *d, enum nicfw_port from, uint8_t *f,
 				       uint32_t len)
 {
-	uint8_t *a = f + NICFW_ETH_HLEN;
-	uint32_t spa, tpa;
+	const bool wire = from == NICFW_PORT_WIRE;
+	const uint8_t *smac;
+	uint32_t sip;
+	bool reply = proto_arp_reply(f, len, d->cfg.mac, wire ? d->cfg.ip : 0, &sip, &smac);
 
-	if (len < NICFW_ETH_HLEN + ARP_LEN || nicfw_get16(a) != 1 ||
-	    nicfw_get16(a + 2) != NICFW_ETYPE_IPV4 || a[4] != 6 || a[5] != 4)
+	if (wire && sip)
+		proto_neigh_learn(&d->neigh, sip, smac);
+	if (!reply)
 		return NICFW_DISP_PASS;
-	spa = nicfw_get32(a + 14);
-	tpa = nicfw_get32(a + 24);
-	if (from == NICFW_PORT_WIRE)
-		neigh_learn(d, spa, a + 8);
-	if (from != NICFW_PORT_WIRE || !d->cfg.ip || tpa != d->cfg.ip || nicfw_get16(a + 6) != 1)
-		return NICFW_DISP_PASS;
-	nicfw_put16(a + 6, 2);
-	memcpy(a + 18, a + 8, 6);
-	nicfw_put32(a + 24, spa);
-	memcpy(a + 8, d->cfg.mac, 6);
-	nicfw_put32(a + 14, d->cfg.ip);
-	memcpy(f, f + 6, 6);
-	memcpy(f + 6, d->cfg.mac, 6);
 	d->c[NICFW_C_ARP_REPLIES]++;
 	return NICFW_DISP_REPLY;
 }
@@ -296,6 +262,7 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 	rm.resp.num_classes = (uint16_t)md->classes;
 	rm.resp.score_fmt = PROTO_FMT_F64;
 	rm.resp.executors = r->executors | PROTO_EX_NIC;
+	rm.resp.host_ref = r->host_ref;
 	rm.resp.t_ns[PROTO_T_RX] = r->t_prior[0];
 	rm.resp.t_ns[PROTO_T_QUEUE] = sat32((uint64_t)r->t_prior[1] + (r->t_submit - r->t_in));
 	rm.resp.t_ns[PROTO_T_HOST] = r->t_prior[2];
@@ -307,8 +274,8 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 		d->c[NICFW_C_ERR_INTERNAL]++;
 		return;
 	}
-	while ((n = proto_frag_next(&fr, d->frame + NICFW_FRAME_HDRS,
-				    sizeof(d->frame) - NICFW_FRAME_HDRS)) > 0) {
+	while ((n = proto_frag_next(&fr, d->frame + PROTO_FRAME_HDRS,
+				    sizeof(d->frame) - PROTO_FRAME_HDRS)) > 0) {
 		send_udp(d, &r->to, (uint32_t)n);
 		d->c[NICFW_C_RESP_DGRAMS]++;
 		if (r->notify)
@@ -363,27 +330,24 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 	r->notify = hdr->type == PROTO_ACTIVATION && d->cfg.notify_host;
 	if (hdr->type == PROTO_ACTIVATION) {
 		const uint8_t *a = hdr->act.reply_addr;
-		struct disp_neigh *n;
 
-		r->to.a.dip = nicfw_get32(a + 12);
+		r->to.a.dip = proto_get32(a + 12);
 		r->to.a.dport = hdr->act.reply_port;
 		r->to.a.sport = d->cfg.port;
 		r->to.a.sip = d->cfg.ip ? d->cfg.ip : sender->a.sip;
 		r->to.port = NICFW_PORT_WIRE;
 		memcpy(r->to.a.smac, d->cfg.mac, 6);
-		n = neigh_slot(d, r->to.a.dip);
-		if (n->ip == r->to.a.dip)
-			memcpy(r->to.a.dmac, n->mac, 6);
-		else
-			memset(r->to.a.dmac, 0xff, 6);
+		proto_neigh_lookup(&d->neigh, r->to.a.dip, r->to.a.dmac);
 		r->executors = hdr->act.executors;
 		r->t_prior[0] = hdr->act.t_rx_ns;
 		r->t_prior[1] = hdr->act.t_queue_ns;
 		r->t_prior[2] = hdr->act.t_host_ns;
 		r->t_prior[3] = hdr->act.t_pack_ns;
+		r->host_ref = hdr->act.host_ref;
 		d->c[NICFW_C_ACTIVATIONS]++;
 	} else {
 		r->executors = 0;
+		r->host_ref = 0;
 		memset(r->t_prior, 0, sizeof(r->t_prior));
 		d->c[NICFW_C_REQUESTS]++;
 	}
@@ -399,8 +363,8 @@ static bool v4_mapped(const uint8_t *a)
 }
 
 static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port from,
-					 const uint8_t *f, const uint8_t *p, uint32_t plen,
-					 uint64_t now_ns)
+					 const struct proto_addr *fa, const uint8_t *p,
+					 uint32_t plen, uint64_t now_ns)
 {
 	const struct nicfw_disp_model *md;
 	struct proto_reasm_msg msg;
@@ -413,13 +377,13 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	d->c[NICFW_C_INFER_RX]++;
 	v = proto_hdr_parse(p, p + plen, plen, &m);
 	d->verdicts[v]++;
-	reply_to_sender(f, from, &sender);
+	reply_to_sender(fa, from, &sender);
 	if (v != PROTO_OK) {
 		/* answer only what says it is a request to us; never answer junk or replies */
-		if (plen >= PROTO_COMMON_LEN && nicfw_get16(p) == PROTO_MAGIC &&
+		if (plen >= PROTO_COMMON_LEN && proto_get16(p) == PROTO_MAGIC &&
 		    p[2] == PROTO_VERSION && (p[3] == PROTO_REQUEST || p[3] == PROTO_ACTIVATION))
-			send_error(d, &sender, nicfw_get32(p + 8),
-				   (uint64_t)nicfw_get32(p + 16) << 32 | nicfw_get32(p + 20),
+			send_error(d, &sender, proto_get32(p + 8),
+				   (uint64_t)proto_get32(p + 16) << 32 | proto_get32(p + 20),
 				   PROTO_ERR_BAD_REQUEST, v, NICFW_C_ERR_BAD_REQUEST);
 		return NICFW_DISP_CONSUMED;
 	}
@@ -484,52 +448,42 @@ enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from,
 {
 	const enum nicfw_disp_counter fwd =
 	    from == NICFW_PORT_WIRE ? NICFW_C_FWD_TO_HOST : NICFW_C_FWD_TO_WIRE;
-	const uint8_t *ip, *udp;
-	uint32_t ihl, tot, ulen;
-	uint16_t etype;
+	struct proto_addr fa;
+	const uint8_t *p;
+	uint32_t plen, ihl;
 
 	d->c[from == NICFW_PORT_WIRE ? NICFW_C_RX_WIRE : NICFW_C_RX_HOST]++;
-	if (__builtin_expect(len < NICFW_ETH_HLEN, 0)) {
-		d->c[NICFW_C_IP_BAD]++;
-		goto pass;
-	}
-	etype = nicfw_get16(f + 12);
-	if (etype == ETYPE_ARP && disp_arp(d, from, f, len) == NICFW_DISP_REPLY)
-		return NICFW_DISP_REPLY;
-	if (etype != NICFW_ETYPE_IPV4) {
+	switch (proto_frame_parse(f, len, &fa, &p, &plen, &ihl)) {
+	case PROTO_FRAME_UDP:
+		break;
+	case PROTO_FRAME_NOT_IPV4:
+		if (disp_arp(d, from, f, len) == NICFW_DISP_REPLY)
+			return NICFW_DISP_REPLY;
 		d->c[NICFW_C_NOT_IPV4]++;
 		goto pass;
-	}
-	ip = f + NICFW_ETH_HLEN;
-	ihl = (ip[0] & 0xfu) * 4u;
-	if (len < NICFW_ETH_HLEN + NICFW_IP_HLEN || (ip[0] >> 4) != 4 || ihl < NICFW_IP_HLEN ||
-	    len < NICFW_ETH_HLEN + ihl + NICFW_UDP_HLEN) {
+	case PROTO_FRAME_BAD:
 		d->c[NICFW_C_IP_BAD]++;
+		goto pass;
+	case PROTO_FRAME_NOT_UDP:
+		if (from == NICFW_PORT_WIRE)
+			proto_neigh_learn(&d->neigh, fa.sip, fa.smac);
+		goto pass;
+	case PROTO_FRAME_IP_FRAG:
+		if (from == NICFW_PORT_WIRE)
+			proto_neigh_learn(&d->neigh, fa.sip, fa.smac);
+		if (fa.dport == d->cfg.port)
+			d->c[NICFW_C_IP_FRAG]++;
 		goto pass;
 	}
 	if (from == NICFW_PORT_WIRE)
-		neigh_learn(d, nicfw_get32(ip + 12), f + 6);
-	if (ip[9] != NICFW_IPPROTO_UDP)
+		proto_neigh_learn(&d->neigh, fa.sip, fa.smac);
+	if (fa.dport != d->cfg.port)
 		goto pass;
-	udp = ip + ihl;
-	if (nicfw_get16(udp + 2) != d->cfg.port)
-		goto pass;
-	if (nicfw_get16(ip + 6) & 0x3fff) {
-		d->c[NICFW_C_IP_FRAG]++;
-		goto pass;
-	}
-	tot = nicfw_get16(ip + 2);
-	ulen = nicfw_get16(udp + 4);
-	if (tot < ihl + NICFW_UDP_HLEN || tot > len - NICFW_ETH_HLEN || ulen < NICFW_UDP_HLEN ||
-	    ulen > tot - ihl) {
+	if (ihl != PROTO_IP_HLEN) { /* options: replies are built without them; pass it up */
 		d->c[NICFW_C_IP_BAD]++;
 		goto pass;
 	}
-	if (ihl != NICFW_IP_HLEN) { /* options: replies are built without them; pass it up */
-		d->c[NICFW_C_IP_BAD]++;
-		goto pass;
-	}
-	return disp_infer(d, from, f, udp + NICFW_UDP_HLEN, ulen - NICFW_UDP_HLEN, now_ns);
+	return disp_infer(d, from, &fa, p, plen, now_ns);
 pass:
 	d->c[fwd]++;
 	return NICFW_DISP_PASS;

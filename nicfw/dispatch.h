@@ -50,8 +50,6 @@
 
 #define NICFW_DISP_MAX_MODELS 16
 #define NICFW_DISP_QUEUE      64 /* queued requests per model, the one in flight included */
-#define NICFW_DISP_NEIGH      256
-#define NICFW_DISP_FRAME_MAX  1514 /* largest frame built (Ethernet, no FCS) */
 
 enum nicfw_port { NICFW_PORT_WIRE = 0, NICFW_PORT_HOST = 1 };
 

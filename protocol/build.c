@@ -84,24 +84,32 @@ int proto_build(const struct proto_msg *m, const void *body, size_t body_len, vo
 	return (int)(tmp.hdr_len + body_len);
 }
 
+int proto_build_error_text(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
+			   enum proto_error_code code, uint32_t detail, const char *prefix,
+			   const char *reason)
+{
+	char text[PROTO_REASON_MAX];
+	size_t a = strnlen(prefix, PROTO_REASON_MAX);
+	size_t b = strnlen(reason, PROTO_REASON_MAX - a);
+	struct proto_msg m;
+
+	memcpy(text, prefix, a);
+	memcpy(text + a, reason, b);
+	proto_msg_init(&m, PROTO_ERROR, model_id, request_id);
+	m.err.code = (uint16_t)code;
+	m.err.detail = detail;
+	m.total_len = (uint32_t)(a + b);
+	return proto_build(&m, text, a + b, buf, cap);
+}
+
 int proto_build_error(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
 		      enum proto_error_code code, uint32_t detail, const char *fmt, ...)
 {
 	char reason[PROTO_REASON_MAX + 1];
-	struct proto_msg m;
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(reason, sizeof(reason), fmt, ap);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		n = 0;
-	if (n > (int)PROTO_REASON_MAX)
-		n = PROTO_REASON_MAX;
-	proto_msg_init(&m, PROTO_ERROR, model_id, request_id);
-	m.err.code = (uint16_t)code;
-	m.err.detail = detail;
-	m.total_len = (uint32_t)n;
-	return proto_build(&m, reason, (size_t)n, buf, cap);
+	return proto_build_error_text(buf, cap, model_id, request_id, code, detail, "", reason);
 }

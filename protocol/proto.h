@@ -69,7 +69,9 @@
  *  27    56     4  t_queue     ns spent so far queued                  } RESPONSE timing
  *  28    60     4  t_host      ns of host compute (CPU/GPU stages)     } fields of the same
  *  29    64     4  t_pack      ns of sign + pack + serialize           } name
- *  30    68    12  reserved
+ *  30    68     4  host_ref    the host's own reference for the request (e.g. its slot), echoed
+ *                              in the RESPONSE; opaque to the NIC; 0 = none
+ *        72     8  reserved
  * The data section is the activation at the split point, as for REQUEST (typically bits).
  *
  * RESPONSE: (offsets from byte 32; hdr_len >= 80)
@@ -81,7 +83,9 @@
  *                              ran the NIC's layers itself because the NIC was unavailable)
  *  35     8    32  timing      8 x u32 ns, saturating: total, rx, queue, host, pack, xfer, nic,
  *                              tx (enum proto_timing); 0 = not measured / not applicable
- *  36    40     8  reserved
+ *  36    40     4  host_ref    the host_ref of the ACTIVATION it answers (a completion notice
+ *                              finds its request by it in O(1)); 0 for a REQUEST's
+ *        44     4  reserved
  * Data: num_classes scores in score_fmt, little-endian, total_len = num_classes * 8 (or 4).
  * With the default 1400-byte payload a RESPONSE is one datagram up to 165 f64 classes; larger
  * ones are fragmented like any message.
@@ -176,7 +180,12 @@ uint32_t proto_frag_count(uint32_t hdr_len, size_t body_len, size_t payload);
  */
 int proto_build(const struct proto_msg *m, const void *body, size_t body_len, void *buf,
 		size_t cap);
-/* ERROR with a printf-style reason truncated to PROTO_REASON_MAX bytes. */
+/* An ERROR with the reason prefix + reason (truncated to PROTO_REASON_MAX): no formatting, for
+ * the packet path, where reasons come from static tables. Bytes written or -errno. */
+int proto_build_error_text(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
+			   enum proto_error_code code, uint32_t detail, const char *prefix,
+			   const char *reason);
+/* ERROR with a printf-style reason truncated to PROTO_REASON_MAX bytes (not on packet paths). */
 int proto_build_error(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
 		      enum proto_error_code code, uint32_t detail, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));

@@ -120,6 +120,7 @@ struct proto_act {
 	uint16_t reply_port;
 	uint8_t executors; /* PROTO_EX_* that ran the layers before `layer` */
 	uint32_t t_rx_ns, t_queue_ns, t_host_ns, t_pack_ns;
+	uint32_t host_ref; /* the host's, echoed in the RESPONSE (0: none) */
 };
 
 struct proto_resp {
@@ -128,6 +129,7 @@ struct proto_resp {
 	uint8_t score_fmt; /* PROTO_FMT_F64 or PROTO_FMT_F32 */
 	uint8_t executors;
 	uint32_t t_ns[PROTO_T_COUNT];
+	uint32_t host_ref; /* the ACTIVATION's host_ref it answers (0: none) */
 };
 
 struct proto_err {
@@ -315,6 +317,7 @@ PROTO_INLINE enum proto_verdict proto_hdr_parse(const void *data, const void *da
 		m->act.t_queue_ns = proto_get32(t + 56);
 		m->act.t_host_ns = proto_get32(t + 60);
 		m->act.t_pack_ns = proto_get32(t + 64);
+		m->act.host_ref = proto_get32(t + 68);
 		/* fall through */
 	case PROTO_REQUEST:
 		if (t + 32 > end)
@@ -339,6 +342,7 @@ PROTO_INLINE enum proto_verdict proto_hdr_parse(const void *data, const void *da
 		m->resp.t_ns[5] = proto_get32(t + 28);
 		m->resp.t_ns[6] = proto_get32(t + 32);
 		m->resp.t_ns[7] = proto_get32(t + 36);
+		m->resp.host_ref = proto_get32(t + 40);
 		if (m->resp.score_fmt != PROTO_FMT_F64 && m->resp.score_fmt != PROTO_FMT_F32)
 			return PROTO_BAD_FORMAT;
 		if (m->total_len !=
@@ -420,8 +424,8 @@ PROTO_INLINE uint32_t proto_hdr_write(const struct proto_msg *m, void *buf, void
 		proto_put32(t + 56, m->act.t_queue_ns);
 		proto_put32(t + 60, m->act.t_host_ns);
 		proto_put32(t + 64, m->act.t_pack_ns);
-		proto_put64(t + 68, 0);
-		proto_put32(t + 76, 0);
+		proto_put32(t + 68, m->act.host_ref);
+		proto_put64(t + 72, 0);
 		break;
 	case PROTO_RESPONSE:
 		proto_put32(t, m->resp.cls);
@@ -436,7 +440,8 @@ PROTO_INLINE uint32_t proto_hdr_write(const struct proto_msg *m, void *buf, void
 		proto_put32(t + 28, m->resp.t_ns[5]);
 		proto_put32(t + 32, m->resp.t_ns[6]);
 		proto_put32(t + 36, m->resp.t_ns[7]);
-		proto_put64(t + 40, 0);
+		proto_put32(t + 40, m->resp.host_ref);
+		proto_put32(t + 44, 0);
 		break;
 	case PROTO_ERROR:
 		proto_put16(t, m->err.code);

@@ -7,23 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kexec.h"
 #include "split/split.h"
 
 #define ARCH_MAX_DIM (1u << 28)
 
-static const char *const exec_names[SPLIT_EX__COUNT] = {"cpu", "gpu", "nic"};
+_Static_assert((int)SPLIT_EX_CPU == (int)KEXEC_KIND_CPU &&
+		   (int)SPLIT_EX_GPU == (int)KEXEC_KIND_GPU &&
+		   (int)SPLIT_EX_NIC == (int)KEXEC_KIND_NIC &&
+		   (int)SPLIT_EX__COUNT == (int)KEXEC_KIND__COUNT,
+	       "the planner's executors are the executor kinds");
 
 const char *split_exec_name(unsigned e)
 {
-	return e < SPLIT_EX__COUNT ? exec_names[e] : "?";
+	return kexec_kind_name(e);
 }
 
 int split_exec_from_name(const char *name)
 {
-	for (unsigned e = 0; e < SPLIT_EX__COUNT; e++)
-		if (!strcmp(name, exec_names[e]))
-			return (int)e;
-	return -1;
+	return kexec_kind_from_name(name);
 }
 
 __attribute__((format(printf, 4, 5))) static int arch_fail(char *err, size_t errlen,

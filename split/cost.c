@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kexec.h"
 #include "protocol/proto.h"
 #include "split/split.h"
 
@@ -136,14 +137,6 @@ static double nic_op_cost(const struct kern_layer *l, const struct split_profile
 	}
 }
 
-static bool nic_can_start(const struct kern_layer *l)
-{
-	return (l->op == KERN_OP_FLATTEN &&
-		(l->in.fmt == KERN_FMT_U8 || l->in.fmt == KERN_FMT_BITS)) ||
-	       (l->op == KERN_OP_BDENSE && l->in.fmt == KERN_FMT_BITS) ||
-	       (l->op == KERN_OP_BDENSE_U8 && l->in.fmt == KERN_FMT_U8);
-}
-
 double split_op_cost(const struct kern_model *m, uint32_t i, unsigned e,
 		     const struct split_profile *pr, uint32_t nic_first)
 {
@@ -249,7 +242,7 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
 		const struct kern_layer *l = &m->layers[i];
 
 		p->start_ok[i] = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_GPU);
-		if (i >= o->nic_first && nic_can_start(l))
+		if (kexec_can_run(KEXEC_KIND_NIC, m, i, m->n_layers))
 			p->start_ok[i] |= SPLIT_EXM(SPLIT_EX_NIC);
 		for (unsigned e = 0; e < SPLIT_EX__COUNT; e++) {
 			double ops, wb;

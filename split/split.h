@@ -73,7 +73,7 @@ static inline uint64_t split_bytes_bits(uint64_t elems)
 
 /*
  * Parse arch.json (docs/model-format.md, plus "groups") and compute every layer's
- * shape and costs. NIC support follows nicfw_nic_first()'s rule on the interchange layers: the
+ * shape and costs. NIC support follows kexec_nic_first()'s rule on the interchange layers: the
  * longest trailing run of binary dense layers (with flatten, batch-norm and sign between and
  * after them) whose first dense layer reads u8 input or a sign's output.
  * Returns 0, or -EINVAL / -ENOMEM with a message naming the file, layer and field in err.
@@ -81,7 +81,7 @@ static inline uint64_t split_bytes_bits(uint64_t elems)
 int split_arch_load(const char *path, struct split_arch *a, char *err, size_t errlen);
 
 /*
- * The same analysis from a loaded model file. nic_first_op is nicfw_nic_first(m) (m->n_layers
+ * The same analysis from a loaded model file. nic_first_op is kexec_nic_first(m) (m->n_layers
  * if none): the layers its ops implement are marked NIC-runnable.
  */
 int split_arch_from_model(const struct kern_model *m, uint32_t nic_first_op, struct split_arch *a,
@@ -237,7 +237,7 @@ struct split_opts {
 	uint32_t objective; /* enum split_objective */
 	bool allow_approx;  /* allow f32/fp16/int8 cuts of float activations */
 	uint32_t exec_mask; /* executors to plan over (CPU always) */
-	uint32_t nic_first; /* nicfw_nic_first(m): ops [nic_first, n) are NIC-runnable */
+	uint32_t nic_first; /* kexec_nic_first(m): ops [nic_first, n) are NIC-runnable */
 };
 
 /* Predicted seconds of op i of m on executor e under profile pr (INFINITY if unsupported). */

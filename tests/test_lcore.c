@@ -20,6 +20,7 @@
 #include <rte_eal.h>
 #include <rte_lcore.h>
 
+#include "kernels/kexec.h"
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/lcore/lcore.h"
@@ -35,7 +36,7 @@ static uint32_t n_workers;
 static void expect_bit_exact(const struct kern_model *m, const void *inputs, uint32_t count,
 			     bool inline_runner, const uint32_t *execs, size_t n_execs)
 {
-	const uint32_t first = nicfw_nic_first(m), classes = kern_model_classes(m);
+	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
 	const size_t in_bytes = kern_shape_bytes(&m->input);
 	struct kern_ctx *ctx = kern_ctx_create(m, 1);
 	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
@@ -80,6 +81,54 @@ static void expect_bit_exact(const struct kern_model *m, const void *inputs, uin
 	free(nic);
 	free(cpu);
 	kern_ctx_free(ctx);
+}
+
+/* The chain as an executor (kernels/kexec.h): two batches in flight, completions in order,
+ * scores equal to kern_forward's; on the worker lcores and inline. */
+static void test_lcore_executor(void **state)
+{
+	struct kern_model *m = test_model_u8_mlp(*state);
+	const uint32_t classes = kern_model_classes(m);
+	uint8_t *x = test_random_inputs(m, 5);
+	double *want = calloc(5 * classes, sizeof(double)), *out = calloc(5 * classes, 8);
+	struct kern_ctx *ctx = kern_ctx_create(m, 5);
+
+	assert_non_null(want);
+	assert_non_null(out);
+	assert_int_equal(kern_forward(ctx, x, 5, want), 0);
+	for (int inl = 0; inl < 2; inl++) {
+		const struct nicfw_exec_lcore_conf conf = {
+		    .lcores = workers, .n_lcores = inl ? 0 : n_workers, .executors = 16};
+		struct kexec_done d[2];
+		struct kexec_caps c;
+		struct kexec e;
+		uint32_t got = 0;
+		char err[512];
+
+		memset(out, 0, 5 * classes * sizeof(double));
+		if (kexec_open(&e, &nicfw_exec_lcore_ops, &conf, err, sizeof(err)) ||
+		    kexec_load(&e, m, 0, m->n_layers, 3, err, sizeof(err)))
+			fail_msg("%s", err);
+		kexec_get_caps(&e, &c);
+		assert_int_equal(c.kind, KEXEC_KIND_NIC);
+		assert_true(c.tail_only && c.mem_bytes > 0);
+		assert_int_equal(kexec_submit(&e, x, 3, out, 30), 0);
+		assert_int_equal(kexec_submit(&e, x + 3 * e.in_bytes, 2, out + 3 * classes, 20), 0);
+		while (got < 2) {
+			uint32_t k = kexec_poll(&e, d + got, 2 - got);
+
+			for (uint32_t i = 0; i < k; i++)
+				assert_int_equal(d[got + i].status, 0);
+			got += k;
+		}
+		assert_int_equal(d[0].tag, 30);
+		assert_int_equal(d[1].tag, 20);
+		assert_memory_equal(out, want, 5 * classes * sizeof(double));
+		kexec_close(&e);
+	}
+	kern_ctx_free(ctx);
+	free(out), free(want), free(x);
+	kern_model_free(m);
 }
 
 /* u8 MLP, widths 63, 130, 1000, 1, executors on the worker lcores; E = 1 .. 256. */
@@ -192,6 +241,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lcore_bits_input, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lcore_busy, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test(test_lcore_bundled_mlp),
+	    cmocka_unit_test_setup_teardown(test_lcore_executor, test_fx_setup, test_fx_teardown),
 	};
 	char prefix[64], lcores[32];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "kernels/kexec.h"
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/emu/emu.h"
@@ -31,12 +32,12 @@ static const uint32_t test_execs[] = {1, 2, 3, 7, 64, 255, 256};
 
 /*
  * The emulator against kern_forward on `count` inputs for every E of test_execs: the host part
- * (ops before nicfw_nic_first) on the CPU, then the NIC part on the emulator.
+ * (ops before kexec_nic_first) on the CPU, then the NIC part on the emulator.
  */
 static void expect_bit_exact(const struct kern_model *m, const void *inputs, uint32_t count,
 			     uint32_t want_first)
 {
-	const uint32_t first = nicfw_nic_first(m), classes = kern_model_classes(m);
+	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
 	const size_t in_bytes = kern_shape_bytes(&m->input);
 	struct kern_ctx *ctx = kern_ctx_create(m, 1);
 	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
@@ -127,7 +128,7 @@ static void test_nicfw_flatten_bits(void **state)
 	    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
 	    "{\"type\":\"batchnorm\"}]}",
 	    &g);
-	assert_int_equal(m->layers[nicfw_nic_first(m)].op, KERN_OP_FLATTEN);
+	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
 	x = test_random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, 3);
 	free(x);
@@ -153,7 +154,7 @@ static void test_nicfw_first(void **state)
 	    "{\"type\":\"dense\",\"out\":9,\"bias\":true,\"binary_weights\":true},"
 	    "{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":4,\"bias\":true}]}",
 	    &g);
-	assert_int_equal(nicfw_nic_first(m), m->n_layers);
+	assert_int_equal(kexec_nic_first(m), m->n_layers);
 	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "cannot start the NIC part"));
 	kern_model_free(m);
@@ -176,7 +177,7 @@ static void test_nicfw_chain_errors(void **state)
 	    "{\"name\":\"one\",\"input\":{\"shape\":[64,1,1],\"dtype\":\"u8\"},\"layers\":["
 	    "{\"type\":\"dense\",\"out\":3,\"bias\":true,\"binary_weights\":true}]}",
 	    &g);
-	assert_int_equal(nicfw_nic_first(m), 0);
+	assert_int_equal(kexec_nic_first(m), 0);
 	assert_int_equal(nicfw_chain_init(ch, m, 0, 0, err, sizeof(err)), -EINVAL);
 	assert_int_equal(nicfw_chain_init(ch, m, 0, NICFW_MAX_EXEC + 1, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "257 executors"));

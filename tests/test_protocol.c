@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "protocol/frame.h"
 #include "protocol/proto.h"
 
 #define BUF 70000
@@ -556,6 +557,122 @@ static void test_proto_pcap(void **state)
 		unlink(tmp);
 }
 
+static void test_proto_frame_round_trip(void **state)
+{
+	struct proto_addr a = {.smac = {2, 0, 0, 0, 0, 1},
+			       .dmac = {2, 0, 0, 0, 0, 2},
+			       .sip = 0x0a580101,
+			       .dip = 0x0a580102,
+			       .sport = 21326,
+			       .dport = 40000},
+			  b;
+	uint8_t f[PROTO_FRAME_MAX];
+	const uint8_t *p;
+	uint32_t len, plen, ihl, sum = 0;
+
+	(void)state;
+	memcpy(f + PROTO_FRAME_HDRS, "hello", 5);
+	len = proto_frame_udp(f, &a, 5, false);
+	assert_int_equal(len, PROTO_FRAME_HDRS + 5);
+	assert_int_equal(proto_frame_parse(f, len, &b, &p, &plen, &ihl), PROTO_FRAME_UDP);
+	assert_int_equal(plen, 5);
+	assert_memory_equal(p, "hello", 5);
+	assert_int_equal(b.sip, a.sip);
+	assert_int_equal(b.dip, a.dip);
+	assert_int_equal(b.sport, a.sport);
+	assert_int_equal(b.dport, a.dport);
+	assert_memory_equal(b.smac, a.smac, 6);
+	for (int i = 0; i < 20; i += 2) /* the IPv4 header checksum verifies */
+		sum += (uint32_t)(f[14 + i] << 8 | f[15 + i]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	assert_int_equal(sum, 0xffff);
+	assert_int_equal(proto_frame_parse(f, 30, &b, &p, &plen, &ihl), PROTO_FRAME_BAD);
+	f[12] = 0x08, f[13] = 0x06; /* ARP */
+	assert_int_equal(proto_frame_parse(f, len, &b, &p, &plen, &ihl), PROTO_FRAME_NOT_IPV4);
+}
+
+static uint16_t csum16(const uint8_t *p, uint32_t len, uint32_t sum)
+{
+	for (uint32_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)p[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* The full UDP checksum verifies; with udp_offload the field holds the pseudo-header sum that
+ * completing the checksum over the datagram turns into the full one. */
+static void test_proto_frame_udp_checksum(void **state)
+{
+	struct proto_addr a = {.sip = 0x0a000001, .dip = 0x0a000002, .sport = 1, .dport = 2};
+	uint8_t f[PROTO_FRAME_MAX], g[PROTO_FRAME_MAX];
+	const uint8_t *udp = f + PROTO_ETH_HLEN + PROTO_IP_HLEN;
+	uint32_t len, phdr;
+	uint16_t full;
+
+	(void)state;
+	for (unsigned i = 0; i < 101; i++)
+		f[PROTO_FRAME_HDRS + i] = (uint8_t)(i * 7 + 3);
+	memcpy(g, f, sizeof(f));
+	len = proto_frame_udp(f, &a, 101, false);
+	phdr = csum16(f + PROTO_ETH_HLEN + 12, 8, PROTO_IPPROTO_UDP + PROTO_UDP_HLEN + 101);
+	assert_int_equal(csum16(udp, len - PROTO_ETH_HLEN - PROTO_IP_HLEN, phdr), 0xffff);
+	full = proto_get16(udp + 6);
+	proto_frame_udp(g, &a, 101, true);
+	assert_int_equal(proto_get16(g + PROTO_ETH_HLEN + PROTO_IP_HLEN + 6),
+			 csum16(NULL, 0, phdr));
+	proto_put16(g + PROTO_ETH_HLEN + PROTO_IP_HLEN + 6, 0);
+	assert_int_equal(
+	    (uint16_t)~csum16(g + PROTO_ETH_HLEN + PROTO_IP_HLEN, PROTO_UDP_HLEN + 101, phdr),
+	    full);
+}
+
+static void test_proto_arp_and_neigh(void **state)
+{
+	static const uint8_t me[6] = {2, 0, 0, 0, 0, 9}, peer[6] = {2, 0, 0, 0, 0, 7};
+	static struct proto_neigh_table t;
+	uint8_t f[64] = {0}, mac[6];
+	const uint8_t *smac;
+	uint32_t sip;
+
+	(void)state;
+	memset(f, 0xff, 6);
+	memcpy(f + 6, peer, 6);
+	proto_put16(f + 12, PROTO_ETYPE_ARP);
+	proto_put16(f + 14, 1);
+	proto_put16(f + 16, PROTO_ETYPE_IPV4);
+	f[18] = 6, f[19] = 4;
+	proto_put16(f + 20, 1); /* request */
+	memcpy(f + 22, peer, 6);
+	proto_put32(f + 28, 0x0a000007);
+	proto_put32(f + 38, 0x0a000009);
+	assert_false(proto_arp_reply(f, 41, me, 0x0a000009, &sip, &smac)); /* truncated */
+	assert_int_equal(sip, 0);
+	assert_false(proto_arp_reply(f, 42, me, 0x0a000008, &sip, &smac)); /* not for us */
+	assert_int_equal(sip, 0x0a000007);
+	assert_memory_equal(smac, peer, 6);
+	assert_true(proto_arp_reply(f, 42, me, 0x0a000009, &sip, &smac));
+	assert_memory_equal(smac, peer, 6);
+	assert_int_equal(proto_get16(f + 20), 2);
+	assert_memory_equal(f, peer, 6);
+	assert_memory_equal(f + 6, me, 6);
+	assert_memory_equal(f + 22, me, 6);
+	assert_int_equal(proto_get32(f + 28), 0x0a000009);
+	assert_memory_equal(f + 32, peer, 6);
+	assert_int_equal(proto_get32(f + 38), 0x0a000007);
+
+	assert_false(proto_neigh_lookup(&t, 0x0a000007, mac));
+	assert_memory_equal(mac, "\xff\xff\xff\xff\xff\xff", 6);
+	proto_neigh_learn(&t, 0x0a000007, peer);
+	proto_neigh_learn(&t, 0x0a000008, (const uint8_t *)"\x01\x00\x5e\x00\x00\x01");
+	assert_true(proto_neigh_lookup(&t, 0x0a000007, mac));
+	assert_memory_equal(mac, peer, 6);
+	assert_false(proto_neigh_lookup(&t, 0x0a000008, mac)); /* multicast never learnt */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +689,9 @@ int main(void)
 	    cmocka_unit_test(test_proto_build_checks),
 	    cmocka_unit_test(test_proto_names),
 	    cmocka_unit_test(test_proto_pcap),
+	    cmocka_unit_test(test_proto_frame_round_trip),
+	    cmocka_unit_test(test_proto_frame_udp_checksum),
+	    cmocka_unit_test(test_proto_arp_and_neigh),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

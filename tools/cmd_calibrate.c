@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/kexec.h"
 #include "kernels/cuda/kcuda.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
@@ -245,7 +246,7 @@ static int cal_nic(struct split_profile *pr, bool quick)
 			rmdir(dir);
 			return -EINVAL;
 		}
-		e = nicfw_emu_create(m, nicfw_nic_first(m), NICFW_MAX_EXEC, &ep, err, sizeof(err));
+		e = nicfw_emu_create(m, kexec_nic_first(m), NICFW_MAX_EXEC, &ep, err, sizeof(err));
 		in = calloc(grid[g][0], 8);
 		scores = calloc(grid[g][1], sizeof(double));
 		if (!e || !in || !scores || nicfw_emu_infer(e, in, scores, &rep) ||

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kexec.h"
 #include "kernels/kern.h"
 #include "nicfw/emu/emu.h"
 #include "tools/cmds.h"
@@ -219,12 +220,12 @@ int cmd_emu(int argc, char **argv)
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		return 1;
 	}
-	if (nicfw_nic_first(m) == m->n_layers) {
+	if (kexec_nic_first(m) == m->n_layers) {
 		fprintf(stderr, "splitnic emu: %s: no trailing binary dense layers for the NIC\n",
 			argv[optind]);
 		goto out_model;
 	}
-	e = nicfw_emu_create(m, nicfw_nic_first(m), (uint32_t)executors, &p, err, sizeof(err));
+	e = nicfw_emu_create(m, kexec_nic_first(m), (uint32_t)executors, &p, err, sizeof(err));
 	if (!e) {
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		goto out_model;
@@ -236,7 +237,7 @@ int cmd_emu(int argc, char **argv)
 	ctx = kern_ctx_create(m, 1);
 	nic = calloc(kern_model_classes(m), sizeof(double));
 	cpu = calloc(kern_model_classes(m), sizeof(double));
-	act = calloc(1, kern_shape_bytes(&m->layers[nicfw_nic_first(m)].in) + 64);
+	act = calloc(1, kern_shape_bytes(&m->layers[kexec_nic_first(m)].in) + 64);
 	t.lat_ns = calloc((size_t)dso.count, sizeof(uint64_t));
 	if (!ctx || !nic || !cpu || !act || !t.lat_ns) {
 		fprintf(stderr, "splitnic emu: out of memory\n");

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * splitnic run: a model over a data set, in process, on the CPU kernels through libsplitnic
- * (include/splitnic/splitnic.h) or on the GPU (--exec).
+ * (include/splitnic/splitnic.h), the GPU (--exec), or
+ * stage by stage as a plan file says (--plan: CPU, GPU and NIC-emulator executors through the
+ * one executor interface, kernels/kexec.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,7 +15,10 @@
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
 #include "kernels/cuda/kcuda.h"
+#include "kernels/kexec.h"
 #include "lib/snlib.h"
+#include "nicfw/exec.h"
+#include "split/split.h"
 #include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
@@ -30,6 +35,7 @@ struct run_job {
 	int ret;
 	struct splitnic_error err;
 	struct kcuda_model *gpu; /* --exec gpu: runs instead of ctx */
+	struct kexec_pipe pipe;	 /* --plan: runs instead of ctx */
 };
 
 static void *run_worker(void *arg)
@@ -42,12 +48,13 @@ static void *run_worker(void *arg)
 		uint32_t n = j->count - first < j->batch ? j->count - first : j->batch;
 		uint64_t t0 = lat_now_ns();
 
-		j->ret = j->gpu ? kcuda_forward(j->gpu, dataset_item(j->ds, first), n,
-						j->scores + (size_t)first * j->classes)
-				: splitnic_predict(j->ctx, dataset_item(j->ds, first),
-						   n * j->ds->item_bytes, n,
-						   j->scores + (size_t)first * j->classes,
-						   (size_t)n * j->classes, NULL, &j->err);
+		const void *in = dataset_item(j->ds, first);
+		double *out = j->scores + (size_t)first * j->classes;
+
+		j->ret = j->pipe.n ? kexec_pipe_run(&j->pipe, in, n, out)
+			 : j->gpu  ? kcuda_forward(j->gpu, in, n, out)
+				   : splitnic_predict(j->ctx, in, n * j->ds->item_bytes, n, out,
+						      (size_t)n * j->classes, NULL, &j->err);
 		j->lat_ns[b] = lat_now_ns() - t0;
 		if (j->ret)
 			break;
@@ -74,33 +81,70 @@ static int write_scores(const char *path, const double *scores, uint32_t count, 
 	return 0;
 }
 
+#define RUN_NIC_EXECUTORS 16 /* the emulated NIC stage's chain */
+
+static const struct kexec_ops *const stage_ops[SPLIT_EX__COUNT] = {
+    [SPLIT_EX_CPU] = &kexec_cpu_ops,
+    [SPLIT_EX_GPU] = &kexec_gpu_ops,
+    [SPLIT_EX_NIC] = &nicfw_exec_emu_ops,
+};
+
+/* The plan's stages as executors on one thread's pipeline; cuts must be exact. */
+static int plan_pipe(struct kexec_pipe *p, const struct kern_model *m, const struct split_plan *pl,
+		     uint32_t batch, char *err, size_t errlen)
+{
+	const struct nicfw_exec_emu_conf nic = {.executors = RUN_NIC_EXECUTORS};
+
+	kexec_pipe_init(p);
+	for (uint32_t i = 0; i < pl->n_stages; i++) {
+		const struct split_stage *st = &pl->stage[i];
+		int ret;
+
+		if (st->first && !split_fmt_exact(m->layers[st->first].in.fmt, st->fmt_in)) {
+			snprintf(
+			    err, errlen,
+			    "stage %u (%s at op %u): the activation crosses as %s, which changes "
+			    "%s values; run --plan takes exact cuts only",
+			    i, split_exec_name(st->exec), st->first, split_fmt_name(st->fmt_in),
+			    kern_fmt_name(m->layers[st->first].in.fmt));
+			kexec_pipe_fini(p);
+			return -EINVAL;
+		}
+		ret = kexec_pipe_add(p, stage_ops[st->exec], st->exec == SPLIT_EX_NIC ? &nic : NULL,
+				     m, st->first, st->last, batch, err, errlen);
+		if (ret) {
+			kexec_pipe_fini(p);
+			return ret;
+		}
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: splitnic run MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels "
 		   "IDX[.gz]]\n"
 		   "                    [--count N] [--batch B] [--threads T] [--scores FILE.csv] "
 		   "[--json]\n"
-		   "                    [--exec cpu|gpu]\n");
+		   "                    [--exec cpu|gpu | --plan PLAN]\n");
 }
 
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"images", required_argument, NULL, 'i'},
-	    {"npy", required_argument, NULL, 'n'},
-	    {"labels", required_argument, NULL, 'l'},
-	    {"count", required_argument, NULL, 'c'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"threads", required_argument, NULL, 't'},
-	    {"scores", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"exec", required_argument, NULL, 'e'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"images", required_argument, NULL, 'i'}, {"npy", required_argument, NULL, 'n'},
+	    {"labels", required_argument, NULL, 'l'}, {"count", required_argument, NULL, 'c'},
+	    {"batch", required_argument, NULL, 'b'},  {"threads", required_argument, NULL, 't'},
+	    {"scores", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+	    {"exec", required_argument, NULL, 'e'},   {"plan", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},	      {0},
 	};
 	struct dataset_opts dso = {.count = -1};
-	const char *scores_path = NULL;
+	const char *scores_path = NULL, *plan_path = NULL;
 	long batch = 1, threads = 1;
+	struct split_plan plan = {0};
+	uint64_t gpu_fallback = 0;
+	char plan_desc[256] = "";
 	struct run_job *jobs = NULL;
 	pthread_t *tids = NULL;
 	struct dataset ds = {0};
@@ -146,6 +190,9 @@ int cmd_run(int argc, char **argv)
 			}
 			gpu = !strcmp(optarg, "gpu");
 			break;
+		case 'p':
+			plan_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -156,6 +203,11 @@ int cmd_run(int argc, char **argv)
 	}
 	if (argc - optind != 1 || !dataset_opts_valid(&dso)) {
 		usage(stderr);
+		return 2;
+	}
+	if (plan_path && gpu) {
+		fprintf(stderr,
+			"splitnic run: --plan and --exec gpu: the plan names the executors\n");
 		return 2;
 	}
 	if (scores_path && cli_output_ok("run", "--scores", scores_path))
@@ -170,6 +222,19 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	m = snlib_model_kern(sm);
+	if (plan_path) {
+		size_t off = 0;
+
+		if (split_plan_load(plan_path, m, &plan, err, sizeof(err))) {
+			fprintf(stderr, "splitnic run: %s\n", err);
+			goto out_model;
+		}
+		for (uint32_t i = 0; i < plan.n_stages && off < sizeof(plan_desc); i++)
+			off += (size_t)snprintf(plan_desc + off, sizeof(plan_desc) - off,
+						"%s%s [%u, %u)", i ? " -> " : "",
+						split_exec_name(plan.stage[i].exec),
+						plan.stage[i].first, plan.stage[i].last);
+	}
 	if (dataset_open_opts(&ds, m, &dso, err, sizeof(err))) {
 		fprintf(stderr, "splitnic run: %s\n", err);
 		goto out_model;
@@ -199,7 +264,19 @@ int cmd_run(int argc, char **argv)
 					   NULL,
 					   0,
 					   {0},
-					   NULL};
+					   NULL,
+					   {0}};
+		if (plan_path) {
+			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)batch, err, sizeof(err))) {
+				fprintf(stderr, "splitnic run: --plan %s: %s\n", plan_path, err);
+				goto out_ctx;
+			}
+			for (uint32_t i = 0; !t && i < jobs[t].pipe.n; i++)
+				if (jobs[t].pipe.x[i].note[0])
+					fprintf(stderr, "splitnic run: %s\n",
+						jobs[t].pipe.x[i].note);
+			continue;
+		}
 		if (gpu) {
 			jobs[t].gpu = kcuda_model_upload(m, (uint32_t)batch, err, sizeof(err));
 			if (!jobs[t].gpu) {
@@ -222,9 +299,14 @@ int cmd_run(int argc, char **argv)
 	for (long t = 0; t < threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
-				gpu ? kcuda_last_error() : jobs[t].err.msg);
+				gpu		 ? kcuda_last_error()
+				: jobs[t].pipe.n ? strerror(-jobs[t].ret)
+						 : jobs[t].err.msg);
 			goto out_ctx;
 		}
+	for (long t = 0; t < threads; t++)
+		for (uint32_t i = 0; i < jobs[t].pipe.n; i++)
+			gpu_fallback += jobs[t].pipe.x[i].fallback_reqs;
 	if (ds.labels)
 		for (uint32_t i = 0; i < dso.count; i++)
 			correct +=
@@ -233,10 +315,16 @@ int cmd_run(int argc, char **argv)
 	if (json) {
 		printf("{\"model\":\"%s\",\"exec\":\"%s\",\"isa\":\"%s\",\"images\":%ld,"
 		       "\"batch\":%ld,\"threads\":%ld,",
-		       m->name, gpu ? "gpu" : "cpu", gpu ? "cuda" : kern_ops_get()->name, dso.count,
-		       batch, threads);
+		       m->name,
+		       plan_path ? "plan"
+		       : gpu	 ? "gpu"
+				 : "cpu",
+		       gpu ? "cuda" : kern_ops_get()->name, dso.count, batch, threads);
 		if (gpu)
 			printf("\"device\":\"%s\",", gpu_name);
+		if (plan_path)
+			printf("\"plan\":\"%s\",\"gpu_fallback_requests\":%llu,", plan_desc,
+			       (unsigned long long)gpu_fallback);
 		if (ds.labels)
 			printf("\"accuracy\":%.6f,\"correct\":%u,", (double)correct / dso.count,
 			       correct);
@@ -247,7 +335,12 @@ int cmd_run(int argc, char **argv)
 		printf("model %s (%s kernels): %ld images, batch %ld, %ld thread%s\n", m->name,
 		       gpu ? "cuda" : kern_ops_get()->name, dso.count, batch, threads,
 		       threads > 1 ? "s" : "");
-		printf("executor  %s%s\n", gpu ? "gpu, " : "cpu", gpu ? gpu_name : "");
+		if (plan_path)
+			printf(
+			    "executor  plan %s: %s; %llu requests of GPU stages ran on the CPU\n",
+			    plan_path, plan_desc, (unsigned long long)gpu_fallback);
+		else
+			printf("executor  %s%s\n", gpu ? "gpu, " : "cpu", gpu ? gpu_name : "");
 		if (ds.labels)
 			printf("accuracy  %.2f%% (%u/%ld)\n", 100.0 * correct / dso.count, correct,
 			       dso.count);
@@ -262,6 +355,7 @@ out_ctx:
 	for (long t = 0; t < threads; t++) {
 		splitnic_ctx_free(jobs[t].ctx, NULL);
 		kcuda_model_free(jobs[t].gpu);
+		kexec_pipe_fini(&jobs[t].pipe);
 	}
 out_free:
 	free(tids);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kernels/kern.h"
+#include "kernels/kexec.h"
 #include "nicfw/chain.h"
 #include "split/split.h"
 #include "tools/cli_util.h"
@@ -266,7 +267,7 @@ int cmd_analyze(int argc, char **argv)
 		ret = split_arch_load(argv[optind], &a, err, sizeof(err));
 	} else {
 		m = kern_model_load(argv[optind], err, sizeof(err));
-		ret = m ? split_arch_from_model(m, nicfw_nic_first(m), &a, err, sizeof(err))
+		ret = m ? split_arch_from_model(m, kexec_nic_first(m), &a, err, sizeof(err))
 			: -EINVAL;
 	}
 	if (ret) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kernels/kern.h"
+#include "kernels/kexec.h"
 #include "nicfw/emu/emu.h"
 #include "tools/cli_util.h"
 #include "tools/cmds.h"
@@ -53,14 +54,6 @@ struct sweep {
 	uint32_t plan_k[SWEEP_MAX_BW];
 	double plan_pred[SWEEP_MAX_BW];
 };
-
-static bool nic_start_op(const struct kern_layer *l)
-{
-	return (l->op == KERN_OP_FLATTEN &&
-		(l->in.fmt == KERN_FMT_U8 || l->in.fmt == KERN_FMT_BITS)) ||
-	       (l->op == KERN_OP_BDENSE && l->in.fmt == KERN_FMT_BITS) ||
-	       (l->op == KERN_OP_BDENSE_U8 && l->in.fmt == KERN_FMT_U8);
-}
 
 static int run_one(struct sweep *s, struct sweep_cand *c, const void *in, uint32_t i)
 {
@@ -231,7 +224,7 @@ static uint32_t sweep_report(const struct sweep *s)
 	       "host, serialize, copy, deserialize: measured in this process; wire: MODELED at the "
 	       "link rate (bytes on the wire x 8 / Gbit/s + %.2f us per datagram) since host and "
 	       "NIC share this process; nic: the NFP emulator's MODELED time\n",
-	       s->m->name, s->m->n_layers, nicfw_nic_first(s->m), s->count,
+	       s->m->name, s->m->n_layers, kexec_nic_first(s->m), s->count,
 	       s->pr.v[SPLIT_P_LINK_PKT] * 1e6);
 	for (uint32_t b = 0; b < s->n_bw; b++) {
 		uint32_t best = 0, pj = 0;
@@ -371,10 +364,10 @@ static int sweep_setup(struct sweep *s)
 	s->cand = calloc(m->n_layers + 1, sizeof(*s->cand));
 	if (!s->cand)
 		return -ENOMEM;
-	for (uint32_t k = nicfw_nic_first(m); k <= m->n_layers; k++) {
+	for (uint32_t k = kexec_nic_first(m); k <= m->n_layers; k++) {
 		struct sweep_cand *c = &s->cand[s->n_cand];
 
-		if (k < m->n_layers && !nic_start_op(&m->layers[k]))
+		if (k < m->n_layers && !kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers))
 			continue;
 		c->k = k;
 		if (k < m->n_layers) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/kexec.h"
 #include "nicfw/chain.h"
 #include "tools/split_tools.h"
 
@@ -29,7 +30,7 @@ int split_tools_load_arch(const char *path, struct split_arch *a, char *err, siz
 	if (split_tools_is_json(path))
 		return split_arch_load(path, a, err, errlen);
 	m = kern_model_load(path, err, errlen);
-	ret = m ? split_arch_from_model(m, nicfw_nic_first(m), a, err, errlen) : -EINVAL;
+	ret = m ? split_arch_from_model(m, kexec_nic_first(m), a, err, errlen) : -EINVAL;
 	kern_model_free(m);
 	return ret;
 }
@@ -59,7 +60,7 @@ int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 {
 	int ret;
 
-	o->nic_first = nicfw_nic_first(m);
+	o->nic_first = kexec_nic_first(m);
 	o->exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC) |
 		       (use_gpu && pr->v[SPLIT_P_GPU_PRESENT] ? SPLIT_EXM(SPLIT_EX_GPU) : 0);
 	ret = split_problem_from_model(p, m, pr, o);

@@ -22,7 +22,7 @@ int split_tools_is_json(const char *path);
 
 /*
  * The architecture at path: an interchange ARCH.json, or a model file analysed with its NIC
- * part from nicfw_nic_first. Returns 0 (caller frees a with split_arch_free), or -errno with a
+ * part from kexec_nic_first. Returns 0 (caller frees a with split_arch_free), or -errno with a
  * message in err.
  */
 int split_tools_load_arch(const char *path, struct split_arch *a, char *err, size_t errlen);
@@ -35,7 +35,7 @@ int split_tools_load_profile(const char *verb, const char *path, struct split_pr
 
 /*
  * Load the profile at path (defaults when NULL) and plan m: executors CPU, NIC (from
- * nicfw_nic_first) and the GPU when the profile has one and use_gpu. Fills p (caller frees
+ * kexec_nic_first) and the GPU when the profile has one and use_gpu. Fills p (caller frees
  * it with split_problem_free) and plan. Returns 0, or -errno with a message in err.
  */
 int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,

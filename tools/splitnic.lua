@@ -52,6 +52,7 @@ f.t_ns = ProtoField.uint32("splitnic.t_ns", "Time (ns)")
 for _, n in ipairs(timing) do
 	f["t_" .. n] = ProtoField.uint32("splitnic.t." .. n, n .. " (ns)")
 end
+f.host_ref = ProtoField.uint32("splitnic.host_ref", "Host reference", base.HEX)
 f.class = ProtoField.uint32("splitnic.resp.class", "Class")
 f.num_classes = ProtoField.uint16("splitnic.resp.num_classes", "Classes")
 f.score_fmt = ProtoField.uint8("splitnic.resp.score_fmt", "Score format", base.DEC, fmts)
@@ -155,6 +156,7 @@ local function dissect(tvb, pinfo, tree)
 			for i, n in ipairs({ "rx", "queue", "host", "pack" }) do
 				root:add(f["t_" .. n], tvb(t + 48 + 4 * i, 4))
 			end
+			root:add(f.host_ref, tvb(t + 68, 4))
 			info = info .. " layer=" .. tvb(t + 2, 2):uint()
 		end
 	elseif typ == 3 then
@@ -168,6 +170,7 @@ local function dissect(tvb, pinfo, tree)
 		for i, nm in ipairs(timing) do
 			tt:add(f["t_" .. nm], tvb(t + 4 + 4 * i, 4))
 		end
+		root:add(f.host_ref, tvb(t + 40, 4))
 		info = info .. string.format(" class=%d/%d", cls, n)
 		local sfmt = tvb(t + 6, 1):uint()
 		if not frag and (sfmt == 6 or sfmt == 2) then

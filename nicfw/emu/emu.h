@@ -94,7 +94,7 @@ struct nicfw_emu_report {
 struct nicfw_emu;
 
 /*
- * An emulated NIC holding ops [first, m->n_layers) of m (see nicfw_nic_first()) on a chain of
+ * An emulated NIC holding ops [first, m->n_layers) of m (see kexec_nic_first()) on a chain of
  * n_exec executors: regions allocated, the firmware's EMEM image written, the cache cold.
  * m may be freed afterwards. Returns NULL with a message in err.
  */

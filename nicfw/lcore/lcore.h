@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "kernels/kern.h"
+#include "kernels/kexec.h"
 #include "nicfw/chain.h"
 
 #define NICFW_LCORE_MAX_CHAINS	16
@@ -71,5 +72,21 @@ int nicfw_lcore_poll(struct nicfw_lcore *p, uint32_t chain, double *scores);
 uint32_t nicfw_lcore_run(struct nicfw_lcore *p, uint32_t max);
 /* submit, then wait for the result (running the inline runner meanwhile). 0 or -errno. */
 int nicfw_lcore_infer(struct nicfw_lcore *p, uint32_t chain, const void *in, double *scores);
+
+/* ---- the chain as an executor (kernels/kexec.h) ------------------------------------------ */
+
+struct nicfw_exec_lcore_conf {
+	const unsigned *lcores; /* runner lcores (as nicfw_lcore_create); none: run inline from
+				 * kexec_poll */
+	uint32_t n_lcores;
+	uint32_t executors; /* 0: NICFW_MAX_EXEC */
+};
+
+/*
+ * Platform `lcore` as an executor: init creates the platform (conf: struct
+ * nicfw_exec_lcore_conf, NULL for one inline runner), load adds the chain and starts the
+ * runners. Requests of a batch go down the chain one after the other; kexec_poll drives it.
+ */
+extern const struct kexec_ops nicfw_exec_lcore_ops;
 
 #endif /* NICFW_LCORE_H */

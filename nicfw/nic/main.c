@@ -10,8 +10,8 @@
  *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
  *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
  *
- * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= nicfw_nic_first;
- * default nicfw_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent back to
+ * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
+ * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent back to
  * the host (splitnic-host's completion notice, see nicfw/dispatch.h).
  *
  * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models.
@@ -36,7 +36,9 @@
 #include <rte_telemetry.h>
 
 #include "conf/conf.h"
+#include "kernels/kexec.h"
 #include "kernels/kern.h"
+#include "kernels/kern_ops.h"
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/emu/emu.h"
@@ -52,7 +54,7 @@
 struct nic_opts {
 	const char *model_path[NICFW_DISP_MAX_MODELS];
 	uint32_t model_id[NICFW_DISP_MAX_MODELS];
-	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: nicfw_nic_first */
+	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_first */
 	bool id_given[NICFW_DISP_MAX_MODELS];
 	bool notify_host;
 	uint32_t n_models;
@@ -467,7 +469,7 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		m = n->m[i] = kern_model_load(n->o.model_path[i], err, errlen);
 		if (!m)
 			return -EINVAL;
-		first = nicfw_nic_first(m);
+		first = kexec_nic_first(m);
 		if (first == m->n_layers) {
 			snprintf(err, errlen, "%s: model %s has no part the NIC can run",
 				 n->o.model_path[i], m->name);
@@ -685,6 +687,10 @@ int main(int argc, char **argv)
 	FILE *f;
 	int ret;
 
+	ret = kern_blas_one_thread(argv);
+	if (ret)
+		fprintf(stderr, "nic: cannot restart with one OpenBLAS thread: %s\n",
+			strerror(-ret));
 	if (conf_apply(&conf_nic, &argc, &argv))
 		return 1;
 	ret = rte_eal_init(argc, argv);

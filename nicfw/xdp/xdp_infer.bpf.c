@@ -522,6 +522,7 @@ int xdp_infer(struct xdp_md *ctx)
 	m.resp.num_classes = (__u16)cfg.classes;
 	m.resp.score_fmt = PROTO_FMT_F64;
 	m.resp.executors = PROTO_EX_XDP;
+	m.resp.host_ref = 0;
 	for (__u32 i = 0; i < PROTO_T_COUNT; i++)
 		m.resp.t_ns[i] = 0;
 	m.resp.t_ns[PROTO_T_NIC] = sat32(t1 - t0);

@@ -33,17 +33,9 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 netns_need_files bench_host: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG"
-tag=$$
-ns_c=snbh-cli-$tag
-ns_n=snbh-nic-$tag
-tmp=$(mktemp -d)
-nic_pid=
-host_pid=
-cleanup() {
-	netns_kill "$host_pid" "$nic_pid"
-	netns_cleanup "/var/run/dpdk/snbn$tag" "/var/run/dpdk/snbh$tag" "$tmp"
-}
-trap cleanup EXIT
+tag=$$ tmp=$(mktemp -d) nic_pid= host_pid=
+ns_c=snbh-cli-$tag ns_n=snbh-nic-$tag
+trap 'netns_kill "$host_pid" "$nic_pid"; netns_cleanup "/var/run/dpdk/snbn$tag" "/var/run/dpdk/snbh$tag" "$tmp"' EXIT
 die() {
 	echo "bench_host: $*"
 	tail -5 "$tmp/nic.log" "$tmp/host.log" 2>/dev/null
@@ -113,4 +105,49 @@ with open(os.environ["BENCH_JSONL"], "a") as f:
         f.write(json.dumps({"name": name, "value": round(v, 3), "unit": unit, "method": method}) + "\n")
 EOF
 done
+# --- the packet path against kern_forward on the same core: host-only, one worker lcore ----------
+# splitnic-host -l 0-1 facing the front-end directly (net_af_packet on a second veth, no
+# splitnic-nic): lcore 0 receives and answers, lcore 1 (the one worker) computes; the client is
+# pinned to CPU 0. The in-process baseline is `splitnic run` (kern_forward, batch 1, one thread)
+# pinned to CPU 1 while no server runs.
+kill -TERM "$nic_pid" && wait "$nic_pid"
+nic_pid=
+netns_veth "$ns_c" vc2 "$ns_n" vw2 || die "veth 2"
+netns_link "$ns_c" vc2 10.88.4.2/24
+netns_link "$ns_n" vw2
+netns_tx_csum_off "$ns_c" vc2
+mac2=$(ip netns exec "$ns_n" cat /sys/class/net/vw2/address)
+ip -n "$ns_c" neigh replace 10.88.4.1 lladdr "$mac2" dev vc2 nud permanent || die "neighbour"
+taskset -c 1 "$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/core1.json" || die "splitnic run"
+ip netns exec "$ns_n" "$HOST" -l 0-1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \
+	--vdev net_af_packet0,iface=vw2 -- --model "$CNN:host-only" --ip 10.88.4.1 >"$tmp/host.log" 2>&1 &
+host_pid=$!
+netns_wait_log "$tmp/host.log" "^host: serving" "" splitnic-host || die "splitnic-host (one worker)"
+sleep 1
+ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$N" \
+	--outstanding 1 --timeout-ms 3000 --json >"$tmp/w1lat.json" || die "client (one worker, latency)"
+ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$N" \
+	--outstanding 16 --timeout-ms 3000 --json >"$tmp/w1sat.json" || die "client (one worker, saturation)"
+kill -TERM "$host_pid" && wait "$host_pid"
+host_pid=
+$PY - "$tmp/core1.json" "$tmp/w1lat.json" "$tmp/w1sat.json" "$N" <<'EOF'
+import json, os, sys
+inp, lat, sat, n = (*(json.load(open(f)) for f in sys.argv[1:4]), int(sys.argv[4]))
+ratio = sat["throughput_rps"] / inp["images_per_s"]
+added = lat["latency_us"]["p50"] - inp["latency_us"]["p50"]
+m = (f"fmnist-bcnn host-only, splitnic-host -l 0-1 (RX/TX lcore 0, one worker lcore 1) on "
+     f"net_af_packet, client pinned to CPU 0, {n} images; in-process: splitnic run (kern_forward, "
+     f"batch 1) pinned to CPU 1 with no server running, same run")
+rows = [("host_w1_saturation_rps", sat["throughput_rps"], "req/s", m + "; closed loop 16 outstanding"),
+        ("host_w1_inproc_rps", inp["images_per_s"], "req/s", m),
+        ("host_w1_rps_ratio", ratio, "x", "packet path req/s at saturation / in-process; target >= 0.9; " + m),
+        ("host_w1_added_p50", added, "us", "p50 client round trip (1 outstanding) - p50 in-process; " + m)]
+print(f"one worker: packet path {sat['throughput_rps']:.0f} req/s ({sat['responses']}/{sat['requests']}, "
+      f"{sat['errors']['total']} errors) vs in-process {inp['images_per_s']:.0f}/s: ratio {ratio:.3f} "
+      f"(target >= 0.9); p50 {lat['latency_us']['p50']:.1f} us vs {inp['latency_us']['p50']:.1f} us: "
+      f"added {added:.1f} us")
+with open(os.environ["BENCH_JSONL"], "a") as f:
+    for name, v, unit, method in rows:
+        f.write(json.dumps({"name": name, "value": round(v, 3), "unit": unit, "method": method}) + "\n")
+EOF
 echo "method: see the header of tests/bench/bench_host.sh; figures appended to $BENCH_JSONL"
