@@ -148,7 +148,7 @@ $(B)/bench/%: tests/bench/%.c $(PROJECT_LIBS)
 # --- set-up -----------------------------------------------------------------------------------
 # Every Debian package the project uses. Idempotent: apt-get runs only when one is missing.
 DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
-	libopenblas-dev libjansson-dev libzip-dev zlib1g-dev libcmocka-dev \
+	libopenblas-dev libjansson-dev libzip-dev zlib1g-dev libcmocka-dev libinih-dev \
 	python3-numpy python3-torch dataset-fashion-mnist \
 	libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev libpcap-dev \
 	tshark gnuplot-nox python3-scapy iproute2 ethtool \

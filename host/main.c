@@ -67,6 +67,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "conf/conf.h"
 #include "host/host_dpdk.h"
 #include "kernels/kern_ops.h"
 #include "split/split.h"
@@ -610,6 +611,8 @@ int main(int argc, char **argv)
 	if (ret)
 		fprintf(stderr, "host: cannot restart with one OpenBLAS thread: %s\n",
 			strerror(-ret));
+	if (conf_apply(&conf_host, &argc, &argv))
+		return 1;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "host: rte_eal_init: %s\n", rte_strerror(rte_errno));

@@ -4,29 +4,28 @@
  * open loop (--rate) or closed loop (--outstanding), reassembles RESPONSEs and ERRORs, and
  * reports accuracy, latency percentiles, throughput, errors by code and timeouts.
  *
- * Everything is allocated before the first request: per-request state for --count requests,
- * the input tensors, one datagram buffer each way and the response reassembly table. Latency
+ * The wire side (socket, fragmentation, reassembly) is libsplitnic-client (client/). Everything
+ * is allocated before the first request: per-request state for --count requests, the input
+ * tensors and the client (its datagram buffer and response reassembly table). Latency
  * is measured from the moment the request's first datagram is handed to the socket to the
  * moment its response is complete.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "kernels/kern.h"
 #include "protocol/reasm.h"
+#include "splitnic/client.h"
 #include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/idx.h"
-#include "tools/net_util.h"
 #include "tools/stats.h"
 
 enum req_state { REQ_UNSENT, REQ_PENDING, REQ_DONE, REQ_ERROR, REQ_TIMEOUT };
@@ -51,7 +50,7 @@ struct client_opts {
 
 struct client_run {
 	struct client_opts o;
-	int fd;
+	struct splitnic_client *cl;
 	uint8_t *inputs; /* n_inputs tensors of in_bytes */
 	const uint8_t *labels;
 	uint32_t n_inputs, n_labels;
@@ -61,8 +60,6 @@ struct client_run {
 	uint64_t *lat_ns;
 	uint8_t *state;
 	int32_t *cls; /* predicted class per request, -1 until answered */
-	struct proto_reasm *ra;
-	uint8_t *dgram;
 	/* results */
 	uint64_t sent, pending, responses, correct, labelled, timeouts, late, dups, stray;
 	uint64_t send_errors;
@@ -308,37 +305,6 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	return 0;
 }
 
-static int open_socket(const struct client_opts *o)
-{
-	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai, *p;
-	char port[16];
-	int fd = -1, err;
-
-	snprintf(port, sizeof(port), "%s", o->port ? o->port : "21326");
-	err = getaddrinfo(o->host, port, &hints, &ai);
-	if (err) {
-		fprintf(stderr, "client: %s:%s: %s\n", o->host, port, gai_strerror(err));
-		return -EINVAL;
-	}
-	for (p = ai; p; p = p->ai_next) {
-		fd = socket(p->ai_family, p->ai_socktype, p->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (!connect(fd, p->ai_addr, p->ai_addrlen))
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(ai);
-	if (fd < 0) {
-		fprintf(stderr, "client: %s:%s: cannot connect: %s\n", o->host, port,
-			strerror(errno));
-		return -errno;
-	}
-	net_grow_buffers(fd, 4 << 20);
-	return fd;
-}
-
 /* Inputs: the IDX images (and labels), or a pool of random tensors of --shape. */
 static int load_inputs(struct client_run *r, struct idx_data *img, struct idx_data *lab)
 {
@@ -402,32 +368,31 @@ static int load_inputs(struct client_run *r, struct idx_data *img, struct idx_da
 static int send_request(struct client_run *r, uint32_t i)
 {
 	struct client_opts *o = &r->o;
-	struct proto_msg m;
-	struct proto_frag f;
-	int n, err;
+	struct splitnic_tensor t = {o->dtype,
+				    o->shape[0],
+				    o->shape[1],
+				    o->shape[2],
+				    r->inputs + (size_t)(i % r->n_inputs) * r->in_bytes,
+				    r->in_bytes,
+				    0,
+				    0};
+	struct splitnic_error e;
+	int ret;
 
-	proto_msg_init(&m, PROTO_REQUEST, o->model_id, r->rid_base + i);
-	proto_msg_set_tensor(&m, o->dtype, o->shape[0], o->shape[1], o->shape[2], 0, 0);
-	err = proto_frag_init(&f, &m, r->inputs + (size_t)(i % r->n_inputs) * r->in_bytes,
-			      r->in_bytes, (size_t)o->payload);
-	if (err)
-		return err;
-	r->send_ns[i] = lat_now_ns();
+	ret = splitnic_client_send(r->cl, o->model_id, r->rid_base + i, &t, &r->send_ns[i], &e);
+	if (ret == SPLITNIC_E_IO)
+		r->send_errors++;
+	else if (ret)
+		return -EINVAL;
 	r->state[i] = REQ_PENDING;
-	while ((n = proto_frag_next(&f, r->dgram, (size_t)o->payload)) > 0) {
-		if (send(r->fd, r->dgram, (size_t)n, 0) != n) {
-			r->send_errors++;
-			break;
-		}
-	}
 	r->sent++;
 	r->pending++;
 	return 0;
 }
 
-static void on_message(struct client_run *r, const struct proto_reasm_msg *msg, uint64_t t)
+static void on_message(struct client_run *r, const struct splitnic_response *msg)
 {
-	uint64_t idx = msg->hdr.request_id - r->rid_base;
+	uint64_t idx = msg->request_id - r->rid_base, t = msg->recv_ns;
 
 	if (idx >= (uint64_t)r->o.count || r->state[idx] == REQ_UNSENT) {
 		r->stray++;
@@ -443,52 +408,43 @@ static void on_message(struct client_run *r, const struct proto_reasm_msg *msg, 
 	}
 	r->t_last = t;
 	r->pending--;
-	if (msg->hdr.type == PROTO_ERROR) {
+	if (msg->error) {
 		r->state[idx] = REQ_ERROR;
-		r->errors[msg->hdr.err.code < PROTO_ERR__COUNT ? msg->hdr.err.code : 0]++;
+		r->errors[msg->error < PROTO_ERR__COUNT ? msg->error : 0]++;
 		return;
 	}
 	r->state[idx] = REQ_DONE;
-	r->cls[idx] = (int32_t)msg->hdr.resp.cls;
+	r->cls[idx] = (int32_t)msg->cls;
 	r->lat_ns[r->responses++] = t - r->send_ns[idx];
 	if (r->labels) {
 		r->labelled++;
-		r->correct += msg->hdr.resp.cls == r->labels[idx % r->n_labels];
+		r->correct += msg->cls == r->labels[idx % r->n_labels];
 	}
 	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
-		r->server_ns[k] += msg->hdr.resp.t_ns[k];
+		r->server_ns[k] += msg->t_ns[k];
 	for (unsigned b = 0; b < 8; b++)
-		r->executors[b] += (msg->hdr.resp.executors >> b) & 1;
+		r->executors[b] += (msg->executors >> b) & 1;
 }
 
 static void drain(struct client_run *r)
 {
-	struct proto_reasm_msg msg;
-	struct proto_msg m;
-	enum proto_verdict v;
-	enum proto_ra_verdict rv;
-	ssize_t n;
-	uint64_t t;
+	struct splitnic_response resp;
 
-	while ((n = recv(r->fd, r->dgram, PROTO_MAX_PAYLOAD, MSG_DONTWAIT)) >= 0) {
-		t = lat_now_ns();
-		v = proto_parse(r->dgram, (size_t)n, &m);
-		if (v != PROTO_OK) {
-			r->rejected[v]++;
-			continue;
-		}
-		if (m.type != PROTO_RESPONSE && m.type != PROTO_ERROR) {
-			r->rejected[PROTO_BAD_TYPE]++;
-			continue;
-		}
-		rv = proto_reasm_push(r->ra, 0, &m, t, &msg);
-		if (rv == PROTO_RA_COMPLETE) {
-			on_message(r, &msg, t);
-			proto_reasm_release(r->ra, &msg);
-		} else if (rv != PROTO_RA_PARTIAL) {
-			r->ra_drop[rv]++;
-		}
-	}
+	while (!splitnic_client_poll(r->cl, &resp, NULL))
+		on_message(r, &resp);
+}
+
+/* The client's drop counters, by reason, into the report's. */
+static void collect_drops(struct client_run *r)
+{
+	struct splitnic_client_stats st;
+
+	splitnic_client_stats(r->cl, &st);
+	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++)
+		r->rejected[v] = st.rejected[v];
+	r->rejected[PROTO_BAD_TYPE] += st.wrong_type;
+	for (unsigned v = 0; v < PROTO_RA__COUNT; v++)
+		r->ra_drop[v] = st.reasm_dropped[v];
 }
 
 static int write_classes(const struct client_run *r)
@@ -516,7 +472,7 @@ static int run_loop(struct client_run *r)
 	uint64_t period = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
 	uint32_t next = 0, head = 0, count = (uint32_t)o->count;
 	uint64_t t, t0 = lat_now_ns(), wait, due;
-	struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+	struct pollfd pfd = {.fd = splitnic_client_fd(r->cl), .events = POLLIN};
 	struct timespec ts;
 	int err;
 
@@ -679,7 +635,7 @@ int cmd_client(int argc, char **argv)
 {
 	struct client_run *r;
 	struct idx_data img = {0}, lab = {0};
-	struct proto_reasm_config rc;
+	struct splitnic_error e;
 	struct lat_summary ls;
 	bool lost = false;
 	double secs;
@@ -700,22 +656,16 @@ int cmd_client(int argc, char **argv)
 		ret = -EINVAL;
 		goto out_free_inputs;
 	}
-	r->fd = open_socket(&r->o);
-	if (r->fd < 0) {
-		ret = r->fd;
+	if (splitnic_client_open(r->o.host, r->o.port, (uint32_t)r->o.payload, &r->cl, &e)) {
+		fprintf(stderr, "client: %s\n", e.msg);
+		ret = -EINVAL;
 		goto out_free_inputs;
 	}
-	/* responses of up to 65535 f64 scores; most are single datagrams and take no slot */
-	rc.slots = 8;
-	rc.max_msg = 65536 * 8;
-	rc.timeout_ns = (uint64_t)r->o.timeout_ms * 1000000ull;
-	r->ra = proto_reasm_create(&rc);
 	r->send_ns = calloc((size_t)r->o.count, sizeof(*r->send_ns));
 	r->lat_ns = calloc((size_t)r->o.count, sizeof(*r->lat_ns));
 	r->state = calloc((size_t)r->o.count, 1);
 	r->cls = malloc((size_t)r->o.count * sizeof(*r->cls));
-	r->dgram = malloc(PROTO_MAX_PAYLOAD + 1);
-	if (!r->ra || !r->send_ns || !r->lat_ns || !r->state || !r->cls || !r->dgram) {
+	if (!r->send_ns || !r->lat_ns || !r->state || !r->cls) {
 		fprintf(stderr, "client: out of memory for %ld requests\n", r->o.count);
 		ret = -ENOMEM;
 		goto out_free_state;
@@ -724,6 +674,7 @@ int cmd_client(int argc, char **argv)
 	r->rid_base = (uint64_t)(getpid() & 0xffff) << 48 | (lat_now_ns() & 0xffffull) << 32;
 
 	ret = run_loop(r);
+	collect_drops(r);
 	if (ret) {
 		fprintf(stderr, "client: %s\n", strerror(-ret));
 		goto out_free_state;
@@ -745,13 +696,11 @@ int cmd_client(int argc, char **argv)
 	}
 
 out_free_state:
-	free(r->dgram);
 	free(r->cls);
 	free(r->state);
 	free(r->lat_ns);
 	free(r->send_ns);
-	proto_reasm_destroy(r->ra);
-	close(r->fd);
+	splitnic_client_close(r->cl);
 out_free_inputs:
 	if (r->o.images)
 		idx_free(&img);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic run: a model over a data set, in process, on the CPU kernels, the GPU (--exec), or
+ * splitnic run: a model over a data set, in process, on the CPU kernels through libsplitnic
+ * (include/splitnic/splitnic.h), the GPU (--exec), or
  * stage by stage as a plan file says (--plan: CPU, GPU and NIC-emulator executors through the
  * one executor interface, kernels/kexec.h).
  */
@@ -15,6 +16,7 @@
 #include "kernels/kern_ops.h"
 #include "kernels/cuda/kcuda.h"
 #include "kernels/kexec.h"
+#include "lib/snlib.h"
 #include "nicfw/exec.h"
 #include "split/split.h"
 #include "tools/cli_util.h"
@@ -29,8 +31,9 @@ struct run_job {
 	uint32_t classes;
 	double *scores;	  /* [count][classes] */
 	uint64_t *lat_ns; /* per batch */
-	struct kern_ctx *ctx;
+	struct splitnic_ctx *ctx;
 	int ret;
+	struct splitnic_error err;
 	struct kcuda_model *gpu; /* --exec gpu: runs instead of ctx */
 	struct kexec_pipe pipe;	 /* --plan: runs instead of ctx */
 };
@@ -50,7 +53,8 @@ static void *run_worker(void *arg)
 
 		j->ret = j->pipe.n ? kexec_pipe_run(&j->pipe, in, n, out)
 			 : j->gpu  ? kcuda_forward(j->gpu, in, n, out)
-				   : kern_forward(j->ctx, in, n, out);
+				   : splitnic_predict(j->ctx, in, n * j->ds->item_bytes, n, out,
+						      (size_t)n * j->classes, NULL, &j->err);
 		j->lat_ns[b] = lat_now_ns() - t0;
 		if (j->ret)
 			break;
@@ -144,7 +148,9 @@ int cmd_run(int argc, char **argv)
 	struct run_job *jobs = NULL;
 	pthread_t *tids = NULL;
 	struct dataset ds = {0};
-	struct kern_model *m = NULL;
+	struct splitnic_model *sm = NULL;
+	const struct kern_model *m;
+	struct splitnic_error se;
 	struct lat_summary lat;
 	uint64_t *lat_ns = NULL;
 	double *scores = NULL;
@@ -211,11 +217,11 @@ int cmd_run(int argc, char **argv)
 			gpu_name);
 		gpu = false;
 	}
-	m = kern_model_load(argv[optind], err, sizeof(err));
-	if (!m) {
-		fprintf(stderr, "splitnic run: %s\n", err);
+	if (splitnic_model_load(argv[optind], &sm, &se)) {
+		fprintf(stderr, "splitnic run: %s\n", se.msg);
 		return 1;
 	}
+	m = snlib_model_kern(sm);
 	if (plan_path) {
 		size_t off = 0;
 
@@ -246,20 +252,20 @@ int cmd_run(int argc, char **argv)
 		goto out_free;
 	}
 	for (long t = 0; t < threads; t++) {
-		jobs[t] =
-		    (struct run_job){m,
-				     &ds,
-				     (uint32_t)dso.count,
-				     (uint32_t)batch,
-				     (uint32_t)threads,
-				     (uint32_t)t,
-				     classes,
-				     scores,
-				     lat_ns,
-				     gpu || plan_path ? NULL : kern_ctx_create(m, (uint32_t)batch),
-				     0,
-				     NULL,
-				     {0}};
+		jobs[t] = (struct run_job){m,
+					   &ds,
+					   (uint32_t)dso.count,
+					   (uint32_t)batch,
+					   (uint32_t)threads,
+					   (uint32_t)t,
+					   classes,
+					   scores,
+					   lat_ns,
+					   NULL,
+					   0,
+					   {0},
+					   NULL,
+					   {0}};
 		if (plan_path) {
 			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)batch, err, sizeof(err))) {
 				fprintf(stderr, "splitnic run: --plan %s: %s\n", plan_path, err);
@@ -279,9 +285,8 @@ int cmd_run(int argc, char **argv)
 			}
 			continue;
 		}
-		if (!jobs[t].ctx) {
-			fprintf(stderr, "splitnic run: cannot allocate buffers for batch %ld\n",
-				batch);
+		if (splitnic_ctx_create(sm, (uint32_t)batch, 1, &jobs[t].ctx, &se)) {
+			fprintf(stderr, "splitnic run: %s\n", se.msg);
 			goto out_ctx;
 		}
 	}
@@ -294,7 +299,9 @@ int cmd_run(int argc, char **argv)
 	for (long t = 0; t < threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
-				gpu ? kcuda_last_error() : strerror(-jobs[t].ret));
+				gpu		 ? kcuda_last_error()
+				: jobs[t].pipe.n ? strerror(-jobs[t].ret)
+						 : jobs[t].err.msg);
 			goto out_ctx;
 		}
 	for (long t = 0; t < threads; t++)
@@ -346,7 +353,7 @@ int cmd_run(int argc, char **argv)
 		ret = 1;
 out_ctx:
 	for (long t = 0; t < threads; t++) {
-		kern_ctx_free(jobs[t].ctx);
+		splitnic_ctx_free(jobs[t].ctx, NULL);
 		kcuda_model_free(jobs[t].gpu);
 		kexec_pipe_fini(&jobs[t].pipe);
 	}
@@ -357,6 +364,6 @@ out_free:
 	free(scores);
 	dataset_close(&ds);
 out_model:
-	kern_model_free(m);
+	splitnic_model_free(sm, NULL);
 	return ret;
 }

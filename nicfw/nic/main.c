@@ -35,6 +35,7 @@
 #include <rte_prefetch.h>
 #include <rte_telemetry.h>
 
+#include "conf/conf.h"
 #include "kernels/kexec.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
@@ -690,6 +691,8 @@ int main(int argc, char **argv)
 	if (ret)
 		fprintf(stderr, "nic: cannot restart with one OpenBLAS thread: %s\n",
 			strerror(-ret));
+	if (conf_apply(&conf_nic, &argc, &argv))
+		return 1;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "nic: rte_eal_init: %s\n", rte_strerror(rte_errno));

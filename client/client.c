@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libsplitnic-client: REQUESTs out through the fragmenter, RESPONSEs and ERRORs in through the
+ * parser and a fixed reassembly table (protocol/). Everything is allocated at open.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/snlib.h"
+#include "protocol/reasm.h"
+#include "splitnic/client.h"
+
+#define CLIENT_SLOTS	  8
+#define CLIENT_MAX_MSG	  (SPLITNIC_CLIENT_MAX_CLASSES * 8)
+#define CLIENT_RA_TIMEOUT 2000000000ull
+#define CLIENT_SOCKBUF	  (4 << 20)
+
+_Static_assert(PROTO_VERDICT__COUNT <= 16, "splitnic_client_stats.rejected");
+_Static_assert(PROTO_RA__COUNT <= 8, "splitnic_client_stats.reasm_dropped");
+_Static_assert(PROTO_T_COUNT == 8, "splitnic_response.t_ns");
+
+struct splitnic_client {
+	int fd;
+	uint32_t payload;
+	struct proto_reasm *ra;
+	uint8_t *dgram; /* PROTO_MAX_PAYLOAD: one datagram either way */
+	double scores[SPLITNIC_CLIENT_MAX_CLASSES];
+	struct splitnic_client_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t splitnic_client_model_id(const char *name)
+{
+	return name ? proto_model_id(name) : 0;
+}
+
+static void grow_buffers(int fd)
+{
+	int bytes = CLIENT_SOCKBUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+}
+
+static int connect_udp(const char *host, const char *port, int *fdp, struct splitnic_error *err)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai, *p;
+	int fd = -1, gai, saved = 0;
+
+	gai = getaddrinfo(host, port, &hints, &ai);
+	if (gai)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "%s:%s: %s", host, port,
+				  gai_strerror(gai));
+	for (p = ai; p; p = p->ai_next) {
+		fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
+		if (fd < 0) {
+			saved = errno;
+			continue;
+		}
+		if (!connect(fd, p->ai_addr, p->ai_addrlen))
+			break;
+		saved = errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		return snlib_fail(err, SPLITNIC_E_IO, "%s:%s: cannot connect: %s", host, port,
+				  strerror(saved));
+	grow_buffers(fd);
+	*fdp = fd;
+	return SPLITNIC_OK;
+}
+
+int splitnic_client_open(const char *host, const char *port, uint32_t payload,
+			 struct splitnic_client **out, struct splitnic_error *err)
+{
+	struct proto_reasm_config rc = {CLIENT_SLOTS, CLIENT_MAX_MSG, CLIENT_RA_TIMEOUT};
+	struct splitnic_client *cl;
+	char portbuf[16];
+	int ret;
+
+	if (!out)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "client (the result pointer) is NULL");
+	*out = NULL;
+	if (!host)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "host is NULL");
+	if (!payload)
+		payload = PROTO_DEFAULT_PAYLOAD;
+	if (payload < PROTO_MIN_PAYLOAD || payload > PROTO_MAX_PAYLOAD)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "payload %u: %u to %u bytes", payload,
+				  PROTO_MIN_PAYLOAD, PROTO_MAX_PAYLOAD);
+	if (!port) {
+		snprintf(portbuf, sizeof(portbuf), "%u", PROTO_DEFAULT_PORT);
+		port = portbuf;
+	}
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return snlib_fail(err, SPLITNIC_E_NOMEM, "out of memory");
+	cl->fd = -1;
+	cl->payload = payload;
+	cl->ra = proto_reasm_create(&rc);
+	cl->dgram = malloc(PROTO_MAX_PAYLOAD);
+	if (!cl->ra || !cl->dgram) {
+		ret = snlib_fail(err, SPLITNIC_E_NOMEM, "out of memory");
+		goto err_free;
+	}
+	ret = connect_udp(host, port, &cl->fd, err);
+	if (ret)
+		goto err_free;
+	*out = cl;
+	return snlib_ok(err);
+err_free:
+	splitnic_client_close(cl);
+	return ret;
+}
+
+void splitnic_client_close(struct splitnic_client *cl)
+{
+	if (!cl)
+		return;
+	if (cl->fd >= 0)
+		close(cl->fd);
+	proto_reasm_destroy(cl->ra);
+	free(cl->dgram);
+	free(cl);
+}
+
+int splitnic_client_fd(const struct splitnic_client *cl)
+{
+	return cl ? cl->fd : -1;
+}
+
+int splitnic_client_send(struct splitnic_client *cl, uint32_t model_id, uint64_t request_id,
+			 const struct splitnic_tensor *t, uint64_t *send_ns,
+			 struct splitnic_error *err)
+{
+	struct proto_msg m;
+	struct proto_frag f;
+	uint64_t count, need;
+	int n, ret;
+
+	if (!cl || !t || !t->data)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "%s is NULL",
+				  !cl  ? "client"
+				  : !t ? "tensor"
+				       : "tensor data");
+	count = (uint64_t)t->c * t->h * t->w;
+	need = proto_fmt_bytes(t->fmt, count);
+	if (!count || count > PROTO_MAX_ELEMS || !need)
+		return snlib_fail(
+		    err, SPLITNIC_E_INVALID, "tensor (%u,%u,%u) format %u: %s", t->c, t->h, t->w,
+		    t->fmt, !need && count ? "unknown format" : "dimensions 1 .. 64 Mi elements");
+	if (t->bytes != need)
+		return snlib_fail(err, SPLITNIC_E_INVALID,
+				  "tensor is %zu bytes; (%u,%u,%u) of %s needs %lu", t->bytes, t->c,
+				  t->h, t->w, proto_fmt_name(t->fmt), (unsigned long)need);
+	proto_msg_init(&m, PROTO_REQUEST, model_id, request_id);
+	proto_msg_set_tensor(&m, t->fmt, t->c, t->h, t->w, t->scale, t->zero_point);
+	ret = proto_frag_init(&f, &m, t->data, t->bytes, cl->payload);
+	if (ret)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "request %lu: %s",
+				  (unsigned long)request_id,
+				  ret == -EMSGSIZE ? "larger than 64 MiB"
+						   : "inconsistent tensor (int8 needs scale > 0)");
+	if (send_ns)
+		*send_ns = now_ns();
+	while ((n = proto_frag_next(&f, cl->dgram, PROTO_MAX_PAYLOAD)) > 0)
+		if (send(cl->fd, cl->dgram, (size_t)n, 0) != n) {
+			cl->st.send_errors++;
+			return snlib_fail(err, SPLITNIC_E_IO, "request %lu: send: %s",
+					  (unsigned long)request_id, strerror(errno));
+		}
+	return snlib_ok(err);
+}
+
+static void fill_response(struct splitnic_client *cl, const struct proto_reasm_msg *msg, uint64_t t,
+			  struct splitnic_response *r)
+{
+	const struct proto_msg *h = &msg->hdr;
+	uint32_t step;
+
+	memset(r, 0, sizeof(*r));
+	r->request_id = h->request_id;
+	r->model_id = h->model_id;
+	r->recv_ns = t;
+	r->scores = cl->scores;
+	if (h->type == PROTO_ERROR) {
+		size_t len = msg->len < PROTO_REASON_MAX ? msg->len : PROTO_REASON_MAX;
+
+		r->error = h->err.code ? h->err.code : PROTO_ERR_INTERNAL;
+		r->err_detail = h->err.detail;
+		memcpy(r->reason, msg->data, len);
+		r->reason[len] = 0;
+		return;
+	}
+	r->cls = h->resp.cls;
+	r->executors = h->resp.executors;
+	memcpy(r->t_ns, h->resp.t_ns, sizeof(r->t_ns));
+	step = h->resp.score_fmt == PROTO_FMT_F64 ? 8 : 4;
+	r->num_classes = msg->len / step;
+	for (uint32_t c = 0; c < r->num_classes; c++)
+		cl->scores[c] = step == 8 ? proto_le_get_f64(msg->data + (size_t)c * 8)
+					  : proto_le_get_f32(msg->data + (size_t)c * 4);
+}
+
+int splitnic_client_poll(struct splitnic_client *cl, struct splitnic_response *resp,
+			 struct splitnic_error *err)
+{
+	struct proto_reasm_msg msg;
+	struct proto_msg m;
+	enum proto_verdict v;
+	enum proto_ra_verdict rv;
+	ssize_t n;
+	uint64_t t;
+
+	if (!cl || !resp)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "%s is NULL", !cl ? "client" : "resp");
+	while ((n = recv(cl->fd, cl->dgram, PROTO_MAX_PAYLOAD, MSG_DONTWAIT)) >= 0) {
+		t = now_ns();
+		v = proto_parse(cl->dgram, (size_t)n, &m);
+		if (v != PROTO_OK) {
+			cl->st.rejected[v]++;
+			continue;
+		}
+		if (m.type != PROTO_RESPONSE && m.type != PROTO_ERROR) {
+			cl->st.wrong_type++;
+			continue;
+		}
+		rv = proto_reasm_push(cl->ra, 0, &m, t, &msg);
+		if (rv == PROTO_RA_COMPLETE) {
+			fill_response(cl, &msg, t, resp);
+			proto_reasm_release(cl->ra, &msg);
+			return snlib_ok(err);
+		}
+		if (rv != PROTO_RA_PARTIAL)
+			cl->st.reasm_dropped[rv]++;
+	}
+	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNREFUSED && errno != EINTR)
+		return snlib_fail(err, SPLITNIC_E_IO, "recv: %s", strerror(errno));
+	return snlib_fail(err, SPLITNIC_E_AGAIN, "no response waiting");
+}
+
+int splitnic_client_wait(struct splitnic_client *cl, struct splitnic_response *resp, int timeout_ms,
+			 struct splitnic_error *err)
+{
+	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+	struct pollfd pfd;
+	int ret, wait;
+
+	for (;;) {
+		ret = splitnic_client_poll(cl, resp, err);
+		if (ret != SPLITNIC_E_AGAIN)
+			return ret;
+		if (timeout_ms < 0) {
+			wait = -1;
+		} else {
+			uint64_t t = now_ns();
+
+			if (t >= deadline)
+				return snlib_fail(err, SPLITNIC_E_TIMEOUT,
+						  "no response within %d ms", timeout_ms);
+			wait = (int)((deadline - t + 999999) / 1000000);
+		}
+		pfd = (struct pollfd){.fd = cl->fd, .events = POLLIN};
+		if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+			return snlib_fail(err, SPLITNIC_E_IO, "poll: %s", strerror(errno));
+	}
+}
+
+int splitnic_client_request(struct splitnic_client *cl, uint32_t model_id, uint64_t request_id,
+			    const struct splitnic_tensor *t, int timeout_ms, unsigned retries,
+			    struct splitnic_response *resp, struct splitnic_error *err)
+{
+	uint64_t deadline;
+	int ret;
+
+	if (!resp)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "resp is NULL");
+	if (timeout_ms < 1)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "timeout_ms %d: at least 1", timeout_ms);
+	for (unsigned attempt = 0; attempt <= retries; attempt++) {
+		ret = splitnic_client_send(cl, model_id, request_id, t, NULL, err);
+		if (ret)
+			return ret;
+		deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		for (;;) {
+			uint64_t now = now_ns();
+
+			if (now >= deadline)
+				break;
+			ret = splitnic_client_wait(cl, resp, (int)((deadline - now) / 1000000) + 1,
+						   err);
+			if (ret == SPLITNIC_E_TIMEOUT)
+				break;
+			if (ret)
+				return ret;
+			if (resp->request_id != request_id)
+				continue;
+			if (resp->error)
+				return snlib_fail(
+				    err, SPLITNIC_E_SERVER, "request %lu: server error %d (%s): %s",
+				    (unsigned long)request_id, resp->error,
+				    proto_error_name((unsigned)resp->error), resp->reason);
+			return snlib_ok(err);
+		}
+	}
+	return snlib_fail(err, SPLITNIC_E_TIMEOUT, "request %lu: no answer in %u tries of %d ms",
+			  (unsigned long)request_id, retries + 1, timeout_ms);
+}
+
+void splitnic_client_stats(const struct splitnic_client *cl, struct splitnic_client_stats *st)
+{
+	if (cl && st)
+		*st = cl->st;
+}

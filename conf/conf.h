@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf/conf.h — the servers' configuration files (splitnic-nic.conf, splitnic-host.conf), read
+ * with inih (Debian's libinih) and turned into the command line the server already parses.
+ *
+ * A server started with `--config FILE` (anywhere on its command line) runs as if it had been
+ * given:
+ *
+ *     PROG  [eal] arguments  EAL arguments of the command line  --
+ *           [server] options  one --model per [model NAME] section  server options of the
+ *           command line
+ *
+ * Later options win in the servers' getopt parsing, so the command line overrides the file;
+ * repeatable options (--allow, --vdev) add up; if the command line gives any --model, the
+ * file's model sections are left out. The file:
+ *
+ *     [eal]                 DPDK's EAL arguments
+ *     args = -l 0-1 -m 512  whitespace-separated arguments, as they are (repeatable)
+ *     KEY = VALUE           --KEY=VALUE (repeatable: vdev = ..., file-prefix = ...);
+ *                           VALUE true: --KEY alone; false: nothing
+ *     [server]
+ *     KEY = VALUE           --KEY=VALUE for each of the server's options (conf_nic, conf_host
+ *                           list them); flags (notify-host) take true or false
+ *     [model NAME]          one model and its mode, NAME only names the section
+ *     file = PATH           the model file (required)
+ *     splitnic-nic:  id = NUMBER|NAME (default: the model's name), first-op = K (the NIC part
+ *                    starts at op K; default: the whole model) -> --model [ID=]PATH[@K]
+ *     splitnic-host: mode = coproc|host-only|fallback, split = K|PLAN-FILE
+ *                    -> --model PATH[:MODE[:SPLIT]]
+ *
+ * Comments start with ';' or '#'; lines are at most 199 characters; values cannot contain
+ * spaces where they are split (args). Errors name the file, the line, the section and the key.
+ */
+#ifndef CONF_H
+#define CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct conf_opt {
+	const char *name; /* the server's long option */
+	bool flag;	  /* takes no argument */
+};
+
+struct conf_model_key {
+	const char *name;
+	bool required;
+};
+
+struct conf_server {
+	const char *prog; /* splitnic-nic, splitnic-host: in messages */
+	const struct conf_opt *opts;
+	size_t n_opts;
+	const struct conf_model_key *model_keys;
+	size_t n_model_keys;
+	/* a model section's values (indexed like model_keys, NULL if absent) -> --model's value */
+	int (*model_spec)(const char *const *values, char *out, size_t outlen);
+};
+
+extern const struct conf_server conf_nic, conf_host;
+
+/* A built argument vector: argv[argc] is NULL; every string owned. */
+struct conf_args {
+	int argc;
+	char **argv;
+};
+
+/*
+ * If argv (argc entries) holds --config FILE or --config=FILE, read FILE for server srv and set
+ * *out to the combined vector above; else *out is a copy of argv. Returns 0, or -EINVAL /
+ * -errno with a message naming the file, line, section and key in err.
+ */
+int conf_argv(const struct conf_server *srv, int argc, char **argv, struct conf_args *out,
+	      char *err, size_t errlen);
+void conf_args_free(struct conf_args *a);
+
+/*
+ * The hook in a server's main(): conf_argv of argc/argv, replaced by the result (which lives
+ * until the process exits). Returns 0, or -1 after printing the error on stderr.
+ */
+int conf_apply(const struct conf_server *srv, int *argc, char ***argv);
+
+#endif /* CONF_H */
