@@ -73,6 +73,10 @@ do_install() {
 		put 644 "$B/lib/lib$n.a" "$LIBDIR/lib$n.a"
 		put_text 644 "deploy/$n.pc.in" "$LIBDIR/pkgconfig/$n.pc"
 	done
+	# the GPU executor (built only where nvcc is): dlopen'ed from BINDIR/../lib/splitnic
+	if [ -f "$B/libsncuda.so" ]; then
+		put 755 "$B/libsncuda.so" "$PREFIX/lib/splitnic/libsncuda.so"
+	fi
 	for n in include/splitnic/*.h; do put 644 "$n" "$INCLUDEDIR/splitnic/$(basename "$n")"; done
 	put 644 client/python/splitnic_client.py "$PYTHONDIR/splitnic_client.py"
 	put 644 man/splitnic.1 "$MANDIR/man1/splitnic.1"
