@@ -167,7 +167,8 @@ static int sweep_predict(struct sweep *s)
 		struct split_opts o = {.link_gbps = s->bw[b], .objective = SPLIT_OBJ_LATENCY};
 		struct split_problem p;
 		struct split_plan plan;
-		int ret = split_tools_plan(s->m, &s->pr, &o, false, &p, &plan, err, sizeof(err));
+		int ret =
+		    split_tools_plan(s->m, &s->pr, &o, false, &p, &plan, NULL, err, sizeof(err));
 
 		if (ret) {
 			fprintf(stderr, "splitnic sweep: %s\n", err);
