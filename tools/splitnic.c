@@ -29,6 +29,10 @@ static const struct splitnic_cmd cmds[] = {
      "respond-ref [--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
      "[--error-every K] [--drop-every K] [--count N]\n"
      "the reference responder the client is tested against"},
+    {"serve", cmd_serve,
+     "serve --model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [--payload B] "
+     "[--stats-file FILE]\n"
+     "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)"},
     {"emu", cmd_emu,
      "emu MODEL (--images IDX[.gz]|--npy FILE) [--labels IDX] [--executors E] [--count N] "
      "[--param NAME=VALUE ...] [--json] | emu --params\n"
