@@ -79,9 +79,14 @@ static const struct {
 			  1e-5},
     [SPLIT_P_HOST_QUEUE] = {{"host.queue", "req", "packet path: splitnic-host --queue"}, 64},
     [SPLIT_P_NIC_WINDOW] = {{"nic.window", "req", "packet path: splitnic-host --nic-window"}, 32},
-    [SPLIT_P_LINK_LIMIT] = {{"link.limit_bytes", "B",
-			     "packet path: the host <-> NIC link's queue (tc tbf limit)"},
-			    262144},
+    [SPLIT_P_LINK_LIMIT] =
+	{{"link.limit_bytes", "B",
+	  "packet path: the host <-> NIC link's queue (tc tbf limit: 1,000 full frames)"},
+	 1514000},
+    [SPLIT_P_LINK_BURST] = {{"link.burst_bytes", "B",
+			     "packet path: a token bucket's depth on the link (tc tbf burst; 0: a "
+			     "plain wire, every frame takes its bytes / rate)"},
+			    0},
 };
 
 void split_profile_default(struct split_profile *p)

@@ -54,9 +54,9 @@ void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 	for (uint32_t k = 0; k < pl->n; k++) {
 		const struct split_server *v = &pl->srv[k];
 
-		out->mean += v->s + split_wait_mean(v, rps);
-		out->p50 += v->s + split_wait_quantile(v, rps, 0.5);
-		out->p99 += v->s + split_wait_quantile(v, rps, 0.99);
+		out->mean += fmax(0, v->s + split_wait_mean(v, rps) - v->head);
+		out->p50 += fmax(0, v->s + split_wait_quantile(v, rps, 0.5) - v->head);
+		out->p99 += fmax(0, v->s + split_wait_quantile(v, rps, 0.99) - v->head);
 		if (v->s > smax) {
 			smax = v->s;
 			out->bottleneck = k;
@@ -108,7 +108,7 @@ static void build_pipeline(const struct kern_model *m, const struct split_profil
 	const bool standalone = plan->stage[0].exec == SPLIT_EX_NIC;
 	struct split_xfer req = {0}, resp = {0};
 	uint64_t up_bytes = 0, down_bytes = 0;
-	double up = 0, down = 0;
+	double up = 0, down = 0, head;
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
@@ -158,10 +158,15 @@ static void build_pipeline(const struct kern_model *m, const struct split_profil
 		down_bytes += resp.wire_bytes;
 		server(pl, stage_srv[last->exec], cap[last->exec])->s += resp.send;
 	}
+	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
 	if (up > 0)
-		server(pl, "link-up", cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes))->s = up;
+		*server(pl, "link-up", cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes)) =
+		    (struct split_server){"link-up", up, 0, head,
+					  cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes)};
 	if (down > 0)
-		server(pl, "link-down", cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes))->s = down;
+		*server(pl, "link-down", cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes)) =
+		    (struct split_server){"link-down", down, 0, head,
+					  cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes)};
 }
 
 int split_plan_pipeline(const struct split_problem *p, const struct kern_model *m,

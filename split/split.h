@@ -137,6 +137,7 @@ enum split_pkey {
 	SPLIT_P_HOST_QUEUE,    /* requests, packet path: the host's bounded queue */
 	SPLIT_P_NIC_WINDOW,    /* requests, packet path: ACTIVATIONs in flight at most */
 	SPLIT_P_LINK_LIMIT,    /* bytes, packet path: the link's queue (tc tbf limit) */
+	SPLIT_P_LINK_BURST,    /* bytes, a token bucket's depth on the link (0: a plain wire) */
 	SPLIT_P__COUNT
 };
 
@@ -295,10 +296,13 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
  * seconds with squared coefficient of variation cs2 (0: deterministic, as a stage that runs the
  * same ops on every request), and room for at most cap requests waiting or in service (0:
  * unbounded; a full queue refuses, as splitnic-host answers ERROR busy). rho = rps * s.
+ * head: for a link shaped by a token bucket (rate r, depth b bytes), b / r: the bucket lets a
+ * request through that much ahead of a plain wire of rate r, so its delay is
+ * max(0, s + wait - head) (0 for a wire or a core).
  */
 struct split_server {
 	const char *name;
-	double s, cs2;
+	double s, cs2, head;
 	uint32_t cap;
 };
 
@@ -327,9 +331,9 @@ struct split_pipeline {
 
 /*
  * End-to-end at rps (MODELED). Each quantile (and the mean) is the fixed delay plus, over the
- * servers, s plus that server's wait quantile: exact when one server holds all the waiting (the
- * bottleneck near saturation), an upper bound otherwise. throughput: min(rps, 1 / s of the
- * bottleneck); the rest is refused by the bounded queues.
+ * servers, max(0, s + that server's wait quantile - head): exact when one server holds all the
+ * waiting (the bottleneck near saturation), an upper bound otherwise. throughput: min(rps,
+ * 1 / s of the bottleneck); the rest is refused by the bounded queues.
  */
 struct split_load_pred {
 	double rps;
@@ -351,7 +355,8 @@ void split_pipeline_predict(const struct split_pipeline *pl, double rps,
  *   CPU stage, the sender part of the cut to the NIC) with a queue of host.queue; a GPU stage
  *   ("gpu", PCIe in); "link-down": the ACTIVATION to the NIC, or the RESPONSE when the host
  *   answers; the NIC chain ("nic": the cut's receiver part and its stage) with a queue of
- *   nic.window; links with a queue of link.limit_bytes. fixed: path.fixed_s (path.nic_s when
+ *   nic.window; links with a queue of link.limit_bytes and a head of link.burst_bytes at the
+ *   link rate. fixed: path.fixed_s (path.nic_s when
  *   the NIC runs the whole model: the request never crosses the link).
  * -EINVAL if the plan breaks the problem's constraints.
  */

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ struct client_opts {
 	long payload;
 	long seed;
 	bool json;
+	bool poisson; /* open loop: exponential gaps of mean 1/rate, not a fixed period */
 };
 
 struct client_run {
@@ -80,10 +82,11 @@ static void usage(FILE *f)
 	    "         [--count N] [--model FILE] [--model-id ID|NAME] [--rate R | --outstanding "
 	    "N]\n"
 	    "         [--timeout-ms T] [--payload BYTES | --mtu BYTES] [--seed S] [--json]\n"
-	    "         [--classes FILE]\n"
+	    "         [--classes FILE] [--poisson]\n"
 	    "\n"
 	    "  Sends N requests (default: every image, or 1000 random tensors) to the server\n"
-	    "  (default port %u), open loop at R requests/s or closed loop with N outstanding\n"
+	    "  (default port %u), open loop at R requests/s (evenly spaced, or Poisson arrivals\n"
+	    "  with --poisson) or closed loop with N outstanding\n"
 	    "  (default 1), and reports accuracy (with labels), latency p50/p90/p99/p99.9,\n"
 	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n"
 	    "  --classes writes one line per request, in input order: the predicted class, or\n"
@@ -156,6 +159,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	    {"seed", required_argument, NULL, 's'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"classes", required_argument, NULL, 'C'},
+	    {"poisson", no_argument, NULL, 'E'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -253,6 +257,9 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		case 'C':
 			o->classes = optarg;
 			break;
+		case 'E':
+			o->poisson = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -294,6 +301,10 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		return -EINVAL;
 	if (!o->images && !o->shape[0]) {
 		fprintf(stderr, "client: give --images IDX, --shape C,H,W or --model FILE\n");
+		return -EINVAL;
+	}
+	if (o->poisson && !(o->rate > 0)) {
+		fprintf(stderr, "client: --poisson needs --rate\n");
 		return -EINVAL;
 	}
 	if (o->rate > 0 && o->outstanding) {
@@ -465,13 +476,27 @@ static int write_classes(const struct client_run *r)
 	return ret;
 }
 
+/* The gap to the next open-loop send: 1/rate, or exponential of that mean (--poisson). */
+static uint64_t next_gap(const struct client_opts *o, uint64_t *rng)
+{
+	double u;
+
+	if (!o->poisson)
+		return (uint64_t)(1e9 / o->rate);
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	u = (double)(*rng >> 11) * 0x1.0p-53;
+	return (uint64_t)(-log1p(-u) * 1e9 / o->rate);
+}
+
 static int run_loop(struct client_run *r)
 {
 	const struct client_opts *o = &r->o;
 	uint64_t timeout = (uint64_t)o->timeout_ms * 1000000ull;
-	uint64_t period = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
+	uint64_t rng = (uint64_t)o->seed * 0x9e3779b97f4a7c15ull + 1;
 	uint32_t next = 0, head = 0, count = (uint32_t)o->count;
-	uint64_t t, t0 = lat_now_ns(), wait, due;
+	uint64_t t, t0 = lat_now_ns(), wait, due, next_due = t0;
 	struct pollfd pfd = {.fd = splitnic_client_fd(r->cl), .events = POLLIN};
 	struct timespec ts;
 	int err;
@@ -479,11 +504,13 @@ static int run_loop(struct client_run *r)
 	r->t_first = t0;
 	while (head < count) {
 		t = lat_now_ns();
-		while (next < count && (o->rate > 0 ? t >= t0 + next * period
-						    : r->pending < (uint64_t)o->outstanding)) {
+		while (next < count &&
+		       (o->rate > 0 ? t >= next_due : r->pending < (uint64_t)o->outstanding)) {
 			err = send_request(r, next++);
 			if (err)
 				return err;
+			if (o->rate > 0)
+				next_due += next_gap(o, &rng);
 			t = lat_now_ns();
 		}
 		drain(r);
@@ -503,7 +530,7 @@ static int run_loop(struct client_run *r)
 		wait = head < next ? r->send_ns[head] + timeout - t : timeout;
 		if (next < count) {
 			due = o->rate > 0
-				  ? t0 + next * period
+				  ? next_due
 				  : (r->pending < (uint64_t)o->outstanding ? t : UINT64_MAX);
 			if (due != UINT64_MAX)
 				wait = due > t ? (due - t < wait ? due - t : wait) : 0;
@@ -540,7 +567,7 @@ static void report_text(struct client_run *r, const struct lat_summary *ls, doub
 	printf("client: %lu requests to %s:%s, ", (unsigned long)o->count, o->host,
 	       o->port ? o->port : "21326");
 	if (o->rate > 0)
-		printf("open loop at %.0f req/s", o->rate);
+		printf("open loop at %.0f req/s%s", o->rate, o->poisson ? " (Poisson)" : "");
 	else
 		printf("closed loop, %ld outstanding", o->outstanding);
 	printf(", %s %ux%ux%u, %u datagram(s) each\n", proto_fmt_name(o->dtype), o->shape[0],
@@ -588,11 +615,11 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 
 	for (unsigned c = 0; c <= PROTO_ERR__COUNT; c++)
 		nerr += r->errors[c];
-	printf("{\"server\": \"%s:%s\", \"mode\": \"%s\", \"rate\": %.3f, "
+	printf("{\"server\": \"%s:%s\", \"mode\": \"%s\", \"arrivals\": \"%s\", \"rate\": %.3f, "
 	       "\"outstanding\": %ld, \"requests\": %lu, \"sent\": %lu, \"responses\": %lu, ",
-	       o->host, o->port ? o->port : "21326", o->rate > 0 ? "open" : "closed", o->rate,
-	       o->rate > 0 ? 0 : o->outstanding, (unsigned long)o->count, (unsigned long)r->sent,
-	       (unsigned long)r->responses);
+	       o->host, o->port ? o->port : "21326", o->rate > 0 ? "open" : "closed",
+	       o->poisson ? "poisson" : "periodic", o->rate, o->rate > 0 ? 0 : o->outstanding,
+	       (unsigned long)o->count, (unsigned long)r->sent, (unsigned long)r->responses);
 	printf("\"errors\": {\"total\": %lu", (unsigned long)nerr);
 	for (unsigned c = 1; c < PROTO_ERR__COUNT; c++)
 		printf(", \"%s\": %lu", proto_error_name(c), (unsigned long)r->errors[c]);
