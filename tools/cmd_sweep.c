@@ -23,8 +23,7 @@
 #include "tools/dataset.h"
 #include "tools/split_tools.h"
 #include "tools/stats.h"
-
-#define SWEEP_MAX_BW 8
+#include "tools/sweep.h"
 
 enum sweep_part { SP_HOST, SP_SER, SP_COPY, SP_DESER, SP_NIC, SP__COUNT };
 
@@ -337,23 +336,6 @@ static int sweep_plot(const struct sweep *s, const char *out, bool normalize)
 	return split_tools_plot_run("sweep", f, script);
 }
 
-static int parse_bw(const char *arg, struct sweep *s)
-{
-	char *dup = strdup(arg), *tok, *save = NULL, *end;
-	int ret = 0;
-
-	for (tok = strtok_r(dup, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		double v = strtod(tok, &end);
-
-		if (*end || !(v > 0) || s->n_bw == SWEEP_MAX_BW)
-			ret = -EINVAL;
-		else
-			s->bw[s->n_bw++] = v;
-	}
-	free(dup);
-	return ret || !s->n_bw ? -EINVAL : 0;
-}
-
 static int sweep_setup(struct sweep *s)
 {
 	const struct kern_model *m = s->m;
@@ -422,6 +404,36 @@ static void sweep_free(struct sweep *s)
 	free(s->scores);
 }
 
+/* --splits K,K,...|host (host: all-host, m->n_layers); -EINVAL on anything else. */
+static int parse_splits(const char *arg, const struct kern_model *m, struct sweep_pk_opts *po)
+{
+	char *dup = strdup(arg), *tok, *save = NULL, *end;
+	int ret = dup ? 0 : -ENOMEM;
+
+	for (tok = dup ? strtok_r(dup, ",", &save) : NULL; tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		unsigned long k = strtoul(tok, &end, 10);
+
+		if (!strcmp(tok, "host"))
+			k = m->n_layers;
+		else if (*end || end == tok || k > m->n_layers ||
+			 (k < m->n_layers &&
+			  !kexec_can_run(KEXEC_KIND_NIC, m, (uint32_t)k, m->n_layers)))
+			ret = -EINVAL;
+		if (!ret && po->n_splits == sizeof(po->splits) / sizeof(po->splits[0]))
+			ret = -EINVAL;
+		if (!ret)
+			po->splits[po->n_splits++] = (uint32_t)k;
+	}
+	free(dup);
+	if (ret || !po->n_splits)
+		fprintf(stderr,
+			"--splits/--split: ops where the NIC can start (from %u) or 'host', got "
+			"'%s'\n",
+			kexec_nic_first(m), arg);
+	return ret || !po->n_splits ? -EINVAL : 0;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -432,20 +444,49 @@ int cmd_sweep(int argc, char **argv)
 	    {"count", required_argument, NULL, 'c'},
 	    {"plot", required_argument, NULL, 'P'},
 	    {"normalize", no_argument, NULL, 'N'},
+	    {"json", required_argument, NULL, 'j'},
+	    {"packet", no_argument, NULL, 'K'},
+	    {"load", required_argument, NULL, 'L'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"objective", required_argument, NULL, 'b'},
+	    {"platform", required_argument, NULL, 'F'},
+	    {"executors", required_argument, NULL, 'e'},
+	    {"host-opt", required_argument, NULL, 'H'},
+	    {"lab", required_argument, NULL, 'A'},
+	    {"tag", required_argument, NULL, 'T'},
+	    {"servers", required_argument, NULL, 'S'},
+	    {"netns", required_argument, NULL, 'E'},
+	    {"split", required_argument, NULL, 's'},
+	    {"splits", required_argument, NULL, 'X'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	const char *usage = "usage: splitnic sweep MODEL [--profile P] [--link-gbps X,Y,Z] "
-			    "[--images IDX | --npy FILE] [--count N] [--plot FILE.png|FILE.svg] "
-			    "[--normalize]\n";
-	const char *profile = NULL, *inputs = NULL, *plot = NULL;
+	const char *usage =
+	    "usage: splitnic sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--plot "
+	    "FILE.png|FILE.svg]\n"
+	    "         [--normalize] [--json FILE]\n"
+	    "  in process (default): [--images IDX | --npy FILE] [--count N]\n"
+	    "  over the packet path: --packet [--load R,R,...|Fx,...] [--duration S]\n"
+	    "         [--objective latency|p99] [--platform emu|lcore] [--executors E]\n"
+	    "         [--splits K,...,host] [--host-opt 'OPTS'] [--images IDX] [--lab SCRIPT]\n"
+	    "         [--tag T] | --servers ADDR [--netns NS] --split K|host\n"
+	    "  --link-gbps: rates of the host <-> NIC link (packet: tc tbf, 'none' for unshaped);\n"
+	    "  --load: offered requests/s (open loop, Poisson), or Fx: F times the all-host\n"
+	    "  capacity measured first at each rate.\n";
+	const char *profile = NULL, *inputs = NULL, *plot = NULL, *json = NULL, *link = NULL;
+	const char *splits = NULL;
+	struct sweep_pk_opts po = {.duration = 3,
+				   .platform = "emu",
+				   .executors = 16,
+				   .host_opt = "--idle-sleep-us 20",
+				   .split = -1};
 	struct sweep s = {.count = 5};
 	struct dataset ds = {0};
 	struct kern_model *m = NULL;
 	uint8_t *rnd = NULL;
-	bool normalize = false;
-	long count = 5;
-	char err[512];
+	bool normalize = false, packet = false;
+	long count = 5, v;
+	char err[512], *end;
 	int c, ret = 1;
 	uint32_t ok;
 
@@ -455,12 +496,7 @@ int cmd_sweep(int argc, char **argv)
 			profile = optarg;
 			break;
 		case 'l':
-			if (parse_bw(optarg, &s)) {
-				fprintf(stderr,
-					"--link-gbps: up to %d positive numbers, comma-separated\n",
-					SWEEP_MAX_BW);
-				return 2;
-			}
+			link = optarg;
 			break;
 		case 'i':
 		case 'n':
@@ -476,6 +512,72 @@ int cmd_sweep(int argc, char **argv)
 		case 'N':
 			normalize = true;
 			break;
+		case 'j':
+			json = optarg;
+			break;
+		case 'K':
+			packet = true;
+			break;
+		case 'L':
+			if (sweep_parse_list(optarg, po.load, po.load_rel, &po.n_load,
+					     SWEEP_MAX_LOAD, false)) {
+				fprintf(stderr,
+					"--load: up to %d requests/s (or Fx: F times the all-host "
+					"capacity), comma-separated, got '%s'\n",
+					SWEEP_MAX_LOAD, optarg);
+				return 2;
+			}
+			break;
+		case 'd':
+			po.duration = strtod(optarg, &end);
+			if (*end || !(po.duration >= 0.1 && po.duration <= 600)) {
+				fprintf(stderr, "--duration: seconds in 0.1..600, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'b':
+			ret = split_objective_from_name(optarg);
+			if (ret != SPLIT_OBJ_LATENCY && ret != SPLIT_OBJ_P99) {
+				fprintf(stderr, "--objective: latency or p99, got '%s'\n", optarg);
+				return 2;
+			}
+			po.objective = (uint32_t)ret;
+			ret = 1;
+			break;
+		case 'F':
+			if (strcmp(optarg, "emu") && strcmp(optarg, "lcore")) {
+				fprintf(stderr, "--platform: emu or lcore, got '%s'\n", optarg);
+				return 2;
+			}
+			po.platform = optarg;
+			break;
+		case 'e':
+			if (parse_count(optarg, &v, 1, 256, "--executors"))
+				return 2;
+			po.executors = (uint32_t)v;
+			break;
+		case 'H':
+			po.host_opt = optarg;
+			break;
+		case 'A':
+			po.lab = optarg;
+			break;
+		case 'T':
+			po.tag = optarg;
+			break;
+		case 'S':
+			po.servers = optarg;
+			break;
+		case 'E':
+			po.netns = optarg;
+			break;
+		case 's':
+		case 'X':
+			splits = optarg;
+			if (c == 's')
+				po.split = 0;
+			break;
 		case 'h':
 			return split_tools_usage(usage, true);
 		default:
@@ -484,11 +586,33 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return split_tools_usage(usage, false);
-	if (plot && cli_output_ok("sweep", "--plot", plot))
+	if (po.servers && !(packet && po.split >= 0)) {
+		fprintf(stderr,
+			"splitnic sweep: --servers goes with --packet and --split K|host\n");
+		return 2;
+	}
+	if (!packet && (po.n_load || po.servers || splits)) {
+		fprintf(stderr, "splitnic sweep: --load, --servers, --split(s) need --packet\n");
+		return 2;
+	}
+	if ((plot && cli_output_ok("sweep", "--plot", plot)) ||
+	    (json && cli_output_ok("sweep", "--json", json)))
 		return 1;
+	if (link && sweep_parse_list(link, packet ? po.rate : s.bw, NULL,
+				     packet ? &po.n_rate : &s.n_bw, SWEEP_MAX_BW, packet)) {
+		fprintf(stderr, "--link-gbps: up to %d positive numbers%s, comma-separated\n",
+			SWEEP_MAX_BW, packet ? " or none" : "");
+		return 2;
+	}
 	s.count = (uint32_t)count;
 	if (!s.n_bw)
-		parse_bw("0.1,1,10", &s);
+		sweep_parse_list("0.1,1,10", s.bw, NULL, &s.n_bw, SWEEP_MAX_BW, false);
+	if (!po.n_rate)
+		sweep_parse_list(po.servers ? "none" : "0.1,1,10", po.rate, NULL, &po.n_rate,
+				 SWEEP_MAX_BW, true);
+	if (!po.n_load)
+		sweep_parse_list("0.25x,0.7x,1.25x", po.load, po.load_rel, &po.n_load,
+				 SWEEP_MAX_LOAD, false);
 	if (split_tools_load_profile("sweep", profile, &s.pr))
 		return 1;
 	m = kern_model_load(argv[optind], err, sizeof(err));
@@ -497,6 +621,19 @@ int cmd_sweep(int argc, char **argv)
 		return 1;
 	}
 	s.m = m;
+	if (packet) {
+		po.model_path = argv[optind];
+		po.images = inputs;
+		po.json = json;
+		po.plot = plot;
+		po.normalize = normalize;
+		ret = splits && parse_splits(splits, m, &po) ? 2 : 0;
+		if (!ret && po.split >= 0)
+			po.split = po.splits[0];
+		if (!ret)
+			ret = sweep_packet_run(m, &s.pr, &po);
+		goto out_model;
+	}
 	if (inputs && dataset_open(&ds, m, inputs, NULL, err, sizeof(err))) {
 		fprintf(stderr, "splitnic sweep: %s\n", err);
 		goto out_model;
