@@ -25,6 +25,9 @@ echo
 echo "== splitnic-host: packet path vs in-process compute, per mode (needs root)"
 tests/bench/bench_host.sh "$B"
 echo
+echo "== one front-end, four servers: XDP, splitnic-nic stand-alone, splitnic-host host-only, splitnic serve (needs root)"
+tests/bench/bench_fourway.sh
+echo
 echo "== XDP executor vs CPU kernels, ns per inference (BPF_PROG_TEST_RUN; needs root)"
 "$B/bench/bench_xdp" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-bmlp.snm
 echo
