@@ -487,8 +487,7 @@ static int parse_splits(const char *arg, const struct kern_model *m, struct swee
 		if (!strcmp(tok, "host"))
 			k = m->n_layers;
 		else if (*end || end == tok || k > m->n_layers ||
-			 (k < m->n_layers &&
-			  !kexec_can_run(KEXEC_KIND_NIC, m, (uint32_t)k, m->n_layers)))
+			 (k < m->n_layers && !split_packet_handoff_ok(m, (uint32_t)k)))
 			ret = -EINVAL;
 		if (!ret && po->n_splits == sizeof(po->splits) / sizeof(po->splits[0]))
 			ret = -EINVAL;
@@ -498,8 +497,9 @@ static int parse_splits(const char *arg, const struct kern_model *m, struct swee
 	free(dup);
 	if (ret || !po->n_splits)
 		fprintf(stderr,
-			"--splits/--split: ops where the NIC can start (from %u) or 'host', got "
-			"'%s'\n",
+			"--splits/--split: ops where the packet path can hand over to the NIC "
+			"(0 when the NIC can run the whole model, else a binary op on flat bits "
+			"from op %u) or 'host', got '%s'\n",
 			kexec_nic_first(m), arg);
 	return ret || !po->n_splits ? -EINVAL : 0;
 }

@@ -573,8 +573,7 @@ static int candidates(struct pk *p)
 		const uint32_t k = i ? i - 1 : m->n_layers;
 		struct pk_cand *c = &p->cand[p->n_cand];
 
-		if ((k < m->n_layers && !kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers)) ||
-		    !wanted(p->o, k))
+		if ((k < m->n_layers && !split_packet_handoff_ok(m, k)) || !wanted(p->o, k))
 			continue;
 		c->k = k;
 		if (k)
@@ -590,9 +589,8 @@ static int candidates(struct pk *p)
 	}
 	if (!p->n_cand) {
 		fprintf(stderr,
-			"splitnic sweep: no split to measure (--split/--splits: ops where "
-			"the NIC can start, or %u for all-host)\n",
-			m->n_layers);
+			"splitnic sweep: no split to measure (--split/--splits: ops where the "
+			"packet path can hand over to the NIC, or 'host')\n");
 		return -EINVAL;
 	}
 	return 0;
