@@ -322,13 +322,15 @@ static void report_text(struct pk *p)
 				if (p->cand[j].k == p->plan_k[b][l])
 					pj = j;
 			}
-			printf("\nlink %s%g%s, offered %.0f requests/s (Poisson)%s\n"
-			       "%-22s %9s %9s %9s %8s %7s %8s %8s %8s %8s %9s %9s %7s %s\n",
-			       p->o->rate[b] > 0 ? "" : "(not shaped) ", p->o->rate[b],
-			       p->o->rate[b] > 0 ? " Gbit/s" : "", p->load[b][l],
-			       p->o->load_rel[l] ? " = x all-host capacity" : "", "split", "p50_us",
-			       "p99_us", "resp/s", "busy", "host_us", "pack_us", "nic_us",
-			       "total_us", "net_us", "pred_p50*", "pred_p99*", "err", "");
+			printf("\nlink %g Gbit/s%s, offered %.0f requests/s (Poisson)",
+			       p->o->rate[b], p->o->rate[b] > 0 ? "" : " (not shaped)",
+			       p->load[b][l]);
+			if (p->o->load_rel[l])
+				printf(" = %gx the all-host capacity %.0f/s (measured)",
+				       p->o->load[l], p->cap[b]);
+			printf("\n%-22s %9s %9s %9s %8s %7s %8s %8s %8s %8s %9s %9s %7s %s\n",
+			       "split", "p50_us", "p99_us", "resp/s", "busy", "host_us", "pack_us",
+			       "nic_us", "total_us", "net_us", "pred_p50*", "pred_p99*", "err", "");
 			for (uint32_t j = 0; j < p->n_cand; j++) {
 				const struct sweep_point *pt =
 				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
