@@ -358,19 +358,6 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	const double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median_of(double *v, uint32_t n)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* ---- the packet path (root: tools/sweep_lab.sh) -----------------------------------------------
  */
 
@@ -541,7 +528,7 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 			x2[g] * pr->v[SPLIT_P_NIC_NWORD]) *
 			   1e6);
 	if (field) {
-		pr->v[SPLIT_P_PATH_NIC] = fmax(0, median_of(rest, CAL_PK_NIC));
+		pr->v[SPLIT_P_PATH_NIC] = fmax(0, stats_median(rest, CAL_PK_NIC));
 	} else {
 		pr->v[SPLIT_P_PATH_NIC] = pr->v[SPLIT_P_NIC_STAGE];
 		pr->v[SPLIT_P_NIC_STAGE] = 0;

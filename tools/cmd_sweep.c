@@ -235,13 +235,6 @@ static double rel_err(double pred, double meas)
 	return meas > 0 ? (pred - meas) / meas : NAN;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	const double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Prints the tables; returns the median |prediction error| of the measured parts. */
 static double sweep_report(const struct sweep *s)
 {
@@ -291,8 +284,7 @@ static double sweep_report(const struct sweep *s)
 		       s->cand[pj].pred_inproc * 1e6,
 		       100 * rel_err(s->cand[pj].pred_inproc, s->cand[pj].inproc));
 	}
-	qsort(errs, ne, sizeof(double), cmp_double);
-	return ne ? (ne % 2 ? errs[ne / 2] : (errs[ne / 2 - 1] + errs[ne / 2]) / 2) : NAN;
+	return stats_median(errs, ne);
 }
 
 /* --json: every split's MEASURED parts and MODELED parts, apart. */

@@ -277,21 +277,6 @@ static double rel_err(double pred_s, double meas_us)
 	return meas_us > 0 && isfinite(pred_s) ? (pred_s * 1e6 - meas_us) / meas_us : NAN;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	const double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, uint32_t n)
-{
-	if (!n)
-		return NAN;
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void report_text(struct pk *p)
 {
 	const struct kern_model *m = p->m;
@@ -389,7 +374,7 @@ static void report_text(struct pk *p)
 	printf(
 	    "SWEEPSUM mode=packet model=%s cases=%u planner_within5=%u median_abs_pred_err=%.1f%% "
 	    "median_abs_pred_err_planner=%.1f%% points=%u\n",
-	    m->name, cases, ok, 100 * median(errs, ne), 100 * median(perr, npe), ne);
+	    m->name, cases, ok, 100 * stats_median(errs, ne), 100 * stats_median(perr, npe), ne);
 	free(errs);
 	free(perr);
 }

@@ -24,14 +24,8 @@ die() {
 	echo "bench_link: $*"
 	exit 1
 }
-cat >"$tmp/wide.json" <<'EOF'
-{"name": "wide-act", "input": {"shape": [16, 1, 1], "dtype": "u8"}, "layers": [
- {"type": "dense", "out": 65536, "bias": true, "binary_weights": true}, {"type": "batchnorm"},
- {"type": "sign"}, {"type": "dense", "out": 10, "bias": true, "binary_weights": true},
- {"type": "batchnorm"}]}
-EOF
-"$S" gen "$tmp/wide.json" -o "$tmp/wide.npz" --seed 3 >/dev/null &&
-	"$S" convert "$tmp/wide.json" "$tmp/wide.npz" -o "$tmp/wide.snm" >/dev/null || die "gen/convert"
+"$S" gen tests/data/wide-act.json -o "$tmp/wide.npz" --seed 3 >/dev/null &&
+	"$S" convert tests/data/wide-act.json "$tmp/wide.npz" -o "$tmp/wide.snm" >/dev/null || die "gen/convert"
 K=$("$S" inspect "$tmp/wide.snm" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "bdense" {print $1; exit}')
 bash $LAB up $tag || die "lab up"
 bash $LAB start $tag "$tmp/lab" --model "$tmp/wide.snm@$K" --notify-host --platform emu -- \
