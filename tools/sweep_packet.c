@@ -217,6 +217,27 @@ static int run_point(struct pk *p, double load, struct sweep_point *pt)
 	return sweep_lab_client(&p->lab, args, pt);
 }
 
+/* The MODELED capacity (requests/s) of candidate c at rate index b; 0 if it has none. */
+static double modeled_capacity(const struct pk *p, const struct pk_cand *c, uint32_t b)
+{
+	struct split_opts o = {.link_gbps = p->o->rate[b] > 0 ? p->o->rate[b] : UNSHAPED,
+			       .packet = true};
+	struct split_profile pr;
+	struct split_problem prob;
+	struct split_pipeline pl;
+	struct split_load_pred lp = {0};
+
+	lab_profile(p, p->o->rate[b], &pr);
+	o.nic_first = kexec_nic_first(p->m);
+	o.exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC);
+	if (split_problem_from_model(&prob, p->m, &pr, &o))
+		return 0;
+	if (!split_plan_pipeline(&prob, p->m, &pr, &o, &c->plan, &pl))
+		split_pipeline_predict(&pl, 0, &lp);
+	split_problem_free(&prob);
+	return lp.throughput;
+}
+
 /* The all-host capacity at each rate (for loads given as multiples of it). */
 static int measure_capacity(struct pk *p)
 {
@@ -228,9 +249,9 @@ static int measure_capacity(struct pk *p)
 		p->cap[b] = pt.thr;
 		fprintf(stderr,
 			"sweep %s: %s capacity at link %g Gbit/s (0: not shaped): %.0f responses/s "
-			"(closed loop, 16 outstanding)\n",
+			"(closed loop, 16 outstanding; MODELED %.0f/s)\n",
 			p->m->name, p->o->servers ? "the servers'" : "all-host", p->o->rate[b],
-			pt.thr);
+			pt.thr, modeled_capacity(p, &p->cand[0], b));
 		for (uint32_t l = 0; l < p->o->n_load; l++)
 			p->load[b][l] =
 			    p->o->load_rel[l] ? p->o->load[l] * p->cap[b] : p->o->load[l];
