@@ -43,6 +43,90 @@ double split_wait_quantile(const struct split_server *v, double rps, double q)
 	return cap_wait(v, w / rho * log(rho / (1 - q)));
 }
 
+/* Delay through server v at rate rps, quantile q (q < 0: the mean). */
+static double term(const struct split_server *v, double rps, double q)
+{
+	const double w = q < 0 ? split_wait_mean(v, rps) : split_wait_quantile(v, rps, q);
+
+	return fmax(0, v->s + w - v->head);
+}
+
+/* M/M/1/K blocking at utilisation rho: 1 - 1/rho past saturation. */
+static double blocking(double rho, uint32_t k)
+{
+	if (rho <= 0)
+		return 0;
+	if (fabs(rho - 1) < 1e-9)
+		return 1.0 / (k + 1);
+	if (rho > 1)
+		return fmax(1 - 1 / rho, (1 - rho) * pow(rho, k) / (1 - pow(rho, k + 1)));
+	return (1 - rho) * pow(rho, k) / (1 - pow(rho, k + 1));
+}
+
+struct fb_state {
+	double pb;	       /* blocked share */
+	struct split_server h; /* the host with the fallback's work mixed in */
+	double rps_nic;	       /* what the NIC sees */
+};
+
+/* Path nic (!back) or fallback (back) at quantile q (< 0: mean), fallback on. */
+static double path_q(const struct split_pipeline *pl, const struct fb_state *f, double rps,
+		     bool back, double q)
+{
+	double t = pl->fixed;
+
+	for (uint32_t k = 0; k < pl->n; k++) {
+		if (k == pl->fb.host)
+			t += term(&f->h, rps, q) - f->h.s + pl->srv[k].s +
+			     (back ? pl->fb.s_back : 0);
+		else if (k == pl->fb.nic)
+			t += back ? 0 : term(&pl->srv[k], f->rps_nic, q);
+		else
+			t += term(&pl->srv[k], rps, q);
+	}
+	return t;
+}
+
+/* The share of path `back` at or below x (its quantile function inverted by bisection). */
+static double path_cdf(const struct split_pipeline *pl, const struct fb_state *f, double rps,
+		       bool back, double x)
+{
+	double lo = 1e-6, hi = 1 - 1e-6;
+
+	if (path_q(pl, f, rps, back, lo) > x)
+		return 0;
+	if (path_q(pl, f, rps, back, hi) <= x)
+		return 1;
+	for (int i = 0; i < 60; i++) {
+		const double mid = (lo + hi) / 2;
+
+		if (path_q(pl, f, rps, back, mid) <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Quantile q of the mixture (1 - pb) nic path + pb fallback path. */
+static double mix_q(const struct split_pipeline *pl, const struct fb_state *f, double rps, double q)
+{
+	double lo = fmin(path_q(pl, f, rps, false, 1e-6), path_q(pl, f, rps, true, 1e-6));
+	double hi = fmax(path_q(pl, f, rps, false, 1 - 1e-6), path_q(pl, f, rps, true, 1 - 1e-6));
+
+	for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; i++) {
+		const double mid = (lo + hi) / 2;
+		const double c = (1 - f->pb) * path_cdf(pl, f, rps, false, mid) +
+				 f->pb * path_cdf(pl, f, rps, true, mid);
+
+		if (c < q)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
+}
+
 void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 			    struct split_load_pred *out)
 {
@@ -50,20 +134,45 @@ void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 
 	memset(out, 0, sizeof(*out));
 	out->rps = rps;
-	out->mean = out->p50 = out->p99 = pl->fixed;
 	for (uint32_t k = 0; k < pl->n; k++) {
-		const struct split_server *v = &pl->srv[k];
+		const double r = rps * pl->srv[k].s;
 
-		out->mean += fmax(0, v->s + split_wait_mean(v, rps) - v->head);
-		out->p50 += fmax(0, v->s + split_wait_quantile(v, rps, 0.5) - v->head);
-		out->p99 += fmax(0, v->s + split_wait_quantile(v, rps, 0.99) - v->head);
-		if (v->s > smax) {
-			smax = v->s;
+		if (pl->srv[k].s > smax) {
+			smax = pl->srv[k].s;
 			out->bottleneck = k;
 		}
+		if (r > out->rho_max)
+			out->rho_max = r;
 	}
-	out->rho_max = rps * smax;
 	out->throughput = smax > 0 ? 1 / smax : INFINITY;
+	if (pl->fb.on && rps > 0) {
+		const struct split_server *h = &pl->srv[pl->fb.host], *n = &pl->srv[pl->fb.nic];
+		struct fb_state f = {.pb = blocking(rps * n->s, n->cap), .h = *h};
+		const double m1 = h->s + f.pb * pl->fb.s_back;
+		const double var = f.pb * (1 - f.pb) * pl->fb.s_back * pl->fb.s_back;
+
+		f.h.s = m1;
+		f.h.cs2 = m1 > 0 ? (h->cs2 * h->s * h->s + var) / (m1 * m1) : 0;
+		f.rps_nic = rps * (1 - f.pb);
+		out->fallback = f.pb;
+		out->mean = (1 - f.pb) * path_q(pl, &f, rps, false, -1) +
+			    f.pb * path_q(pl, &f, rps, true, -1);
+		out->p50 = f.pb > 1e-9 ? mix_q(pl, &f, rps, 0.5) : path_q(pl, &f, rps, false, 0.5);
+		out->p99 =
+		    f.pb > 1e-9 ? mix_q(pl, &f, rps, 0.99) : path_q(pl, &f, rps, false, 0.99);
+		out->rho_max = fmax(rps * m1, f.rps_nic * n->s);
+		for (uint32_t k = 0; k < pl->n; k++)
+			if (k != pl->fb.host && k != pl->fb.nic)
+				out->rho_max = fmax(out->rho_max, rps * pl->srv[k].s);
+		out->throughput = fmin(rps, 1 / fmax(m1, 1e-12));
+		return;
+	}
+	out->mean = out->p50 = out->p99 = pl->fixed;
+	for (uint32_t k = 0; k < pl->n; k++) {
+		out->mean += term(&pl->srv[k], rps, -1);
+		out->p50 += term(&pl->srv[k], rps, 0.5);
+		out->p99 += term(&pl->srv[k], rps, 0.99);
+	}
 	if (rps > 0 && rps < out->throughput)
 		out->throughput = rps;
 }
@@ -95,9 +204,9 @@ static uint32_t cap_of(double limit, uint64_t bytes)
 static const char *const stage_srv[SPLIT_EX__COUNT] = {"host", "gpu", "nic"};
 
 /* Plan stages already filled (compute, cut_in, fmt_in): the servers. */
-static void build_pipeline(const struct kern_model *m, const struct split_profile *pr,
-			   const struct split_opts *o, const struct split_plan *plan,
-			   struct split_pipeline *pl)
+static void build_pipeline(const struct split_problem *p, const struct kern_model *m,
+			   const struct split_profile *pr, const struct split_opts *o,
+			   const struct split_plan *plan, struct split_pipeline *pl)
 {
 	const double gbps = o->link_gbps > 0 ? o->link_gbps : pr->v[SPLIT_P_LINK_GBPS];
 	const uint32_t hq = (uint32_t)pr->v[SPLIT_P_HOST_QUEUE];
@@ -158,6 +267,14 @@ static void build_pipeline(const struct kern_model *m, const struct split_profil
 		down_bytes += resp.wire_bytes;
 		server(pl, stage_srv[last->exec], cap[last->exec])->s += resp.send;
 	}
+	if (o->packet && nic_last && !standalone) {
+		pl->fb.on = true;
+		pl->fb.host = (uint32_t)(server(pl, "host", hq) - pl->srv);
+		pl->fb.nic = (uint32_t)(server(pl, "nic", cap[SPLIT_EX_NIC]) - pl->srv);
+		pl->fb.s_back = resp.send;
+		for (uint32_t i = last->first; i < p->n; i++)
+			pl->fb.s_back += p->op[i][SPLIT_EX_CPU];
+	}
 	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
 	if (up > 0)
 		*server(pl, "link-up", cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes)) =
@@ -177,7 +294,7 @@ int split_plan_pipeline(const struct split_problem *p, const struct kern_model *
 
 	if (p->n != m->n_layers || isinf(split_plan_eval(p, &cp)))
 		return -EINVAL;
-	build_pipeline(m, pr, o, &cp, pl);
+	build_pipeline(p, m, pr, o, &cp, pl);
 	return 0;
 }
 
@@ -203,7 +320,7 @@ static void enum_eval(struct enum_ctx *c)
 	struct split_load_pred pr;
 	double key[2];
 
-	build_pipeline(c->m, c->pr, c->o, &c->cur, &pl);
+	build_pipeline(c->p, c->m, c->pr, c->o, &c->cur, &pl);
 	split_pipeline_predict(&pl, c->o->load_rps, &pr);
 	switch (c->o->objective) {
 	case SPLIT_OBJ_THROUGHPUT:

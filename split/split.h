@@ -331,18 +331,32 @@ double split_wait_quantile(const struct split_server *v, double rps, double q);
 
 #define SPLIT_MAX_SERVERS 8
 
-/* A plan as a tandem of servers and a fixed delay that no server holds (wires, kernel hops). */
+/*
+ * A plan as a tandem of servers and a fixed delay that no server holds (wires, kernel hops).
+ * fb: splitnic-host's fallback (host/host.h): a request that finds the NIC's queue full (the
+ * in-flight window) is finished on the host instead: s_back more on server `host`, and it skips
+ * server `nic`.
+ */
 struct split_pipeline {
 	uint32_t n;
 	struct split_server srv[SPLIT_MAX_SERVERS];
 	double fixed;
+	struct {
+		bool on;
+		uint32_t host, nic; /* server indices */
+		double s_back;	    /* the NIC's ops on the host's CPU, and its RESPONSE */
+	} fb;
 };
 
 /*
  * End-to-end at rps (MODELED). Each quantile (and the mean) is the fixed delay plus, over the
  * servers, max(0, s + that server's wait quantile - head): exact when one server holds all the
  * waiting (the bottleneck near saturation), an upper bound otherwise. throughput: min(rps,
- * 1 / s of the bottleneck); the rest is refused by the bounded queues.
+ * 1 / s of the bottleneck); the rest is refused by the bounded queues. With the fallback on, a
+ * share P of the requests finds the NIC's queue full (M/M/1/K blocking at the NIC's rho, which is
+ * 1 - 1/rho past saturation): the host's service becomes the mixture s + P s_back (its cs2 from
+ * the two values), the NIC sees (1 - P) rps, and each quantile is that of the mixture of the two
+ * paths (NIC, weight 1 - P; host, weight P), found by bisection.
  */
 struct split_load_pred {
 	double rps;
@@ -350,6 +364,7 @@ struct split_load_pred {
 	double throughput;     /* responses/s */
 	double rho_max;	       /* the bottleneck's utilisation */
 	uint32_t bottleneck;   /* index of the server with the largest rho */
+	double fallback;       /* the share finished on the host by the fallback */
 };
 void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 			    struct split_load_pred *out);
@@ -366,7 +381,8 @@ void split_pipeline_predict(const struct split_pipeline *pl, double rps,
  *   answers; the NIC chain ("nic": the cut's receiver part and its stage) with a queue of
  *   nic.window; links with a queue of link.limit_bytes and a head of link.burst_bytes at the
  *   link rate. fixed: path.fixed_s (path.nic_s when
- *   the NIC runs the whole model: the request never crosses the link).
+ *   the NIC runs the whole model: the request never crosses the link). A host stage followed
+ *   by the NIC gets the fallback (fb): the NIC's ops on the CPU (the problem's op costs).
  * -EINVAL if the plan breaks the problem's constraints.
  */
 int split_plan_pipeline(const struct split_problem *p, const struct kern_model *m,

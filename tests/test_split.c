@@ -372,6 +372,24 @@ static void test_queue_pipeline(void **state)
 	split_pipeline_predict(&pl, 30000, &p);
 	assert_true(fabs(p.throughput - 1e4) < 1e-6 && p.rho_max > 1);
 	assert_true(fabs(p.p50 - (160e-6 + 63 * 100e-6 + 63 * 50e-6)) < 1e-12);
+
+	/* the fallback: a NIC at rho 3 turns 2/3 of the requests back to the host, whose p50 path
+	 * then holds the median; the p99 waits in the NIC's full window */
+	pl = (struct split_pipeline){.n = 2, .fixed = 10e-6};
+	pl.srv[0] = (struct split_server){.name = "host", .s = 50e-6, .cap = 64};
+	pl.srv[1] = (struct split_server){.name = "nic", .s = 1000e-6, .cap = 32};
+	pl.fb.on = true;
+	pl.fb.host = 0;
+	pl.fb.nic = 1;
+	pl.fb.s_back = 100e-6;
+	split_pipeline_predict(&pl, 3000, &p);
+	assert_true(fabs(p.fallback - 2.0 / 3) < 1e-6);
+	assert_true(p.p50 > 160e-6 && p.p50 < 400e-6);
+	assert_true(p.p99 > 30e-3 && p.p99 < 34e-3);
+	assert_true(p.throughput == 3000 && fabs(p.rho_max - 1) < 1e-6);
+	/* below the NIC's saturation almost nothing falls back */
+	split_pipeline_predict(&pl, 500, &p);
+	assert_true(p.fallback < 1e-6 && p.p50 >= 1060e-6 && p.p50 < 2000e-6);
 }
 
 static int model_setup(void **state)
