@@ -366,9 +366,13 @@ static const uint32_t cal_pk_nic[][4] = {
     {0},
     {1024, 0},
     {4096, 0},
+    {8192, 0},
+    {256, 256, 256},
     {1024, 1024, 0},
     {2048, 2048, 0},
     {4096, 4096, 0},
+    {256, 4096, 0},
+    {4096, 256, 0},
     {2048, 4096, 2048},
     {4096, 4096, 4096},
 };
@@ -416,35 +420,60 @@ static int cal_mlp(const char *dir, const char *name, uint32_t in, const uint32_
 	return ret ? -EINVAL : 0;
 }
 
-/* Least squares y = a + b x1 + c x2 over n points (3x3 normal equations, Cramer's rule). */
-static void lsq3(const double *x1, const double *x2, const double *y, uint32_t n, double *a,
-		 double *b, double *c)
+#define FIT_K 4 /* features: 1, layers, neuron-words, neurons */
+
+/*
+ * Least squares y ~ x beta over n points and FIT_K features, every coefficient >= 0: solve
+ * the normal equations (Gaussian elimination) over the active features, drop the most
+ * negative coefficient, repeat.
+ */
+static void lsq_nonneg(const double (*x)[FIT_K], const double *y, uint32_t n, double *beta)
 {
-	double s[3][3] = {{0}}, t[3] = {0}, det, m[3][3];
+	bool act[FIT_K] = {true, true, true, true};
 
-	for (uint32_t i = 0; i < n; i++) {
-		const double v[3] = {1, x1[i], x2[i]};
+	for (;;) {
+		double a[FIT_K][FIT_K + 1] = {{0}};
+		int idx[FIT_K], k = 0, worst = -1;
 
-		for (int r = 0; r < 3; r++) {
-			t[r] += v[r] * y[i];
-			for (int q = 0; q < 3; q++)
-				s[r][q] += v[r] * v[q];
+		for (int j = 0; j < FIT_K; j++)
+			if (act[j])
+				idx[k++] = j;
+		for (uint32_t i = 0; i < n; i++)
+			for (int r = 0; r < k; r++) {
+				for (int c = 0; c < k; c++)
+					a[r][c] += x[i][idx[r]] * x[i][idx[c]];
+				a[r][k] += x[i][idx[r]] * y[i];
+			}
+		for (int c = 0; c < k; c++) {
+			int piv = c;
+
+			for (int r = c + 1; r < k; r++)
+				if (fabs(a[r][c]) > fabs(a[piv][c]))
+					piv = r;
+			for (int q = 0; q <= k; q++) {
+				double t = a[c][q];
+
+				a[c][q] = a[piv][q];
+				a[piv][q] = t;
+			}
+			for (int r = 0; r < k; r++) {
+				const double f = a[c][c] != 0 ? a[r][c] / a[c][c] : 0;
+
+				for (int q = c; r != c && q <= k; q++)
+					a[r][q] -= f * a[c][q];
+			}
 		}
+		for (int j = 0; j < FIT_K; j++)
+			beta[j] = 0;
+		for (int r = 0; r < k; r++) {
+			beta[idx[r]] = a[r][r] != 0 ? a[r][k] / a[r][r] : 0;
+			if (beta[idx[r]] < 0 && (worst < 0 || beta[idx[r]] < beta[worst]))
+				worst = idx[r];
+		}
+		if (worst < 0)
+			return;
+		act[worst] = false;
 	}
-#define DET3(M)                                                                                    \
-	((M)[0][0] * ((M)[1][1] * (M)[2][2] - (M)[1][2] * (M)[2][1]) -                             \
-	 (M)[0][1] * ((M)[1][0] * (M)[2][2] - (M)[1][2] * (M)[2][0]) +                             \
-	 (M)[0][2] * ((M)[1][0] * (M)[2][1] - (M)[1][1] * (M)[2][0]))
-	det = DET3(s);
-	for (int k = 0; k < 3; k++) {
-		double *out = k == 0 ? a : k == 1 ? b : c;
-
-		memcpy(m, s, sizeof(m));
-		for (int r = 0; r < 3; r++)
-			m[r][k] = t[r];
-		*out = det != 0 ? DET3(m) / det : 0;
-	}
-#undef DET3
 }
 
 /*
@@ -458,7 +487,7 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 			  const char *execs, struct split_profile *pr)
 {
 	char paths[CAL_PK_NIC][300], names[CAL_PK_NIC][32], err[512], cnt[] = "300";
-	double x1[CAL_PK_NIC], x2[CAL_PK_NIC], y[CAL_PK_NIC], rest[CAL_PK_NIC], e2e[CAL_PK_NIC];
+	double x[CAL_PK_NIC][FIT_K], y[CAL_PK_NIC], rest[CAL_PK_NIC], e2e[CAL_PK_NIC], beta[FIT_K];
 	bool field = true;
 	char *args[4 + 2 * CAL_PK_NIC + 8];
 	size_t n = 0;
@@ -468,14 +497,17 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 		uint32_t nh = 0, prev = CAL_PK_IN;
 
 		snprintf(names[g], sizeof(names[g]), "cal-nic-%u", g);
-		x1[g] = 1;
-		x2[g] = 0;
+		x[g][0] = 1;
+		x[g][1] = 1;
+		x[g][2] = 0;
+		x[g][3] = CAL_PK_CLASS;
 		for (; nh < 4 && cal_pk_nic[g][nh]; nh++) {
-			x2[g] += (double)cal_pk_nic[g][nh] * kern_words(prev) * (nh ? 1 : 8);
+			x[g][1] += 1;
+			x[g][2] += (double)cal_pk_nic[g][nh] * kern_words(prev) * (nh ? 1 : 8);
+			x[g][3] += cal_pk_nic[g][nh];
 			prev = cal_pk_nic[g][nh];
-			x1[g] += 1;
 		}
-		x2[g] += (double)CAL_PK_CLASS * kern_words(prev) * (nh ? 1 : 8);
+		x[g][2] += (double)CAL_PK_CLASS * kern_words(prev) * (nh ? 1 : 8);
 		if (cal_mlp(dir, names[g], CAL_PK_IN, cal_pk_nic[g], nh, CAL_PK_CLASS, paths[g],
 			    sizeof(paths[g]), err, sizeof(err))) {
 			fprintf(stderr, "splitnic calibrate: %s\n", err);
@@ -506,27 +538,28 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 				names[g]);
 			return -EIO;
 		}
-		y[g] = pt.srv[PROTO_T_NIC] * 1e-9;
+		y[g] = pt.srv_p50[PROTO_T_NIC] * 1e-9;
 		e2e[g] = pt.p50 * 1e-6;
-		rest[g] = e2e[g] - y[g];
 		field &= y[g] > 0;
-		printf("nic (%s, packet path, MEASURED): %u layers, %.0f neuron-words: nic field "
-		       "%.1f us (mean), end to end p50 %.1f us\n",
-		       platform, (unsigned)x1[g], x2[g], y[g] * 1e6, pt.p50);
+		printf("nic (%s, packet path, MEASURED): %.0f layers, %.0f neuron-words, %.0f "
+		       "neurons: nic field p50 %.1f us, end to end p50 %.1f us\n",
+		       platform, x[g][1], x[g][2], x[g][3], y[g] * 1e6, pt.p50);
 	}
 	/* A platform that fills no nic field: the end-to-end p50, whose intercept is the path. */
-	lsq3(x1, x2, field ? y : e2e, CAL_PK_NIC, &pr->v[SPLIT_P_NIC_STAGE],
-	     &pr->v[SPLIT_P_NIC_LAYER], &pr->v[SPLIT_P_NIC_NWORD]);
-	for (int k = SPLIT_P_NIC_LAYER; k <= SPLIT_P_NIC_STAGE; k++)
-		if (!(pr->v[k] >= 0))
-			pr->v[k] = 0;
-	pr->v[SPLIT_P_NIC_NEURON] = 0;
-	for (uint32_t g = 0; g < CAL_PK_NIC; g++)
+	lsq_nonneg((const double(*)[FIT_K])x, field ? y : e2e, CAL_PK_NIC, beta);
+	pr->v[SPLIT_P_NIC_STAGE] = beta[0];
+	pr->v[SPLIT_P_NIC_LAYER] = beta[1];
+	pr->v[SPLIT_P_NIC_NWORD] = beta[2];
+	pr->v[SPLIT_P_NIC_NEURON] = beta[3];
+	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
+		double fit = 0;
+
+		for (int j = 0; j < FIT_K; j++)
+			fit += beta[j] * x[g][j];
+		rest[g] = e2e[g] - fit;
 		printf("  fit %u: %.1f us MEASURED, %.1f us fitted\n", g,
-		       (field ? y : e2e)[g] * 1e6,
-		       (pr->v[SPLIT_P_NIC_STAGE] + x1[g] * pr->v[SPLIT_P_NIC_LAYER] +
-			x2[g] * pr->v[SPLIT_P_NIC_NWORD]) *
-			   1e6);
+		       (field ? y : e2e)[g] * 1e6, fit * 1e6);
+	}
 	if (field) {
 		pr->v[SPLIT_P_PATH_NIC] = fmax(0, stats_median(rest, CAL_PK_NIC));
 	} else {
@@ -534,13 +567,15 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 		pr->v[SPLIT_P_NIC_STAGE] = 0;
 	}
 	printf("nic fit (%s, MEASURED, from the %s): %.2f us per request + %.2f us per layer + "
-	       "%.4f ns per neuron-word; the path around a stand-alone NIC %.1f us (p50)\n",
+	       "%.4f ns per neuron-word + %.2f ns per neuron; the path around a stand-alone NIC "
+	       "%.1f us (p50)\n",
 	       platform,
-	       field ? "RESPONSE nic field"
+	       field ? "RESPONSE nic field (medians)"
 		     : "end-to-end p50: the platform fills no nic field, its per-request part is "
 		       "in the path",
 	       pr->v[SPLIT_P_NIC_STAGE] * 1e6, pr->v[SPLIT_P_NIC_LAYER] * 1e6,
-	       pr->v[SPLIT_P_NIC_NWORD] * 1e9, pr->v[SPLIT_P_PATH_NIC] * 1e6);
+	       pr->v[SPLIT_P_NIC_NWORD] * 1e9, pr->v[SPLIT_P_NIC_NEURON] * 1e9,
+	       pr->v[SPLIT_P_PATH_NIC] * 1e6);
 	return 0;
 }
 

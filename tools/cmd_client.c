@@ -69,6 +69,7 @@ struct client_run {
 	uint64_t rejected[PROTO_VERDICT__COUNT];
 	uint64_t ra_drop[PROTO_RA__COUNT];
 	uint64_t server_ns[PROTO_T_COUNT];
+	uint64_t *server_each[PROTO_T_COUNT]; /* per response, for the medians */
 	uint64_t executors[8];
 	uint64_t t_first, t_last;
 };
@@ -431,8 +432,10 @@ static void on_message(struct client_run *r, const struct splitnic_response *msg
 		r->labelled++;
 		r->correct += msg->cls == r->labels[idx % r->n_labels];
 	}
-	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
 		r->server_ns[k] += msg->t_ns[k];
+		r->server_each[k][r->responses - 1] = msg->t_ns[k];
+	}
 	for (unsigned b = 0; b < 8; b++)
 		r->executors[b] += (msg->executors >> b) & 1;
 }
@@ -652,6 +655,13 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
 		printf("%s\"%s\": %.1f", k ? ", " : "", t_names[k],
 		       r->responses ? (double)r->server_ns[k] / r->responses : 0.0);
+	printf("}, \"server_p50_ns\": {");
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
+		struct lat_summary s;
+
+		lat_summarize(r->server_each[k], r->responses, &s);
+		printf("%s\"%s\": %.1f", k ? ", " : "", t_names[k], s.p50);
+	}
 	printf("}, \"executors\": {");
 	for (unsigned b = 0; b < 5; b++)
 		printf("%s\"%s\": %lu", b ? ", " : "", ex_names[b], (unsigned long)r->executors[b]);
@@ -664,7 +674,7 @@ int cmd_client(int argc, char **argv)
 	struct idx_data img = {0}, lab = {0};
 	struct splitnic_error e;
 	struct lat_summary ls;
-	bool lost = false;
+	bool lost = false, oom = false;
 	double secs;
 	int ret;
 
@@ -692,7 +702,11 @@ int cmd_client(int argc, char **argv)
 	r->lat_ns = calloc((size_t)r->o.count, sizeof(*r->lat_ns));
 	r->state = calloc((size_t)r->o.count, 1);
 	r->cls = malloc((size_t)r->o.count * sizeof(*r->cls));
-	if (!r->send_ns || !r->lat_ns || !r->state || !r->cls) {
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
+		r->server_each[k] = calloc((size_t)r->o.count, sizeof(uint64_t));
+		oom |= !r->server_each[k];
+	}
+	if (oom || !r->send_ns || !r->lat_ns || !r->state || !r->cls) {
 		fprintf(stderr, "client: out of memory for %ld requests\n", r->o.count);
 		ret = -ENOMEM;
 		goto out_free_state;
@@ -723,6 +737,8 @@ int cmd_client(int argc, char **argv)
 	}
 
 out_free_state:
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+		free(r->server_each[k]);
 	free(r->cls);
 	free(r->state);
 	free(r->lat_ns);

@@ -49,7 +49,8 @@ struct sweep_point {
 	bool done;
 	double p50, p99, mean, thr; /* us, us, us, responses/s; NAN without answers */
 	uint64_t requests, responses, errors, busy, timeouts, ex_nic, ex_fallback;
-	double srv[PROTO_T_COUNT]; /* mean ns of the RESPONSE timing fields */
+	double srv[PROTO_T_COUNT];     /* mean ns of the RESPONSE timing fields */
+	double srv_p50[PROTO_T_COUNT]; /* their medians */
 	struct split_load_pred pred;
 };
 

@@ -162,7 +162,7 @@ int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point
 							   "pack",  "xfer", "nic",   "tx"};
 	static char out[1 << 16];
 	char *argv[64];
-	json_t *j, *lat, *srv, *err, *ex;
+	json_t *j, *lat, *srv, *srv50, *err, *ex;
 	json_error_t je;
 	size_t n = 0;
 	int rc;
@@ -200,6 +200,7 @@ int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point
 	memset(pt, 0, sizeof(*pt));
 	lat = json_object_get(j, "latency_us");
 	srv = json_object_get(j, "server_mean_ns");
+	srv50 = json_object_get(j, "server_p50_ns");
 	err = json_object_get(j, "errors");
 	ex = json_object_get(j, "executors");
 	pt->load = jnum(j, "rate");
@@ -214,8 +215,10 @@ int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point
 	pt->busy = (uint64_t)jnum(err, "busy");
 	pt->ex_nic = (uint64_t)jnum(ex, "nic");
 	pt->ex_fallback = (uint64_t)jnum(ex, "host_fallback");
-	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
 		pt->srv[k] = jnum(srv, t_names[k]);
+		pt->srv_p50[k] = jnum(srv50, t_names[k]);
+	}
 	pt->done = true;
 	json_decref(j);
 	return 0;
