@@ -77,6 +77,10 @@ static const struct {
 			   "packet path: the host core per request (receive, reassemble, admit, "
 			   "answer or hand off)"},
 			  1e-5},
+    [SPLIT_P_HOST_OVERLAP] = {{"host.overlap_s", "s",
+			       "packet path: of host.req_s, the part off a request's own path "
+			       "(its capacity cost beyond its latency)"},
+			      0},
     [SPLIT_P_HOST_QUEUE] = {{"host.queue", "req", "packet path: splitnic-host --queue"}, 64},
     [SPLIT_P_NIC_WINDOW] = {{"nic.window", "req", "packet path: splitnic-host --nic-window"}, 32},
     [SPLIT_P_LINK_LIMIT] =

@@ -230,7 +230,10 @@ static void build_pipeline(const struct split_problem *p, const struct kern_mode
 			/* up to the host: the REQUEST, then the NIC's completion notice */
 			up = req.wire + (nic_last ? resp.wire : 0);
 			up_bytes = req.wire_bytes + (nic_last ? resp.wire_bytes : 0);
-			server(pl, "host", hq)->s = pr->v[SPLIT_P_HOST_REQ] + req.recv;
+			struct split_server *h = server(pl, "host", hq);
+
+			h->s = pr->v[SPLIT_P_HOST_REQ] + req.recv;
+			h->head = pr->v[SPLIT_P_HOST_OVERLAP];
 		}
 	}
 	for (uint32_t s = 0; s < plan->n_stages; s++) {

@@ -134,6 +134,7 @@ enum split_pkey {
 	SPLIT_P_PATH_FIXED,    /* s, packet path: a request's round trip outside every server */
 	SPLIT_P_PATH_NIC,      /* s, the same when the NIC answers alone (stand-alone) */
 	SPLIT_P_HOST_REQ,      /* s, packet path: the host core's own work per request */
+	SPLIT_P_HOST_OVERLAP,  /* s, of that work, what is off a request's own path */
 	SPLIT_P_HOST_QUEUE,    /* requests, packet path: the host's bounded queue */
 	SPLIT_P_NIC_WINDOW,    /* requests, packet path: ACTIVATIONs in flight at most */
 	SPLIT_P_LINK_LIMIT,    /* bytes, packet path: the link's queue (tc tbf limit) */
