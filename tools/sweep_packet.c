@@ -308,7 +308,7 @@ static void report_text(struct pk *p)
 
 	printf("model %s: %u ops, the NIC can start at op %u; packet path (splitnic client -> "
 	       "splitnic-nic %s -> splitnic-host -> NIC), MEASURED end to end by the client; "
-	       "per-stage means from the RESPONSE timing fields (MEASURED by the servers); pred: "
+	       "per-stage medians from the RESPONSE timing fields (MEASURED by the servers); pred: "
 	       "the cost model's MODELED p50 at that load\n",
 	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform);
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
@@ -350,9 +350,9 @@ static void report_text(struct pk *p)
 				       "%9.1f %9.1f %6.1f%% %s%s\n",
 				       cand_name(p, p->cand[j].k, name, sizeof(name)), pt->p50,
 				       pt->p99, pt->thr, (unsigned long)pt->busy,
-				       pt->srv[PT_HOST] / 1e3, pt->srv[PT_PACK] / 1e3,
-				       pt->srv[PT_NIC] / 1e3, pt->srv[PT_TOTAL] / 1e3,
-				       (pt->mean * 1e3 - pt->srv[PT_TOTAL]) / 1e3,
+				       pt->srv_p50[PT_HOST] / 1e3, pt->srv_p50[PT_PACK] / 1e3,
+				       pt->srv_p50[PT_NIC] / 1e3, pt->srv_p50[PT_TOTAL] / 1e3,
+				       (pt->p50 * 1e3 - pt->srv_p50[PT_TOTAL]) / 1e3,
 				       pt->pred.p50 * 1e6, pt->pred.p99 * 1e6, 100 * e,
 				       j == best ? "measured-best " : "", j == pj ? "planner" : "");
 			}
@@ -388,10 +388,11 @@ static void report_text(struct pk *p)
 					     p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50));
 		}
 	}
-	printf(
-	    "\nnet_us: mean end-to-end minus the servers' mean total: the wire both ways and the "
-	    "host -> NIC transfer (no server clock holds it); err: (MODELED p50 - MEASURED p50) "
-	    "/ MEASURED p50\n");
+	printf("\nhost_us .. total_us: medians of the servers' RESPONSE timing fields; net_us: the "
+	       "end-to-end p50 minus the servers' median total: the wire both ways and the host -> "
+	       "NIC "
+	       "transfer (no server clock holds it); err: (MODELED p50 - MEASURED p50) / MEASURED "
+	       "p50\n");
 	printf(
 	    "SWEEPSUM mode=packet model=%s cases=%u planner_within5=%u median_abs_pred_err=%.1f%% "
 	    "median_abs_pred_err_planner=%.1f%% points=%u\n",
@@ -411,7 +412,7 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 	static const char *const t_names[PROTO_T_COUNT] = {"total", "rx",   "queue", "host",
 							   "pack",  "xfer", "nic",   "tx"};
 	json_t *j = json_object(), *meas = json_object(), *srv = json_object(),
-	       *pred = json_object();
+	       *srv50 = json_object(), *pred = json_object();
 	char name[48];
 
 	json_object_set_new(j, "split", json_string(cand_name(p, c->k, name, sizeof(name))));
@@ -427,9 +428,12 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 	json_object_set_new(meas, "timeouts", json_integer((json_int_t)pt->timeouts));
 	json_object_set_new(meas, "answered_by_nic", json_integer((json_int_t)pt->ex_nic));
 	json_object_set_new(meas, "host_fallback", json_integer((json_int_t)pt->ex_fallback));
-	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
 		json_object_set_new(srv, t_names[k], jreal(pt->srv[k]));
+		json_object_set_new(srv50, t_names[k], jreal(pt->srv_p50[k]));
+	}
 	json_object_set_new(meas, "server_mean_ns", srv);
+	json_object_set_new(meas, "server_p50_ns", srv50);
 	json_object_set_new(pred, "label", json_string("MODELED"));
 	json_object_set_new(pred, "p50_us", jreal(pt->pred.p50 * 1e6));
 	json_object_set_new(pred, "p99_us", jreal(pt->pred.p99 * 1e6));
@@ -492,13 +496,14 @@ static int report_json(const struct pk *p)
 
 /*
  * The seed's Figure 5 over the packet path: one panel per link rate (columns) and load (rows);
- * per split a bar of the MEASURED mean, stacked by stage (host compute, pack, NIC, the servers'
- * other time, wire and link), beside the MEASURED p50 (open triangle) and the MODELED p50
- * (filled circle).
+ * per split a bar of the MEASURED end-to-end p50 (its top also an open triangle), split by the
+ * servers' per-stage medians (host compute, pack, NIC, the servers' other time, and the rest up
+ * to the p50: wire and link), beside the MODELED p50 (a filled circle). Medians, not means: on a
+ * shared machine a few descheduled requests would make the means meaningless.
  */
 static int report_plot(const struct pk *p)
 {
-	const char *unit = p->o->normalize ? "x all-host mean" : "us";
+	const char *unit = p->o->normalize ? "x all-host p50" : "us";
 	char script[64], name[48];
 	FILE *f = split_tools_plot_open("sweep", p->o->plot, script, sizeof(script));
 
@@ -512,35 +517,38 @@ static int report_plot(const struct pk *p)
 				const struct sweep_point *pt =
 				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
 
-				if (p->cand[j].k == p->m->n_layers && pt->mean > 0)
-					scale = 1 / (pt->mean * 1e3);
+				if (p->cand[j].k == p->m->n_layers && pt->p50 > 0)
+					scale = 1 / (pt->p50 * 1e3);
 			}
 			fprintf(f, "$d%u_%u << EOD\n", b, l);
 			for (uint32_t j = 0; j < p->n_cand; j++) {
 				const struct sweep_point *pt =
 				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
-				const double other = pt->srv[PT_TOTAL] - pt->srv[PT_HOST] -
-						     pt->srv[PT_PACK] - pt->srv[PT_NIC];
+				const double *m = pt->srv_p50;
+				const double other =
+				    m[PT_TOTAL] - m[PT_HOST] - m[PT_PACK] - m[PT_NIC];
 
 				if (!pt->done)
 					continue;
 				fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
 					cand_name(p, p->cand[j].k, name, sizeof(name)),
-					pt->srv[PT_HOST] * scale, pt->srv[PT_PACK] * scale,
-					pt->srv[PT_NIC] * scale, fmax(0, other) * scale,
-					fmax(0, pt->mean * 1e3 - pt->srv[PT_TOTAL]) * scale,
+					m[PT_HOST] * scale, m[PT_PACK] * scale, m[PT_NIC] * scale,
+					fmax(0, other) * scale,
+					fmax(0, pt->p50 * 1e3 - m[PT_TOTAL]) * scale,
 					pt->p50 * 1e3 * scale, pt->pred.p50 * 1e9 * scale);
 			}
 			fprintf(f, "EOD\n");
 		}
-	fprintf(f,
-		"set multiplot layout %u,%u title 'splitnic sweep --packet: %s (NIC platform %s): "
-		"bars MEASURED means by stage, triangles MEASURED p50, circles MODELED p50%s'\n"
-		"set style fill solid 0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 "
-		"font ',8'\nset grid ytics\nset key top left font ',7' samplen 1 spacing 0.8\n"
-		"set style data histogram\nset style histogram rowstacked\nset yrange [0:*]\n",
-		p->o->n_load, p->o->n_rate, p->m->name, p->o->platform,
-		p->o->normalize ? ", normalised to the all-host mean" : "");
+	fprintf(
+	    f,
+	    "set multiplot layout %u,%u title 'splitnic sweep --packet: %s (NIC platform %s)%s\\n"
+	    "bars: the MEASURED end-to-end p50 (triangle), split by the servers medians per "
+	    "stage; circles: MODELED p50' font ',10'\n"
+	    "set style fill solid 0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 "
+	    "font ',8'\nset grid ytics\nset key top left font ',7' samplen 1 spacing 0.8\n"
+	    "set style data histogram\nset style histogram rowstacked\nset yrange [0:*]\n",
+	    p->o->n_load, p->o->n_rate, p->m->name, p->o->platform,
+	    p->o->normalize ? ", normalised to the all-host p50" : "");
 	for (uint32_t l = 0; l < p->o->n_load; l++)
 		for (uint32_t b = 0; b < p->o->n_rate; b++)
 			fprintf(
