@@ -320,13 +320,13 @@ static void report_text(struct pk *p)
 				const struct sweep_point *pt =
 				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
 
+				if (pt->done && p->cand[j].k == p->plan_k[b][l])
+					pj = j;
 				if (!pt->done || !(pt->p50 > 0))
 					continue;
 				if (best == UINT32_MAX ||
 				    pt->p50 < p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50)
 					best = j;
-				if (p->cand[j].k == p->plan_k[b][l])
-					pj = j;
 			}
 			printf("\nlink %g Gbit/s%s, offered %.0f requests/s (Poisson)",
 			       p->o->rate[b], p->o->rate[b] > 0 ? "" : " (not shaped)",
@@ -366,6 +366,13 @@ static void report_text(struct pk *p)
 				continue;
 			}
 			cases++;
+			if (!(p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50 > 0)) {
+				printf("SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
+				       "measured_p50_us=none within5=no (no answers)\n",
+				       m->name, p->o->rate[b], p->load[b][l],
+				       cand_name(p, p->plan_k[b][l], name, sizeof(name)));
+				continue;
+			}
 			regret = p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50 /
 				     p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50 -
 				 1;
