@@ -73,10 +73,11 @@ for m in models:
             if not pts:
                 continue
             best = min(pts, key=lambda s: s["measured"]["p50_us"])
-            mine = [s for s in pts if s["split"] == l["planner"]]
+            mine = [s for s in l["splits"] if s["split"] == l["planner"]]
             cases += 1
-            if not mine:
-                print(f"{j['model']} {r['link_gbps']} Gbit/s {l['offered_rps']:.0f}/s: planner's {l['planner']} not measured")
+            if not mine or not mine[0]["measured"]["p50_us"]:
+                print(f"{j['model']} {r['link_gbps']} Gbit/s {l['offered_rps']:.0f}/s: the planner's "
+                      f"{l['planner']} {'got no answers' if mine else 'was not measured'}: a miss")
                 continue
             p = mine[0]
             regret = p["measured"]["p50_us"] / best["measured"]["p50_us"] - 1
