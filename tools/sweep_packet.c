@@ -688,29 +688,31 @@ out:
 int sweep_parse_list(const char *arg, double *v, bool *rel, uint32_t *n, uint32_t max,
 		     bool allow_none)
 {
-	char *dup = strdup(arg), *tok, *save = NULL, *end;
-	int ret = dup ? 0 : -ENOMEM;
+	const char *tok = arg;
 
 	*n = 0;
-	for (tok = dup ? strtok_r(dup, ",", &save) : NULL; tok && !ret;
-	     tok = strtok_r(NULL, ",", &save)) {
-		double x = strtod(tok, &end);
-		bool r = rel && *end == 'x' && end[1] == 0;
+	for (;;) {
+		const char *comma = strchr(tok, ',');
+		const size_t len = comma ? (size_t)(comma - tok) : strlen(tok);
+		char buf[64], *end;
+		double x;
+		bool r;
 
-		if (allow_none && !strcmp(tok, "none")) {
+		if (!len || len >= sizeof(buf) || *n == max)
+			return -EINVAL;
+		memcpy(buf, tok, len);
+		buf[len] = 0;
+		x = strtod(buf, &end);
+		r = rel && *end == 'x' && end[1] == 0;
+		if (allow_none && !strcmp(buf, "none"))
 			x = 0;
-		} else if ((*end && !r) || end == tok || !(x > 0) || !isfinite(x)) {
-			ret = -EINVAL;
-			break;
-		}
-		if (*n == max) {
-			ret = -EINVAL;
-			break;
-		}
+		else if ((*end && !r) || end == buf || !(x > 0) || !isfinite(x))
+			return -EINVAL;
 		if (rel)
 			rel[*n] = r;
 		v[(*n)++] = x;
+		if (!comma)
+			return 0;
+		tok = comma + 1;
 	}
-	free(dup);
-	return ret || !*n ? -EINVAL : 0;
 }
