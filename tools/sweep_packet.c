@@ -7,9 +7,9 @@
  * running servers of --servers), then for each link rate (tc tbf on the veth between them) and
  * each offered load: `splitnic client` open loop with Poisson arrivals for --duration seconds.
  * Recorded per point: end-to-end p50/p99/mean and throughput (the client's clock), the servers'
- * per-stage breakdown (medians and means of the RESPONSE timing fields), errors. Beside each, the planner's
- * MODELED prediction for that plan at that load (split_plan_pipeline) and its error; per rate
- * and load, the planner's own choice and how far its measured p50 is from the measured best.
+ * per-stage breakdown (medians and means of the RESPONSE timing fields), errors. Beside each, the
+ * planner's MODELED prediction for that plan at that load (split_plan_pipeline) and its error; per
+ * rate and load, the planner's own choice and how far its measured p50 is from the measured best.
  */
 #include <errno.h>
 #include <jansson.h>
