@@ -141,7 +141,8 @@ $(B)/tests/%.o: tests/%.c
 $(B)/bench/%: tests/bench/%.c $(PROJECT_LIBS)
 	$(call say,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(DEPFLAGS) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS)
+	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(DEPFLAGS) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS) \
+		$(LDFLAGS_$(notdir $@))
 
 -include $(ALL_OBJ:.o=.d) $(TEST_BIN:%=%.d) $(BENCH_BIN:%=%.d)
 

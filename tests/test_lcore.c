@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Platform lcore: the executor chain on DPDK lcores gives kern_forward's scores bit for bit on
- * random binary models (odd widths, u8 and BITS inputs, a host part first) and on the bundled
- * MLP, for E = 1 .. 256 executors, with the executors on the worker lcores (multiplexed: E
- * contexts over the available cores) and on one inline runner; a second submit while one is
- * running is refused. EAL runs with --no-huge and its own --file-prefix.
+ * random binary models (odd widths, u8 and BITS inputs, a host part first, a flatten of spatial
+ * bits) and on the bundled MLP, for E = 1 .. 256 executors, with the executors on the worker
+ * lcores (multiplexed: E contexts over the available cores) and on one inline runner; a second
+ * submit while one is running is refused. EAL runs with --no-huge and its own --file-prefix.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,6 +169,40 @@ static void test_lcore_bits_input(void **state)
 	kern_model_free(m);
 }
 
+/* Binary conv on the host, then a flatten of (5,6,6) channel-packed bits on the NIC (the
+ * dispatcher's repacking) and dense layers of 65 and 10: slices that start inside a word. */
+static void test_lcore_flatten_bits(void **state)
+{
+	static const uint32_t execs[] = {1, 3, 64, 256};
+	struct test_gen g = {0};
+	struct kern_model *m;
+	void *x;
+
+	test_rng_seed(0x5eed);
+	test_gen_conv(&g, 1, 5, 3, 3);
+	test_gen_bn(&g, 2, 5, 5);
+	test_gen_dense(&g, 5, 65, 180);
+	test_gen_bn(&g, 6, 65, sqrt(180));
+	test_gen_dense(&g, 8, 10, 65);
+	test_gen_bn(&g, 9, 10, sqrt(65));
+	m = test_fx_build_gen(
+	    *state,
+	    "{\"name\":\"conv-flat\",\"input\":{\"shape\":[3,6,6],\"dtype\":\"f32\"},"
+	    "\"layers\":[{\"type\":\"sign\"},"
+	    "{\"type\":\"conv\",\"out\":5,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
+	    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"}]}",
+	    &g);
+	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
+	x = test_random_inputs(m, 4);
+	expect_bit_exact(m, x, 4, false, execs, NA(execs));
+	free(x);
+	kern_model_free(m);
+}
+
 /* One inference at a time per chain: a second submit is refused until the first is polled. */
 static void test_lcore_busy(void **state)
 {
@@ -239,6 +274,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lcore_u8_mlp_inline, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lcore_bits_input, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_flatten_bits, test_fx_setup,
+					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lcore_busy, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test(test_lcore_bundled_mlp),
 	    cmocka_unit_test_setup_teardown(test_lcore_executor, test_fx_setup, test_fx_teardown),

@@ -155,7 +155,8 @@ static void test_nicfw_first(void **state)
 	    "{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":4,\"bias\":true}]}",
 	    &g);
 	assert_int_equal(kexec_nic_first(m), m->n_layers);
-	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, err, sizeof(err)), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "cannot start the NIC part"));
 	kern_model_free(m);
 	free(ch);
@@ -178,10 +179,14 @@ static void test_nicfw_chain_errors(void **state)
 	    "{\"type\":\"dense\",\"out\":3,\"bias\":true,\"binary_weights\":true}]}",
 	    &g);
 	assert_int_equal(kexec_nic_first(m), 0);
-	assert_int_equal(nicfw_chain_init(ch, m, 0, 0, err, sizeof(err)), -EINVAL);
-	assert_int_equal(nicfw_chain_init(ch, m, 0, NICFW_MAX_EXEC + 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 0, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(
+	    nicfw_chain_init(ch, m, 0, NICFW_MAX_EXEC + 1, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "257 executors"));
-	assert_int_equal(nicfw_chain_init(ch, m, 1, 4, err, sizeof(err)), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 1, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+			 -EINVAL);
 	nicfw_emu_params_default(&p);
 	assert_int_equal(nicfw_emu_param_set(&p, "exec_per_me=8", err, sizeof(err)), 0);
 	assert_int_equal(nicfw_emu_param_set(&p, "mes=10", err, sizeof(err)), 0);

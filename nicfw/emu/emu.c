@@ -202,7 +202,7 @@ struct nicfw_emu *nicfw_emu_create(const struct kern_model *m, uint32_t first, u
 		return NULL;
 	}
 	e->p = *p;
-	if (nicfw_chain_init(&e->ch, m, first, n_exec, err, errlen))
+	if (nicfw_chain_init(&e->ch, m, first, n_exec, NICFW_LAYOUT_RECORDS, err, errlen))
 		goto err_free;
 	e->n_threads = n_exec + 1;
 	e->q_cap = 2 * e->n_threads + 2;

@@ -4,12 +4,15 @@
  * lcores, real cores measured in wall time (as on a DPU's Arm cores).
  *
  * HAL: EMEM, CTM and IMEM are plain memory per chain (cache-line aligned, allocated at
- * nicfw_lcore_add); a read completes at once (wait has nothing to wait for); atomic_or is a
- * relaxed __atomic_fetch_or; a notification is one pointer-sized message (chain, thread, signal)
- * enqueued on the rte_ring of the runner that owns the destination thread. The ring's
- * release/acquire ordering is what makes the dispatcher's CTM writes visible to the executors
- * and their IMEM results visible to the dispatcher. pkt_tx copies the scores out of IMEM and
- * raises the chain's done flag (store-release), which nicfw_lcore_poll reads (load-acquire).
+ * nicfw_lcore_add), mapped (hal.h's map), so the chain runs in its DIRECT layout: each executor
+ * computes its whole slice with the CPU's kernels (kernels/kern_ops.h) in one call; a read
+ * completes at once (wait has nothing to wait for); atomic_or is a relaxed __atomic_fetch_or. A
+ * notification is one pointer-sized message (chain, thread, signal): to a thread of the same
+ * runner it goes on that runner's own FIFO (plain stores, no atomics: only that runner's lcore
+ * touches it), to another runner on that runner's rte_ring. The ring's release/acquire ordering
+ * is what makes the dispatcher's CTM writes visible to executors on other runners and their IMEM
+ * results visible to the dispatcher. pkt_tx copies the scores out of IMEM and raises the chain's
+ * done flag (store-release), which nicfw_lcore_poll reads (load-acquire).
  *
  * Runners and multiplexing: a runner is one lcore draining its ring and running each message's
  * handler to its end (handlers never block, chain.h). Firmware threads are placed on runners:
