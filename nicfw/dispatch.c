@@ -516,3 +516,8 @@ uint32_t nicfw_disp_pending(const struct nicfw_disp *d)
 		n += d->q[m].count;
 	return n;
 }
+
+uint64_t nicfw_disp_arrival(const struct nicfw_disp *d, uint32_t model)
+{
+	return d->q[model].slot[d->q[model].head].t_in;
+}

@@ -154,4 +154,11 @@ void nicfw_disp_reasm_stats(const struct nicfw_disp *d, struct proto_reasm_stats
 /* Requests queued or running, all models. */
 uint32_t nicfw_disp_pending(const struct nicfw_disp *d);
 
+/*
+ * For an engine, inside its submit: the now_ns at which the request of `model` being submitted
+ * (the head of its queue) was accepted. A timed engine starts it at the later of this and the
+ * previous request's completion, so queueing does not drift with the poll loop's turns.
+ */
+uint64_t nicfw_disp_arrival(const struct nicfw_disp *d, uint32_t model);
+
 #endif /* NICFW_DISPATCH_H */
