@@ -80,6 +80,8 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 	ch->first = first;
 	ch->n_exec = n_exec;
 	ch->layout = layout;
+	for (uint32_t e = 0; e < n_exec; e++)
+		ch->grp_first[e] = ch->grp_last[e] = (uint16_t)e;
 	ch->ops = direct ? kern_ops_get() : NULL;
 	ch->in_fmt = l->in.fmt;
 	ch->in_bytes = (uint32_t)in_bytes;
@@ -548,20 +550,30 @@ static uint32_t exec_slice_lo(uint32_t out, uint32_t e, uint32_t n_exec)
 	return (uint32_t)((uint64_t)out * e / n_exec);
 }
 
+/* The thread END goes to from executor e: the first executor of the group before, or the
+ * dispatcher. */
+static uint32_t exec_end_to(const struct nicfw_chain *ch, uint32_t e)
+{
+	return e ? ch->grp_first[e - 1] + 1u : 0;
+}
+
+/* START at executor e, the first of its group [e, last]: the group's slices, in one call when
+ * DIRECT (groups are one executor each in RECORDS). */
 static void exec_start(struct nicfw_thread *th, struct nicfw_chain *ch, uint32_t e)
 {
 	const struct nicfw_stage *s = &ch->stage[ch->cur];
+	const uint32_t last = ch->grp_last[e];
 	uint32_t lo = exec_slice_lo(s->out, e, ch->n_exec);
-	uint32_t hi = exec_slice_lo(s->out, e + 1, ch->n_exec);
+	uint32_t hi = exec_slice_lo(s->out, last + 1, ch->n_exec);
 
-	if (e + 1 < ch->n_exec)
-		nicfw_sig_send(th, e + 2, NICFW_SIG_START);
+	if (last + 1 < ch->n_exec)
+		nicfw_sig_send(th, last + 2, NICFW_SIG_START);
 	if (ch->layout == NICFW_LAYOUT_DIRECT)
 		exec_slice_direct(th, ch, s, e, lo, hi);
 	else
 		exec_slice(th, ch, s, lo, hi);
-	if (e + 1 == ch->n_exec)
-		nicfw_sig_send(th, e, NICFW_SIG_END);
+	if (last + 1 == ch->n_exec)
+		nicfw_sig_send(th, exec_end_to(ch, e), NICFW_SIG_END);
 }
 
 void nicfw_chain_signal(struct nicfw_thread *th, struct nicfw_chain *ch, enum nicfw_sig sig)
@@ -574,5 +586,25 @@ void nicfw_chain_signal(struct nicfw_thread *th, struct nicfw_chain *ch, enum ni
 	if (sig == NICFW_SIG_START)
 		exec_start(th, ch, th->id - 1);
 	else
-		nicfw_sig_send(th, th->id - 1, NICFW_SIG_END);
+		nicfw_sig_send(th, exec_end_to(ch, th->id - 1), NICFW_SIG_END);
+}
+
+int nicfw_chain_group(struct nicfw_chain *ch, const uint32_t *group)
+{
+	uint32_t first = 0;
+
+	if (ch->layout != NICFW_LAYOUT_DIRECT)
+		return -EINVAL;
+	for (uint32_t e = 1; e < ch->n_exec; e++)
+		if (group[e] < group[e - 1])
+			return -EINVAL;
+	for (uint32_t e = 0; e < ch->n_exec; e++) {
+		if (e && group[e] != group[e - 1])
+			first = e;
+		ch->grp_first[e] = (uint16_t)first;
+	}
+	for (uint32_t e = ch->n_exec; e-- > 0;)
+		ch->grp_last[e] =
+		    e + 1 < ch->n_exec && group[e + 1] == group[e] ? ch->grp_last[e + 1] : e;
+	return 0;
 }

@@ -18,7 +18,8 @@
  * OR-ed atomically into IMEM, or integer dots written to IMEM for the last layer) and, once it
  * has finished and has the END of its successor, sends END back. The dispatcher then moves the
  * results from IMEM to CTM for the next layer, or finishes: scores to doubles, bias and
- * batch-norm in double (the spec's order), response sent from IMEM.
+ * batch-norm in double (the spec's order), response sent from IMEM. (In DIRECT, consecutive
+ * executors on one core may run as a group: nicfw_chain_group.)
  *
  * Memory regions, in 64-bit words (nicfw_chain.need[]): EMEM holds the weights and thresholds
  * and the bias/batch-norm doubles; CTM the request payload and two activation buffers; IMEM the
@@ -84,7 +85,8 @@ struct nicfw_chain {
 	uint32_t n_stages;
 	uint32_t layout; /* enum nicfw_layout */
 	struct nicfw_stage stage[NICFW_MAX_STAGES];
-	const struct kern_bin_ops *ops;	 /* DIRECT: the CPU's kernel table */
+	const struct kern_bin_ops *ops; /* DIRECT: the CPU's kernel table */
+	uint16_t grp_first[NICFW_MAX_EXEC], grp_last[NICFW_MAX_EXEC]; /* executor e's group */
 	uint32_t in_fmt;		 /* KERN_FMT_U8 or KERN_FMT_BITS */
 	uint32_t in_bytes;		 /* request payload */
 	uint32_t classes;		 /* doubles in the response */
@@ -109,6 +111,16 @@ struct nicfw_chain {
  */
 int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_t first,
 		     uint32_t n_exec, enum nicfw_layout layout, char *err, size_t errlen);
+
+/*
+ * DIRECT only, after init: executors with equal group[e] (non-decreasing in e; n_exec entries)
+ * run as one group, as a platform does when they share one core: START goes to a group's first
+ * executor, which computes the group's slices in one call and passes START to the next group's
+ * first; END goes back from first to first. Every executor keeps its slice; only the calls and
+ * notifications are batched. Default (and always in RECORDS): one executor per group.
+ * 0, or -EINVAL (RECORDS, or group decreasing).
+ */
+int nicfw_chain_group(struct nicfw_chain *ch, const uint32_t *group);
 
 /*
  * Write the firmware's EMEM image for ch (weight records, thresholds, float parameters) into

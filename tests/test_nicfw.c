@@ -189,6 +189,12 @@ static void test_nicfw_chain_errors(void **state)
 	assert_non_null(strstr(err, "257 executors"));
 	assert_int_equal(nicfw_chain_init(ch, m, 1, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
 			 -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_chain_group(ch, (const uint32_t[]){0, 0, 1, 1}), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, NICFW_LAYOUT_DIRECT, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_chain_group(ch, (const uint32_t[]){0, 1, 0, 1}), -EINVAL);
+	assert_int_equal(nicfw_chain_group(ch, (const uint32_t[]){0, 0, 1, 1}), 0);
+	assert_true(ch->grp_first[1] == 0 && ch->grp_last[0] == 1 && ch->grp_first[3] == 2);
 	nicfw_emu_params_default(&p);
 	assert_int_equal(nicfw_emu_param_set(&p, "exec_per_me=8", err, sizeof(err)), 0);
 	assert_int_equal(nicfw_emu_param_set(&p, "mes=10", err, sizeof(err)), 0);

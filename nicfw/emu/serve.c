@@ -3,7 +3,8 @@
  * The emulator serving requests (nicfw_emu_serve_prepare, nicfw_emu_serve): the modeled time of
  * the steady state, taken once by tracing and replaying requests back to back; the results of
  * every request from the same firmware in its DIRECT layout (a second copy of the chain on plain
- * memory, whole slices on the CPU kernels), run with the emulator's notification FIFO.
+ * memory, whole slices on the CPU kernels, the executors of one modeled ME as one group), run
+ * with the emulator's notification FIFO.
  */
 #include <errno.h>
 #include <math.h>
@@ -87,6 +88,7 @@ void emu_serve_free(struct emu_serve *sv)
 static int serve_chain(struct nicfw_emu *e, const struct kern_model *m, char *err, size_t errlen)
 {
 	struct emu_serve *sv = calloc(1, sizeof(*sv));
+	uint32_t group[NICFW_MAX_EXEC];
 
 	if (!sv)
 		goto err_nomem;
@@ -105,6 +107,9 @@ static int serve_chain(struct nicfw_emu *e, const struct kern_model *m, char *er
 		goto err_nomem;
 	for (uint32_t i = 0; i < e->n_threads; i++)
 		sv->t[i] = (struct emu_sthread){{&sv_ops, i}, e};
+	for (uint32_t x = 0; x < e->ch.n_exec; x++)
+		group[x] = e->t[x + 1].me;
+	nicfw_chain_group(&sv->ch, group);
 	nicfw_chain_load(&sv->ch, m, sv->mem[NICFW_MEM_EMEM]);
 	return 0;
 

@@ -214,8 +214,8 @@ void nicfw_lcore_free(struct nicfw_lcore *p)
 int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t first,
 		    uint32_t n_exec, char *err, size_t errlen)
 {
+	uint32_t idx = p->n_chains, group[NICFW_MAX_EXEC];
 	struct lc_chain *c;
-	uint32_t idx = p->n_chains;
 
 	if (p->started || idx == NICFW_LCORE_MAX_CHAINS) {
 		snprintf(err, errlen, "lcore platform: %s",
@@ -241,7 +241,10 @@ int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t 
 		t->p = p;
 		t->chain = idx;
 		t->runner = i ? (uint32_t)((uint64_t)(i - 1) * p->n_runners / n_exec) : 0;
+		if (i)
+			group[i - 1] = t->runner;
 	}
+	nicfw_chain_group(&c->ch, group);
 	nicfw_chain_load(&c->ch, m, c->mem[NICFW_MEM_EMEM]);
 	p->n_chains++;
 	return (int)idx;

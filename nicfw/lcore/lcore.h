@@ -18,7 +18,9 @@
  * handler to its end (handlers never block, chain.h). Firmware threads are placed on runners:
  * the dispatcher thread on runner 0, executor e on runner e * R / E (contiguous blocks), so E is
  * independent of the core count: E = 256 on 2 cores is 256 executor contexts, about 128 per
- * core, each an event handler with its own struct nicfw_thread. With no worker lcore
+ * core, each with its own struct nicfw_thread and slice. The executors of one runner run as one
+ * group (nicfw_chain_group): one START and one END per runner and layer, one kernel call over
+ * the runner's slices, as they would run back to back on that core anyway. With no worker lcore
  * (n_lcores = 0) there is one inline runner that the caller drives with nicfw_lcore_run(),
  * interleaved with its own work (e.g. the packet loop).
  *
