@@ -11,7 +11,7 @@
 #      (submit to result released: the RESPONSE's nic field; its median from the same endpoint)
 #      must be within 10% of M, and the client's end-to-end p50 at least 0.95 M (results are not
 #      released early).
-#   2. High load: closed loop, 16 outstanding (the dispatcher's queue holds 64, so no ERROR
+#   2. High load: closed loop, 48 outstanding (the dispatcher's queue holds 64, so no ERROR
 #      busy): requests queue (the RESPONSEs' mean queue time is over M) and the measured
 #      throughput saturates at the modeled rate 1/M within 15%.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
@@ -78,7 +78,7 @@ timing >"$tmp/t1.json" || fail "telemetry after the low load"
 
 # --- 2. high load: requests queue, the throughput saturates at the modeled rate -----------------
 n_high=$($PY -c "print(max(500, int(2 * $cap)))")
-ip netns exec "$ns_c" "$S" client 10.89.0.1 --images "$IMG" --count "$n_high" --outstanding 16 \
+ip netns exec "$ns_c" "$S" client 10.89.0.1 --images "$IMG" --count "$n_high" --outstanding 48 \
 	--timeout-ms 5000 --json >"$tmp/high.json" || fail "client at high load exited $?"
 timing >"$tmp/t2.json" || fail "telemetry after the high load"
 
