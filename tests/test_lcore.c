@@ -7,7 +7,6 @@
  * submit while one is running is refused. EAL runs with --no-huge and its own --file-prefix.
  */
 #include <errno.h>
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -174,28 +173,9 @@ static void test_lcore_bits_input(void **state)
 static void test_lcore_flatten_bits(void **state)
 {
 	static const uint32_t execs[] = {1, 3, 64, 256};
-	struct test_gen g = {0};
-	struct kern_model *m;
+	struct kern_model *m = test_model_conv_flat(*state);
 	void *x;
 
-	test_rng_seed(0x5eed);
-	test_gen_conv(&g, 1, 5, 3, 3);
-	test_gen_bn(&g, 2, 5, 5);
-	test_gen_dense(&g, 5, 65, 180);
-	test_gen_bn(&g, 6, 65, sqrt(180));
-	test_gen_dense(&g, 8, 10, 65);
-	test_gen_bn(&g, 9, 10, sqrt(65));
-	m = test_fx_build_gen(
-	    *state,
-	    "{\"name\":\"conv-flat\",\"input\":{\"shape\":[3,6,6],\"dtype\":\"f32\"},"
-	    "\"layers\":[{\"type\":\"sign\"},"
-	    "{\"type\":\"conv\",\"out\":5,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
-	    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"}]}",
-	    &g);
 	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
 	x = test_random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, false, execs, NA(execs));

@@ -107,29 +107,9 @@ static void test_nicfw_bits_input_sign_out(void **state)
 /* Binary conv on the host, then a flatten of (5,6,6) bits and dense layers on the NIC. */
 static void test_nicfw_flatten_bits(void **state)
 {
-	struct test_fx *f = *state;
-	struct test_gen g = {0};
-	struct kern_model *m;
+	struct kern_model *m = test_model_conv_flat(*state);
 	void *x;
 
-	test_rng_seed(0x5eed);
-	test_gen_conv(&g, 1, 5, 3, 3);
-	test_gen_bn(&g, 2, 5, 5);
-	test_gen_dense(&g, 5, 65, 180);
-	test_gen_bn(&g, 6, 65, sqrt(180));
-	test_gen_dense(&g, 8, 10, 65);
-	test_gen_bn(&g, 9, 10, sqrt(65));
-	m = test_fx_build_gen(
-	    f,
-	    "{\"name\":\"conv-flat\",\"input\":{\"shape\":[3,6,6],\"dtype\":\"f32\"},"
-	    "\"layers\":[{\"type\":\"sign\"},"
-	    "{\"type\":\"conv\",\"out\":5,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
-	    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"}]}",
-	    &g);
 	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
 	x = test_random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, 3);
@@ -337,6 +317,9 @@ static void test_nicfw_serve(void **state)
 	expect_serve(m, 3);
 	kern_model_free(m);
 	m = test_model_bits_in(*state);
+	expect_serve(m, 3);
+	kern_model_free(m);
+	m = test_model_conv_flat(*state);
 	expect_serve(m, 3);
 	kern_model_free(m);
 }
