@@ -82,6 +82,7 @@ PYEOF
 }
 
 run() { # run NAME PCAP: splitnic-nic for SECS seconds; counters in $tmp/NAME.stats
+	local rc=0
 	"$NIC" -l 0-1 --no-huge -m 512 --file-prefix "snbench$$$1" --no-pci --no-telemetry \
 		--log-level=3 \
 		--vdev "net_pcap0,rx_pcap=$tmp/$2,tx_pcap=/dev/null,infinite_rx=1" \
@@ -89,7 +90,7 @@ run() { # run NAME PCAP: splitnic-nic for SECS seconds; counters in $tmp/NAME.st
 		-- --model "$MODEL" --executors "$EXEC" --duration "$SECS" \
 		--stats-file "$tmp/$1.stats" >"$tmp/$1.log" 2>&1 || rc=$?
 	rm -rf "/var/run/dpdk/snbench$$$1"
-	[ "${rc:-0}" -eq 0 ] || { echo "bench_nic_fwd: splitnic-nic failed:"; tail -5 "$tmp/$1.log"; exit 1; }
+	[ "$rc" -eq 0 ] || { echo "bench_nic_fwd: splitnic-nic failed:"; tail -5 "$tmp/$1.log"; exit 1; }
 }
 stat() { awk -v k="$2" '$1 == k { print $2 }' "$tmp/$1.stats"; }
 
