@@ -4,9 +4,11 @@
  * random binary models (odd widths, u8 and BITS inputs, a host part first, a flatten of spatial
  * bits) and on the bundled MLP, for E = 1 .. 256 executors, with the executors on the worker
  * lcores (multiplexed: E contexts over the available cores) and on one inline runner; a second
- * submit while one is running is refused. EAL runs with --no-huge and its own --file-prefix.
+ * submit while one is running is refused. EAL runs with --no-huge, its own --file-prefix and
+ * --no-shconf; its runtime directory is removed at the end.
  */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,11 +262,11 @@ int main(void)
 	    cmocka_unit_test(test_lcore_bundled_mlp),
 	    cmocka_unit_test_setup_teardown(test_lcore_executor, test_fx_setup, test_fx_teardown),
 	};
-	char prefix[64], lcores[32];
+	char prefix[64], lcores[32], rundir[PATH_MAX];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	char *eal[] = {"test_lcore",   "-l",	   lcores,	    "--no-huge", "-m",
-		       "512",	       "--no-pci", "--file-prefix", prefix,	 "--no-telemetry",
-		       "--log-level=3"};
+	char *eal[] = {"test_lcore", "-l",	    lcores,	      "--no-huge",
+		       "-m",	     "512",	    "--no-pci",	      "--file-prefix",
+		       prefix,	     "--no-shconf", "--no-telemetry", "--log-level=3"};
 	unsigned l;
 	int ret;
 
@@ -279,6 +281,8 @@ int main(void)
 		workers[n_workers++] = l;
 	}
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	rmdir(rundir);
 	return ret;
 }
