@@ -304,7 +304,7 @@ with Client("10.89.1.1") as c:
 EOF
 prober_pid=$!
 ip netns exec "$ns_c" "$S" client 10.89.1.1 --images "$IMG" --count 3000 --outstanding 256 \
-	--timeout-ms 5000 --json >"$tmp/drain-load.json" &
+	--timeout-ms 5000 --json >"$tmp/drain-load.json" 2>/dev/null & # refused once draining
 load_pid=$!
 for _ in $(seq 200); do
 	[ "$(host_stat 1 requests)" -ge 300 ] && grep -q serving "$tmp/states" 2>/dev/null && break
