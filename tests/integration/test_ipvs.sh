@@ -124,13 +124,27 @@ start_host() {
 	netns_wait_log "$tmp/host$k.log" "^host: serving" "${host_pid[$k]}" "splitnic-host $k" ||
 		fail "$NETNS_WHY"
 }
-host_answered() { # K: requests server K's host saw answered (by its NIC or itself)
-	dpdk_telemetry "snipvsh$1$tag" /splitnic/host/stats |
-		$PY -c "import json,sys; s=json.load(sys.stdin); print(s['answered_nic']+s['answered_host'])"
-}
-host_stat() { # K KEY
-	dpdk_telemetry "snipvsh$1$tag" /splitnic/host/stats |
-		$PY -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+# host_stats K:KEY...: counters of the hosts (telemetry), one line, in one Python process;
+# KEY "answered": the requests a host saw answered, by its NIC or itself
+host_stats() {
+	$PY - "$tag" "$@" <<'EOF'
+import json, socket, sys
+got = {}
+def stats(k):
+    if k not in got:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(f"/var/run/dpdk/snipvsh{k}{sys.argv[1]}/dpdk_telemetry.v2")
+        json.loads(s.recv(16384))
+        s.send(b"/splitnic/host/stats")
+        got[k] = json.loads(s.recv(65536))["/splitnic/host/stats"]
+    return got[k]
+out = []
+for a in sys.argv[2:]:
+    k, key = a.split(":")
+    s = stats(k)
+    out.append(s["answered_nic"] + s["answered_host"] if key == "answered" else s[key])
+print(*out)
+EOF
 }
 rs_count() { ip netns exec "$ns_r" ipvsadm -Ln -u "$VIP:21326" 2>/dev/null | grep -c -- '->.*Masq'; }
 
@@ -216,14 +230,15 @@ EOF
 }
 
 # --- 1. spread ---------------------------------------------------------------------------------
-for k in 1 2 3; do a0[$k]=$(host_answered $k); done
+read -r a1 a2 a3 <<<"$(host_stats 1:answered 2:answered 3:answered)"
+a0=(- "$a1" "$a2" "$a3")
 t=$(date +%s.%N)
 client "$tmp/spread" || fail "client (spread) exited $?"
 echo "spread run: $(since "$t") s"
 check_run spread "$tmp/spread"
 counts=
 for k in 1 2 3; do
-	counts="$counts $(($(host_answered $k) - a0[k]))"
+	counts="$counts $(($(host_stats $k:answered) - a0[k]))"
 done
 ip netns exec "$ns_r" ipvsadm -Ln --stats -u "$VIP:21326"
 for k in 1 2 3; do
@@ -242,11 +257,12 @@ if sum(c) != n or any(abs(x - even) > 0.2 * even for x in c):
 EOF
 
 # --- 2. failover -------------------------------------------------------------------------------
-for k in 1 2 3; do a0[$k]=$(host_answered $k); done
+read -r a1 a2 a3 <<<"$(host_stats 1:answered 2:answered 3:answered)"
+a0=(- "$a1" "$a2" "$a3")
 client "$tmp/failover" --payload 300 &
 cli_pid=$!
 for _ in $(seq 600); do
-	[ $(($(host_answered 2) - a0[2])) -ge $((N / 9)) ] && break
+	[ $(($(host_stats 2:answered) - a0[2])) -ge $((N / 9)) ] && break
 	sleep 0.05
 done
 # the time from the kill to the real server's removal, read from /proc/net/ip_vs in one shell
@@ -264,16 +280,19 @@ removed=$(awk -v ms="$removed" 'BEGIN { printf "%.2f", ms / 1000 }')
 wait "${host_pid[2]}" "${nic_pid[2]}" 2>/dev/null
 host_pid[2]= nic_pid[2]=
 rm -rf /var/run/dpdk/snipvs?2"$tag"
-echo "server 2 killed after $(($(host_answered 1) - a0[1] + $(host_answered 3) - a0[3])) answers" \
+read -r a1 a3 <<<"$(host_stats 1:answered 3:answered)"
+echo "server 2 killed after $((a1 - a0[1] + a3 - a0[3])) answers" \
 	"by the others: keepalived removed it after ${removed} s"
 wait "$cli_pid" || fail "client (failover) exited $?"
 check_run failover "$tmp/failover"
 [ "$($PY -c "import json; print(json.load(open('$tmp/failover.json'))['retransmissions'])")" -gt 0 ] ||
 	fail "no retransmission in the failover run: the kill came too late to test failover"
 for k in 1 3; do
-	[ "$(host_stat $k reasm_expired)" = 0 ] || fail "server $k: a reassembly expired"
-	[ "$(host_stat $k error_busy_reasm)" = 0 ] || fail "server $k: reassembly table full"
-	[ "$(host_stat $k fragments)" -ge $((4 * ($(host_answered $k) - a0[k]))) ] ||
+	read -r expired full frags answered <<<"$(host_stats $k:reasm_expired $k:error_busy_reasm \
+		$k:fragments $k:answered)"
+	[ "$expired" = 0 ] || fail "server $k: a reassembly expired"
+	[ "$full" = 0 ] || fail "server $k: reassembly table full"
+	[ "$frags" -ge $((4 * (answered - a0[k]))) ] ||
 		fail "server $k: fewer than 4 fragments per request in the failover run"
 done
 grep -h "Removing service\|Adding service\|Misc check.*failed\|exited with status" \
@@ -307,7 +326,7 @@ ip netns exec "$ns_c" "$S" client 10.89.1.1 --images "$IMG" --count 3000 --outst
 	--timeout-ms 5000 --json >"$tmp/drain-load.json" 2>/dev/null & # refused once draining
 load_pid=$!
 for _ in $(seq 200); do
-	[ "$(host_stat 1 requests)" -ge 300 ] && grep -q serving "$tmp/states" 2>/dev/null && break
+	[ "$(host_stats 1:requests)" -ge 300 ] && grep -q serving "$tmp/states" 2>/dev/null && break
 	sleep 0.05
 done
 kill -TERM "${host_pid[1]}"
