@@ -46,6 +46,16 @@ netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"
 for t in ipvsadm keepalived ethtool; do
 	command -v $t >/dev/null || { echo "FAIL: $t missing (make deps)"; exit 1; }
 done
+# the operator's script refuses what it cannot use, naming it (before any set-up)
+for bad in "--vip 10.89.0.300 10.89.1.1|--vip: an IPv4 address" \
+	"--vip 10.89.0.100 --scheduler rr 10.89.1.1|--scheduler: sh or mh" \
+	"--vip 10.89.0.100 10.89.1.1:0|port 1 to 65535" "--vip 10.89.0.100|at least one SERVER"; do
+	# shellcheck disable=SC2086
+	if msg=$(tools/ipvs-setup.sh ${bad%%|*} 2>&1); then
+		echo "FAIL: tools/ipvs-setup.sh ${bad%%|*} accepted"; exit 1
+	fi
+	[[ $msg == *"${bad#*|}"* ]] || { echo "FAIL: ipvs-setup.sh said '$msg'"; exit 1; }
+done
 uml_need_ipvs "$0" "$@"
 modprobe -q veth 2>/dev/null
 modprobe -q ip_vs_sh 2>/dev/null
