@@ -192,7 +192,7 @@ done
 cat "$tmp/health1.txt"
 
 tools/ipvs-setup.sh --vip "$VIP" --scheduler mh --method nat --delay-loop 1 \
-	--check-timeout-ms 1000 --misc-timeout 5 --splitnic "$S" --keepalived "$tmp/keepalived.conf" \
+	--check-timeout-ms 1000 --misc-timeout 10 --splitnic "$S" --keepalived "$tmp/keepalived.conf" \
 	10.89.1.1 10.89.2.1 10.89.3.1 || fail "tools/ipvs-setup.sh"
 ip netns exec "$ns_r" keepalived --dont-fork --log-console --log-detail --check \
 	--use-file "$tmp/keepalived.conf" --pid "$tmp/ka.pid" --checkers_pid "$tmp/kac.pid" \
