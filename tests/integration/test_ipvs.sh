@@ -14,9 +14,9 @@
 #      requests) within 20% of even;
 #   2. failover: the whole test set again, every request fragmented (a 300-byte payload: 4
 #      datagrams each); one server's splitnic-nic and splitnic-host killed (SIGKILL) once it
-#      has answered a ninth of the requests (a third of its share): keepalived removes it within its check interval (delay_loop 1 s + the check's
-#      1 s timeout, 1 s of slack: 3 s), the client's retransmissions (same request id) are
-#      answered by the other two; every request answered exactly once to the application
+#      has answered a ninth of the requests (a third of its share): keepalived removes it
+#      within its check interval and the check's timeout (delay_loop 1 s + 1 s, and 1 s of
+#      slack: 3 s), the client's retransmissions (same request id) are answered by the other two; every request answered exactly once to the application
 #      (duplicates counted, never delivered), correct classes; no reassembly expired on the
 #      others (the fragments of a request stayed together);
 #   3. draining: a server's splitnic-host gets SIGTERM while loaded; HEALTH says draining until
