@@ -14,10 +14,21 @@
  *   splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...] [--executors E]
  *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
  *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
+ *       [--name NAME] [--idle-sleep-us US] [--drain-ms MS]
  *
  * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
  * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent back to
  * the host (splitnic-host's completion notice, see nicfw/dispatch.h).
+ *
+ * HEALTH (nicfw/health.h): the NIC answers probes on its wire port with its identity (--name,
+ * default splitnic-nic@--ip), its models (stand-alone ones whole, co-processor parts as nic-part)
+ * and its state: degraded while it holds a NIC part and the host port's link is down. SIGINT/
+ * SIGTERM: the state becomes draining (REQUESTs for its stand-alone models are refused with
+ * ERROR BUSY, detail 1; ACTIVATIONs from its host are still run), and the NIC exits once it holds
+ * nothing, or after --drain-ms (default 1000).
+ *
+ * --idle-sleep-us US: after 1000 loop turns without a frame, sleep US between turns (for shared
+ * cores: tests, several servers on one machine); 0 (default) busy-polls.
  *
  * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models, /splitnic/nic/timing
  * (per model: the NIC time measured from submit to result, i.e. the RESPONSE's nic field, its
@@ -50,16 +61,18 @@
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/emu/emu.h"
+#include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
 
-#define NIC_BURST     32
-#define NIC_RX_DESC   1024
-#define NIC_TX_DESC   1024
-#define NIC_MBUFS     8191
-#define NIC_TX_TRIES  64
-#define NIC_RUN_SLICE 64   /* inline runner: handlers per loop turn */
-#define NIC_EMU_WARM  32   /* emu: most warm-up requests to find the steady state */
-#define NIC_SAMPLES   4096 /* per model: the last NIC times kept for percentiles */
+#define NIC_BURST	 32
+#define NIC_RX_DESC	 1024
+#define NIC_TX_DESC	 1024
+#define NIC_MBUFS	 8191
+#define NIC_TX_TRIES	 64
+#define NIC_RUN_SLICE	 64	     /* inline runner: handlers per loop turn */
+#define NIC_EMU_WARM	 32	     /* emu: most warm-up requests to find the steady state */
+#define NIC_SAMPLES	 4096	     /* per model: the last NIC times kept for percentiles */
+#define NIC_LINK_POLL_NS 10000000ull /* HEALTH state: link and signals checked this often */
 
 struct nic_opts {
 	const char *model_path[NICFW_DISP_MAX_MODELS];
@@ -76,6 +89,9 @@ struct nic_opts {
 	uint32_t payload;
 	double duration;
 	const char *stats_file;
+	const char *name;
+	uint32_t idle_sleep_us;
+	uint64_t drain_ns;
 };
 
 /* Platform emu, per model: the emulator and its modeled schedule (ns on the loop's clock). */
@@ -103,6 +119,7 @@ struct nic {
 	struct nic_opts o;
 	struct kern_model *m[NICFW_DISP_MAX_MODELS];
 	struct nicfw_disp *disp;
+	struct nicfw_health health;
 	struct nicfw_lcore *lc;
 	struct nic_emu_model emu[NICFW_DISP_MAX_MODELS];
 	struct nic_timing *tm; /* n_models */
@@ -113,6 +130,7 @@ struct nic {
 	uint16_t port_id[2];
 	uint64_t tx_drop[2]; /* frames a port would not take after NIC_TX_TRIES */
 	uint64_t loops;
+	uint64_t rx_frames; /* both ports */
 };
 
 static volatile sig_atomic_t nic_quit;
@@ -223,7 +241,9 @@ static void usage(FILE *f)
 		"         [--executors E (1..256, default 16)] [--platform lcore|emu]\n"
 		"         [--port UDP (default %u)] [--ip A.B.C.D (answer ARP for it)]\n"
 		"         [--wire-port N (0)] [--host-port N (1)] [--payload BYTES (1400)]\n"
-		"         [--duration S] [--stats-file FILE] [--notify-host]\n",
+		"         [--duration S] [--stats-file FILE] [--notify-host]\n"
+		"         [--name NAME (splitnic-nic@IP)] [--idle-sleep-us US (0)]\n"
+		"         [--drain-ms MS (1000)]\n",
 		PROTO_DEFAULT_PORT);
 }
 
@@ -254,6 +274,9 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-file", required_argument, NULL, 's'},
 	    {"notify-host", no_argument, NULL, 'N'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"idle-sleep-us", required_argument, NULL, 'S'},
+	    {"drain-ms", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -268,6 +291,7 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 	o->wire = 0;
 	o->host = 1;
 	o->payload = PROTO_DEFAULT_PAYLOAD;
+	o->drain_ns = 1000000000ull;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		switch (c) {
@@ -354,6 +378,27 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 			break;
 		case 'N':
 			o->notify_host = true;
+			break;
+		case 'n':
+			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
+				fprintf(stderr, "nic: --name: 1 to %u characters, got '%s'\n",
+					PROTO_HEALTH_IDENT_LEN, optarg);
+				return -EINVAL;
+			}
+			o->name = optarg;
+			break;
+		case 'S':
+		case 'D':
+			if (parse_u32(optarg, 0, c == 'S' ? 100000 : 600000, &v)) {
+				fprintf(stderr, "nic: %s: 0 to %u, got '%s'\n",
+					c == 'S' ? "--idle-sleep-us" : "--drain-ms",
+					c == 'S' ? 100000 : 600000, optarg);
+				return -EINVAL;
+			}
+			if (c == 'S')
+				o->idle_sleep_us = v;
+			else
+				o->drain_ns = (uint64_t)v * 1000000;
 			break;
 		case 'h':
 			usage(stdout);
@@ -720,6 +765,31 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 	return 0;
 }
 
+/* The HEALTH report: identity and the models as the dispatcher holds them. */
+static int nic_health_setup(struct nic *n, struct nicfw_disp_config *dc, char *err, size_t errlen)
+{
+	char ident[PROTO_HEALTH_IDENT_LEN + 1];
+
+	snprintf(ident, sizeof(ident), "splitnic-nic@%u.%u.%u.%u", n->o.ip >> 24,
+		 (n->o.ip >> 16) & 0xff, (n->o.ip >> 8) & 0xff, n->o.ip & 0xff);
+	nicfw_health_init(&n->health, n->o.name ? n->o.name : ident);
+	for (uint32_t i = 0; i < dc->n_models; i++) {
+		const struct nicfw_disp_model *md = &dc->model[i];
+		const struct kern_shape *in = &n->m[i]->layers[md->layer].in;
+		bool bits = md->in_fmt == PROTO_FMT_BITS;
+
+		if (nicfw_health_add(&n->health, md->model_id, md->layer, md->in_fmt,
+				     bits ? md->in_count : in->c, bits ? 1 : in->h,
+				     bits ? 1 : in->w, md->classes, n->m[i]->name)) {
+			snprintf(err, errlen, "health: more than %u models",
+				 NICFW_HEALTH_MAX_MODELS);
+			return -EINVAL;
+		}
+	}
+	dc->health = &n->health;
+	return 0;
+}
+
 static int nic_setup(struct nic *n, char *err, size_t errlen)
 {
 	struct nicfw_disp_config dc = {0};
@@ -768,6 +838,9 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	dc.notify_host = n->o.notify_host;
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
+	ret = nic_health_setup(n, &dc, err, errlen);
+	if (ret)
+		return ret;
 	n->disp = nicfw_disp_create(&dc, err, errlen);
 	if (!n->disp)
 		return -EINVAL;
@@ -807,6 +880,7 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 	cnt = rte_eth_rx_burst(n->port_id[from], 0, pkts, NIC_BURST);
 	if (!cnt)
 		return;
+	n->rx_frames += cnt;
 	for (uint16_t i = 0; i < cnt; i++) {
 		struct rte_mbuf *mb = pkts[i];
 		enum nicfw_disp_action a;
@@ -835,19 +909,45 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 		send_all(n, from, back, nb);
 }
 
+/* Every NIC_LINK_POLL_NS: the HEALTH state from SIGTERM and the host port's link. Returns
+ * false when the drain is over (nothing held, or --drain-ms passed). */
+static bool nic_health_update(struct nic *n, uint64_t now, uint64_t *next, uint64_t *drain_end)
+{
+	struct rte_eth_link l = {0};
+
+	if (unlikely(nic_quit && !*drain_end)) {
+		*drain_end = now + n->o.drain_ns + 1;
+		printf("nic: %s: draining %u request(s)\n",
+		       nic_quit == SIGINT ? "SIGINT" : "SIGTERM", nicfw_disp_pending(n->disp));
+		fflush(stdout);
+	}
+	if (*drain_end && (!nicfw_disp_pending(n->disp) || now >= *drain_end))
+		return false;
+	if (now < *next)
+		return true;
+	*next = now + NIC_LINK_POLL_NS;
+	rte_eth_link_get_nowait(n->port_id[NICFW_PORT_HOST], &l);
+	n->health.state = nicfw_health_state(&n->health, *drain_end != 0, l.link_status);
+	return true;
+}
+
 static void nic_loop(struct nic *n)
 {
 	const uint64_t t_end =
 	    n->o.duration > 0
 		? rte_get_tsc_cycles() + (uint64_t)(n->o.duration * (double)rte_get_tsc_hz())
 		: UINT64_MAX;
-	uint64_t cyc, now;
+	uint64_t cyc, now, next_check = 0, drain_end = 0, rx0;
+	uint32_t idle = 0;
 
-	while (!nic_quit) {
+	for (;;) {
 		cyc = rte_get_tsc_cycles();
 		if (unlikely(cyc >= t_end))
 			break;
 		now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
+		if (!nic_health_update(n, now, &next_check, &drain_end))
+			break;
+		rx0 = n->rx_frames;
 		rx_port(n, NICFW_PORT_WIRE, now);
 		rx_port(n, NICFW_PORT_HOST, now);
 		if (n->lc)
@@ -856,6 +956,10 @@ static void nic_loop(struct nic *n)
 		rte_eth_tx_buffer_flush(n->port_id[0], 0, n->txb[0]);
 		rte_eth_tx_buffer_flush(n->port_id[1], 0, n->txb[1]);
 		n->loops++;
+		if (n->rx_frames != rx0 || nicfw_disp_pending(n->disp))
+			idle = 0;
+		else if (n->o.idle_sleep_us && ++idle > 1000)
+			rte_delay_us_sleep(n->o.idle_sleep_us);
 	}
 }
 
@@ -919,9 +1023,9 @@ int main(int argc, char **argv)
 	       n->o.wire, n->o.host, n->o.udp_port, n->o.ip ? ", answering ARP" : "");
 	fflush(stdout);
 	nic_loop(n);
-	printf("nic: %s after %lu loop turns\n",
+	printf("nic: %s after %lu loop turns, %u request(s) left\n",
 	       nic_quit ? (nic_quit == SIGINT ? "SIGINT" : "SIGTERM") : "duration reached",
-	       (unsigned long)n->loops);
+	       (unsigned long)n->loops, nicfw_disp_pending(n->disp));
 	f = n->o.stats_file ? fopen(n->o.stats_file, "w") : NULL;
 	if (n->o.stats_file && !f)
 		fprintf(stderr, "nic: %s: %s\n", n->o.stats_file, strerror(errno));
