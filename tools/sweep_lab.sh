@@ -22,8 +22,8 @@
 #                            splitnic-nic (EAL: $LAB_NIC_EAL, default -l 0) with NIC-ARGS
 #                            after its "--", then, when HOST-ARGS are given, splitnic-host
 #                            (EAL: $LAB_HOST_EAL, default -l 1) with them; both answer for
-#                            10.89.0.1. Waits until both serve and the host's link is up. Logs,
-#                            pid files and --stats-file outputs in DIR.
+#                            10.89.0.1. Waits (up to a minute each) until both serve and the
+#                            host's link is up. Logs, pid files and --stats-file outputs in DIR.
 #   stop TAG DIR             SIGTERM to both (SIGKILL after 5 s), their DPDK runtime folders
 #                            removed
 #   client TAG ARGS...       `splitnic client 10.89.0.1 ARGS...` in the front-end namespace
@@ -100,6 +100,16 @@ stop() {
 	rm -rf "/var/run/dpdk/$pfx_n" "/var/run/dpdk/$pfx_h"
 }
 
+# wait_ready LOG RE PID WHAT: up to 60 s (netns_wait_log's 10 s, six times) while PID runs: the
+# emu platform warms each model's chain up on the emulator before it serves
+wait_ready() {
+	for _ in 1 2 3 4 5 6; do
+		netns_wait_log "$@" && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+	done
+	return 1
+}
+
 host_link_up() {
 	dpdk_telemetry "$pfx_h" /splitnic/host/stats 2>/dev/null | grep -q '"link_up": 1'
 }
@@ -120,7 +130,7 @@ start() {
 		--stats-file "$dir/nic.stats" >>"$dir/nic.log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$dir/nic.pid"
-	netns_wait_log "$dir/nic.log" "^nic: forwarding" "$pid" splitnic-nic ||
+	wait_ready "$dir/nic.log" "^nic: forwarding" "$pid" splitnic-nic ||
 		{ tail -5 "$dir/nic.log" >&2; die "$NETNS_WHY"; }
 	[ ${#host_args[@]} -eq 0 ] && return 0
 	: >"$dir/host.log"
@@ -130,7 +140,7 @@ start() {
 		"${host_args[@]}" --ip "$ADDR" --stats-file "$dir/host.stats" >>"$dir/host.log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$dir/host.pid"
-	netns_wait_log "$dir/host.log" "^host: serving" "$pid" splitnic-host ||
+	wait_ready "$dir/host.log" "^host: serving" "$pid" splitnic-host ||
 		{ tail -5 "$dir/host.log" >&2; die "$NETNS_WHY"; }
 	for _ in $(seq 100); do
 		host_link_up && return 0
