@@ -510,6 +510,7 @@ int cmd_sweep(int argc, char **argv)
 	    {"packet", no_argument, NULL, 'K'},
 	    {"load", required_argument, NULL, 'L'},
 	    {"duration", required_argument, NULL, 'd'},
+	    {"rounds", required_argument, NULL, 'R'},
 	    {"objective", required_argument, NULL, 'b'},
 	    {"platform", required_argument, NULL, 'F'},
 	    {"executors", required_argument, NULL, 'e'},
@@ -528,7 +529,7 @@ int cmd_sweep(int argc, char **argv)
 	    "FILE.png|FILE.svg]\n"
 	    "         [--normalize] [--json FILE]\n"
 	    "  in process (default): [--images IDX | --npy FILE] [--count N]\n"
-	    "  over the packet path: --packet [--load R,R,...|Fx,...] [--duration S]\n"
+	    "  over the packet path: --packet [--load R,R,...|Fx,...] [--duration S] [--rounds N]\n"
 	    "         [--objective latency|p99] [--platform emu|lcore] [--executors E]\n"
 	    "         [--splits K,...,host] [--host-opt 'OPTS'] [--images IDX] [--lab SCRIPT]\n"
 	    "         [--tag T] | --servers ADDR [--netns NS] --split K|host\n"
@@ -538,6 +539,7 @@ int cmd_sweep(int argc, char **argv)
 	const char *profile = NULL, *inputs = NULL, *plot = NULL, *json = NULL, *link = NULL;
 	const char *splits = NULL;
 	struct sweep_pk_opts po = {.duration = 3,
+				   .rounds = 1,
 				   .platform = "emu",
 				   .executors = 16,
 				   .host_opt = "--idle-sleep-us 20",
@@ -597,6 +599,11 @@ int cmd_sweep(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'R':
+			if (parse_count(optarg, &v, 1, SWEEP_MAX_ROUNDS, "--rounds"))
+				return 2;
+			po.rounds = (uint32_t)v;
 			break;
 		case 'b':
 			ret = split_objective_from_name(optarg);

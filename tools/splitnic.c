@@ -58,7 +58,8 @@ static const struct splitnic_cmd cmds[] = {
     {"sweep", cmd_sweep,
      "sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--plot FILE.png|FILE.svg] [--normalize] "
      "[--json FILE] ([--images IDX|--npy FILE] [--count N] | --packet [--load R,...|Fx,...] "
-     "[--duration S] [--splits K,...,host] [--platform emu|lcore] | --packet --servers ADDR "
+     "[--duration S] [--rounds N] [--splits K,...,host] [--platform emu|lcore] | --packet "
+     "--servers ADDR "
      "--split K|host)\n"
      "every single split and the planner's choice, in process or over the packet path"},
 };

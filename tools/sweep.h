@@ -13,8 +13,9 @@
 #include "protocol/proto.h"
 #include "split/split.h"
 
-#define SWEEP_MAX_BW   8
-#define SWEEP_MAX_LOAD 8
+#define SWEEP_MAX_BW	 8
+#define SWEEP_MAX_LOAD	 8
+#define SWEEP_MAX_ROUNDS 9
 
 struct sweep_pk_opts {
 	const char *model_path;
@@ -27,7 +28,8 @@ struct sweep_pk_opts {
 	double load[SWEEP_MAX_LOAD]; /* requests/s, or a multiple of the all-host capacity */
 	bool load_rel[SWEEP_MAX_LOAD];
 	uint32_t n_load;
-	double duration;      /* seconds of offered load per point */
+	double duration;      /* seconds of offered load per point and round */
+	uint32_t rounds;      /* interleaved rounds, 1..SWEEP_MAX_ROUNDS */
 	uint32_t objective;   /* the planner's: enum split_objective */
 	const char *platform; /* splitnic-nic --platform */
 	uint32_t executors;   /* splitnic-nic --executors */

@@ -35,9 +35,10 @@
 enum pk_time { PT_TOTAL, PT_RX, PT_QUEUE, PT_HOST, PT_PACK, PT_XFER, PT_NIC, PT_TX };
 
 struct pk_cand {
-	uint32_t k;		/* NIC from op k; m->n_layers: all-host */
-	struct sweep_point *pt; /* [rate][load] */
-	struct split_plan plan; /* its stages */
+	uint32_t k;		 /* NIC from op k; m->n_layers: all-host */
+	struct sweep_point *pt;	 /* [rate][load]: the medians over the rounds */
+	struct sweep_point *rnd; /* [rate][load][round] */
+	struct split_plan plan;	 /* its stages */
 };
 
 struct pk {
@@ -259,35 +260,90 @@ static int measure_capacity(struct pk *p)
 	return pk_stop ? -EINTR : 0;
 }
 
+/* A point from its rounds: the medians of each figure, the counts summed. */
+static void combine_rounds(struct sweep_point *pt, const struct sweep_point *r, uint32_t n)
+{
+	const struct split_load_pred pred = pt->pred;
+	double v[SWEEP_MAX_ROUNDS];
+
+#define MEDIAN_OF(field)                                                                           \
+	do {                                                                                       \
+		uint32_t m_ = 0;                                                                   \
+		for (uint32_t i_ = 0; i_ < n; i_++)                                                \
+			if (isfinite(r[i_].field))                                                 \
+				v[m_++] = r[i_].field;                                             \
+		pt->field = stats_median(v, m_);                                                   \
+	} while (0)
+	memset(pt, 0, sizeof(*pt));
+	pt->pred = pred;
+	pt->load = r[0].load;
+	pt->done = true;
+	MEDIAN_OF(p50);
+	MEDIAN_OF(p99);
+	MEDIAN_OF(mean);
+	MEDIAN_OF(thr);
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
+		MEDIAN_OF(srv[k]);
+		MEDIAN_OF(srv_p50[k]);
+	}
+#undef MEDIAN_OF
+	for (uint32_t i = 0; i < n; i++) {
+		pt->requests += r[i].requests;
+		pt->responses += r[i].responses;
+		pt->errors += r[i].errors;
+		pt->busy += r[i].busy;
+		pt->timeouts += r[i].timeouts;
+		pt->ex_nic += r[i].ex_nic;
+		pt->ex_fallback += r[i].ex_fallback;
+	}
+}
+
+/*
+ * Every candidate at every rate and load, in --rounds interleaved rounds (the candidates one
+ * after the other in each round, so that a machine whose load drifts sees them alike); each
+ * point is the medians over its rounds.
+ */
 static int measure(struct pk *p)
 {
+	const uint32_t R = p->o->rounds;
 	int ret = 0;
 
-	for (uint32_t j = 0; j < p->n_cand && !ret && !pk_stop; j++) {
-		struct pk_cand *c = &p->cand[j];
+	for (uint32_t r = 0; r < R && !ret && !pk_stop; r++) {
+		for (uint32_t j = 0; j < p->n_cand && !ret && !pk_stop; j++) {
+			struct pk_cand *c = &p->cand[j];
 
-		if (!p->o->servers && start_servers(p, c)) {
-			fprintf(stderr, "splitnic sweep: the servers did not start (split at %u)\n",
-				c->k);
-			return -EIO;
-		}
-		for (uint32_t b = 0; b < p->o->n_rate && !ret && !pk_stop; b++) {
-			if (sweep_lab_shape(&p->lab, p->o->rate[b]))
+			if (!p->o->servers && start_servers(p, c)) {
+				fprintf(stderr,
+					"splitnic sweep: the servers did not start (split at %u)\n",
+					c->k);
 				return -EIO;
-			for (uint32_t l = 0; l < p->o->n_load && !ret && !pk_stop; l++) {
-				struct sweep_point *pt = &c->pt[b * SWEEP_MAX_LOAD + l];
-				const struct split_load_pred pred = pt->pred;
+			}
+			for (uint32_t b = 0; b < p->o->n_rate && !ret && !pk_stop; b++) {
+				if (sweep_lab_shape(&p->lab, p->o->rate[b]))
+					return -EIO;
+				for (uint32_t l = 0; l < p->o->n_load && !ret && !pk_stop; l++) {
+					const uint32_t i = b * SWEEP_MAX_LOAD + l;
+					struct sweep_point *pt = &c->rnd[i * SWEEP_MAX_ROUNDS + r];
 
-				ret = run_point(p, p->load[b][l], pt);
-				pt->pred = pred;
-				pt->load = p->load[b][l];
-				if (!ret)
-					progress(p, c, b, pt);
-				/* let a saturated queue drain before the next point */
-				usleep(300000);
+					ret = run_point(p, p->load[b][l], pt);
+					pt->load = p->load[b][l];
+					pt->pred = c->pt[i].pred;
+					if (!ret)
+						progress(p, c, b, pt);
+					/* let a saturated queue drain before the next point */
+					usleep(300000);
+				}
 			}
 		}
 	}
+	for (uint32_t j = 0; j < p->n_cand && !ret; j++)
+		for (uint32_t b = 0; b < p->o->n_rate; b++)
+			for (uint32_t l = 0; l < p->o->n_load; l++) {
+				const uint32_t i = b * SWEEP_MAX_LOAD + l;
+
+				combine_rounds(&p->cand[j].pt[i],
+					       &p->cand[j].rnd[i * SWEEP_MAX_ROUNDS], R);
+			}
 	return ret ? ret : pk_stop ? -EINTR : 0;
 }
 
@@ -606,7 +662,8 @@ static int candidates(struct pk *p)
 			c->plan.stage[c->plan.n_stages++] = (struct split_stage){
 			    .exec = SPLIT_EX_NIC, .first = k, .last = m->n_layers};
 		c->pt = calloc(SWEEP_MAX_BW * SWEEP_MAX_LOAD, sizeof(*c->pt));
-		if (!c->pt)
+		c->rnd = calloc(SWEEP_MAX_BW * SWEEP_MAX_LOAD * SWEEP_MAX_ROUNDS, sizeof(*c->rnd));
+		if (!c->pt || !c->rnd)
 			return -ENOMEM;
 		p->n_cand++;
 	}
@@ -638,7 +695,7 @@ int sweep_packet_run(const struct kern_model *m, const struct split_profile *pr,
 	for (uint32_t b = 0; b < o->n_rate; b++)
 		for (uint32_t l = 0; l < o->n_load; l++)
 			p.load[b][l] = o->load_rel[l] ? 0 : o->load[l];
-	p.points = p.n_cand * o->n_rate * o->n_load;
+	p.points = p.n_cand * o->n_rate * o->n_load * o->rounds;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	p.t_start = lat_now_ns();
@@ -679,8 +736,10 @@ out_sig:
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 out:
-	for (uint32_t j = 0; p.cand && j < p.n_cand; j++)
+	for (uint32_t j = 0; p.cand && j < p.n_cand; j++) {
 		free(p.cand[j].pt);
+		free(p.cand[j].rnd);
+	}
 	free(p.cand);
 	return ret ? 1 : 0;
 }

@@ -9,7 +9,7 @@
 #      seed 7): every split where the NIC can start and all-host, emu NIC, link rates
 #      $SPLIT_RATES Gbit/s (tc tbf), offered loads $SPLIT_LOADS (multiples of the all-host
 #      capacity measured first at each rate: one past it), Poisson arrivals, $SPLIT_DURATION s a
-#      point;
+#      point in each of $SPLIT_ROUNDS interleaved rounds (medians over the rounds);
 #   3. per model, rate and load (a case): the planner's choice (`plan --load`, objective
 #      latency: the p50) against the measured best split (end-to-end p50); the share of cases
 #      within 5% (target >= 90%), the median prediction error |MODELED - MEASURED| / MEASURED
@@ -25,7 +25,8 @@ export BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
 W=$B/bench-split
 RATES=${SPLIT_RATES:-0.1,1,10}
 LOADS=${SPLIT_LOADS:-0.3x,0.7x,1.3x}
-DURATION=${SPLIT_DURATION:-2}
+DURATION=${SPLIT_DURATION:-1}
+ROUNDS=${SPLIT_ROUNDS:-3}
 PY=/usr/bin/python3
 [ "$(id -u)" = 0 ] || { echo "bench_split: skip: not root (namespaces, tc, DPDK)"; exit 0; }
 mkdir -p "$W"
@@ -52,14 +53,14 @@ for m in "${models[@]}"; do
 	name=$(basename "$m" .snm)
 	echo "== sweep over the packet path: $name"
 	"$S" sweep "$m" --packet --profile "$W/packet.profile" --link-gbps "$RATES" --load "$LOADS" \
-		--duration "$DURATION" --json "$W/sweep-$name.json" --plot "$W/sweep-$name.png" \
+		--duration "$DURATION" --rounds "$ROUNDS" --json "$W/sweep-$name.json" --plot "$W/sweep-$name.png" \
 		>"$W/sweep-$name.txt" 2>"$W/sweep-$name.err" ||
 		{ tail -5 "$W/sweep-$name.err"; echo "bench_split: sweep $name failed"; exit 1; }
 	grep -E '^SWEEP' "$W/sweep-$name.txt"
 done
 
 t1=$(date +%s)
-$PY - "$W" "$((t1 - t0))" "$RATES" "$LOADS" "$DURATION" "${models[@]}" <<'EOF'
+$PY - "$W" "$((t1 - t0))" "$RATES" "$LOADS" "$DURATION s x $ROUNDS interleaved rounds" "${models[@]}" <<'EOF'
 import json, os, statistics, sys
 w, secs, rates, loads, dur, models = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
 cases, ok, errs, perrs, not_host = 0, 0, [], [], []
@@ -91,7 +92,7 @@ share = 100 * ok / cases if cases else 0
 med, medp = 100 * statistics.median(errs), 100 * statistics.median(perrs)
 method = (f"tests/bench/bench_split.sh: splitnic sweep --packet, {len(models)} models x link "
           f"{rates} Gbit/s (tc tbf) x loads {loads} (x all-host capacity), emu NIC, Poisson, "
-          f"{dur} s a point; profile from calibrate + calibrate --packet; {secs} s in all")
+          f"{dur} a point; profile from calibrate + calibrate --packet; {secs} s in all")
 print(f"planner within 5% of the measured best split (end-to-end p50): {ok} of {cases} cases "
       f"({share:.0f}%, target >= 90%)")
 print(f"median prediction error of the p50: {med:.1f}% over {len(errs)} points, {medp:.1f}% over "

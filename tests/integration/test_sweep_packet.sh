@@ -6,7 +6,7 @@
 #      own counters on the host's end hold exactly the ACTIVATIONs' frames and bytes. (How much
 #      the shaping delays them is a timing figure: tests/bench/bench_link.sh, make bench-split.)
 #   2. a short sweep over the packet path (fmnist-bcnn, all-host and the NIC from op 9, one
-#      rate, two loads): every point has answers and every request is accounted for (answered,
+#      rate, two loads, two interleaved rounds): every point has answers and every request is accounted for (answered,
 #      refused or timed out), SWEEP lines, the JSON holds measured and MODELED numbers apart
 #      (the latter labelled), the plot says MODELED; the lab is gone afterwards. How well the
 #      planner does is a timing figure (make bench-split), not asserted here.
@@ -66,14 +66,14 @@ bash $LAB stop $tag "$tmp/lab"
 bash $LAB down $tag
 
 # --- 2. a short sweep over the packet path --------------------------------------------------------
-"$S" sweep "$CNN" --packet --splits 9,host --link-gbps 1 --load 200,0.5x --duration 0.5 \
+"$S" sweep "$CNN" --packet --splits 9,host --link-gbps 1 --load 200,0.5x --duration 0.5 --rounds 2 \
 	--tag "$tag" --json "$tmp/sweep.json" --plot "$tmp/sweep.svg" >"$tmp/sweep.txt" \
 	2>"$tmp/sweep.err" || { tail -5 "$tmp/sweep.err"; fail "splitnic sweep --packet"; }
 grep '^SWEEP' "$tmp/sweep.txt"
 ip netns list | grep -q "snsw-$tag-" && fail "the sweep left its namespaces behind"
 [ "$(grep -c '^SWEEP mode=packet' "$tmp/sweep.txt")" = 2 ] || fail "not one SWEEP line per load"
 grep -q 'MODELED' "$tmp/sweep.svg" || fail "the plot does not say MODELED"
-grep -q '^sweep fmnist-bcnn: \[4/4\]' "$tmp/sweep.err" || fail "no progress lines"
+grep -q '^sweep fmnist-bcnn: \[8/8\]' "$tmp/sweep.err" || fail "no progress lines"
 $PY - "$tmp/sweep.json" <<'EOF' || fail "sweep JSON"
 import json, sys
 j = json.load(open(sys.argv[1]))
