@@ -5,7 +5,6 @@
  * one, the NIC emulator's modeled time for binary dense layers (a least-squares fit of
  * layer + per neuron-word costs), and the real protocol code for serialize / deserialize.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -341,23 +340,6 @@ out:
 	return ret;
 }
 
-/* The files of a flat temporary directory, then the directory. */
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[512];
-
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			unlink(path);
-		}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
 /* ---- the packet path (root: tools/sweep_lab.sh) -----------------------------------------------
  */
 
@@ -664,7 +646,7 @@ static int cal_packet(struct split_profile *pr, const char *lab_script, const ch
 	if (!ret)
 		ret = cal_pk_host(&lab, dir, pr);
 	sweep_lab_down(&lab);
-	remove_dir(dir);
+	sweep_remove_dir(dir);
 	return ret;
 }
 

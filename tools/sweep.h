@@ -77,8 +77,10 @@ int sweep_lab_up(struct sweep_lab *l);
 int sweep_lab_verb(struct sweep_lab *l, const char *verb, char *const args[]);
 /* The link at gbps (<= 0: not shaped). */
 int sweep_lab_shape(struct sweep_lab *l, double gbps);
-/* Stop the servers, delete the namespaces (when up). */
+/* Stop the servers, delete the namespaces and the servers' folder (when up). */
 void sweep_lab_down(struct sweep_lab *l);
+/* The files of a flat folder, then the folder (what is left is left quietly). */
+void sweep_remove_dir(const char *dir);
 /* `splitnic client ADDR ARGS... --json` against the lab (or --servers); into pt. */
 int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point *pt);
 

@@ -3,6 +3,7 @@
  * The C side of tools/sweep_lab.sh (the namespaces, the shaped link, the servers): run its verbs
  * and `splitnic client` against the lab's address (or running servers), read the client's JSON.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -138,6 +139,22 @@ int sweep_lab_shape(struct sweep_lab *l, double gbps)
 	return sweep_lab_verb(l, "shape", args) ? -EIO : 0;
 }
 
+void sweep_remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[512];
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
 void sweep_lab_down(struct sweep_lab *l)
 {
 	char *stop[] = {l->dir, NULL};
@@ -146,6 +163,7 @@ void sweep_lab_down(struct sweep_lab *l)
 		return;
 	sweep_lab_verb(l, "stop", stop);
 	sweep_lab_verb(l, "down", NULL);
+	sweep_remove_dir(l->dir);
 	l->up = false;
 }
 
