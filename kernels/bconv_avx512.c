@@ -246,20 +246,6 @@ void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_
 	}
 }
 
-/* 8x8 bit transpose: bit 8r+c moves to 8c+r. */
-static inline uint64_t transpose8(uint64_t m)
-{
-	uint64_t t;
-
-	t = (m ^ (m >> 7)) & 0x00aa00aa00aa00aaull;
-	m ^= t ^ (t << 7);
-	t = (m ^ (m >> 14)) & 0x0000cccc0000ccccull;
-	m ^= t ^ (t << 14);
-	t = (m ^ (m >> 28)) & 0x00000000f0f0f0f0ull;
-	m ^= t ^ (t << 28);
-	return m;
-}
-
 /*
  * 8 channels x 8 pixels per step: one compare per channel gives a byte over pixels, a bit
  * transpose turns them into one byte of channels per pixel, stored straight into its word.
@@ -296,7 +282,7 @@ static void pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32
 					m |= (uint64_t)_mm512_cmp_pd_mask(v, thr[i], _CMP_GE_OQ)
 					     << (8 * i);
 				}
-				m = transpose8(m ^ flip);
+				m = kern_transpose8(m ^ flip);
 				for (uint32_t p = 0; p < np; p++)
 					yb[((p0 + p) * wpp + c0 / 64) * 8 + (c0 % 64) / 8] =
 					    (uint8_t)(m >> (8 * p));

@@ -23,6 +23,9 @@ void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32
 void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
 			       uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
 			       uint64_t *y);
+void kern_ref_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *y);
+uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const struct kern_decide *d,
+			      uint64_t *bits, uint32_t *unsure);
 
 /* SIMD entry points shared between files of one instruction set. */
 void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
@@ -33,6 +36,10 @@ void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t
 			   uint64_t *y);
 void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 				const struct kern_thresh *t, uint64_t *y);
+void kern_avx512_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n,
+		       float *y);
+uint32_t kern_avx512_decide_pack(const float *y, uint32_t o, uint32_t np,
+				 const struct kern_decide *d, uint64_t *bits, uint32_t *unsure);
 void kern_avx2_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		     const uint64_t *w, int32_t *y);
 void kern_avx2_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
@@ -72,6 +79,20 @@ static inline void kern_tap_range(int64_t at, uint32_t k, uint32_t size, uint32_
 	h = h < k ? h : k;
 	*lo = (uint32_t)l;
 	*hi = (uint32_t)(h > l ? h : l);
+}
+
+/* 8x8 bit transpose: bit 8r+c moves to 8c+r. */
+static inline uint64_t kern_transpose8(uint64_t m)
+{
+	uint64_t t;
+
+	t = (m ^ (m >> 7)) & 0x00aa00aa00aa00aaull;
+	m ^= t ^ (t << 7);
+	t = (m ^ (m >> 14)) & 0x0000cccc0000ccccull;
+	m ^= t ^ (t << 14);
+	t = (m ^ (m >> 28)) & 0x00000000f0f0f0f0ull;
+	m ^= t ^ (t << 28);
+	return m;
 }
 
 #endif /* KERN_BIN_IMPL_H */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Reference binary kernels: plain C, the definition every SIMD table is tested against. */
+#include <math.h>
 #include <string.h>
 
 #include "kernels/bin_impl.h"
@@ -252,6 +253,39 @@ void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, ui
 				}
 }
 
+void kern_ref_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *y)
+{
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			float acc = 0.0f;
+
+			for (uint32_t t = 0; t < k; t++)
+				acc += a[(size_t)i * k + t] * b[(size_t)t * n + j];
+			y[(size_t)i * n + j] = acc;
+		}
+}
+
+uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const struct kern_decide *d,
+			      uint64_t *bits, uint32_t *unsure)
+{
+	uint32_t wpp = kern_words(o), n = 0;
+
+	memset(bits, 0, (size_t)np * wpp * sizeof(*bits));
+	for (uint32_t c = 0; c < o; c++)
+		for (uint32_t p = 0; p < np; p++) {
+			float v = y[(size_t)c * np + p] - d->thr[c];
+			float e = d->e[c] * d->s[p];
+
+			e = e + d->ea[c];
+			if (fabsf(v) <= e && e > 0.0f)
+				unsure[n++] = c * np + p;
+			else
+				bits[(size_t)p * wpp + c / 64] |=
+				    (uint64_t)((v >= 0.0f) ^ d->flip[c]) << (c % 64);
+		}
+	return n;
+}
+
 const struct kern_bin_ops kern_ops_ref = {
     .name = "ref",
     .bdense = ref_bdense,
@@ -264,4 +298,6 @@ const struct kern_bin_ops kern_ops_ref = {
     .threshold_pack = kern_ref_threshold_pack,
     .maxpool_bits = kern_ref_maxpool_bits,
     .maxpool_bits_and = kern_ref_maxpool_bits_and,
+    .sgemm = kern_ref_sgemm,
+    .decide_pack = kern_ref_decide_pack,
 };

@@ -251,6 +251,12 @@ void kern_ctx_free(struct kern_ctx *ctx);
 int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
 		       uint32_t batch, void *out);
 
+/*
+ * Outputs of float layers run in float32 (a conv feeding a sign or a threshold) that lay within
+ * their error bound of the decision and were decided from float64 values, since creation.
+ */
+uint64_t kern_ctx_recomputed(const struct kern_ctx *ctx);
+
 /* The whole model: scores (double [batch][classes]) from the model input. */
 int kern_forward(struct kern_ctx *ctx, const void *in, uint32_t batch, double *scores);
 

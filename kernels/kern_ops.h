@@ -23,6 +23,13 @@ struct kern_thresh {
 	const uint8_t *flip;
 };
 
+/* Per-channel decision points and error bounds of decide_pack. */
+struct kern_decide {
+	const float *thr, *e, *ea; /* [o] */
+	const uint8_t *flip;	   /* [o] */
+	const float *s;		   /* [np] */
+};
+
 struct kern_conv_geom {
 	uint32_t c, h, w;   /* input */
 	uint32_t o, oh, ow; /* output */
@@ -83,6 +90,24 @@ struct kern_bin_ops {
 	void (*maxpool_bits_and)(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
 				 uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
 				 uint64_t *y);
+
+	/*
+	 * Float32 product for float layers whose outputs reach only decisions (kernels/fconv.c):
+	 * y = a b, a m x k, b k x n, y m x n, row-major. Any summation order, with or without
+	 * FMA, so |y - exact| <= gamma_k * sum |a b| (the bound fconv.c relies on); the tables
+	 * differ in rounding only.
+	 */
+	void (*sgemm)(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *y);
+
+	/*
+	 * Decisions from float32 values with an error bound (kernels/fconv.c), all in float32:
+	 * y [o][np] (np pixels of one image), s [np]; for output (c, p), d = y - thr[c] and
+	 * E = e[c] * s[p] + ea[c] (a product, then a sum: no FMA). Unsure where |d| <= E and
+	 * E > 0; else its bit is (d >= 0) ^ flip[c]. bits: BITS [np][words(o)], unsure outputs 0;
+	 * their indices c * np + p go to `unsure` in any order. Returns how many are unsure.
+	 */
+	uint32_t (*decide_pack)(const float *y, uint32_t o, uint32_t np,
+				const struct kern_decide *d, uint64_t *bits, uint32_t *unsure);
 };
 
 extern const struct kern_bin_ops kern_ops_ref;

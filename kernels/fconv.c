@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A float convolution feeding only a sign or a threshold, in float32 with float64 decisions.
+ *
+ * Why the bits equal those of the float64 ops (CONV as im2col + dgemm, then BIAS / BATCHNORM in
+ * double, then SIGN or THRESHOLD). Take one output, S = sum_i w_i x_i over its n = c*k*k taps
+ * (exact, in the reals), A = sum_i |w_i x_i|, u = 2^-24, v = 2^-53, g(n, u) = n u / (1 - n u).
+ *  - The CONV op's dgemm value D: any order of the n products and sums, with or without FMA,
+ *    gives |D - S| <= g(n, v) A (Higham, Accuracy and Stability, 3.1); nothing underflows in
+ *    double at the magnitudes allowed below.
+ *  - The float32 value F = sgemm(fl32(w), fl32(x)) in any order (the table's sgemm):
+ *    fl32(w) = w (1 + a), fl32(x) = x (1 + b), |a|, |b| <= u where normal, so
+ *    |F - S| <= g(n + 2, u) A. Where x, a product or a partial sum falls below float32's
+ *    normal range the error is at most 2^-150 per operation (|w| 2^-150 for x), covered by
+ *    ea0 = n 2^-147 (max|w| + 1). prepare refuses weights with 0 < |w| < 2^-100 or > 2^100.
+ *  - A <= max_o|w| * S1 with S1 = sum |x| over the window, and the float32 sum s of |fl32(x)|
+ *    gives S1 <= s (1 + 2u)(1 + 2 g(n, u)). So |F - D| <= e0 s + ea0 with
+ *    e0 = (g(n + 2, u) + g(n, v)) (1 + 2u)(1 + 2 g(n, u)) max_o|w|.
+ *  - decide_pack tests |fl32(F - thr32)| > fl32(fl32(e s) + ea) in float32, thr32 = fl32(thr).
+ *    With e = e0 (1 + 2^-20) and ea = (ea0 + 2^-23 |thr|)(1 + 2^-20), both rounded up to
+ *    float32 and ea >= 2^-120: the roundings of the test (at most 3u relative, |thr - thr32| <=
+ *    u |thr|) are covered, so a passing test proves |F - thr| > |F - D| in the reals: D lies on
+ *    F's side of thr, and its bit is (F - thr32 >= 0) ^ flip.
+ *  - What follows D (the conv's bias, BIAS and BATCHNORM ops, each ((y - mean) / sd) * gamma +
+ *    beta in double with no contraction) is a composition of float64 operations by constants,
+ *    each monotone in its input under round-to-nearest; with sd > 0 and every value finite it
+ *    is monotone, so the sign (or the integer threshold) of its result flips at most once along
+ *    the ordered doubles. Bisection over the doubles in [-2^120, 2^120] finds that point thr:
+ *    the bit is (D >= thr) ^ flip for every D in that range. An image whose window sums could
+ *    reach 2^100 / max|w| (or are not finite) runs wholly in float64.
+ *  - An output that fails the test is unsure: its image runs the CONV op's own function on the
+ *    same input (kern_conv_f64, the same dgemm call), and the output's bit is computed from that
+ *    D by the same double operations as the ops one by one: equal by construction.
+ * With integer inputs (a CAST from U8) and +-1 weights whose sums stay within 2^24, F = D
+ * exactly: thr becomes the integer ceil(thr), e = ea = 0, and no output is unsure.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/blas.h"
+#include "kernels/fconv.h"
+
+#define FC_BIG	  0x1p120
+#define FC_GUARD  0x1p100
+#define FC_WMIN	  0x1p-100
+#define FC_MAXTAP (1u << 20)
+
+static double gam(double n, double u)
+{
+	return n * u / (1.0 - n * u);
+}
+
+static const double *conv_weights(const struct kern_layer *l)
+{
+	return (l->flags & KERN_LF_BINW) ? l->wexp : l->blob[0];
+}
+
+static const double *conv_bias(const struct kern_layer *l)
+{
+	return (l->flags & KERN_LF_BIAS) ? l->blob[1] : NULL;
+}
+
+/* Ops conv+1 .. last on channel c from the conv op's output value v (bias included). */
+static bool chain_bit(const struct kern_fconv *f, uint32_t c, double v)
+{
+	const struct kern_layer *L = f->m->layers;
+
+	for (uint32_t i = f->conv + 1; i < f->last; i++) {
+		const double *p = L[i].blob[0];
+		const uint32_t n = L[i].in.c;
+
+		if (L[i].op == KERN_OP_BIAS)
+			v = v + p[c];
+		else
+			v = (v - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
+	}
+	if (L[f->last].op == KERN_OP_SIGN)
+		return v >= 0.0;
+	return (v >= (double)((const int32_t *)L[f->last].blob[0])[c]) ^
+	       (((const uint8_t *)L[f->last].blob[1])[c] != 0);
+}
+
+/* The chain's value before the decision, for the finiteness check at the range's ends. */
+static double chain_value(const struct kern_fconv *f, uint32_t c, double d)
+{
+	const struct kern_layer *L = f->m->layers;
+	const double *b = conv_bias(&L[f->conv]);
+
+	if (b)
+		d = d + b[c];
+	for (uint32_t i = f->conv + 1; i < f->last; i++) {
+		const double *p = L[i].blob[0];
+		const uint32_t n = L[i].in.c;
+
+		d = L[i].op == KERN_OP_BIAS ? d + p[c]
+					    : (d - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
+	}
+	return d;
+}
+
+static bool dec(const struct kern_fconv *f, uint32_t c, double d)
+{
+	const double *b = conv_bias(&f->m->layers[f->conv]);
+
+	return chain_bit(f, c, b ? d + b[c] : d);
+}
+
+/* Doubles in order as integers (+0 and -0 share 0; both decide alike: they compare equal). */
+static int64_t dkey(double x)
+{
+	int64_t i;
+
+	memcpy(&i, &x, sizeof(i));
+	return i >= 0 ? i : -(i & INT64_MAX);
+}
+
+static double dval(int64_t k)
+{
+	uint64_t i = k >= 0 ? (uint64_t)k : ((uint64_t)-k | (1ull << 63));
+	double x;
+
+	memcpy(&x, &i, sizeof(x));
+	return x;
+}
+
+/* thr[c], flip[c] with dec(D) == (D >= thr) ^ flip on [-FC_BIG, FC_BIG]; false if unsure. */
+static bool fold_channel(const struct kern_fconv *f, uint32_t c, double *thr, uint8_t *flip)
+{
+	int64_t a = dkey(-FC_BIG), b = dkey(FC_BIG);
+	bool dlo = dec(f, c, -FC_BIG), dhi = dec(f, c, FC_BIG);
+
+	if (!isfinite(chain_value(f, c, -FC_BIG)) || !isfinite(chain_value(f, c, FC_BIG)))
+		return false;
+	if (dlo == dhi) {
+		*thr = -INFINITY;
+		*flip = !dlo;
+		return true;
+	}
+	while ((uint64_t)b - (uint64_t)a > 1) { /* dec(a) == dlo, dec(b) == dhi */
+		int64_t mid = (int64_t)((uint64_t)a + ((uint64_t)b - (uint64_t)a) / 2);
+
+		if (dec(f, c, dval(mid)) == dlo)
+			a = mid;
+		else
+			b = mid;
+	}
+	*thr = dval(b);
+	*flip = dlo;
+	return true;
+}
+
+/* The run's ops: [CAST U8] CONV (BIAS|BATCHNORM)* (SIGN|THRESHOLD), sd > 0. */
+static uint32_t match(const struct kern_model *m, uint32_t first, uint32_t *conv)
+{
+	const struct kern_layer *L = m->layers;
+	uint32_t i = first, j;
+
+	if (L[i].op == KERN_OP_CAST) {
+		if (L[i].in.fmt != KERN_FMT_U8)
+			return 0;
+		i++;
+	}
+	if (i >= m->n_layers || L[i].op != KERN_OP_CONV || L[i].in.fmt != KERN_FMT_F64)
+		return 0;
+	*conv = i;
+	for (j = i + 1; j < m->n_layers; j++) {
+		if (L[j].op == KERN_OP_BATCHNORM) {
+			const double *sd = (const double *)L[j].blob[0] + L[j].in.c;
+
+			for (uint32_t c = 0; c < L[j].in.c; c++)
+				if (!(sd[c] > 0.0))
+					return 0;
+		} else if (L[j].op != KERN_OP_BIAS) {
+			break;
+		}
+	}
+	if (j >= m->n_layers || (L[j].op != KERN_OP_SIGN && L[j].op != KERN_OP_THRESHOLD))
+		return 0;
+	return j;
+}
+
+int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_fconv *f)
+{
+	const struct kern_layer *l;
+	const double *w;
+	double wall = 0.0, coef;
+	uint32_t conv, last = match(m, first, &conv);
+
+	memset(f, 0, sizeof(*f));
+	if (!last)
+		return 0;
+	l = &m->layers[conv];
+	w = conv_weights(l);
+	*f = (struct kern_fconv){.m = m, .first = first, .conv = conv, .last = last};
+	f->g = (struct kern_conv_geom){l->in.c,	 l->in.h,   l->in.w,   l->out.c, l->out.h,
+				       l->out.w, l->kernel, l->stride, l->pad};
+	f->taps = l->in.c * l->kernel * l->kernel;
+	if (f->taps > FC_MAXTAP)
+		return 0;
+	f->exact = first != conv && (l->flags & KERN_LF_BINW) && f->taps * 255.0 <= 0x1p24;
+	f->w32 = malloc((size_t)f->g.o * f->taps * sizeof(*f->w32));
+	f->thr = malloc(f->g.o * sizeof(*f->thr));
+	f->flip = malloc(f->g.o);
+	f->e = malloc(f->g.o * sizeof(*f->e));
+	f->ea = malloc(f->g.o * sizeof(*f->ea));
+	if (!f->w32 || !f->thr || !f->flip || !f->e || !f->ea) {
+		kern_fconv_free(f);
+		return -ENOMEM;
+	}
+	coef = (gam(f->taps + 2.0, 0x1p-24) + gam(f->taps, 0x1p-53)) * (1.0 + 0x1p-23) *
+	       (1.0 + 2.0 * gam(f->taps, 0x1p-24)) * (1.0 + 0x1p-20);
+	for (uint32_t o = 0; o < f->g.o; o++) {
+		double wmax = 0.0, thr;
+
+		for (uint32_t t = 0; t < f->taps; t++) {
+			double a = fabs(w[(size_t)o * f->taps + t]);
+
+			if (a != 0.0 && (a < FC_WMIN || a > 1.0 / FC_WMIN))
+				goto out_unfit;
+			wmax = a > wmax ? a : wmax;
+			f->w32[(size_t)o * f->taps + t] = (float)w[(size_t)o * f->taps + t];
+		}
+		if (!fold_channel(f, o, &thr, &f->flip[o]))
+			goto out_unfit;
+		if (f->exact) {
+			f->thr[o] = (float)fmax(fmin(ceil(thr), 0x1p24 + 1), -0x1p24 - 1);
+			f->e[o] = 0.0f;
+			f->ea[o] = 0.0f;
+		} else {
+			double ea = f->taps * 0x1p-147 * (wmax + 1.0);
+
+			ea = (ea + (isfinite(thr) ? 0x1p-23 * fabs(thr) : 0.0)) * (1.0 + 0x1p-20);
+			f->thr[o] = (float)thr;
+			f->e[o] = (float)(coef * wmax * (1.0 + 0x1p-22));
+			f->ea[o] = (float)fmax(ea * (1.0 + 0x1p-22), 0x1p-120);
+		}
+		wall = wmax > wall ? wmax : wall;
+	}
+	f->guard = (float)(wall > 1.0 ? FC_GUARD / wall : FC_GUARD);
+	return (int)last;
+
+out_unfit:
+	kern_fconv_free(f);
+	return 0;
+}
+
+void kern_fconv_free(struct kern_fconv *f)
+{
+	free(f->w32);
+	free(f->thr);
+	free(f->flip);
+	free(f->e);
+	free(f->ea);
+	memset(f, 0, sizeof(*f));
+}
+
+static size_t al64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+struct fc_scratch {
+	float *col, *y, *s;
+	double *x64, *col64, *y64;
+	uint32_t *unsure;
+};
+
+static void fc_carve(const struct kern_fconv *f, void *scratch, struct fc_scratch *s)
+{
+	size_t np = (size_t)f->g.oh * f->g.ow, col = (size_t)f->taps * np;
+	size_t out = (size_t)f->g.o * np, in = (size_t)f->g.c * f->g.h * f->g.w;
+	char *p = scratch;
+
+	s->col = (float *)p;
+	p += al64(col * sizeof(float));
+	s->y = (float *)p;
+	p += al64(out * sizeof(float));
+	s->s = (float *)p;
+	p += al64(np * sizeof(float));
+	s->x64 = (double *)p;
+	p += al64(in * sizeof(double));
+	s->col64 = (double *)p;
+	p += al64(col * sizeof(double));
+	s->y64 = (double *)p;
+	p += al64(out * sizeof(double));
+	s->unsure = (uint32_t *)p;
+}
+
+size_t kern_fconv_scratch(const struct kern_fconv *f)
+{
+	size_t np = (size_t)f->g.oh * f->g.ow, col = (size_t)f->taps * np;
+	size_t out = (size_t)f->g.o * np, in = (size_t)f->g.c * f->g.h * f->g.w;
+
+	return al64(col * sizeof(float)) + al64(out * sizeof(float)) + al64(np * sizeof(float)) +
+	       al64(in * sizeof(double)) + al64(col * sizeof(double)) + al64(out * sizeof(double)) +
+	       al64(out * sizeof(uint32_t));
+}
+
+/* First and one-past-last output coordinate whose tap at offset k lands inside [0, size). */
+static void valid_range(uint32_t k, const struct kern_conv_geom *g, uint32_t size, uint32_t n,
+			uint32_t *lo, uint32_t *hi)
+{
+	int64_t a = (int64_t)g->pad - k, b = (int64_t)size + g->pad - k;
+
+	*lo = a <= 0 ? 0 : (uint32_t)((a + g->stride - 1) / g->stride);
+	*hi = b <= 0 ? 0 : (uint32_t)((b + g->stride - 1) / g->stride);
+	*hi = *hi < n ? *hi : n;
+	*lo = *lo < *hi ? *lo : *hi;
+}
+
+/*
+ * col[(c, ky, kx)][p] = fl32(x), 0 in the padding, and s[p] = sum of |col| over the taps;
+ * x is U8 or F64 (C, H, W). Returns the largest s (NaN if any is).
+ */
+static float im2col32(const struct kern_fconv *f, const uint8_t *xu, const double *xd, float *col,
+		      float *s)
+{
+	const struct kern_conv_geom *g = &f->g;
+	const size_t np = (size_t)g->oh * g->ow;
+	float smax = 0.0f;
+
+	memset(s, 0, np * sizeof(*s));
+	for (uint32_t c = 0; c < g->c; c++)
+		for (uint32_t ky = 0; ky < g->k; ky++)
+			for (uint32_t kx = 0; kx < g->k; kx++, col += np) {
+				uint32_t ylo, yhi, xlo, xhi;
+
+				valid_range(ky, g, g->h, g->oh, &ylo, &yhi);
+				valid_range(kx, g, g->w, g->ow, &xlo, &xhi);
+				memset(col, 0, np * sizeof(*col));
+				for (uint32_t oy = ylo; oy < yhi; oy++) {
+					size_t row =
+					    ((size_t)c * g->h + oy * g->stride + ky - g->pad) *
+					    g->w;
+					size_t ix = (size_t)xlo * g->stride + kx - g->pad;
+					float *cr = col + (size_t)oy * g->ow;
+					float *sr = s + (size_t)oy * g->ow;
+
+					if (xu)
+						for (uint32_t ox = xlo; ox < xhi;
+						     ox++, ix += g->stride) {
+							cr[ox] = (float)xu[row + ix];
+							sr[ox] += cr[ox];
+						}
+					else
+						for (uint32_t ox = xlo; ox < xhi;
+						     ox++, ix += g->stride) {
+							cr[ox] = (float)xd[row + ix];
+							sr[ox] += fabsf(cr[ox]);
+						}
+				}
+			}
+	for (size_t p = 0; p < np; p++)
+		smax = s[p] > smax || s[p] != s[p] ? s[p] : smax;
+	return smax;
+}
+
+static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, const uint8_t *xu,
+		      const double *xd, uint64_t *y, const struct fc_scratch *s)
+{
+	const struct kern_conv_geom *g = &f->g;
+	const struct kern_layer *l = &f->m->layers[f->conv];
+	const uint32_t np = g->oh * g->ow, wpp = kern_words(g->o);
+	const struct kern_decide d = {f->thr, f->e, f->ea, f->flip, s->s};
+	float smax = im2col32(f, xu, xd, s->col, s->s);
+	uint32_t n;
+
+	if (!(smax <= f->guard)) { /* also NaN: every output from float64 */
+		memset(y, 0, (size_t)np * wpp * sizeof(*y));
+		n = g->o * np;
+		for (uint32_t i = 0; i < n; i++)
+			s->unsure[i] = i;
+	} else {
+		ops->sgemm(f->w32, g->o, f->taps, s->col, np, s->y);
+		n = ops->decide_pack(s->y, g->o, np, &d, y, s->unsure);
+	}
+	if (!n)
+		return;
+	if (xu) {
+		for (size_t i = 0; i < (size_t)g->c * g->h * g->w; i++)
+			s->x64[i] = xu[i];
+		xd = s->x64;
+	}
+	kern_conv_f64(xd, 1, g, conv_weights(l), conv_bias(l), s->col64, s->y64);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c = s->unsure[i] / np, p = s->unsure[i] % np;
+
+		y[(size_t)p * wpp + c / 64] |= (uint64_t)chain_bit(f, c, s->y64[s->unsure[i]])
+					       << (c % 64);
+	}
+	f->recomputed += n;
+}
+
+void kern_fconv_run(struct kern_fconv *f, const struct kern_bin_ops *ops, const void *x,
+		    uint32_t batch, uint64_t *y, void *scratch)
+{
+	const size_t in = (size_t)f->g.c * f->g.h * f->g.w;
+	const size_t out = (size_t)f->g.oh * f->g.ow * kern_words(f->g.o);
+	struct fc_scratch s;
+
+	fc_carve(f, scratch, &s);
+	for (uint32_t b = 0; b < batch; b++, y += out) {
+		if (f->first != f->conv)
+			run_image(f, ops, (const uint8_t *)x + b * in, NULL, y, &s);
+		else
+			run_image(f, ops, NULL, (const double *)x + b * in, y, &s);
+	}
+}

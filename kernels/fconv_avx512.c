@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* AVX-512 float32 kernels of the mixed-precision float layers (kernels/fconv.c). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/bin_impl.h"
+#include "kernels/kern.h"
+
+static inline __mmask16 lanes(uint32_t cnt, uint32_t v)
+{
+	uint32_t r = cnt > 16 * v ? cnt - 16 * v : 0;
+
+	return (__mmask16)(r >= 16 ? 0xffff : (1u << r) - 1);
+}
+
+/*
+ * 4 rows x 64 columns of y per block in 16 accumulators: per step of k, four loads of b, four
+ * broadcasts of a and 16 FMAs. A short last block of rows repeats its last row (not stored).
+ */
+void kern_avx512_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *y)
+{
+	for (uint32_t j = 0; j < n; j += 64) {
+		uint32_t cnt = n - j < 64 ? n - j : 64;
+		const __mmask16 mk[4] = {lanes(cnt, 0), lanes(cnt, 1), lanes(cnt, 2),
+					 lanes(cnt, 3)};
+
+		for (uint32_t i = 0; i < m; i += 4) {
+			uint32_t rows = m - i < 4 ? m - i : 4;
+			const float *ar[4];
+			__m512 acc[4][4];
+
+			for (uint32_t r = 0; r < 4; r++) {
+				ar[r] = a + (size_t)(i + (r < rows ? r : rows - 1)) * k;
+				for (uint32_t v = 0; v < 4; v++)
+					acc[r][v] = _mm512_setzero_ps();
+			}
+			for (uint32_t t = 0; t < k; t++) {
+				const float *bt = b + (size_t)t * n + j;
+				__m512 bv[4];
+
+				for (uint32_t v = 0; v < 4; v++)
+					bv[v] = _mm512_maskz_loadu_ps(mk[v], bt + 16 * v);
+				for (uint32_t r = 0; r < 4; r++) {
+					__m512 av = _mm512_set1_ps(ar[r][t]);
+
+					for (uint32_t v = 0; v < 4; v++)
+						acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+				}
+			}
+			for (uint32_t r = 0; r < rows; r++)
+				for (uint32_t v = 0; v < 4; v++)
+					_mm512_mask_storeu_ps(y + (size_t)(i + r) * n + j + 16 * v,
+							      mk[v], acc[r][v]);
+		}
+	}
+}
+
+/*
+ * 8 channels x 16 pixels per step: per channel one compare gives 16 bits over pixels; two 8x8
+ * bit transposes (pixels 0-7, 8-15) turn them into a byte of channels per pixel. Unsure outputs
+ * are rare and listed from their mask.
+ */
+uint32_t kern_avx512_decide_pack(const float *y, uint32_t o, uint32_t np,
+				 const struct kern_decide *d, uint64_t *bits, uint32_t *unsure)
+{
+	const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+	const __m512 zero = _mm512_setzero_ps();
+	uint32_t wpp = kern_words(o), n = 0;
+	uint8_t *yb = (uint8_t *)bits;
+
+	memset(bits, 0, (size_t)np * wpp * sizeof(*bits));
+	for (uint32_t c0 = 0; c0 < o; c0 += 8) {
+		uint32_t nc = o - c0 < 8 ? o - c0 : 8;
+		uint64_t flip = 0;
+
+		for (uint32_t i = 0; i < nc; i++)
+			if (d->flip[c0 + i])
+				flip |= 0xffull << (8 * i);
+		for (uint32_t p0 = 0; p0 < np; p0 += 16) {
+			uint32_t cnt = np - p0 < 16 ? np - p0 : 16;
+			__mmask16 pm = lanes(cnt, 0);
+			__m512 s = _mm512_maskz_loadu_ps(pm, d->s + p0);
+			uint64_t ge[2] = {0, 0}, un[2] = {0, 0}, m[2];
+
+			for (uint32_t i = 0; i < nc; i++) {
+				const float *yc = y + (size_t)(c0 + i) * np + p0;
+				__m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(pm, yc),
+							 _mm512_set1_ps(d->thr[c0 + i]));
+				__m512 e =
+				    _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(d->e[c0 + i]), s),
+						  _mm512_set1_ps(d->ea[c0 + i]));
+				__mmask16 u = _mm512_mask_cmp_ps_mask(pm, _mm512_and_ps(v, absmask),
+								      e, _CMP_LE_OQ);
+				__mmask16 g = _mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ);
+
+				u = _mm512_mask_cmp_ps_mask(u, e, zero, _CMP_GT_OQ);
+				ge[0] |= (uint64_t)(g & 0xff) << (8 * i);
+				ge[1] |= (uint64_t)(g >> 8) << (8 * i);
+				un[0] |= (uint64_t)(u & 0xff) << (8 * i);
+				un[1] |= (uint64_t)(u >> 8) << (8 * i);
+				for (; u; u &= (__mmask16)(u - 1))
+					unsure[n++] =
+					    (c0 + i) * np + p0 + (uint32_t)__builtin_ctz(u);
+			}
+			m[0] = kern_transpose8((ge[0] ^ flip) & ~un[0]);
+			m[1] = kern_transpose8((ge[1] ^ flip) & ~un[1]);
+			for (uint32_t p = 0; p < cnt; p++)
+				yb[((p0 + p) * wpp + c0 / 64) * 8 + (c0 % 64) / 8] =
+				    (uint8_t)(m[p / 8] >> (8 * (p % 8)));
+		}
+	}
+	return n;
+}
