@@ -13,6 +13,25 @@ static inline __mmask16 lanes(uint32_t cnt, uint32_t v)
 	return (__mmask16)(r >= 16 ? 0xffff : (1u << r) - 1);
 }
 
+/* One row of a 4 x 64 block: a broadcast weight meets four vectors of b. */
+#define ROW_FMA(acc, w)                                                                            \
+	do {                                                                                       \
+		__m512 av_ = _mm512_set1_ps(w);                                                    \
+		acc##0 = _mm512_fmadd_ps(av_, b0, acc##0);                                         \
+		acc##1 = _mm512_fmadd_ps(av_, b1, acc##1);                                         \
+		acc##2 = _mm512_fmadd_ps(av_, b2, acc##2);                                         \
+		acc##3 = _mm512_fmadd_ps(av_, b3, acc##3);                                         \
+	} while (0)
+
+#define ROW_STORE(acc, r)                                                                          \
+	do {                                                                                       \
+		float *yr_ = y + (size_t)(i + (r)) * n + j;                                        \
+		_mm512_mask_storeu_ps(yr_, m0, acc##0);                                            \
+		_mm512_mask_storeu_ps(yr_ + 16, m1, acc##1);                                       \
+		_mm512_mask_storeu_ps(yr_ + 32, m2, acc##2);                                       \
+		_mm512_mask_storeu_ps(yr_ + 48, m3, acc##3);                                       \
+	} while (0)
+
 /*
  * 4 rows x 64 columns of y per block in 16 accumulators: per step of k, four loads of b, four
  * broadcasts of a and 16 FMAs. A short last block of rows repeats its last row (not stored).
@@ -21,36 +40,39 @@ void kern_avx512_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, u
 {
 	for (uint32_t j = 0; j < n; j += 64) {
 		uint32_t cnt = n - j < 64 ? n - j : 64;
-		const __mmask16 mk[4] = {lanes(cnt, 0), lanes(cnt, 1), lanes(cnt, 2),
-					 lanes(cnt, 3)};
+		const __mmask16 m0 = lanes(cnt, 0), m1 = lanes(cnt, 1), m2 = lanes(cnt, 2),
+				m3 = lanes(cnt, 3);
 
 		for (uint32_t i = 0; i < m; i += 4) {
 			uint32_t rows = m - i < 4 ? m - i : 4;
-			const float *ar[4];
-			__m512 acc[4][4];
+			const float *r0 = a + (size_t)i * k;
+			const float *r1 = a + (size_t)(i + (rows > 1 ? 1 : 0)) * k;
+			const float *r2 = a + (size_t)(i + (rows > 2 ? 2 : rows - 1)) * k;
+			const float *r3 = a + (size_t)(i + rows - 1) * k;
+			__m512 p0 = _mm512_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
+			__m512 q0 = p0, q1 = p0, q2 = p0, q3 = p0, s0 = p0, s1 = p0, s2 = p0,
+			       s3 = p0;
+			__m512 u0 = p0, u1 = p0, u2 = p0, u3 = p0;
 
-			for (uint32_t r = 0; r < 4; r++) {
-				ar[r] = a + (size_t)(i + (r < rows ? r : rows - 1)) * k;
-				for (uint32_t v = 0; v < 4; v++)
-					acc[r][v] = _mm512_setzero_ps();
-			}
 			for (uint32_t t = 0; t < k; t++) {
 				const float *bt = b + (size_t)t * n + j;
-				__m512 bv[4];
+				__m512 b0 = _mm512_maskz_loadu_ps(m0, bt);
+				__m512 b1 = _mm512_maskz_loadu_ps(m1, bt + 16);
+				__m512 b2 = _mm512_maskz_loadu_ps(m2, bt + 32);
+				__m512 b3 = _mm512_maskz_loadu_ps(m3, bt + 48);
 
-				for (uint32_t v = 0; v < 4; v++)
-					bv[v] = _mm512_maskz_loadu_ps(mk[v], bt + 16 * v);
-				for (uint32_t r = 0; r < 4; r++) {
-					__m512 av = _mm512_set1_ps(ar[r][t]);
-
-					for (uint32_t v = 0; v < 4; v++)
-						acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-				}
+				ROW_FMA(p, r0[t]);
+				ROW_FMA(q, r1[t]);
+				ROW_FMA(s, r2[t]);
+				ROW_FMA(u, r3[t]);
 			}
-			for (uint32_t r = 0; r < rows; r++)
-				for (uint32_t v = 0; v < 4; v++)
-					_mm512_mask_storeu_ps(y + (size_t)(i + r) * n + j + 16 * v,
-							      mk[v], acc[r][v]);
+			ROW_STORE(p, 0);
+			if (rows > 1)
+				ROW_STORE(q, 1);
+			if (rows > 2)
+				ROW_STORE(s, 2);
+			if (rows > 3)
+				ROW_STORE(u, 3);
 		}
 	}
 }
