@@ -178,6 +178,10 @@ void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 8] __attribute__((aligned(64)));
 	int32_t d[8];
 
+	if (kern_avx512_bconv32_fits(g)) {
+		kern_avx512_bconv32(x, batch, g, w, y);
+		return;
+	}
 	if (taps > KERN_BCONV_TILE_TAPS) {
 		kern_ref_bconv(x, batch, g, w, y);
 		return;
@@ -214,6 +218,10 @@ void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_
 	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 8] __attribute__((aligned(64)));
 
+	if (kern_avx512_bconv32_fits(g)) {
+		kern_avx512_bconv32_thr(x, batch, g, w, t, y);
+		return;
+	}
 	if (taps > KERN_BCONV_TILE_TAPS) {
 		kern_ref_bconv_thr(x, batch, g, w, t, y);
 		return;

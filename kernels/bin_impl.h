@@ -32,6 +32,12 @@ void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv
 		       const uint64_t *w, int32_t *y);
 void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			   const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
+/* Inputs of at most 32 channels whose block tile fits: 32-bit lanes (bconv32_avx512.c). */
+bool kern_avx512_bconv32_fits(const struct kern_conv_geom *g);
+void kern_avx512_bconv32(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			 const uint64_t *w, int32_t *y);
+void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
 void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			   uint64_t *y);
 void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
