@@ -28,9 +28,11 @@
  *    the ordered doubles. Bisection over the doubles in [-2^120, 2^120] finds that point thr:
  *    the bit is (D >= thr) ^ flip for every D in that range. An image whose window sums could
  *    reach 2^100 / max|w| (or are not finite) runs wholly in float64.
- *  - An output that fails the test is unsure: its image runs the CONV op's own function on the
- *    same input (kern_conv_f64, the same dgemm call), and the output's bit is computed from that
- *    D by the same double operations as the ops one by one: equal by construction.
+ *  - An output that fails the test is unsure. Its sum is taken again in double (refine(): within
+ *    g(n, v) A of S, as D is), which decides it unless D may lie on either side of thr (a tie,
+ *    in practice). Then its image runs the CONV op's own function on the same input
+ *    (kern_conv_f64, the same dgemm call), and the output's bit is computed from that D by the
+ *    same double operations as the ops one by one: equal by construction.
  * With integer inputs (a CAST from U8) and +-1 weights whose sums stay within 2^24, F = D
  * exactly: thr becomes the integer ceil(thr), e = ea = 0, and no output is unsure.
  */
@@ -39,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/blas.h"
+#include "kernels/bin_impl.h"
 #include "kernels/fconv.h"
 
 #define FC_BIG	  0x1p120
@@ -202,10 +204,11 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 	f->exact = first != conv && (l->flags & KERN_LF_BINW) && f->taps * 255.0 <= 0x1p24;
 	f->w32 = malloc((size_t)f->g.o * f->taps * sizeof(*f->w32));
 	f->thr = malloc(f->g.o * sizeof(*f->thr));
+	f->thr64 = malloc(f->g.o * sizeof(*f->thr64));
 	f->flip = malloc(f->g.o);
 	f->e = malloc(f->g.o * sizeof(*f->e));
 	f->ea = malloc(f->g.o * sizeof(*f->ea));
-	if (!f->w32 || !f->thr || !f->flip || !f->e || !f->ea) {
+	if (!f->w32 || !f->thr || !f->thr64 || !f->flip || !f->e || !f->ea) {
 		kern_fconv_free(f);
 		return -ENOMEM;
 	}
@@ -224,6 +227,7 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 		}
 		if (!fold_channel(f, o, &thr, &f->flip[o]))
 			goto out_unfit;
+		f->thr64[o] = thr;
 		if (f->exact) {
 			f->thr[o] = (float)fmax(fmin(ceil(thr), 0x1p24 + 1), -0x1p24 - 1);
 			f->e[o] = 0.0f;
@@ -250,6 +254,7 @@ void kern_fconv_free(struct kern_fconv *f)
 {
 	free(f->w32);
 	free(f->thr);
+	free(f->thr64);
 	free(f->flip);
 	free(f->e);
 	free(f->ea);
@@ -357,6 +362,50 @@ static float im2col32(const struct kern_fconv *f, const uint8_t *xu, const doubl
 	return smax;
 }
 
+/*
+ * The second look at unsure outputs: the sum in double, S' = sum w x in any order, is within
+ * g(n, v) A of S, as D is, so |S' - thr| > 2 g(n, v) A (with slack for computing A and the
+ * difference, and 2^-1060 per tap for underflow) puts D on the side of S'. Decides those
+ * outputs' bits and keeps the rest (ties, in practice) in `unsure`; returns how many.
+ */
+static uint32_t refine(const struct kern_fconv *f, const double *x, uint64_t *y, uint32_t *unsure,
+		       uint32_t n)
+{
+	const struct kern_conv_geom *g = &f->g;
+	const double *w = conv_weights(&f->m->layers[f->conv]);
+	const uint32_t np = g->oh * g->ow, wpp = kern_words(g->o);
+	const double coef = 2.0 * gam(f->taps, 0x1p-53) * (1.0 + 0x1p-19);
+	uint32_t left = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c = unsure[i] / np, p = unsure[i] % np, ky0, ky1, kx0, kx1;
+		int64_t iy = (int64_t)(p / g->ow) * g->stride - g->pad;
+		int64_t ix = (int64_t)(p % g->ow) * g->stride - g->pad;
+		double sum = 0.0, a = 0.0, diff;
+
+		kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
+		kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
+		for (uint32_t ci = 0; ci < g->c; ci++)
+			for (uint32_t ky = ky0; ky < ky1; ky++)
+				for (uint32_t kx = kx0; kx < kx1; kx++) {
+					double t =
+					    w[(((size_t)c * g->c + ci) * g->k + ky) * g->k + kx] *
+					    x[((size_t)ci * g->h + (size_t)(iy + ky)) * g->w +
+					      (size_t)(ix + kx)];
+
+					sum = sum + t;
+					a = a + fabs(t);
+				}
+		diff = sum - f->thr64[c];
+		if (fabs(diff) > coef * a + f->taps * 0x1p-1060)
+			y[(size_t)p * wpp + c / 64] |= (uint64_t)((diff >= 0.0) ^ f->flip[c])
+						       << (c % 64);
+		else
+			unsure[left++] = unsure[i];
+	}
+	return left;
+}
+
 static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, const uint8_t *xu,
 		      const double *xd, uint64_t *y, const struct fc_scratch *s)
 {
@@ -383,6 +432,10 @@ static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, cons
 			s->x64[i] = xu[i];
 		xd = s->x64;
 	}
+	if (smax <= f->guard)
+		n = refine(f, xd, y, s->unsure, n);
+	if (!n)
+		return;
 	kern_conv_f64(xd, 1, g, conv_weights(l), conv_bias(l), s->col64, s->y64);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t c = s->unsure[i] / np, p = s->unsure[i] % np;

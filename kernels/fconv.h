@@ -29,11 +29,12 @@ struct kern_fconv {
 	uint32_t taps;	     /* c * k * k */
 	float *w32;	     /* [o][taps] */
 	float *thr;	     /* [o] decision point in conv output units */
+	double *thr64;	     /* [o] the same in double, before rounding */
 	uint8_t *flip;	     /* [o] */
 	float *e;	     /* [o] error bound per unit of sum |x| over the window */
 	float *ea;	     /* [o] absolute part of the bound */
 	float guard;	     /* sum |x| over a window beyond this: the image runs in float64 */
-	uint64_t recomputed; /* outputs decided from float64 values */
+	uint64_t recomputed; /* outputs decided from the float64 conv */
 };
 
 /*
