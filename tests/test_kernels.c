@@ -848,6 +848,147 @@ static void test_lrn_f64_edges(void **state)
 	}
 }
 
+/* --- float32 kernels of the mixed-precision float layers ------------------------------------ */
+
+/* Every table's sgemm is within gamma_k * sum |a b| of the exact product (computed in double). */
+static void sgemm_case(uint32_t m, uint32_t k, uint32_t n)
+{
+	float *a = xalloc((size_t)m * k * 4), *b = xalloc((size_t)k * n * 4);
+	float *y = xalloc((size_t)m * n * 4);
+	const double g = k * 0x1p-24 / (1.0 - k * 0x1p-24);
+
+	for (size_t i = 0; i < (size_t)m * k; i++)
+		a[i] = (float)rand_real();
+	for (size_t i = 0; i < (size_t)k * n; i++)
+		b[i] = rng_below(4) ? (float)(rng_below(256)) : 0.0f;
+	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, (size_t)m * n * 4);
+		ops->sgemm(a, m, k, b, n, y);
+		for (uint32_t i = 0; i < m; i++)
+			for (uint32_t j = 0; j < n; j++) {
+				double s = 0.0, abs = 0.0;
+
+				for (uint32_t q = 0; q < k; q++) {
+					s += (double)a[(size_t)i * k + q] * b[(size_t)q * n + j];
+					abs += fabs((double)a[(size_t)i * k + q] *
+						    b[(size_t)q * n + j]);
+				}
+				if (!(fabs(y[(size_t)i * n + j] - s) <= g * abs * 1.0001)) {
+					print_error(
+					    "%s sgemm %ux%ux%u: y[%u][%u] = %.9g, want %.9g "
+					    "within %.3g\n",
+					    ops->name, m, k, n, i, j, y[(size_t)i * n + j], s,
+					    g * abs);
+					fail();
+				}
+			}
+	}
+	free(a), free(b), free(y);
+}
+
+static void test_sgemm_bound(void **state)
+{
+	static const uint32_t ks[] = {1, 9, 25, 27, 64, 363};
+
+	(void)state;
+	rng_seed(11);
+	for (size_t i = 0; i < sizeof(ks) / sizeof(*ks); i++) {
+		sgemm_case(1 + rng_below(40), ks[i], 1 + rng_below(200));
+		sgemm_case(32, ks[i], 784);
+	}
+	sgemm_case(5, 9, 64);
+	sgemm_case(4, 9, 65);
+}
+
+/* decide_pack: every table equals the reference bit for bit, unsure sets included. */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void decide_case(uint32_t o, uint32_t np)
+{
+	float *y = xalloc((size_t)o * np * 4), *thr = xalloc(o * 4), *e = xalloc(o * 4);
+	float *ea = xalloc(o * 4), *s = xalloc(np * 4);
+	uint8_t *flip = xalloc(o);
+	uint64_t *want = xalloc((size_t)np * kern_words(o) * 8);
+	uint64_t *got = xalloc((size_t)np * kern_words(o) * 8);
+	uint32_t *uw = xalloc((size_t)o * np * 4), *ug = xalloc((size_t)o * np * 4), nw, ng;
+	struct kern_decide d = {thr, e, ea, flip, s};
+
+	for (uint32_t c = 0; c < o; c++) {
+		uint32_t kind = rng_below(5);
+
+		thr[c] = kind == 0 ? -INFINITY : (float)rand_real() * 4.0f;
+		e[c] = kind == 1 ? 0.0f : (float)fabs(rand_real()) * 1e-3f;
+		ea[c] = kind == 1 ? 0.0f : 0x1p-120f;
+		flip[c] = rng_below(2);
+	}
+	for (uint32_t p = 0; p < np; p++)
+		s[p] = rng_below(3) ? (float)rng_below(2000) : 0.0f;
+	for (size_t i = 0; i < (size_t)o * np; i++) {
+		uint32_t c = (uint32_t)(i / np), kind = rng_below(4);
+		float t = isfinite(thr[c]) ? thr[c] : 0.0f;
+
+		y[i] = kind == 0   ? t
+		       : kind == 1 ? t + (float)rand_real() * 0.5f
+				   : (float)rand_real() * 8.0f;
+	}
+	nw = kern_ops_ref.decide_pack(y, o, np, &d, want, uw);
+	qsort(uw, nw, 4, cmp_u32);
+	for (uint32_t i = 0; i < nw; i++) {
+		uint32_t c = uw[i] / (np ? np : 1);
+
+		assert_true(e[c] * s[uw[i] % np] + ea[c] > 0.0f);
+	}
+	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+
+		if (!ops)
+			continue;
+		memset(got, 0xa5, (size_t)np * kern_words(o) * 8);
+		ng = ops->decide_pack(y, o, np, &d, got, ug);
+		qsort(ug, ng, 4, cmp_u32);
+		assert_int_equal(ng, nw);
+		assert_memory_equal(ug, uw, (size_t)nw * 4);
+		check_words(got, want, (size_t)np * kern_words(o), "decide_pack", ops->name);
+	}
+	free(y), free(thr), free(e), free(ea), free(s), free(flip), free(want), free(got);
+	free(uw), free(ug);
+}
+
+static void test_decide_pack_shapes(void **state)
+{
+	static const uint32_t os[] = {1, 7, 8, 9, 32, 64, 65, 130};
+
+	(void)state;
+	rng_seed(12);
+	for (size_t i = 0; i < sizeof(os) / sizeof(*os); i++)
+		for (int r = 0; r < 3; r++)
+			decide_case(os[i], 1 + rng_below(100));
+	decide_case(32, 784);
+}
+
+/* Narrow inputs (at most 32 channels) against many output channels: the 32-bit lane blocks. */
+static void test_bconv_narrow_blocks(void **state)
+{
+	static const uint32_t cs[] = {1, 17, 32};
+	static const uint32_t os[] = {63, 64, 65, 130, 200};
+
+	(void)state;
+	rng_seed(13);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(os) / sizeof(*os); j++)
+			bconv_case(cs[i], 1 + 2 * rng_below(3), 1 + rng_below(2), rng_below(2),
+				   os[j], 1 + rng_below(3));
+}
+
 static void test_ops_select_names(void **state)
 {
 	(void)state;
@@ -880,6 +1021,9 @@ int main(void)
 	    cmocka_unit_test(test_elementwise_f64_exact),
 	    cmocka_unit_test(test_maxpool_f64_overlap),
 	    cmocka_unit_test(test_lrn_f64_edges),
+	    cmocka_unit_test(test_sgemm_bound),
+	    cmocka_unit_test(test_decide_pack_shapes),
+	    cmocka_unit_test(test_bconv_narrow_blocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
