@@ -273,10 +273,8 @@ uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const str
 	memset(bits, 0, (size_t)np * wpp * sizeof(*bits));
 	for (uint32_t c = 0; c < o; c++)
 		for (uint32_t p = 0; p < np; p++) {
-			float v = y[(size_t)c * np + p] - d->thr[c];
-			float e = d->e[c] * d->s[p];
+			float v = y[(size_t)c * np + p] - d->thr[c], e = d->e[c];
 
-			e = e + d->ea[c];
 			if (fabsf(v) <= e && e > 0.0f)
 				unsure[n++] = c * np + p;
 			else

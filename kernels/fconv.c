@@ -13,14 +13,15 @@
  *    |F - S| <= g(n + 2, u) A. Where x, a product or a partial sum falls below float32's
  *    normal range the error is at most 2^-150 per operation (|w| 2^-150 for x), covered by
  *    ea0 = n 2^-147 (max|w| + 1). prepare refuses weights with 0 < |w| < 2^-100 or > 2^100.
- *  - A <= max_o|w| * S1 with S1 = sum |x| over the window, and the float32 sum s of |fl32(x)|
- *    gives S1 <= s (1 + 2u)(1 + 2 g(n, u)). So |F - D| <= e0 s + ea0 with
- *    e0 = (g(n + 2, u) + g(n, v)) (1 + 2u)(1 + 2 g(n, u)) max_o|w|.
- *  - decide_pack tests |fl32(F - thr32)| > fl32(fl32(e s) + ea) in float32, thr32 = fl32(thr).
- *    With e = e0 (1 + 2^-20) and ea = (ea0 + 2^-23 |thr|)(1 + 2^-20), both rounded up to
- *    float32 and ea >= 2^-120: the roundings of the test (at most 3u relative, |thr - thr32| <=
- *    u |thr|) are covered, so a passing test proves |F - thr| > |F - D| in the reals: D lies on
- *    F's side of thr, and its bit is (F - thr32 >= 0) ^ flip.
+ *  - A <= max_o|w| * S1 with S1 = sum |x| over the window <= n * xmax, xmax the largest |x|
+ *    of the image (255 for u8 inputs). So |F - D| <= e0 n xmax + ea0 with
+ *    e0 = (g(n + 2, u) + g(n, v)) max_o|w|. (A window-by-window S1 would decide more outputs
+ *    in float32, but refine() below decides the few extra ones for about n multiply-adds.)
+ *  - decide_pack tests |fl32(F - thr32)| > E in float32, thr32 = fl32(thr), with
+ *    E = (e0 n xmax + ea0 + 2^-23 |thr|)(1 + 2^-20) rounded up to float32: the roundings of the
+ *    test (|fl32(F - thr32)| <= (1 + u)|F - thr32|, |thr - thr32| <= u |thr|) and of computing E
+ *    are covered, so a passing test proves |F - thr| > |F - D| in the reals: D lies on F's side
+ *    of thr, and its bit is (F - thr32 >= 0) ^ flip.
  *  - What follows D (the conv's bias, BIAS and BATCHNORM ops, each ((y - mean) / sd) * gamma +
  *    beta in double with no contraction) is a composition of float64 operations by constants,
  *    each monotone in its input under round-to-nearest; with sd > 0 and every value finite it
@@ -34,7 +35,7 @@
  *    (kern_conv_f64, the same dgemm call), and the output's bit is computed from that D by the
  *    same double operations as the ops one by one: equal by construction.
  * With integer inputs (a CAST from U8) and +-1 weights whose sums stay within 2^24, F = D
- * exactly: thr becomes the integer ceil(thr), e = ea = 0, and no output is unsure.
+ * exactly: thr becomes the integer ceil(thr), E = 0, and no output is unsure.
  */
 #include <errno.h>
 #include <math.h>
@@ -183,6 +184,16 @@ static uint32_t match(const struct kern_model *m, uint32_t first, uint32_t *conv
 	return j;
 }
 
+/* E per channel for images whose largest |x| is xmax (see the comment at the top). */
+static void set_bound(struct kern_fconv *f, double xmax)
+{
+	for (uint32_t o = 0; o < f->g.o; o++) {
+		double e = (f->e0[o] * f->taps * xmax + f->ea0[o]) * (1.0 + 0x1p-20);
+
+		f->e[o] = f->exact ? 0.0f : (float)fmax(e * (1.0 + 0x1p-22), 0x1p-120);
+	}
+}
+
 int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_fconv *f)
 {
 	const struct kern_layer *l;
@@ -206,14 +217,14 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 	f->thr = malloc(f->g.o * sizeof(*f->thr));
 	f->thr64 = malloc(f->g.o * sizeof(*f->thr64));
 	f->flip = malloc(f->g.o);
+	f->e0 = malloc(f->g.o * sizeof(*f->e0));
+	f->ea0 = malloc(f->g.o * sizeof(*f->ea0));
 	f->e = malloc(f->g.o * sizeof(*f->e));
-	f->ea = malloc(f->g.o * sizeof(*f->ea));
-	if (!f->w32 || !f->thr || !f->thr64 || !f->flip || !f->e || !f->ea) {
+	if (!f->w32 || !f->thr || !f->thr64 || !f->flip || !f->e0 || !f->ea0 || !f->e) {
 		kern_fconv_free(f);
 		return -ENOMEM;
 	}
-	coef = (gam(f->taps + 2.0, 0x1p-24) + gam(f->taps, 0x1p-53)) * (1.0 + 0x1p-23) *
-	       (1.0 + 2.0 * gam(f->taps, 0x1p-24)) * (1.0 + 0x1p-20);
+	coef = gam(f->taps + 2.0, 0x1p-24) + gam(f->taps, 0x1p-53);
 	for (uint32_t o = 0; o < f->g.o; o++) {
 		double wmax = 0.0, thr;
 
@@ -228,21 +239,17 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 		if (!fold_channel(f, o, &thr, &f->flip[o]))
 			goto out_unfit;
 		f->thr64[o] = thr;
-		if (f->exact) {
-			f->thr[o] = (float)fmax(fmin(ceil(thr), 0x1p24 + 1), -0x1p24 - 1);
-			f->e[o] = 0.0f;
-			f->ea[o] = 0.0f;
-		} else {
-			double ea = f->taps * 0x1p-147 * (wmax + 1.0);
-
-			ea = (ea + (isfinite(thr) ? 0x1p-23 * fabs(thr) : 0.0)) * (1.0 + 0x1p-20);
-			f->thr[o] = (float)thr;
-			f->e[o] = (float)(coef * wmax * (1.0 + 0x1p-22));
-			f->ea[o] = (float)fmax(ea * (1.0 + 0x1p-22), 0x1p-120);
-		}
+		f->thr[o] =
+		    f->exact ? (float)fmax(fmin(ceil(thr), 0x1p24 + 1), -0x1p24 - 1) : (float)thr;
+		f->e0[o] = f->exact ? 0.0 : coef * wmax;
+		f->ea0[o] = f->exact ? 0.0
+				     : f->taps * 0x1p-147 * (wmax + 1.0) +
+					   (isfinite(thr) ? 0x1p-23 * fabs(thr) : 0.0);
 		wall = wmax > wall ? wmax : wall;
 	}
-	f->guard = (float)(wall > 1.0 ? FC_GUARD / wall : FC_GUARD);
+	f->guard = wall > 1.0 ? FC_GUARD / wall : FC_GUARD;
+	if (first != conv)
+		set_bound(f, 255.0);
 	return (int)last;
 
 out_unfit:
@@ -256,8 +263,9 @@ void kern_fconv_free(struct kern_fconv *f)
 	free(f->thr);
 	free(f->thr64);
 	free(f->flip);
+	free(f->e0);
+	free(f->ea0);
 	free(f->e);
-	free(f->ea);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -267,7 +275,7 @@ static size_t al64(size_t n)
 }
 
 struct fc_scratch {
-	float *col, *y, *s;
+	float *col, *y;
 	double *x64, *col64, *y64;
 	uint32_t *unsure;
 };
@@ -282,8 +290,6 @@ static void fc_carve(const struct kern_fconv *f, void *scratch, struct fc_scratc
 	p += al64(col * sizeof(float));
 	s->y = (float *)p;
 	p += al64(out * sizeof(float));
-	s->s = (float *)p;
-	p += al64(np * sizeof(float));
 	s->x64 = (double *)p;
 	p += al64(in * sizeof(double));
 	s->col64 = (double *)p;
@@ -298,8 +304,8 @@ size_t kern_fconv_scratch(const struct kern_fconv *f)
 	size_t np = (size_t)f->g.oh * f->g.ow, col = (size_t)f->taps * np;
 	size_t out = (size_t)f->g.o * np, in = (size_t)f->g.c * f->g.h * f->g.w;
 
-	return al64(col * sizeof(float)) + al64(out * sizeof(float)) + al64(np * sizeof(float)) +
-	       al64(in * sizeof(double)) + al64(col * sizeof(double)) + al64(out * sizeof(double)) +
+	return al64(col * sizeof(float)) + al64(out * sizeof(float)) + al64(in * sizeof(double)) +
+	       al64(col * sizeof(double)) + al64(out * sizeof(double)) +
 	       al64(out * sizeof(uint32_t));
 }
 
@@ -316,17 +322,17 @@ static void valid_range(uint32_t k, const struct kern_conv_geom *g, uint32_t siz
 }
 
 /*
- * col[(c, ky, kx)][p] = fl32(x), 0 in the padding, and s[p] = sum of |col| over the taps;
- * x is U8 or F64 (C, H, W). Returns the largest s (NaN if any is).
+ * col[(c, ky, kx)][p] = fl32(x), 0 in the padding; x is U8 or F64 (C, H, W). Returns the
+ * largest |x| of an F64 image (NaN if any x is), 255 for U8.
  */
-static float im2col32(const struct kern_fconv *f, const uint8_t *xu, const double *xd, float *col,
-		      float *s)
+static double im2col32(const struct kern_fconv *f, const uint8_t *xu, const double *xd, float *col)
 {
 	const struct kern_conv_geom *g = &f->g;
 	const size_t np = (size_t)g->oh * g->ow;
-	float smax = 0.0f;
+	double xmax = 0.0;
 
-	memset(s, 0, np * sizeof(*s));
+	for (size_t i = 0; !xu && i < (size_t)g->c * g->h * g->w; i++)
+		xmax = fabs(xd[i]) > xmax || xd[i] != xd[i] ? fabs(xd[i]) : xmax;
 	for (uint32_t c = 0; c < g->c; c++)
 		for (uint32_t ky = 0; ky < g->k; ky++)
 			for (uint32_t kx = 0; kx < g->k; kx++, col += np) {
@@ -341,25 +347,18 @@ static float im2col32(const struct kern_fconv *f, const uint8_t *xu, const doubl
 					    g->w;
 					size_t ix = (size_t)xlo * g->stride + kx - g->pad;
 					float *cr = col + (size_t)oy * g->ow;
-					float *sr = s + (size_t)oy * g->ow;
 
 					if (xu)
 						for (uint32_t ox = xlo; ox < xhi;
-						     ox++, ix += g->stride) {
+						     ox++, ix += g->stride)
 							cr[ox] = (float)xu[row + ix];
-							sr[ox] += cr[ox];
-						}
 					else
 						for (uint32_t ox = xlo; ox < xhi;
-						     ox++, ix += g->stride) {
+						     ox++, ix += g->stride)
 							cr[ox] = (float)xd[row + ix];
-							sr[ox] += fabsf(cr[ox]);
-						}
 				}
 			}
-	for (size_t p = 0; p < np; p++)
-		smax = s[p] > smax || s[p] != s[p] ? s[p] : smax;
-	return smax;
+	return xu ? 255.0 : xmax;
 }
 
 /*
@@ -412,16 +411,19 @@ static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, cons
 	const struct kern_conv_geom *g = &f->g;
 	const struct kern_layer *l = &f->m->layers[f->conv];
 	const uint32_t np = g->oh * g->ow, wpp = kern_words(g->o);
-	const struct kern_decide d = {f->thr, f->e, f->ea, f->flip, s->s};
-	float smax = im2col32(f, xu, xd, s->col, s->s);
+	const struct kern_decide d = {f->thr, f->e, f->flip};
+	double xmax = im2col32(f, xu, xd, s->col);
+	bool huge = !(xmax * f->taps <= f->guard); /* also NaN: every output from float64 */
 	uint32_t n;
 
-	if (!(smax <= f->guard)) { /* also NaN: every output from float64 */
+	if (huge) {
 		memset(y, 0, (size_t)np * wpp * sizeof(*y));
 		n = g->o * np;
 		for (uint32_t i = 0; i < n; i++)
 			s->unsure[i] = i;
 	} else {
+		if (!xu)
+			set_bound(f, xmax);
 		ops->sgemm(f->w32, g->o, f->taps, s->col, np, s->y);
 		n = ops->decide_pack(s->y, g->o, np, &d, y, s->unsure);
 	}
@@ -432,7 +434,7 @@ static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, cons
 			s->x64[i] = xu[i];
 		xd = s->x64;
 	}
-	if (smax <= f->guard)
+	if (!huge)
 		n = refine(f, xd, y, s->unsure, n);
 	if (!n)
 		return;

@@ -15,6 +15,7 @@
 #ifndef KERN_FCONV_H
 #define KERN_FCONV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,9 +32,10 @@ struct kern_fconv {
 	float *thr;	     /* [o] decision point in conv output units */
 	double *thr64;	     /* [o] the same in double, before rounding */
 	uint8_t *flip;	     /* [o] */
-	float *e;	     /* [o] error bound per unit of sum |x| over the window */
-	float *ea;	     /* [o] absolute part of the bound */
-	float guard;	     /* sum |x| over a window beyond this: the image runs in float64 */
+	double *e0;	     /* [o] error bound per unit of n * max|x| */
+	double *ea0;	     /* [o] its absolute part */
+	float *e;	     /* [o] the bound E for the image at hand */
+	double guard;	     /* n * max|x| beyond this: the image runs in float64 */
 	uint64_t recomputed; /* outputs decided from the float64 conv */
 };
 

@@ -94,35 +94,41 @@ uint32_t kern_avx512_decide_pack(const float *y, uint32_t o, uint32_t np,
 	for (uint32_t c0 = 0; c0 < o; c0 += 8) {
 		uint32_t nc = o - c0 < 8 ? o - c0 : 8;
 		uint64_t flip = 0;
+		__m512 thr[8], e[8];
+		__mmask16 live = 0; /* channels whose bound is not 0 */
 
-		for (uint32_t i = 0; i < nc; i++)
-			if (d->flip[c0 + i])
+		for (uint32_t i = 0; i < 8; i++) {
+			uint32_t c = c0 + (i < nc ? i : 0);
+
+			thr[i] = _mm512_set1_ps(d->thr[c]);
+			e[i] = _mm512_set1_ps(d->e[c]);
+			if (i < nc && d->flip[c])
 				flip |= 0xffull << (8 * i);
+			if (i < nc && d->e[c] > 0.0f)
+				live |= (__mmask16)(1u << i);
+		}
 		for (uint32_t p0 = 0; p0 < np; p0 += 16) {
 			uint32_t cnt = np - p0 < 16 ? np - p0 : 16;
 			__mmask16 pm = lanes(cnt, 0);
-			__m512 s = _mm512_maskz_loadu_ps(pm, d->s + p0);
 			uint64_t ge[2] = {0, 0}, un[2] = {0, 0}, m[2];
 
 			for (uint32_t i = 0; i < nc; i++) {
 				const float *yc = y + (size_t)(c0 + i) * np + p0;
-				__m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(pm, yc),
-							 _mm512_set1_ps(d->thr[c0 + i]));
-				__m512 e =
-				    _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(d->e[c0 + i]), s),
-						  _mm512_set1_ps(d->ea[c0 + i]));
-				__mmask16 u = _mm512_mask_cmp_ps_mask(pm, _mm512_and_ps(v, absmask),
-								      e, _CMP_LE_OQ);
+				__m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(pm, yc), thr[i]);
 				__mmask16 g = _mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ);
 
-				u = _mm512_mask_cmp_ps_mask(u, e, zero, _CMP_GT_OQ);
 				ge[0] |= (uint64_t)(g & 0xff) << (8 * i);
 				ge[1] |= (uint64_t)(g >> 8) << (8 * i);
-				un[0] |= (uint64_t)(u & 0xff) << (8 * i);
-				un[1] |= (uint64_t)(u >> 8) << (8 * i);
-				for (; u; u &= (__mmask16)(u - 1))
-					unsure[n++] =
-					    (c0 + i) * np + p0 + (uint32_t)__builtin_ctz(u);
+				if (live >> i & 1) {
+					__mmask16 u = _mm512_mask_cmp_ps_mask(
+					    pm, _mm512_and_ps(v, absmask), e[i], _CMP_LE_OQ);
+
+					un[0] |= (uint64_t)(u & 0xff) << (8 * i);
+					un[1] |= (uint64_t)(u >> 8) << (8 * i);
+					for (; u; u &= (__mmask16)(u - 1))
+						unsure[n++] =
+						    (c0 + i) * np + p0 + (uint32_t)__builtin_ctz(u);
+				}
 			}
 			m[0] = kern_transpose8((ge[0] ^ flip) & ~un[0]);
 			m[1] = kern_transpose8((ge[1] ^ flip) & ~un[1]);

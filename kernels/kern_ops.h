@@ -25,9 +25,8 @@ struct kern_thresh {
 
 /* Per-channel decision points and error bounds of decide_pack. */
 struct kern_decide {
-	const float *thr, *e, *ea; /* [o] */
-	const uint8_t *flip;	   /* [o] */
-	const float *s;		   /* [np] */
+	const float *thr, *e; /* [o] */
+	const uint8_t *flip;  /* [o] */
 };
 
 struct kern_conv_geom {
@@ -101,10 +100,10 @@ struct kern_bin_ops {
 
 	/*
 	 * Decisions from float32 values with an error bound (kernels/fconv.c), all in float32:
-	 * y [o][np] (np pixels of one image), s [np]; for output (c, p), d = y - thr[c] and
-	 * E = e[c] * s[p] + ea[c] (a product, then a sum: no FMA). Unsure where |d| <= E and
-	 * E > 0; else its bit is (d >= 0) ^ flip[c]. bits: BITS [np][words(o)], unsure outputs 0;
-	 * their indices c * np + p go to `unsure` in any order. Returns how many are unsure.
+	 * y [o][np] (np pixels of one image); output (c, p) is unsure where
+	 * |y - thr[c]| <= e[c] and e[c] > 0, else its bit is (y - thr[c] >= 0) ^ flip[c].
+	 * bits: BITS [np][words(o)], unsure outputs 0; their indices c * np + p go to `unsure`
+	 * in any order. Returns how many are unsure.
 	 */
 	uint32_t (*decide_pack)(const float *y, uint32_t o, uint32_t np,
 				const struct kern_decide *d, uint64_t *bits, uint32_t *unsure);
