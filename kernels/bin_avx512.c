@@ -405,6 +405,6 @@ const struct kern_bin_ops kern_ops_avx512 = {
     /* An OR of whole words: the reference loop is already bandwidth-bound. */
     .maxpool_bits = kern_ref_maxpool_bits,
     .maxpool_bits_and = kern_ref_maxpool_bits_and,
-    .sgemm = kern_avx512_sgemm,
+    .sconv = kern_avx512_sconv,
     .decide_pack = kern_avx512_decide_pack,
 };

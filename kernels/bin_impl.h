@@ -23,7 +23,7 @@ void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32
 void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
 			       uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
 			       uint64_t *y);
-void kern_ref_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *y);
+void kern_ref_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
 uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const struct kern_decide *d,
 			      uint64_t *bits, uint32_t *unsure);
 
@@ -42,8 +42,7 @@ void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t
 			   uint64_t *y);
 void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 				const struct kern_thresh *t, uint64_t *y);
-void kern_avx512_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n,
-		       float *y);
+void kern_avx512_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
 uint32_t kern_avx512_decide_pack(const float *y, uint32_t o, uint32_t np,
 				 const struct kern_decide *d, uint64_t *bits, uint32_t *unsure);
 void kern_avx2_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,

@@ -8,7 +8,7 @@
  *  - The CONV op's dgemm value D: any order of the n products and sums, with or without FMA,
  *    gives |D - S| <= g(n, v) A (Higham, Accuracy and Stability, 3.1); nothing underflows in
  *    double at the magnitudes allowed below.
- *  - The float32 value F = sgemm(fl32(w), fl32(x)) in any order (the table's sgemm):
+ *  - The float32 value F = sum fl32(w) fl32(x) in any order (the table's sconv):
  *    fl32(w) = w (1 + a), fl32(x) = x (1 + b), |a|, |b| <= u where normal, so
  *    |F - S| <= g(n + 2, u) A. Where x, a product or a partial sum falls below float32's
  *    normal range the error is at most 2^-150 per operation (|w| 2^-150 for x), covered by
@@ -234,7 +234,7 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 			if (a != 0.0 && (a < FC_WMIN || a > 1.0 / FC_WMIN))
 				goto out_unfit;
 			wmax = a > wmax ? a : wmax;
-			f->w32[(size_t)o * f->taps + t] = (float)w[(size_t)o * f->taps + t];
+			f->w32[(size_t)t * f->g.o + o] = (float)w[(size_t)o * f->taps + t];
 		}
 		if (!fold_channel(f, o, &thr, &f->flip[o]))
 			goto out_unfit;
@@ -275,89 +275,82 @@ static size_t al64(size_t n)
 }
 
 struct fc_scratch {
-	float *col, *y;
+	float *xp, *y;
 	double *x64, *col64, *y64;
 	uint32_t *unsure;
 };
 
+static void fc_sizes(const struct kern_fconv *f, size_t sz[7])
+{
+	const struct kern_conv_geom *g = &f->g;
+	size_t np = (size_t)g->oh * g->ow, out = (size_t)g->o * np;
+
+	sz[0] = (size_t)g->c * (g->h + 2 * g->pad) * (g->w + 2 * g->pad) * sizeof(float);
+	sz[1] = out * sizeof(float);
+	sz[2] = (size_t)g->c * g->h * g->w * sizeof(double);
+	sz[3] = kern_conv_scratch(g) * sizeof(double);
+	sz[4] = out * sizeof(double);
+	sz[5] = out * sizeof(uint32_t);
+	sz[6] = 0;
+}
+
 static void fc_carve(const struct kern_fconv *f, void *scratch, struct fc_scratch *s)
 {
-	size_t np = (size_t)f->g.oh * f->g.ow, col = (size_t)f->taps * np;
-	size_t out = (size_t)f->g.o * np, in = (size_t)f->g.c * f->g.h * f->g.w;
+	size_t sz[7];
 	char *p = scratch;
 
-	s->col = (float *)p;
-	p += al64(col * sizeof(float));
+	fc_sizes(f, sz);
+	s->xp = (float *)p;
+	p += al64(sz[0]);
 	s->y = (float *)p;
-	p += al64(out * sizeof(float));
+	p += al64(sz[1]);
 	s->x64 = (double *)p;
-	p += al64(in * sizeof(double));
+	p += al64(sz[2]);
 	s->col64 = (double *)p;
-	p += al64(col * sizeof(double));
+	p += al64(sz[3]);
 	s->y64 = (double *)p;
-	p += al64(out * sizeof(double));
+	p += al64(sz[4]);
 	s->unsure = (uint32_t *)p;
 }
 
 size_t kern_fconv_scratch(const struct kern_fconv *f)
 {
-	size_t np = (size_t)f->g.oh * f->g.ow, col = (size_t)f->taps * np;
-	size_t out = (size_t)f->g.o * np, in = (size_t)f->g.c * f->g.h * f->g.w;
+	size_t sz[7], n = 0;
 
-	return al64(col * sizeof(float)) + al64(out * sizeof(float)) + al64(in * sizeof(double)) +
-	       al64(col * sizeof(double)) + al64(out * sizeof(double)) +
-	       al64(out * sizeof(uint32_t));
-}
-
-/* First and one-past-last output coordinate whose tap at offset k lands inside [0, size). */
-static void valid_range(uint32_t k, const struct kern_conv_geom *g, uint32_t size, uint32_t n,
-			uint32_t *lo, uint32_t *hi)
-{
-	int64_t a = (int64_t)g->pad - k, b = (int64_t)size + g->pad - k;
-
-	*lo = a <= 0 ? 0 : (uint32_t)((a + g->stride - 1) / g->stride);
-	*hi = b <= 0 ? 0 : (uint32_t)((b + g->stride - 1) / g->stride);
-	*hi = *hi < n ? *hi : n;
-	*lo = *lo < *hi ? *lo : *hi;
+	fc_sizes(f, sz);
+	for (int i = 0; i < 6; i++)
+		n += al64(sz[i]);
+	return n;
 }
 
 /*
- * col[(c, ky, kx)][p] = fl32(x), 0 in the padding; x is U8 or F64 (C, H, W). Returns the
+ * xp = fl32(x) zero-padded to (C, H + 2 pad, W + 2 pad); x is U8 or F64 (C, H, W). Returns the
  * largest |x| of an F64 image (NaN if any x is), 255 for U8.
  */
-static double im2col32(const struct kern_fconv *f, const uint8_t *xu, const double *xd, float *col)
+static double pad32(const struct kern_fconv *f, const uint8_t *xu, const double *xd, float *xp)
 {
 	const struct kern_conv_geom *g = &f->g;
-	const size_t np = (size_t)g->oh * g->ow;
+	const size_t wp = (size_t)g->w + 2 * g->pad, hp = (size_t)g->h + 2 * g->pad;
 	double xmax = 0.0;
 
-	for (size_t i = 0; !xu && i < (size_t)g->c * g->h * g->w; i++)
-		xmax = fabs(xd[i]) > xmax || xd[i] != xd[i] ? fabs(xd[i]) : xmax;
+	memset(xp, 0, (size_t)g->c * hp * wp * sizeof(*xp));
 	for (uint32_t c = 0; c < g->c; c++)
-		for (uint32_t ky = 0; ky < g->k; ky++)
-			for (uint32_t kx = 0; kx < g->k; kx++, col += np) {
-				uint32_t ylo, yhi, xlo, xhi;
+		for (uint32_t iy = 0; iy < g->h; iy++) {
+			float *row = xp + ((size_t)c * hp + iy + g->pad) * wp + g->pad;
+			size_t at = ((size_t)c * g->h + iy) * g->w;
 
-				valid_range(ky, g, g->h, g->oh, &ylo, &yhi);
-				valid_range(kx, g, g->w, g->ow, &xlo, &xhi);
-				memset(col, 0, np * sizeof(*col));
-				for (uint32_t oy = ylo; oy < yhi; oy++) {
-					size_t row =
-					    ((size_t)c * g->h + oy * g->stride + ky - g->pad) *
-					    g->w;
-					size_t ix = (size_t)xlo * g->stride + kx - g->pad;
-					float *cr = col + (size_t)oy * g->ow;
-
-					if (xu)
-						for (uint32_t ox = xlo; ox < xhi;
-						     ox++, ix += g->stride)
-							cr[ox] = (float)xu[row + ix];
-					else
-						for (uint32_t ox = xlo; ox < xhi;
-						     ox++, ix += g->stride)
-							cr[ox] = (float)xd[row + ix];
-				}
+			if (xu) {
+				for (uint32_t ix = 0; ix < g->w; ix++)
+					row[ix] = (float)xu[at + ix];
+				continue;
 			}
+			for (uint32_t ix = 0; ix < g->w; ix++) {
+				double a = fabs(xd[at + ix]);
+
+				xmax = a > xmax || a != a ? a : xmax;
+				row[ix] = (float)xd[at + ix];
+			}
+		}
 	return xu ? 255.0 : xmax;
 }
 
@@ -372,12 +365,12 @@ static uint32_t refine(const struct kern_fconv *f, const double *x, uint64_t *y,
 {
 	const struct kern_conv_geom *g = &f->g;
 	const double *w = conv_weights(&f->m->layers[f->conv]);
-	const uint32_t np = g->oh * g->ow, wpp = kern_words(g->o);
+	const uint32_t wpp = kern_words(g->o);
 	const double coef = 2.0 * gam(f->taps, 0x1p-53) * (1.0 + 0x1p-19);
 	uint32_t left = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t c = unsure[i] / np, p = unsure[i] % np, ky0, ky1, kx0, kx1;
+		uint32_t c = unsure[i] % g->o, p = unsure[i] / g->o, ky0, ky1, kx0, kx1;
 		int64_t iy = (int64_t)(p / g->ow) * g->stride - g->pad;
 		int64_t ix = (int64_t)(p % g->ow) * g->stride - g->pad;
 		double sum = 0.0, a = 0.0, diff;
@@ -412,7 +405,7 @@ static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, cons
 	const struct kern_layer *l = &f->m->layers[f->conv];
 	const uint32_t np = g->oh * g->ow, wpp = kern_words(g->o);
 	const struct kern_decide d = {f->thr, f->e, f->flip};
-	double xmax = im2col32(f, xu, xd, s->col);
+	double xmax = pad32(f, xu, xd, s->xp);
 	bool huge = !(xmax * f->taps <= f->guard); /* also NaN: every output from float64 */
 	uint32_t n;
 
@@ -424,7 +417,7 @@ static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, cons
 	} else {
 		if (!xu)
 			set_bound(f, xmax);
-		ops->sgemm(f->w32, g->o, f->taps, s->col, np, s->y);
+		ops->sconv(s->xp, g, f->w32, s->y);
 		n = ops->decide_pack(s->y, g->o, np, &d, y, s->unsure);
 	}
 	if (!n)
@@ -440,9 +433,9 @@ static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, cons
 		return;
 	kern_conv_f64(xd, 1, g, conv_weights(l), conv_bias(l), s->col64, s->y64);
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t c = s->unsure[i] / np, p = s->unsure[i] % np;
+		uint32_t c = s->unsure[i] % g->o, p = s->unsure[i] / g->o;
 
-		y[(size_t)p * wpp + c / 64] |= (uint64_t)chain_bit(f, c, s->y64[s->unsure[i]])
+		y[(size_t)p * wpp + c / 64] |= (uint64_t)chain_bit(f, c, s->y64[(size_t)c * np + p])
 					       << (c % 64);
 	}
 	f->recomputed += n;

@@ -8,7 +8,7 @@
  *     [CAST from U8]  CONV (float or binary weights)  (BIAS | BATCHNORM)*  SIGN | THRESHOLD
  *
  * gives the same bits as the ops one by one (kernels/fconv.c states why): the conv runs as
- * float32 im2col + the table's sgemm; an output whose float32 value lies within its error bound of
+ * float32 (the table's sconv); an output whose float32 value lies within its error bound of
  * the decision point makes its image run the float64 conv exactly as the CONV op does, and
  * those outputs take their bits from the float64 values through the same chain of ops.
  */
@@ -28,7 +28,7 @@ struct kern_fconv {
 	bool exact;		    /* integer inputs and +-1 weights: float32 is exact */
 	struct kern_conv_geom g;
 	uint32_t taps;	     /* c * k * k */
-	float *w32;	     /* [o][taps] */
+	float *w32;	     /* [taps][o] */
 	float *thr;	     /* [o] decision point in conv output units */
 	double *thr64;	     /* [o] the same in double, before rounding */
 	uint8_t *flip;	     /* [o] */

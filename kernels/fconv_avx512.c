@@ -13,129 +13,115 @@ static inline __mmask16 lanes(uint32_t cnt, uint32_t v)
 	return (__mmask16)(r >= 16 ? 0xffff : (1u << r) - 1);
 }
 
-/* One row of a 4 x 64 block: a broadcast weight meets four vectors of b. */
-#define ROW_FMA(acc, w)                                                                            \
+/* Pixel r of an 8-pixel block meets the tap's 32 weights: two FMAs. */
+#define PIX_FMA(r)                                                                                 \
 	do {                                                                                       \
-		__m512 av_ = _mm512_set1_ps(w);                                                    \
-		acc##0 = _mm512_fmadd_ps(av_, b0, acc##0);                                         \
-		acc##1 = _mm512_fmadd_ps(av_, b1, acc##1);                                         \
-		acc##2 = _mm512_fmadd_ps(av_, b2, acc##2);                                         \
-		acc##3 = _mm512_fmadd_ps(av_, b3, acc##3);                                         \
+		__m512 xb_ = _mm512_set1_ps(xt[base[r]]);                                          \
+		a##r = _mm512_fmadd_ps(xb_, w0, a##r);                                             \
+		b##r = _mm512_fmadd_ps(xb_, w1, b##r);                                             \
 	} while (0)
 
-#define ROW_STORE(acc, r)                                                                          \
+#define PIX_STORE(r)                                                                               \
 	do {                                                                                       \
-		float *yr_ = y + (size_t)(i + (r)) * n + j;                                        \
-		_mm512_mask_storeu_ps(yr_, m0, acc##0);                                            \
-		_mm512_mask_storeu_ps(yr_ + 16, m1, acc##1);                                       \
-		_mm512_mask_storeu_ps(yr_ + 32, m2, acc##2);                                       \
-		_mm512_mask_storeu_ps(yr_ + 48, m3, acc##3);                                       \
+		if ((r) < rows) {                                                                  \
+			_mm512_mask_storeu_ps(yb + (size_t)(r)*g->o, m0, a##r);                    \
+			_mm512_mask_storeu_ps(yb + (size_t)(r)*g->o + 16, m1, b##r);               \
+		}                                                                                  \
 	} while (0)
 
 /*
- * 4 rows x 64 columns of y per block in 16 accumulators: per step of k, four loads of b, four
- * broadcasts of a and 16 FMAs. A short last block of rows repeats its last row (not stored).
+ * Implicit GEMM straight from the padded image: 8 neighbouring output pixels of a row x 32
+ * output channels per block in 16 accumulators; per tap two loads of weights, eight broadcasts
+ * of input values and 16 FMAs. A short last block repeats its last pixel (not stored).
  */
-void kern_avx512_sgemm(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *y)
+void kern_avx512_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y)
 {
-	for (uint32_t j = 0; j < n; j += 64) {
-		uint32_t cnt = n - j < 64 ? n - j : 64;
-		const __mmask16 m0 = lanes(cnt, 0), m1 = lanes(cnt, 1), m2 = lanes(cnt, 2),
-				m3 = lanes(cnt, 3);
+	const size_t hp = (size_t)g->h + 2 * g->pad, wp = (size_t)g->w + 2 * g->pad;
 
-		for (uint32_t i = 0; i < m; i += 4) {
-			uint32_t rows = m - i < 4 ? m - i : 4;
-			const float *r0 = a + (size_t)i * k;
-			const float *r1 = a + (size_t)(i + (rows > 1 ? 1 : 0)) * k;
-			const float *r2 = a + (size_t)(i + (rows > 2 ? 2 : rows - 1)) * k;
-			const float *r3 = a + (size_t)(i + rows - 1) * k;
-			__m512 p0 = _mm512_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
-			__m512 q0 = p0, q1 = p0, q2 = p0, q3 = p0, s0 = p0, s1 = p0, s2 = p0,
-			       s3 = p0;
-			__m512 u0 = p0, u1 = p0, u2 = p0, u3 = p0;
+	for (uint32_t oy = 0; oy < g->oh; oy++)
+		for (uint32_t ox = 0; ox < g->ow; ox += 8) {
+			uint32_t rows = g->ow - ox < 8 ? g->ow - ox : 8;
+			size_t base[8];
+			float *yb = y + ((size_t)oy * g->ow + ox) * g->o;
 
-			for (uint32_t t = 0; t < k; t++) {
-				const float *bt = b + (size_t)t * n + j;
-				__m512 b0 = _mm512_maskz_loadu_ps(m0, bt);
-				__m512 b1 = _mm512_maskz_loadu_ps(m1, bt + 16);
-				__m512 b2 = _mm512_maskz_loadu_ps(m2, bt + 32);
-				__m512 b3 = _mm512_maskz_loadu_ps(m3, bt + 48);
+			for (uint32_t r = 0; r < 8; r++)
+				base[r] = (size_t)oy * g->stride * wp +
+					  (size_t)(ox + (r < rows ? r : rows - 1)) * g->stride;
+			for (uint32_t c0 = 0; c0 < g->o; c0 += 32, yb += 32) {
+				const __mmask16 m0 = lanes(g->o - c0, 0), m1 = lanes(g->o - c0, 1);
+				const float *wc = wt + c0;
+				__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0;
+				__m512 a5 = a0, a6 = a0, a7 = a0, b0 = a0, b1 = a0, b2 = a0,
+				       b3 = a0;
+				__m512 b4 = a0, b5 = a0, b6 = a0, b7 = a0;
 
-				ROW_FMA(p, r0[t]);
-				ROW_FMA(q, r1[t]);
-				ROW_FMA(s, r2[t]);
-				ROW_FMA(u, r3[t]);
+				for (uint32_t ci = 0; ci < g->c; ci++)
+					for (uint32_t ky = 0; ky < g->k; ky++)
+						for (uint32_t kx = 0; kx < g->k; kx++, wc += g->o) {
+							const float *xt =
+							    xp + (ci * hp + ky) * wp + kx;
+							__m512 w0 = _mm512_maskz_loadu_ps(m0, wc);
+							__m512 w1 =
+							    _mm512_maskz_loadu_ps(m1, wc + 16);
+
+							PIX_FMA(0);
+							PIX_FMA(1);
+							PIX_FMA(2);
+							PIX_FMA(3);
+							PIX_FMA(4);
+							PIX_FMA(5);
+							PIX_FMA(6);
+							PIX_FMA(7);
+						}
+				PIX_STORE(0);
+				PIX_STORE(1);
+				PIX_STORE(2);
+				PIX_STORE(3);
+				PIX_STORE(4);
+				PIX_STORE(5);
+				PIX_STORE(6);
+				PIX_STORE(7);
 			}
-			ROW_STORE(p, 0);
-			if (rows > 1)
-				ROW_STORE(q, 1);
-			if (rows > 2)
-				ROW_STORE(s, 2);
-			if (rows > 3)
-				ROW_STORE(u, 3);
 		}
-	}
 }
 
 /*
- * 8 channels x 16 pixels per step: per channel one compare gives 16 bits over pixels; two 8x8
- * bit transposes (pixels 0-7, 8-15) turn them into a byte of channels per pixel. Unsure outputs
- * are rare and listed from their mask.
+ * Pixel-major: one pixel's 16 channels per compare, so a compare's mask is already 16 bits of
+ * the pixel's word. Unsure outputs are rare and listed from their mask.
  */
 uint32_t kern_avx512_decide_pack(const float *y, uint32_t o, uint32_t np,
 				 const struct kern_decide *d, uint64_t *bits, uint32_t *unsure)
 {
 	const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
 	const __m512 zero = _mm512_setzero_ps();
-	uint32_t wpp = kern_words(o), n = 0;
-	uint8_t *yb = (uint8_t *)bits;
+	const uint32_t wpp = kern_words(o), groups = (o + 15) / 16;
+	__mmask16 flip[64], live[64], valid[64];
+	uint32_t n = 0;
 
-	memset(bits, 0, (size_t)np * wpp * sizeof(*bits));
-	for (uint32_t c0 = 0; c0 < o; c0 += 8) {
-		uint32_t nc = o - c0 < 8 ? o - c0 : 8;
-		uint64_t flip = 0;
-		__m512 thr[8], e[8];
-		__mmask16 live = 0; /* channels whose bound is not 0 */
+	if (groups > 64)
+		return kern_ref_decide_pack(y, o, np, d, bits, unsure);
+	for (uint32_t q = 0; q < groups; q++) {
+		__m128i fl;
 
-		for (uint32_t i = 0; i < 8; i++) {
-			uint32_t c = c0 + (i < nc ? i : 0);
-
-			thr[i] = _mm512_set1_ps(d->thr[c]);
-			e[i] = _mm512_set1_ps(d->e[c]);
-			if (i < nc && d->flip[c])
-				flip |= 0xffull << (8 * i);
-			if (i < nc && d->e[c] > 0.0f)
-				live |= (__mmask16)(1u << i);
-		}
-		for (uint32_t p0 = 0; p0 < np; p0 += 16) {
-			uint32_t cnt = np - p0 < 16 ? np - p0 : 16;
-			__mmask16 pm = lanes(cnt, 0);
-			uint64_t ge[2] = {0, 0}, un[2] = {0, 0}, m[2];
-
-			for (uint32_t i = 0; i < nc; i++) {
-				const float *yc = y + (size_t)(c0 + i) * np + p0;
-				__m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(pm, yc), thr[i]);
-				__mmask16 g = _mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ);
-
-				ge[0] |= (uint64_t)(g & 0xff) << (8 * i);
-				ge[1] |= (uint64_t)(g >> 8) << (8 * i);
-				if (live >> i & 1) {
-					__mmask16 u = _mm512_mask_cmp_ps_mask(
-					    pm, _mm512_and_ps(v, absmask), e[i], _CMP_LE_OQ);
-
-					un[0] |= (uint64_t)(u & 0xff) << (8 * i);
-					un[1] |= (uint64_t)(u >> 8) << (8 * i);
-					for (; u; u &= (__mmask16)(u - 1))
-						unsure[n++] =
-						    (c0 + i) * np + p0 + (uint32_t)__builtin_ctz(u);
-				}
-			}
-			m[0] = kern_transpose8((ge[0] ^ flip) & ~un[0]);
-			m[1] = kern_transpose8((ge[1] ^ flip) & ~un[1]);
-			for (uint32_t p = 0; p < cnt; p++)
-				yb[((p0 + p) * wpp + c0 / 64) * 8 + (c0 % 64) / 8] =
-				    (uint8_t)(m[p / 8] >> (8 * (p % 8)));
-		}
+		valid[q] = lanes(o - 16 * q, 0);
+		fl = _mm_maskz_loadu_epi8(valid[q], d->flip + 16 * q);
+		flip[q] = _mm_test_epi8_mask(fl, fl);
+		live[q] = _mm512_mask_cmp_ps_mask(
+		    valid[q], _mm512_maskz_loadu_ps(valid[q], d->e + 16 * q), zero, _CMP_GT_OQ);
 	}
+	memset(bits, 0, (size_t)np * wpp * sizeof(*bits));
+	for (uint32_t p = 0; p < np; p++, y += o, bits += wpp)
+		for (uint32_t q = 0; q < groups; q++) {
+			__m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(valid[q], y + 16 * q),
+						 _mm512_maskz_loadu_ps(valid[q], d->thr + 16 * q));
+			__mmask16 ge = _mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ);
+			__mmask16 u = _mm512_mask_cmp_ps_mask(
+			    live[q], _mm512_and_ps(v, absmask),
+			    _mm512_maskz_loadu_ps(valid[q], d->e + 16 * q), _CMP_LE_OQ);
+
+			bits[q / 4] |= (uint64_t)((ge ^ flip[q]) & valid[q] & ~u) << (16 * (q % 4));
+			for (; u; u &= (__mmask16)(u - 1))
+				unsure[n++] = p * o + 16 * q + (uint32_t)__builtin_ctz(u);
+		}
 	return n;
 }

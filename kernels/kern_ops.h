@@ -91,18 +91,19 @@ struct kern_bin_ops {
 				 uint64_t *y);
 
 	/*
-	 * Float32 product for float layers whose outputs reach only decisions (kernels/fconv.c):
-	 * y = a b, a m x k, b k x n, y m x n, row-major. Any summation order, with or without
-	 * FMA, so |y - exact| <= gamma_k * sum |a b| (the bound fconv.c relies on); the tables
-	 * differ in rounding only.
+	 * Float32 convolution for float layers whose outputs reach only decisions
+	 * (kernels/fconv.c): xp (c, h + 2 pad, w + 2 pad) float32, zero-padded; wt [n][o] with
+	 * n = c*k*k taps in (c, ky, kx) order; y [oh*ow][o], pixel-major. Any summation order,
+	 * with or without FMA: |y - exact| <= gamma_n * sum |w x| (the bound fconv.c relies on);
+	 * the tables differ in rounding only.
 	 */
-	void (*sgemm)(const float *a, uint32_t m, uint32_t k, const float *b, uint32_t n, float *y);
+	void (*sconv)(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
 
 	/*
 	 * Decisions from float32 values with an error bound (kernels/fconv.c), all in float32:
-	 * y [o][np] (np pixels of one image); output (c, p) is unsure where
+	 * y [np][o] (np pixels of one image, pixel-major); output (p, c) is unsure where
 	 * |y - thr[c]| <= e[c] and e[c] > 0, else its bit is (y - thr[c] >= 0) ^ flip[c].
-	 * bits: BITS [np][words(o)], unsure outputs 0; their indices c * np + p go to `unsure`
+	 * bits: BITS [np][words(o)], unsure outputs 0; their indices p * o + c go to `unsure`
 	 * in any order. Returns how many are unsure.
 	 */
 	uint32_t (*decide_pack)(const float *y, uint32_t o, uint32_t np,

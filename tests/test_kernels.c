@@ -864,58 +864,82 @@ static void test_lrn_f64_edges(void **state)
 
 /* --- float32 kernels of the mixed-precision float layers ------------------------------------ */
 
-/* Every table's sgemm is within gamma_k * sum |a b| of the exact product (computed in double). */
-static void sgemm_case(uint32_t m, uint32_t k, uint32_t n)
+/* Every table's sconv is within gamma_n * sum |w x| of the exact sum (computed in double). */
+static void sconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o)
 {
-	float *a = xalloc((size_t)m * k * 4), *b = xalloc((size_t)k * n * 4);
-	float *y = xalloc((size_t)m * n * 4);
-	const double g = k * 0x1p-24 / (1.0 - k * 0x1p-24);
+	struct kern_conv_geom g = {.c = c, .k = k, .stride = stride, .pad = pad, .o = o};
+	const uint32_t n = c * k * k;
+	const double gam = n * 0x1p-24 / (1.0 - n * 0x1p-24);
+	size_t hp, wp, np;
+	float *xp, *wt, *y;
 
-	for (size_t i = 0; i < (size_t)m * k; i++)
-		a[i] = (float)rand_real();
-	for (size_t i = 0; i < (size_t)k * n; i++)
-		b[i] = rng_below(4) ? (float)(rng_below(256)) : 0.0f;
+	g.h = k + rng_below(12);
+	g.w = k + rng_below(40);
+	g.oh = (g.h + 2 * pad - k) / stride + 1;
+	g.ow = (g.w + 2 * pad - k) / stride + 1;
+	hp = g.h + 2 * pad;
+	wp = g.w + 2 * pad;
+	np = (size_t)g.oh * g.ow;
+	xp = xalloc(c * hp * wp * 4);
+	wt = xalloc((size_t)n * o * 4);
+	y = xalloc(np * o * 4);
+	for (size_t i = 0; i < c * hp * wp; i++) {
+		size_t x = i % wp, yy = i / wp % hp;
+		bool border = x < pad || x >= pad + g.w || yy < pad || yy >= pad + g.h;
+
+		xp[i] = border || !rng_below(4) ? 0.0f : (float)rng_below(256);
+	}
+	for (size_t i = 0; i < (size_t)n * o; i++)
+		wt[i] = (float)rand_real();
 	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
 		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
 
 		if (!ops)
 			continue;
-		memset(y, 0xa5, (size_t)m * n * 4);
-		ops->sgemm(a, m, k, b, n, y);
-		for (uint32_t i = 0; i < m; i++)
-			for (uint32_t j = 0; j < n; j++) {
-				double s = 0.0, abs = 0.0;
+		memset(y, 0xa5, np * o * 4);
+		ops->sconv(xp, &g, wt, y);
+		for (size_t p = 0; p < np; p++)
+			for (uint32_t oc = 0; oc < o; oc++) {
+				size_t oy = p / g.ow, ox = p % g.ow, q = 0;
+				double sum = 0.0, abs = 0.0;
 
-				for (uint32_t q = 0; q < k; q++) {
-					s += (double)a[(size_t)i * k + q] * b[(size_t)q * n + j];
-					abs += fabs((double)a[(size_t)i * k + q] *
-						    b[(size_t)q * n + j]);
-				}
-				if (!(fabs(y[(size_t)i * n + j] - s) <= g * abs * 1.0001)) {
+				for (uint32_t ci = 0; ci < c; ci++)
+					for (uint32_t ky = 0; ky < k; ky++)
+						for (uint32_t kx = 0; kx < k; kx++, q++) {
+							double v =
+							    (double)wt[q * o + oc] *
+							    xp[(ci * hp + oy * stride + ky) * wp +
+							       ox * stride + kx];
+
+							sum += v;
+							abs += fabs(v);
+						}
+				if (!(fabs(y[p * o + oc] - sum) <= gam * abs)) {
 					print_error(
-					    "%s sgemm %ux%ux%u: y[%u][%u] = %.9g, want %.9g "
-					    "within %.3g\n",
-					    ops->name, m, k, n, i, j, y[(size_t)i * n + j], s,
-					    g * abs);
+					    "%s sconv c%u k%u s%u p%u o%u: y[%zu][%u] = %.9g, "
+					    "want %.9g within %.3g\n",
+					    ops->name, c, k, stride, pad, o, p, oc, y[p * o + oc],
+					    sum, gam * abs);
 					fail();
 				}
 			}
 	}
-	free(a), free(b), free(y);
+	free(xp), free(wt), free(y);
 }
 
-static void test_sgemm_bound(void **state)
+static void test_sconv_bound(void **state)
 {
-	static const uint32_t ks[] = {1, 9, 25, 27, 64, 363};
+	static const uint32_t cs[] = {1, 3, 5};
+	static const uint32_t ks[] = {1, 3, 5, 11};
+	static const uint32_t os[] = {1, 16, 17, 32, 40, 96};
 
 	(void)state;
 	rng_seed(11);
-	for (size_t i = 0; i < sizeof(ks) / sizeof(*ks); i++) {
-		sgemm_case(1 + rng_below(40), ks[i], 1 + rng_below(200));
-		sgemm_case(32, ks[i], 784);
-	}
-	sgemm_case(5, 9, 64);
-	sgemm_case(4, 9, 65);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++)
+			sconv_case(cs[i], ks[j], 1 + rng_below(4), rng_below(ks[j] < 3 ? 1 : 3),
+				   os[rng_below(6)]);
+	sconv_case(1, 3, 1, 1, 32);
 }
 
 /* decide_pack: every table equals the reference bit for bit, unsure sets included. */
@@ -943,7 +967,7 @@ static void decide_case(uint32_t o, uint32_t np)
 		flip[c] = rng_below(2);
 	}
 	for (size_t i = 0; i < (size_t)o * np; i++) {
-		uint32_t c = (uint32_t)(i / np), kind = rng_below(4);
+		uint32_t c = (uint32_t)(i % o), kind = rng_below(4);
 		float t = isfinite(thr[c]) ? thr[c] : 0.0f;
 
 		y[i] = kind == 0   ? t
@@ -953,7 +977,7 @@ static void decide_case(uint32_t o, uint32_t np)
 	nw = kern_ops_ref.decide_pack(y, o, np, &d, want, uw);
 	qsort(uw, nw, 4, cmp_u32);
 	for (uint32_t i = 0; i < nw; i++)
-		assert_true(e[uw[i] / np] > 0.0f);
+		assert_true(e[uw[i] % o] > 0.0f);
 	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
 		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
 
@@ -1028,7 +1052,7 @@ int main(void)
 	    cmocka_unit_test(test_elementwise_f64_exact),
 	    cmocka_unit_test(test_maxpool_f64_overlap),
 	    cmocka_unit_test(test_lrn_f64_edges),
-	    cmocka_unit_test(test_sgemm_bound),
+	    cmocka_unit_test(test_sconv_bound),
 	    cmocka_unit_test(test_decide_pack_shapes),
 	    cmocka_unit_test(test_bconv_narrow_blocks),
 	};
