@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kernels/bin_impl.h — private to the binary kernels (bin_*.c, ops_select.c): the reference
- * entry points the SIMD tables fall back to, and scalar helpers shared by every instruction set.
+ * kernels/bin_impl.h — private to the kernels of the tables (bin_*.c, bconv*.c, fconv*.c,
+ * layout.c, ops_select.c): the reference entry points the SIMD tables fall back to, and scalar
+ * helpers shared by every instruction set.
  */
 #ifndef KERN_BIN_IMPL_H
 #define KERN_BIN_IMPL_H
