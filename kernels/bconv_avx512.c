@@ -222,6 +222,10 @@ void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_
 		kern_avx512_bconv32_thr(x, batch, g, w, t, y);
 		return;
 	}
+	if (kern_avx512_bconv64_fits(g)) {
+		kern_avx512_bconv64_thr(x, batch, g, w, t, y);
+		return;
+	}
 	if (taps > KERN_BCONV_TILE_TAPS) {
 		kern_ref_bconv_thr(x, batch, g, w, t, y);
 		return;

@@ -1005,10 +1005,13 @@ static void test_decide_pack_shapes(void **state)
 	decide_case(32, 784);
 }
 
-/* Narrow inputs (at most 32 channels) against many output channels: the 32-bit lane blocks. */
-static void test_bconv_narrow_blocks(void **state)
+/*
+ * Many output channels: the 32-bit lane blocks (inputs of at most 32 channels) and the blocks of
+ * 64 output channels (wider inputs), partial last blocks included.
+ */
+static void test_bconv_blocks(void **state)
 {
-	static const uint32_t cs[] = {1, 17, 32};
+	static const uint32_t cs[] = {1, 17, 32, 33, 64, 100, 130};
 	static const uint32_t os[] = {63, 64, 65, 130, 200};
 
 	(void)state;
@@ -1054,7 +1057,7 @@ int main(void)
 	    cmocka_unit_test(test_lrn_f64_edges),
 	    cmocka_unit_test(test_sconv_bound),
 	    cmocka_unit_test(test_decide_pack_shapes),
-	    cmocka_unit_test(test_bconv_narrow_blocks),
+	    cmocka_unit_test(test_bconv_blocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
