@@ -24,9 +24,9 @@ struct kern_ctx {
 };
 
 /*
- * A batch runs in passes of as many images as keep the largest activation (both ping-pong
- * buffers) within this, about half of a core's L2: per-image float64 maps of a CNN's first
- * layers would otherwise stream from DRAM at batch 64.
+ * A batch runs in passes of as many images as keep the largest activation a pass materializes
+ * (both ping-pong buffers) within this, about half of a core's L2: per-image float64 maps of a
+ * CNN's first layers would otherwise stream from DRAM at batch 64.
  */
 #define FWD_CHUNK_BYTES (256u * 1024u)
 
@@ -72,6 +72,24 @@ static size_t op_scratch_bytes(const struct kern_layer *l, uint32_t batch)
 	}
 }
 
+/*
+ * The largest activation of one image that a whole-model pass materializes: the outputs inside
+ * a float32 run never are (they are still allocated, for ranges that split a run).
+ */
+static size_t pass_bytes(const struct kern_ctx *ctx)
+{
+	size_t n = kern_shape_bytes(&ctx->m->input);
+	uint32_t skip_to = 0;
+
+	for (uint32_t i = 0; i < ctx->m->n_layers; i++) {
+		if (ctx->fc[i].last > skip_to)
+			skip_to = ctx->fc[i].last;
+		if (i >= skip_to && kern_shape_bytes(&ctx->m->layers[i].out) > n)
+			n = kern_shape_bytes(&ctx->m->layers[i].out);
+	}
+	return n;
+}
+
 struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
 {
 	size_t act = 0, ibuf = 0, scratch = 0;
@@ -110,7 +128,7 @@ struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
 	ctx->m = m;
 	ctx->ops = kern_ops_get();
 	ctx->max_batch = max_batch;
-	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / act);
+	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / pass_bytes(ctx));
 	ctx->chunk = ctx->chunk < 1 ? 1 : ctx->chunk > max_batch ? max_batch : ctx->chunk;
 	ctx->act_bytes = align64(act * max_batch);
 	ctx->act[0] = zalloc64(ctx->act_bytes);

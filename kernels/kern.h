@@ -12,6 +12,9 @@
  *   KERN_FMT_F32   (C,H,W) float, C-major. Model input only (converted to F64 by KERN_OP_CAST).
  *   KERN_FMT_F64   (C,H,W) double, C-major. Every real-valued activation: the spec's reference
  *                  is float64, and computing in float64 keeps every sign decision equal to it.
+ *                  (A float conv whose outputs reach only a sign or threshold runs in float32
+ *                  inside kern_forward_range, with a bound that proves the same bits:
+ *                  kernels/fconv.c.)
  *   KERN_FMT_BITS  (C,H,W) of +1/-1 packed along channels: pixel-major ([h][w][word]) with
  *                  wpp = ceil(C/64) 64-bit words per pixel; channel c is bit (c % 64) of word
  *                  (c / 64); bit 1 = +1, bit 0 = -1; the unused high bits of a pixel's last word

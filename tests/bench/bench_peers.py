@@ -17,7 +17,8 @@ on the same inputs, from the same weights (PyTorch module built from arch.json +
 exported to ONNX). Then ROUNDS rounds, each running every engine once on the same inputs
 (splitnic through build/bench/bench_models, one round per call; PyTorch in this process;
 ONNX Runtime in one node process): batch-1 p50 / p99 and batch-64 images/s. Ratios are
-medians of per-round ratios. Figures are printed with their method and appended to
+medians of per-round ratios (5 rounds, 3 for the CIFAR pair, whose float64 model takes about
+0.3 s an image). Figures are printed with their method and appended to
 $BENCH_JSONL (default build/bench.jsonl).
 """
 import argparse
@@ -229,7 +230,10 @@ def bench_pair(p, ort, rounds):
     per = {k: [] for k in ("sb1", "sb99", "sb64", "fb1", "fb99", "fb64", "tb1", "tb99",
                            "tb64", "ob1", "ob99", "ob64")}
     models = [p["bin_snm"], p["float_snm"]]
-    for r in range(rounds + 1):  # round 0 warms up
+    torch_times(net, xf[:64], 64)  # warm-up (bench_models warms splitnic up itself)
+    if ort.p:
+        ort.cmd(op="run", name=name, input=raw, shape=[64] + shape[1:], batch=64)
+    for r in range(rounds):
         s = splitnic_round(p["inputs"], models, n)
         bn, fn = p["bin_name"], p["float_name"]
         t1, _ = torch_times(net, xf, 1)
@@ -238,8 +242,6 @@ def bench_pair(p, ort, rounds):
         if ort.p:
             o1 = ort.cmd(op="run", name=name, input=raw, shape=shape, batch=1)["us"]
             o64 = ort.cmd(op="run", name=name, input=raw, shape=shape, batch=64)["us"]
-        if r == 0:
-            continue
         per["sb1"].append(s["model.%s.latency_batch1_p50" % bn])
         per["sb99"].append(s["model.%s.latency_batch1_p99" % bn])
         per["sb64"].append(s["model.%s.per_image_batch64" % bn])
@@ -288,7 +290,7 @@ def bench_pair(p, ort, rounds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--alexnet", action="store_true")
     ap.add_argument("--only", help="pair names, comma-separated")
     args = ap.parse_args()
@@ -300,20 +302,22 @@ def main():
     if not ort.p:
         print("ONNX Runtime: not available (%s); PyTorch is the peer" % ort.why)
     pairs = []
-    x = refeval.read_idx(FMNIST)[:512]
-    fm = os.path.join(PEERS, "fmnist-512.idx")
+    x = refeval.read_idx(FMNIST)[:256]
+    fm = os.path.join(PEERS, "fmnist-256.idx")
     write_idx(fm, x)
     for b, f in (("fmnist-bmlp", "fmnist-fmlp"), ("fmnist-bcnn", "fmnist-fcnn")):
         d = os.path.join(ROOT, "models", f)
-        pairs.append(dict(name=f, n=512, x=x[:, None], inputs=fm, bin_name=b, float_name=f,
+        pairs.append(dict(name=f, n=256, x=x[:, None], inputs=fm, bin_name=b, float_name=f,
                           arch=refeval.load_arch(os.path.join(d, "arch.json")),
                           w=refeval.load_weights(os.path.join(d, "weights.npz")),
                           bin_snm=os.path.join(B, "models", b + ".snm"),
                           float_snm=os.path.join(B, "models", f + ".snm")))
-    archs = [("bmlp", "bmlp-float", 256, 256), ("bcnn-cifar", "bcnn-cifar-float", 64, 64)]
+    # (binary, float, inputs, inputs checked, rounds at most): the float64 CIFAR CNN takes about
+    # 0.3 s an image, AlexNet's several
+    archs = [("bmlp", "bmlp-float", 128, 128, 5), ("bcnn-cifar", "bcnn-cifar-float", 64, 64, 3)]
     if args.alexnet:
-        archs.append(("alexnet-bin", "alexnet-float", 64, 16))
-    for b, f, n, check in archs:
+        archs.append(("alexnet-bin", "alexnet-float", 64, 16, 1))
+    for b, f, n, check, rounds in archs:
         _, _, bsnm, xb = arch_model(b, n, 7)
         arch, npz, fsnm, _ = arch_model(f, n, 7)
         if arch["input"]["dtype"] == "u8":
@@ -324,13 +328,13 @@ def main():
             np.save(inputs, xb.astype(np.float32))
         pairs.append(dict(name=f, n=n, x=xb, inputs=inputs, bin_name=b, float_name=f,
                           arch=arch, w=refeval.load_weights(npz), bin_snm=bsnm,
-                          float_snm=fsnm, check=check))
+                          float_snm=fsnm, check=check, rounds=rounds))
     for p in pairs:
         if args.only and p["name"] not in args.only.split(","):
             continue
         print("== %s: %s (binary) against %s (float)" % (p["name"], p["bin_name"],
                                                          p["float_name"]), flush=True)
-        bench_pair(p, ort, args.rounds)
+        bench_pair(p, ort, min(args.rounds, p.get("rounds", args.rounds)))
     ort.close()
 
 
