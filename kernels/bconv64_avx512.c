@@ -65,7 +65,7 @@ static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g
 
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
 {
-	return g->c > 32 && g->o > 32 && (size_t)g->k * g->k * kern_words(g->c) <= TILE_TAPS;
+	return g->c > 32 && (size_t)g->k * g->k * kern_words(g->c) <= TILE_TAPS;
 }
 
 void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,

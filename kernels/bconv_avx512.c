@@ -43,9 +43,10 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 }
 
 /*
- * Blocked form, used when a block's tile fits: 32 output channels per block in four zmm
- * accumulators, tile [tap word][32], so one broadcast input word feeds four XOR + popcounts
- * (independent chains) and the tile is loaded once per block for the whole batch.
+ * Blocked form of the integer conv (with thresholds: bconv32/bconv64_avx512.c), used when a
+ * block's tile fits: 32 output channels per block in four zmm accumulators, tile
+ * [tap word][32], so one broadcast input word feeds four XOR + popcounts (independent chains)
+ * and the tile is loaded once per block for the whole batch.
  */
 #define BLK 32
 
@@ -126,50 +127,6 @@ static void bconv_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_
 	}
 }
 
-static void bconv_thr_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
-			  const uint64_t *w, const struct kern_thresh *t, uint64_t *y,
-			  uint64_t *tile)
-{
-	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o);
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
-
-	for (uint32_t o = 0; o < g->o; o += BLK) {
-		uint32_t cnt = g->o - o < BLK ? g->o - o : BLK;
-		__m512i thr[4];
-		__mmask8 valid[4], flip[4];
-
-		for (uint32_t v = 0; v < 4; v++) {
-			uint32_t c8 = cnt > 8 * v ? cnt - 8 * v : 0;
-			__m128i fl;
-
-			valid[v] = (__mmask8)((1u << (c8 < 8 ? c8 : 8)) - 1);
-			thr[v] = _mm512_cvtepi32_epi64(
-			    _mm256_maskz_loadu_epi32(valid[v], t->thr + o + 8 * v));
-			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 8 * v);
-			flip[v] = (__mmask8)_mm_test_epi8_mask(fl, fl);
-		}
-		tile_load_blk(w, o, cnt, taps, tile);
-		for (uint32_t b = 0; b < batch; b++) {
-			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
-
-			for (uint32_t oy = 0; oy < g->oh; oy++)
-				for (uint32_t ox = 0; ox < g->ow; ox++) {
-					__m512i dot[4];
-					uint64_t m = 0;
-
-					pixel_dot_blk(x + b * in_words, g, tile, oy, ox, dot);
-					for (uint32_t v = 0; v < 4; v++)
-						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
-								     valid[v], dot[v], thr[v]) ^
-								 flip[v]) &
-								valid[v])
-						     << (8 * v);
-					yb[((size_t)oy * g->ow + ox) * ow] |= m << (o % 64);
-				}
-		}
-	}
-}
-
 void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		       const uint64_t *w, int32_t *y)
 {
@@ -231,10 +188,6 @@ void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_
 		return;
 	}
 	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
-	if (blk_fits(taps)) {
-		bconv_thr_blk(x, batch, g, w, t, y, tile);
-		return;
-	}
 	for (uint32_t o = 0; o < g->o; o += 8) {
 		uint32_t cnt = g->o - o < 8 ? g->o - o : 8;
 		__mmask8 valid = (__mmask8)((1u << cnt) - 1);

@@ -39,7 +39,7 @@ void kern_avx512_bconv32(const uint64_t *x, uint32_t batch, const struct kern_co
 			 const uint64_t *w, int32_t *y);
 void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
-/* 64 output channels per block, inputs of more than 32 channels (bconv64_avx512.c). */
+/* Thresholds, 64 output channels per block, inputs of more than 32 channels (bconv64_avx512.c). */
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g);
 void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
