@@ -65,7 +65,10 @@ static const double *conv_bias(const struct kern_layer *l)
 	return (l->flags & KERN_LF_BIAS) ? l->blob[1] : NULL;
 }
 
-/* Ops conv+1 .. last on channel c from the conv op's output value v (bias included). */
+/*
+ * Ops conv+1 .. last on channel c from the conv op's output value v (bias included); a max-pool
+ * among them is left out: the bits are pooled afterwards (see the comment at the top).
+ */
 static bool chain_bit(const struct kern_fconv *f, uint32_t c, double v)
 {
 	const struct kern_layer *L = f->m->layers;
@@ -76,7 +79,7 @@ static bool chain_bit(const struct kern_fconv *f, uint32_t c, double v)
 
 		if (L[i].op == KERN_OP_BIAS)
 			v = v + p[c];
-		else
+		else if (L[i].op == KERN_OP_BATCHNORM)
 			v = (v - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
 	}
 	if (L[f->last].op == KERN_OP_SIGN)
@@ -97,8 +100,10 @@ static double chain_value(const struct kern_fconv *f, uint32_t c, double d)
 		const double *p = L[i].blob[0];
 		const uint32_t n = L[i].in.c;
 
-		d = L[i].op == KERN_OP_BIAS ? d + p[c]
-					    : (d - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
+		if (L[i].op == KERN_OP_BIAS)
+			d = d + p[c];
+		else if (L[i].op == KERN_OP_BATCHNORM)
+			d = (d - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
 	}
 	return d;
 }
@@ -154,8 +159,8 @@ static bool fold_channel(const struct kern_fconv *f, uint32_t c, double *thr, ui
 	return true;
 }
 
-/* The run's ops: [CAST U8] CONV (BIAS|BATCHNORM)* (SIGN|THRESHOLD), sd > 0. */
-static uint32_t match(const struct kern_model *m, uint32_t first, uint32_t *conv)
+/* The run's ops: [CAST U8] CONV [MAXPOOL] (BIAS|BATCHNORM)* (SIGN|THRESHOLD), sd > 0. */
+static uint32_t match(const struct kern_model *m, uint32_t first, uint32_t *conv, uint32_t *pool)
 {
 	const struct kern_layer *L = m->layers;
 	uint32_t i = first, j;
@@ -168,6 +173,9 @@ static uint32_t match(const struct kern_model *m, uint32_t first, uint32_t *conv
 	if (i >= m->n_layers || L[i].op != KERN_OP_CONV || L[i].in.fmt != KERN_FMT_F64)
 		return 0;
 	*conv = i;
+	*pool = 0;
+	if (i + 1 < m->n_layers && L[i + 1].op == KERN_OP_MAXPOOL)
+		*pool = ++i;
 	for (j = i + 1; j < m->n_layers; j++) {
 		if (L[j].op == KERN_OP_BATCHNORM) {
 			const double *sd = (const double *)L[j].blob[0] + L[j].in.c;
@@ -199,14 +207,14 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 	const struct kern_layer *l;
 	const double *w;
 	double wall = 0.0, coef;
-	uint32_t conv, last = match(m, first, &conv);
+	uint32_t conv, pool, last = match(m, first, &conv, &pool);
 
 	memset(f, 0, sizeof(*f));
 	if (!last)
 		return 0;
 	l = &m->layers[conv];
 	w = conv_weights(l);
-	*f = (struct kern_fconv){.m = m, .first = first, .conv = conv, .last = last};
+	*f = (struct kern_fconv){.m = m, .first = first, .conv = conv, .pool = pool, .last = last};
 	f->g = (struct kern_conv_geom){l->in.c,	 l->in.h,   l->in.w,   l->out.c, l->out.h,
 				       l->out.w, l->kernel, l->stride, l->pad};
 	f->taps = l->in.c * l->kernel * l->kernel;
@@ -220,7 +228,9 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 	f->e0 = malloc(f->g.o * sizeof(*f->e0));
 	f->ea0 = malloc(f->g.o * sizeof(*f->ea0));
 	f->e = malloc(f->g.o * sizeof(*f->e));
-	if (!f->w32 || !f->thr || !f->thr64 || !f->flip || !f->e0 || !f->ea0 || !f->e) {
+	f->and_mask = calloc(kern_words(f->g.o), sizeof(*f->and_mask));
+	if (!f->w32 || !f->thr || !f->thr64 || !f->flip || !f->e0 || !f->ea0 || !f->e ||
+	    !f->and_mask) {
 		kern_fconv_free(f);
 		return -ENOMEM;
 	}
@@ -239,6 +249,7 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 		if (!fold_channel(f, o, &thr, &f->flip[o]))
 			goto out_unfit;
 		f->thr64[o] = thr;
+		f->and_mask[o / 64] |= (uint64_t)f->flip[o] << (o % 64);
 		f->thr[o] =
 		    f->exact ? (float)fmax(fmin(ceil(thr), 0x1p24 + 1), -0x1p24 - 1) : (float)thr;
 		f->e0[o] = f->exact ? 0.0 : coef * wmax;
@@ -266,6 +277,7 @@ void kern_fconv_free(struct kern_fconv *f)
 	free(f->e0);
 	free(f->ea0);
 	free(f->e);
+	free(f->and_mask);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -278,6 +290,7 @@ struct fc_scratch {
 	float *xp, *y;
 	double *x64, *col64, *y64;
 	uint32_t *unsure;
+	uint64_t *bits; /* before the max-pool */
 };
 
 static void fc_sizes(const struct kern_fconv *f, size_t sz[7])
@@ -291,7 +304,7 @@ static void fc_sizes(const struct kern_fconv *f, size_t sz[7])
 	sz[3] = kern_conv_scratch(g) * sizeof(double);
 	sz[4] = out * sizeof(double);
 	sz[5] = out * sizeof(uint32_t);
-	sz[6] = 0;
+	sz[6] = np * kern_words(g->o) * sizeof(uint64_t);
 }
 
 static void fc_carve(const struct kern_fconv *f, void *scratch, struct fc_scratch *s)
@@ -311,6 +324,8 @@ static void fc_carve(const struct kern_fconv *f, void *scratch, struct fc_scratc
 	s->y64 = (double *)p;
 	p += al64(sz[4]);
 	s->unsure = (uint32_t *)p;
+	p += al64(sz[5]);
+	s->bits = (uint64_t *)p;
 }
 
 size_t kern_fconv_scratch(const struct kern_fconv *f)
@@ -318,7 +333,7 @@ size_t kern_fconv_scratch(const struct kern_fconv *f)
 	size_t sz[7], n = 0;
 
 	fc_sizes(f, sz);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		n += al64(sz[i]);
 	return n;
 }
@@ -398,8 +413,9 @@ static uint32_t refine(const struct kern_fconv *f, const double *x, uint64_t *y,
 	return left;
 }
 
-static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, const uint8_t *xu,
-		      const double *xd, uint64_t *y, const struct fc_scratch *s)
+/* The conv's bits of one image, before any max-pool. */
+static void decide_image(struct kern_fconv *f, const struct kern_bin_ops *ops, const uint8_t *xu,
+			 const double *xd, uint64_t *y, const struct fc_scratch *s)
 {
 	const struct kern_conv_geom *g = &f->g;
 	const struct kern_layer *l = &f->m->layers[f->conv];
@@ -441,11 +457,30 @@ static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, cons
 	f->recomputed += n;
 }
 
+/*
+ * A max-pool between the conv and the rest takes the bits: each op after the conv is monotone,
+ * so the decision on max(window) is the OR of the decisions on the window's values where they
+ * increase (flip 0) and the AND where they decrease (flip 1), exactly.
+ */
+static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, const uint8_t *xu,
+		      const double *xd, uint64_t *y, const struct fc_scratch *s)
+{
+	const struct kern_layer *p = &f->m->layers[f->pool];
+
+	if (!f->pool) {
+		decide_image(f, ops, xu, xd, y, s);
+		return;
+	}
+	decide_image(f, ops, xu, xd, s->bits, s);
+	ops->maxpool_bits_and(s->bits, 1, f->g.o, f->g.oh, f->g.ow, p->kernel, p->stride,
+			      f->and_mask, y);
+}
+
 void kern_fconv_run(struct kern_fconv *f, const struct kern_bin_ops *ops, const void *x,
 		    uint32_t batch, uint64_t *y, void *scratch)
 {
 	const size_t in = (size_t)f->g.c * f->g.h * f->g.w;
-	const size_t out = (size_t)f->g.oh * f->g.ow * kern_words(f->g.o);
+	const size_t out = kern_shape_bytes(&f->m->layers[f->last].out) / sizeof(*y);
 	struct fc_scratch s;
 
 	fc_carve(f, scratch, &s);

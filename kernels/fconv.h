@@ -5,7 +5,8 @@
  *
  * A run of compiled ops [first, last] of the form
  *
- *     [CAST from U8]  CONV (float or binary weights)  (BIAS | BATCHNORM)*  SIGN | THRESHOLD
+ *     [CAST from U8]  CONV (float or binary weights)  [MAXPOOL]  (BIAS | BATCHNORM)*
+ *     SIGN | THRESHOLD
  *
  * gives the same bits as the ops one by one (kernels/fconv.c states why): the conv runs as
  * float32 (the table's sconv); an output whose float32 value lies within its error bound of
@@ -25,6 +26,8 @@
 struct kern_fconv {
 	const struct kern_model *m;
 	uint32_t first, conv, last; /* ops: first is the CAST or the CONV */
+	uint32_t pool;		    /* the MAXPOOL's op, 0 if none */
+	uint64_t *and_mask;	    /* [words(o)]: channels pooled by AND (flip 1) */
 	bool exact;		    /* integer inputs and +-1 weights: float32 is exact */
 	struct kern_conv_geom g;
 	uint32_t taps;	     /* c * k * k */
