@@ -66,10 +66,10 @@ static const double *conv_bias(const struct kern_layer *l)
 }
 
 /*
- * Ops conv+1 .. last on channel c from the conv op's output value v (bias included); a max-pool
- * among them is left out: the bits are pooled afterwards (see the comment at the top).
+ * Ops conv+1 .. last-1 on channel c from the conv op's output value v (bias included); a
+ * max-pool among them is left out: the bits are pooled afterwards (see run_image()).
  */
-static bool chain_bit(const struct kern_fconv *f, uint32_t c, double v)
+static double chain(const struct kern_fconv *f, uint32_t c, double v)
 {
 	const struct kern_layer *L = f->m->layers;
 
@@ -82,30 +82,27 @@ static bool chain_bit(const struct kern_fconv *f, uint32_t c, double v)
 		else if (L[i].op == KERN_OP_BATCHNORM)
 			v = (v - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
 	}
-	if (L[f->last].op == KERN_OP_SIGN)
-		return v >= 0.0;
-	return (v >= (double)((const int32_t *)L[f->last].blob[0])[c]) ^
-	       (((const uint8_t *)L[f->last].blob[1])[c] != 0);
+	return v;
 }
 
-/* The chain's value before the decision, for the finiteness check at the range's ends. */
+/* The bit of channel c for the conv op's output value v, as the ops one by one give it. */
+static bool chain_bit(const struct kern_fconv *f, uint32_t c, double v)
+{
+	const struct kern_layer *last = &f->m->layers[f->last];
+
+	v = chain(f, c, v);
+	if (last->op == KERN_OP_SIGN)
+		return v >= 0.0;
+	return (v >= (double)((const int32_t *)last->blob[0])[c]) ^
+	       (((const uint8_t *)last->blob[1])[c] != 0);
+}
+
+/* The chain's value for a dgemm value d (before the bias), to check finiteness. */
 static double chain_value(const struct kern_fconv *f, uint32_t c, double d)
 {
-	const struct kern_layer *L = f->m->layers;
-	const double *b = conv_bias(&L[f->conv]);
+	const double *b = conv_bias(&f->m->layers[f->conv]);
 
-	if (b)
-		d = d + b[c];
-	for (uint32_t i = f->conv + 1; i < f->last; i++) {
-		const double *p = L[i].blob[0];
-		const uint32_t n = L[i].in.c;
-
-		if (L[i].op == KERN_OP_BIAS)
-			d = d + p[c];
-		else if (L[i].op == KERN_OP_BATCHNORM)
-			d = (d - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
-	}
-	return d;
+	return chain(f, c, b ? d + b[c] : d);
 }
 
 static bool dec(const struct kern_fconv *f, uint32_t c, double d)
