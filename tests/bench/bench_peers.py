@@ -25,6 +25,7 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,9 @@ class Ort:
         self.p = None
         js = os.path.join(ROOT, "tests", "bench", "peer_ort.js")
         mod = os.path.join(PEERS, "node_modules", "onnxruntime-node")
+        if not shutil.which("node") or not shutil.which("npm"):
+            self.why = "no node or npm on this machine"
+            return
         if not os.path.isdir(mod):
             os.makedirs(PEERS, exist_ok=True)
             r = subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
