@@ -16,11 +16,10 @@ struct kern_ctx {
 	uint32_t chunk;	  /* images per pass, so that a pass's activations stay in L2 */
 	size_t act_bytes; /* each of the two activation buffers */
 	void *act[2];
-	int32_t *ibuf; /* integer dots of binary ops without thresholds */
-	void *scratch; /* bit-planes or im2col columns */
-	void *final;   /* last op's output, turned into scores by kern_forward */
-	struct kern_fconv
-	    *fc; /* [n_layers]: float32 runs starting at each op (fc[i].last 0: none) */
+	int32_t *ibuf;	       /* integer dots of binary ops without thresholds */
+	void *scratch;	       /* bit-planes or im2col columns */
+	void *final;	       /* last op's output, turned into scores by kern_forward */
+	struct kern_fconv *fc; /* [n_layers]: a float32 run from op i where fc[i].last */
 };
 
 /*
