@@ -52,6 +52,35 @@ static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g
 	d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));
 }
 
+/* The same for a 3x3 kernel whose taps all fall inside the input (stride 1 or more): unrolled. */
+static inline void pixel_dot32_k3(const uint64_t *x, const struct kern_conv_geom *g,
+				  const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
+{
+	const uint64_t *x0 =
+	    x + ((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+
+#pragma GCC unroll 9
+	for (uint32_t t = 0; t < 9; t++) {
+		const uint32_t *tr = tile + t * BLK32;
+		__m512i xb = _mm512_set1_epi32((int)(uint32_t)x0[(t / 3) * g->w + t % 3]);
+
+		a0 = _mm512_add_epi32(
+		    a0, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr))));
+		a1 = _mm512_add_epi32(
+		    a1, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 16))));
+		a2 = _mm512_add_epi32(
+		    a2, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 32))));
+		a3 = _mm512_add_epi32(
+		    a3, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 48))));
+	}
+	n = _mm512_set1_epi32((int)(9 * g->c));
+	d[0] = _mm512_sub_epi32(n, _mm512_add_epi32(a0, a0));
+	d[1] = _mm512_sub_epi32(n, _mm512_add_epi32(a1, a1));
+	d[2] = _mm512_sub_epi32(n, _mm512_add_epi32(a2, a2));
+	d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));
+}
+
 bool kern_avx512_bconv32_fits(const struct kern_conv_geom *g)
 {
 	return g->c <= 32 && (size_t)g->k * g->k * BLK32 <= KERN_BCONV_TILE_TAPS * 16;
@@ -90,10 +119,12 @@ void kern_avx512_bconv32(const uint64_t *x, uint32_t batch, const struct kern_co
 void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k, ow = kern_words(g->o);
+	uint32_t taps = g->k * g->k, ow = kern_words(g->o), ylo, yhi, xlo, xhi;
 	size_t in_words = (size_t)g->h * g->w, ohw = (size_t)g->oh * g->ow;
 	uint32_t tile[KERN_BCONV_TILE_TAPS * 16] __attribute__((aligned(64)));
 
+	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
+	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
 	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
 	for (uint32_t o = 0; o < g->o; o += BLK32) {
 		uint32_t cnt = g->o - o < BLK32 ? g->o - o : BLK32;
@@ -118,7 +149,12 @@ void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct ker
 					__m512i dot[4];
 					uint64_t m = 0;
 
-					pixel_dot32(x + b * in_words, g, tile, oy, ox, dot);
+					if (g->k == 3 && oy >= ylo && oy < yhi && ox >= xlo &&
+					    ox < xhi)
+						pixel_dot32_k3(x + b * in_words, g, tile, oy, ox,
+							       dot);
+					else
+						pixel_dot32(x + b * in_words, g, tile, oy, ox, dot);
 					for (uint32_t v = 0; v < 4; v++)
 						m |= (uint64_t)((_mm512_mask_cmpge_epi32_mask(
 								     valid[v], dot[v], thr[v]) ^

@@ -63,6 +63,44 @@ static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g
 	d[7] = _mm512_sub_epi64(n, _mm512_add_epi64(a7, a7));
 }
 
+/* The same for a 3x3 kernel whose taps all fall inside the input: no tap ranges. */
+static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom *g,
+				  const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
+{
+	const uint32_t wpp = kern_words(g->c), len = 3 * wpp;
+	const uint64_t *x0 =
+	    x + (((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad) * wpp;
+	const uint64_t *tr = tile;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+	__m512i a6 = a0, a7 = a0, n;
+
+	for (uint32_t ky = 0; ky < 3; ky++) {
+		const uint64_t *xr = x0 + (size_t)ky * g->w * wpp;
+
+		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
+			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
+
+			ACC(0);
+			ACC(1);
+			ACC(2);
+			ACC(3);
+			ACC(4);
+			ACC(5);
+			ACC(6);
+			ACC(7);
+		}
+	}
+	n = _mm512_set1_epi64(9 * g->c);
+	d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));
+	d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));
+	d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));
+	d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));
+	d[4] = _mm512_sub_epi64(n, _mm512_add_epi64(a4, a4));
+	d[5] = _mm512_sub_epi64(n, _mm512_add_epi64(a5, a5));
+	d[6] = _mm512_sub_epi64(n, _mm512_add_epi64(a6, a6));
+	d[7] = _mm512_sub_epi64(n, _mm512_add_epi64(a7, a7));
+}
+
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
 {
 	return g->c > 32 && (size_t)g->k * g->k * kern_words(g->c) <= TILE_TAPS;
@@ -71,10 +109,12 @@ bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
 void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o);
+	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o), ylo, yhi, xlo, xhi;
 	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[TILE_TAPS * BLK64] __attribute__((aligned(64)));
 
+	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
+	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
 	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
 	for (uint32_t o = 0; o < g->o; o += BLK64) {
 		uint32_t cnt = g->o - o < BLK64 ? g->o - o : BLK64;
@@ -100,7 +140,12 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 					__m512i dot[8];
 					uint64_t m = 0;
 
-					pixel_dot64(x + b * in_words, g, tile, oy, ox, dot);
+					if (g->k == 3 && oy >= ylo && oy < yhi && ox >= xlo &&
+					    ox < xhi)
+						pixel_dot64_k3(x + b * in_words, g, tile, oy, ox,
+							       dot);
+					else
+						pixel_dot64(x + b * in_words, g, tile, oy, ox, dot);
 					for (uint32_t v = 0; v < 8; v++)
 						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
 								     valid[v], dot[v], thr[v]) ^

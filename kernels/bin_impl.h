@@ -80,6 +80,16 @@ static inline uint64_t kern_thr_word(const int32_t *dot, const struct kern_thres
 	return m;
 }
 
+/* Output rows (or columns) [lo, hi) whose 3x3 taps all fall inside an input of `size`. */
+static inline void kern_k3_interior(uint32_t size, uint32_t out, const struct kern_conv_geom *g,
+				    uint32_t *lo, uint32_t *hi)
+{
+	*lo = (g->pad + g->stride - 1) / g->stride;
+	*hi = size + g->pad >= 3 ? (size + g->pad - 3) / g->stride + 1 : 0;
+	*hi = *hi < out ? *hi : out;
+	*lo = *lo < *hi ? *lo : *hi;
+}
+
 /* Valid tap range [lo, hi) of a kernel of size k placed at input coordinate at (may be < 0). */
 static inline void kern_tap_range(int64_t at, uint32_t k, uint32_t size, uint32_t *lo, uint32_t *hi)
 {
