@@ -19,6 +19,28 @@ static void tile_load32(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t ta
 			tile[t * BLK32 + i] = i < cnt ? (uint32_t)w[(size_t)(o + i) * taps + t] : 0;
 }
 
+/* Four vectors of 16 output channels meet the broadcast input word xb at tap row tr. */
+#define ACC4()                                                                                     \
+	do {                                                                                       \
+		a0 = _mm512_add_epi32(                                                             \
+		    a0, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr))));         \
+		a1 = _mm512_add_epi32(                                                             \
+		    a1, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 16))));    \
+		a2 = _mm512_add_epi32(                                                             \
+		    a2, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 32))));    \
+		a3 = _mm512_add_epi32(                                                             \
+		    a3, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 48))));    \
+	} while (0)
+
+/* dot = taps * c - 2 popcount, per accumulator, into d[4]. */
+#define DOTS4()                                                                                    \
+	do {                                                                                       \
+		d[0] = _mm512_sub_epi32(n, _mm512_add_epi32(a0, a0));                              \
+		d[1] = _mm512_sub_epi32(n, _mm512_add_epi32(a1, a1));                              \
+		d[2] = _mm512_sub_epi32(n, _mm512_add_epi32(a2, a2));                              \
+		d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));                              \
+	} while (0)
+
 static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
 {
@@ -35,21 +57,11 @@ static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g
 		for (uint32_t t = 0; t < kx1 - kx0; t++, tr += BLK32) {
 			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xr[t]);
 
-			a0 = _mm512_add_epi32(
-			    a0, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr))));
-			a1 = _mm512_add_epi32(a1, _mm512_popcnt_epi32(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 16))));
-			a2 = _mm512_add_epi32(a2, _mm512_popcnt_epi32(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 32))));
-			a3 = _mm512_add_epi32(a3, _mm512_popcnt_epi32(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 48))));
+			ACC4();
 		}
 	}
 	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
-	d[0] = _mm512_sub_epi32(n, _mm512_add_epi32(a0, a0));
-	d[1] = _mm512_sub_epi32(n, _mm512_add_epi32(a1, a1));
-	d[2] = _mm512_sub_epi32(n, _mm512_add_epi32(a2, a2));
-	d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));
+	DOTS4();
 }
 
 /* The same for a 3x3 kernel whose taps all fall inside the input (stride 1 or more): unrolled. */
@@ -65,20 +77,10 @@ static inline void pixel_dot32_k3(const uint64_t *x, const struct kern_conv_geom
 		const uint32_t *tr = tile + t * BLK32;
 		__m512i xb = _mm512_set1_epi32((int)(uint32_t)x0[(t / 3) * g->w + t % 3]);
 
-		a0 = _mm512_add_epi32(
-		    a0, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr))));
-		a1 = _mm512_add_epi32(
-		    a1, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 16))));
-		a2 = _mm512_add_epi32(
-		    a2, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 32))));
-		a3 = _mm512_add_epi32(
-		    a3, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 48))));
+		ACC4();
 	}
 	n = _mm512_set1_epi32((int)(9 * g->c));
-	d[0] = _mm512_sub_epi32(n, _mm512_add_epi32(a0, a0));
-	d[1] = _mm512_sub_epi32(n, _mm512_add_epi32(a1, a1));
-	d[2] = _mm512_sub_epi32(n, _mm512_add_epi32(a2, a2));
-	d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));
+	DOTS4();
 }
 
 bool kern_avx512_bconv32_fits(const struct kern_conv_geom *g)

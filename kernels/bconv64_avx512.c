@@ -24,6 +24,31 @@ static void tile_load64(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t ta
 	a##v = _mm512_add_epi64(                                                                   \
 	    a##v, _mm512_popcnt_epi64(_mm512_xor_si512(xb, _mm512_load_si512(tr + 8 * (v)))))
 
+#define ACC8()                                                                                     \
+	do {                                                                                       \
+		ACC(0);                                                                            \
+		ACC(1);                                                                            \
+		ACC(2);                                                                            \
+		ACC(3);                                                                            \
+		ACC(4);                                                                            \
+		ACC(5);                                                                            \
+		ACC(6);                                                                            \
+		ACC(7);                                                                            \
+	} while (0)
+
+/* dot = taps * c - 2 popcount, per accumulator, into d[8]. */
+#define DOTS()                                                                                     \
+	do {                                                                                       \
+		d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));                              \
+		d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));                              \
+		d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));                              \
+		d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));                              \
+		d[4] = _mm512_sub_epi64(n, _mm512_add_epi64(a4, a4));                              \
+		d[5] = _mm512_sub_epi64(n, _mm512_add_epi64(a5, a5));                              \
+		d[6] = _mm512_sub_epi64(n, _mm512_add_epi64(a6, a6));                              \
+		d[7] = _mm512_sub_epi64(n, _mm512_add_epi64(a7, a7));                              \
+	} while (0)
+
 static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
 {
@@ -42,25 +67,11 @@ static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g
 		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
 			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
 
-			ACC(0);
-			ACC(1);
-			ACC(2);
-			ACC(3);
-			ACC(4);
-			ACC(5);
-			ACC(6);
-			ACC(7);
+			ACC8();
 		}
 	}
 	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
-	d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));
-	d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));
-	d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));
-	d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));
-	d[4] = _mm512_sub_epi64(n, _mm512_add_epi64(a4, a4));
-	d[5] = _mm512_sub_epi64(n, _mm512_add_epi64(a5, a5));
-	d[6] = _mm512_sub_epi64(n, _mm512_add_epi64(a6, a6));
-	d[7] = _mm512_sub_epi64(n, _mm512_add_epi64(a7, a7));
+	DOTS();
 }
 
 /* The same for a 3x3 kernel whose taps all fall inside the input: no tap ranges. */
@@ -80,25 +91,11 @@ static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom
 		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
 			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
 
-			ACC(0);
-			ACC(1);
-			ACC(2);
-			ACC(3);
-			ACC(4);
-			ACC(5);
-			ACC(6);
-			ACC(7);
+			ACC8();
 		}
 	}
 	n = _mm512_set1_epi64(9 * g->c);
-	d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));
-	d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));
-	d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));
-	d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));
-	d[4] = _mm512_sub_epi64(n, _mm512_add_epi64(a4, a4));
-	d[5] = _mm512_sub_epi64(n, _mm512_add_epi64(a5, a5));
-	d[6] = _mm512_sub_epi64(n, _mm512_add_epi64(a6, a6));
-	d[7] = _mm512_sub_epi64(n, _mm512_add_epi64(a7, a7));
+	DOTS();
 }
 
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
