@@ -255,8 +255,9 @@ int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, cons
 		       uint32_t batch, void *out);
 
 /*
- * Outputs of float layers run in float32 (a conv feeding a sign or a threshold) that lay within
- * their error bound of the decision and were decided from float64 values, since creation.
+ * Outputs of float layers run in float32 (a conv feeding a sign or a threshold) that neither
+ * float32 nor a second sum in double could decide (ties, in practice) and took their bit from
+ * the image's float64 conv, since creation (kernels/fconv.c).
  */
 uint64_t kern_ctx_recomputed(const struct kern_ctx *ctx);
 
