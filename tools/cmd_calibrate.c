@@ -6,8 +6,8 @@
  * layer + per neuron-word costs), and the real protocol code for serialize / deserialize.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,122 +650,111 @@ static int cal_packet(struct split_profile *pr, const char *lab_script, const ch
 	return ret;
 }
 
+struct cal_opts {
+	const char *out, *in, *platform, *lab, *tag;
+	long executors;
+	bool quick, keys, packet;
+};
+
+#define CAL_OPT(f) offsetof(struct cal_opts, f)
+
+static const struct conf_opt cal_opts[] = {
+    {.name = "output",
+     .arg = "PROFILE",
+     .help = "write the profile",
+     .type = CONF_STR,
+     .key = 'o',
+     .flags = CONF_SHORT,
+     .off = CAL_OPT(out)},
+    CONF_FLAG_ROW("quick", CAL_OPT(quick), "fewer repetitions and shapes"),
+    CONF_FLAG_ROW("keys", CAL_OPT(keys), "list the profile's keys and exit"),
+    CONF_FLAG_ROW("packet", CAL_OPT(packet),
+		  "then measure the NIC and the path through the packet path (root)"),
+    CONF_STR_ROW("profile", "IN", CAL_OPT(in), "--packet: start from this profile"),
+    {.name = "platform",
+     .arg = "emu|lcore",
+     .help = "--packet: splitnic-nic's platform",
+     .def = "emu",
+     .type = CONF_CHOICE,
+     .off = CAL_OPT(platform)},
+    CONF_LONG_ROW("executors", "E", CAL_OPT(executors), 1, 256, "16",
+		  "--packet: splitnic-nic's executors"),
+    CONF_STR_ROW("lab", "SCRIPT", CAL_OPT(lab), "--packet: the lab (tools/sweep_lab.sh)"),
+    CONF_STR_ROW("tag", "T", CAL_OPT(tag), "--packet: the lab's namespaces' tag"),
+};
+
+const struct conf_cmd cmd_calibrate_spec = {
+    .prog = "splitnic calibrate",
+    .synopsis = "[-o PROFILE] [--quick] [--keys] [--packet [--profile IN] "
+		"[--platform emu|lcore] [--executors E] [--lab SCRIPT] [--tag T]]",
+    .purpose = "measure this machine's executors and transfer costs (and the packet path) into "
+	       "a profile",
+    .notes = "In process: this machine's kernels, the emulator's NIC, the protocol code.\n"
+	     "--packet (root): then, with no server running meanwhile for the in-process part (or\n"
+	     "from --profile IN), the NIC's per-request time and the path's costs MEASURED\n"
+	     "through splitnic-nic and splitnic-host in the namespaces of tools/sweep_lab.sh.\n",
+    .opts = cal_opts,
+    .n_opts = CONF_NOPTS(cal_opts),
+};
+
 int cmd_calibrate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"quick", no_argument, NULL, 'q'},
-	    {"keys", no_argument, NULL, 'k'},
-	    {"packet", no_argument, NULL, 'K'},
-	    {"profile", required_argument, NULL, 'p'},
-	    {"platform", required_argument, NULL, 'F'},
-	    {"executors", required_argument, NULL, 'e'},
-	    {"lab", required_argument, NULL, 'A'},
-	    {"tag", required_argument, NULL, 'T'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	const char *usage =
-	    "usage: splitnic calibrate [-o PROFILE] [--quick] [--keys]\n"
-	    "         [--packet [--profile IN] [--platform emu|lcore] [--executors E] [--lab "
-	    "SCRIPT]\n"
-	    "          [--tag T]]\n"
-	    "  In process: this machine's kernels, the emulator's NIC, the protocol code.\n"
-	    "  --packet (root): then, with no server running meanwhile for the in-process part "
-	    "(or\n"
-	    "  from --profile IN), the NIC's per-request time and the path's costs MEASURED\n"
-	    "  through splitnic-nic and splitnic-host in the namespaces of tools/sweep_lab.sh.\n";
-	const char *out = NULL, *in = NULL, *platform = "emu", *lab = NULL, *tag = NULL;
-	char execs[16] = "16";
+	struct cal_opts o = {0};
+	char execs[16];
 	struct split_profile pr;
-	bool quick = false, packet = false;
-	long cache, v;
-	int c, reps, ret;
+	long cache;
+	int reps, ret;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'q':
-			quick = true;
-			break;
-		case 'k':
-			for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
-				printf("%-20s %-9s %s\n", split_pkey_info(k)->key,
-				       split_pkey_info(k)->unit, split_pkey_info(k)->what);
-			return 0;
-		case 'K':
-			packet = true;
-			break;
-		case 'p':
-			in = optarg;
-			break;
-		case 'F':
-			if (strcmp(optarg, "emu") && strcmp(optarg, "lcore")) {
-				fprintf(stderr, "--platform: emu or lcore, got '%s'\n", optarg);
-				return 2;
-			}
-			platform = optarg;
-			break;
-		case 'e':
-			if (parse_count(optarg, &v, 1, 256, "--executors"))
-				return 2;
-			snprintf(execs, sizeof(execs), "%ld", v);
-			break;
-		case 'A':
-			lab = optarg;
-			break;
-		case 'T':
-			tag = optarg;
-			break;
-		case 'h':
-			return split_tools_usage(usage, true);
-		default:
-			return split_tools_usage(usage, false);
-		}
+	if (conf_parse(&cmd_calibrate_spec, argc, argv, &o) < 0)
+		return 2;
+	if (o.keys) {
+		for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
+			printf("%-20s %-9s %s\n", split_pkey_info(k)->key, split_pkey_info(k)->unit,
+			       split_pkey_info(k)->what);
+		return 0;
 	}
-	if (argc != optind || (!packet && (in || lab || tag)))
-		return split_tools_usage(usage, false);
-	if (out && cli_output_ok("calibrate", "-o", out))
+	if (!o.packet && (o.in || o.lab || o.tag))
+		return conf_usage_error(&cmd_calibrate_spec);
+	snprintf(execs, sizeof(execs), "%ld", o.executors);
+	if (o.out && cli_output_ok("calibrate", "-o", o.out))
 		return 1;
 	split_profile_default(&pr);
 	ret = 0;
-	if (in) {
-		if (split_tools_load_profile("calibrate", in, &pr))
+	if (o.in) {
+		if (split_tools_load_profile("calibrate", o.in, &pr))
 			return 1;
 	} else {
-		reps = quick ? 5 : CAL_REPS;
+		reps = o.quick ? 5 : CAL_REPS;
 		cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
 		if (cache > 0)
 			pr.v[SPLIT_P_CPU_CACHE] = (double)cache;
-		ret = cal_cpu_float(&pr, quick, reps);
+		ret = cal_cpu_float(&pr, o.quick, reps);
 		if (!ret)
 			ret = cal_cpu_binary(&pr, reps);
 		if (!ret)
 			cal_gpu(&pr, reps);
 		if (!ret)
-			ret = cal_nic(&pr, quick);
+			ret = cal_nic(&pr, o.quick);
 		if (!ret)
 			ret = cal_wire(&pr, reps);
 	}
-	if (!ret && packet)
-		ret = cal_packet(&pr, lab, tag, platform, execs);
+	if (!ret && o.packet)
+		ret = cal_packet(&pr, o.lab, o.tag, o.platform, execs);
 	if (ret) {
 		fprintf(stderr, "splitnic calibrate: %s\n", strerror(-ret));
 		return 1;
 	}
-	if (out) {
-		ret = split_profile_save(out, &pr,
-					 packet	 ? "measured by splitnic calibrate --packet (NIC "
-						   "and path keys through the packet path)"
-					 : quick ? "measured by splitnic calibrate --quick"
-						 : "measured by splitnic calibrate");
+	if (o.out) {
+		ret = split_profile_save(o.out, &pr,
+					 o.packet  ? "measured by splitnic calibrate --packet (NIC "
+						     "and path keys through the packet path)"
+					 : o.quick ? "measured by splitnic calibrate --quick"
+						   : "measured by splitnic calibrate");
 		if (ret) {
-			fprintf(stderr, "splitnic calibrate: %s: %s\n", out, strerror(-ret));
+			fprintf(stderr, "splitnic calibrate: %s: %s\n", o.out, strerror(-ret));
 			return 1;
 		}
-		printf("profile written to %s\n", out);
+		printf("profile written to %s\n", o.out);
 	}
 	return 0;
 }

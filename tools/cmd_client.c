@@ -24,10 +24,10 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +65,8 @@ struct client_opts {
 	bool health;
 	int role;     /* --role: enum splitnic_role, -1 not given */
 	bool poisson; /* open loop: exponential gaps of mean 1/rate, not a fixed period */
+	const char *model_path, *dtype_name, *role_name;
+	bool id_given;
 };
 
 struct client_run {
@@ -94,35 +96,6 @@ struct client_run {
 	uint64_t executors[8];
 	uint64_t t_first, t_last;
 };
-
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: splitnic client ADDR[:PORT] | --addr ADDR [--port P]\n"
-	    "         (--images IDX[.gz] [--labels IDX[.gz]] | --shape C,H,W [--dtype u8|f32])\n"
-	    "         [--count N] [--model FILE] [--model-id ID|NAME] [--rate R | --outstanding "
-	    "N]\n"
-	    "         [--timeout-ms T] [--payload BYTES | --mtu BYTES] [--seed S] [--json]\n"
-	    "         [--classes FILE] [--sockets N] [--retries R] [--poisson]\n"
-	    "       splitnic client --health ADDR[:PORT] [--role any|nic|host|serve|xdp]\n"
-	    "         [--timeout-ms T] [--json]\n"
-	    "\n"
-	    "  Sends N requests (default: every image, or 1000 random tensors) to the server\n"
-	    "  (default port %u), open loop at R requests/s (evenly spaced, or Poisson arrivals\n"
-	    "  with --poisson) or closed loop with N outstanding\n"
-	    "  (default 1), and reports accuracy (with labels), latency p50/p90/p99/p99.9,\n"
-	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n"
-	    "  --classes writes one line per request, in input order: the predicted class, or\n"
-	    "  -1 if no RESPONSE came (error or timeout).\n"
-	    "  --sockets N sends over N sockets (source ports), --retries R retransmits a request\n"
-	    "  unanswered or answered busy up to R times with the same request id.\n"
-	    "  Exit status: 0 every request answered with a RESPONSE, 3 some were not (errors,\n"
-	    "  timeouts, send failures), 1 the run failed, 2 bad arguments.\n"
-	    "  --health: probe the server (and a NIC's host), print its report: exit 0 serving,\n"
-	    "  1 draining, degraded, no answer or error.\n",
-	    PROTO_DEFAULT_PORT);
-}
 
 static const char *const role_short[] = {"any", "nic", "host", "serve", "xdp"};
 
@@ -169,165 +142,124 @@ static int model_defaults(const char *path, struct client_opts *o, bool id_given
 	return 0;
 }
 
+enum { CO_SHAPE = 'S', CO_MODEL_ID = 'm', CO_RATE = 'r', CO_MTU = 'M' };
+
+static int client_opt(void *p, const struct conf_opt *opt, const char *arg)
+{
+	struct client_opts *o = p;
+	char *end;
+	long v;
+
+	switch (opt->key) {
+	case CO_SHAPE:
+		if (!parse_shape(arg, o->shape))
+			return 0;
+		fprintf(stderr, "client: --shape: expected C,H,W, got '%s'\n", arg);
+		return -1;
+	case CO_MODEL_ID:
+		o->id_given = true;
+		errno = 0;
+		v = strtol(arg, &end, 0);
+		o->model_id = !errno && *arg && !*end && v >= 0 && v <= 0xffffffffL
+				  ? (uint32_t)v
+				  : proto_model_id(arg);
+		return 0;
+	case CO_RATE:
+		o->rate = strtod(arg, &end);
+		if (!*end && o->rate > 0 && o->rate <= 1e8)
+			return 0;
+		fprintf(stderr, "client: --rate: requests/s > 0, got '%s'\n", arg);
+		return -1;
+	default: /* --mtu: the payload less the IPv4 and UDP headers */
+		if (conf_long(arg, &o->payload, 284, 65535, "--mtu"))
+			return -1;
+		o->payload -= 28;
+		return 0;
+	}
+}
+
+#define CLIENT_OPT(f) offsetof(struct client_opts, f)
+
+static const struct conf_opt client_opts[] = {
+    CONF_STR_ROW("addr", "ADDR", CLIENT_OPT(host), "the server (instead of ADDR[:PORT])"),
+    CONF_STR_ROW("port", "P", CLIENT_OPT(port), "its UDP port (default 21326)"),
+    CONF_STR_ROW("images", "IDX[.gz]", CLIENT_OPT(images), "the inputs: IDX images"),
+    CONF_STR_ROW("labels", "IDX[.gz]", CLIENT_OPT(labels), "their labels: the accuracy"),
+    CONF_CALL_ROW("shape", "C,H,W", CO_SHAPE, "random inputs of this shape"),
+    {.name = "dtype",
+     .arg = "u8|f32",
+     .help = "the random inputs' type (default u8)",
+     .type = CONF_CHOICE,
+     .off = CLIENT_OPT(dtype_name)},
+    CONF_STR_ROW("model", "FILE", CLIENT_OPT(model_path),
+		 "random inputs of the model's shape and type, its name's id"),
+    CONF_CALL_ROW("model-id", "ID|NAME", CO_MODEL_ID,
+		  "the model id requests carry (a NAME: its FNV-1a hash)"),
+    CONF_LONG_ROW("count", "N", CLIENT_OPT(count), 1, 1L << 31, NULL,
+		  "requests (default: every image, or 1000 random tensors)"),
+    CONF_CALL_ROW("rate", "R", CO_RATE, "open loop: R requests/s"),
+    CONF_LONG_ROW("outstanding", "N", CLIENT_OPT(outstanding), 1, 1 << 20, NULL,
+		  "closed loop: N requests in flight (the default, with N = 1)"),
+    CONF_FLAG_ROW("poisson", CLIENT_OPT(poisson), "open loop with Poisson arrivals"),
+    CONF_LONG_ROW("timeout-ms", "T", CLIENT_OPT(timeout_ms), 1, 3600000, "1000",
+		  "a request unanswered after T ms times out"),
+    CONF_LONG_ROW("payload", "BYTES", CLIENT_OPT(payload), 256, 65507, "1400",
+		  "UDP payload per datagram"),
+    CONF_CALL_ROW("mtu", "BYTES", CO_MTU, "the payload from an IPv4 MTU"),
+    CONF_LONG_ROW("seed", "S", CLIENT_OPT(seed), 0, 1L << 31, "1", "the random inputs' seed"),
+    CONF_STR_ROW("classes", "FILE", CLIENT_OPT(classes),
+		 "one line per request: its class, -1 without a RESPONSE"),
+    CONF_LONG_ROW("sockets", "N", CLIENT_OPT(sockets), 1, 16384, "1",
+		  "send over N sockets (source ports), request i over socket i mod N"),
+    CONF_LONG_ROW("retries", "R", CLIENT_OPT(retries), 0, 255, NULL,
+		  "send a request unanswered or answered busy again, up to R times"),
+    CONF_FLAG_ROW("json", CLIENT_OPT(json), "one JSON object instead of text"),
+    CONF_FLAG_ROW("health", CLIENT_OPT(health), "probe the server's HEALTH instead"),
+    {.name = "role",
+     .arg = "any|nic|host|serve|xdp",
+     .help = "--health: which server answers",
+     .type = CONF_CHOICE,
+     .off = CLIENT_OPT(role_name)},
+};
+
+const struct conf_cmd cmd_client_spec = {
+    .prog = "splitnic client",
+    .synopsis = "ADDR[:PORT] (--images IDX[.gz] [--labels IDX[.gz]] | --shape C,H,W "
+		"[--dtype u8|f32] | --model FILE) [OPTIONS]\n"
+		"--health ADDR[:PORT] [--role any|nic|host|serve|xdp] [--timeout-ms T] [--json]",
+    .purpose = "front-end and load generator over UDP; exit status 3 when a request got no "
+	       "RESPONSE",
+    .notes = "Sends N requests, open loop at R requests/s (evenly spaced, or Poisson arrivals\n"
+	     "with --poisson) or closed loop with N outstanding, and reports accuracy (with\n"
+	     "labels), latency p50/p90/p99/p99.9, throughput, errors by code and timeouts.\n"
+	     "Exit status: 0 every request answered with a RESPONSE, 3 some were not (errors,\n"
+	     "timeouts, send failures), 1 the run failed, 2 bad arguments.\n"
+	     "--health: probe the server (and a NIC's host), print its report: exit 0 serving,\n"
+	     "1 draining, degraded, no answer or error.\n",
+    .opts = client_opts,
+    .n_opts = CONF_NOPTS(client_opts),
+    .max_args = 1,
+    .on_opt = client_opt,
+};
+
 static int parse_opts(int argc, char **argv, struct client_opts *o)
 {
-	static const struct option lopts[] = {
-	    {"addr", required_argument, NULL, 'a'},
-	    {"port", required_argument, NULL, 'p'},
-	    {"images", required_argument, NULL, 'i'},
-	    {"labels", required_argument, NULL, 'l'},
-	    {"shape", required_argument, NULL, 'S'},
-	    {"dtype", required_argument, NULL, 'd'},
-	    {"count", required_argument, NULL, 'n'},
-	    {"model-id", required_argument, NULL, 'm'},
-	    {"model", required_argument, NULL, 'L'},
-	    {"rate", required_argument, NULL, 'r'},
-	    {"outstanding", required_argument, NULL, 'o'},
-	    {"timeout-ms", required_argument, NULL, 't'},
-	    {"payload", required_argument, NULL, 'P'},
-	    {"mtu", required_argument, NULL, 'M'},
-	    {"seed", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"classes", required_argument, NULL, 'C'},
-	    {"poisson", no_argument, NULL, 'E'},
-	    {"sockets", required_argument, NULL, 'k'},
-	    {"retries", required_argument, NULL, 'R'},
-	    {"health", no_argument, NULL, 'H'},
-	    {"role", required_argument, NULL, 'O'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	static char hostbuf[256];
-	const char *model_path = NULL;
-	bool id_given = false;
 	uint16_t port;
-	long v;
-	char *end;
-	int c;
+	int arg;
 
 	memset(o, 0, sizeof(*o));
-	o->dtype = PROTO_FMT_U8;
-	o->outstanding = 0;
-	o->timeout_ms = 1000;
-	o->payload = PROTO_DEFAULT_PAYLOAD;
-	o->seed = 1;
 	o->count = -1;
-	o->sockets = 1;
+	arg = conf_parse(&cmd_client_spec, argc, argv, o);
+	if (arg < 0)
+		return -EINVAL;
+	o->dtype = o->dtype_name ? proto_fmt_from_name(o->dtype_name) : PROTO_FMT_U8;
 	o->role = -1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-			o->host = optarg;
-			break;
-		case 'p':
-			o->port = optarg;
-			break;
-		case 'i':
-			o->images = optarg;
-			break;
-		case 'l':
-			o->labels = optarg;
-			break;
-		case 'S':
-			if (parse_shape(optarg, o->shape)) {
-				fprintf(stderr, "client: --shape: expected C,H,W, got '%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'd':
-			o->dtype = proto_fmt_from_name(optarg);
-			if (o->dtype != PROTO_FMT_U8 && o->dtype != PROTO_FMT_F32) {
-				fprintf(stderr, "client: --dtype: u8 or f32, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'n':
-			if (parse_count(optarg, &o->count, 1, 1L << 31, "--count"))
-				return -EINVAL;
-			break;
-		case 'L':
-			model_path = optarg;
-			break;
-		case 'm':
-			id_given = true;
-			errno = 0;
-			v = strtol(optarg, &end, 0);
-			if (!errno && *optarg && !*end && v >= 0 && v <= 0xffffffffL)
-				o->model_id = (uint32_t)v;
-			else
-				o->model_id = proto_model_id(optarg);
-			break;
-		case 'r':
-			o->rate = strtod(optarg, &end);
-			if (*end || !(o->rate > 0 && o->rate <= 1e8)) {
-				fprintf(stderr, "client: --rate: requests/s > 0, got '%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'o':
-			if (parse_count(optarg, &o->outstanding, 1, 1 << 20, "--outstanding"))
-				return -EINVAL;
-			break;
-		case 't':
-			if (parse_count(optarg, &o->timeout_ms, 1, 3600000, "--timeout-ms"))
-				return -EINVAL;
-			break;
-		case 'P':
-		case 'M':
-			if (parse_count(optarg, &o->payload, c == 'M' ? 284 : 256,
-					c == 'M' ? 65535 : 65507, c == 'M' ? "--mtu" : "--payload"))
-				return -EINVAL;
-			if (c == 'M')
-				o->payload -= 28; /* IPv4 + UDP headers */
-			break;
-		case 's':
-			if (parse_count(optarg, &o->seed, 0, 1L << 31, "--seed"))
-				return -EINVAL;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'C':
-			o->classes = optarg;
-			break;
-		case 'E':
-			o->poisson = true;
-			break;
-		case 'k':
-			if (parse_count(optarg, &o->sockets, 1, 16384, "--sockets"))
-				return -EINVAL;
-			break;
-		case 'R':
-			if (parse_count(optarg, &o->retries, 0, 255, "--retries"))
-				return -EINVAL;
-			break;
-		case 'H':
-			o->health = true;
-			break;
-		case 'O':
-			for (o->role = 0; o->role <= SPLITNIC_ROLE_XDP; o->role++)
-				if (!strcmp(optarg, role_short[o->role]))
-					break;
-			if (o->role > SPLITNIC_ROLE_XDP) {
-				fprintf(stderr,
-					"client: --role: any, nic, host, serve or xdp, got '%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		const char *a = argv[optind++];
+	for (int k = 0; o->role_name && k <= SPLITNIC_ROLE_XDP; k++)
+		if (!strcmp(o->role_name, role_short[k]))
+			o->role = k;
+	if (arg < argc) {
+		const char *a = argv[arg];
 		const char *colon = strrchr(a, ':');
 
 		if (a[0] == '[' && strchr(a, ']')) { /* [v6addr]:port */
@@ -349,10 +281,9 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		return -EINVAL;
 	if (o->classes && cli_output_ok("client", "--classes", o->classes))
 		return -EINVAL;
-	if (optind < argc || !o->host) {
-		fprintf(stderr, "client: %s\n",
-			optind < argc ? "too many arguments" : "no server address");
-		usage(stderr);
+	if (!o->host) {
+		fprintf(stderr, "client: no server address\n");
+		conf_usage(stderr, &cmd_client_spec);
 		return -EINVAL;
 	}
 	if (o->health)
@@ -361,7 +292,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		fprintf(stderr, "client: --role goes with --health\n");
 		return -EINVAL;
 	}
-	if (model_path && model_defaults(model_path, o, id_given))
+	if (o->model_path && model_defaults(o->model_path, o, o->id_given))
 		return -EINVAL;
 	if (!o->images && !o->shape[0]) {
 		fprintf(stderr, "client: give --images IDX, --shape C,H,W or --model FILE\n");

@@ -4,7 +4,7 @@
  * first on the CPU kernels; every response is compared with kern_forward's scores.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +23,6 @@ struct emu_totals {
 	struct nicfw_emu_report sum; /* every field summed over requests */
 	uint64_t *lat_ns;	     /* modeled, per request */
 };
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: splitnic emu MODEL [--executors E] [--images IDX[.gz] | --npy FILE.npy]\n"
-		"                    [--labels IDX[.gz]] [--count N] [--param NAME=VALUE ...] "
-		"[--json]\n"
-		"       splitnic emu --params      (the emulator's parameters and their "
-		"sources)\n");
-}
 
 static void print_params(const struct nicfw_emu_params *p)
 {
@@ -146,23 +136,53 @@ static int emu_one(struct nicfw_emu *e, struct kern_ctx *ctx, const struct kern_
 	return ret;
 }
 
+struct emu_opts {
+	struct dataset_opts ds;
+	long executors;
+	struct nicfw_emu_params p;
+	bool json, list;
+};
+
+#define EMU_OPT(f) offsetof(struct emu_opts, f)
+
+static int emu_opt(void *o, const struct conf_opt *opt, const char *arg)
+{
+	struct emu_opts *e = o;
+	char err[512];
+
+	if (!nicfw_emu_param_set(&e->p, arg, err, sizeof(err)))
+		return 0;
+	fprintf(stderr, "splitnic emu: %s\n", err);
+	return -1;
+}
+
+static const struct conf_opt emu_opts[] = {
+    DATASET_OPT_ROWS(struct emu_opts, ds),
+    CONF_LONG_ROW("executors", "E", EMU_OPT(executors), 1, NICFW_MAX_EXEC, "256",
+		  "executors in the chain, as on the NFP (256)"),
+    {.name = "param",
+     .arg = "NAME=VALUE",
+     .help = "an emulator parameter (--params lists them)",
+     .type = CONF_CALL,
+     .flags = CONF_REPEAT},
+    CONF_FLAG_ROW("params", EMU_OPT(list), "list the emulator's parameters and their sources"),
+    CONF_FLAG_ROW("json", EMU_OPT(json), "one JSON object instead of text"),
+};
+
+const struct conf_cmd cmd_emu_spec = {
+    .prog = "splitnic emu",
+    .synopsis = "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]\n"
+		"--params",
+    .purpose = "a model's NIC part on the NFP-style emulator (modeled time)",
+    .opts = emu_opts,
+    .n_opts = CONF_NOPTS(emu_opts),
+    .max_args = 1,
+    .on_opt = emu_opt,
+};
+
 int cmd_emu(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"executors", required_argument, NULL, 'e'},
-	    {"images", required_argument, NULL, 'i'},
-	    {"npy", required_argument, NULL, 'n'},
-	    {"labels", required_argument, NULL, 'l'},
-	    {"count", required_argument, NULL, 'c'},
-	    {"param", required_argument, NULL, 'p'},
-	    {"params", no_argument, NULL, 'P'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	struct dataset_opts dso = {.count = -1};
-	long executors = 256;
-	struct nicfw_emu_params p;
+	struct emu_opts o = {.ds.count = -1};
 	struct dataset ds = {0};
 	struct kern_model *m = NULL;
 	struct kern_ctx *ctx = NULL;
@@ -170,67 +190,35 @@ int cmd_emu(int argc, char **argv)
 	struct emu_totals t = {0};
 	double *nic = NULL, *cpu = NULL;
 	void *act = NULL;
-	bool json = false, list = false;
 	char err[512];
-	int c, ret = 1;
+	int arg, ret = 1;
 
-	nicfw_emu_params_default(&p);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		int taken = dataset_opt(&dso, c, optarg);
-
-		if (taken < 0)
-			return 2;
-		if (taken)
-			continue;
-		switch (c) {
-		case 'e':
-			if (parse_count(optarg, &executors, 1, NICFW_MAX_EXEC, "--executors"))
-				return 2;
-			break;
-		case 'p':
-			if (nicfw_emu_param_set(&p, optarg, err, sizeof(err))) {
-				fprintf(stderr, "splitnic emu: %s\n", err);
-				return 2;
-			}
-			break;
-		case 'P':
-			list = true;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (list) {
-		print_params(&p);
+	nicfw_emu_params_default(&o.p);
+	arg = conf_parse(&cmd_emu_spec, argc, argv, &o);
+	if (arg < 0)
+		return 2;
+	if (o.list) {
+		print_params(&o.p);
 		return 0;
 	}
-	if (argc - optind != 1 || !dataset_opts_valid(&dso)) {
-		usage(stderr);
-		return 2;
-	}
-	m = kern_model_load(argv[optind], err, sizeof(err));
+	if (arg == argc || !dataset_opts_valid(&o.ds))
+		return conf_usage_error(&cmd_emu_spec);
+	m = kern_model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		return 1;
 	}
 	if (kexec_nic_first(m) == m->n_layers) {
 		fprintf(stderr, "splitnic emu: %s: no trailing binary dense layers for the NIC\n",
-			argv[optind]);
+			argv[arg]);
 		goto out_model;
 	}
-	e = nicfw_emu_create(m, kexec_nic_first(m), (uint32_t)executors, &p, err, sizeof(err));
+	e = nicfw_emu_create(m, kexec_nic_first(m), (uint32_t)o.executors, &o.p, err, sizeof(err));
 	if (!e) {
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		goto out_model;
 	}
-	if (dataset_open_opts(&ds, m, &dso, err, sizeof(err))) {
+	if (dataset_open_opts(&ds, m, &o.ds, err, sizeof(err))) {
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		goto out_emu;
 	}
@@ -238,12 +226,12 @@ int cmd_emu(int argc, char **argv)
 	nic = calloc(kern_model_classes(m), sizeof(double));
 	cpu = calloc(kern_model_classes(m), sizeof(double));
 	act = calloc(1, kern_shape_bytes(&m->layers[kexec_nic_first(m)].in) + 64);
-	t.lat_ns = calloc((size_t)dso.count, sizeof(uint64_t));
+	t.lat_ns = calloc((size_t)o.ds.count, sizeof(uint64_t));
 	if (!ctx || !nic || !cpu || !act || !t.lat_ns) {
 		fprintf(stderr, "splitnic emu: out of memory\n");
 		goto out_free;
 	}
-	for (uint32_t i = 0; i < dso.count; i++) {
+	for (uint32_t i = 0; i < o.ds.count; i++) {
 		struct nicfw_emu_report r;
 		int err_one = emu_one(e, ctx, m, dataset_item(&ds, i), act, nic, cpu, &r);
 
@@ -257,7 +245,7 @@ int cmd_emu(int argc, char **argv)
 		if (ds.labels)
 			t.correct += kern_argmax(nic, kern_model_classes(m)) == ds.labels[i];
 	}
-	report(m, nicfw_emu_chain(e), &t, ds.labels != NULL, json);
+	report(m, nicfw_emu_chain(e), &t, ds.labels != NULL, o.json);
 	ret = t.agree == t.count ? 0 : 1;
 	if (ret)
 		fprintf(stderr, "splitnic emu: %u responses differ from the CPU kernels\n",

@@ -6,8 +6,8 @@
  * positive variance around the fan-in (so signs split the dots of +-1 inputs evenly).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,43 +204,57 @@ int split_tools_gen(const char *arch_path, const char *npz_path, uint64_t seed, 
 	return ret;
 }
 
+struct gen_opts {
+	const char *out;
+	uint64_t seed;
+};
+
+static int gen_seed(void *p, const struct conf_opt *opt, const char *arg)
+{
+	char *end;
+
+	((struct gen_opts *)p)->seed = strtoull(arg, &end, 0);
+	if (!*end)
+		return 0;
+	fprintf(stderr, "--seed: an integer expected\n");
+	return -1;
+}
+
+static const struct conf_opt gen_opts[] = {
+    {.name = "output",
+     .arg = "WEIGHTS.npz",
+     .help = "the weights to write",
+     .type = CONF_STR,
+     .key = 'o',
+     .flags = CONF_SHORT,
+     .off = offsetof(struct gen_opts, out)},
+    {.name = "seed", .arg = "S", .help = "picks the draw", .def = "1", .type = CONF_CALL},
+};
+
+const struct conf_cmd cmd_gen_spec = {
+    .prog = "splitnic gen",
+    .synopsis = "ARCH.json -o WEIGHTS.npz [--seed S]",
+    .purpose = "random weights for any interchange architecture",
+    .opts = gen_opts,
+    .n_opts = CONF_NOPTS(gen_opts),
+    .min_args = 1,
+    .max_args = 1,
+    .on_opt = gen_seed,
+};
+
 int cmd_gen(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"seed", required_argument, NULL, 's'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	const char *usage = "usage: splitnic gen ARCH.json -o WEIGHTS.npz [--seed S]\n";
-	const char *out = NULL;
-	uint64_t seed = 1;
-	char err[512], *end;
-	int c;
+	struct gen_opts o = {0};
+	char err[512];
+	int arg = conf_parse(&cmd_gen_spec, argc, argv, &o);
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 's':
-			seed = strtoull(optarg, &end, 0);
-			if (*end) {
-				fprintf(stderr, "--seed: an integer expected\n");
-				return 2;
-			}
-			break;
-		case 'h':
-			return split_tools_usage(usage, true);
-		default:
-			return split_tools_usage(usage, false);
-		}
-	}
-	if (argc - optind != 1 || !out)
-		return split_tools_usage(usage, false);
-	if (cli_output_ok("gen", "-o", out))
+	if (arg < 0)
+		return 2;
+	if (!o.out)
+		return conf_usage_error(&cmd_gen_spec);
+	if (cli_output_ok("gen", "-o", o.out))
 		return 1;
-	if (split_tools_gen(argv[optind], out, seed, err, sizeof(err))) {
+	if (split_tools_gen(argv[arg], o.out, o.seed, err, sizeof(err))) {
 		fprintf(stderr, "splitnic gen: %s\n", err);
 		return 1;
 	}

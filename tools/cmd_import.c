@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* splitnic import: an ONNX / QONNX model to a model file, or to the interchange pair. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +12,6 @@
 #include "kernels/model_file.h"
 #include "onnx/onnx_import.h"
 #include "tools/cmds.h"
-
-#define IMPORT_USAGE "usage: splitnic import MODEL.onnx (-o MODEL.snm | --interchange DIR)\n"
 
 static json_t *layer_json(const struct kern_ic_layer *L)
 {
@@ -148,51 +146,58 @@ static int write_interchange(const struct onnx_import *imp, const char *dir)
 	return 0;
 }
 
+struct import_opts {
+	const char *out, *dir;
+};
+
+static const struct conf_opt import_opts[] = {
+    {.name = "output",
+     .arg = "MODEL.snm",
+     .help = "the model file to write",
+     .type = CONF_STR,
+     .key = 'o',
+     .flags = CONF_SHORT,
+     .off = offsetof(struct import_opts, out)},
+    {.name = "interchange",
+     .arg = "DIR",
+     .help = "write DIR/arch.json and DIR/weights.npz",
+     .type = CONF_STR,
+     .off = offsetof(struct import_opts, dir)},
+};
+
+const struct conf_cmd cmd_import_spec = {
+    .prog = "splitnic import",
+    .synopsis = "MODEL.onnx (-o MODEL.snm | --interchange DIR)",
+    .purpose = "import an ONNX or QONNX model (docs/onnx-import.md) into a model file",
+    .opts = import_opts,
+    .n_opts = CONF_NOPTS(import_opts),
+    .min_args = 1,
+    .max_args = 1,
+};
+
 int cmd_import(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"interchange", required_argument, NULL, 'i'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	const char *out = NULL, *dir = NULL;
+	struct import_opts o = {0};
 	struct onnx_import imp;
 	struct kern_model m;
 	char err[1024];
-	int c, rc = 0;
+	int arg = conf_parse(&cmd_import_spec, argc, argv, &o), rc = 0;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'i':
-			dir = optarg;
-			break;
-		case 'h':
-			printf(IMPORT_USAGE);
-			return 0;
-		default:
-			fprintf(stderr, IMPORT_USAGE);
-			return 2;
-		}
-	}
-	if (argc - optind != 1 || (!out && !dir)) {
-		fprintf(stderr, IMPORT_USAGE);
+	if (arg < 0)
 		return 2;
-	}
-	if (onnx_import_file(argv[optind], &imp, err, sizeof(err))) {
+	if (!o.out && !o.dir)
+		return conf_usage_error(&cmd_import_spec);
+	if (onnx_import_file(argv[arg], &imp, err, sizeof(err))) {
 		fprintf(stderr, "splitnic import: %s\n", err);
 		return 1;
 	}
-	if (dir)
-		rc = write_interchange(&imp, dir);
-	if (!rc && out) {
+	if (o.dir)
+		rc = write_interchange(&imp, o.dir);
+	if (!rc && o.out) {
 		int ret = onnx_import_compile(&imp, &m, stderr, err, sizeof(err));
 
 		if (!ret) {
-			ret = kern_model_write(&m, out, err, sizeof(err));
+			ret = kern_model_write(&m, o.out, err, sizeof(err));
 			kern_compiled_free(&m);
 		}
 		if (ret) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* splitnic convert / inspect. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,36 +11,43 @@
 #include "tools/cli_util.h"
 #include "tools/cmds.h"
 
+struct convert_opts {
+	const char *out;
+};
+
+static const struct conf_opt convert_opts[] = {
+    {.name = "output",
+     .arg = "MODEL",
+     .help = "the model file to write",
+     .type = CONF_STR,
+     .key = 'o',
+     .flags = CONF_SHORT,
+     .off = offsetof(struct convert_opts, out)},
+};
+
+const struct conf_cmd cmd_convert_spec = {
+    .prog = "splitnic convert",
+    .synopsis = "ARCH.json WEIGHTS.npz -o MODEL",
+    .purpose = "compile an interchange model (docs/model-format.md) into a model file",
+    .opts = convert_opts,
+    .n_opts = CONF_NOPTS(convert_opts),
+    .min_args = 2,
+    .max_args = 2,
+};
+
 int cmd_convert(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	const char *out = NULL;
+	struct convert_opts o = {0};
 	char err[512];
-	int c;
+	int arg = conf_parse(&cmd_convert_spec, argc, argv, &o);
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			printf("usage: splitnic convert ARCH.json WEIGHTS.npz -o MODEL\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (argc - optind != 2 || !out) {
-		fprintf(stderr, "usage: splitnic convert ARCH.json WEIGHTS.npz -o MODEL\n");
+	if (arg < 0)
 		return 2;
-	}
-	if (cli_output_ok("convert", "-o", out))
+	if (!o.out)
+		return conf_usage_error(&cmd_convert_spec);
+	if (cli_output_ok("convert", "-o", o.out))
 		return 1;
-	if (kern_convert(argv[optind], argv[optind + 1], out, err, sizeof(err))) {
+	if (kern_convert(argv[arg], argv[arg + 1], o.out, err, sizeof(err))) {
 		fprintf(stderr, "splitnic convert: %s\n", err);
 		return 1;
 	}
@@ -201,47 +208,43 @@ static void inspect_table(const struct kern_model *m, bool with_ops)
 	}
 }
 
+struct inspect_opts {
+	bool json, ops;
+};
+
+static const struct conf_opt inspect_opts[] = {
+    CONF_FLAG_ROW("json", offsetof(struct inspect_opts, json), "JSON instead of a table"),
+    CONF_FLAG_ROW("ops", offsetof(struct inspect_opts, ops), "the compiled ops too"),
+};
+
+const struct conf_cmd cmd_inspect_spec = {
+    .prog = "splitnic inspect",
+    .synopsis = "MODEL [--json] [--ops]",
+    .purpose = "a model file's source layers (and compiled ops with --ops)",
+    .opts = inspect_opts,
+    .n_opts = CONF_NOPTS(inspect_opts),
+    .min_args = 1,
+    .max_args = 1,
+};
+
 int cmd_inspect(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"ops", no_argument, NULL, 'O'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	bool json = false, with_ops = false;
+	struct inspect_opts o = {0};
 	struct kern_model *m;
 	char err[512];
-	int c, ret = 0;
+	int arg = conf_parse(&cmd_inspect_spec, argc, argv, &o), ret = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'O':
-			with_ops = true;
-			break;
-		case 'h':
-			printf("usage: splitnic inspect MODEL [--json] [--ops]\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "usage: splitnic inspect MODEL [--json] [--ops]\n");
+	if (arg < 0)
 		return 2;
-	}
-	m = kern_model_load(argv[optind], err, sizeof(err));
+	m = kern_model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic inspect: %s\n", err);
 		return 1;
 	}
-	if (json)
-		ret = inspect_json(m, with_ops);
+	if (o.json)
+		ret = inspect_json(m, o.ops);
 	else
-		inspect_table(m, with_ops);
+		inspect_table(m, o.ops);
 	kern_model_free(m);
 	return ret;
 }

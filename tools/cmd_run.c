@@ -6,8 +6,8 @@
  * one executor interface, kernels/kexec.h).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,28 +120,45 @@ static int plan_pipe(struct kexec_pipe *p, const struct kern_model *m, const str
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: splitnic run MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels "
-		   "IDX[.gz]]\n"
-		   "                    [--count N] [--batch B] [--threads T] [--scores FILE.csv] "
-		   "[--json]\n"
-		   "                    [--exec cpu|gpu | --plan PLAN]\n");
-}
+struct run_opts {
+	struct dataset_opts ds;
+	long batch, threads;
+	const char *scores, *exec, *plan;
+	bool json;
+};
+
+#define RUN_OPT(f) offsetof(struct run_opts, f)
+
+static const struct conf_opt run_opts[] = {
+    DATASET_OPT_ROWS(struct run_opts, ds),
+    CONF_LONG_ROW("batch", "B", RUN_OPT(batch), 1, 4096, "1", "inputs per forward pass"),
+    CONF_LONG_ROW("threads", "T", RUN_OPT(threads), 1, 256, "1",
+		  "threads, each with its own context, batches round-robin"),
+    CONF_STR_ROW("scores", "FILE.csv", RUN_OPT(scores), "every score, one line per input"),
+    {.name = "exec",
+     .arg = "cpu|gpu",
+     .help = "the CPU kernels or the GPU (the CPU when no GPU is found)",
+     .def = "cpu",
+     .type = CONF_CHOICE,
+     .off = RUN_OPT(exec)},
+    CONF_STR_ROW("plan", "PLAN", RUN_OPT(plan),
+		 "run a plan's stages on their executors (splitnic plan -o)"),
+    CONF_FLAG_ROW("json", RUN_OPT(json), "one JSON object instead of text"),
+};
+
+const struct conf_cmd cmd_run_spec = {
+    .prog = "splitnic run",
+    .synopsis = "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]",
+    .purpose = "run a model in process: accuracy, latency p50/p99, images/s",
+    .opts = run_opts,
+    .n_opts = CONF_NOPTS(run_opts),
+    .min_args = 1,
+    .max_args = 1,
+};
 
 int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"images", required_argument, NULL, 'i'}, {"npy", required_argument, NULL, 'n'},
-	    {"labels", required_argument, NULL, 'l'}, {"count", required_argument, NULL, 'c'},
-	    {"batch", required_argument, NULL, 'b'},  {"threads", required_argument, NULL, 't'},
-	    {"scores", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-	    {"exec", required_argument, NULL, 'e'},   {"plan", required_argument, NULL, 'p'},
-	    {"help", no_argument, NULL, 'h'},	      {0},
-	};
-	struct dataset_opts dso = {.count = -1};
-	const char *scores_path = NULL, *plan_path = NULL;
-	long batch = 1, threads = 1;
+	struct run_opts o = {.ds.count = -1};
 	struct split_plan plan = {0};
 	uint64_t gpu_fallback = 0;
 	char plan_desc[256] = "";
@@ -155,77 +172,37 @@ int cmd_run(int argc, char **argv)
 	uint64_t *lat_ns = NULL;
 	double *scores = NULL;
 	uint32_t classes, nbatches, correct = 0;
-	bool json = false, gpu = false;
+	bool gpu;
 	char err[512], gpu_name[512] = "";
-	int c, ret = 1;
+	int ret = 1, arg = conf_parse(&cmd_run_spec, argc, argv, &o);
 	uint64_t t0, wall;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		int taken = dataset_opt(&dso, c, optarg);
-
-		if (taken < 0)
-			return 2;
-		if (taken)
-			continue;
-		switch (c) {
-		case 'b':
-			if (parse_count(optarg, &batch, 1, 4096, "--batch"))
-				return 2;
-			break;
-		case 't':
-			if (parse_count(optarg, &threads, 1, 256, "--threads"))
-				return 2;
-			break;
-		case 's':
-			scores_path = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'e':
-			if (strcmp(optarg, "cpu") && strcmp(optarg, "gpu")) {
-				fprintf(stderr, "splitnic run: --exec: '%s' is not cpu or gpu\n",
-					optarg);
-				return 2;
-			}
-			gpu = !strcmp(optarg, "gpu");
-			break;
-		case 'p':
-			plan_path = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 1 || !dataset_opts_valid(&dso)) {
-		usage(stderr);
+	if (arg < 0)
 		return 2;
-	}
-	if (plan_path && gpu) {
+	if (!dataset_opts_valid(&o.ds))
+		return conf_usage_error(&cmd_run_spec);
+	gpu = !strcmp(o.exec, "gpu");
+	if (o.plan && gpu) {
 		fprintf(stderr,
 			"splitnic run: --plan and --exec gpu: the plan names the executors\n");
 		return 2;
 	}
-	if (scores_path && cli_output_ok("run", "--scores", scores_path))
+	if (o.scores && cli_output_ok("run", "--scores", o.scores))
 		return 1;
 	if (gpu && kcuda_probe(gpu_name, sizeof(gpu_name))) {
 		fprintf(stderr, "splitnic run: --exec gpu: %s; falling back to the CPU kernels\n",
 			gpu_name);
 		gpu = false;
 	}
-	if (splitnic_model_load(argv[optind], &sm, &se)) {
+	if (splitnic_model_load(argv[arg], &sm, &se)) {
 		fprintf(stderr, "splitnic run: %s\n", se.msg);
 		return 1;
 	}
 	m = snlib_model_kern(sm);
-	if (plan_path) {
+	if (o.plan) {
 		size_t off = 0;
 
-		if (split_plan_load(plan_path, m, &plan, err, sizeof(err))) {
+		if (split_plan_load(o.plan, m, &plan, err, sizeof(err))) {
 			fprintf(stderr, "splitnic run: %s\n", err);
 			goto out_model;
 		}
@@ -235,28 +212,28 @@ int cmd_run(int argc, char **argv)
 						split_exec_name(plan.stage[i].exec),
 						plan.stage[i].first, plan.stage[i].last);
 	}
-	if (dataset_open_opts(&ds, m, &dso, err, sizeof(err))) {
+	if (dataset_open_opts(&ds, m, &o.ds, err, sizeof(err))) {
 		fprintf(stderr, "splitnic run: %s\n", err);
 		goto out_model;
 	}
 	classes = kern_model_classes(m);
-	nbatches = (uint32_t)((dso.count + batch - 1) / batch);
-	if (threads > nbatches)
-		threads = nbatches;
-	scores = calloc((size_t)dso.count * classes, sizeof(double));
+	nbatches = (uint32_t)((o.ds.count + o.batch - 1) / o.batch);
+	if (o.threads > nbatches)
+		o.threads = nbatches;
+	scores = calloc((size_t)o.ds.count * classes, sizeof(double));
 	lat_ns = calloc(nbatches, sizeof(uint64_t));
-	jobs = calloc((size_t)threads, sizeof(*jobs));
-	tids = calloc((size_t)threads, sizeof(*tids));
+	jobs = calloc((size_t)o.threads, sizeof(*jobs));
+	tids = calloc((size_t)o.threads, sizeof(*tids));
 	if (!scores || !lat_ns || !jobs || !tids) {
 		fprintf(stderr, "splitnic run: out of memory\n");
 		goto out_free;
 	}
-	for (long t = 0; t < threads; t++) {
+	for (long t = 0; t < o.threads; t++) {
 		jobs[t] = (struct run_job){m,
 					   &ds,
-					   (uint32_t)dso.count,
-					   (uint32_t)batch,
-					   (uint32_t)threads,
+					   (uint32_t)o.ds.count,
+					   (uint32_t)o.batch,
+					   (uint32_t)o.threads,
 					   (uint32_t)t,
 					   classes,
 					   scores,
@@ -266,9 +243,10 @@ int cmd_run(int argc, char **argv)
 					   {0},
 					   NULL,
 					   {0}};
-		if (plan_path) {
-			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)batch, err, sizeof(err))) {
-				fprintf(stderr, "splitnic run: --plan %s: %s\n", plan_path, err);
+		if (o.plan) {
+			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)o.batch, err,
+				      sizeof(err))) {
+				fprintf(stderr, "splitnic run: --plan %s: %s\n", o.plan, err);
 				goto out_ctx;
 			}
 			for (uint32_t i = 0; !t && i < jobs[t].pipe.n; i++)
@@ -278,25 +256,25 @@ int cmd_run(int argc, char **argv)
 			continue;
 		}
 		if (gpu) {
-			jobs[t].gpu = kcuda_model_upload(m, (uint32_t)batch, err, sizeof(err));
+			jobs[t].gpu = kcuda_model_upload(m, (uint32_t)o.batch, err, sizeof(err));
 			if (!jobs[t].gpu) {
 				fprintf(stderr, "splitnic run: --exec gpu: %s\n", err);
 				goto out_ctx;
 			}
 			continue;
 		}
-		if (splitnic_ctx_create(sm, (uint32_t)batch, 1, &jobs[t].ctx, &se)) {
+		if (splitnic_ctx_create(sm, (uint32_t)o.batch, 1, &jobs[t].ctx, &se)) {
 			fprintf(stderr, "splitnic run: %s\n", se.msg);
 			goto out_ctx;
 		}
 	}
 	t0 = lat_now_ns();
-	for (long t = 0; t < threads; t++)
+	for (long t = 0; t < o.threads; t++)
 		pthread_create(&tids[t], NULL, run_worker, &jobs[t]);
-	for (long t = 0; t < threads; t++)
+	for (long t = 0; t < o.threads; t++)
 		pthread_join(tids[t], NULL);
 	wall = lat_now_ns() - t0;
-	for (long t = 0; t < threads; t++)
+	for (long t = 0; t < o.threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
 				gpu		 ? kcuda_last_error()
@@ -304,55 +282,55 @@ int cmd_run(int argc, char **argv)
 						 : jobs[t].err.msg);
 			goto out_ctx;
 		}
-	for (long t = 0; t < threads; t++)
+	for (long t = 0; t < o.threads; t++)
 		for (uint32_t i = 0; i < jobs[t].pipe.n; i++)
 			gpu_fallback += jobs[t].pipe.x[i].fallback_reqs;
 	if (ds.labels)
-		for (uint32_t i = 0; i < dso.count; i++)
+		for (uint32_t i = 0; i < o.ds.count; i++)
 			correct +=
 			    kern_argmax(scores + (size_t)i * classes, classes) == ds.labels[i];
 	lat_summarize(lat_ns, nbatches, &lat);
-	if (json) {
+	if (o.json) {
 		printf("{\"model\":\"%s\",\"exec\":\"%s\",\"isa\":\"%s\",\"images\":%ld,"
 		       "\"batch\":%ld,\"threads\":%ld,",
 		       m->name,
-		       plan_path ? "plan"
-		       : gpu	 ? "gpu"
-				 : "cpu",
-		       gpu ? "cuda" : kern_ops_get()->name, dso.count, batch, threads);
+		       o.plan ? "plan"
+		       : gpu  ? "gpu"
+			      : "cpu",
+		       gpu ? "cuda" : kern_ops_get()->name, o.ds.count, o.batch, o.threads);
 		if (gpu)
 			printf("\"device\":\"%s\",", gpu_name);
-		if (plan_path)
+		if (o.plan)
 			printf("\"plan\":\"%s\",\"gpu_fallback_requests\":%llu,", plan_desc,
 			       (unsigned long long)gpu_fallback);
 		if (ds.labels)
-			printf("\"accuracy\":%.6f,\"correct\":%u,", (double)correct / dso.count,
+			printf("\"accuracy\":%.6f,\"correct\":%u,", (double)correct / o.ds.count,
 			       correct);
 		printf("\"latency_us\":{\"p50\":%.3f,\"p99\":%.3f,\"mean\":%.3f},"
 		       "\"images_per_s\":%.1f}\n",
-		       lat.p50 / 1e3, lat.p99 / 1e3, lat.mean / 1e3, dso.count / (wall / 1e9));
+		       lat.p50 / 1e3, lat.p99 / 1e3, lat.mean / 1e3, o.ds.count / (wall / 1e9));
 	} else {
 		printf("model %s (%s kernels): %ld images, batch %ld, %ld thread%s\n", m->name,
-		       gpu ? "cuda" : kern_ops_get()->name, dso.count, batch, threads,
-		       threads > 1 ? "s" : "");
-		if (plan_path)
+		       gpu ? "cuda" : kern_ops_get()->name, o.ds.count, o.batch, o.threads,
+		       o.threads > 1 ? "s" : "");
+		if (o.plan)
 			printf(
 			    "executor  plan %s: %s; %llu requests of GPU stages ran on the CPU\n",
-			    plan_path, plan_desc, (unsigned long long)gpu_fallback);
+			    o.plan, plan_desc, (unsigned long long)gpu_fallback);
 		else
 			printf("executor  %s%s\n", gpu ? "gpu, " : "cpu", gpu ? gpu_name : "");
 		if (ds.labels)
-			printf("accuracy  %.2f%% (%u/%ld)\n", 100.0 * correct / dso.count, correct,
-			       dso.count);
+			printf("accuracy  %.2f%% (%u/%ld)\n", 100.0 * correct / o.ds.count, correct,
+			       o.ds.count);
 		printf("latency   p50 %.1f us  p99 %.1f us  (per batch of %ld)\n", lat.p50 / 1e3,
-		       lat.p99 / 1e3, batch);
-		printf("throughput %.0f images/s\n", dso.count / (wall / 1e9));
+		       lat.p99 / 1e3, o.batch);
+		printf("throughput %.0f images/s\n", o.ds.count / (wall / 1e9));
 	}
 	ret = 0;
-	if (scores_path && write_scores(scores_path, scores, (uint32_t)dso.count, classes))
+	if (o.scores && write_scores(o.scores, scores, (uint32_t)o.ds.count, classes))
 		ret = 1;
 out_ctx:
-	for (long t = 0; t < threads; t++) {
+	for (long t = 0; t < o.threads; t++) {
 		splitnic_ctx_free(jobs[t].ctx, NULL);
 		kcuda_model_free(jobs[t].gpu);
 		kexec_pipe_fini(&jobs[t].pipe);

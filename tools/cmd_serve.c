@@ -24,10 +24,10 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,94 +363,98 @@ static void serve_report(const struct serve *sv, FILE *f, bool json)
 	fputs(json ? "}\n" : "\n", f);
 }
 
-static void usage(FILE *f)
+struct serve_opts {
+	const char *models[SERVE_MAX_MODELS];
+	uint32_t n_models;
+	const char *bind, *port, *stats, *ready;
+	long payload;
+};
+
+enum { SO_MODEL = 'm', SO_PORT = 'p' };
+
+static int serve_opt(void *p, const struct conf_opt *opt, const char *arg)
 {
-	fprintf(f,
-		"usage: splitnic serve --model [ID=]MODEL [--model ...] [--bind ADDR (0.0.0.0)]\n"
-		"         [--port P (%u)] [--payload BYTES (%u)] [--stats-file FILE]\n"
-		"         [--ready-file FILE]\n"
-		"  Answers REQUESTs on a kernel UDP socket with the CPU kernels until SIGINT or\n"
-		"  SIGTERM; prints its counters then (and writes them to --stats-file as JSON).\n",
-		PROTO_DEFAULT_PORT, PROTO_DEFAULT_PAYLOAD);
+	struct serve_opts *o = p;
+	uint16_t port;
+
+	if (opt->key == SO_PORT) {
+		o->port = arg;
+		return cli_port("serve", "--port", arg, &port) ? -1 : 0;
+	}
+	if (o->n_models == SERVE_MAX_MODELS) {
+		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
+		return -1;
+	}
+	o->models[o->n_models++] = arg;
+	return 0;
 }
+
+#define SERVE_OPT(f) offsetof(struct serve_opts, f)
+
+static const struct conf_opt serve_opts[] = {
+    {.name = "model",
+     .arg = "[ID=]MODEL",
+     .help = "a model, its id ID or its name's (up to 8)",
+     .type = CONF_CALL,
+     .key = SO_MODEL,
+     .flags = CONF_REPEAT},
+    {.name = "bind",
+     .arg = "ADDR",
+     .help = "the address to listen on",
+     .def = "0.0.0.0",
+     .type = CONF_STR,
+     .off = SERVE_OPT(bind)},
+    {.name = "port",
+     .arg = "P",
+     .help = "its UDP port",
+     .def = "21326",
+     .type = CONF_CALL,
+     .key = SO_PORT},
+    CONF_LONG_ROW("payload", "BYTES", SERVE_OPT(payload), 256, 65507, "1400",
+		  "UDP payload per datagram"),
+    CONF_STR_ROW("stats-file", "FILE", SERVE_OPT(stats), "the counters as JSON, at exit"),
+    CONF_STR_ROW("ready-file", "FILE", SERVE_OPT(ready), "created once the socket is bound"),
+};
+
+const struct conf_cmd cmd_serve_spec = {
+    .prog = "splitnic serve",
+    .synopsis = "--model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [OPTIONS]",
+    .purpose = "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)",
+    .notes = "Answers REQUESTs on a kernel UDP socket with the CPU kernels until SIGINT or\n"
+	     "SIGTERM; prints its counters then (and writes them to --stats-file as JSON).\n",
+    .opts = serve_opts,
+    .n_opts = CONF_NOPTS(serve_opts),
+    .on_opt = serve_opt,
+};
 
 int cmd_serve(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-	    {"model", required_argument, NULL, 'm'},
-	    {"bind", required_argument, NULL, 'b'},
-	    {"port", required_argument, NULL, 'p'},
-	    {"payload", required_argument, NULL, 'P'},
-	    {"stats-file", required_argument, NULL, 's'},
-	    {"ready-file", required_argument, NULL, 'r'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	struct serve_opts o = {0};
 	struct sigaction sa = {.sa_handler = on_signal};
-	const char *bind_addr = "0.0.0.0", *port = "21326", *stats = NULL, *ready = NULL;
-	const char *models[SERVE_MAX_MODELS];
 	struct proto_reasm_config rc = {SERVE_SLOTS, SERVE_MAX_MSG, SERVE_REASM_NS};
 	struct sockaddr_storage from[SERVE_BURST];
 	struct mmsghdr mm[SERVE_BURST];
 	struct iovec iov[SERVE_BURST];
 	uint8_t *rx = NULL;
-	uint32_t n_models = 0;
 	struct serve *sv;
-	long payload = PROTO_DEFAULT_PAYLOAD;
-	uint16_t portnum;
-	int c, ret = 1;
+	int ret = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			if (n_models == SERVE_MAX_MODELS) {
-				fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
-				return 2;
-			}
-			models[n_models++] = optarg;
-			break;
-		case 'b':
-			bind_addr = optarg;
-			break;
-		case 'p':
-			if (cli_port("serve", "--port", optarg, &portnum))
-				return 2;
-			port = optarg;
-			break;
-		case 'P':
-			if (parse_count(optarg, &payload, 256, 65507, "--payload"))
-				return 2;
-			break;
-		case 's':
-			stats = optarg;
-			break;
-		case 'r':
-			ready = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc || !n_models) {
-		fprintf(stderr, "serve: %s\n", optind < argc ? "too many arguments" : "no --model");
-		usage(stderr);
+	if (conf_parse(&cmd_serve_spec, argc, argv, &o) < 0)
 		return 2;
+	if (!o.n_models) {
+		fprintf(stderr, "serve: no --model\n");
+		return conf_usage_error(&cmd_serve_spec);
 	}
-	if ((stats && cli_output_ok("serve", "--stats-file", stats)) ||
-	    (ready && cli_output_ok("serve", "--ready-file", ready)))
+	if ((o.stats && cli_output_ok("serve", "--stats-file", o.stats)) ||
+	    (o.ready && cli_output_ok("serve", "--ready-file", o.ready)))
 		return 1;
 	sv = calloc(1, sizeof(*sv));
 	if (!sv)
 		return 1;
 	sv->fd = -1;
-	sv->payload = (uint32_t)payload;
-	for (uint32_t k = 0; k < n_models; k++)
-		if (serve_load(sv, models[k]))
+	sv->payload = (uint32_t)o.payload;
+	for (uint32_t k = 0; k < o.n_models; k++)
+		if (serve_load(sv, o.models[k]))
 			goto out;
 	sv->ra = proto_reasm_create(&rc);
 	sv->out = malloc(PROTO_MAX_PAYLOAD + 1);
@@ -459,18 +463,18 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "serve: out of memory\n");
 		goto out;
 	}
-	if (serve_socket(sv, bind_addr, port))
+	if (serve_socket(sv, o.bind, o.port))
 		goto out;
 	/* no SA_RESTART: a signal must interrupt recvmmsg so that the loop sees serve_stop */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	printf("serve: listening on %s:%s (UDP)\n", bind_addr, port);
+	printf("serve: listening on %s:%s (UDP)\n", o.bind, o.port);
 	fflush(stdout);
-	if (ready) {
-		FILE *rf = fopen(ready, "w");
+	if (o.ready) {
+		FILE *rf = fopen(o.ready, "w");
 
 		if (!rf || fclose(rf)) {
-			fprintf(stderr, "serve: --ready-file %s: %s\n", ready, strerror(errno));
+			fprintf(stderr, "serve: --ready-file %s: %s\n", o.ready, strerror(errno));
 			goto out;
 		}
 	}
@@ -502,11 +506,11 @@ int cmd_serve(int argc, char **argv)
 	}
 	ret = 0;
 	serve_report(sv, stderr, false);
-	if (stats) {
-		FILE *f = fopen(stats, "w");
+	if (o.stats) {
+		FILE *f = fopen(o.stats, "w");
 
 		if (!f) {
-			fprintf(stderr, "serve: --stats-file %s: %s\n", stats, strerror(errno));
+			fprintf(stderr, "serve: --stats-file %s: %s\n", o.stats, strerror(errno));
 			ret = 1;
 		} else {
 			serve_report(sv, f, true);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* splitnic analyze / plan: static analysis of a model and the planner over the cost model. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,49 +224,46 @@ static int analyze_plot(const struct split_arch *a, const char *out)
 	return split_tools_plot_run("analyze", f, script);
 }
 
+struct analyze_opts {
+	bool csv, json;
+	const char *plot;
+};
+
+static const struct conf_opt analyze_opts[] = {
+    CONF_FLAG_ROW("csv", offsetof(struct analyze_opts, csv), "CSV instead of a table"),
+    CONF_FLAG_ROW("json", offsetof(struct analyze_opts, json), "JSON instead of a table"),
+    CONF_STR_ROW("plot", "FILE.png|FILE.svg", offsetof(struct analyze_opts, plot),
+		 "the seed's Figure 2: output size and parameters per layer"),
+};
+
+const struct conf_cmd cmd_analyze_spec = {
+    .prog = "splitnic analyze",
+    .synopsis = "MODEL|ARCH.json [--csv|--json] [--plot FILE.png|FILE.svg]",
+    .purpose = "per layer: output size at f32/fp16/int8/1-bit, parameters, ops, executors",
+    .opts = analyze_opts,
+    .n_opts = CONF_NOPTS(analyze_opts),
+    .min_args = 1,
+    .max_args = 1,
+};
+
 int cmd_analyze(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"csv", no_argument, NULL, 'c'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"plot", required_argument, NULL, 'p'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	const char *usage = "usage: splitnic analyze MODEL|ARCH.json [--csv|--json] "
-			    "[--plot FILE.png|FILE.svg]\n";
-	const char *plot = NULL;
-	bool csv = false, json = false;
+	struct analyze_opts o = {0};
 	struct kern_model *m = NULL;
 	struct split_arch a;
 	char err[512];
-	int c, ret;
+	int arg = conf_parse(&cmd_analyze_spec, argc, argv, &o), ret;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			csv = true;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'p':
-			plot = optarg;
-			break;
-		case 'h':
-			return split_tools_usage(usage, true);
-		default:
-			return split_tools_usage(usage, false);
-		}
-	}
-	if (argc - optind != 1 || (csv && json))
-		return split_tools_usage(usage, false);
-	if (plot && cli_output_ok("analyze", "--plot", plot))
+	if (arg < 0)
+		return 2;
+	if (o.csv && o.json)
+		return conf_usage_error(&cmd_analyze_spec);
+	if (o.plot && cli_output_ok("analyze", "--plot", o.plot))
 		return 1;
-	if (split_tools_is_json(argv[optind])) {
-		ret = split_arch_load(argv[optind], &a, err, sizeof(err));
+	if (split_tools_is_json(argv[arg])) {
+		ret = split_arch_load(argv[arg], &a, err, sizeof(err));
 	} else {
-		m = kern_model_load(argv[optind], err, sizeof(err));
+		m = kern_model_load(argv[arg], err, sizeof(err));
 		ret = m ? split_arch_from_model(m, kexec_nic_first(m), &a, err, sizeof(err))
 			: -EINVAL;
 	}
@@ -275,125 +272,137 @@ int cmd_analyze(int argc, char **argv)
 		kern_model_free(m);
 		return 1;
 	}
-	if (json)
+	if (o.json)
 		ret = analyze_json(&a, m);
 	else
-		analyze_table(&a, m, csv);
-	if (!ret && plot)
-		ret = analyze_plot(&a, plot) ? 1 : 0;
+		analyze_table(&a, m, o.csv);
+	if (!ret && o.plot)
+		ret = analyze_plot(&a, o.plot) ? 1 : 0;
 	split_arch_free(&a);
 	kern_model_free(m);
 	return ret;
 }
 
+struct plan_opts {
+	struct split_opts o;
+	const char *profile, *out;
+	bool in_process;
+};
+
+enum { PO_LINK = 'l', PO_LOAD = 'L', PO_OBJECTIVE = 'b' };
+
+static int plan_opt(void *p, const struct conf_opt *opt, const char *arg)
+{
+	struct split_opts *o = &((struct plan_opts *)p)->o;
+	char *end;
+	int v;
+
+	switch (opt->key) {
+	case PO_LINK:
+		o->link_gbps = strtod(arg, &end);
+		if (!*end && o->link_gbps > 0 && isfinite(o->link_gbps))
+			return 0;
+		fprintf(stderr, "--link-gbps: positive number expected, got '%s'\n", arg);
+		return -1;
+	case PO_LOAD:
+		o->load_rps = strtod(arg, &end);
+		if (!*end && end != arg && o->load_rps >= 0 && o->load_rps <= 1e9)
+			return 0;
+		fprintf(stderr, "--load: requests/s in 0..1e9 expected, got '%s'\n", arg);
+		return -1;
+	default:
+		v = split_objective_from_name(arg);
+		if (v >= 0) {
+			o->objective = (uint32_t)v;
+			return 0;
+		}
+		fprintf(stderr, "--objective: latency, p99 or throughput, got '%s'\n", arg);
+		return -1;
+	}
+}
+
+static const struct conf_opt plan_opts[] = {
+    CONF_STR_ROW("profile", "P", offsetof(struct plan_opts, profile),
+		 "the calibration profile (default: the built-in one)"),
+    CONF_CALL_ROW("link-gbps", "X", PO_LINK, "the host <-> NIC link (default: the profile's)"),
+    CONF_CALL_ROW("load", "RPS", PO_LOAD, "offered requests/s: each stage a queue"),
+    {.name = "objective",
+     .arg = "latency|p99|throughput",
+     .help = "p50, p99, or the slowest stage",
+     .def = "latency",
+     .type = CONF_CALL,
+     .key = PO_OBJECTIVE},
+    CONF_FLAG_ROW("in-process", offsetof(struct plan_opts, in_process),
+		  "predict in process, not the packet path"),
+    CONF_FLAG_ROW("allow-approx", offsetof(struct plan_opts, o.allow_approx),
+		  "cuts that change values (fp16, int8) allowed"),
+    {.name = "output",
+     .arg = "PLAN",
+     .help = "write the plan file (splitnic run --plan, splitnic-host)",
+     .type = CONF_STR,
+     .key = 'o',
+     .flags = CONF_SHORT,
+     .off = offsetof(struct plan_opts, out)},
+};
+
+const struct conf_cmd cmd_plan_spec = {
+    .prog = "splitnic plan",
+    .synopsis = "MODEL [--profile P] [--link-gbps X] [--load RPS] "
+		"[--objective latency|p99|throughput] [--in-process] [--allow-approx] [-o PLAN]",
+    .purpose = "choose the split (CPU, GPU, NIC stages) from the cost model, under load",
+    .notes = "Predicts the packet path (front-end -> splitnic-nic -> splitnic-host -> NIC) unless\n"
+	     "--in-process; --load: offered requests/s, each stage a queue (latency: p50, p99:\n"
+	     "p99, throughput: the slowest stage).\n",
+    .opts = plan_opts,
+    .n_opts = CONF_NOPTS(plan_opts),
+    .min_args = 1,
+    .max_args = 1,
+    .on_opt = plan_opt,
+};
+
 int cmd_plan(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"profile", required_argument, NULL, 'p'},
-	    {"link-gbps", required_argument, NULL, 'l'},
-	    {"objective", required_argument, NULL, 'b'},
-	    {"load", required_argument, NULL, 'L'},
-	    {"in-process", no_argument, NULL, 'I'},
-	    {"allow-approx", no_argument, NULL, 'a'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	const char *usage =
-	    "usage: splitnic plan MODEL [--profile P] [--link-gbps X] [--load RPS]\n"
-	    "         [--objective latency|p99|throughput] [--in-process] [--allow-approx] "
-	    "[-o PLAN]\n"
-	    "  Predicts the packet path (front-end -> splitnic-nic -> splitnic-host -> NIC) "
-	    "unless\n"
-	    "  --in-process; --load: offered requests/s, each stage a queue (latency: p50, p99:\n"
-	    "  p99, throughput: the slowest stage).\n";
-	const char *profile = NULL, *out = NULL;
-	struct split_opts o = {.objective = SPLIT_OBJ_LATENCY, .packet = true};
+	struct plan_opts po = {0};
+	struct split_opts *op = &po.o;
 	struct split_load_pred pred;
 	struct split_profile pr;
 	struct split_problem p;
 	struct split_plan plan;
 	struct kern_model *m;
-	char err[512], *end;
-	int c, ret = 1;
+	char err[512];
+	int arg = conf_parse(&cmd_plan_spec, argc, argv, &po), ret = 1;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			profile = optarg;
-			break;
-		case 'l':
-			o.link_gbps = strtod(optarg, &end);
-			if (*end || !(o.link_gbps > 0) || !isfinite(o.link_gbps)) {
-				fprintf(stderr, "--link-gbps: positive number expected, got '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'L':
-			o.load_rps = strtod(optarg, &end);
-			if (*end || end == optarg || !(o.load_rps >= 0) || o.load_rps > 1e9) {
-				fprintf(stderr, "--load: requests/s in 0..1e9 expected, got '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'b':
-			ret = split_objective_from_name(optarg);
-			if (ret < 0) {
-				fprintf(stderr,
-					"--objective: latency, p99 or throughput, got '%s'\n",
-					optarg);
-				return 2;
-			}
-			o.objective = (uint32_t)ret;
-			ret = 1;
-			break;
-		case 'I':
-			o.packet = false;
-			break;
-		case 'a':
-			o.allow_approx = true;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			return split_tools_usage(usage, true);
-		default:
-			return split_tools_usage(usage, false);
-		}
-	}
-	if (argc - optind != 1)
-		return split_tools_usage(usage, false);
-	if (out && cli_output_ok("plan", "-o", out))
+	if (arg < 0)
+		return 2;
+	op->packet = !po.in_process;
+	if (po.out && cli_output_ok("plan", "-o", po.out))
 		return 1;
-	if (split_tools_load_profile("plan", profile, &pr))
+	if (split_tools_load_profile("plan", po.profile, &pr))
 		return 1;
-	if (o.link_gbps <= 0)
-		o.link_gbps = pr.v[SPLIT_P_LINK_GBPS];
-	m = kern_model_load(argv[optind], err, sizeof(err));
+	if (op->link_gbps <= 0)
+		op->link_gbps = pr.v[SPLIT_P_LINK_GBPS];
+	m = kern_model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic plan: %s\n", err);
 		return 1;
 	}
-	if (split_tools_plan(m, &pr, &o, true, &p, &plan, &pred, err, sizeof(err))) {
+	if (split_tools_plan(m, &pr, op, true, &p, &plan, &pred, err, sizeof(err))) {
 		fprintf(stderr, "splitnic plan: %s\n", err);
 		goto out_model;
 	}
 	printf("model %s: %u ops; objective %s (%.1f us); link %g Gbit/s; %s; offered load %g "
 	       "requests/s; GPU %s; approximate cuts %s\n",
 	       m->name, m->n_layers,
-	       o.objective == SPLIT_OBJ_THROUGHPUT ? "throughput: slowest stage"
-						   : split_objective_name(o.objective),
-	       plan.cost * 1e6, o.link_gbps, o.packet ? "packet path" : "in process", o.load_rps,
-	       pr.v[SPLIT_P_GPU_PRESENT] ? "in the profile" : "not in the profile",
-	       o.allow_approx ? "allowed" : "not allowed");
+	       op->objective == SPLIT_OBJ_THROUGHPUT ? "throughput: slowest stage"
+						     : split_objective_name(op->objective),
+	       plan.cost * 1e6, op->link_gbps, op->packet ? "packet path" : "in process",
+	       op->load_rps, pr.v[SPLIT_P_GPU_PRESENT] ? "in the profile" : "not in the profile",
+	       op->allow_approx ? "allowed" : "not allowed");
 	split_tools_print_plan(m, &plan);
-	split_tools_print_load(m, &pr, &o, &p, &plan);
+	split_tools_print_load(m, &pr, op, &p, &plan);
 	ret = 0;
-	if (out && (ret = split_plan_save(out, m, &plan, &o, o.link_gbps))) {
-		fprintf(stderr, "splitnic plan: %s: %s\n", out, strerror(-ret));
+	if (po.out && (ret = split_plan_save(po.out, m, &plan, op, op->link_gbps))) {
+		fprintf(stderr, "splitnic plan: %s: %s\n", po.out, strerror(-ret));
 		ret = 1;
 	}
 	split_problem_free(&p);

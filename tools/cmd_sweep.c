@@ -10,7 +10,6 @@
  * per input. `--packet` measures everything over the packet path instead (tools/sweep_packet.c).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -496,211 +495,188 @@ static int parse_splits(const char *arg, const struct kern_model *m, struct swee
 	return ret || !po->n_splits ? -EINVAL : 0;
 }
 
+struct sweep_cli {
+	struct sweep_pk_opts po;
+	const char *profile, *link, *splits;
+	long count, rounds, executors;
+	bool packet;
+};
+
+enum { SW_LOAD = 'L', SW_DURATION = 'd', SW_OBJECTIVE = 'b', SW_SPLIT = 's', SW_SPLITS = 'X' };
+
+static int sweep_opt(void *p, const struct conf_opt *opt, const char *arg)
+{
+	struct sweep_cli *o = p;
+	struct sweep_pk_opts *po = &o->po;
+	char *end;
+	int v;
+
+	switch (opt->key) {
+	case SW_LOAD:
+		if (!sweep_parse_list(arg, po->load, po->load_rel, &po->n_load, SWEEP_MAX_LOAD,
+				      false))
+			return 0;
+		fprintf(stderr,
+			"--load: up to %d requests/s (or Fx: F times the all-host capacity), "
+			"comma-separated, got '%s'\n",
+			SWEEP_MAX_LOAD, arg);
+		return -1;
+	case SW_DURATION:
+		po->duration = strtod(arg, &end);
+		if (!*end && po->duration >= 0.1 && po->duration <= 600)
+			return 0;
+		fprintf(stderr, "--duration: seconds in 0.1..600, got '%s'\n", arg);
+		return -1;
+	case SW_OBJECTIVE:
+		v = split_objective_from_name(arg);
+		if (v == SPLIT_OBJ_LATENCY || v == SPLIT_OBJ_P99) {
+			po->objective = (uint32_t)v;
+			return 0;
+		}
+		fprintf(stderr, "--objective: latency or p99, got '%s'\n", arg);
+		return -1;
+	default: /* --split K|host: one point against running servers; --splits: the points */
+		o->splits = arg;
+		if (opt->key == SW_SPLIT)
+			po->split = 0;
+		return 0;
+	}
+}
+
+#define SWEEP_OPT(f) offsetof(struct sweep_cli, f)
+
+static const struct conf_opt sweep_opts[] = {
+    CONF_STR_ROW("profile", "P", SWEEP_OPT(profile),
+		 "the calibration profile (default: the built-in one)"),
+    CONF_STR_ROW("link-gbps", "X,Y,Z", SWEEP_OPT(link),
+		 "rates of the host <-> NIC link (default 0.1,1,10; packet: 'none' unshaped)"),
+    CONF_STR_ROW("plot", "FILE.png|FILE.svg", SWEEP_OPT(po.plot),
+		 "the seed's Figure 5: latency per split and its parts"),
+    CONF_FLAG_ROW("normalize", SWEEP_OPT(po.normalize),
+		  "--plot: bars over the unsplit (all-host) latency"),
+    CONF_STR_ROW("json", "FILE", SWEEP_OPT(po.json), "every point as JSON"),
+    CONF_STR_ROW("images", "IDX", SWEEP_OPT(po.images), "the inputs (default: random)"),
+    CONF_STR_ROW("npy", "FILE", SWEEP_OPT(po.images), "f32 inputs"),
+    CONF_LONG_ROW("count", "N", SWEEP_OPT(count), 1, 100000, "5", "in process: inputs"),
+    CONF_FLAG_ROW("packet", SWEEP_OPT(packet),
+		  "over the packet path: splitnic-nic and splitnic-host in a lab (root)"),
+    CONF_CALL_ROW("load", "R,...|Fx,...", SW_LOAD,
+		  "offered requests/s, or F times the all-host capacity (default "
+		  "0.25x,0.7x,1.25x)"),
+    {.name = "duration",
+     .arg = "S",
+     .help = "seconds of load per point and round",
+     .def = "3",
+     .type = CONF_CALL,
+     .key = SW_DURATION},
+    CONF_LONG_ROW("rounds", "N", SWEEP_OPT(rounds), 1, SWEEP_MAX_ROUNDS, "1",
+		  "interleaved rounds (medians)"),
+    {.name = "objective",
+     .arg = "latency|p99",
+     .help = "the planner's",
+     .def = "latency",
+     .type = CONF_CALL,
+     .key = SW_OBJECTIVE},
+    {.name = "platform",
+     .arg = "emu|lcore",
+     .help = "splitnic-nic's platform",
+     .def = "emu",
+     .type = CONF_CHOICE,
+     .off = SWEEP_OPT(po.platform)},
+    CONF_LONG_ROW("executors", "E", SWEEP_OPT(executors), 1, 256, "16", "splitnic-nic's executors"),
+    CONF_CALL_ROW("splits", "K,...,host", SW_SPLITS, "the splits to measure (default: every one)"),
+    {.name = "host-opt",
+     .arg = "'OPTS'",
+     .help = "more splitnic-host options",
+     .def = "--idle-sleep-us 20",
+     .type = CONF_STR,
+     .off = SWEEP_OPT(po.host_opt)},
+    CONF_STR_ROW("lab", "SCRIPT", SWEEP_OPT(po.lab), "the lab (tools/sweep_lab.sh)"),
+    CONF_STR_ROW("tag", "T", SWEEP_OPT(po.tag), "the lab's namespaces' tag"),
+    CONF_STR_ROW("servers", "ADDR", SWEEP_OPT(po.servers),
+		 "running servers at ADDR instead of a lab"),
+    CONF_STR_ROW("netns", "NS", SWEEP_OPT(po.netns), "--servers: the front-end's namespace"),
+    CONF_CALL_ROW("split", "K|host", SW_SPLIT, "--servers: the split they run"),
+};
+
+const struct conf_cmd cmd_sweep_spec = {
+    .prog = "splitnic sweep",
+    .synopsis = "MODEL [--profile P] [--link-gbps X,Y,Z] [--plot FILE.png|FILE.svg] "
+		"[--normalize] [--json FILE] [--images IDX | --npy FILE] [--count N]\n"
+		"MODEL --packet [--load R,...|Fx,...] [--duration S] [--rounds N] "
+		"[--splits K,...,host] [--platform emu|lcore] [OPTIONS]\n"
+		"MODEL --packet --servers ADDR [--netns NS] --split K|host [OPTIONS]",
+    .purpose = "every single split and the planner's choice, in process or over the packet path",
+    .notes = "--link-gbps: rates of the host <-> NIC link (packet: tc tbf, 'none' for unshaped);\n"
+	     "--load: offered requests/s (open loop, Poisson), or Fx: F times the all-host\n"
+	     "capacity measured first at each rate.\n",
+    .opts = sweep_opts,
+    .n_opts = CONF_NOPTS(sweep_opts),
+    .min_args = 1,
+    .max_args = 1,
+    .on_opt = sweep_opt,
+};
+
 int cmd_sweep(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"profile", required_argument, NULL, 'p'},
-	    {"link-gbps", required_argument, NULL, 'l'},
-	    {"images", required_argument, NULL, 'i'},
-	    {"npy", required_argument, NULL, 'n'},
-	    {"count", required_argument, NULL, 'c'},
-	    {"plot", required_argument, NULL, 'P'},
-	    {"normalize", no_argument, NULL, 'N'},
-	    {"json", required_argument, NULL, 'j'},
-	    {"packet", no_argument, NULL, 'K'},
-	    {"load", required_argument, NULL, 'L'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"rounds", required_argument, NULL, 'R'},
-	    {"objective", required_argument, NULL, 'b'},
-	    {"platform", required_argument, NULL, 'F'},
-	    {"executors", required_argument, NULL, 'e'},
-	    {"host-opt", required_argument, NULL, 'H'},
-	    {"lab", required_argument, NULL, 'A'},
-	    {"tag", required_argument, NULL, 'T'},
-	    {"servers", required_argument, NULL, 'S'},
-	    {"netns", required_argument, NULL, 'E'},
-	    {"split", required_argument, NULL, 's'},
-	    {"splits", required_argument, NULL, 'X'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	const char *usage =
-	    "usage: splitnic sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--plot "
-	    "FILE.png|FILE.svg]\n"
-	    "         [--normalize] [--json FILE]\n"
-	    "  in process (default): [--images IDX | --npy FILE] [--count N]\n"
-	    "  over the packet path: --packet [--load R,R,...|Fx,...] [--duration S] [--rounds N]\n"
-	    "         [--objective latency|p99] [--platform emu|lcore] [--executors E]\n"
-	    "         [--splits K,...,host] [--host-opt 'OPTS'] [--images IDX] [--lab SCRIPT]\n"
-	    "         [--tag T] | --servers ADDR [--netns NS] --split K|host\n"
-	    "  --link-gbps: rates of the host <-> NIC link (packet: tc tbf, 'none' for unshaped);\n"
-	    "  --load: offered requests/s (open loop, Poisson), or Fx: F times the all-host\n"
-	    "  capacity measured first at each rate.\n";
-	const char *profile = NULL, *inputs = NULL, *plot = NULL, *json = NULL, *link = NULL;
-	const char *splits = NULL;
-	struct sweep_pk_opts po = {.duration = 3,
-				   .rounds = 1,
-				   .platform = "emu",
-				   .executors = 16,
-				   .host_opt = "--idle-sleep-us 20",
-				   .split = -1};
+	struct sweep_cli o = {.po.split = -1};
+	struct sweep_pk_opts *po = &o.po;
 	struct sweep s = {.count = 5};
 	struct dataset ds = {0};
 	struct kern_model *m = NULL;
 	uint8_t *rnd = NULL;
-	bool normalize = false, packet = false;
-	long count = 5, v;
-	char err[512], *end;
-	int c, ret = 1;
+	const char *inputs;
+	char err[512];
+	int arg = conf_parse(&cmd_sweep_spec, argc, argv, &o), ret = 1;
 	double med;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			profile = optarg;
-			break;
-		case 'l':
-			link = optarg;
-			break;
-		case 'i':
-		case 'n':
-			inputs = optarg;
-			break;
-		case 'c':
-			if (parse_count(optarg, &count, 1, 100000, "--count"))
-				return 2;
-			break;
-		case 'P':
-			plot = optarg;
-			break;
-		case 'N':
-			normalize = true;
-			break;
-		case 'j':
-			json = optarg;
-			break;
-		case 'K':
-			packet = true;
-			break;
-		case 'L':
-			if (sweep_parse_list(optarg, po.load, po.load_rel, &po.n_load,
-					     SWEEP_MAX_LOAD, false)) {
-				fprintf(stderr,
-					"--load: up to %d requests/s (or Fx: F times the all-host "
-					"capacity), comma-separated, got '%s'\n",
-					SWEEP_MAX_LOAD, optarg);
-				return 2;
-			}
-			break;
-		case 'd':
-			po.duration = strtod(optarg, &end);
-			if (*end || !(po.duration >= 0.1 && po.duration <= 600)) {
-				fprintf(stderr, "--duration: seconds in 0.1..600, got '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'R':
-			if (parse_count(optarg, &v, 1, SWEEP_MAX_ROUNDS, "--rounds"))
-				return 2;
-			po.rounds = (uint32_t)v;
-			break;
-		case 'b':
-			ret = split_objective_from_name(optarg);
-			if (ret != SPLIT_OBJ_LATENCY && ret != SPLIT_OBJ_P99) {
-				fprintf(stderr, "--objective: latency or p99, got '%s'\n", optarg);
-				return 2;
-			}
-			po.objective = (uint32_t)ret;
-			ret = 1;
-			break;
-		case 'F':
-			if (strcmp(optarg, "emu") && strcmp(optarg, "lcore")) {
-				fprintf(stderr, "--platform: emu or lcore, got '%s'\n", optarg);
-				return 2;
-			}
-			po.platform = optarg;
-			break;
-		case 'e':
-			if (parse_count(optarg, &v, 1, 256, "--executors"))
-				return 2;
-			po.executors = (uint32_t)v;
-			break;
-		case 'H':
-			po.host_opt = optarg;
-			break;
-		case 'A':
-			po.lab = optarg;
-			break;
-		case 'T':
-			po.tag = optarg;
-			break;
-		case 'S':
-			po.servers = optarg;
-			break;
-		case 'E':
-			po.netns = optarg;
-			break;
-		case 's':
-		case 'X':
-			splits = optarg;
-			if (c == 's')
-				po.split = 0;
-			break;
-		case 'h':
-			return split_tools_usage(usage, true);
-		default:
-			return split_tools_usage(usage, false);
-		}
-	}
-	if (argc - optind != 1)
-		return split_tools_usage(usage, false);
-	if (po.servers && !(packet && po.split >= 0)) {
+	if (arg < 0)
+		return 2;
+	inputs = po->images;
+	po->rounds = (uint32_t)o.rounds;
+	po->executors = (uint32_t)o.executors;
+	if (po->servers && !(o.packet && po->split >= 0)) {
 		fprintf(stderr,
 			"splitnic sweep: --servers goes with --packet and --split K|host\n");
 		return 2;
 	}
-	if (!packet && (po.n_load || po.servers || splits)) {
+	if (!o.packet && (po->n_load || po->servers || o.splits)) {
 		fprintf(stderr, "splitnic sweep: --load, --servers, --split(s) need --packet\n");
 		return 2;
 	}
-	if ((plot && cli_output_ok("sweep", "--plot", plot)) ||
-	    (json && cli_output_ok("sweep", "--json", json)))
+	if ((po->plot && cli_output_ok("sweep", "--plot", po->plot)) ||
+	    (po->json && cli_output_ok("sweep", "--json", po->json)))
 		return 1;
-	if (link && sweep_parse_list(link, packet ? po.rate : s.bw, NULL,
-				     packet ? &po.n_rate : &s.n_bw, SWEEP_MAX_BW, packet)) {
+	if (o.link && sweep_parse_list(o.link, o.packet ? po->rate : s.bw, NULL,
+				       o.packet ? &po->n_rate : &s.n_bw, SWEEP_MAX_BW, o.packet)) {
 		fprintf(stderr, "--link-gbps: up to %d positive numbers%s, comma-separated\n",
-			SWEEP_MAX_BW, packet ? " or none" : "");
+			SWEEP_MAX_BW, o.packet ? " or none" : "");
 		return 2;
 	}
-	s.count = (uint32_t)count;
+	s.count = (uint32_t)o.count;
 	if (!s.n_bw)
 		sweep_parse_list("0.1,1,10", s.bw, NULL, &s.n_bw, SWEEP_MAX_BW, false);
-	if (!po.n_rate)
-		sweep_parse_list(po.servers ? "none" : "0.1,1,10", po.rate, NULL, &po.n_rate,
+	if (!po->n_rate)
+		sweep_parse_list(po->servers ? "none" : "0.1,1,10", po->rate, NULL, &po->n_rate,
 				 SWEEP_MAX_BW, true);
-	if (!po.n_load)
-		sweep_parse_list("0.25x,0.7x,1.25x", po.load, po.load_rel, &po.n_load,
+	if (!po->n_load)
+		sweep_parse_list("0.25x,0.7x,1.25x", po->load, po->load_rel, &po->n_load,
 				 SWEEP_MAX_LOAD, false);
-	if (split_tools_load_profile("sweep", profile, &s.pr))
+	if (split_tools_load_profile("sweep", o.profile, &s.pr))
 		return 1;
-	m = kern_model_load(argv[optind], err, sizeof(err));
+	m = kern_model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic sweep: %s\n", err);
 		return 1;
 	}
 	s.m = m;
-	if (packet) {
-		po.model_path = argv[optind];
-		po.images = inputs;
-		po.json = json;
-		po.plot = plot;
-		po.normalize = normalize;
-		ret = splits && parse_splits(splits, m, &po) ? 2 : 0;
-		if (!ret && po.split >= 0)
-			po.split = po.splits[0];
+	if (o.packet) {
+		po->model_path = argv[arg];
+		ret = o.splits && parse_splits(o.splits, m, po) ? 2 : 0;
+		if (!ret && po->split >= 0)
+			po->split = po->splits[0];
 		if (!ret)
-			ret = sweep_packet_run(m, &s.pr, &po);
+			ret = sweep_packet_run(m, &s.pr, po);
 		goto out_model;
 	}
 	if (inputs && dataset_open(&ds, m, inputs, NULL, err, sizeof(err))) {
@@ -744,9 +720,9 @@ int cmd_sweep(int argc, char **argv)
 	printf("\nSWEEPSUM mode=in-process model=%s median_abs_pred_err=%.1f%% (the MEASURED "
 	       "parts against the cost model)\n",
 	       m->name, 100 * med);
-	if (json && sweep_json(&s, json))
+	if (po->json && sweep_json(&s, po->json))
 		ret = 1;
-	if (plot && sweep_plot(&s, plot, normalize))
+	if (po->plot && sweep_plot(&s, po->plot, po->normalize))
 		ret = 1;
 out_sweep:
 	sweep_free(&s);

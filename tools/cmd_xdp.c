@@ -12,10 +12,10 @@
  * inference.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <linux/bpf.h>
 #include <net/if.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,103 +32,62 @@ struct xdp_opts {
 	enum xdp_infer_mode mode;
 	long port, count, repeat;
 	uint32_t model_id;
-	const char *images, *scores;
+	const char *images, *scores, *mode_name;
 	bool quiet, bits;
 };
 
-static void usage(FILE *f)
+static int xdp_model_id(void *p, const struct conf_opt *opt, const char *arg)
 {
-	fprintf(f, "usage: splitnic xdp attach IFACE MODEL [--mode native|generic] [--port P] "
-		   "[--model-id ID]\n"
-		   "       splitnic xdp pass IFACE [--mode native|generic]\n"
-		   "       splitnic xdp detach IFACE\n"
-		   "       splitnic xdp stats IFACE\n"
-		   "       splitnic xdp test MODEL [--images IDX[.gz]] [--count N] [--repeat R] "
-		   "[--scores FILE.csv] [--quiet]\n"
-		   "       splitnic xdp test MODEL [--npy FILE.npy] [--bits] ...   (f32 models; "
-		   "--bits sends sign(x) packed)\n");
-}
-
-/* Options after the verb's positional arguments; returns the number of positionals or -1. */
-static int parse_opts(int argc, char **argv, struct xdp_opts *o, char **pos, int max_pos)
-{
-	static const struct option lopts[] = {
-	    {"mode", required_argument, NULL, 'm'},	{"port", required_argument, NULL, 'p'},
-	    {"model-id", required_argument, NULL, 'M'}, {"images", required_argument, NULL, 'i'},
-	    {"count", required_argument, NULL, 'n'},	{"repeat", required_argument, NULL, 'r'},
-	    {"scores", required_argument, NULL, 's'},	{"quiet", no_argument, NULL, 'q'},
-	    {"npy", required_argument, NULL, 'i'},	{"bits", no_argument, NULL, 'b'},
-	    {"help", no_argument, NULL, 'h'},		{0},
-	};
+	struct xdp_opts *o = p;
 	char *end;
 	long v;
-	int c, np = 0;
 
-	memset(o, 0, sizeof(*o));
-	o->count = -1;
-	o->repeat = 1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "-h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 1:
-			if (np >= max_pos) {
-				fprintf(stderr, "splitnic xdp: unexpected argument '%s'\n", optarg);
-				return -1;
-			}
-			pos[np++] = optarg;
-			break;
-		case 'b':
-			o->bits = true;
-			break;
-		case 'm':
-			if (!strcmp(optarg, "native")) {
-				o->mode = XDP_INFER_NATIVE;
-			} else if (!strcmp(optarg, "generic")) {
-				o->mode = XDP_INFER_GENERIC;
-			} else {
-				fprintf(stderr, "splitnic xdp: --mode native|generic, got '%s'\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case 'p':
-			if (parse_count(optarg, &o->port, 1, 65535, "--port"))
-				return -1;
-			break;
-		case 'M':
-			errno = 0;
-			v = strtol(optarg, &end, 0);
-			o->model_id = !errno && *optarg && !*end && v > 0 && v <= 0xffffffffL
-					  ? (uint32_t)v
-					  : proto_model_id(optarg);
-			break;
-		case 'i':
-			o->images = optarg;
-			break;
-		case 'n':
-			if (parse_count(optarg, &o->count, 1, 1L << 30, "--count"))
-				return -1;
-			break;
-		case 'r':
-			if (parse_count(optarg, &o->repeat, 1, 1L << 24, "--repeat"))
-				return -1;
-			break;
-		case 's':
-			o->scores = optarg;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			return -1;
-		}
-	}
-	return np;
+	errno = 0;
+	v = strtol(arg, &end, 0);
+	o->model_id = !errno && *arg && !*end && v > 0 && v <= 0xffffffffL ? (uint32_t)v
+									   : proto_model_id(arg);
+	return 0;
 }
+
+#define XDP_OPT(f) offsetof(struct xdp_opts, f)
+
+static const struct conf_opt xdp_opts[] = {
+    {.name = "mode",
+     .arg = "native|generic",
+     .help = "the XDP attach mode",
+     .def = "native",
+     .type = CONF_CHOICE,
+     .off = XDP_OPT(mode_name)},
+    CONF_LONG_ROW("port", "P", XDP_OPT(port), 1, 65535, NULL,
+		  "the UDP port it answers (default 21326)"),
+    CONF_CALL_ROW("model-id", "ID", 0, "the model id it answers (default: its name's)"),
+    CONF_STR_ROW("images", "IDX[.gz]", XDP_OPT(images), "test: the inputs (default: random)"),
+    CONF_STR_ROW("npy", "FILE.npy", XDP_OPT(images), "test: f32 inputs"),
+    CONF_LONG_ROW("count", "N", XDP_OPT(count), 1, 1L << 30, NULL,
+		  "test: N inputs (default: all, or 10 random)"),
+    CONF_LONG_ROW("repeat", "R", XDP_OPT(repeat), 1, 1L << 24, "1",
+		  "test: runs per frame, for the time"),
+    CONF_STR_ROW("scores", "FILE.csv", XDP_OPT(scores),
+		 "test: the scores, as splitnic run --scores writes them"),
+    CONF_FLAG_ROW("quiet", XDP_OPT(quiet), "test: no line per input"),
+    CONF_FLAG_ROW("bits", XDP_OPT(bits), "test: f32 inputs sent as sign(x) packed"),
+};
+
+const struct conf_cmd cmd_xdp_spec = {
+    .prog = "splitnic xdp",
+    .synopsis = "attach IFACE MODEL [--mode native|generic] [--port P] [--model-id ID]\n"
+		"pass IFACE [--mode native|generic]   (the XDP_PASS program, for a veth peer)\n"
+		"detach IFACE\n"
+		"stats IFACE\n"
+		"test MODEL [--images IDX[.gz] | --npy FILE.npy [--bits]] [--count N] [--repeat R] "
+		"[--scores FILE.csv] [--quiet]",
+    .purpose = "the binary MLP answered in the kernel's XDP hook",
+    .opts = xdp_opts,
+    .n_opts = CONF_NOPTS(xdp_opts),
+    .min_args = 1,
+    .max_args = 2,
+    .on_opt = xdp_model_id,
+};
 
 static int iface_index(const char *name)
 {
@@ -165,38 +124,33 @@ static void print_plan(const struct xdp_infer *x)
 		       insns, jited, verified);
 }
 
-static int verb_attach(int argc, char **argv)
+static int verb_attach(const struct xdp_opts *o, char **pos)
 {
-	struct xdp_opts o;
-	char *pos[2], err[1024];
+	char err[1024];
 	struct kern_model *m;
 	struct xdp_infer *x;
 	int ifindex, ret;
 
-	if (parse_opts(argc, argv, &o, pos, 2) != 2) {
-		usage(stderr);
-		return 2;
-	}
 	ifindex = iface_index(pos[0]);
 	if (!ifindex)
 		return 1;
 	m = load_model(pos[1]);
 	if (!m)
 		return 1;
-	x = xdp_infer_load(m, (uint32_t)o.port, o.model_id, err, sizeof(err));
+	x = xdp_infer_load(m, (uint32_t)o->port, o->model_id, err, sizeof(err));
 	if (!x) {
 		fprintf(stderr, "splitnic xdp attach: %s\n", err);
 		kern_model_free(m);
 		return 1;
 	}
-	ret = xdp_infer_attach(x, ifindex, o.mode);
+	ret = xdp_infer_attach(x, ifindex, o->mode);
 	if (ret)
 		fprintf(stderr, "splitnic xdp attach: %s (%s mode): %s\n", pos[0],
-			o.mode == XDP_INFER_GENERIC ? "generic" : "native", strerror(-ret));
+			o->mode == XDP_INFER_GENERIC ? "generic" : "native", strerror(-ret));
 	else {
 		print_plan(x);
 		printf("xdp: %s attached to %s (%s mode), UDP port %u, model id 0x%08x\n", m->name,
-		       pos[0], o.mode == XDP_INFER_GENERIC ? "generic" : "native",
+		       pos[0], o->mode == XDP_INFER_GENERIC ? "generic" : "native",
 		       xdp_infer_get_plan(x)->cfg.port, xdp_infer_get_plan(x)->cfg.model_id);
 	}
 	xdp_infer_free(x);
@@ -204,20 +158,14 @@ static int verb_attach(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
-static int verb_pass(int argc, char **argv)
+static int verb_pass(const struct xdp_opts *o, char **pos)
 {
-	struct xdp_opts o;
-	char *pos[1];
 	int ifindex, ret;
 
-	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
-		usage(stderr);
-		return 2;
-	}
 	ifindex = iface_index(pos[0]);
 	if (!ifindex)
 		return 1;
-	ret = xdp_infer_attach_pass(ifindex, o.mode);
+	ret = xdp_infer_attach_pass(ifindex, o->mode);
 	if (ret) {
 		fprintf(stderr, "splitnic xdp pass: %s: %s\n", pos[0], strerror(-ret));
 		return 1;
@@ -226,16 +174,10 @@ static int verb_pass(int argc, char **argv)
 	return 0;
 }
 
-static int verb_detach(int argc, char **argv)
+static int verb_detach(const struct xdp_opts *o, char **pos)
 {
-	struct xdp_opts o;
-	char *pos[1];
 	int ifindex, ret;
 
-	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
-		usage(stderr);
-		return 2;
-	}
 	ifindex = iface_index(pos[0]);
 	if (!ifindex)
 		return 1;
@@ -249,17 +191,12 @@ static int verb_detach(int argc, char **argv)
 	return 0;
 }
 
-static int verb_stats(int argc, char **argv)
+static int verb_stats(const struct xdp_opts *o, char **pos)
 {
 	uint64_t st[XDP_INFER_ST__COUNT];
-	struct xdp_opts o;
-	char *pos[1], err[256];
+	char err[256];
 	int ifindex;
 
-	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
-		usage(stderr);
-		return 2;
-	}
 	ifindex = iface_index(pos[0]);
 	if (!ifindex)
 		return 1;
@@ -274,8 +211,8 @@ static int verb_stats(int argc, char **argv)
 }
 
 /* Inputs for `test`: the IDX images, or `count` random tensors of the model's input shape. */
-static uint8_t *test_inputs(const struct kern_model *m, struct xdp_opts *o, struct dataset *ds,
-			    uint32_t *n)
+static uint8_t *test_inputs(const struct kern_model *m, const struct xdp_opts *o,
+			    struct dataset *ds, uint32_t *n)
 {
 	size_t in_bytes = kern_shape_bytes(&m->input);
 	uint32_t rng = 12345;
@@ -301,13 +238,12 @@ static uint8_t *test_inputs(const struct kern_model *m, struct xdp_opts *o, stru
 	return x;
 }
 
-static int verb_test(int argc, char **argv)
+static int verb_test(const struct xdp_opts *o, char **pos)
 {
 	uint8_t frame[2048], out[4096];
 	uint64_t st[XDP_INFER_ST__COUNT], total_ns = 0;
 	struct dataset ds = {0};
-	struct xdp_opts o;
-	char *pos[1], err[1024];
+	char err[1024];
 	struct kern_model *m;
 	struct kern_ctx *ctx = NULL;
 	struct xdp_infer *x = NULL;
@@ -318,23 +254,19 @@ static int verb_test(int argc, char **argv)
 	FILE *sf = NULL;
 	int len, ret = 1;
 
-	if (parse_opts(argc, argv, &o, pos, 1) != 1) {
-		usage(stderr);
-		return 2;
-	}
-	if (o.scores && cli_output_ok("xdp test", "--scores", o.scores))
+	if (o->scores && cli_output_ok("xdp test", "--scores", o->scores))
 		return 1;
 	m = load_model(pos[0]);
 	if (!m)
 		return 1;
-	x = xdp_infer_load(m, (uint32_t)o.port, o.model_id, err, sizeof(err));
+	x = xdp_infer_load(m, (uint32_t)o->port, o->model_id, err, sizeof(err));
 	if (!x) {
 		fprintf(stderr, "splitnic xdp test: %s\n", err);
 		goto out_model;
 	}
 	print_plan(x);
 	classes = kern_model_classes(m);
-	inputs = test_inputs(m, &o, &ds, &n);
+	inputs = test_inputs(m, o, &ds, &n);
 	ctx = kern_ctx_create(m, 1);
 	cpu = calloc(classes, sizeof(double));
 	xs = calloc(classes, sizeof(double));
@@ -342,10 +274,10 @@ static int verb_test(int argc, char **argv)
 	dx = calloc(kern_shape_elems(&m->input), sizeof(double));
 	if (!inputs || !ctx || !cpu || !xs || !body || !dx)
 		goto out_free;
-	if (o.scores) {
-		sf = fopen(o.scores, "w");
+	if (o->scores) {
+		sf = fopen(o->scores, "w");
 		if (!sf) {
-			fprintf(stderr, "splitnic xdp test: %s: %s\n", o.scores, strerror(errno));
+			fprintf(stderr, "splitnic xdp test: %s: %s\n", o->scores, strerror(errno));
 			goto out_free;
 		}
 	}
@@ -364,20 +296,20 @@ static int verb_test(int argc, char **argv)
 				float f;
 
 				memcpy(&f, img + 4 * k, 4);
-				if (o.bits)
+				if (o->bits)
 					dx[k] = f;
 				else
 					proto_le_put_f32(body + 4 * k, f);
 			}
-			if (o.bits)
+			if (o->bits)
 				proto_bits_pack(dx, ne, body);
 			len = xdp_infer_build_request_fmt(frame, sizeof(frame), c->port,
 							  c->model_id, i + 1,
-							  o.bits ? PROTO_FMT_BITS : PROTO_FMT_F32,
+							  o->bits ? PROTO_FMT_BITS : PROTO_FMT_F32,
 							  m->input.c, m->input.h, m->input.w, body);
 		}
 		/* repeat 1 each time: a repeated run would see its own rewritten response */
-		for (long r = 0; r < o.repeat; r++) {
+		for (long r = 0; r < o->repeat; r++) {
 			olen = sizeof(out);
 			if (len < 0 || xdp_infer_test_run(x, frame, (uint32_t)len, out, &olen, 1,
 							  &verdict, &ns)) {
@@ -395,7 +327,7 @@ static int verb_test(int argc, char **argv)
 		}
 		kern_forward(ctx, img, 1, cpu);
 		agree += cls == kern_argmax(cpu, classes) && !memcmp(cpu, xs, classes * 8);
-		if (!o.quiet)
+		if (!o->quiet)
 			printf("%u %u%s\n", i, cls,
 			       cls == kern_argmax(cpu, classes) && !memcmp(cpu, xs, classes * 8)
 				   ? ""
@@ -407,8 +339,8 @@ static int verb_test(int argc, char **argv)
 	       agree, n);
 	printf("xdp test: %.0f ns per inference (BPF_PROG_TEST_RUN, kernel-measured, mean of %lu "
 	       "runs)\n",
-	       n ? (double)total_ns / ((double)n * (double)o.repeat) : 0.0,
-	       (unsigned long)n * (unsigned long)o.repeat);
+	       n ? (double)total_ns / ((double)n * (double)o->repeat) : 0.0,
+	       (unsigned long)n * (unsigned long)o->repeat);
 	if (!xdp_infer_read_stats(x, st))
 		for (unsigned k = 0; k < XDP_INFER_ST__COUNT; k++)
 			if (st[k])
@@ -423,7 +355,7 @@ out_free:
 	free(xs);
 	free(cpu);
 	kern_ctx_free(ctx);
-	if (o.images)
+	if (o->images)
 		dataset_close(&ds);
 	else
 		free(inputs);
@@ -433,28 +365,33 @@ out_model:
 	return ret;
 }
 
-static const struct splitnic_cmd verbs[] = {
-    {"attach", verb_attach, "attach IFACE MODEL [--mode native|generic]"},
-    {"pass", verb_pass, "pass IFACE [--mode native|generic]"},
-    {"detach", verb_detach, "detach IFACE"},
-    {"stats", verb_stats, "stats IFACE"},
-    {"test", verb_test, "test MODEL [--images IDX] [--count N]"},
+/* A verb and its positional arguments after it. */
+static const struct xdp_verb {
+	const char *name;
+	int (*fn)(const struct xdp_opts *o, char **pos);
+	int args;
+} verbs[] = {
+    {"attach", verb_attach, 2}, {"pass", verb_pass, 1}, {"detach", verb_detach, 1},
+    {"stats", verb_stats, 1},	{"test", verb_test, 1},
 };
 
 int cmd_xdp(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
+	struct xdp_opts o = {.count = -1};
+	int arg;
+
+	for (size_t k = 0; argc > 1 && k < sizeof(verbs) / sizeof(verbs[0]); k++) {
+		if (strcmp(argv[1], verbs[k].name))
+			continue;
+		arg = conf_parse(&cmd_xdp_spec, argc - 1, argv + 1, &o);
+		if (arg < 0)
+			return 2;
+		if (argc - 1 - arg != verbs[k].args)
+			return conf_usage_error(&cmd_xdp_spec);
+		o.mode = strcmp(o.mode_name, "generic") ? XDP_INFER_NATIVE : XDP_INFER_GENERIC;
+		return verbs[k].fn(&o, argv + 1 + arg);
 	}
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (!strcmp(argv[1], verbs[i].name))
-			return verbs[i].fn(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage(stdout);
-		return 0;
-	}
-	fprintf(stderr, "splitnic xdp: unknown verb '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+	if (argc > 1)
+		fprintf(stderr, "splitnic xdp: unknown verb '%s'\n", argv[1]);
+	return conf_usage_error(&cmd_xdp_spec);
 }

@@ -3,18 +3,17 @@
 #ifndef TOOLS_CMDS_H
 #define TOOLS_CMDS_H
 
-/* The version every splitnic program reports with --version. */
-#define SPLITNIC_VERSION "0.1.0"
+#include "conf/opts.h"
 
 /*
- * One row of the command table (tools/splitnic.c): `splitnic --help` and `splitnic NAME --help`
- * are generated from it. summary is the synopsis after "splitnic ", optionally followed by
- * "\n" and one line of purpose.
+ * One row of the command table (tools/splitnic.c). spec is the command's option table, its
+ * synopsis and purpose: `splitnic --help`, `splitnic NAME --help` and the command's own parsing
+ * (conf_parse) come from it.
  */
 struct splitnic_cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
-	const char *summary;
+	const struct conf_cmd *spec;
 };
 
 int cmd_convert(int argc, char **argv);
@@ -31,5 +30,20 @@ int cmd_plan(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+
+extern const struct conf_cmd cmd_convert_spec;
+extern const struct conf_cmd cmd_import_spec;
+extern const struct conf_cmd cmd_inspect_spec;
+extern const struct conf_cmd cmd_run_spec;
+extern const struct conf_cmd cmd_client_spec;
+extern const struct conf_cmd cmd_respond_ref_spec;
+extern const struct conf_cmd cmd_serve_spec;
+extern const struct conf_cmd cmd_xdp_spec;
+extern const struct conf_cmd cmd_emu_spec;
+extern const struct conf_cmd cmd_analyze_spec;
+extern const struct conf_cmd cmd_plan_spec;
+extern const struct conf_cmd cmd_gen_spec;
+extern const struct conf_cmd cmd_calibrate_spec;
+extern const struct conf_cmd cmd_sweep_spec;
 
 #endif /* TOOLS_CMDS_H */

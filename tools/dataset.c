@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "kernels/npy.h"
-#include "tools/stats.h"
 
 static int open_idx(struct dataset *ds, const struct kern_model *m, const char *path, char *err,
 		    size_t errlen)
@@ -164,25 +163,6 @@ void dataset_close(struct dataset *ds)
 	idx_free(&ds->lab);
 	free(ds->owned);
 	memset(ds, 0, sizeof(*ds));
-}
-
-int dataset_opt(struct dataset_opts *o, int c, const char *arg)
-{
-	switch (c) {
-	case 'i':
-		o->images = arg;
-		return 1;
-	case 'n':
-		o->npy = arg;
-		return 1;
-	case 'l':
-		o->labels = arg;
-		return 1;
-	case 'c':
-		return parse_count(arg, &o->count, 1, 1L << 30, "--count") ? -1 : 1;
-	default:
-		return 0;
-	}
 }
 
 bool dataset_opts_valid(const struct dataset_opts *o)

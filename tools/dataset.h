@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf/opts.h"
 #include "kernels/kern.h"
 #include "tools/idx.h"
 
@@ -35,11 +36,18 @@ struct dataset_opts {
 };
 
 /*
- * getopt's option c with its argument, if it is a data set option: 'i' --images, 'n' --npy,
- * 'l' --labels, 'c' --count (1 .. 2^30). Returns 1 if taken, 0 if c is another option, -1
- * after a message on stderr if the value is bad.
+ * The rows of an option table (conf/opts.h) for the data set options --images, --npy, --labels
+ * and --count (1 .. 2^30), into the struct dataset_opts member F of the options struct S.
  */
-int dataset_opt(struct dataset_opts *o, int c, const char *arg);
+#define DATASET_OPT_ROWS(S, F)                                                                     \
+	CONF_STR_ROW("images", "IDX[.gz]", offsetof(S, F.images),                                  \
+		     "the inputs: IDX images (u8 models)"),                                        \
+	    CONF_STR_ROW("npy", "FILE.npy", offsetof(S, F.npy),                                    \
+			 "the inputs: an (N, C, H, W) float array (f32 models)"),                  \
+	    CONF_STR_ROW("labels", "IDX[.gz]", offsetof(S, F.labels),                              \
+			 "one label per input: the accuracy"),                                     \
+	    CONF_LONG_ROW("count", "N", offsetof(S, F.count), 1, 1L << 30, NULL,                   \
+			  "the first N inputs only (default: all)")
 
 /* Exactly one of --images and --npy given? */
 bool dataset_opts_valid(const struct dataset_opts *o);

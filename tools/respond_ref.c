@@ -16,10 +16,10 @@
  * their common header is readable; other message types with ERROR unsupported.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,88 +62,57 @@ static uint64_t fnv64(const uint8_t *p, size_t n)
 	return h;
 }
 
+static int ref_port(void *p, const struct conf_opt *opt, const char *arg)
+{
+	struct ref_opts *o = p;
+	uint16_t port;
+
+	o->port = arg;
+	return cli_port("respond-ref", "--port", arg, &port) ? -1 : 0;
+}
+
+#define REF_OPT(f) offsetof(struct ref_opts, f)
+
+static const struct conf_opt ref_opts[] = {
+    {.name = "bind",
+     .arg = "ADDR",
+     .help = "the address to listen on",
+     .def = "127.0.0.1",
+     .type = CONF_STR,
+     .off = REF_OPT(bind)},
+    {.name = "port", .arg = "P", .help = "its UDP port", .def = "21326", .type = CONF_CALL},
+    CONF_LONG_ROW("classes", "N", REF_OPT(classes), 1, 65535, "10", "classes per RESPONSE"),
+    CONF_STR_ROW("images", "IDX", REF_OPT(images), "with --labels: answer an image's label"),
+    CONF_STR_ROW("labels", "IDX", REF_OPT(labels), "the images' labels"),
+    CONF_LONG_ROW("wrong-every", "K", REF_OPT(wrong_every), 0, 1L << 31, NULL,
+		  "every K-th RESPONSE gives the next class"),
+    CONF_LONG_ROW("error-every", "K", REF_OPT(error_every), 0, 1L << 31, NULL,
+		  "every K-th request is answered ERROR busy"),
+    CONF_LONG_ROW("drop-every", "K", REF_OPT(drop_every), 0, 1L << 31, NULL,
+		  "every K-th request is not answered"),
+    CONF_LONG_ROW("delay-us", "D", REF_OPT(delay_us), 0, 10000000, NULL,
+		  "wait D us before each answer"),
+    CONF_LONG_ROW("count", "N", REF_OPT(count), 0, 1L << 40, NULL,
+		  "stop after N requests (0: never)"),
+    CONF_LONG_ROW("payload", "B", REF_OPT(payload), 256, 65507, "1400", "UDP payload per datagram"),
+    CONF_LONG_ROW("slots", "S", REF_OPT(slots), 1, 65536, "64", "reassembly slots"),
+    CONF_STR_ROW("ready-file", "F", REF_OPT(ready_file), "created once the socket is bound"),
+};
+
+const struct conf_cmd cmd_respond_ref_spec = {
+    .prog = "splitnic respond-ref",
+    .synopsis = "[--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
+		"[--error-every K] [--drop-every K] [OPTIONS]",
+    .purpose = "the reference responder the client is tested against",
+    .opts = ref_opts,
+    .n_opts = CONF_NOPTS(ref_opts),
+    .on_opt = ref_port,
+};
+
 static int ref_parse(int argc, char **argv, struct ref_opts *o)
 {
-	static const struct option lopts[] = {
-	    {"bind", required_argument, NULL, 'b'},
-	    {"port", required_argument, NULL, 'p'},
-	    {"images", required_argument, NULL, 'i'},
-	    {"labels", required_argument, NULL, 'l'},
-	    {"classes", required_argument, NULL, 'c'},
-	    {"wrong-every", required_argument, NULL, 'w'},
-	    {"error-every", required_argument, NULL, 'e'},
-	    {"drop-every", required_argument, NULL, 'd'},
-	    {"delay-us", required_argument, NULL, 'D'},
-	    {"count", required_argument, NULL, 'n'},
-	    {"payload", required_argument, NULL, 'P'},
-	    {"slots", required_argument, NULL, 's'},
-	    {"ready-file", required_argument, NULL, 'r'},
-	    {NULL, 0, NULL, 0},
-	};
-	uint16_t port;
-	int c, err = 0;
-
 	memset(o, 0, sizeof(*o));
-	o->bind = "127.0.0.1";
-	o->port = "21326";
-	o->classes = 10;
-	o->payload = PROTO_DEFAULT_PAYLOAD;
-	o->slots = 64;
-	optind = 1;
-	while (!err && (c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			o->bind = optarg;
-			break;
-		case 'p':
-			err = cli_port("respond-ref", "--port", optarg, &port);
-			o->port = optarg;
-			break;
-		case 'i':
-			o->images = optarg;
-			break;
-		case 'l':
-			o->labels = optarg;
-			break;
-		case 'r':
-			o->ready_file = optarg;
-			break;
-		case 'c':
-			err = parse_count(optarg, &o->classes, 1, 65535, "--classes");
-			break;
-		case 'w':
-			err = parse_count(optarg, &o->wrong_every, 0, 1L << 31, "--wrong-every");
-			break;
-		case 'e':
-			err = parse_count(optarg, &o->error_every, 0, 1L << 31, "--error-every");
-			break;
-		case 'd':
-			err = parse_count(optarg, &o->drop_every, 0, 1L << 31, "--drop-every");
-			break;
-		case 'D':
-			err = parse_count(optarg, &o->delay_us, 0, 10000000, "--delay-us");
-			break;
-		case 'n':
-			err = parse_count(optarg, &o->count, 0, 1L << 40, "--count");
-			break;
-		case 'P':
-			err = parse_count(optarg, &o->payload, 256, 65507, "--payload");
-			break;
-		case 's':
-			err = parse_count(optarg, &o->slots, 1, 65536, "--slots");
-			break;
-		default:
-			fprintf(
-			    stderr,
-			    "usage: splitnic respond-ref [--bind ADDR] [--port P] [--classes N]\n"
-			    "         [--images IDX --labels IDX] [--wrong-every K] "
-			    "[--error-every K] [--drop-every K]\n"
-			    "         [--delay-us D] [--count N] [--payload B] [--slots S] "
-			    "[--ready-file F]\n");
-			return -EINVAL;
-		}
-	}
-	return err ? -EINVAL : 0;
+	return conf_parse(&cmd_respond_ref_spec, argc, argv, o) < 0 ? -EINVAL : 0;
 }
 
 static int ref_socket(const struct ref_opts *o)

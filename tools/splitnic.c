@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* splitnic: the command-line tool. Sub-commands come from one table. */
+/* splitnic: the command-line tool. Sub-commands come from one table, their options from theirs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,61 +7,20 @@
 #include "tools/cmds.h"
 
 static const struct splitnic_cmd cmds[] = {
-    {"convert", cmd_convert,
-     "convert ARCH.json WEIGHTS.npz -o MODEL\n"
-     "compile an interchange model (docs/model-format.md) into a model file"},
-    {"import", cmd_import,
-     "import MODEL.onnx (-o MODEL.snm | --interchange DIR)\n"
-     "import an ONNX or QONNX model (docs/onnx-import.md) into a model file"},
-    {"inspect", cmd_inspect,
-     "inspect MODEL [--json] [--ops]\n"
-     "a model file's source layers (and compiled ops with --ops)"},
-    {"run", cmd_run,
-     "run MODEL --images IDX[.gz]|--npy FILE [--labels IDX] [--count N] [--batch B] "
-     "[--threads T] [--scores FILE.csv] [--exec cpu|gpu] [--json]\n"
-     "run a model in process: accuracy, latency p50/p99, images/s"},
-    {"client", cmd_client,
-     "client ADDR[:PORT] (--images IDX [--labels IDX] | --shape C,H,W [--dtype u8|f32] | "
-     "--model FILE) [--count N] [--model-id ID] [--rate R | --outstanding N] [--timeout-ms T] "
-     "[--payload B | --mtu B] [--classes FILE] [--json]\n"
-     "front-end and load generator over UDP; exit status 3 when a request got no RESPONSE"},
-    {"respond-ref", cmd_respond_ref,
-     "respond-ref [--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
-     "[--error-every K] [--drop-every K] [--count N]\n"
-     "the reference responder the client is tested against"},
-    {"serve", cmd_serve,
-     "serve --model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [--payload B] "
-     "[--stats-file FILE]\n"
-     "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)"},
-    {"emu", cmd_emu,
-     "emu MODEL (--images IDX[.gz]|--npy FILE) [--labels IDX] [--executors E] [--count N] "
-     "[--param NAME=VALUE ...] [--json] | emu --params\n"
-     "a model's NIC part on the NFP-style emulator (modeled time)"},
-    {"xdp", cmd_xdp,
-     "xdp attach IFACE MODEL [--mode native|generic] [--port P] | pass IFACE | detach IFACE | "
-     "stats IFACE | test MODEL [--images IDX|--npy FILE] [--bits] [--count N] [--scores FILE]\n"
-     "the binary MLP answered in the kernel's XDP hook"},
-    {"analyze", cmd_analyze,
-     "analyze MODEL|ARCH.json [--csv|--json] [--plot FILE.png|FILE.svg]\n"
-     "per layer: output size at f32/fp16/int8/1-bit, parameters, ops, executors"},
-    {"gen", cmd_gen,
-     "gen ARCH.json -o WEIGHTS.npz [--seed S]\n"
-     "random weights for any interchange architecture"},
-    {"calibrate", cmd_calibrate,
-     "calibrate [-o PROFILE] [--quick] [--keys] [--packet [--profile IN] [--platform emu|lcore] "
-     "[--executors E]]\n"
-     "measure this machine's executors and transfer costs (and the packet path) into a profile"},
-    {"plan", cmd_plan,
-     "plan MODEL [--profile P] [--link-gbps X] [--load RPS] [--objective latency|p99|throughput] "
-     "[--in-process] [--allow-approx] [-o PLAN]\n"
-     "choose the split (CPU, GPU, NIC stages) from the cost model, under load"},
-    {"sweep", cmd_sweep,
-     "sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--plot FILE.png|FILE.svg] [--normalize] "
-     "[--json FILE] ([--images IDX|--npy FILE] [--count N] | --packet [--load R,...|Fx,...] "
-     "[--duration S] [--rounds N] [--splits K,...,host] [--platform emu|lcore] | --packet "
-     "--servers ADDR "
-     "--split K|host)\n"
-     "every single split and the planner's choice, in process or over the packet path"},
+    {"convert", cmd_convert, &cmd_convert_spec},
+    {"import", cmd_import, &cmd_import_spec},
+    {"inspect", cmd_inspect, &cmd_inspect_spec},
+    {"run", cmd_run, &cmd_run_spec},
+    {"client", cmd_client, &cmd_client_spec},
+    {"respond-ref", cmd_respond_ref, &cmd_respond_ref_spec},
+    {"serve", cmd_serve, &cmd_serve_spec},
+    {"emu", cmd_emu, &cmd_emu_spec},
+    {"xdp", cmd_xdp, &cmd_xdp_spec},
+    {"analyze", cmd_analyze, &cmd_analyze_spec},
+    {"gen", cmd_gen, &cmd_gen_spec},
+    {"calibrate", cmd_calibrate, &cmd_calibrate_spec},
+    {"plan", cmd_plan, &cmd_plan_spec},
+    {"sweep", cmd_sweep, &cmd_sweep_spec},
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -70,36 +29,12 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: splitnic COMMAND [ARGS]   (splitnic COMMAND --help for one command)\n\n"
 		   "commands:\n");
-	for (size_t i = 0; i < N_CMDS; i++) {
-		const char *what = strchr(cmds[i].summary, '\n');
-
-		fprintf(f, "  %-12s %s\n", cmds[i].name, what ? what + 1 : cmds[i].summary);
-	}
+	for (size_t i = 0; i < N_CMDS; i++)
+		fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].spec->purpose);
 	fprintf(f,
 		"\nsplitnic %s; docs/ holds the model format, the wire protocol, the "
 		"architecture and the operator's guide\n",
-		SPLITNIC_VERSION);
-}
-
-static void cmd_help(const struct splitnic_cmd *c)
-{
-	const char *what = strchr(c->summary, '\n');
-
-	if (what)
-		printf("usage: splitnic %.*s\n\n  %s\n", (int)(what - c->summary), c->summary,
-		       what + 1);
-	else
-		printf("usage: splitnic %s\n", c->summary);
-}
-
-/* --help or --version anywhere among a command's arguments (before a "--"), or 0. */
-static const char *help_arg(int argc, char **argv)
-{
-	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ||
-		    !strcmp(argv[i], "--version"))
-			return argv[i];
-	return NULL;
+		CONF_VERSION);
 }
 
 int main(int argc, char **argv)
@@ -116,7 +51,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("splitnic %s\n", SPLITNIC_VERSION);
+		printf("splitnic %s\n", CONF_VERSION);
 		return 0;
 	}
 	for (size_t i = 0; i < N_CMDS; i++)
@@ -127,13 +62,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	h = help_arg(argc, argv);
+	h = conf_help_arg(argc - 1, argv + 1, true);
 	if (h && !strcmp(h, "--version")) {
-		printf("splitnic %s %s\n", c->name, SPLITNIC_VERSION);
+		printf("splitnic %s %s\n", c->name, CONF_VERSION);
 		return 0;
 	}
 	if (h) {
-		cmd_help(c);
+		conf_help(stdout, c->spec);
 		return 0;
 	}
 	/* Every executor here is single-threaded (parallelism is --threads); OpenBLAS must not

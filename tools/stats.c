@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "tools/stats.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,19 +51,4 @@ void lat_summarize(uint64_t *ns, size_t n, struct lat_summary *out)
 	out->p90 = rank(ns, n, 0.90);
 	out->p99 = rank(ns, n, 0.99);
 	out->p999 = rank(ns, n, 0.999);
-}
-
-int parse_count(const char *s, long *out, long min, long max, const char *what)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "%s: '%s' is not an integer in %ld..%ld\n", what, s, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tools/stats.h — the latency clock, latency summaries and strict numeric option parsing. */
+/* tools/stats.h — the latency clock and latency summaries. */
 #ifndef TOOLS_STATS_H
 #define TOOLS_STATS_H
 
@@ -25,8 +25,5 @@ void lat_summarize(uint64_t *ns, size_t n, struct lat_summary *out);
 
 /* The median of n values (sorts v in place); NAN when n == 0. */
 double stats_median(double *v, size_t n);
-
-/* Parse a whole decimal integer in [min, max]; prints "OPTION: ..." and returns -1 if not. */
-int parse_count(const char *s, long *out, long min, long max, const char *what);
 
 #endif /* TOOLS_STATS_H */

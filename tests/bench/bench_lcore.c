@@ -17,6 +17,7 @@
 
 #include <rte_eal.h>
 
+#include "conf/opts.h"
 #include "kernels/kern.h"
 #include "kernels/kexec.h"
 #include "nicfw/lcore/lcore.h"
@@ -193,11 +194,11 @@ int main(int argc, char **argv)
 			if (parse_execs(argv[i + 1], execs, &n_execs))
 				goto usage;
 		} else if (!strcmp(argv[i], "--rounds")) {
-			if (parse_count(argv[i + 1], &v, 1, MAX_ROUNDS, "--rounds"))
+			if (conf_long(argv[i + 1], &v, 1, MAX_ROUNDS, "--rounds"))
 				return 2;
 			rounds = (uint32_t)v;
 		} else if (!strcmp(argv[i], "--count")) {
-			if (parse_count(argv[i + 1], &v, 1, 100000, "--count"))
+			if (conf_long(argv[i + 1], &v, 1, 100000, "--count"))
 				return 2;
 			count = (uint32_t)v;
 		} else {
