@@ -9,7 +9,7 @@
 
 #include "conf/opts.h"
 
-/* getopt's value of row i (a letter for CONF_SHORT rows) */
+/* getopt's value of row i (its short_name when it has one) */
 #define ROW_VAL(i) (256 + (int)(i))
 
 int conf_long(const char *s, long *out, long min, long max, const char *what)
@@ -88,7 +88,7 @@ static const struct conf_opt *find_row(const struct conf_cmd *c, int val)
 	if (val >= ROW_VAL(0) && val < ROW_VAL(c->n_opts))
 		return &c->opts[val - ROW_VAL(0)];
 	for (unsigned i = 0; i < c->n_opts; i++)
-		if ((c->opts[i].flags & CONF_SHORT) && c->opts[i].key == val)
+		if (c->opts[i].short_name && c->opts[i].short_name == val)
 			return &c->opts[i];
 	return NULL;
 }
@@ -107,9 +107,9 @@ int conf_parse(const struct conf_cmd *c, int argc, char **argv, void *o)
 		r = &c->opts[i];
 		lo[i] = (struct option){r->name, r->arg ? required_argument : no_argument, NULL,
 					ROW_VAL(i)};
-		if (r->flags & CONF_SHORT) {
-			lo[i].val = r->key;
-			so[ns++] = (char)r->key;
+		if (r->short_name) {
+			lo[i].val = r->short_name;
+			so[ns++] = r->short_name;
 			if (r->arg)
 				so[ns++] = ':';
 		}
@@ -169,8 +169,8 @@ static int opt_label(const struct conf_opt *r, char *buf, size_t len)
 {
 	char sh[8] = "";
 
-	if (r->flags & CONF_SHORT)
-		snprintf(sh, sizeof(sh), "-%c, ", r->key);
+	if (r->short_name)
+		snprintf(sh, sizeof(sh), "-%c, ", r->short_name);
 	return snprintf(buf, len, "%s--%s%s%s", sh, r->name, r->arg ? " " : "",
 			r->arg ? r->arg : "");
 }
@@ -192,8 +192,6 @@ void conf_help(FILE *f, const struct conf_cmd *c)
 			fprintf(f, "  %-*s%s", col, label, r->help);
 		if (r->def)
 			fprintf(f, " (default %s)", r->def);
-		if (r->flags & CONF_REPEAT)
-			fprintf(f, " (repeatable)");
 		fputc('\n', f);
 	}
 	fprintf(f, "  %-*s%s\n", col, "--help, --version", "this help; the version");

@@ -29,56 +29,68 @@ enum conf_type {
 	CONF_CHOICE, /* const char * at off: one of the '|'-separated words of arg */
 };
 
-/* flags */
-#define CONF_SHORT  0x1 /* -KEY too: key is a letter */
-#define CONF_NOFILE 0x2 /* not a [server] key of a configuration file */
-#define CONF_REPEAT 0x4 /* may be given more than once (said in --help) */
-
 struct conf_opt {
 	const char *name; /* the long option, without "--" */
 	const char *arg;  /* the argument in --help ("N", "FILE", "a|b"); NULL: a flag */
 	const char *help; /* one line */
 	const char *def;  /* the default, as on the command line: applied before it; or NULL */
 	enum conf_type type;
-	int key;	/* what on_opt switches on; with CONF_SHORT the letter of -KEY */
-	unsigned flags; /* CONF_SHORT, CONF_NOFILE, CONF_REPEAT */
-	size_t off;	/* where the value goes in the caller's options struct */
-	long lo, hi;	/* CONF_LONG's range */
+	int key;	 /* what on_opt switches on */
+	char short_name; /* -LETTER too, or 0 */
+	size_t off;	 /* where the value goes in the caller's options struct */
+	long lo, hi;	 /* CONF_LONG's range */
 };
 
-struct conf_cmd {
-	const char *prog;     /* "splitnic run", "splitnic-nic": in usage lines and messages */
-	const char *synopsis; /* what follows prog on the usage line; '\n' separates forms */
-	const char *purpose;  /* one line: what it does */
-	const char *notes;    /* lines after the options (each ends in '\n'), or NULL */
-	const struct conf_opt *opts;
-	unsigned n_opts;
-	unsigned min_args, max_args; /* positional arguments */
-	/* A CONF_CALL option's value (or default) into o: 0, or -1 after a message on stderr. */
-	int (*on_opt)(void *o, const struct conf_opt *opt, const char *arg);
-};
-
-/* Rows of the common kinds, their value at offset OFF of the options struct. */
+/* The rows, by kind: the value at offset OFF of the caller's options struct, or on_opt's KEY. */
 #define CONF_FLAG_ROW(NAME, OFF, HELP)                                                             \
 	{                                                                                          \
 		.name = (NAME), .help = (HELP), .type = CONF_FLAG, .off = (OFF)                    \
 	}
-#define CONF_STR_ROW(NAME, ARG, OFF, HELP)                                                         \
+#define CONF_STR_ROW(NAME, ARG, OFF, DEF, HELP)                                                    \
 	{                                                                                          \
-		.name = (NAME), .arg = (ARG), .help = (HELP), .type = CONF_STR, .off = (OFF)       \
+		.name = (NAME), .arg = (ARG), .help = (HELP), .def = (DEF), .type = CONF_STR,      \
+		.off = (OFF)                                                                       \
+	}
+#define CONF_CHOICE_ROW(NAME, ARG, OFF, DEF, HELP)                                                 \
+	{                                                                                          \
+		.name = (NAME), .arg = (ARG), .help = (HELP), .def = (DEF), .type = CONF_CHOICE,   \
+		.off = (OFF)                                                                       \
 	}
 #define CONF_LONG_ROW(NAME, ARG, OFF, LO, HI, DEF, HELP)                                           \
 	{                                                                                          \
 		.name = (NAME), .arg = (ARG), .help = (HELP), .def = (DEF), .type = CONF_LONG,     \
 		.off = (OFF), .lo = (LO), .hi = (HI)                                               \
 	}
-/* A row whose value the command's on_opt takes, switching on KEY. */
-#define CONF_CALL_ROW(NAME, ARG, KEY, HELP)                                                        \
+#define CONF_CALL_ROW(NAME, ARG, KEY, DEF, HELP)                                                   \
 	{                                                                                          \
-		.name = (NAME), .arg = (ARG), .help = (HELP), .type = CONF_CALL, .key = (KEY)      \
+		.name = (NAME), .arg = (ARG), .help = (HELP), .def = (DEF), .type = CONF_CALL,     \
+		.key = (KEY)                                                                       \
+	}
+/* -o FILE, --output FILE */
+#define CONF_OUTPUT_ROW(ARG, OFF, HELP)                                                            \
+	{                                                                                          \
+		.name = "output", .arg = (ARG), .help = (HELP), .type = CONF_STR,                  \
+		.short_name = 'o', .off = (OFF)                                                    \
 	}
 
-#define CONF_NOPTS(t) ((unsigned)(sizeof(t) / sizeof((t)[0])))
+struct conf_cmd {
+	const char *prog;     /* "splitnic run", "splitnic-nic": in usage lines and messages */
+	const char *synopsis; /* what follows prog on the usage line; '\n' separates forms */
+	const char *purpose;  /* one line: what it does */
+	const struct conf_opt *opts;
+	unsigned n_opts;
+	unsigned min_args, max_args; /* positional arguments */
+	const char *notes;	     /* lines after the options (each ends in '\n'), or NULL */
+	/* A CONF_CALL option's value (or default) into o: 0, or -1 after a message on stderr. */
+	int (*on_opt)(void *o, const struct conf_opt *opt, const char *arg);
+};
+
+/* The first fields of a struct conf_cmd: OPTS is the table (an array), ARGS the range of
+ * positional arguments (MIN, MAX). */
+#define CONF_CMD(PROG, SYNOPSIS, PURPOSE, OPTS, MIN_ARGS, MAX_ARGS)                                \
+	.prog = (PROG), .synopsis = (SYNOPSIS), .purpose = (PURPOSE), .opts = (OPTS),              \
+	.n_opts = (unsigned)(sizeof(OPTS) / sizeof((OPTS)[0])), .min_args = (MIN_ARGS),            \
+	.max_args = (MAX_ARGS)
 
 /*
  * Parse argv (argv[0] the command's name; set to c->prog for getopt's messages) into o: first

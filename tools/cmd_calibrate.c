@@ -659,43 +659,31 @@ struct cal_opts {
 #define CAL_OPT(f) offsetof(struct cal_opts, f)
 
 static const struct conf_opt cal_opts[] = {
-    {.name = "output",
-     .arg = "PROFILE",
-     .help = "write the profile",
-     .type = CONF_STR,
-     .key = 'o',
-     .flags = CONF_SHORT,
-     .off = CAL_OPT(out)},
+    CONF_OUTPUT_ROW("PROFILE", CAL_OPT(out), "write the profile"),
     CONF_FLAG_ROW("quick", CAL_OPT(quick), "fewer repetitions and shapes"),
     CONF_FLAG_ROW("keys", CAL_OPT(keys), "list the profile's keys and exit"),
     CONF_FLAG_ROW("packet", CAL_OPT(packet),
 		  "then measure the NIC and the path through the packet path (root)"),
-    CONF_STR_ROW("profile", "IN", CAL_OPT(in), "--packet: start from this profile"),
-    {.name = "platform",
-     .arg = "emu|lcore",
-     .help = "--packet: splitnic-nic's platform",
-     .def = "emu",
-     .type = CONF_CHOICE,
-     .off = CAL_OPT(platform)},
+    CONF_STR_ROW("profile", "IN", CAL_OPT(in), NULL, "--packet: start from this profile"),
+    CONF_CHOICE_ROW("platform", "emu|lcore", CAL_OPT(platform), "emu",
+		    "--packet: splitnic-nic's platform"),
     CONF_LONG_ROW("executors", "E", CAL_OPT(executors), 1, 256, "16",
 		  "--packet: splitnic-nic's executors"),
-    CONF_STR_ROW("lab", "SCRIPT", CAL_OPT(lab), "--packet: the lab (tools/sweep_lab.sh)"),
-    CONF_STR_ROW("tag", "T", CAL_OPT(tag), "--packet: the lab's namespaces' tag"),
+    CONF_STR_ROW("lab", "SCRIPT", CAL_OPT(lab), NULL, "--packet: the lab (tools/sweep_lab.sh)"),
+    CONF_STR_ROW("tag", "T", CAL_OPT(tag), NULL, "--packet: the lab's namespaces' tag"),
 };
 
 const struct conf_cmd cmd_calibrate_spec = {
-    .prog = "splitnic calibrate",
-    .synopsis = "[-o PROFILE] [--quick] [--keys] [--packet [--profile IN] "
-		"[--platform emu|lcore] [--executors E] [--lab SCRIPT] [--tag T]]",
-    .purpose = "measure this machine's executors and transfer costs (and the packet path) into "
-	       "a profile",
+    CONF_CMD("splitnic calibrate",
+	     "[-o PROFILE] [--quick] [--keys] [--packet [--profile IN] "
+	     "[--platform emu|lcore] [--executors E] [--lab SCRIPT] [--tag T]]",
+	     "measure this machine's executors and transfer costs (and the packet path) into "
+	     "a profile",
+	     cal_opts, 0, 0),
     .notes = "In process: this machine's kernels, the emulator's NIC, the protocol code.\n"
 	     "--packet (root): then, with no server running meanwhile for the in-process part (or\n"
 	     "from --profile IN), the NIC's per-request time and the path's costs MEASURED\n"
-	     "through splitnic-nic and splitnic-host in the namespaces of tools/sweep_lab.sh.\n",
-    .opts = cal_opts,
-    .n_opts = CONF_NOPTS(cal_opts),
-};
+	     "through splitnic-nic and splitnic-host in the namespaces of tools/sweep_lab.sh.\n"};
 
 int cmd_calibrate(int argc, char **argv)
 {

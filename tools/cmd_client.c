@@ -181,23 +181,20 @@ static int client_opt(void *p, const struct conf_opt *opt, const char *arg)
 #define CLIENT_OPT(f) offsetof(struct client_opts, f)
 
 static const struct conf_opt client_opts[] = {
-    CONF_STR_ROW("addr", "ADDR", CLIENT_OPT(host), "the server (instead of ADDR[:PORT])"),
-    CONF_STR_ROW("port", "P", CLIENT_OPT(port), "its UDP port (default 21326)"),
-    CONF_STR_ROW("images", "IDX[.gz]", CLIENT_OPT(images), "the inputs: IDX images"),
-    CONF_STR_ROW("labels", "IDX[.gz]", CLIENT_OPT(labels), "their labels: the accuracy"),
-    CONF_CALL_ROW("shape", "C,H,W", CO_SHAPE, "random inputs of this shape"),
-    {.name = "dtype",
-     .arg = "u8|f32",
-     .help = "the random inputs' type (default u8)",
-     .type = CONF_CHOICE,
-     .off = CLIENT_OPT(dtype_name)},
-    CONF_STR_ROW("model", "FILE", CLIENT_OPT(model_path),
+    CONF_STR_ROW("addr", "ADDR", CLIENT_OPT(host), NULL, "the server (instead of ADDR[:PORT])"),
+    CONF_STR_ROW("port", "P", CLIENT_OPT(port), NULL, "its UDP port (default 21326)"),
+    CONF_STR_ROW("images", "IDX[.gz]", CLIENT_OPT(images), NULL, "the inputs: IDX images"),
+    CONF_STR_ROW("labels", "IDX[.gz]", CLIENT_OPT(labels), NULL, "their labels: the accuracy"),
+    CONF_CALL_ROW("shape", "C,H,W", CO_SHAPE, NULL, "random inputs of this shape"),
+    CONF_CHOICE_ROW("dtype", "u8|f32", CLIENT_OPT(dtype_name), NULL,
+		    "the random inputs' type (default u8)"),
+    CONF_STR_ROW("model", "FILE", CLIENT_OPT(model_path), NULL,
 		 "random inputs of the model's shape and type, its name's id"),
-    CONF_CALL_ROW("model-id", "ID|NAME", CO_MODEL_ID,
+    CONF_CALL_ROW("model-id", "ID|NAME", CO_MODEL_ID, NULL,
 		  "the model id requests carry (a NAME: its FNV-1a hash)"),
     CONF_LONG_ROW("count", "N", CLIENT_OPT(count), 1, 1L << 31, NULL,
 		  "requests (default: every image, or 1000 random tensors)"),
-    CONF_CALL_ROW("rate", "R", CO_RATE, "open loop: R requests/s"),
+    CONF_CALL_ROW("rate", "R", CO_RATE, NULL, "open loop: R requests/s"),
     CONF_LONG_ROW("outstanding", "N", CLIENT_OPT(outstanding), 1, 1 << 20, NULL,
 		  "closed loop: N requests in flight (the default, with N = 1)"),
     CONF_FLAG_ROW("poisson", CLIENT_OPT(poisson), "open loop with Poisson arrivals"),
@@ -205,9 +202,9 @@ static const struct conf_opt client_opts[] = {
 		  "a request unanswered after T ms times out"),
     CONF_LONG_ROW("payload", "BYTES", CLIENT_OPT(payload), 256, 65507, "1400",
 		  "UDP payload per datagram"),
-    CONF_CALL_ROW("mtu", "BYTES", CO_MTU, "the payload from an IPv4 MTU"),
+    CONF_CALL_ROW("mtu", "BYTES", CO_MTU, NULL, "the payload from an IPv4 MTU"),
     CONF_LONG_ROW("seed", "S", CLIENT_OPT(seed), 0, 1L << 31, "1", "the random inputs' seed"),
-    CONF_STR_ROW("classes", "FILE", CLIENT_OPT(classes),
+    CONF_STR_ROW("classes", "FILE", CLIENT_OPT(classes), NULL,
 		 "one line per request: its class, -1 without a RESPONSE"),
     CONF_LONG_ROW("sockets", "N", CLIENT_OPT(sockets), 1, 16384, "1",
 		  "send over N sockets (source ports), request i over socket i mod N"),
@@ -215,20 +212,18 @@ static const struct conf_opt client_opts[] = {
 		  "send a request unanswered or answered busy again, up to R times"),
     CONF_FLAG_ROW("json", CLIENT_OPT(json), "one JSON object instead of text"),
     CONF_FLAG_ROW("health", CLIENT_OPT(health), "probe the server's HEALTH instead"),
-    {.name = "role",
-     .arg = "any|nic|host|serve|xdp",
-     .help = "--health: which server answers",
-     .type = CONF_CHOICE,
-     .off = CLIENT_OPT(role_name)},
+    CONF_CHOICE_ROW("role", "any|nic|host|serve|xdp", CLIENT_OPT(role_name), NULL,
+		    "--health: which server answers"),
 };
 
 const struct conf_cmd cmd_client_spec = {
-    .prog = "splitnic client",
-    .synopsis = "ADDR[:PORT] (--images IDX[.gz] [--labels IDX[.gz]] | --shape C,H,W "
-		"[--dtype u8|f32] | --model FILE) [OPTIONS]\n"
-		"--health ADDR[:PORT] [--role any|nic|host|serve|xdp] [--timeout-ms T] [--json]",
-    .purpose = "front-end and load generator over UDP; exit status 3 when a request got no "
-	       "RESPONSE",
+    CONF_CMD("splitnic client",
+	     "ADDR[:PORT] (--images IDX[.gz] [--labels IDX[.gz]] | --shape C,H,W "
+	     "[--dtype u8|f32] | --model FILE) [OPTIONS]\n"
+	     "--health ADDR[:PORT] [--role any|nic|host|serve|xdp] [--timeout-ms T] [--json]",
+	     "front-end and load generator over UDP; exit status 3 when a request got no "
+	     "RESPONSE",
+	     client_opts, 0, 1),
     .notes = "Sends N requests, open loop at R requests/s (evenly spaced, or Poisson arrivals\n"
 	     "with --poisson) or closed loop with N outstanding, and reports accuracy (with\n"
 	     "labels), latency p50/p90/p99/p99.9, throughput, errors by code and timeouts.\n"
@@ -236,11 +231,7 @@ const struct conf_cmd cmd_client_spec = {
 	     "timeouts, send failures), 1 the run failed, 2 bad arguments.\n"
 	     "--health: probe the server (and a NIC's host), print its report: exit 0 serving,\n"
 	     "1 draining, degraded, no answer or error.\n",
-    .opts = client_opts,
-    .n_opts = CONF_NOPTS(client_opts),
-    .max_args = 1,
-    .on_opt = client_opt,
-};
+    .on_opt = client_opt};
 
 static int parse_opts(int argc, char **argv, struct client_opts *o)
 {

@@ -160,25 +160,17 @@ static const struct conf_opt emu_opts[] = {
     DATASET_OPT_ROWS(struct emu_opts, ds),
     CONF_LONG_ROW("executors", "E", EMU_OPT(executors), 1, NICFW_MAX_EXEC, "256",
 		  "executors in the chain, as on the NFP (256)"),
-    {.name = "param",
-     .arg = "NAME=VALUE",
-     .help = "an emulator parameter (--params lists them)",
-     .type = CONF_CALL,
-     .flags = CONF_REPEAT},
+    CONF_CALL_ROW("param", "NAME=VALUE", 0, NULL, "an emulator parameter (--params lists them)"),
     CONF_FLAG_ROW("params", EMU_OPT(list), "list the emulator's parameters and their sources"),
     CONF_FLAG_ROW("json", EMU_OPT(json), "one JSON object instead of text"),
 };
 
 const struct conf_cmd cmd_emu_spec = {
-    .prog = "splitnic emu",
-    .synopsis = "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]\n"
-		"--params",
-    .purpose = "a model's NIC part on the NFP-style emulator (modeled time)",
-    .opts = emu_opts,
-    .n_opts = CONF_NOPTS(emu_opts),
-    .max_args = 1,
-    .on_opt = emu_opt,
-};
+    CONF_CMD("splitnic emu",
+	     "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]\n"
+	     "--params",
+	     "a model's NIC part on the NFP-style emulator (modeled time)", emu_opts, 0, 1),
+    .on_opt = emu_opt};
 
 int cmd_emu(int argc, char **argv)
 {

@@ -221,26 +221,14 @@ static int gen_seed(void *p, const struct conf_opt *opt, const char *arg)
 }
 
 static const struct conf_opt gen_opts[] = {
-    {.name = "output",
-     .arg = "WEIGHTS.npz",
-     .help = "the weights to write",
-     .type = CONF_STR,
-     .key = 'o',
-     .flags = CONF_SHORT,
-     .off = offsetof(struct gen_opts, out)},
-    {.name = "seed", .arg = "S", .help = "picks the draw", .def = "1", .type = CONF_CALL},
+    CONF_OUTPUT_ROW("WEIGHTS.npz", offsetof(struct gen_opts, out), "the weights to write"),
+    CONF_CALL_ROW("seed", "S", 0, "1", "picks the draw"),
 };
 
 const struct conf_cmd cmd_gen_spec = {
-    .prog = "splitnic gen",
-    .synopsis = "ARCH.json -o WEIGHTS.npz [--seed S]",
-    .purpose = "random weights for any interchange architecture",
-    .opts = gen_opts,
-    .n_opts = CONF_NOPTS(gen_opts),
-    .min_args = 1,
-    .max_args = 1,
-    .on_opt = gen_seed,
-};
+    CONF_CMD("splitnic gen", "ARCH.json -o WEIGHTS.npz [--seed S]",
+	     "random weights for any interchange architecture", gen_opts, 1, 1),
+    .on_opt = gen_seed};
 
 int cmd_gen(int argc, char **argv)
 {

@@ -151,29 +151,14 @@ struct import_opts {
 };
 
 static const struct conf_opt import_opts[] = {
-    {.name = "output",
-     .arg = "MODEL.snm",
-     .help = "the model file to write",
-     .type = CONF_STR,
-     .key = 'o',
-     .flags = CONF_SHORT,
-     .off = offsetof(struct import_opts, out)},
-    {.name = "interchange",
-     .arg = "DIR",
-     .help = "write DIR/arch.json and DIR/weights.npz",
-     .type = CONF_STR,
-     .off = offsetof(struct import_opts, dir)},
+    CONF_OUTPUT_ROW("MODEL.snm", offsetof(struct import_opts, out), "the model file to write"),
+    CONF_STR_ROW("interchange", "DIR", offsetof(struct import_opts, dir), NULL,
+		 "write DIR/arch.json and DIR/weights.npz"),
 };
 
-const struct conf_cmd cmd_import_spec = {
-    .prog = "splitnic import",
-    .synopsis = "MODEL.onnx (-o MODEL.snm | --interchange DIR)",
-    .purpose = "import an ONNX or QONNX model (docs/onnx-import.md) into a model file",
-    .opts = import_opts,
-    .n_opts = CONF_NOPTS(import_opts),
-    .min_args = 1,
-    .max_args = 1,
-};
+const struct conf_cmd cmd_import_spec = {CONF_CMD(
+    "splitnic import", "MODEL.onnx (-o MODEL.snm | --interchange DIR)",
+    "import an ONNX or QONNX model (docs/onnx-import.md) into a model file", import_opts, 1, 1)};
 
 int cmd_import(int argc, char **argv)
 {

@@ -16,24 +16,12 @@ struct convert_opts {
 };
 
 static const struct conf_opt convert_opts[] = {
-    {.name = "output",
-     .arg = "MODEL",
-     .help = "the model file to write",
-     .type = CONF_STR,
-     .key = 'o',
-     .flags = CONF_SHORT,
-     .off = offsetof(struct convert_opts, out)},
+    CONF_OUTPUT_ROW("MODEL", offsetof(struct convert_opts, out), "the model file to write"),
 };
 
-const struct conf_cmd cmd_convert_spec = {
-    .prog = "splitnic convert",
-    .synopsis = "ARCH.json WEIGHTS.npz -o MODEL",
-    .purpose = "compile an interchange model (docs/model-format.md) into a model file",
-    .opts = convert_opts,
-    .n_opts = CONF_NOPTS(convert_opts),
-    .min_args = 2,
-    .max_args = 2,
-};
+const struct conf_cmd cmd_convert_spec = {CONF_CMD(
+    "splitnic convert", "ARCH.json WEIGHTS.npz -o MODEL",
+    "compile an interchange model (docs/model-format.md) into a model file", convert_opts, 2, 2)};
 
 int cmd_convert(int argc, char **argv)
 {
@@ -218,14 +206,8 @@ static const struct conf_opt inspect_opts[] = {
 };
 
 const struct conf_cmd cmd_inspect_spec = {
-    .prog = "splitnic inspect",
-    .synopsis = "MODEL [--json] [--ops]",
-    .purpose = "a model file's source layers (and compiled ops with --ops)",
-    .opts = inspect_opts,
-    .n_opts = CONF_NOPTS(inspect_opts),
-    .min_args = 1,
-    .max_args = 1,
-};
+    CONF_CMD("splitnic inspect", "MODEL [--json] [--ops]",
+	     "a model file's source layers (and compiled ops with --ops)", inspect_opts, 1, 1)};
 
 int cmd_inspect(int argc, char **argv)
 {

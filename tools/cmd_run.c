@@ -134,27 +134,17 @@ static const struct conf_opt run_opts[] = {
     CONF_LONG_ROW("batch", "B", RUN_OPT(batch), 1, 4096, "1", "inputs per forward pass"),
     CONF_LONG_ROW("threads", "T", RUN_OPT(threads), 1, 256, "1",
 		  "threads, each with its own context, batches round-robin"),
-    CONF_STR_ROW("scores", "FILE.csv", RUN_OPT(scores), "every score, one line per input"),
-    {.name = "exec",
-     .arg = "cpu|gpu",
-     .help = "the CPU kernels or the GPU (the CPU when no GPU is found)",
-     .def = "cpu",
-     .type = CONF_CHOICE,
-     .off = RUN_OPT(exec)},
-    CONF_STR_ROW("plan", "PLAN", RUN_OPT(plan),
+    CONF_STR_ROW("scores", "FILE.csv", RUN_OPT(scores), NULL, "every score, one line per input"),
+    CONF_CHOICE_ROW("exec", "cpu|gpu", RUN_OPT(exec), "cpu",
+		    "the CPU kernels or the GPU (the CPU when no GPU is found)"),
+    CONF_STR_ROW("plan", "PLAN", RUN_OPT(plan), NULL,
 		 "run a plan's stages on their executors (splitnic plan -o)"),
     CONF_FLAG_ROW("json", RUN_OPT(json), "one JSON object instead of text"),
 };
 
-const struct conf_cmd cmd_run_spec = {
-    .prog = "splitnic run",
-    .synopsis = "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]",
-    .purpose = "run a model in process: accuracy, latency p50/p99, images/s",
-    .opts = run_opts,
-    .n_opts = CONF_NOPTS(run_opts),
-    .min_args = 1,
-    .max_args = 1,
-};
+const struct conf_cmd cmd_run_spec = {CONF_CMD(
+    "splitnic run", "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]",
+    "run a model in process: accuracy, latency p50/p99, images/s", run_opts, 1, 1)};
 
 int cmd_run(int argc, char **argv)
 {

@@ -392,40 +392,24 @@ static int serve_opt(void *p, const struct conf_opt *opt, const char *arg)
 #define SERVE_OPT(f) offsetof(struct serve_opts, f)
 
 static const struct conf_opt serve_opts[] = {
-    {.name = "model",
-     .arg = "[ID=]MODEL",
-     .help = "a model, its id ID or its name's (up to 8)",
-     .type = CONF_CALL,
-     .key = SO_MODEL,
-     .flags = CONF_REPEAT},
-    {.name = "bind",
-     .arg = "ADDR",
-     .help = "the address to listen on",
-     .def = "0.0.0.0",
-     .type = CONF_STR,
-     .off = SERVE_OPT(bind)},
-    {.name = "port",
-     .arg = "P",
-     .help = "its UDP port",
-     .def = "21326",
-     .type = CONF_CALL,
-     .key = SO_PORT},
+    CONF_CALL_ROW("model", "[ID=]MODEL", SO_MODEL, NULL,
+		  "a model, its id ID or its name's (up to 8)"),
+    CONF_STR_ROW("bind", "ADDR", SERVE_OPT(bind), "0.0.0.0", "the address to listen on"),
+    CONF_CALL_ROW("port", "P", SO_PORT, "21326", "its UDP port"),
     CONF_LONG_ROW("payload", "BYTES", SERVE_OPT(payload), 256, 65507, "1400",
 		  "UDP payload per datagram"),
-    CONF_STR_ROW("stats-file", "FILE", SERVE_OPT(stats), "the counters as JSON, at exit"),
-    CONF_STR_ROW("ready-file", "FILE", SERVE_OPT(ready), "created once the socket is bound"),
+    CONF_STR_ROW("stats-file", "FILE", SERVE_OPT(stats), NULL, "the counters as JSON, at exit"),
+    CONF_STR_ROW("ready-file", "FILE", SERVE_OPT(ready), NULL, "created once the socket is bound"),
 };
 
 const struct conf_cmd cmd_serve_spec = {
-    .prog = "splitnic serve",
-    .synopsis = "--model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [OPTIONS]",
-    .purpose = "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)",
+    CONF_CMD("splitnic serve",
+	     "--model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [OPTIONS]",
+	     "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)",
+	     serve_opts, 0, 0),
     .notes = "Answers REQUESTs on a kernel UDP socket with the CPU kernels until SIGINT or\n"
 	     "SIGTERM; prints its counters then (and writes them to --stats-file as JSON).\n",
-    .opts = serve_opts,
-    .n_opts = CONF_NOPTS(serve_opts),
-    .on_opt = serve_opt,
-};
+    .on_opt = serve_opt};
 
 int cmd_serve(int argc, char **argv)
 {

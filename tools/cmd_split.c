@@ -232,19 +232,14 @@ struct analyze_opts {
 static const struct conf_opt analyze_opts[] = {
     CONF_FLAG_ROW("csv", offsetof(struct analyze_opts, csv), "CSV instead of a table"),
     CONF_FLAG_ROW("json", offsetof(struct analyze_opts, json), "JSON instead of a table"),
-    CONF_STR_ROW("plot", "FILE.png|FILE.svg", offsetof(struct analyze_opts, plot),
+    CONF_STR_ROW("plot", "FILE.png|FILE.svg", offsetof(struct analyze_opts, plot), NULL,
 		 "the seed's Figure 2: output size and parameters per layer"),
 };
 
 const struct conf_cmd cmd_analyze_spec = {
-    .prog = "splitnic analyze",
-    .synopsis = "MODEL|ARCH.json [--csv|--json] [--plot FILE.png|FILE.svg]",
-    .purpose = "per layer: output size at f32/fp16/int8/1-bit, parameters, ops, executors",
-    .opts = analyze_opts,
-    .n_opts = CONF_NOPTS(analyze_opts),
-    .min_args = 1,
-    .max_args = 1,
-};
+    CONF_CMD("splitnic analyze", "MODEL|ARCH.json [--csv|--json] [--plot FILE.png|FILE.svg]",
+	     "per layer: output size at f32/fp16/int8/1-bit, parameters, ops, executors",
+	     analyze_opts, 1, 1)};
 
 int cmd_analyze(int argc, char **argv)
 {
@@ -322,43 +317,31 @@ static int plan_opt(void *p, const struct conf_opt *opt, const char *arg)
 }
 
 static const struct conf_opt plan_opts[] = {
-    CONF_STR_ROW("profile", "P", offsetof(struct plan_opts, profile),
+    CONF_STR_ROW("profile", "P", offsetof(struct plan_opts, profile), NULL,
 		 "the calibration profile (default: the built-in one)"),
-    CONF_CALL_ROW("link-gbps", "X", PO_LINK, "the host <-> NIC link (default: the profile's)"),
-    CONF_CALL_ROW("load", "RPS", PO_LOAD, "offered requests/s: each stage a queue"),
-    {.name = "objective",
-     .arg = "latency|p99|throughput",
-     .help = "p50, p99, or the slowest stage",
-     .def = "latency",
-     .type = CONF_CALL,
-     .key = PO_OBJECTIVE},
+    CONF_CALL_ROW("link-gbps", "X", PO_LINK, NULL,
+		  "the host <-> NIC link (default: the profile's)"),
+    CONF_CALL_ROW("load", "RPS", PO_LOAD, NULL, "offered requests/s: each stage a queue"),
+    CONF_CALL_ROW("objective", "latency|p99|throughput", PO_OBJECTIVE, "latency",
+		  "p50, p99, or the slowest stage"),
     CONF_FLAG_ROW("in-process", offsetof(struct plan_opts, in_process),
 		  "predict in process, not the packet path"),
     CONF_FLAG_ROW("allow-approx", offsetof(struct plan_opts, o.allow_approx),
 		  "cuts that change values (fp16, int8) allowed"),
-    {.name = "output",
-     .arg = "PLAN",
-     .help = "write the plan file (splitnic run --plan, splitnic-host)",
-     .type = CONF_STR,
-     .key = 'o',
-     .flags = CONF_SHORT,
-     .off = offsetof(struct plan_opts, out)},
+    CONF_OUTPUT_ROW("PLAN", offsetof(struct plan_opts, out),
+		    "write the plan file (splitnic run --plan, splitnic-host)"),
 };
 
 const struct conf_cmd cmd_plan_spec = {
-    .prog = "splitnic plan",
-    .synopsis = "MODEL [--profile P] [--link-gbps X] [--load RPS] "
-		"[--objective latency|p99|throughput] [--in-process] [--allow-approx] [-o PLAN]",
-    .purpose = "choose the split (CPU, GPU, NIC stages) from the cost model, under load",
+    CONF_CMD("splitnic plan",
+	     "MODEL [--profile P] [--link-gbps X] [--load RPS] "
+	     "[--objective latency|p99|throughput] [--in-process] [--allow-approx] [-o PLAN]",
+	     "choose the split (CPU, GPU, NIC stages) from the cost model, under load", plan_opts,
+	     1, 1),
     .notes = "Predicts the packet path (front-end -> splitnic-nic -> splitnic-host -> NIC) unless\n"
 	     "--in-process; --load: offered requests/s, each stage a queue (latency: p50, p99:\n"
 	     "p99, throughput: the slowest stage).\n",
-    .opts = plan_opts,
-    .n_opts = CONF_NOPTS(plan_opts),
-    .min_args = 1,
-    .max_args = 1,
-    .on_opt = plan_opt,
-};
+    .on_opt = plan_opt};
 
 int cmd_plan(int argc, char **argv)
 {

@@ -546,76 +546,55 @@ static int sweep_opt(void *p, const struct conf_opt *opt, const char *arg)
 #define SWEEP_OPT(f) offsetof(struct sweep_cli, f)
 
 static const struct conf_opt sweep_opts[] = {
-    CONF_STR_ROW("profile", "P", SWEEP_OPT(profile),
+    CONF_STR_ROW("profile", "P", SWEEP_OPT(profile), NULL,
 		 "the calibration profile (default: the built-in one)"),
-    CONF_STR_ROW("link-gbps", "X,Y,Z", SWEEP_OPT(link),
+    CONF_STR_ROW("link-gbps", "X,Y,Z", SWEEP_OPT(link), NULL,
 		 "rates of the host <-> NIC link (default 0.1,1,10; packet: 'none' unshaped)"),
-    CONF_STR_ROW("plot", "FILE.png|FILE.svg", SWEEP_OPT(po.plot),
+    CONF_STR_ROW("plot", "FILE.png|FILE.svg", SWEEP_OPT(po.plot), NULL,
 		 "the seed's Figure 5: latency per split and its parts"),
     CONF_FLAG_ROW("normalize", SWEEP_OPT(po.normalize),
 		  "--plot: bars over the unsplit (all-host) latency"),
-    CONF_STR_ROW("json", "FILE", SWEEP_OPT(po.json), "every point as JSON"),
-    CONF_STR_ROW("images", "IDX", SWEEP_OPT(po.images), "the inputs (default: random)"),
-    CONF_STR_ROW("npy", "FILE", SWEEP_OPT(po.images), "f32 inputs"),
+    CONF_STR_ROW("json", "FILE", SWEEP_OPT(po.json), NULL, "every point as JSON"),
+    CONF_STR_ROW("images", "IDX", SWEEP_OPT(po.images), NULL, "the inputs (default: random)"),
+    CONF_STR_ROW("npy", "FILE", SWEEP_OPT(po.images), NULL, "f32 inputs"),
     CONF_LONG_ROW("count", "N", SWEEP_OPT(count), 1, 100000, "5", "in process: inputs"),
     CONF_FLAG_ROW("packet", SWEEP_OPT(packet),
 		  "over the packet path: splitnic-nic and splitnic-host in a lab (root)"),
-    CONF_CALL_ROW("load", "R,...|Fx,...", SW_LOAD,
+    CONF_CALL_ROW("load", "R,...|Fx,...", SW_LOAD, NULL,
 		  "offered requests/s, or F times the all-host capacity (default "
 		  "0.25x,0.7x,1.25x)"),
-    {.name = "duration",
-     .arg = "S",
-     .help = "seconds of load per point and round",
-     .def = "3",
-     .type = CONF_CALL,
-     .key = SW_DURATION},
+    CONF_CALL_ROW("duration", "S", SW_DURATION, "3", "seconds of load per point and round"),
     CONF_LONG_ROW("rounds", "N", SWEEP_OPT(rounds), 1, SWEEP_MAX_ROUNDS, "1",
 		  "interleaved rounds (medians)"),
-    {.name = "objective",
-     .arg = "latency|p99",
-     .help = "the planner's",
-     .def = "latency",
-     .type = CONF_CALL,
-     .key = SW_OBJECTIVE},
-    {.name = "platform",
-     .arg = "emu|lcore",
-     .help = "splitnic-nic's platform",
-     .def = "emu",
-     .type = CONF_CHOICE,
-     .off = SWEEP_OPT(po.platform)},
+    CONF_CALL_ROW("objective", "latency|p99", SW_OBJECTIVE, "latency", "the planner's"),
+    CONF_CHOICE_ROW("platform", "emu|lcore", SWEEP_OPT(po.platform), "emu",
+		    "splitnic-nic's platform"),
     CONF_LONG_ROW("executors", "E", SWEEP_OPT(executors), 1, 256, "16", "splitnic-nic's executors"),
-    CONF_CALL_ROW("splits", "K,...,host", SW_SPLITS, "the splits to measure (default: every one)"),
-    {.name = "host-opt",
-     .arg = "'OPTS'",
-     .help = "more splitnic-host options",
-     .def = "--idle-sleep-us 20",
-     .type = CONF_STR,
-     .off = SWEEP_OPT(po.host_opt)},
-    CONF_STR_ROW("lab", "SCRIPT", SWEEP_OPT(po.lab), "the lab (tools/sweep_lab.sh)"),
-    CONF_STR_ROW("tag", "T", SWEEP_OPT(po.tag), "the lab's namespaces' tag"),
-    CONF_STR_ROW("servers", "ADDR", SWEEP_OPT(po.servers),
+    CONF_CALL_ROW("splits", "K,...,host", SW_SPLITS, NULL,
+		  "the splits to measure (default: every one)"),
+    CONF_STR_ROW("host-opt", "'OPTS'", SWEEP_OPT(po.host_opt), "--idle-sleep-us 20",
+		 "more splitnic-host options"),
+    CONF_STR_ROW("lab", "SCRIPT", SWEEP_OPT(po.lab), NULL, "the lab (tools/sweep_lab.sh)"),
+    CONF_STR_ROW("tag", "T", SWEEP_OPT(po.tag), NULL, "the lab's namespaces' tag"),
+    CONF_STR_ROW("servers", "ADDR", SWEEP_OPT(po.servers), NULL,
 		 "running servers at ADDR instead of a lab"),
-    CONF_STR_ROW("netns", "NS", SWEEP_OPT(po.netns), "--servers: the front-end's namespace"),
-    CONF_CALL_ROW("split", "K|host", SW_SPLIT, "--servers: the split they run"),
+    CONF_STR_ROW("netns", "NS", SWEEP_OPT(po.netns), NULL, "--servers: the front-end's namespace"),
+    CONF_CALL_ROW("split", "K|host", SW_SPLIT, NULL, "--servers: the split they run"),
 };
 
 const struct conf_cmd cmd_sweep_spec = {
-    .prog = "splitnic sweep",
-    .synopsis = "MODEL [--profile P] [--link-gbps X,Y,Z] [--plot FILE.png|FILE.svg] "
-		"[--normalize] [--json FILE] [--images IDX | --npy FILE] [--count N]\n"
-		"MODEL --packet [--load R,...|Fx,...] [--duration S] [--rounds N] "
-		"[--splits K,...,host] [--platform emu|lcore] [OPTIONS]\n"
-		"MODEL --packet --servers ADDR [--netns NS] --split K|host [OPTIONS]",
-    .purpose = "every single split and the planner's choice, in process or over the packet path",
+    CONF_CMD("splitnic sweep",
+	     "MODEL [--profile P] [--link-gbps X,Y,Z] [--plot FILE.png|FILE.svg] "
+	     "[--normalize] [--json FILE] [--images IDX | --npy FILE] [--count N]\n"
+	     "MODEL --packet [--load R,...|Fx,...] [--duration S] [--rounds N] "
+	     "[--splits K,...,host] [--platform emu|lcore] [OPTIONS]\n"
+	     "MODEL --packet --servers ADDR [--netns NS] --split K|host [OPTIONS]",
+	     "every single split and the planner's choice, in process or over the packet path",
+	     sweep_opts, 1, 1),
     .notes = "--link-gbps: rates of the host <-> NIC link (packet: tc tbf, 'none' for unshaped);\n"
 	     "--load: offered requests/s (open loop, Poisson), or Fx: F times the all-host\n"
 	     "capacity measured first at each rate.\n",
-    .opts = sweep_opts,
-    .n_opts = CONF_NOPTS(sweep_opts),
-    .min_args = 1,
-    .max_args = 1,
-    .on_opt = sweep_opt,
-};
+    .on_opt = sweep_opt};
 
 int cmd_sweep(int argc, char **argv)
 {

@@ -52,42 +52,32 @@ static int xdp_model_id(void *p, const struct conf_opt *opt, const char *arg)
 #define XDP_OPT(f) offsetof(struct xdp_opts, f)
 
 static const struct conf_opt xdp_opts[] = {
-    {.name = "mode",
-     .arg = "native|generic",
-     .help = "the XDP attach mode",
-     .def = "native",
-     .type = CONF_CHOICE,
-     .off = XDP_OPT(mode_name)},
+    CONF_CHOICE_ROW("mode", "native|generic", XDP_OPT(mode_name), "native", "the XDP attach mode"),
     CONF_LONG_ROW("port", "P", XDP_OPT(port), 1, 65535, NULL,
 		  "the UDP port it answers (default 21326)"),
-    CONF_CALL_ROW("model-id", "ID", 0, "the model id it answers (default: its name's)"),
-    CONF_STR_ROW("images", "IDX[.gz]", XDP_OPT(images), "test: the inputs (default: random)"),
-    CONF_STR_ROW("npy", "FILE.npy", XDP_OPT(images), "test: f32 inputs"),
+    CONF_CALL_ROW("model-id", "ID", 0, NULL, "the model id it answers (default: its name's)"),
+    CONF_STR_ROW("images", "IDX[.gz]", XDP_OPT(images), NULL, "test: the inputs (default: random)"),
+    CONF_STR_ROW("npy", "FILE.npy", XDP_OPT(images), NULL, "test: f32 inputs"),
     CONF_LONG_ROW("count", "N", XDP_OPT(count), 1, 1L << 30, NULL,
 		  "test: N inputs (default: all, or 10 random)"),
     CONF_LONG_ROW("repeat", "R", XDP_OPT(repeat), 1, 1L << 24, "1",
 		  "test: runs per frame, for the time"),
-    CONF_STR_ROW("scores", "FILE.csv", XDP_OPT(scores),
+    CONF_STR_ROW("scores", "FILE.csv", XDP_OPT(scores), NULL,
 		 "test: the scores, as splitnic run --scores writes them"),
     CONF_FLAG_ROW("quiet", XDP_OPT(quiet), "test: no line per input"),
     CONF_FLAG_ROW("bits", XDP_OPT(bits), "test: f32 inputs sent as sign(x) packed"),
 };
 
 const struct conf_cmd cmd_xdp_spec = {
-    .prog = "splitnic xdp",
-    .synopsis = "attach IFACE MODEL [--mode native|generic] [--port P] [--model-id ID]\n"
-		"pass IFACE [--mode native|generic]   (the XDP_PASS program, for a veth peer)\n"
-		"detach IFACE\n"
-		"stats IFACE\n"
-		"test MODEL [--images IDX[.gz] | --npy FILE.npy [--bits]] [--count N] [--repeat R] "
-		"[--scores FILE.csv] [--quiet]",
-    .purpose = "the binary MLP answered in the kernel's XDP hook",
-    .opts = xdp_opts,
-    .n_opts = CONF_NOPTS(xdp_opts),
-    .min_args = 1,
-    .max_args = 2,
-    .on_opt = xdp_model_id,
-};
+    CONF_CMD("splitnic xdp",
+	     "attach IFACE MODEL [--mode native|generic] [--port P] [--model-id ID]\n"
+	     "pass IFACE [--mode native|generic]   (the XDP_PASS program, for a veth peer)\n"
+	     "detach IFACE\n"
+	     "stats IFACE\n"
+	     "test MODEL [--images IDX[.gz] | --npy FILE.npy [--bits]] [--count N] [--repeat R] "
+	     "[--scores FILE.csv] [--quiet]",
+	     "the binary MLP answered in the kernel's XDP hook", xdp_opts, 1, 2),
+    .on_opt = xdp_model_id};
 
 static int iface_index(const char *name)
 {

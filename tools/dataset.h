@@ -40,11 +40,11 @@ struct dataset_opts {
  * and --count (1 .. 2^30), into the struct dataset_opts member F of the options struct S.
  */
 #define DATASET_OPT_ROWS(S, F)                                                                     \
-	CONF_STR_ROW("images", "IDX[.gz]", offsetof(S, F.images),                                  \
+	CONF_STR_ROW("images", "IDX[.gz]", offsetof(S, F.images), NULL,                            \
 		     "the inputs: IDX images (u8 models)"),                                        \
-	    CONF_STR_ROW("npy", "FILE.npy", offsetof(S, F.npy),                                    \
+	    CONF_STR_ROW("npy", "FILE.npy", offsetof(S, F.npy), NULL,                              \
 			 "the inputs: an (N, C, H, W) float array (f32 models)"),                  \
-	    CONF_STR_ROW("labels", "IDX[.gz]", offsetof(S, F.labels),                              \
+	    CONF_STR_ROW("labels", "IDX[.gz]", offsetof(S, F.labels), NULL,                        \
 			 "one label per input: the accuracy"),                                     \
 	    CONF_LONG_ROW("count", "N", offsetof(S, F.count), 1, 1L << 30, NULL,                   \
 			  "the first N inputs only (default: all)")

@@ -74,16 +74,11 @@ static int ref_port(void *p, const struct conf_opt *opt, const char *arg)
 #define REF_OPT(f) offsetof(struct ref_opts, f)
 
 static const struct conf_opt ref_opts[] = {
-    {.name = "bind",
-     .arg = "ADDR",
-     .help = "the address to listen on",
-     .def = "127.0.0.1",
-     .type = CONF_STR,
-     .off = REF_OPT(bind)},
-    {.name = "port", .arg = "P", .help = "its UDP port", .def = "21326", .type = CONF_CALL},
+    CONF_STR_ROW("bind", "ADDR", REF_OPT(bind), "127.0.0.1", "the address to listen on"),
+    CONF_CALL_ROW("port", "P", 0, "21326", "its UDP port"),
     CONF_LONG_ROW("classes", "N", REF_OPT(classes), 1, 65535, "10", "classes per RESPONSE"),
-    CONF_STR_ROW("images", "IDX", REF_OPT(images), "with --labels: answer an image's label"),
-    CONF_STR_ROW("labels", "IDX", REF_OPT(labels), "the images' labels"),
+    CONF_STR_ROW("images", "IDX", REF_OPT(images), NULL, "with --labels: answer an image's label"),
+    CONF_STR_ROW("labels", "IDX", REF_OPT(labels), NULL, "the images' labels"),
     CONF_LONG_ROW("wrong-every", "K", REF_OPT(wrong_every), 0, 1L << 31, NULL,
 		  "every K-th RESPONSE gives the next class"),
     CONF_LONG_ROW("error-every", "K", REF_OPT(error_every), 0, 1L << 31, NULL,
@@ -96,18 +91,15 @@ static const struct conf_opt ref_opts[] = {
 		  "stop after N requests (0: never)"),
     CONF_LONG_ROW("payload", "B", REF_OPT(payload), 256, 65507, "1400", "UDP payload per datagram"),
     CONF_LONG_ROW("slots", "S", REF_OPT(slots), 1, 65536, "64", "reassembly slots"),
-    CONF_STR_ROW("ready-file", "F", REF_OPT(ready_file), "created once the socket is bound"),
+    CONF_STR_ROW("ready-file", "F", REF_OPT(ready_file), NULL, "created once the socket is bound"),
 };
 
 const struct conf_cmd cmd_respond_ref_spec = {
-    .prog = "splitnic respond-ref",
-    .synopsis = "[--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
-		"[--error-every K] [--drop-every K] [OPTIONS]",
-    .purpose = "the reference responder the client is tested against",
-    .opts = ref_opts,
-    .n_opts = CONF_NOPTS(ref_opts),
-    .on_opt = ref_port,
-};
+    CONF_CMD("splitnic respond-ref",
+	     "[--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
+	     "[--error-every K] [--drop-every K] [OPTIONS]",
+	     "the reference responder the client is tested against", ref_opts, 0, 0),
+    .on_opt = ref_port};
 
 static int ref_parse(int argc, char **argv, struct ref_opts *o)
 {
