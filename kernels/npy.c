@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/npy.h"
@@ -223,4 +224,44 @@ void kern_npy_to_f64(const struct kern_npy *a, double *out)
 			memcpy(&out[i], p + 8 * i, 8);
 		}
 	}
+}
+
+void *kern_npy_alloc_raw(const char *dict, size_t data_len, size_t *len)
+{
+	const size_t dl = strlen(dict), hl = (10 + dl + 1 + 63) / 64 * 64 - 10;
+	uint8_t *b = malloc(10 + hl + data_len);
+
+	if (!b)
+		return NULL;
+	memcpy(b, "\x93NUMPY\x01\x00", 8);
+	b[8] = (uint8_t)hl;
+	b[9] = (uint8_t)(hl >> 8);
+	memset(b + 10, ' ', hl);
+	memcpy(b + 10, dict, dl);
+	b[10 + hl - 1] = '\n';
+	*len = 10 + hl + data_len;
+	return b;
+}
+
+void *kern_npy_alloc(const char *descr, const uint64_t *shape, uint32_t ndim, void **data,
+		     size_t *len)
+{
+	const size_t isz = strlen(descr) == 3 && !strcmp(descr + 1, "f8") ? 8 : 4;
+	char dict[80 + 24 * KERN_NPY_MAXDIM];
+	uint64_t count = 1;
+	size_t n;
+	uint8_t *b;
+
+	n = (size_t)snprintf(dict, sizeof(dict),
+			     "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+	for (uint32_t d = 0; d < ndim; d++) {
+		n += (size_t)snprintf(dict + n, sizeof(dict) - n, "%s%llu", d ? ", " : "",
+				      (unsigned long long)shape[d]);
+		count *= shape[d];
+	}
+	snprintf(dict + n, sizeof(dict) - n, "%s), }", ndim == 1 ? "," : "");
+	b = kern_npy_alloc_raw(dict, count * isz, len);
+	if (b)
+		*data = b + *len - count * isz;
+	return b;
 }

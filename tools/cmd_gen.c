@@ -13,6 +13,7 @@
 #include <string.h>
 #include <zip.h>
 
+#include "kernels/npy.h"
 #include "split/split.h"
 #include "tools/cli_util.h"
 #include "tools/cmds.h"
@@ -32,36 +33,6 @@ static double gen_uniform(struct gen_rng *r)
 	return (double)(z >> 11) * 0x1.0p-53;
 }
 
-/* One npy 1.0 file in memory: header padded to a multiple of 64, then float32 data. */
-static void *npy_make(const uint64_t *shape, uint32_t ndim, uint64_t count, size_t *len,
-		      float **data)
-{
-	char dict[160], sh[96] = "";
-	size_t hlen, pos = 0;
-	uint8_t *buf;
-
-	for (uint32_t d = 0; d < ndim; d++)
-		pos += (size_t)snprintf(sh + pos, sizeof(sh) - pos, "%llu%s",
-					(unsigned long long)shape[d],
-					ndim == 1 ? "," : (d + 1 < ndim ? ", " : ""));
-	snprintf(dict, sizeof(dict), "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
-		 sh);
-	hlen = strlen(dict) + 1;
-	hlen = (10 + hlen + 63) / 64 * 64 - 10;
-	*len = 10 + hlen + count * 4;
-	buf = malloc(*len);
-	if (!buf)
-		return NULL;
-	memcpy(buf, "\x93NUMPY\x01\x00", 8);
-	buf[8] = (uint8_t)(hlen & 0xff);
-	buf[9] = (uint8_t)(hlen >> 8);
-	memset(buf + 10, ' ', hlen);
-	memcpy(buf + 10, dict, strlen(dict));
-	buf[10 + hlen - 1] = '\n';
-	*data = (float *)(buf + 10 + hlen);
-	return buf;
-}
-
 enum gen_kind { GEN_WEIGHT, GEN_BIAS, GEN_GAMMA, GEN_BETA, GEN_MEAN, GEN_VAR };
 
 static int gen_array(zip_t *za, uint32_t i, const char *name, const uint64_t *shape, uint32_t ndim,
@@ -77,7 +48,7 @@ static int gen_array(zip_t *za, uint32_t i, const char *name, const uint64_t *sh
 
 	for (uint32_t k = 0; k < ndim; k++)
 		count *= shape[k];
-	buf = npy_make(shape, ndim, count, &len, &d);
+	buf = kern_npy_alloc("<f4", shape, ndim, (void **)&d, &len);
 	if (!buf)
 		return -ENOMEM;
 	for (uint64_t k = 0; k < count; k++) {

@@ -10,6 +10,7 @@
 #include <zip.h>
 
 #include "kernels/model_file.h"
+#include "kernels/npy.h"
 #include "onnx/onnx_import.h"
 #include "tools/cmds.h"
 
@@ -66,27 +67,10 @@ static int write_arch(const struct kern_ic_model *ic, const char *path)
 /* One float64 .npy (version 1.0) of the array, malloc'd. */
 static void *npy_f64(const struct kern_ic_array *a, size_t *len)
 {
-	char hdr[256], shape[160] = "";
-	size_t hl, body = a->count * sizeof(double);
-	uint8_t *buf;
+	void *data, *buf = kern_npy_alloc("<f8", a->shape, a->ndim, &data, len);
 
-	for (uint32_t d = 0; d < a->ndim; d++)
-		snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%llu,%s",
-			 (unsigned long long)a->shape[d], d + 1 < a->ndim ? " " : "");
-	hl = (size_t)snprintf(hdr, sizeof(hdr),
-			      "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }", shape);
-	while ((10 + hl + 1) % 64)
-		hdr[hl++] = ' ';
-	hdr[hl++] = '\n';
-	*len = 10 + hl + body;
-	buf = malloc(*len);
-	if (!buf)
-		return NULL;
-	memcpy(buf, "\x93NUMPY\x01\x00", 8);
-	buf[8] = (uint8_t)(hl & 0xff);
-	buf[9] = (uint8_t)(hl >> 8);
-	memcpy(buf + 10, hdr, hl);
-	memcpy(buf + 10 + hl, a->data, body);
+	if (buf)
+		memcpy(data, a->data, a->count * sizeof(double));
 	return buf;
 }
 

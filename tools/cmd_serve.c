@@ -48,38 +48,28 @@
 #define SERVE_MAX_MSG	 (16u << 20)
 #define SERVE_REASM_NS	 1000000000ull
 
-enum serve_counter {
-	SC_DATAGRAMS,
-	SC_REJECTED,
-	SC_OTHER_TYPE,
-	SC_FRAGMENTS,
-	SC_REQUESTS,
-	SC_ANSWERED,
-	SC_ERR_BAD_REQUEST,
-	SC_ERR_UNKNOWN_MODEL,
-	SC_ERR_BAD_SHAPE,
-	SC_ERR_BUSY,
-	SC_ERR_TOO_LARGE,
-	SC_ERR_INTERNAL,
-	SC_SEND_FAIL,
-	SC__COUNT
-};
+/* The counters: their enum and their names in the report, from one list. */
+#define SERVE_COUNTERS(X)                                                                          \
+	X(DATAGRAMS, "datagrams")                                                                  \
+	X(REJECTED, "rejected")                                                                    \
+	X(OTHER_TYPE, "other_type")                                                                \
+	X(FRAGMENTS, "fragments")                                                                  \
+	X(REQUESTS, "requests")                                                                    \
+	X(ANSWERED, "answered")                                                                    \
+	X(ERR_BAD_REQUEST, "error_bad_request")                                                    \
+	X(ERR_UNKNOWN_MODEL, "error_unknown_model")                                                \
+	X(ERR_BAD_SHAPE, "error_bad_shape")                                                        \
+	X(ERR_BUSY, "error_busy")                                                                  \
+	X(ERR_TOO_LARGE, "error_too_large")                                                        \
+	X(ERR_INTERNAL, "error_internal")                                                          \
+	X(SEND_FAIL, "send_fail")
 
-static const char *const sc_names[SC__COUNT] = {
-    [SC_DATAGRAMS] = "datagrams",
-    [SC_REJECTED] = "rejected",
-    [SC_OTHER_TYPE] = "other_type",
-    [SC_FRAGMENTS] = "fragments",
-    [SC_REQUESTS] = "requests",
-    [SC_ANSWERED] = "answered",
-    [SC_ERR_BAD_REQUEST] = "error_bad_request",
-    [SC_ERR_UNKNOWN_MODEL] = "error_unknown_model",
-    [SC_ERR_BAD_SHAPE] = "error_bad_shape",
-    [SC_ERR_BUSY] = "error_busy",
-    [SC_ERR_TOO_LARGE] = "error_too_large",
-    [SC_ERR_INTERNAL] = "error_internal",
-    [SC_SEND_FAIL] = "send_fail",
-};
+#define SC_ENUM(id, name) SC_##id,
+#define SC_NAME(id, name) name,
+
+enum serve_counter { SERVE_COUNTERS(SC_ENUM) SC__COUNT };
+
+static const char *const sc_names[SC__COUNT] = {SERVE_COUNTERS(SC_NAME)};
 
 struct serve_model {
 	struct kern_model *m;

@@ -6,49 +6,28 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include "kernels/npy.h"
 #include "tests/support/npz_write.h"
 
 uint8_t *test_npy_raw(const char *dict, const void *data, size_t data_len, size_t *len)
 {
-	size_t dl = strlen(dict), hl = (10 + dl + 1 + 63) / 64 * 64 - 10;
-	uint8_t *b = malloc(10 + hl + data_len);
+	uint8_t *b = kern_npy_alloc_raw(dict, data_len, len);
 
-	if (!b)
-		return NULL;
-	memcpy(b, "\x93NUMPY\x01\x00", 8);
-	b[8] = (uint8_t)hl;
-	b[9] = (uint8_t)(hl >> 8);
-	memset(b + 10, ' ', hl);
-	memcpy(b + 10, dict, dl);
-	b[10 + hl - 1] = '\n';
-	if (data_len)
-		memcpy(b + 10 + hl, data, data_len);
-	*len = 10 + hl + data_len;
+	if (b && data_len)
+		memcpy(b + *len - data_len, data, data_len);
 	return b;
 }
 
 uint8_t *test_npy_encode(const struct test_array *a, size_t *len)
 {
 	const char *descr = a->descr ? a->descr : "<f4";
-	size_t isz = strcmp(descr + 1, "f8") ? 4 : 8, n = 1;
-	char dict[256], *p;
-	uint8_t *data, *out;
+	uint8_t *data, *out = kern_npy_alloc(descr, a->shape, a->ndim, (void **)&data, len);
+	size_t n = 1;
 
-	for (uint32_t d = 0; d < a->ndim; d++)
+	for (uint32_t d = 0; out && d < a->ndim; d++)
 		n *= a->shape[d];
-	p = dict + sprintf(dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-	for (uint32_t d = 0; d < a->ndim; d++)
-		p += sprintf(p, "%llu, ", (unsigned long long)a->shape[d]);
-	if (a->ndim > 1)
-		p -= 2;
-	else if (a->ndim == 1)
-		p -= 1;
-	sprintf(p, "), }");
-	data = malloc(n * isz + 1);
-	if (!data)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (isz == 4) {
+	for (size_t i = 0; out && i < n; i++) {
+		if (strcmp(descr + 1, "f8")) {
 			float f = (float)a->v[i];
 
 			memcpy(data + 4 * i, &f, 4);
@@ -56,8 +35,6 @@ uint8_t *test_npy_encode(const struct test_array *a, size_t *len)
 			memcpy(data + 8 * i, &a->v[i], 8);
 		}
 	}
-	out = test_npy_raw(dict, data, n * isz, len);
-	free(data);
 	return out;
 }
 
