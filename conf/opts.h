@@ -85,12 +85,14 @@ struct conf_cmd {
 	int (*on_opt)(void *o, const struct conf_opt *opt, const char *arg);
 };
 
-/* The first fields of a struct conf_cmd: OPTS is the table (an array), ARGS the range of
- * positional arguments (MIN, MAX). */
-#define CONF_CMD(PROG, SYNOPSIS, PURPOSE, OPTS, MIN_ARGS, MAX_ARGS)                                \
+/*
+ * The first fields of a struct conf_cmd: OPTS is the table (an array), MIN_ARGS..MAX_ARGS the
+ * positional arguments, ON_OPT the callback of its CONF_CALL rows (or NULL).
+ */
+#define CONF_CMD(PROG, SYNOPSIS, PURPOSE, OPTS, MIN_ARGS, MAX_ARGS, ON_OPT)                        \
 	.prog = (PROG), .synopsis = (SYNOPSIS), .purpose = (PURPOSE), .opts = (OPTS),              \
 	.n_opts = (unsigned)(sizeof(OPTS) / sizeof((OPTS)[0])), .min_args = (MIN_ARGS),            \
-	.max_args = (MAX_ARGS)
+	.max_args = (MAX_ARGS), .on_opt = (ON_OPT)
 
 /*
  * Parse argv (argv[0] the command's name; set to c->prog for getopt's messages) into o: first

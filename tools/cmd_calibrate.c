@@ -679,7 +679,7 @@ const struct conf_cmd cmd_calibrate_spec = {
 	     "[--platform emu|lcore] [--executors E] [--lab SCRIPT] [--tag T]]",
 	     "measure this machine's executors and transfer costs (and the packet path) into "
 	     "a profile",
-	     cal_opts, 0, 0),
+	     cal_opts, 0, 0, NULL),
     .notes = "In process: this machine's kernels, the emulator's NIC, the protocol code.\n"
 	     "--packet (root): then, with no server running meanwhile for the in-process part (or\n"
 	     "from --profile IN), the NIC's per-request time and the path's costs MEASURED\n"

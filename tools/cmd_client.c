@@ -223,15 +223,14 @@ const struct conf_cmd cmd_client_spec = {
 	     "--health ADDR[:PORT] [--role any|nic|host|serve|xdp] [--timeout-ms T] [--json]",
 	     "front-end and load generator over UDP; exit status 3 when a request got no "
 	     "RESPONSE",
-	     client_opts, 0, 1),
+	     client_opts, 0, 1, client_opt),
     .notes = "Sends N requests, open loop at R requests/s (evenly spaced, or Poisson arrivals\n"
 	     "with --poisson) or closed loop with N outstanding, and reports accuracy (with\n"
 	     "labels), latency p50/p90/p99/p99.9, throughput, errors by code and timeouts.\n"
 	     "Exit status: 0 every request answered with a RESPONSE, 3 some were not (errors,\n"
 	     "timeouts, send failures), 1 the run failed, 2 bad arguments.\n"
 	     "--health: probe the server (and a NIC's host), print its report: exit 0 serving,\n"
-	     "1 draining, degraded, no answer or error.\n",
-    .on_opt = client_opt};
+	     "1 draining, degraded, no answer or error.\n"};
 
 static int parse_opts(int argc, char **argv, struct client_opts *o)
 {

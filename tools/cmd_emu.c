@@ -165,12 +165,11 @@ static const struct conf_opt emu_opts[] = {
     CONF_FLAG_ROW("json", EMU_OPT(json), "one JSON object instead of text"),
 };
 
-const struct conf_cmd cmd_emu_spec = {
-    CONF_CMD("splitnic emu",
-	     "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]\n"
-	     "--params",
-	     "a model's NIC part on the NFP-style emulator (modeled time)", emu_opts, 0, 1),
-    .on_opt = emu_opt};
+const struct conf_cmd cmd_emu_spec = {CONF_CMD(
+    "splitnic emu",
+    "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]\n"
+    "--params",
+    "a model's NIC part on the NFP-style emulator (modeled time)", emu_opts, 0, 1, emu_opt)};
 
 int cmd_emu(int argc, char **argv)
 {

@@ -198,8 +198,7 @@ static const struct conf_opt gen_opts[] = {
 
 const struct conf_cmd cmd_gen_spec = {
     CONF_CMD("splitnic gen", "ARCH.json -o WEIGHTS.npz [--seed S]",
-	     "random weights for any interchange architecture", gen_opts, 1, 1),
-    .on_opt = gen_seed};
+	     "random weights for any interchange architecture", gen_opts, 1, 1, gen_seed)};
 
 int cmd_gen(int argc, char **argv)
 {

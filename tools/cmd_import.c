@@ -140,9 +140,10 @@ static const struct conf_opt import_opts[] = {
 		 "write DIR/arch.json and DIR/weights.npz"),
 };
 
-const struct conf_cmd cmd_import_spec = {CONF_CMD(
-    "splitnic import", "MODEL.onnx (-o MODEL.snm | --interchange DIR)",
-    "import an ONNX or QONNX model (docs/onnx-import.md) into a model file", import_opts, 1, 1)};
+const struct conf_cmd cmd_import_spec = {
+    CONF_CMD("splitnic import", "MODEL.onnx (-o MODEL.snm | --interchange DIR)",
+	     "import an ONNX or QONNX model (docs/onnx-import.md) into a model file", import_opts,
+	     1, 1, NULL)};
 
 int cmd_import(int argc, char **argv)
 {

@@ -19,9 +19,10 @@ static const struct conf_opt convert_opts[] = {
     CONF_OUTPUT_ROW("MODEL", offsetof(struct convert_opts, out), "the model file to write"),
 };
 
-const struct conf_cmd cmd_convert_spec = {CONF_CMD(
-    "splitnic convert", "ARCH.json WEIGHTS.npz -o MODEL",
-    "compile an interchange model (docs/model-format.md) into a model file", convert_opts, 2, 2)};
+const struct conf_cmd cmd_convert_spec = {
+    CONF_CMD("splitnic convert", "ARCH.json WEIGHTS.npz -o MODEL",
+	     "compile an interchange model (docs/model-format.md) into a model file", convert_opts,
+	     2, 2, NULL)};
 
 int cmd_convert(int argc, char **argv)
 {
@@ -205,9 +206,9 @@ static const struct conf_opt inspect_opts[] = {
     CONF_FLAG_ROW("ops", offsetof(struct inspect_opts, ops), "the compiled ops too"),
 };
 
-const struct conf_cmd cmd_inspect_spec = {
-    CONF_CMD("splitnic inspect", "MODEL [--json] [--ops]",
-	     "a model file's source layers (and compiled ops with --ops)", inspect_opts, 1, 1)};
+const struct conf_cmd cmd_inspect_spec = {CONF_CMD(
+    "splitnic inspect", "MODEL [--json] [--ops]",
+    "a model file's source layers (and compiled ops with --ops)", inspect_opts, 1, 1, NULL)};
 
 int cmd_inspect(int argc, char **argv)
 {

@@ -144,7 +144,7 @@ static const struct conf_opt run_opts[] = {
 
 const struct conf_cmd cmd_run_spec = {CONF_CMD(
     "splitnic run", "MODEL (--images IDX[.gz] | --npy FILE.npy) [--labels IDX[.gz]] [OPTIONS]",
-    "run a model in process: accuracy, latency p50/p99, images/s", run_opts, 1, 1)};
+    "run a model in process: accuracy, latency p50/p99, images/s", run_opts, 1, 1, NULL)};
 
 int cmd_run(int argc, char **argv)
 {

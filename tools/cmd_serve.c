@@ -396,10 +396,9 @@ const struct conf_cmd cmd_serve_spec = {
     CONF_CMD("splitnic serve",
 	     "--model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [OPTIONS]",
 	     "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)",
-	     serve_opts, 0, 0),
+	     serve_opts, 0, 0, serve_opt),
     .notes = "Answers REQUESTs on a kernel UDP socket with the CPU kernels until SIGINT or\n"
-	     "SIGTERM; prints its counters then (and writes them to --stats-file as JSON).\n",
-    .on_opt = serve_opt};
+	     "SIGTERM; prints its counters then (and writes them to --stats-file as JSON).\n"};
 
 int cmd_serve(int argc, char **argv)
 {

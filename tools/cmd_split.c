@@ -239,7 +239,7 @@ static const struct conf_opt analyze_opts[] = {
 const struct conf_cmd cmd_analyze_spec = {
     CONF_CMD("splitnic analyze", "MODEL|ARCH.json [--csv|--json] [--plot FILE.png|FILE.svg]",
 	     "per layer: output size at f32/fp16/int8/1-bit, parameters, ops, executors",
-	     analyze_opts, 1, 1)};
+	     analyze_opts, 1, 1, NULL)};
 
 int cmd_analyze(int argc, char **argv)
 {
@@ -337,11 +337,10 @@ const struct conf_cmd cmd_plan_spec = {
 	     "MODEL [--profile P] [--link-gbps X] [--load RPS] "
 	     "[--objective latency|p99|throughput] [--in-process] [--allow-approx] [-o PLAN]",
 	     "choose the split (CPU, GPU, NIC stages) from the cost model, under load", plan_opts,
-	     1, 1),
+	     1, 1, plan_opt),
     .notes = "Predicts the packet path (front-end -> splitnic-nic -> splitnic-host -> NIC) unless\n"
 	     "--in-process; --load: offered requests/s, each stage a queue (latency: p50, p99:\n"
-	     "p99, throughput: the slowest stage).\n",
-    .on_opt = plan_opt};
+	     "p99, throughput: the slowest stage).\n"};
 
 int cmd_plan(int argc, char **argv)
 {

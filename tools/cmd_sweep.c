@@ -289,17 +289,14 @@ static double sweep_report(const struct sweep *s)
 /* --json: every split's MEASURED parts and MODELED parts, apart. */
 static int sweep_json(const struct sweep *s, const char *path)
 {
-	json_t *root = json_object(), *cands = json_array();
+	json_t *cands = json_array(), *root;
 	char name[48];
-	int ret;
 
-	json_object_set_new(root, "model", json_string(s->m->name));
-	json_object_set_new(root, "mode", json_string("in-process"));
-	json_object_set_new(
-	    root, "method",
-	    json_string("MEASURED in process (medians, us): host, serialize, copy, "
-			"deserialize; MODELED: wire at each link rate, the NIC stage "
-			"(NFP emulator), the cost model's predictions"));
+	root = sweep_json_root(
+	    s->m->name, "in-process",
+	    "MEASURED in process (medians, us): host, serialize, copy, deserialize; MODELED: "
+	    "wire at each link rate, the NIC stage (NFP emulator), the cost model's "
+	    "predictions");
 	for (uint32_t j = 0; j < s->n_cand; j++) {
 		const struct sweep_cand *c = &s->cand[j];
 		json_t *o = json_object(), *meas = json_object(), *mod = json_object(),
@@ -325,11 +322,7 @@ static int sweep_json(const struct sweep *s, const char *path)
 		json_array_append_new(cands, o);
 	}
 	json_object_set_new(root, "splits", cands);
-	ret = json_dump_file(root, path, JSON_INDENT(1)) ? -EIO : 0;
-	json_decref(root);
-	if (ret)
-		fprintf(stderr, "splitnic sweep: --json %s: cannot write\n", path);
-	return ret;
+	return sweep_json_write(root, path);
 }
 
 /*
@@ -590,11 +583,10 @@ const struct conf_cmd cmd_sweep_spec = {
 	     "[--splits K,...,host] [--platform emu|lcore] [OPTIONS]\n"
 	     "MODEL --packet --servers ADDR [--netns NS] --split K|host [OPTIONS]",
 	     "every single split and the planner's choice, in process or over the packet path",
-	     sweep_opts, 1, 1),
+	     sweep_opts, 1, 1, sweep_opt),
     .notes = "--link-gbps: rates of the host <-> NIC link (packet: tc tbf, 'none' for unshaped);\n"
 	     "--load: offered requests/s (open loop, Poisson), or Fx: F times the all-host\n"
-	     "capacity measured first at each rate.\n",
-    .on_opt = sweep_opt};
+	     "capacity measured first at each rate.\n"};
 
 int cmd_sweep(int argc, char **argv)
 {

@@ -76,8 +76,7 @@ const struct conf_cmd cmd_xdp_spec = {
 	     "stats IFACE\n"
 	     "test MODEL [--images IDX[.gz] | --npy FILE.npy [--bits]] [--count N] [--repeat R] "
 	     "[--scores FILE.csv] [--quiet]",
-	     "the binary MLP answered in the kernel's XDP hook", xdp_opts, 1, 2),
-    .on_opt = xdp_model_id};
+	     "the binary MLP answered in the kernel's XDP hook", xdp_opts, 1, 2, xdp_model_id)};
 
 static int iface_index(const char *name)
 {
@@ -88,14 +87,24 @@ static int iface_index(const char *name)
 	return ifindex;
 }
 
-static struct kern_model *load_model(const char *path)
+/*
+ * The model at path and its XDP program for o's port and model id: the program, or NULL after a
+ * message naming the verb (*m is then NULL).
+ */
+static struct xdp_infer *load_prog(const char *verb, const char *path, const struct xdp_opts *o,
+				   struct kern_model **m)
 {
-	char err[512];
-	struct kern_model *m = kern_model_load(path, err, sizeof(err));
+	char err[1024];
+	struct xdp_infer *x;
 
-	if (!m)
-		fprintf(stderr, "splitnic xdp: %s\n", err);
-	return m;
+	*m = kern_model_load(path, err, sizeof(err));
+	x = *m ? xdp_infer_load(*m, (uint32_t)o->port, o->model_id, err, sizeof(err)) : NULL;
+	if (!x) {
+		fprintf(stderr, "splitnic xdp %s: %s\n", verb, err);
+		kern_model_free(*m);
+		*m = NULL;
+	}
+	return x;
 }
 
 static void print_plan(const struct xdp_infer *x)
@@ -116,7 +125,6 @@ static void print_plan(const struct xdp_infer *x)
 
 static int verb_attach(const struct xdp_opts *o, char **pos)
 {
-	char err[1024];
 	struct kern_model *m;
 	struct xdp_infer *x;
 	int ifindex, ret;
@@ -124,15 +132,9 @@ static int verb_attach(const struct xdp_opts *o, char **pos)
 	ifindex = iface_index(pos[0]);
 	if (!ifindex)
 		return 1;
-	m = load_model(pos[1]);
-	if (!m)
+	x = load_prog("attach", pos[1], o, &m);
+	if (!x)
 		return 1;
-	x = xdp_infer_load(m, (uint32_t)o->port, o->model_id, err, sizeof(err));
-	if (!x) {
-		fprintf(stderr, "splitnic xdp attach: %s\n", err);
-		kern_model_free(m);
-		return 1;
-	}
 	ret = xdp_infer_attach(x, ifindex, o->mode);
 	if (ret)
 		fprintf(stderr, "splitnic xdp attach: %s (%s mode): %s\n", pos[0],
@@ -246,14 +248,9 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 
 	if (o->scores && cli_output_ok("xdp test", "--scores", o->scores))
 		return 1;
-	m = load_model(pos[0]);
-	if (!m)
+	x = load_prog("test", pos[0], o, &m);
+	if (!x)
 		return 1;
-	x = xdp_infer_load(m, (uint32_t)o->port, o->model_id, err, sizeof(err));
-	if (!x) {
-		fprintf(stderr, "splitnic xdp test: %s\n", err);
-		goto out_model;
-	}
 	print_plan(x);
 	classes = kern_model_classes(m);
 	inputs = test_inputs(m, o, &ds, &n);
@@ -350,7 +347,6 @@ out_free:
 	else
 		free(inputs);
 	xdp_infer_free(x);
-out_model:
 	kern_model_free(m);
 	return ret;
 }

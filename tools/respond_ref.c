@@ -98,8 +98,7 @@ const struct conf_cmd cmd_respond_ref_spec = {
     CONF_CMD("splitnic respond-ref",
 	     "[--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
 	     "[--error-every K] [--drop-every K] [OPTIONS]",
-	     "the reference responder the client is tested against", ref_opts, 0, 0),
-    .on_opt = ref_port};
+	     "the reference responder the client is tested against", ref_opts, 0, 0, ref_port)};
 
 static int ref_parse(int argc, char **argv, struct ref_opts *o)
 {

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "kernels/kern.h"
 #include "protocol/proto.h"
 #include "split/split.h"
@@ -83,6 +85,13 @@ void sweep_lab_down(struct sweep_lab *l);
 void sweep_remove_dir(const char *dir);
 /* `splitnic client ADDR ARGS... --json` against the lab (or --servers); into pt. */
 int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point *pt);
+
+/*
+ * --json: the root object of a sweep's report (model, mode, method) to fill; sweep_json_write
+ * writes it to path and frees it: 0, or -EIO after a message.
+ */
+json_t *sweep_json_root(const char *model, const char *mode, const char *method);
+int sweep_json_write(json_t *root, const char *path);
 
 /* Measure and report; 0, or 1 after a message (the sweep failed or was interrupted). */
 int sweep_packet_run(const struct kern_model *m, const struct split_profile *pr,

@@ -241,3 +241,18 @@ int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point
 	json_decref(j);
 	return 0;
 }
+
+json_t *sweep_json_root(const char *model, const char *mode, const char *method)
+{
+	return json_pack("{s:s,s:s,s:s}", "model", model, "mode", mode, "method", method);
+}
+
+int sweep_json_write(json_t *root, const char *path)
+{
+	int ret = json_dump_file(root, path, JSON_INDENT(1)) ? -EIO : 0;
+
+	json_decref(root);
+	if (ret)
+		fprintf(stderr, "splitnic sweep: --json %s: cannot write\n", path);
+	return ret;
+}

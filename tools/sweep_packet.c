@@ -510,17 +510,14 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 
 static int report_json(const struct pk *p)
 {
-	json_t *root = json_object(), *rates = json_array();
+	json_t *rates = json_array(), *root;
 	char name[48];
-	int ret;
 
-	json_object_set_new(root, "model", json_string(p->m->name));
-	json_object_set_new(root, "mode", json_string("packet"));
-	json_object_set_new(
-	    root, "method",
-	    json_string("MEASURED: end to end by splitnic client (open loop, Poisson arrivals), "
-			"per stage by the servers' RESPONSE timing fields (means, ns); MODELED: "
-			"every field under \"predicted\" (split_plan_pipeline, queues per stage)"));
+	root = sweep_json_root(
+	    p->m->name, "packet",
+	    "MEASURED: end to end by splitnic client (open loop, Poisson arrivals), per "
+	    "stage by the servers' RESPONSE timing fields (means, ns); MODELED: every field "
+	    "under \"predicted\" (split_plan_pipeline, queues per stage)");
 	json_object_set_new(root, "platform", json_string(p->o->platform));
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
 		json_t *rb = json_object(), *loads = json_array();
@@ -550,11 +547,7 @@ static int report_json(const struct pk *p)
 		json_array_append_new(rates, rb);
 	}
 	json_object_set_new(root, "rates", rates);
-	ret = json_dump_file(root, p->o->json, JSON_INDENT(1)) ? -EIO : 0;
-	json_decref(root);
-	if (ret)
-		fprintf(stderr, "splitnic sweep: --json %s: cannot write\n", p->o->json);
-	return ret;
+	return sweep_json_write(root, p->o->json);
 }
 
 /*
