@@ -286,17 +286,17 @@ static double sweep_report(const struct sweep *s)
 	return stats_median(errs, ne);
 }
 
+static const char sweep_method[] =
+    "MEASURED in process (medians, us): host, serialize, copy, deserialize; MODELED: wire at "
+    "each link rate, the NIC stage (NFP emulator), the cost model's predictions";
+
 /* --json: every split's MEASURED parts and MODELED parts, apart. */
 static int sweep_json(const struct sweep *s, const char *path)
 {
 	json_t *cands = json_array(), *root;
 	char name[48];
 
-	root = sweep_json_root(
-	    s->m->name, "in-process",
-	    "MEASURED in process (medians, us): host, serialize, copy, deserialize; MODELED: "
-	    "wire at each link rate, the NIC stage (NFP emulator), the cost model's "
-	    "predictions");
+	root = sweep_json_root(s->m->name, "in-process", sweep_method);
 	for (uint32_t j = 0; j < s->n_cand; j++) {
 		const struct sweep_cand *c = &s->cand[j];
 		json_t *o = json_object(), *meas = json_object(), *mod = json_object(),

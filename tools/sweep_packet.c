@@ -508,16 +508,17 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 	return j;
 }
 
+static const char pk_method[] =
+    "MEASURED: end to end by splitnic client (open loop, Poisson arrivals), per stage by the "
+    "servers' RESPONSE timing fields (means, ns); MODELED: every field under \"predicted\" "
+    "(split_plan_pipeline, queues per stage)";
+
 static int report_json(const struct pk *p)
 {
 	json_t *rates = json_array(), *root;
 	char name[48];
 
-	root = sweep_json_root(
-	    p->m->name, "packet",
-	    "MEASURED: end to end by splitnic client (open loop, Poisson arrivals), per "
-	    "stage by the servers' RESPONSE timing fields (means, ns); MODELED: every field "
-	    "under \"predicted\" (split_plan_pipeline, queues per stage)");
+	root = sweep_json_root(p->m->name, "packet", pk_method);
 	json_object_set_new(root, "platform", json_string(p->o->platform));
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
 		json_t *rb = json_object(), *loads = json_array();
