@@ -25,38 +25,14 @@
 #include "kernels/cuda/kcuda.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
+#include "tests/support/model_fixture.h"
 #include "tests/support/npz_write.h"
+#include "tests/support/rng.h"
 
 #define REL_TOL 1e-12
 
 static char probe_msg[640];
 static int probe_ret;
-
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s)
-{
-	rng_state = s * 0x9e3779b97f4a7c15ull + 1;
-}
-
-static uint64_t rng(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(uint32_t n)
-{
-	return (uint32_t)(rng() % n);
-}
-
-static double rng_real(double lo, double hi)
-{
-	return lo + (hi - lo) * (double)(rng() >> 11) / (double)(1ull << 53);
-}
 
 static void *xalloc(size_t bytes)
 {
@@ -88,7 +64,7 @@ static uint64_t *rand_bits(size_t rows, uint64_t bits)
 
 	for (size_t r = 0; r < rows; r++)
 		for (size_t j = 0; j < nw; j++) {
-			uint64_t v = rng();
+			uint64_t v = test_mix();
 
 			if (j == nw - 1 && bits % 64)
 				v &= (1ull << (bits % 64)) - 1;
@@ -107,11 +83,11 @@ static uint64_t *rand_pixels(uint32_t batch, uint32_t c, uint32_t h, uint32_t w)
 static void rand_thresh(int32_t *thr, uint8_t *flip, uint32_t n, int32_t range)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t kind = rng_below(10);
+		uint32_t kind = test_mix_below(10);
 
-		thr[i] =
-		    kind == 0 ? INT32_MIN : (int32_t)rng_below(2 * (uint32_t)range + 3) - range - 1;
-		flip[i] = (uint8_t)rng_below(2);
+		thr[i] = kind == 0 ? INT32_MIN
+				   : (int32_t)test_mix_below(2 * (uint32_t)range + 3) - range - 1;
+		flip[i] = (uint8_t)test_mix_below(2);
 	}
 }
 
@@ -174,9 +150,6 @@ static void test_cuda_probe(void **state)
 		assert_true(has_number_in_parens(msg));
 }
 
-static struct kern_model *make_model(const char *dir, const char *arch, struct test_array *a,
-				     size_t n);
-
 static const char *mlp_arch =
     "{\"name\":\"cuda-mlp\",\"input\":{\"shape\":[1,9,7],\"dtype\":\"u8\"},\"layers\":["
     "{\"type\":\"flatten\"},"
@@ -196,9 +169,9 @@ static void add_bn(struct test_array *a, size_t *n, int layer, uint64_t c)
 		char *key = keys[next++ % 64];
 
 		for (uint64_t i = 0; i < c; i++)
-			v[i] = k == 3	? rng_real(0.5, 4.0)
-			       : k == 2 ? rng_real(-20.0, 20.0)
-					: rng_real(-1.0, 1.0);
+			v[i] = k == 3	? test_mix_real(0.5, 4.0)
+			       : k == 2 ? test_mix_real(-20.0, 20.0)
+					: test_mix_real(-1.0, 1.0);
 		snprintf(key, sizeof(keys[0]), "%d.%s", layer, names[k]);
 		a[(*n)++] = (struct test_array){key, NULL, 1, {c}, v};
 	}
@@ -209,7 +182,7 @@ static double *rand_array(size_t n, double lo, double hi)
 	double *v = xalloc(n * sizeof(double));
 
 	for (size_t i = 0; i < n; i++)
-		v[i] = rng_real(lo, hi);
+		v[i] = test_mix_real(lo, hi);
 	return v;
 }
 
@@ -225,7 +198,7 @@ static struct kern_model *mlp_model(char *dir, size_t len)
 	a[n++] = (struct test_array){"4.weight", NULL, 2, {10, 65}, rand_array(650, -1, 1)};
 	a[n++] = (struct test_array){"4.bias", NULL, 1, {10}, rand_array(10, -2, 2)};
 	add_bn(a, &n, 5, 10);
-	return make_model(dir, mlp_arch, a, n);
+	return test_model_in(dir, "m", mlp_arch, a, n);
 }
 
 /* Without a GPU: upload is refused with the reason, kernels say -ENODEV; with one, it works. */
@@ -238,7 +211,7 @@ static void test_cuda_no_gpu_contract(void **state)
 	uint64_t y = 0;
 
 	(void)state;
-	rng_seed(99);
+	test_mix_seed(99);
 	m = mlp_model(dir, sizeof(dir));
 	g = kcuda_model_upload(m, 4, err, sizeof(err));
 	if (!probe_ret) {
@@ -301,10 +274,10 @@ static void test_cuda_bdense(void **state)
 
 	(void)state;
 	need_gpu();
-	rng_seed(1);
+	test_mix_seed(1);
 	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
-			bdense_case(widths[i], batches[j], outs[rng_below(5)]);
+			bdense_case(widths[i], batches[j], outs[test_mix_below(5)]);
 	bdense_case(8192, 200, 300);
 }
 
@@ -321,9 +294,9 @@ static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 	char what[96];
 
 	for (size_t i = 0; i < (size_t)batch * n; i++) {
-		uint32_t kind = rng_below(4);
+		uint32_t kind = test_mix_below(4);
 
-		x[i] = kind == 0 ? 0 : kind == 1 ? 255 : (uint8_t)rng();
+		x[i] = kind == 0 ? 0 : kind == 1 ? 255 : (uint8_t)test_mix();
 	}
 	rand_thresh(thr, flip, out, (int32_t)(255 * n));
 	ref->bdense_u8(x, batch, w, out, n, want, scratch);
@@ -345,24 +318,24 @@ static void test_cuda_bdense_u8(void **state)
 
 	(void)state;
 	need_gpu();
-	rng_seed(2);
+	test_mix_seed(2);
 	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
-			bdense_u8_case(widths[i], batches[j], outs[rng_below(4)]);
+			bdense_u8_case(widths[i], batches[j], outs[test_mix_below(4)]);
 	bdense_u8_case(784, 64, 1024);
 }
 
 static void rand_geom(struct kern_conv_geom *g, uint32_t c)
 {
 	g->c = c;
-	g->k = 1 + rng_below(5);
-	g->pad = rng_below(g->k);
-	g->stride = 1 + rng_below(2);
-	g->h = g->k > 2 * g->pad ? g->k - 2 * g->pad + rng_below(8) : 1 + rng_below(8);
-	g->w = g->k > 2 * g->pad ? g->k - 2 * g->pad + rng_below(8) : 1 + rng_below(8);
+	g->k = 1 + test_mix_below(5);
+	g->pad = test_mix_below(g->k);
+	g->stride = 1 + test_mix_below(2);
+	g->h = g->k > 2 * g->pad ? g->k - 2 * g->pad + test_mix_below(8) : 1 + test_mix_below(8);
+	g->w = g->k > 2 * g->pad ? g->k - 2 * g->pad + test_mix_below(8) : 1 + test_mix_below(8);
 	g->oh = (g->h + 2 * g->pad - g->k) / g->stride + 1;
 	g->ow = (g->w + 2 * g->pad - g->k) / g->stride + 1;
-	g->o = (uint32_t[]){1, 7, 64, 65}[rng_below(4)];
+	g->o = (uint32_t[]){1, 7, 64, 65}[test_mix_below(4)];
 }
 
 static void bconv_case(uint32_t c, uint32_t batch)
@@ -402,7 +375,7 @@ static void test_cuda_bconv(void **state)
 
 	(void)state;
 	need_gpu();
-	rng_seed(3);
+	test_mix_seed(3);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
 			for (int r = 0; r < 3; r++)
@@ -415,12 +388,12 @@ static double *rand_values(size_t n, int integers)
 	double *x = xalloc(n * sizeof(double));
 
 	for (size_t i = 0; i < n; i++) {
-		uint32_t kind = rng_below(8);
+		uint32_t kind = test_mix_below(8);
 
 		x[i] = kind == 0   ? 0.0
 		       : kind == 1 ? -0.0
-		       : integers  ? (double)((int32_t)rng_below(41) - 20)
-				   : rng_real(-5.0, 5.0);
+		       : integers  ? (double)((int32_t)test_mix_below(41) - 20)
+				   : test_mix_real(-5.0, 5.0);
 	}
 	return x;
 }
@@ -432,12 +405,13 @@ static void test_cuda_pack_pool_layout(void **state)
 
 	(void)state;
 	need_gpu();
-	rng_seed(4);
+	test_mix_seed(4);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++) {
-			const uint32_t c = cs[i], batch = batches[j], h = 1 + rng_below(9),
-				       w = 1 + rng_below(9), k = 1 + rng_below(h < w ? h : w),
-				       stride = 1 + rng_below(k), oh = (h - k) / stride + 1,
+			const uint32_t c = cs[i], batch = batches[j], h = 1 + test_mix_below(9),
+				       w = 1 + test_mix_below(9),
+				       k = 1 + test_mix_below(h < w ? h : w),
+				       stride = 1 + test_mix_below(k), oh = (h - k) / stride + 1,
 				       ow = (w - k) / stride + 1, wpp = kern_words(c);
 			const size_t n = (size_t)batch * c * h * w,
 				     nb = (size_t)batch * h * w * wpp;
@@ -479,12 +453,13 @@ static void test_cuda_float_elementwise(void **state)
 {
 	(void)state;
 	need_gpu();
-	rng_seed(5);
+	test_mix_seed(5);
 	for (int r = 0; r < 12; r++) {
-		const uint32_t batch = batches[r % 3], c = 1 + rng_below(70), h = 1 + rng_below(9),
-			       w = 1 + rng_below(9), hw = h * w, k = 1 + rng_below(h < w ? h : w),
-			       stride = 1 + rng_below(k), oh = (h - k) / stride + 1,
-			       ow = (w - k) / stride + 1, size = 1 + 2 * rng_below(4);
+		const uint32_t batch = batches[r % 3], c = 1 + test_mix_below(70),
+			       h = 1 + test_mix_below(9), w = 1 + test_mix_below(9), hw = h * w,
+			       k = 1 + test_mix_below(h < w ? h : w),
+			       stride = 1 + test_mix_below(k), oh = (h - k) / stride + 1,
+			       ow = (w - k) / stride + 1, size = 1 + 2 * test_mix_below(4);
 		const size_t n = (size_t)batch * c * hw, np = (size_t)batch * c * oh * ow;
 		double *x = rand_values(n, 0), *want = xalloc(n * 8), *got = xalloc(n * 8);
 		double *b = rand_array(c, -2, 2), *p = rand_array(4 * (size_t)c, -3, 3);
@@ -492,9 +467,9 @@ static void test_cuda_float_elementwise(void **state)
 		float *f32 = xalloc(n * 4);
 
 		for (uint32_t i = 0; i < c; i++)
-			p[c + i] = rng_real(0.1, 3.0);
+			p[c + i] = test_mix_real(0.1, 3.0);
 		for (size_t i = 0; i < n; i++) {
-			u8[i] = (uint8_t)rng();
+			u8[i] = (uint8_t)test_mix();
 			f32[i] = (float)x[i];
 		}
 		for (size_t i = 0; i < n; i++)
@@ -532,7 +507,7 @@ static void test_cuda_conv_dense(void **state)
 
 	(void)state;
 	need_gpu();
-	rng_seed(6);
+	test_mix_seed(6);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++) {
 			struct kern_conv_geom g;
@@ -569,7 +544,8 @@ static void test_cuda_conv_dense(void **state)
 		}
 	for (size_t i = 0; i < sizeof(widths) / sizeof(*widths); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++) {
-			const uint32_t n = widths[i], batch = batches[j], out = 1 + rng_below(130);
+			const uint32_t n = widths[i], batch = batches[j],
+				       out = 1 + test_mix_below(130);
 			double *x = rand_array((size_t)batch * n, -1, 1);
 			double *w = rand_array((size_t)out * n, -1, 1), *b = rand_array(out, -1, 1);
 			double *want = xalloc((size_t)batch * out * 8);
@@ -586,27 +562,6 @@ static void test_cuda_conv_dense(void **state)
 }
 
 /* ---- models ---------------------------------------------------------------------------- */
-
-static struct kern_model *make_model(const char *dir, const char *arch, struct test_array *a,
-				     size_t n)
-{
-	char path[3][256], err[512];
-	struct kern_model *m;
-
-	snprintf(path[0], sizeof(path[0]), "%s/arch.json", dir);
-	snprintf(path[1], sizeof(path[1]), "%s/w.npz", dir);
-	snprintf(path[2], sizeof(path[2]), "%s/m.snm", dir);
-	assert_int_equal(test_write_text(path[0], arch), 0);
-	assert_int_equal(test_npz_write(path[1], a, n, true), 0);
-	for (size_t i = 0; i < n; i++)
-		free((void *)a[i].v);
-	if (kern_convert(path[0], path[1], path[2], err, sizeof(err)))
-		fail_msg("convert: %s", err);
-	m = kern_model_load(path[2], err, sizeof(err));
-	if (!m)
-		fail_msg("load: %s", err);
-	return m;
-}
 
 /* GPU vs kern_forward on `count` inputs at batch sizes 1, 3 and 64; every op range too. */
 static void compare_model(const struct kern_model *m, const void *inputs, uint32_t count,
@@ -670,9 +625,9 @@ static void *rand_inputs(const struct kern_model *m, uint32_t count)
 
 	for (size_t i = 0; i < n; i++)
 		if (m->input.fmt == KERN_FMT_U8)
-			((uint8_t *)x)[i] = (uint8_t)rng();
+			((uint8_t *)x)[i] = (uint8_t)test_mix();
 		else
-			((float *)x)[i] = (float)rng_real(0.0, 1.0);
+			((float *)x)[i] = (float)test_mix_real(0.0, 1.0);
 	return x;
 }
 
@@ -709,7 +664,7 @@ static void test_cuda_model_random(void **state)
 
 	(void)state;
 	need_gpu();
-	rng_seed(7);
+	test_mix_seed(7);
 	m = mlp_model(dir, sizeof(dir));
 	in = rand_inputs(m, 70);
 	compare_model(m, in, 70, "random mlp");
@@ -728,7 +683,7 @@ static void test_cuda_model_random(void **state)
 	add_bn(a, &n, 13, 130);
 	a[n++] = (struct test_array){"15.weight", NULL, 2, {10, 130}, rand_array(1300, -1, 1)};
 	add_bn(a, &n, 16, 10);
-	m = make_model(dir, bcnn_arch, a, n);
+	m = test_model_in(dir, "m", bcnn_arch, a, n);
 	in = rand_inputs(m, 70);
 	compare_model(m, in, 70, "random bcnn");
 	free(in), kern_model_free(m), test_rmdir(dir);
@@ -742,7 +697,7 @@ static void test_cuda_model_random(void **state)
 	a[n++] = (struct test_array){"7.weight", NULL, 2, {20, 40}, rand_array(800, -1, 1)};
 	a[n++] = (struct test_array){"7.bias", NULL, 1, {20}, rand_array(20, -1, 1)};
 	a[n++] = (struct test_array){"9.weight", NULL, 2, {10, 20}, rand_array(200, -1, 1)};
-	m = make_model(dir, float_arch, a, n);
+	m = test_model_in(dir, "m", float_arch, a, n);
 	in = rand_inputs(m, 70);
 	compare_model(m, in, 70, "random float");
 	free(in), kern_model_free(m), test_rmdir(dir);
@@ -756,7 +711,7 @@ static void test_cuda_model_bundled(void **state)
 
 	(void)state;
 	need_gpu();
-	rng_seed(8);
+	test_mix_seed(8);
 	for (size_t i = 0; i < 2; i++) {
 		char path[512], err[512];
 		struct kern_model *m;

@@ -17,7 +17,9 @@
 #include <cmocka.h>
 
 #include "kernels/kern.h"
+#include "tests/support/model_fixture.h"
 #include "tests/support/npz_write.h"
+#include "tests/support/rng.h"
 
 /* Allocation counting: the test binary is linked with -Wl,--wrap for these. */
 static unsigned long n_alloc;
@@ -79,10 +81,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static double rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
+	return (double)(test_xorshift(&rng) >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
 }
 
 static double *rand_array(size_t n, double lo, double hi)
@@ -118,7 +117,6 @@ static int fx_setup(void **state)
 	static const char *bn12[4] = {"12.gamma", "12.beta", "12.mean", "12.var"};
 	struct fx *f = calloc(1, sizeof(*f));
 	struct test_array a[24];
-	char path[3][256], err[512];
 	size_t n = 0;
 
 	assert_int_equal(test_tmpdir(f->dir, sizeof(f->dir)), 0);
@@ -132,18 +130,7 @@ static int fx_setup(void **state)
 	add_bn(a, &n, bn9, 33);
 	a[n++] = (struct test_array){"11.weight", NULL, 2, {10, 33}, rand_array(330, -1, 1)};
 	add_bn(a, &n, bn12, 10);
-	snprintf(path[0], sizeof(path[0]), "%s/arch.json", f->dir);
-	snprintf(path[1], sizeof(path[1]), "%s/w.npz", f->dir);
-	snprintf(path[2], sizeof(path[2]), "%s/m.snm", f->dir);
-	assert_int_equal(test_write_text(path[0], arch), 0);
-	assert_int_equal(test_npz_write(path[1], a, n, true), 0);
-	for (size_t i = 0; i < n; i++)
-		free((void *)a[i].v);
-	if (kern_convert(path[0], path[1], path[2], err, sizeof(err)))
-		fail_msg("convert: %s", err);
-	f->m = kern_model_load(path[2], err, sizeof(err));
-	if (!f->m)
-		fail_msg("load: %s", err);
+	f->m = test_model_in(f->dir, "m", arch, a, n);
 	for (size_t i = 0; i < sizeof(f->in); i++)
 		f->in[i] = (uint8_t)(rnd() * 127.5 + 127.5);
 	*state = f;
@@ -255,8 +242,6 @@ static struct kern_model *build(const char *dir, const char *arch_text, uint32_t
 	const uint64_t flat = conv_out * (pool ? 16 : 64);
 	const char *tag = pool ? "p" : ties ? "t" : "u";
 	struct test_array a[12];
-	char path[3][256], err[512];
-	struct kern_model *m;
 	size_t n = 0;
 
 	a[n++] = (struct test_array){
@@ -277,19 +262,7 @@ static struct kern_model *build(const char *dir, const char *arch_text, uint32_t
 	a[n++] = (struct test_array){
 	    pool ? "5.weight" : "4.weight", NULL, 2, {10, flat}, rand_array(10 * flat, -1, 1)};
 	add_bn(a, &n, bns[pool][1], 10);
-	snprintf(path[0], sizeof(path[0]), "%s/%s.json", dir, tag);
-	snprintf(path[1], sizeof(path[1]), "%s/%s.npz", dir, tag);
-	snprintf(path[2], sizeof(path[2]), "%s/%s.snm", dir, tag);
-	assert_int_equal(test_write_text(path[0], arch_text), 0);
-	assert_int_equal(test_npz_write(path[1], a, n, true), 0);
-	for (size_t i = 0; i < n; i++)
-		free((void *)a[i].v);
-	if (kern_convert(path[0], path[1], path[2], err, sizeof(err)))
-		fail_msg("convert: %s", err);
-	m = kern_model_load(path[2], err, sizeof(err));
-	if (!m)
-		fail_msg("load: %s", err);
-	return m;
+	return test_model_in(dir, tag, arch_text, a, n);
 }
 
 /* Ops [0, n) at once against one op at a time, on inputs with all-zero regions. */

@@ -17,32 +17,12 @@
 
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
+#include "tests/support/rng.h"
 
 #define REL_TOL 1e-12
 #define GARBAGE 0xa5a5a5a5a5a5a5a5ull
 
 static const char *const isa_names[] = {"ref", "avx2", "avx512"};
-
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t s)
-{
-	rng_state = s * 0x9e3779b97f4a7c15ull + 1;
-}
-
-static uint64_t rng(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(uint32_t n)
-{
-	return (uint32_t)(rng() % n);
-}
 
 static void *xalloc(size_t bytes)
 {
@@ -70,7 +50,7 @@ static void rand_signs(int8_t *v, uint64_t *packed, uint32_t n, uint32_t count)
 	memset(packed, 0, (size_t)count * nw * 8);
 	for (uint32_t k = 0; k < count; k++)
 		for (uint32_t i = 0; i < n; i++) {
-			int bit = rng() & 1;
+			int bit = test_mix() & 1;
 
 			v[(size_t)k * n + i] = bit ? 1 : -1;
 			packed[(size_t)k * nw + i / 64] |= (uint64_t)bit << (i % 64);
@@ -87,12 +67,12 @@ static void rand_thresh(int32_t *thr, uint8_t *flip, uint32_t out, uint32_t span
 			const int64_t *dots)
 {
 	for (uint32_t o = 0; o < out; o++) {
-		uint32_t kind = rng_below(5);
+		uint32_t kind = test_mix_below(5);
 
 		thr[o] = kind == 0   ? INT32_MIN
 			 : kind == 1 ? (int32_t)dots[o]
-				     : (int32_t)rng_below(2 * span + 3) - (int32_t)span - 1;
-		flip[o] = rng_below(2) ? 1 : 0;
+				     : (int32_t)test_mix_below(2 * span + 3) - (int32_t)span - 1;
+		flip[o] = test_mix_below(2) ? 1 : 0;
 	}
 }
 
@@ -188,18 +168,19 @@ static void test_bdense_shapes(void **state)
 
 	(void)state;
 	announce_tables();
-	rng_seed(1);
+	test_mix_seed(1);
 	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
-			bdense_case(ns[i], batches[j], outs[rng_below(4)]);
+			bdense_case(ns[i], batches[j], outs[test_mix_below(4)]);
 }
 
 static void test_bdense_random(void **state)
 {
 	(void)state;
-	rng_seed(2);
+	test_mix_seed(2);
 	for (int i = 0; i < 40; i++)
-		bdense_case(1 + rng_below(700), 1 + rng_below(20), 1 + rng_below(200));
+		bdense_case(1 + test_mix_below(700), 1 + test_mix_below(20),
+			    1 + test_mix_below(200));
 }
 
 static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
@@ -215,9 +196,9 @@ static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 	struct kern_thresh t = {thr, flip};
 
 	for (size_t i = 0; i < (size_t)batch * n; i++) {
-		uint32_t kind = rng_below(4);
+		uint32_t kind = test_mix_below(4);
 
-		x[i] = kind == 0 ? 0 : kind == 1 ? 255 : (uint8_t)rng();
+		x[i] = kind == 0 ? 0 : kind == 1 ? 255 : (uint8_t)test_mix();
 	}
 	rand_signs(wv, w, n, out);
 	for (uint32_t b = 0; b < batch; b++)
@@ -254,10 +235,10 @@ static void test_bdense_u8_shapes(void **state)
 	static const uint32_t outs[] = {1, 3, 67, 130};
 
 	(void)state;
-	rng_seed(3);
+	test_mix_seed(3);
 	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
-			bdense_u8_case(ns[i], batches[j], outs[rng_below(4)]);
+			bdense_u8_case(ns[i], batches[j], outs[test_mix_below(4)]);
 }
 
 /* Batches that take the int8 (VNNI) path of the AVX-512 table: 4 images and up. */
@@ -268,10 +249,10 @@ static void test_bdense_u8_batches(void **state)
 	static const uint32_t outs[] = {4, 16, 17, 64, 130};
 
 	(void)state;
-	rng_seed(14);
+	test_mix_seed(14);
 	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
 		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
-			bdense_u8_case(ns[i], batches[j], outs[rng_below(5)]);
+			bdense_u8_case(ns[i], batches[j], outs[test_mix_below(5)]);
 }
 
 /* --- binary conv -------------------------------------------------------------------------- */
@@ -308,8 +289,8 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	uint8_t *flip;
 	size_t ohw, in_words;
 
-	g.h = k - 2 * pad + rng_below(7) + (k > 2 * pad ? 0 : 2 * pad);
-	g.w = k - 2 * pad + rng_below(7) + (k > 2 * pad ? 0 : 2 * pad);
+	g.h = k - 2 * pad + test_mix_below(7) + (k > 2 * pad ? 0 : 2 * pad);
+	g.w = k - 2 * pad + test_mix_below(7) + (k > 2 * pad ? 0 : 2 * pad);
 	g.h = g.h < 1 ? 1 : g.h;
 	g.w = g.w < 1 ? 1 : g.w;
 	g.oh = (g.h + 2 * pad - k) / stride + 1;
@@ -334,7 +315,7 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	for (uint32_t b = 0; b < batch; b++)
 		for (uint32_t ch = 0; ch < c; ch++)
 			for (uint32_t p = 0; p < g.h * g.w; p++) {
-				int bit = rng() & 1;
+				int bit = test_mix() & 1;
 
 				xv[((size_t)b * c + ch) * g.h * g.w + p] = bit ? 1 : -1;
 				x[b * in_words + (size_t)p * wpp + ch / 64] |= (uint64_t)bit
@@ -344,7 +325,7 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	for (uint32_t oc = 0; oc < o; oc++)
 		for (uint32_t ch = 0; ch < c; ch++)
 			for (uint32_t t = 0; t < k * k; t++) {
-				int bit = rng() & 1;
+				int bit = test_mix() & 1;
 
 				wv[((size_t)oc * c + ch) * k * k + t] = bit ? 1 : -1;
 				w[((size_t)oc * k * k + t) * wpp + ch / 64] |= (uint64_t)bit
@@ -361,7 +342,7 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 		int64_t first[512];
 
 		for (uint32_t oc = 0; oc < o && oc < 512; oc++)
-			first[oc] = dots[(size_t)oc * ohw + rng_below((uint32_t)ohw)];
+			first[oc] = dots[(size_t)oc * ohw + test_mix_below((uint32_t)ohw)];
 		rand_thresh(thr, flip, o, c * k * k, first);
 	}
 	/* Expected thresholded bits, pixel-major [b][pixel][words(o)]. */
@@ -398,13 +379,13 @@ static void test_bconv_shapes(void **state)
 	static const uint32_t os[] = {1, 8, 9, 70};
 
 	(void)state;
-	rng_seed(4);
+	test_mix_seed(4);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++)
 			for (uint32_t stride = 1; stride <= 2; stride++)
 				for (uint32_t pad = 0; pad <= 2; pad++)
-					bconv_case(cs[i], ks[j], stride, pad, os[rng_below(4)],
-						   1 + rng_below(2));
+					bconv_case(cs[i], ks[j], stride, pad, os[test_mix_below(4)],
+						   1 + test_mix_below(2));
 }
 
 /* --- packing and bit pooling -------------------------------------------------------------- */
@@ -421,18 +402,20 @@ static void pack_case(uint32_t c, uint32_t h, uint32_t w, uint32_t batch, bool t
 	struct kern_thresh t = {thr, flip};
 
 	for (size_t i = 0; i < n; i++) {
-		uint32_t kind = rng_below(6);
+		uint32_t kind = test_mix_below(6);
 
 		if (thresh)
-			x[i] = (double)((int32_t)rng_below(41) - 20);
+			x[i] = (double)((int32_t)test_mix_below(41) - 20);
 		else
-			x[i] = kind == 0 ? 0.0 : kind == 1 ? -0.0 : (double)(int64_t)rng() / 1e18;
+			x[i] = kind == 0   ? 0.0
+			       : kind == 1 ? -0.0
+					   : (double)(int64_t)test_mix() / 1e18;
 	}
 	for (uint32_t ch = 0; ch < c; ch++) {
-		uint32_t kind = rng_below(4);
+		uint32_t kind = test_mix_below(4);
 
-		thr[ch] = kind == 0 ? INT32_MIN : (int32_t)rng_below(41) - 20;
-		flip[ch] = rng_below(2);
+		thr[ch] = kind == 0 ? INT32_MIN : (int32_t)test_mix_below(41) - 20;
+		flip[ch] = test_mix_below(2);
 	}
 	memset(want, 0, (size_t)batch * hw * wpp * 8);
 	for (uint32_t b = 0; b < batch; b++)
@@ -466,11 +449,11 @@ static void test_sign_pack_shapes(void **state)
 	static const uint32_t cs[] = {1, 3, 8, 63, 64, 65, 130, 200};
 
 	(void)state;
-	rng_seed(5);
+	test_mix_seed(5);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (int r = 0; r < 3; r++)
-			pack_case(cs[i], 1 + rng_below(9), 1 + rng_below(9), 1 + rng_below(3),
-				  false);
+			pack_case(cs[i], 1 + test_mix_below(9), 1 + test_mix_below(9),
+				  1 + test_mix_below(3), false);
 	pack_case(4096, 1, 1, 2, false);
 	pack_case(1000, 1, 1, 3, false);
 }
@@ -480,11 +463,11 @@ static void test_threshold_pack_shapes(void **state)
 	static const uint32_t cs[] = {1, 3, 8, 63, 64, 65, 130, 200};
 
 	(void)state;
-	rng_seed(6);
+	test_mix_seed(6);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (int r = 0; r < 3; r++)
-			pack_case(cs[i], 1 + rng_below(9), 1 + rng_below(9), 1 + rng_below(3),
-				  true);
+			pack_case(cs[i], 1 + test_mix_below(9), 1 + test_mix_below(9),
+				  1 + test_mix_below(3), true);
 }
 
 /* Plain max of +-1 over the window at (oy, ox) of channel ch; xv is pixel-major [pixel][c]. */
@@ -504,8 +487,8 @@ static int plain_pool_max(const int8_t *xv, uint32_t c, uint32_t w, uint32_t k, 
 
 static void maxpool_bits_case(uint32_t c, uint32_t k, uint32_t stride)
 {
-	uint32_t h = k + rng_below(8), w = k + rng_below(8);
-	uint32_t wpp = kern_words(c), batch = 1 + rng_below(2);
+	uint32_t h = k + test_mix_below(8), w = k + test_mix_below(8);
+	uint32_t wpp = kern_words(c), batch = 1 + test_mix_below(2);
 	uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 	size_t in_pix = (size_t)h * w, out_words = (size_t)batch * oh * ow * wpp;
 	int8_t *xv = xalloc(batch * in_pix * c);
@@ -542,7 +525,7 @@ static void test_maxpool_bits_shapes(void **state)
 	static const uint32_t cs[] = {1, 3, 64, 65, 130};
 
 	(void)state;
-	rng_seed(7);
+	test_mix_seed(7);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (uint32_t k = 1; k <= 3; k++)
 			for (uint32_t stride = 1; stride <= 3; stride++)
@@ -552,8 +535,8 @@ static void test_maxpool_bits_shapes(void **state)
 /* Per-channel OR/AND pool: against the plain max (OR) and min (AND) of +-1 over the window. */
 static void maxpool_bits_and_case(uint32_t c, uint32_t k, uint32_t stride)
 {
-	uint32_t h = k + rng_below(8), w = k + rng_below(8);
-	uint32_t wpp = kern_words(c), batch = 1 + rng_below(3);
+	uint32_t h = k + test_mix_below(8), w = k + test_mix_below(8);
+	uint32_t wpp = kern_words(c), batch = 1 + test_mix_below(3);
 	uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 	size_t in_pix = (size_t)h * w, out_words = (size_t)batch * oh * ow * wpp;
 	int8_t *xv = xalloc(batch * in_pix * c), *neg = xalloc(batch * in_pix * c);
@@ -563,7 +546,7 @@ static void maxpool_bits_and_case(uint32_t c, uint32_t k, uint32_t stride)
 	/* Mostly +1 so that AND and OR differ often. */
 	rand_signs(xv, x, c, batch * (uint32_t)in_pix);
 	for (size_t i = 0; i < batch * in_pix * c; i++)
-		if (rng_below(3) && xv[i] < 0) {
+		if (test_mix_below(3) && xv[i] < 0) {
 			xv[i] = 1;
 			x[(i / c) * wpp + (i % c) / 64] |= 1ull << (i % c % 64);
 		}
@@ -571,7 +554,7 @@ static void maxpool_bits_and_case(uint32_t c, uint32_t k, uint32_t stride)
 		neg[i] = (int8_t)-xv[i];
 	memset(mask, 0, wpp * 8);
 	for (uint32_t ch = 0; ch < c; ch++)
-		mask[ch / 64] |= (uint64_t)(rng_below(2) == 0) << (ch % 64);
+		mask[ch / 64] |= (uint64_t)(test_mix_below(2) == 0) << (ch % 64);
 	memset(want, 0, out_words * 8);
 	for (uint32_t b = 0; b < batch; b++)
 		for (uint32_t oy = 0; oy < oh; oy++)
@@ -603,7 +586,7 @@ static void test_maxpool_bits_and_shapes(void **state)
 	static const uint32_t cs[] = {1, 3, 64, 65, 130};
 
 	(void)state;
-	rng_seed(11);
+	test_mix_seed(11);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (uint32_t k = 1; k <= 3; k++)
 			for (uint32_t stride = 1; stride <= 3; stride++)
@@ -617,9 +600,9 @@ static void test_layout_unpack_flatten(void **state)
 	static const uint32_t cs[] = {1, 3, 64, 65, 130};
 
 	(void)state;
-	rng_seed(8);
+	test_mix_seed(8);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++) {
-		uint32_t c = cs[i], h = 1 + rng_below(6), w = 1 + rng_below(6), batch = 2;
+		uint32_t c = cs[i], h = 1 + test_mix_below(6), w = 1 + test_mix_below(6), batch = 2;
 		size_t hw = (size_t)h * w, n = (size_t)c * hw, fw = kern_words(n);
 		uint32_t wpp = kern_words(c);
 		int8_t *xv = xalloc(batch * hw * c);
@@ -650,7 +633,7 @@ static void test_layout_unpack_flatten(void **state)
 
 static double rand_real(void)
 {
-	return (double)(int64_t)(rng() >> 11) / (double)(1ull << 52) - 1.0;
+	return (double)(int64_t)(test_mix() >> 11) / (double)(1ull << 52) - 1.0;
 }
 
 static void check_close(const double *got, const double *want, size_t n, const char *what)
@@ -686,17 +669,17 @@ static double plain_conv_f64(const double *x, const double *wo, const struct ker
 static void test_conv_f64_shapes(void **state)
 {
 	(void)state;
-	rng_seed(9);
+	test_mix_seed(9);
 	for (int r = 0; r < 24; r++) {
-		struct kern_conv_geom g = {.c = 1 + rng_below(5), .o = 1 + rng_below(7)};
-		uint32_t batch = 1 + rng_below(3);
-		bool bias = rng_below(2);
+		struct kern_conv_geom g = {.c = 1 + test_mix_below(5), .o = 1 + test_mix_below(7)};
+		uint32_t batch = 1 + test_mix_below(3);
+		bool bias = test_mix_below(2);
 
-		g.k = 1 + 2 * rng_below(3);
-		g.stride = 1 + rng_below(2);
-		g.pad = rng_below(3);
-		g.h = g.k + rng_below(6);
-		g.w = g.k + rng_below(6);
+		g.k = 1 + 2 * test_mix_below(3);
+		g.stride = 1 + test_mix_below(2);
+		g.pad = test_mix_below(3);
+		g.h = g.k + test_mix_below(6);
+		g.w = g.k + test_mix_below(6);
 		g.oh = (g.h + 2 * g.pad - g.k) / g.stride + 1;
 		g.ow = (g.w + 2 * g.pad - g.k) / g.stride + 1;
 
@@ -731,11 +714,11 @@ static void test_dense_f64_batches(void **state)
 	static const uint32_t batches[] = {1, 2, 7};
 
 	(void)state;
-	rng_seed(10);
+	test_mix_seed(10);
 	for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
 		for (int r = 0; r < 4; r++) {
-			uint32_t batch = batches[j], n = 1 + rng_below(300),
-				 out = 1 + rng_below(70);
+			uint32_t batch = batches[j], n = 1 + test_mix_below(300),
+				 out = 1 + test_mix_below(70);
 			double *x = xalloc((size_t)batch * n * 8), *w = xalloc((size_t)out * n * 8);
 			double *b = xalloc(out * 8), *y = xalloc((size_t)batch * out * 8);
 			double *want = xalloc((size_t)batch * out * 8);
@@ -768,7 +751,7 @@ static void test_elementwise_f64_exact(void **state)
 	double x[70], y[70], z[70], mean[5], sd[5], gamma[5], beta[5];
 
 	(void)state;
-	rng_seed(11);
+	test_mix_seed(11);
 	for (size_t i = 0; i < n; i++)
 		x[i] = rand_real() * 10;
 	x[3] = 0.0;
@@ -797,10 +780,11 @@ static void test_elementwise_f64_exact(void **state)
 static void test_maxpool_f64_overlap(void **state)
 {
 	(void)state;
-	rng_seed(12);
+	test_mix_seed(12);
 	for (int r = 0; r < 12; r++) {
-		uint32_t c = 1 + rng_below(4), k = 1 + rng_below(3), stride = 1 + rng_below(3);
-		uint32_t h = k + rng_below(6), w = k + rng_below(6), batch = 2;
+		uint32_t c = 1 + test_mix_below(4), k = 1 + test_mix_below(3),
+			 stride = 1 + test_mix_below(3);
+		uint32_t h = k + test_mix_below(6), w = k + test_mix_below(6), batch = 2;
 		uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 		double *x = xalloc((size_t)batch * c * h * w * 8),
 		       *y = xalloc((size_t)batch * c * oh * ow * 8);
@@ -831,9 +815,10 @@ static void test_lrn_f64_edges(void **state)
 	static const uint32_t sizes[] = {1, 3, 5, 7};
 
 	(void)state;
-	rng_seed(13);
+	test_mix_seed(13);
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(*sizes); s++) {
-		uint32_t c = 1 + rng_below(9), hw = 1 + rng_below(10), batch = 2, size = sizes[s];
+		uint32_t c = 1 + test_mix_below(9), hw = 1 + test_mix_below(10), batch = 2,
+			 size = sizes[s];
 		size_t n = (size_t)batch * c * hw;
 		double *x = xalloc(n * 8), *y = xalloc(n * 8), *want = xalloc(n * 8);
 		double alpha = 1e-2, beta = 0.75, k = 2.0;
@@ -873,8 +858,8 @@ static void sconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	size_t hp, wp, np;
 	float *xp, *wt, *y;
 
-	g.h = k + rng_below(12);
-	g.w = k + rng_below(40);
+	g.h = k + test_mix_below(12);
+	g.w = k + test_mix_below(40);
 	g.oh = (g.h + 2 * pad - k) / stride + 1;
 	g.ow = (g.w + 2 * pad - k) / stride + 1;
 	hp = g.h + 2 * pad;
@@ -887,7 +872,7 @@ static void sconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 		size_t x = i % wp, yy = i / wp % hp;
 		bool border = x < pad || x >= pad + g.w || yy < pad || yy >= pad + g.h;
 
-		xp[i] = border || !rng_below(4) ? 0.0f : (float)rng_below(256);
+		xp[i] = border || !test_mix_below(4) ? 0.0f : (float)test_mix_below(256);
 	}
 	for (size_t i = 0; i < (size_t)n * o; i++)
 		wt[i] = (float)rand_real();
@@ -934,11 +919,11 @@ static void test_sconv_bound(void **state)
 	static const uint32_t os[] = {1, 16, 17, 32, 40, 96};
 
 	(void)state;
-	rng_seed(11);
+	test_mix_seed(11);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++)
-			sconv_case(cs[i], ks[j], 1 + rng_below(4), rng_below(ks[j] < 3 ? 1 : 3),
-				   os[rng_below(6)]);
+			sconv_case(cs[i], ks[j], 1 + test_mix_below(4),
+				   test_mix_below(ks[j] < 3 ? 1 : 3), os[test_mix_below(6)]);
 	sconv_case(1, 3, 1, 1, 32);
 }
 
@@ -960,14 +945,14 @@ static void decide_case(uint32_t o, uint32_t np)
 	struct kern_decide d = {thr, e, flip};
 
 	for (uint32_t c = 0; c < o; c++) {
-		uint32_t kind = rng_below(5);
+		uint32_t kind = test_mix_below(5);
 
 		thr[c] = kind == 0 ? -INFINITY : (float)rand_real() * 4.0f;
 		e[c] = kind == 1 ? 0.0f : (float)fabs(rand_real()) * 0.3f;
-		flip[c] = rng_below(2);
+		flip[c] = test_mix_below(2);
 	}
 	for (size_t i = 0; i < (size_t)o * np; i++) {
-		uint32_t c = (uint32_t)(i % o), kind = rng_below(4);
+		uint32_t c = (uint32_t)(i % o), kind = test_mix_below(4);
 		float t = isfinite(thr[c]) ? thr[c] : 0.0f;
 
 		y[i] = kind == 0   ? t
@@ -998,10 +983,10 @@ static void test_decide_pack_shapes(void **state)
 	static const uint32_t os[] = {1, 7, 8, 9, 32, 64, 65, 130};
 
 	(void)state;
-	rng_seed(12);
+	test_mix_seed(12);
 	for (size_t i = 0; i < sizeof(os) / sizeof(*os); i++)
 		for (int r = 0; r < 3; r++)
-			decide_case(os[i], 1 + rng_below(100));
+			decide_case(os[i], 1 + test_mix_below(100));
 	decide_case(32, 784);
 }
 
@@ -1015,11 +1000,11 @@ static void test_bconv_blocks(void **state)
 	static const uint32_t os[] = {63, 64, 65, 130, 200};
 
 	(void)state;
-	rng_seed(13);
+	test_mix_seed(13);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
 		for (size_t j = 0; j < sizeof(os) / sizeof(*os); j++)
-			bconv_case(cs[i], 1 + 2 * rng_below(3), 1 + rng_below(2), rng_below(2),
-				   os[j], 1 + rng_below(3));
+			bconv_case(cs[i], 1 + 2 * test_mix_below(3), 1 + test_mix_below(2),
+				   test_mix_below(2), os[j], 1 + test_mix_below(3));
 }
 
 static void test_ops_select_names(void **state)

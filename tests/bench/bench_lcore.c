@@ -22,20 +22,13 @@
 #include "kernels/kexec.h"
 #include "nicfw/lcore/lcore.h"
 #include "tests/bench/bench.h"
+#include "tests/support/rng.h"
 #include "tools/stats.h"
 
 #define MAX_ROUNDS 101
 #define MAX_EXECS  8
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -117,7 +110,7 @@ static int bench_one(const char *path, uint32_t execs, uint32_t rounds, uint32_t
 		goto out;
 	}
 	for (size_t i = 0; i < r.in_bytes * count; i++)
-		r.in[i] = (uint8_t)rng();
+		r.in[i] = (uint8_t)test_xorshift(&rng_state);
 	time_cpu(&r); /* warm caches and branch predictors */
 	if (time_chain(&r) < 0)
 		goto out_differ;

@@ -11,20 +11,13 @@
 
 #include "nicfw/emu/emu.h"
 #include "tests/bench/bench.h"
+#include "tests/support/rng.h"
 
 #define FC_INPUTS   4096u
 #define FC_EXEC	    256u
 #define FC_REQUESTS 3u /* the first warms the EMEM cache; the last is reported */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
 
 /* Modeled latency (us) of a 4096 x `neurons` thresholded binary layer, or < 0 on error. */
 static double fc_latency(uint32_t neurons, double *cold_us)
@@ -49,9 +42,9 @@ static double fc_latency(uint32_t neurons, double *cold_us)
 	if (!w || !thr || !flip || !scores)
 		goto out;
 	for (size_t i = 0; i < (size_t)neurons * nw; i++)
-		w[i] = rng();
+		w[i] = test_xorshift(&rng_state);
 	for (uint32_t o = 0; o < neurons; o++)
-		thr[o] = (int32_t)(rng() % 65) - 32;
+		thr[o] = (int32_t)(test_xorshift(&rng_state) % 65) - 32;
 	layer.blob[0] = w;
 	layer.blob[1] = thr;
 	layer.blob[2] = flip;
@@ -64,7 +57,7 @@ static double fc_latency(uint32_t neurons, double *cold_us)
 	}
 	for (uint32_t r = 0; r < FC_REQUESTS; r++) {
 		for (uint32_t j = 0; j < nw; j++)
-			x[j] = rng();
+			x[j] = test_xorshift(&rng_state);
 		if (nicfw_emu_infer(e, x, scores, &rep))
 			goto out;
 		if (!r)

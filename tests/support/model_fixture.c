@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "tests/support/model_fixture.h"
+#include "tests/support/rng.h"
 
 static uint64_t rng_state;
 
@@ -20,10 +21,7 @@ void test_rng_seed(uint64_t seed)
 
 uint64_t test_rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return test_xorshift(&rng_state);
 }
 
 double test_urand(double lo, double hi)
@@ -175,6 +173,27 @@ struct kern_model *test_model_build(const char *json, struct test_gen *g)
 	assert_int_equal(fx_init(&f), 0);
 	m = test_fx_build_gen(&f, json, g);
 	test_rmdir(f.dir);
+	return m;
+}
+
+struct kern_model *test_model_in(const char *dir, const char *tag, const char *json,
+				 struct test_array *a, size_t n)
+{
+	char path[3][300], err[512];
+	struct kern_model *m;
+
+	snprintf(path[0], sizeof(path[0]), "%s/%s.json", dir, tag);
+	snprintf(path[1], sizeof(path[1]), "%s/%s.npz", dir, tag);
+	snprintf(path[2], sizeof(path[2]), "%s/%s.snm", dir, tag);
+	assert_int_equal(test_write_text(path[0], json), 0);
+	assert_int_equal(test_npz_write(path[1], a, n, true), 0);
+	for (size_t i = 0; i < n; i++)
+		free((void *)a[i].v);
+	if (kern_convert(path[0], path[1], path[2], err, sizeof(err)))
+		fail_msg("convert: %s", err);
+	m = kern_model_load(path[2], err, sizeof(err));
+	if (!m)
+		fail_msg("load: %s", err);
 	return m;
 }
 

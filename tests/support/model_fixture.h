@@ -71,6 +71,13 @@ struct kern_model *test_fx_build_gen(struct test_fx *f, const char *json, struct
 struct kern_model *test_model_build(const char *json, struct test_gen *g);
 
 /*
+ * json and the n arrays (deflated) as dir/TAG.json and dir/TAG.npz, the arrays' values freed,
+ * converted to dir/TAG.snm and loaded; fails the test on any error.
+ */
+struct kern_model *test_model_in(const char *dir, const char *tag, const char *json,
+				 struct test_array *a, size_t n);
+
+/*
  * The NIC tests' u8 MLP: u8 (1,5,13) flatten, binary dense 63, 130, 1000, 1 with bias and
  * batch-norm, signs between; weights from seed 0x1234567.
  */
