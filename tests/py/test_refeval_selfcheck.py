@@ -5,9 +5,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 import numpy as np
+
+from runner import run_tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -145,18 +146,7 @@ def test_idx_roundtrip_and_cli():
 
 
 def main():
-    tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
-    ok = bad = 0
-    for name, fn in tests:
-        try:
-            fn()
-            ok += 1
-        except Exception:
-            bad += 1
-            print("FAIL", name)
-            traceback.print_exc()
-    print("%d passed, %d failed" % (ok, bad))
-    return 1 if bad else 0
+    return run_tests(globals())
 
 
 if __name__ == "__main__":

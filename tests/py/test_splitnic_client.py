@@ -12,7 +12,8 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
+
+from runner import run_tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
@@ -211,18 +212,7 @@ def main():
     if not os.access(S, os.X_OK):
         print("FAIL: %s not built" % S)
         return 1
-    tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
-    ok = bad = 0
-    for name, fn in tests:
-        try:
-            fn()
-            ok += 1
-        except Exception:
-            bad += 1
-            print("FAIL", name)
-            traceback.print_exc()
-    print("%d passed, %d failed" % (ok, bad))
-    return 1 if bad else 0
+    return run_tests(globals())
 
 
 if __name__ == "__main__":
