@@ -13,3 +13,12 @@ $(LIBNICFW): $(NICFW_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 -include $(NICFW_OBJ:.o=.d)
+
+# libFuzzer target for the dispatcher (mk/fuzz.mk runs it; seeds in tests/fuzz/corpus/disp/,
+# written by tests/fuzz/make_disp_seeds.py)
+FUZZ_TARGETS += fuzz_disp
+
+$(B)/fuzz/fuzz_disp: tests/fuzz/fuzz_disp.c nicfw/dispatch.c nicfw/dispatch.h $(PROTO_SRC) $(wildcard protocol/*.h)
+	$(call say,FUZZCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< nicfw/dispatch.c $(PROTO_SRC)
