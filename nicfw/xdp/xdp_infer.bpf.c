@@ -39,6 +39,13 @@ struct {
 	__type(value, __u64);
 } xdp_stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROTO_RL_SLOTS);
+	__type(key, __u32);
+	__type(value, uint64_t); /* protocol/ratelimit.h's bucket */
+} xdp_err_rl SEC(".maps");
+
 enum work { W_U8, W_BITS, W_FEATURE };
 
 /* Per-layer arguments of the neuron callbacks (on the program's stack). */
@@ -450,6 +457,99 @@ static __always_inline __u32 sat32(__u64 v)
 	return v > 0xffffffffull ? 0xffffffffu : (__u32)v;
 }
 
+/*
+ * Send s->resp[0, rlen) back to the sender in place of the request: MACs, IPs and ports swapped,
+ * lengths and checksums recomputed. The reply is never larger than the request (ulen, the UDP
+ * length of the request): larger ones are passed to the stack. Counted under `stat` when sent.
+ */
+static __always_inline int reply(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 rlen,
+				 __u32 ulen, __u32 stat)
+{
+	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = data + sizeof(*eth);
+	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
+	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
+	__u32 saddr, daddr;
+	__u16 sport, dport, *ipw;
+	__u64 sum;
+	int delta;
+
+	if (rlen > XDP_INFER_RESP_MAX)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	if (sizeof(struct udphdr) + rlen > ulen)
+		return count(XDP_INFER_ST_LARGER, XDP_PASS);
+	if ((void *)(udp + 1) > data_end)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(dmac, eth->h_dest, ETH_ALEN);
+	saddr = bpf_ntohl(ip->saddr);
+	daddr = bpf_ntohl(ip->daddr);
+	sport = bpf_ntohs(udp->source);
+	dport = bpf_ntohs(udp->dest);
+	delta = (int)(L2L3L4 + rlen) - (int)(data_end - data);
+	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+		return count(XDP_INFER_ST_TX_FAIL, XDP_PASS);
+
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	eth = data;
+	ip = data + sizeof(*eth);
+	udp = data + sizeof(*eth) + sizeof(*ip);
+	if ((void *)(udp + 1) > data_end)
+		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+	__builtin_memcpy(eth->h_dest, smac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, dmac, ETH_ALEN);
+	ip->saddr = bpf_htonl(daddr);
+	ip->daddr = bpf_htonl(saddr);
+	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + rlen);
+	ip->ttl = 64;
+	ip->check = 0;
+	ipw = (__u16 *)ip;
+	sum = 0;
+	for (__u32 i = 0; i < sizeof(*ip) / 2; i++)
+		sum += ipw[i];
+	ip->check = csum_fold(sum);
+	udp->source = bpf_htons(dport);
+	udp->dest = bpf_htons(sport);
+	udp->len = bpf_htons(sizeof(*udp) + rlen);
+	udp->check = bpf_htons(udp_csum(s, rlen, daddr, saddr, dport, sport));
+	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
+		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+	return count(stat, XDP_TX);
+}
+
+/*
+ * ERROR bad_shape for request m from saddr (host order), within the source's rate: one
+ * datagram of XDP_INFER_ERR_LEN bytes, smaller than any REQUEST (64 bytes and data).
+ */
+static __always_inline int bad_shape(struct xdp_md *ctx, struct proto_msg *m, __u32 saddr,
+				     __u32 ulen)
+{
+	const char reason[] = XDP_INFER_ERR_REASON; /* on the stack: no .rodata string */
+	struct xdp_infer_scratch *s;
+	__u32 zero = 0, slot = proto_rl_slot(saddr);
+	uint64_t *tat = bpf_map_lookup_elem(&xdp_err_rl, &slot);
+
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!s || !tat)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	if (!proto_rl_take(tat, bpf_ktime_get_ns(), cfg.err_interval_ns, cfg.err_burst))
+		return count(XDP_INFER_ST_ERR_LIMITED, XDP_DROP);
+	m->type = PROTO_ERROR;
+	m->hdr_len = PROTO_ERROR_HDR_LEN;
+	m->frag_len = sizeof(reason) - 1;
+	m->frag_off = 0;
+	m->total_len = sizeof(reason) - 1;
+	m->flags = 0;
+	m->err.code = PROTO_ERR_BAD_SHAPE;
+	m->err.detail = cfg.in_n;
+	if (proto_hdr_write(m, s->resp, s->resp + PROTO_ERROR_HDR_LEN) != PROTO_ERROR_HDR_LEN)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	__builtin_memcpy(s->resp + PROTO_ERROR_HDR_LEN, reason, sizeof(reason) - 1);
+	return reply(ctx, s, XDP_INFER_ERR_LEN, ulen, XDP_INFER_ST_BAD_SHAPE);
+}
+
 SEC("xdp")
 int xdp_infer(struct xdp_md *ctx)
 {
@@ -458,15 +558,13 @@ int xdp_infer(struct xdp_md *ctx)
 	struct iphdr *ip = data + sizeof(*eth);
 	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
 	__u8 *payload = data + L2L3L4;
-	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
-	__u32 zero = 0, saddr, daddr, rlen, ulen;
-	__u16 sport, dport, *ipw;
-	__u64 t0 = bpf_ktime_get_ns(), t1, sum;
+	__u32 zero = 0, rlen, ulen, fmt;
+	__u64 t0 = bpf_ktime_get_ns(), t1;
 	struct xdp_infer_scratch *s;
 	struct proto_msg m;
 	enum proto_verdict v;
 	__s64 sumx;
-	int cls, delta;
+	int cls;
 
 	if ((void *)(udp + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP) ||
 	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(cfg.port))
@@ -486,13 +584,15 @@ int xdp_infer(struct xdp_md *ctx)
 		return count(XDP_INFER_ST_OTHER_MODEL, XDP_PASS);
 	if (m.frag_off != 0 || m.frag_len != m.total_len)
 		return count(XDP_INFER_ST_FRAGMENT, XDP_PASS);
-	if (m.tensor.c != cfg.in_c || m.tensor.h != cfg.in_h || m.tensor.w != cfg.in_w)
-		return count(XDP_INFER_ST_BAD_INPUT, XDP_PASS);
-	if (cfg.in_kind == XDP_INFER_IN_U8   ? m.tensor.fmt != PROTO_FMT_U8
-	    : m.tensor.fmt == PROTO_FMT_F32  ? !cfg.in_f32
-	    : m.tensor.fmt == PROTO_FMT_BITS ? !cfg.in_bits
-					     : 1)
-		return count(XDP_INFER_ST_BAD_INPUT, XDP_PASS);
+	/* the model's own input format; bits also for an f32 model whose prefix is a plain sign */
+	fmt = cfg.in_kind == XDP_INFER_IN_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	if (proto_input_matches(&m.tensor, fmt, cfg.in_c, cfg.in_h, cfg.in_w)) {
+		if (fmt == PROTO_FMT_F32 && !cfg.in_f32)
+			return count(XDP_INFER_ST_UNSERVED, XDP_PASS);
+	} else if (!(cfg.in_bits && proto_input_matches(&m.tensor, PROTO_FMT_BITS, cfg.in_c,
+							cfg.in_h, cfg.in_w))) {
+		return bad_shape(ctx, &m, bpf_ntohl(ip->saddr), ulen);
+	}
 
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
@@ -529,43 +629,7 @@ int xdp_infer(struct xdp_md *ctx)
 	m.resp.t_ns[PROTO_T_TOTAL] = sat32(bpf_ktime_get_ns() - t0);
 	if (proto_hdr_write(&m, s->resp, s->resp + XDP_INFER_RESP_HDR) != XDP_INFER_RESP_HDR)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-
-	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(dmac, eth->h_dest, ETH_ALEN);
-	saddr = bpf_ntohl(ip->saddr);
-	daddr = bpf_ntohl(ip->daddr);
-	sport = bpf_ntohs(udp->source);
-	dport = bpf_ntohs(udp->dest);
-	delta = (int)(L2L3L4 + rlen) - (int)(data_end - data);
-	if (delta && bpf_xdp_adjust_tail(ctx, delta))
-		return count(XDP_INFER_ST_TX_FAIL, XDP_PASS);
-
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	eth = data;
-	ip = data + sizeof(*eth);
-	udp = data + sizeof(*eth) + sizeof(*ip);
-	if ((void *)(udp + 1) > data_end)
-		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
-	__builtin_memcpy(eth->h_dest, smac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, dmac, ETH_ALEN);
-	ip->saddr = bpf_htonl(daddr);
-	ip->daddr = bpf_htonl(saddr);
-	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + rlen);
-	ip->ttl = 64;
-	ip->check = 0;
-	ipw = (__u16 *)ip;
-	sum = 0;
-	for (__u32 i = 0; i < sizeof(*ip) / 2; i++)
-		sum += ipw[i];
-	ip->check = csum_fold(sum);
-	udp->source = bpf_htons(dport);
-	udp->dest = bpf_htons(sport);
-	udp->len = bpf_htons(sizeof(*udp) + rlen);
-	udp->check = bpf_htons(udp_csum(s, rlen, daddr, saddr, dport, sport));
-	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
-		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
-	return count(XDP_INFER_ST_ANSWERED, XDP_TX);
+	return reply(ctx, s, rlen, ulen, XDP_INFER_ST_ANSWERED);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
