@@ -9,22 +9,34 @@
  *   splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...] [--executors E]
  *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
  *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
+ *       [--allow CIDR ...] [--error-rate N] [--error-burst N]
  *
  * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
- * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent back to
- * the host (splitnic-host's completion notice, see nicfw/dispatch.h).
+ * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent to the
+ * host port in the notice form (splitnic-host's completion notice, see nicfw/dispatch.h).
+ * --allow: the front-ends the NIC answers itself (others: dropped, counted; without it every
+ * front-end is answered, never with a reply larger than its request); --error-rate/--error-burst:
+ * ERRORs per second, and at once, per front-end address (nicfw/dispatch.h).
+ *
+ * Links: a net_memif port is polled and transmitted to only while its link is up and memif's
+ * control plane (on EAL's interrupt thread, where a disconnecting peer makes it unmap the shared
+ * rings) is held off, see ctl_hold(). At exit the ports are stopped and closed from an EAL
+ * alarm, i.e. on that same interrupt thread, so that a disconnect of the peer stopping at the
+ * same moment cannot run in the middle of ours.
  *
  * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_alarm.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -33,6 +45,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_ring.h>
 #include <rte_telemetry.h>
 
 #include "conf/conf.h"
@@ -44,12 +57,17 @@
 #include "nicfw/emu/emu.h"
 #include "nicfw/lcore/lcore.h"
 
-#define NIC_BURST     32
-#define NIC_RX_DESC   1024
-#define NIC_TX_DESC   1024
-#define NIC_MBUFS     8191
-#define NIC_TX_TRIES  64
-#define NIC_RUN_SLICE 64 /* inline runner: handlers per loop turn */
+#define NIC_BURST	  32
+#define NIC_RX_DESC	  1024
+#define NIC_TX_DESC	  1024
+#define NIC_MBUFS	  8191
+#define NIC_TX_TRIES	  64
+#define NIC_RUN_SLICE	  64	 /* inline runner: handlers per loop turn */
+#define NIC_CTL_PERIOD_US 500000 /* memif's control plane let go at least this often, ... */
+#define NIC_CTL_GAP_US	  100	 /* ... for this long at least (see ctl_hold()) */
+#define NIC_BACKLOG	  4096	 /* frames a gated port keeps while it is not usable */
+
+enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
 
 struct nic_opts {
 	const char *model_path[NICFW_DISP_MAX_MODELS];
@@ -57,6 +75,9 @@ struct nic_opts {
 	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_first */
 	bool id_given[NICFW_DISP_MAX_MODELS];
 	bool notify_host;
+	uint32_t n_allow;
+	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
+	uint32_t err_rate, err_burst;
 	uint32_t n_models;
 	uint32_t executors;
 	bool emu;
@@ -83,7 +104,19 @@ struct nic {
 	struct rte_mempool *pool;
 	struct rte_eth_dev_tx_buffer *txb[2];
 	uint16_t port_id[2];
-	uint64_t tx_drop[2]; /* frames a port would not take after NIC_TX_TRIES */
+	bool link_gated[2]; /* memif: used only while its link is up and ctl_hold() holds */
+	bool link_up[2];    /* this loop turn: the link (always true for other ports) */
+	bool usable[2];	    /* this loop turn: the port may be polled and sent to */
+	struct rte_ring *backlog[2]; /* a gated port's frames while it is up but not usable */
+	bool ports_closed;	     /* set by the alarm that closes them */
+	bool intr_settled;	     /* set by the alarm after it */
+	sem_t ctl_sem;		     /* memif's control plane held: see ctl_hold() */
+	int ctl_state;		     /* enum nic_ctl */
+	bool ctl_armed, ctl_rearm;
+	uint64_t ctl_next;	    /* TSC of the next release */
+	uint64_t tx_drop[2];	    /* frames a port would not take after NIC_TX_TRIES */
+	uint64_t link_down_drop[2]; /* frames for a gated port dropped while its link was down */
+	uint64_t backlogged[2];	    /* frames that waited in the backlog */
 	uint64_t loops;
 };
 
@@ -144,8 +177,11 @@ static void usage(FILE *f)
 		"         [--executors E (1..256, default 16)] [--platform lcore|emu]\n"
 		"         [--port UDP (default %u)] [--ip A.B.C.D (answer ARP for it)]\n"
 		"         [--wire-port N (0)] [--host-port N (1)] [--payload BYTES (1400)]\n"
-		"         [--duration S] [--stats-file FILE] [--notify-host]\n",
-		PROTO_DEFAULT_PORT);
+		"         [--duration S] [--stats-file FILE] [--notify-host]\n"
+		"         [--allow CIDR ... (front-ends answered; default: all, no reply larger\n"
+		"          than its request)] [--error-rate N (%u per s per source)]\n"
+		"         [--error-burst N (%u)]\n",
+		PROTO_DEFAULT_PORT, PROTO_RL_RATE, PROTO_RL_BURST);
 }
 
 static int parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *v)
@@ -175,6 +211,9 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-file", required_argument, NULL, 's'},
 	    {"notify-host", no_argument, NULL, 'N'},
+	    {"allow", required_argument, NULL, 'a'},
+	    {"error-rate", required_argument, NULL, 'r'},
+	    {"error-burst", required_argument, NULL, 'b'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -276,6 +315,25 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 		case 'N':
 			o->notify_host = true;
 			break;
+		case 'a':
+			if (o->n_allow == NICFW_DISP_MAX_ALLOW ||
+			    proto_cidr_parse(optarg, &o->allow[o->n_allow])) {
+				fprintf(stderr,
+					"nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
+					NICFW_DISP_MAX_ALLOW, optarg);
+				return -EINVAL;
+			}
+			o->n_allow++;
+			break;
+		case 'r':
+		case 'b':
+			if (parse_u32(optarg, 1, 1000000,
+				      c == 'r' ? &o->err_rate : &o->err_burst)) {
+				fprintf(stderr, "nic: %s: 1 to 1000000, got '%s'\n",
+					c == 'r' ? "--error-rate" : "--error-burst", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -321,6 +379,9 @@ static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, ui
 	put(arg, "queued", nicfw_disp_pending(n->disp));
 	put(arg, "tx_drop_wire", __atomic_load_n(&n->tx_drop[0], __ATOMIC_RELAXED));
 	put(arg, "tx_drop_host", __atomic_load_n(&n->tx_drop[1], __ATOMIC_RELAXED));
+	put(arg, "link_down_drop_wire", __atomic_load_n(&n->link_down_drop[0], __ATOMIC_RELAXED));
+	put(arg, "link_down_drop_host", __atomic_load_n(&n->link_down_drop[1], __ATOMIC_RELAXED));
+	put(arg, "backlogged_host", __atomic_load_n(&n->backlogged[1], __ATOMIC_RELAXED));
 	for (int p = 0; p < 2; p++) {
 		const char *pn = p ? "host" : "wire";
 
@@ -371,12 +432,19 @@ static void file_put(void *arg, const char *key, uint64_t v)
 
 /* --- ports ------------------------------------------------------------------------------- */
 
+static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t cnt);
+
 static int nic_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
 {
 	struct nic *n = arg;
-	struct rte_mbuf *mb = rte_pktmbuf_alloc(n->pool);
+	struct rte_mbuf *mb;
 	char *p;
 
+	if (unlikely(!n->link_up[port])) {
+		n->link_down_drop[port]++;
+		return -ENETDOWN;
+	}
+	mb = rte_pktmbuf_alloc(n->pool);
 	if (unlikely(!mb))
 		return -ENOMEM;
 	p = rte_pktmbuf_append(mb, (uint16_t)len);
@@ -385,6 +453,10 @@ static int nic_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_
 		return -ENOSPC;
 	}
 	rte_memcpy(p, frame, len);
+	if (unlikely(!n->usable[port])) {
+		send_all(n, port, &mb, 1);
+		return 0;
+	}
 	rte_eth_tx_buffer(n->port_id[port], 0, n->txb[port], mb);
 	return 0;
 }
@@ -408,6 +480,18 @@ static int port_init(struct nic *n, int which, char *err, size_t errlen)
 	ret = rte_eth_dev_info_get(id, &info);
 	if (ret)
 		goto out_err;
+	n->link_gated[which] = info.driver_name && !strcmp(info.driver_name, "net_memif");
+	if (n->link_gated[which]) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "snnic_backlog%d", which);
+		n->backlog[which] = rte_ring_create(name, NIC_BACKLOG, rte_eth_dev_socket_id(id),
+						    RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!n->backlog[which]) {
+			ret = -rte_errno;
+			goto out_err;
+		}
+	}
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
 	ret = rte_eth_dev_configure(id, 1, 1, &conf);
@@ -434,6 +518,7 @@ static int port_init(struct nic *n, int which, char *err, size_t errlen)
 	if (ret)
 		goto out_err;
 	rte_eth_promiscuous_enable(id);
+	n->link_up[which] = n->usable[which] = true; /* gated: links_check(), every turn */
 	return 0;
 
 out_err:
@@ -507,6 +592,11 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		md->standalone = first == 0;
 		md->in_fmt = ch->in_fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
 		md->in_count = (uint32_t)kern_shape_elems(&m->layers[first].in);
+		if (md->standalone) { /* REQUESTs: the model's input shape, checked in full */
+			md->in_c = m->input.c;
+			md->in_h = m->input.h;
+			md->in_w = m->input.w;
+		}
 		md->in_bytes = ch->in_bytes;
 		md->classes = ch->classes;
 		printf("nic: model %s (%s) id %#x: ops %u..%u on %u executors (%s%s), input %u x "
@@ -545,6 +635,10 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	}
 	n->port_id[NICFW_PORT_WIRE] = n->o.wire;
 	n->port_id[NICFW_PORT_HOST] = n->o.host;
+	if (sem_init(&n->ctl_sem, 0, 0)) {
+		snprintf(err, errlen, "semaphore: %s", strerror(errno));
+		return -errno;
+	}
 	n->pool = rte_pktmbuf_pool_create("snnic_pool", NIC_MBUFS, 256, 0,
 					  RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (!n->pool) {
@@ -569,6 +663,10 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	dc.port = n->o.udp_port;
 	dc.payload = n->o.payload;
 	dc.notify_host = n->o.notify_host;
+	dc.n_allow = n->o.n_allow;
+	memcpy(dc.allow, n->o.allow, sizeof(dc.allow));
+	dc.err_rate = n->o.err_rate;
+	dc.err_burst = n->o.err_burst;
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
 	n->disp = nicfw_disp_create(&dc, err, errlen);
@@ -589,6 +687,15 @@ static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t c
 {
 	uint16_t sent = 0;
 
+	if (unlikely(!n->usable[port])) { /* the backlog while the link is up, else dropped */
+		if (n->link_up[port])
+			sent = (uint16_t)rte_ring_sp_enqueue_burst(n->backlog[port], (void **)pkts,
+								   cnt, NULL);
+		n->backlogged[port] += sent;
+		n->link_down_drop[port] += cnt - sent;
+		rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
+		return;
+	}
 	for (int tries = 0; sent < cnt && tries < NIC_TX_TRIES; tries++)
 		sent += rte_eth_tx_burst(n->port_id[port], 0, pkts + sent, cnt - sent);
 	if (unlikely(sent < cnt)) {
@@ -602,6 +709,8 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 	struct rte_mbuf *pkts[NIC_BURST], *pass[NIC_BURST], *back[NIC_BURST];
 	uint16_t cnt, np = 0, nb = 0;
 
+	if (unlikely(!n->usable[from]))
+		return;
 	cnt = rte_eth_rx_burst(n->port_id[from], 0, pkts, NIC_BURST);
 	if (!cnt)
 		return;
@@ -633,6 +742,105 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 		send_all(n, from, back, nb);
 }
 
+/*
+ * Holding memif's control plane. memif connects and disconnects (unmapping the rings) on EAL's
+ * interrupt thread, with nothing to keep it off the rings this loop is reading and writing: a
+ * peer that goes away in the middle of a burst crashes the loop. So while a memif link is up the
+ * loop keeps that thread waiting in ctl_hold() (an EAL alarm, which runs on it) and uses the
+ * port only while it waits there; every NIC_CTL_PERIOD_US, and at once when the link goes down,
+ * it lets the thread go for at least NIC_CTL_GAP_US (memif then handles what came in meanwhile:
+ * a disconnect, a message) and holds it again when it comes back; until then, frames for the
+ * port wait in its backlog (NIC_BACKLOG) and those from it in its ring. A peer that is gone is
+ * noticed within NIC_CTL_PERIOD_US; until then its rings stay mapped and simply fill up. While
+ * the link is down the thread runs free (the peer can connect) and the port is not touched.
+ */
+static void ctl_hold(void *arg)
+{
+	struct nic *n = arg;
+
+	__atomic_store_n(&n->ctl_state, NIC_CTL_HELD, __ATOMIC_RELEASE);
+	while (sem_wait(&n->ctl_sem) && errno == EINTR)
+		;
+	__atomic_store_n(&n->ctl_state, NIC_CTL_FREE, __ATOMIC_RELEASE);
+	/* a gap: EAL runs every alarm already due before it polls its descriptors again */
+	if (__atomic_load_n(&n->ctl_rearm, __ATOMIC_ACQUIRE) &&
+	    !rte_eal_alarm_set(NIC_CTL_GAP_US, ctl_hold, n))
+		return;
+	__atomic_store_n(&n->ctl_armed, false, __ATOMIC_RELEASE);
+}
+
+/* Let the interrupt thread go; rearm: hold it again when it is done (ctl_hold()). */
+static void ctl_release(struct nic *n, bool rearm)
+{
+	__atomic_store_n(&n->ctl_rearm, rearm, __ATOMIC_RELEASE);
+	__atomic_store_n(&n->ctl_state, NIC_CTL_RELEASING, __ATOMIC_RELEASE);
+	sem_post(&n->ctl_sem);
+}
+
+/* A gated port's link, read from memory (memif's link_update does no I/O). */
+static bool link_is_up(const struct nic *n, int p)
+{
+	struct rte_eth_link link;
+
+	return !rte_eth_link_get_nowait(n->port_id[p], &link) &&
+	       link.link_status == RTE_ETH_LINK_UP;
+}
+
+/*
+ * This turn's use of the gated ports: usable only while the interrupt thread is held and the
+ * link is up. A port that is up but not usable (the thread let go for a moment) keeps its frames
+ * in its backlog, sent once it is usable again; a port whose link is down drops them.
+ */
+static void links_check(struct nic *n, uint64_t cyc)
+{
+	bool held = __atomic_load_n(&n->ctl_state, __ATOMIC_ACQUIRE) == NIC_CTL_HELD;
+	bool any_up = false;
+	struct rte_mbuf *pkts[NIC_BURST];
+	unsigned k;
+
+	if (likely(!n->link_gated[0] && !n->link_gated[1]))
+		return;
+	for (int p = 0; p < 2; p++) {
+		if (!n->link_gated[p])
+			continue;
+		n->link_up[p] = link_is_up(n, p);
+		n->usable[p] = held && n->link_up[p];
+		any_up |= n->link_up[p];
+		if (unlikely(!n->usable[p] && n->txb[p]->length)) {
+			n->link_down_drop[p] += n->txb[p]->length;
+			rte_pktmbuf_free_bulk(n->txb[p]->pkts, n->txb[p]->length);
+			n->txb[p]->length = 0;
+		}
+		while (
+		    (n->usable[p] || !n->link_up[p]) &&
+		    (k = rte_ring_sc_dequeue_burst(n->backlog[p], (void **)pkts, NIC_BURST, NULL)))
+			send_all(n, p, pkts, (uint16_t)k);
+	}
+	if (held && (!any_up || cyc >= n->ctl_next)) {
+		ctl_release(n, any_up);
+		n->ctl_next = cyc + rte_get_tsc_hz() / 1000000 * NIC_CTL_PERIOD_US;
+		n->usable[0] = !n->link_gated[0];
+		n->usable[1] = !n->link_gated[1];
+	} else if (!held && any_up && !__atomic_load_n(&n->ctl_armed, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&n->ctl_rearm, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&n->ctl_armed, true, __ATOMIC_RELEASE);
+		if (rte_eal_alarm_set(1, ctl_hold, n))
+			__atomic_store_n(&n->ctl_armed, false, __ATOMIC_RELEASE);
+	}
+}
+
+/* At exit: the interrupt thread free for good (before anything else is asked of it). */
+static void ctl_stop(struct nic *n)
+{
+	__atomic_store_n(&n->ctl_rearm, false, __ATOMIC_RELEASE);
+	for (int i = 0; i < 5000 && __atomic_load_n(&n->ctl_armed, __ATOMIC_ACQUIRE); i++) {
+		if (__atomic_load_n(&n->ctl_state, __ATOMIC_ACQUIRE) == NIC_CTL_HELD)
+			ctl_release(n, false);
+		rte_delay_us_sleep(1000);
+	}
+	rte_eal_alarm_cancel(ctl_hold, n);
+}
+
 static void nic_loop(struct nic *n)
 {
 	const double ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
@@ -646,15 +854,53 @@ static void nic_loop(struct nic *n)
 		cyc = rte_get_tsc_cycles();
 		if (unlikely(cyc >= t_end))
 			break;
+		links_check(n, cyc);
 		rx_port(n, NICFW_PORT_WIRE, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
 		rx_port(n, NICFW_PORT_HOST, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
 		if (n->lc)
 			nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
 		nicfw_disp_poll(n->disp, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
-		rte_eth_tx_buffer_flush(n->port_id[0], 0, n->txb[0]);
-		rte_eth_tx_buffer_flush(n->port_id[1], 0, n->txb[1]);
+		for (int p = 0; p < 2; p++)
+			if (likely(n->usable[p]))
+				rte_eth_tx_buffer_flush(n->port_id[p], 0, n->txb[p]);
 		n->loops++;
 	}
+}
+
+/* An EAL alarm that only says it ran (see nic_teardown()). */
+static void intr_settled(void *arg)
+{
+	__atomic_store_n((bool *)arg, true, __ATOMIC_RELEASE);
+}
+
+/* Run cb on the interrupt thread (an EAL alarm) and wait, at most 5 s, until *done; false if it
+ * did not run. */
+static bool on_intr_thread(rte_eal_alarm_callback cb, void *arg, bool *done)
+{
+	if (rte_eal_alarm_set(1, cb, arg))
+		return false;
+	for (int i = 0; i < 5000 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++)
+		rte_delay_us_sleep(1000);
+	if (__atomic_load_n(done, __ATOMIC_ACQUIRE))
+		return true;
+	rte_eal_alarm_cancel(cb, arg);
+	return __atomic_load_n(done, __ATOMIC_ACQUIRE);
+}
+
+/* Stop and close the ports (an EAL alarm: on the interrupt thread, see the top). */
+static void ports_close(void *arg)
+{
+	struct nic *n = arg;
+
+	for (int p = 0; p < 2; p++) {
+		if (!n->txb[p])
+			continue;
+		rte_pktmbuf_free_bulk(n->txb[p]->pkts, n->txb[p]->length);
+		n->txb[p]->length = 0;
+		rte_eth_dev_stop(n->port_id[p]);
+		rte_eth_dev_close(n->port_id[p]);
+	}
+	__atomic_store_n(&n->ports_closed, true, __ATOMIC_RELEASE);
 }
 
 static void nic_teardown(struct nic *n)
@@ -662,12 +908,23 @@ static void nic_teardown(struct nic *n)
 	nic_g = NULL;
 	if (n->lc)
 		nicfw_lcore_stop(n->lc);
+	ctl_stop(n);
+	sem_destroy(&n->ctl_sem);
+	if (!on_intr_thread(ports_close, n, &n->ports_closed))
+		ports_close(n);
+	/*
+	 * Closing memif made the interrupt thread rebuild its list of file descriptors, reading
+	 * handles that live in DPDK's memory; let it finish before rte_eal_cleanup() unmaps that
+	 * memory: one more alarm runs only after it has.
+	 */
+	on_intr_thread(intr_settled, &n->intr_settled, &n->intr_settled);
 	for (int p = 0; p < 2; p++) {
-		if (n->txb[p]) {
-			rte_eth_dev_stop(n->port_id[p]);
-			rte_eth_dev_close(n->port_id[p]);
-			rte_free(n->txb[p]);
-		}
+		struct rte_mbuf *mb = NULL;
+
+		rte_free(n->txb[p]);
+		while (n->backlog[p] && !rte_ring_sc_dequeue(n->backlog[p], (void **)&mb))
+			rte_pktmbuf_free(mb);
+		rte_ring_free(n->backlog[p]);
 	}
 	nicfw_disp_free(n->disp);
 	nicfw_lcore_free(n->lc);
