@@ -25,4 +25,8 @@ bench-kernels: $(B)/bench/bench_kernels $(B)/bench/bench_models models
 	$(Q)BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} $(B)/bench/bench_models \
 		/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz $(B)/models/fmnist-*.snm
 
-.PHONY: test-run demo-run bench-run bench-kernels
+# The shutdown stress test at its full count (make test runs it once per way of stopping).
+stress: all
+	$(Q)STRESS_N=$${STRESS_N:-50} bash tests/integration/test_shutdown_stress.sh
+
+.PHONY: test-run demo-run bench-run bench-kernels stress

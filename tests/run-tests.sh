@@ -52,12 +52,14 @@ run_script() {
 	fi
 }
 
+ls -1 /var/run/dpdk >"$log_dir/dpdk-runtime.before" 2>/dev/null # for check_dpdk_runtime.sh
 for t in "$B"/tests/test_*; do
 	case "$t" in *.o | *.d) continue ;; esac
 	[ -x "$t" ] && run_cmocka "$t"
 done
 for t in tests/py/test_*.py; do [ -e "$t" ] && run_script py "$t"; done
 for t in tests/integration/test_*.sh; do [ -e "$t" ] && run_script sh "$t"; done
+B=$B run_script sh tests/integration/check_dpdk_runtime.sh # after every DPDK test
 
 echo
 [ ${#failures[@]} -ne 0 ] && echo "failed: ${failures[*]} (logs in $log_dir/)"

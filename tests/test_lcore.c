@@ -6,7 +6,9 @@
  * contexts over the available cores) and on one inline runner; a second submit while one is
  * running is refused. EAL runs with --no-huge and its own --file-prefix.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -231,6 +233,24 @@ static void test_lcore_bundled_mlp(void **state)
 	kern_model_free(m);
 }
 
+/* EAL leaves its runtime folder (/var/run/dpdk/PREFIX) behind: remove it and what it holds. */
+static void remove_runtime_dir(const char *dir)
+{
+	char path[PATH_MAX + 256];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,7 +263,7 @@ int main(void)
 	    cmocka_unit_test(test_lcore_bundled_mlp),
 	    cmocka_unit_test_setup_teardown(test_lcore_executor, test_fx_setup, test_fx_teardown),
 	};
-	char prefix[64], lcores[32];
+	char prefix[64], lcores[32], rundir[PATH_MAX];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char *eal[] = {"test_lcore",   "-l",	   lcores,	    "--no-huge", "-m",
 		       "512",	       "--no-pci", "--file-prefix", prefix,	 "--no-telemetry",
@@ -262,6 +282,8 @@ int main(void)
 		workers[n_workers++] = l;
 	}
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	remove_runtime_dir(rundir);
 	return ret;
 }

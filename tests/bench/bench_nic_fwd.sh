@@ -22,7 +22,7 @@ for f in "$NIC" "$MODEL"; do
 	[ -e "$f" ] || { echo "bench_nic_fwd: $f missing (make all)"; exit 1; }
 done
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "/var/run/dpdk/snbench$$idle" "/var/run/dpdk/snbench$$load"' EXIT
 
 $PY - "$tmp" /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz <<'PYEOF'
 import gzip, struct, sys
