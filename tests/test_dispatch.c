@@ -76,26 +76,41 @@ static int fake_poll(void *e, uint32_t model, double *scores)
 
 static const struct nicfw_engine_ops fake_ops = {fake_submit, fake_poll};
 
-static struct nicfw_disp *mk_disp(void)
+/* The NIC's address, port, payload and the fake engine and transmit. */
+static void cfg_init(struct nicfw_disp_config *c)
 {
-	struct nicfw_disp_config c = {0};
+	memcpy(c->mac, nic_mac, 6);
+	c->ip = NIC_IP;
+	c->port = PROTO_DEFAULT_PORT;
+	c->payload = PROTO_DEFAULT_PAYLOAD;
+	c->eng_ops = &fake_ops;
+	c->tx = fake_tx;
+}
+
+/* A dispatcher for c, nothing sent yet, the engine idle. */
+static struct nicfw_disp *create(const struct nicfw_disp_config *c)
+{
 	struct nicfw_disp *d;
 	char err[256];
 
-	memcpy(c.mac, nic_mac, 6);
-	c.ip = NIC_IP;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
-	c.n_models = 2;
-	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
-	c.model[1] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
-	c.eng_ops = &fake_ops;
-	c.tx = fake_tx;
-	d = nicfw_disp_create(&c, err, sizeof(err));
+	d = nicfw_disp_create(c, err, sizeof(err));
 	if (!d)
 		fail_msg("%s", err);
 	n_out = 0;
 	eng_done = eng_hold = false;
+	return d;
+}
+
+static struct nicfw_disp *mk_disp(void)
+{
+	struct nicfw_disp_config c = {0};
+	struct nicfw_disp *d;
+
+	cfg_init(&c);
+	c.n_models = 2;
+	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
+	c.model[1] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
+	d = create(&c);
 	return d;
 }
 
@@ -515,22 +530,13 @@ static void test_dispatch_notices(void **state)
 	struct nicfw_disp *d;
 	uint8_t f[2048];
 	struct proto_msg m;
-	char err[256];
 	uint32_t len;
 
-	memcpy(c.mac, nic_mac, 6);
-	c.ip = NIC_IP;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
+	cfg_init(&c);
 	c.notify_host = true;
 	c.n_models = 1;
 	c.model[0] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
-	c.eng_ops = &fake_ops;
-	c.tx = fake_tx;
-	d = nicfw_disp_create(&c, err, sizeof(err));
-	assert_non_null(d);
-	n_out = 0;
-	eng_done = eng_hold = false;
+	d = create(&c);
 	len = udp_frame(f, HOST_IP, 9999, "x", 1); /* teaches the NIC the front-end's MAC */
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
 	len = activation_ref(f, 0x99, 2, 90, t0, 0x02000007, 0x1122334455667788ull);
@@ -649,21 +655,12 @@ static void test_dispatch_no_amplification(void **state)
 	uint8_t f[2048], dg[64];
 	uint64_t k[NICFW_C__COUNT];
 	struct proto_msg m;
-	char err[256];
 	uint32_t len;
 
-	memcpy(c.mac, nic_mac, 6);
-	c.ip = NIC_IP;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
+	cfg_init(&c);
 	c.n_models = 1;
 	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 8, 8, 3, true, 1, 1, 8};
-	c.eng_ops = &fake_ops;
-	c.tx = fake_tx;
-	d = nicfw_disp_create(&c, err, sizeof(err));
-	assert_non_null(d);
-	n_out = 0;
-	eng_done = eng_hold = false;
+	d = create(&c);
 	len = request_shaped(f, CLI_IP, MODEL, 1, 1, 1, 8, 64); /* 72 bytes, RESPONSE 104 */
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
 	assert_int_equal(nicfw_disp_poll(d, 0), 0);
@@ -701,9 +698,7 @@ static void test_dispatch_no_amplification(void **state)
 	/* an allow-list: CLI_IP/32 may get the larger RESPONSE; HOST_IP gets nothing at all */
 	assert_int_equal(proto_cidr_parse("10.88.0.2/32", &c.allow[0]), 0);
 	c.n_allow = 1;
-	d = nicfw_disp_create(&c, err, sizeof(err));
-	assert_non_null(d);
-	n_out = 0;
+	d = create(&c);
 	len = request_shaped(f, CLI_IP, MODEL, 4, 1, 1, 8, 64);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
 	assert_int_equal(nicfw_disp_poll(d, 0), 1);
@@ -733,22 +728,14 @@ static void test_dispatch_error_rate(void **state)
 	uint8_t f[2048];
 	uint64_t k[NICFW_C__COUNT];
 	struct proto_msg m;
-	char err[256];
 	uint32_t len;
 
-	memcpy(c.mac, nic_mac, 6);
-	c.ip = NIC_IP;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
+	cfg_init(&c);
 	c.err_rate = 10; /* one per 100 ms */
 	c.err_burst = 3;
 	c.n_models = 1;
 	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
-	c.eng_ops = &fake_ops;
-	c.tx = fake_tx;
-	d = nicfw_disp_create(&c, err, sizeof(err));
-	assert_non_null(d);
-	n_out = 0;
+	d = create(&c);
 	for (uint32_t i = 0; i < 5; i++) { /* bad shape, all at t = 1 s */
 		len = request_shaped(f, CLI_IP, MODEL, i, 1, 2, IN / 2, 64);
 		nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 1000000000ull);
@@ -778,22 +765,13 @@ static void test_dispatch_fragments(void **state)
 	uint8_t f[2048], dg[512], body[600] = {7};
 	struct proto_frag fr;
 	struct proto_msg m;
-	char err[256];
 	int n, k = 0;
 
-	memcpy(c.mac, nic_mac, 6);
-	c.ip = NIC_IP;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
+	cfg_init(&c);
 	c.n_models = 1;
 	c.model[0] =
 	    (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 600, 600, 3, true, 1, 1, 600};
-	c.eng_ops = &fake_ops;
-	c.tx = fake_tx;
-	d = nicfw_disp_create(&c, err, sizeof(err));
-	assert_non_null(d);
-	n_out = 0;
-	eng_done = eng_hold = false;
+	d = create(&c);
 	proto_msg_init(&m, PROTO_REQUEST, MODEL, 9);
 	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 1, 600, 0, 0);
 	assert_int_equal(proto_frag_init(&fr, &m, body, 600, 256), 0);

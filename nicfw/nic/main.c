@@ -109,7 +109,7 @@ struct nic {
 	bool usable[2];	    /* this loop turn: the port may be polled and sent to */
 	struct rte_ring *backlog[2]; /* a gated port's frames while it is up but not usable */
 	bool ports_closed;	     /* set by the alarm that closes them */
-	bool intr_settled;	     /* set by the alarm after it */
+	bool intr_parked;	     /* set by the last alarm (intr_park()) */
 	sem_t ctl_sem;		     /* memif's control plane held: see ctl_hold() */
 	int ctl_state;		     /* enum nic_ctl */
 	bool ctl_armed, ctl_rearm;
@@ -867,23 +867,25 @@ static void nic_loop(struct nic *n)
 	}
 }
 
-/* An EAL alarm that only says it ran (see nic_teardown()). */
-static void intr_settled(void *arg)
+/* The last EAL alarm: says it runs, then keeps the interrupt thread until the process ends
+ * (see nic_teardown()). */
+static void intr_park(void *arg)
 {
-	__atomic_store_n((bool *)arg, true, __ATOMIC_RELEASE);
+	struct nic *n = arg;
+
+	__atomic_store_n(&n->intr_parked, true, __ATOMIC_RELEASE);
+	while (sem_wait(&n->ctl_sem) == 0 || errno == EINTR)
+		;
 }
 
 /* Run cb on the interrupt thread (an EAL alarm) and wait, at most 5 s, until *done; false if it
- * did not run. */
+ * did not (cb then runs later or never). */
 static bool on_intr_thread(rte_eal_alarm_callback cb, void *arg, bool *done)
 {
 	if (rte_eal_alarm_set(1, cb, arg))
 		return false;
 	for (int i = 0; i < 5000 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++)
 		rte_delay_us_sleep(1000);
-	if (__atomic_load_n(done, __ATOMIC_ACQUIRE))
-		return true;
-	rte_eal_alarm_cancel(cb, arg);
 	return __atomic_load_n(done, __ATOMIC_ACQUIRE);
 }
 
@@ -903,21 +905,26 @@ static void ports_close(void *arg)
 	__atomic_store_n(&n->ports_closed, true, __ATOMIC_RELEASE);
 }
 
-static void nic_teardown(struct nic *n)
+/* Everything set up, undone; false when EAL's own cleanup must be left out (see below). */
+static bool nic_teardown(struct nic *n)
 {
+	bool parked;
+
 	nic_g = NULL;
 	if (n->lc)
 		nicfw_lcore_stop(n->lc);
 	ctl_stop(n);
-	sem_destroy(&n->ctl_sem);
-	if (!on_intr_thread(ports_close, n, &n->ports_closed))
+	if (!on_intr_thread(ports_close, n, &n->ports_closed) &&
+	    rte_eal_alarm_cancel(ports_close, n) > 0)
 		ports_close(n);
 	/*
-	 * Closing memif made the interrupt thread rebuild its list of file descriptors, reading
-	 * handles that live in DPDK's memory; let it finish before rte_eal_cleanup() unmaps that
-	 * memory: one more alarm runs only after it has.
+	 * The interrupt thread reads the handles of every interrupt source, which live in DPDK's
+	 * memory, whenever anything happens on one of them (e.g. the host's memif reconnecting
+	 * while we exit; memif leaves its listener's source behind with a freed handle), and
+	 * rte_eal_cleanup() unmaps that memory under it: keep the thread in an alarm of ours until
+	 * the process ends, and leave rte_eal_cleanup() out (it would wait for that alarm forever).
 	 */
-	on_intr_thread(intr_settled, &n->intr_settled, &n->intr_settled);
+	parked = on_intr_thread(intr_park, n, &n->intr_parked);
 	for (int p = 0; p < 2; p++) {
 		struct rte_mbuf *mb = NULL;
 
@@ -934,6 +941,7 @@ static void nic_teardown(struct nic *n)
 		kern_model_free(n->m[i]);
 	}
 	rte_mempool_free(n->pool);
+	return !parked;
 }
 
 int main(int argc, char **argv)
@@ -984,7 +992,8 @@ int main(int argc, char **argv)
 		fclose(f);
 	fflush(stdout);
 out_teardown:
-	nic_teardown(n);
+	if (!nic_teardown(n))
+		return ret ? 1 : 0;
 out_eal:
 	rte_eal_cleanup();
 	return ret ? 1 : 0;

@@ -40,6 +40,7 @@ LAB=$D/t10k-labels-idx1-ubyte.gz
 N=${STRESS_N:-8}
 PY=/usr/bin/python3
 . tests/integration/netns.sh
+. tests/integration/coproc.sh
 
 netns_need_root "af_packet and memif"
 netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"
@@ -58,27 +59,13 @@ cleanup() {
 trap cleanup EXIT
 fail() {
 	echo "FAIL: round $round ($how): $*"
-	for l in nic host; do
-		[ -f "$tmp/$l.log" ] && { echo "--- $l.log"; grep -v '^EAL\|^TELEMETRY' "$tmp/$l.log" | tail -15; }
-	done
+	coproc_logs "$tmp" nic host
 	exit 1
 }
 
-netns_add "$ns_c" "$ns_n" || fail "ip netns add"
-netns_veth "$ns_c" vc "$ns_n" vw || fail "veth"
-netns_no_ipv6 "$ns_n" "$ns_c"
-netns_link "$ns_c" vc 10.88.7.2/24
-netns_link "$ns_n" vw
-netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
+coproc_net "$ns_c" "$ns_n" 10.88.7.2/24 || fail "namespaces and veth"
 
-K=$("$PY" - "$S" "$CNN" <<'EOF'
-import subprocess, sys
-# the split: the op after the flatten that starts the NIC part (host/model.c's default)
-out = subprocess.run([sys.argv[1], "inspect", sys.argv[2], "--ops"], capture_output=True, text=True).stdout
-ops = [l.split() for l in out.split("compiled ops:")[1].splitlines()[2:] if l.strip()]
-print(next(int(o[0]) for o in ops if o[1] == "flatten") + 1)
-EOF
-) || fail "split point"
+K=$(coproc_split "$S" "$CNN") || fail "split point"
 
 start_pair() {
 	rm -f "$tmp/memif.sock"

@@ -38,6 +38,7 @@ LAB=$D/t10k-labels-idx1-ubyte.gz
 PY=/usr/bin/python3
 N=${TRUST_COUNT:-3000}
 . tests/integration/netns.sh
+. tests/integration/coproc.sh
 
 netns_need_root "af_packet, memif and packet capture"
 netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"
@@ -57,27 +58,13 @@ cleanup() {
 trap cleanup EXIT
 fail() {
 	echo "FAIL: $*"
-	for l in nic host forger; do
-		[ -f "$tmp/$l.log" ] && { echo "--- $l.log"; grep -v '^EAL\|^TELEMETRY' "$tmp/$l.log" | tail -15; }
-	done
+	coproc_logs "$tmp" nic host forger
 	exit 1
 }
 
-netns_add "$ns_c" "$ns_n" || fail "ip netns add"
-netns_veth "$ns_c" vc "$ns_n" vw || fail "veth"
-netns_no_ipv6 "$ns_n" "$ns_c"
-netns_link "$ns_c" vc 10.88.9.2/24
-netns_link "$ns_n" vw
-netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
+coproc_net "$ns_c" "$ns_n" 10.88.9.2/24 || fail "namespaces and veth"
 
-K=$("$PY" - "$S" "$CNN" <<'EOF'
-import subprocess, sys
-# the split: the op after the flatten that starts the NIC part (host/model.c's default)
-out = subprocess.run([sys.argv[1], "inspect", sys.argv[2], "--ops"], capture_output=True, text=True).stdout
-ops = [l.split() for l in out.split("compiled ops:")[1].splitlines()[2:] if l.strip()]
-print(next(int(o[0]) for o in ops if o[1] == "flatten") + 1)
-EOF
-) || fail "split point"
+K=$(coproc_split "$S" "$CNN") || fail "split point"
 
 ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "sntrn$tag" --no-pci \
 	--vdev net_af_packet0,iface=vw \
