@@ -134,7 +134,7 @@ for round in $(seq "$N"); do
 	how=${modes[$(((round - 1) % ${#modes[@]}))]}
 	start_pair
 	ip netns exec "$ns_c" "$S" client 10.88.7.1 --images "$IMG" --labels "$LAB" \
-		--count 20000 --rate 5000 --timeout-ms 300 --json >"$tmp/client.json" 2>&1 &
+		--count 200000 --rate 5000 --timeout-ms 300 --json >"$tmp/client.json" 2>&1 &
 	cli_pid=$!
 	sleep "${STRESS_TRAFFIC_S:-1.5}"
 	act=$(nic_stat activations) || fail "telemetry /splitnic/nic/stats"
