@@ -153,6 +153,9 @@ static void on_frame(struct host_app *a, const uint8_t *f, uint32_t len, uint64_
 	case PROTO_ERROR:
 		on_nic_error(a, &m);
 		return;
+	case PROTO_HEALTH:
+		host_rx_health(a, &m, &from, plen);
+		return;
 	default:
 		a->c[HOST_C_RX_OTHER_TYPE]++;
 		return;

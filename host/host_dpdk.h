@@ -11,6 +11,7 @@
  *   host/dpdk_worker.c     the host stages on the worker lcores: batching, fallback execution
  *   host/dpdk_inproc.c     the in-process NIC stage (--nic inproc) over rte_rings
  *   host/dpdk_telemetry.c  telemetry endpoints and the counters' output
+ *   host/dpdk_health.c     HEALTH probes answered
  */
 #ifndef HOST_DPDK_H
 #define HOST_DPDK_H
@@ -83,6 +84,8 @@ enum host_counter {
 	HOST_C_TX_NOMBUF,
 	HOST_C_LINK_DOWN, /* link-down transitions */
 	HOST_C_PORT_RESTARTS,
+	HOST_C_HEALTH_ANSWERED, /* HEALTH probes answered */
+	HOST_C_HEALTH_DROPPED, /* HEALTH not for the host, from outside the allow-list, too short */
 	HOST_C__COUNT
 };
 
@@ -104,6 +107,7 @@ struct host_opts {
 	uint64_t drain_ns;
 	uint32_t idle_sleep_us;
 	const char *stats_file;
+	const char *name;	/* --name: the HEALTH identity */
 	bool inproc;		/* --nic inproc */
 	uint32_t nic_executors; /* its executor chains */
 };
@@ -199,6 +203,12 @@ int host_inproc_setup(struct host_app *a, char *err, size_t errlen);
 uint32_t host_inproc_step(struct host_app *a);
 int host_inproc_main(void *arg);
 void host_inproc_teardown(struct host_app *a);
+
+/* dpdk_health.c: the report's identity and models (once, after the models are loaded), and a
+ * probe of probe_len bytes from `from` answered (or dropped, counted). */
+void host_health_setup(struct host_app *a);
+void host_rx_health(struct host_app *a, const struct proto_msg *m, const struct proto_addr *from,
+		    uint32_t probe_len);
 
 /* dpdk_telemetry.c: the /splitnic/host/ endpoints (host_g set first), and every counter as
  * "key value" lines to f. */

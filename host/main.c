@@ -6,7 +6,7 @@
  *       [--port UDP] [--nic-ip A.B.C.D] [--nic-timeout-us US] [--nic-window N] [--queue N]
  *       [--batch MAX] [--batch-wait-us US] [--allow CIDR ...] [--payload BYTES]
  *       [--drain-ms MS] [--idle-sleep-us US] [--stats-file FILE]
- *       [--nic port|inproc] [--nic-executors E]
+ *       [--nic port|inproc] [--nic-executors E] [--name NAME]
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
  * (ops before it on the CPU), or a plan file (`splitnic plan -o`), run as planned: its cpu and gpu
@@ -44,6 +44,11 @@
  *
  * Shutdown: SIGINT/SIGTERM stop admission and drain every request in the table (NIC notices
  * awaited until their deadline, then the fallback), for at most --drain-ms; then exit 0.
+ *
+ * HEALTH: probes for any role or splitnic-host's (the NIC passes up those for the host's role)
+ * from allowed addresses are answered with the host's identity (--name, default
+ * splitnic-host@--ip), its models (coproc, host-only or fallback; the REQUEST's tensor) and its
+ * state: draining from SIGTERM on, degraded while a co-processor model's NIC link is down.
  *
  * Telemetry: /splitnic/host/stats (counters by reason), /splitnic/host/latency (histograms,
  * bucket b = [2^(b-1), 2^b) us), /splitnic/host/models.
@@ -92,6 +97,7 @@ static void usage(FILE *f)
 	    "         [--batch MAX (1)] [--batch-wait-us US (0)] [--allow CIDR ...]\n"
 	    "         [--payload BYTES (1400)] [--drain-ms MS (5000)] [--idle-sleep-us US (0)]\n"
 	    "         [--stats-file FILE] [--nic port|inproc (port)] [--nic-executors E (16)]\n"
+	    "         [--name NAME (splitnic-host@IP)]\n"
 	    "  MODE coproc|host-only|fallback; SPLIT: op index or plan file (splitnic plan -o)\n",
 	    PROTO_DEFAULT_PORT);
 }
@@ -138,6 +144,7 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 	    {"stats-file", required_argument, NULL, 's'},
 	    {"nic", required_argument, NULL, 'n'},
 	    {"nic-executors", required_argument, NULL, 'E'},
+	    {"name", required_argument, NULL, 'N'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -185,6 +192,14 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 			continue;
 		case 's':
 			o->stats_file = optarg;
+			continue;
+		case 'N':
+			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
+				fprintf(stderr, "host: --name: 1 to %u characters, got '%s'\n",
+					PROTO_HEALTH_IDENT_LEN, optarg);
+				return -EINVAL;
+			}
+			o->name = optarg;
 			continue;
 		case 'n':
 			if (strcmp(optarg, "port") && strcmp(optarg, "inproc")) {
@@ -518,6 +533,7 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	}
 	a->tsc0 = rte_get_tsc_cycles();
 	a->ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
+	host_health_setup(a);
 	host_g = a;
 	host_telemetry_register();
 	printf("host: %u slots, queue %u per model, NIC window %u, timeout %lu us, batch %u "

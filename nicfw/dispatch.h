@@ -24,7 +24,9 @@
  *     fixed size), a complete message is checked against the model's input (a REQUEST: format
  *     and (C,H,W) by proto_input_matches(), the check every executor shares; an ACTIVATION:
  *     format and element count, the activation crossing as a flat vector) else ERROR BAD_SHAPE,
- *     and queued for the inference engine (queue full: ERROR BUSY). The frame is CONSUMED.
+ *     and queued for the inference engine (queue full: ERROR BUSY; a REQUEST while the NIC
+ *     drains: ERROR BUSY, detail 1). The frame is CONSUMED;
+ *   - HEALTH (with cfg.health): answered, passed up or dropped as nicfw/health.h says.
  *
  * Replies to the wire side (trust and no amplification):
  *   - allow-list (cfg.allow): when one is given, REQUESTs from other addresses that the NIC
@@ -73,6 +75,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nicfw/health.h"
 #include "protocol/frame.h"
 #include "protocol/proto.h"
 #include "protocol/ratelimit.h"
@@ -126,6 +129,10 @@ enum nicfw_disp_counter {
 	NICFW_C_REPLY_TOO_LARGE,       /* replies larger than their request, not sent */
 	NICFW_C_ERR_RATE_LIMITED,      /* ERRORs over their source's rate, not sent */
 	NICFW_C_ERROR_NOTICES,	       /* ERRORs about an ACTIVATION, sent to the host */
+	NICFW_C_HEALTH_ANSWERED,       /* HEALTH probes answered with the NIC's report */
+	NICFW_C_HEALTH_PASSED_UP,      /* HEALTH probes for the host's role, passed up */
+	NICFW_C_HEALTH_DROPPED, /* HEALTH reports from the wire, probes too short to answer */
+	NICFW_C_ERR_DRAINING,	/* REQUESTs refused while draining (ERROR BUSY, detail 1) */
 	NICFW_C__COUNT
 };
 
@@ -168,6 +175,8 @@ struct nicfw_disp_config {
 	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];
 	const struct nicfw_engine_ops *eng_ops;
 	void *engine;
+	/* the HEALTH report (its state kept by the owner); NULL: HEALTH passes like any datagram */
+	const struct nicfw_health *health;
 	nicfw_disp_tx_fn tx;
 	void *tx_arg;
 };
@@ -195,5 +204,12 @@ const char *nicfw_disp_counter_name(unsigned c);
 void nicfw_disp_reasm_stats(const struct nicfw_disp *d, struct proto_reasm_stats *st);
 /* Requests queued or running, all models. */
 uint32_t nicfw_disp_pending(const struct nicfw_disp *d);
+
+/*
+ * For an engine, inside its submit: the now_ns at which the request of `model` being submitted
+ * (the head of its queue) was accepted. A timed engine starts it at the later of this and the
+ * previous request's completion, so queueing does not drift with the poll loop's turns.
+ */
+uint64_t nicfw_disp_arrival(const struct nicfw_disp *d, uint32_t model);
 
 #endif /* NICFW_DISPATCH_H */

@@ -458,12 +458,12 @@ static __always_inline __u32 sat32(__u64 v)
 }
 
 /*
- * Send s->resp[0, rlen) back to the sender in place of the request: MACs, IPs and ports swapped,
- * lengths and checksums recomputed. The reply is never larger than the request (ulen, the UDP
- * length of the request): larger ones are passed to the stack. Counted under `stat` when sent.
+ * The UDP payload s->resp[0, rlen) sent back to the frame's sender in place: addresses swapped,
+ * the packet shrunk or grown to fit, checksums filled in. The reply is never larger than the
+ * request (ulen, its UDP length): a larger one is passed to the stack. Counted under `stat`.
  */
-static __always_inline int reply(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 rlen,
-				 __u32 ulen, __u32 stat)
+static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 rlen,
+				    __u32 ulen, __u32 stat)
 {
 	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
@@ -547,7 +547,61 @@ static __always_inline int bad_shape(struct xdp_md *ctx, struct proto_msg *m, __
 	if (proto_hdr_write(m, s->resp, s->resp + PROTO_ERROR_HDR_LEN) != PROTO_ERROR_HDR_LEN)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	__builtin_memcpy(s->resp + PROTO_ERROR_HDR_LEN, reason, sizeof(reason) - 1);
-	return reply(ctx, s, XDP_INFER_ERR_LEN, ulen, XDP_INFER_ST_BAD_SHAPE);
+	return tx_reply(ctx, s, XDP_INFER_ERR_LEN, ulen, XDP_INFER_ST_BAD_SHAPE);
+}
+
+/*
+ * HEALTH (xdp_infer.h): a probe for any role or the XDP program's, at least as long as the
+ * report, is answered in place with one model (state serving: the program cannot drain);
+ * anything else HEALTH passes to the stack (e.g. `splitnic serve` behind the program).
+ */
+static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m, __u32 plen)
+{
+	struct xdp_infer_scratch *s;
+	struct proto_msg r = {};
+	__u32 zero = 0, rlen;
+	__u8 *e;
+
+	if (m->health.kind != PROTO_HEALTH_PROBE ||
+	    (m->health.role != 0 && m->health.role != PROTO_ROLE_XDP))
+		return count(XDP_INFER_ST_HEALTH_PASS, XDP_PASS);
+	if (plen < PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN)
+		return count(XDP_INFER_ST_HEALTH_SHORT, XDP_DROP);
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!s)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	r.type = PROTO_HEALTH;
+	r.hdr_len = PROTO_HEALTH_HDR_LEN;
+	r.request_id = m->request_id;
+	r.health.kind = PROTO_HEALTH_REPORT;
+	r.health.state = PROTO_HEALTH_SERVING;
+	r.health.role = PROTO_ROLE_XDP;
+	r.health.n_models = 1;
+	rlen = PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN + PROTO_HEALTH_ENTRY_LEN;
+	if (plen < rlen) { /* the report is never longer than the probe */
+		r.health.n_models = 0;
+		r.health.flags = PROTO_HEALTH_F_TRUNCATED;
+		rlen = PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN;
+	}
+	r.total_len = rlen - PROTO_HEALTH_HDR_LEN;
+	r.frag_len = (__u16)r.total_len;
+	if (proto_hdr_write(&r, s->resp, s->resp + PROTO_HEALTH_HDR_LEN) != PROTO_HEALTH_HDR_LEN)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	for (__u32 i = 0; i < PROTO_HEALTH_IDENT_LEN; i++) /* volatile reads: set at load */
+		s->resp[PROTO_HEALTH_HDR_LEN + i] = (__u8)cfg.ident[i];
+	e = s->resp + PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN;
+	proto_put32(e, cfg.model_id);
+	proto_put16(e + 4, 0);
+	e[6] = PROTO_MODE_WHOLE;
+	e[7] = cfg.in_kind == XDP_INFER_IN_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	proto_put32(e + 8, cfg.in_c);
+	proto_put32(e + 12, cfg.in_h);
+	proto_put32(e + 16, cfg.in_w);
+	proto_put16(e + 20, (__u16)cfg.classes);
+	proto_put16(e + 22, 0);
+	for (__u32 i = 0; i < PROTO_HEALTH_NAME_LEN; i++)
+		e[24 + i] = (__u8)cfg.name[i];
+	return tx_reply(ctx, s, rlen, plen + sizeof(struct udphdr), XDP_INFER_ST_HEALTH);
 }
 
 SEC("xdp")
@@ -578,6 +632,8 @@ int xdp_infer(struct xdp_md *ctx)
 	v = proto_hdr_parse(payload, data_end, ulen - sizeof(*udp), &m);
 	if (v != PROTO_OK)
 		return count(XDP_INFER_ST_MALFORMED + (v < PROTO_VERDICT__COUNT ? v : 0), XDP_DROP);
+	if (m.type == PROTO_HEALTH)
+		return health(ctx, &m, ulen - sizeof(*udp));
 	if (m.type != PROTO_REQUEST)
 		return count(XDP_INFER_ST_NOT_REQUEST, XDP_PASS);
 	if (m.model_id != 0 && m.model_id != cfg.model_id)
@@ -629,7 +685,7 @@ int xdp_infer(struct xdp_md *ctx)
 	m.resp.t_ns[PROTO_T_TOTAL] = sat32(bpf_ktime_get_ns() - t0);
 	if (proto_hdr_write(&m, s->resp, s->resp + XDP_INFER_RESP_HDR) != XDP_INFER_RESP_HDR)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-	return reply(ctx, s, rlen, ulen, XDP_INFER_ST_ANSWERED);
+	return tx_reply(ctx, s, rlen, ulen, XDP_INFER_ST_ANSWERED);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -46,6 +46,9 @@ static const char *const stat_names[XDP_INFER_ST__COUNT] = {
     [XDP_INFER_ST_UNSERVED] = "pass_unserved_format",
     [XDP_INFER_ST_ERR_LIMITED] = "drop_error_rate_limited",
     [XDP_INFER_ST_LARGER] = "pass_reply_larger_than_request",
+    [XDP_INFER_ST_HEALTH] = "health_answered",
+    [XDP_INFER_ST_HEALTH_PASS] = "pass_health_not_mine",
+    [XDP_INFER_ST_HEALTH_SHORT] = "drop_health_probe_short",
 };
 
 const char *xdp_infer_stat_name(unsigned st)
@@ -621,6 +624,7 @@ struct xdp_infer *xdp_infer_load_limited(const struct kern_model *m, uint32_t po
 					 char *err, size_t errlen)
 {
 	struct xdp_infer *x = calloc(1, sizeof(*x));
+	char ident[PROTO_HEALTH_IDENT_LEN + 1] = "";
 	libbpf_print_fn_t old;
 	int ret;
 
@@ -635,6 +639,9 @@ struct xdp_infer *xdp_infer_load_limited(const struct kern_model *m, uint32_t po
 	x->plan.cfg.model_id = model_id ? model_id : proto_model_id(m->name);
 	x->plan.cfg.err_interval_ns = 1000000000u / (err_rate ? err_rate : PROTO_RL_RATE);
 	x->plan.cfg.err_burst = err_burst ? err_burst : PROTO_RL_BURST;
+	snprintf(ident, sizeof(ident), "splitnic-xdp %.*s", PROTO_HEALTH_IDENT_LEN - 13, m->name);
+	memcpy(x->plan.cfg.ident, ident, sizeof(x->plan.cfg.ident));
+	memcpy(x->plan.cfg.name, m->name, strnlen(m->name, sizeof(x->plan.cfg.name)));
 
 	libbpf_log[0] = '\0';
 	old = libbpf_set_print(capture_print);

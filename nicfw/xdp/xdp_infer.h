@@ -142,6 +142,9 @@ struct xdp_infer_cfg {
 	__u32 err_interval_ns; /* ERRORs per source: one per interval (1e9 / rate) ... */
 	__u32 err_burst;       /* ... and this many at once */
 	struct xdp_infer_layer l[XDP_INFER_MAX_LAYERS];
+	/* HEALTH report: the identity and the served model's name, NUL-padded */
+	char ident[PROTO_HEALTH_IDENT_LEN];
+	char name[PROTO_HEALTH_NAME_LEN];
 };
 
 struct xdp_infer_scratch {
@@ -167,6 +170,9 @@ enum xdp_infer_stat {
 	XDP_INFER_ST_UNSERVED,	   /* PASS: the model's format, too wide for the program */
 	XDP_INFER_ST_ERR_LIMITED,  /* DROP: an ERROR over its source's rate */
 	XDP_INFER_ST_LARGER,	   /* PASS: the reply would be larger than the request */
+	XDP_INFER_ST_HEALTH,	   /* XDP_TX: a HEALTH probe answered with the report, in place */
+	XDP_INFER_ST_HEALTH_PASS,  /* PASS: a HEALTH probe for another role, or a report */
+	XDP_INFER_ST_HEALTH_SHORT, /* DROP: a probe shorter than the report (80 bytes) */
 	XDP_INFER_ST_MALFORMED,	   /* DROP: + enum proto_verdict (1 .. PROTO_VERDICT__COUNT-1) */
 	XDP_INFER_ST__COUNT = XDP_INFER_ST_MALFORMED + PROTO_VERDICT__COUNT,
 };
