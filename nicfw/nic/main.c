@@ -86,7 +86,8 @@
 #define NIC_EMU_WARM	  32	      /* emu: most warm-up requests to find the steady state */
 #define NIC_SAMPLES	  4096	      /* per model: the last NIC times kept for percentiles */
 #define NIC_LINK_POLL_NS  10000000ull /* HEALTH state: link and signals checked this often */
-#define NIC_CTL_PERIOD_US 500000      /* memif's control plane let go at least this often, ... */
+#define NIC_CTL_PERIOD_US 2000000     /* memif's control plane let go at least this often, */
+#define NIC_CTL_QUIET_US  20000	      /* when the port has been quiet this long, ... */
 #define NIC_CTL_GAP_US	  100	      /* ... for this long at least (see ctl_hold()) */
 #define NIC_BACKLOG	  4096	      /* frames a gated port keeps while it is not usable */
 
@@ -158,8 +159,11 @@ struct nic {
 	sem_t ctl_sem;		     /* memif's control plane held: see ctl_hold() */
 	int ctl_state;		     /* enum nic_ctl */
 	bool ctl_armed, ctl_rearm;
-	uint64_t ctl_next;	    /* TSC of the next release */
-	uint64_t tx_drop[2];	    /* frames a port would not take after NIC_TX_TRIES */
+	uint64_t ctl_next;		 /* TSC of the next release */
+	uint64_t ctl_quiet;		 /* TSC since which the gated ports moved no frame */
+	uint64_t gated_frames;		 /* frames received from and sent to the gated ports */
+	uint64_t gated_seen, drops_seen; /* gated_frames and tx_drop at the last check */
+	uint64_t tx_drop[2];		 /* frames a port would not take after NIC_TX_TRIES */
 	uint64_t link_down_drop[2]; /* frames for a gated port dropped while its link was down */
 	uint64_t backlogged[2];	    /* frames that waited in the backlog */
 	uint64_t loops;
@@ -973,6 +977,8 @@ static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t c
 	}
 	for (int tries = 0; sent < cnt && tries < NIC_TX_TRIES; tries++)
 		sent += rte_eth_tx_burst(n->port_id[port], 0, pkts + sent, cnt - sent);
+	if (n->link_gated[port])
+		n->gated_frames += sent;
 	if (unlikely(sent < cnt)) {
 		n->tx_drop[port] += cnt - sent;
 		rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
@@ -989,6 +995,8 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 	cnt = rte_eth_rx_burst(n->port_id[from], 0, pkts, NIC_BURST);
 	if (!cnt)
 		return;
+	if (n->link_gated[from])
+		n->gated_frames += cnt;
 	n->rx_frames += cnt;
 	for (uint16_t i = 0; i < cnt; i++) {
 		struct rte_mbuf *mb = pkts[i];
@@ -1023,12 +1031,16 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
  * interrupt thread, with nothing to keep it off the rings this loop is reading and writing: a
  * peer that goes away in the middle of a burst crashes the loop. So while a memif link is up the
  * loop keeps that thread waiting in ctl_hold() (an EAL alarm, which runs on it) and uses the
- * port only while it waits there; every NIC_CTL_PERIOD_US, and at once when the link goes down,
- * it lets the thread go for at least NIC_CTL_GAP_US (memif then handles what came in meanwhile:
- * a disconnect, a message) and holds it again when it comes back; until then, frames for the
- * port wait in its backlog (NIC_BACKLOG) and those from it in its ring. A peer that is gone is
- * noticed within NIC_CTL_PERIOD_US; until then its rings stay mapped and simply fill up. While
- * the link is down the thread runs free (the peer can connect) and the port is not touched.
+ * port only while it waits there. It lets the thread go (memif then handles what came in
+ * meanwhile: a disconnect, a message) when the port has moved no frame for NIC_CTL_QUIET_US, when
+ * the peer would not take what was sent (a full ring: it may be gone), when the link goes down,
+ * and at least every NIC_CTL_PERIOD_US; the thread is free for at least NIC_CTL_GAP_US and held
+ * again when it comes back. Until then, frames for the port wait in its backlog (NIC_BACKLOG)
+ * and those from it in its ring: under traffic that pause (the interrupt thread's scheduling
+ * delay, more on a loaded machine) comes once every NIC_CTL_PERIOD_US at most. A peer that is
+ * gone is noticed within NIC_CTL_PERIOD_US; until then its rings stay mapped and simply fill up.
+ * While the link is down the thread runs free (the peer can connect) and the port is not
+ * touched.
  */
 static void ctl_hold(void *arg)
 {
@@ -1070,8 +1082,9 @@ static bool link_is_up(const struct nic *n, int p)
 static void links_check(struct nic *n, uint64_t cyc)
 {
 	bool held = __atomic_load_n(&n->ctl_state, __ATOMIC_ACQUIRE) == NIC_CTL_HELD;
-	bool any_up = false;
+	bool any_up = false, stuck;
 	struct rte_mbuf *pkts[NIC_BURST];
+	uint64_t drops;
 	unsigned k;
 
 	if (likely(!n->link_gated[0] && !n->link_gated[1]))
@@ -1092,9 +1105,20 @@ static void links_check(struct nic *n, uint64_t cyc)
 		    (k = rte_ring_sc_dequeue_burst(n->backlog[p], (void **)pkts, NIC_BURST, NULL)))
 			send_all(n, p, pkts, (uint16_t)k);
 	}
-	if (held && (!any_up || cyc >= n->ctl_next)) {
+	/* what the peer did: frames moved (it is there), or some it would not take (it may not be)
+	 */
+	drops = n->link_gated[0] * n->tx_drop[0] + n->link_gated[1] * n->tx_drop[1];
+	stuck = drops != n->drops_seen;
+	n->drops_seen = drops;
+	if (n->gated_frames != n->gated_seen || !held) {
+		n->gated_seen = n->gated_frames;
+		n->ctl_quiet = cyc;
+	}
+	if (held && (!any_up || stuck || cyc >= n->ctl_next ||
+		     cyc - n->ctl_quiet >= rte_get_tsc_hz() / 1000000 * NIC_CTL_QUIET_US)) {
 		ctl_release(n, any_up);
 		n->ctl_next = cyc + rte_get_tsc_hz() / 1000000 * NIC_CTL_PERIOD_US;
+		n->ctl_quiet = cyc;
 		n->usable[0] = !n->link_gated[0];
 		n->usable[1] = !n->link_gated[1];
 	} else if (!held && any_up && !__atomic_load_n(&n->ctl_armed, __ATOMIC_ACQUIRE)) {
@@ -1164,7 +1188,9 @@ static void nic_loop(struct nic *n)
 		nicfw_disp_poll(n->disp, nic_now(n));
 		for (int p = 0; p < 2; p++)
 			if (likely(n->usable[p]))
-				rte_eth_tx_buffer_flush(n->port_id[p], 0, n->txb[p]);
+				n->gated_frames +=
+				    n->link_gated[p] *
+				    rte_eth_tx_buffer_flush(n->port_id[p], 0, n->txb[p]);
 		n->loops++;
 		if (n->rx_frames != rx0 || nicfw_disp_pending(n->disp))
 			idle = 0;
