@@ -18,7 +18,9 @@ $(LIBNICFW): $(NICFW_OBJ)
 # written by tests/fuzz/make_disp_seeds.py)
 FUZZ_TARGETS += fuzz_disp
 
-$(B)/fuzz/fuzz_disp: tests/fuzz/fuzz_disp.c nicfw/dispatch.c nicfw/dispatch.h $(PROTO_SRC) $(wildcard protocol/*.h)
+FUZZ_DISP_SRC := nicfw/dispatch.c nicfw/health.c
+
+$(B)/fuzz/fuzz_disp: tests/fuzz/fuzz_disp.c $(FUZZ_DISP_SRC) nicfw/dispatch.h nicfw/health.h $(PROTO_SRC) $(wildcard protocol/*.h)
 	$(call say,FUZZCC,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< nicfw/dispatch.c $(PROTO_SRC)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DISP_SRC) $(PROTO_SRC)

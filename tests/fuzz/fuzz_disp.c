@@ -5,11 +5,13 @@
  * records of [port (bit 0 of one byte: 0 wire, 1 host)] [length (2 bytes, big-endian)] [frame].
  * Two models: a stand-alone u8 one whose RESPONSE (104 bytes) is larger than a plain REQUEST
  * for it (80 bytes), and a co-processor part (bits, from op 3); completion notices on; no
- * allow-list; a small ERROR rate. After every frame and every poll it checks the trust boundary:
+ * allow-list; a small ERROR rate; HEALTH answered (nicfw/health.h). After every frame and every
+ * poll it checks the trust boundary:
  *   - every frame sent is Ethernet/IPv4/UDP with a message the parser accepts;
  *   - a frame from the wire that says it is an ACTIVATION, a RESPONSE or an ERROR gets nothing
- *     and is consumed; what the wire gets back for a frame is an ERROR to that frame's sender,
- *     out of the wire port, no larger than the frame's UDP payload (no amplification);
+ *     and is consumed; what the wire gets back for a frame is an ERROR, or a HEALTH report for
+ *     a probe, to that frame's sender, out of the wire port, no larger than the frame's UDP
+ *     payload (no amplification);
  *   - what a frame from the host gets back goes out of the host port;
  *   - RESPONSEs to the wire have the short header (no cookie); a notice (to the host port)
  *     carries the cookie of an ACTIVATION the host sent;
@@ -23,6 +25,7 @@
 #include <string.h>
 
 #include "nicfw/dispatch.h"
+#include "nicfw/health.h"
 #include "protocol/frame.h"
 
 #define CHECK(c)                                                                                   \
@@ -101,9 +104,14 @@ static const struct nicfw_engine_ops fake_ops = {fake_submit, fake_poll};
 
 static struct nicfw_disp *make(void)
 {
+	static struct nicfw_health health;
 	struct nicfw_disp_config c = {0};
 	char err[256];
 
+	nicfw_health_init(&health, "fuzz-nic");
+	nicfw_health_add(&health, 1, 0, PROTO_FMT_U8, 1, 4, 4, 3, "standalone");
+	nicfw_health_add(&health, 2, 3, PROTO_FMT_BITS, 64, 1, 1, 3, "coproc-part");
+	c.health = &health;
 	c.mac[0] = 2, c.mac[5] = 1;
 	c.ip = NIC_IP;
 	c.port = PROTO_DEFAULT_PORT;
@@ -224,7 +232,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct proto_addr a;
 
 			parse_out(&out[i], &a, &m);
-			CHECK(m.type == PROTO_ERROR);
+			CHECK(m.type == PROTO_ERROR ||
+			      (m.type == PROTO_HEALTH && says == PROTO_HEALTH));
 			CHECK(out[i].port == (uint8_t)port);
 			CHECK(a.dip == in.sip && a.dport == in.sport);
 			if (port == NICFW_PORT_WIRE)

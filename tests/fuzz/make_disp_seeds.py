@@ -61,6 +61,10 @@ def error(rid, cookie):
     return common(4, 56, 4, 2, rid, 4) + hdr + b"busy"
 
 
+def health_probe(rid, pad=80):
+    return common(5, 48, pad, 0, rid, pad) + bytes(16) + bytes(pad)
+
+
 def rec(port, f):
     return bytes([port]) + struct.pack(">H", len(f)) + f
 
@@ -73,6 +77,7 @@ SEEDS = {
     "activation_wire": rec(0, frame(activation(5, 7))),
     "activation_other_layer": rec(1, frame(activation(6, 8, layer=2), src=HOST, sport=21326)),
     "forged_notices": rec(0, frame(response(7, 9))) + rec(0, frame(error(7, 9))),
+    "health": rec(0, frame(health_probe(10))) + rec(0, frame(health_probe(11, pad=8))),
     "mixed": (rec(1, frame(activation(8, 10), src=HOST, sport=21326))
               + rec(0, frame(request(9, hdr_len=128))) + rec(0, frame(response(8, 10)))
               + rec(1, frame(error(8, 10), src=HOST, sport=21326))
