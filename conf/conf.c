@@ -28,9 +28,10 @@ struct conf_parse {
 };
 
 static const struct conf_opt nic_opts[] = {
-    {"executors", false},  {"platform", false},	  {"port", false},    {"ip", false},
-    {"wire-port", false},  {"host-port", false},  {"payload", false}, {"duration", false},
-    {"stats-file", false}, {"notify-host", true},
+    {"executors", false},   {"platform", false},   {"port", false},    {"ip", false},
+    {"wire-port", false},   {"host-port", false},  {"payload", false}, {"duration", false},
+    {"stats-file", false},  {"notify-host", true}, {"allow", false},   {"error-rate", false},
+    {"error-burst", false},
 };
 
 static const struct conf_opt host_opts[] = {
