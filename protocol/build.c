@@ -38,6 +38,7 @@ uint64_t proto_msg_body_len(const struct proto_msg *m)
 	case PROTO_RESPONSE:
 		return proto_fmt_bytes(m->resp.score_fmt, m->resp.num_classes);
 	case PROTO_ERROR:
+	case PROTO_HEALTH:
 		return m->total_len;
 	}
 	return 0;

@@ -37,7 +37,7 @@ int proto_frag_init(struct proto_frag *f, const struct proto_msg *m, const void 
 	err = proto_msg_check(m, body_len);
 	if (err)
 		return err;
-	if (m->type == PROTO_ERROR && m->hdr_len + body_len > payload)
+	if ((m->type == PROTO_ERROR || m->type == PROTO_HEALTH) && m->hdr_len + body_len > payload)
 		return -EMSGSIZE;
 	memset(f, 0, sizeof(*f));
 	f->m = *m;

@@ -28,10 +28,27 @@ static const char *const verdict_names[PROTO_VERDICT__COUNT] = {
 };
 
 static const char *const type_names[] = {
-    [PROTO_REQUEST] = "request",
-    [PROTO_ACTIVATION] = "activation",
-    [PROTO_RESPONSE] = "response",
-    [PROTO_ERROR] = "error",
+    [PROTO_REQUEST] = "request", [PROTO_ACTIVATION] = "activation", [PROTO_RESPONSE] = "response",
+    [PROTO_ERROR] = "error",	 [PROTO_HEALTH] = "health",
+};
+
+static const char *const health_state_names[] = {
+    [PROTO_HEALTH_SERVING] = "serving",
+    [PROTO_HEALTH_DRAINING] = "draining",
+    [PROTO_HEALTH_DEGRADED] = "degraded",
+};
+
+static const char *const role_names[] = {
+    [PROTO_ROLE_NIC] = "splitnic-nic",
+    [PROTO_ROLE_HOST] = "splitnic-host",
+    [PROTO_ROLE_SERVE] = "serve",
+    [PROTO_ROLE_XDP] = "xdp",
+};
+
+static const char *const mode_names[] = {
+    [PROTO_MODE_WHOLE] = "whole",	[PROTO_MODE_COPROC] = "coproc",
+    [PROTO_MODE_NIC_PART] = "nic-part", [PROTO_MODE_HOST_ONLY] = "host-only",
+    [PROTO_MODE_FALLBACK] = "fallback",
 };
 
 static const char *const fmt_names[] = {
@@ -56,6 +73,21 @@ const char *proto_verdict_name(unsigned v)
 const char *proto_type_name(unsigned type)
 {
 	return NAME_OF(type_names, type);
+}
+
+const char *proto_health_state_name(unsigned state)
+{
+	return NAME_OF(health_state_names, state);
+}
+
+const char *proto_health_role_name(unsigned role)
+{
+	return NAME_OF(role_names, role);
+}
+
+const char *proto_health_mode_name(unsigned mode)
+{
+	return NAME_OF(mode_names, mode);
 }
 
 const char *proto_fmt_name(unsigned fmt)

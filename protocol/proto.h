@@ -17,7 +17,7 @@
  *   #   off  size  field
  *   1     0     2  magic       0x534e ("SN")
  *   2     2     1  version     1; any other value is rejected (PROTO_BAD_VERSION)
- *   3     3     1  type        1 REQUEST, 2 ACTIVATION, 3 RESPONSE, 4 ERROR
+ *   3     3     1  type        1 REQUEST, 2 ACTIVATION, 3 RESPONSE, 4 ERROR, 5 HEALTH
  *   4     4     2  hdr_len     bytes from offset 0 to the data: 32 + the type header; a multiple
  *                              of 4, at least the type's size in this version, at most 256.
  *                              Room to grow: a receiver skips header bytes it does not know.
@@ -71,7 +71,9 @@
  *  29    64     4  t_pack      ns of sign + pack + serialize           } name
  *  30    68     4  host_ref    the host's own reference for the request (e.g. its slot), echoed
  *                              in the RESPONSE; opaque to the NIC; 0 = none
- *        72     8  reserved
+ *  40    72     8  cookie      the host's unguessable secret for this request (a CSPRNG key at
+ *                              start-up and a counter); echoed only in the completion notice to
+ *                              the host, which accepts a notice only with the cookie it sent
  * The data section is the activation at the split point, as for REQUEST (typically bits).
  *
  * RESPONSE: (offsets from byte 32; hdr_len >= 80)
@@ -86,6 +88,9 @@
  *  36    40     4  host_ref    the host_ref of the ACTIVATION it answers (a completion notice
  *                              finds its request by it in O(1)); 0 for a REQUEST's
  *        44     4  reserved
+ *  41    48     8  cookie      completion notices only (NIC to host, hdr_len >= 88): the
+ *                              ACTIVATION's cookie. A RESPONSE to a front-end has hdr_len 80 and
+ *                              no cookie; a receiver reads cookie 0 from a shorter header.
  * Data: num_classes scores in score_fmt, little-endian, total_len = num_classes * 8 (or 4).
  * With the default 1400-byte payload a RESPONSE is one datagram up to 165 f64 classes; larger
  * ones are fragmented like any message.
@@ -95,7 +100,39 @@
  *  37     0     2  code        enum proto_error_code (>= 1)
  *  38     2     2  reserved
  *  39     4     4  detail      code-specific: the parser verdict, the model id, a limit
+ *  42     8     4  host_ref    } completion notices only (NIC to host about an ACTIVATION,
+ *        12     4  reserved    } hdr_len >= 56): the ACTIVATION's host_ref and cookie; 0 when
+ *  43    16     8  cookie      } the header is shorter
  * Data: a short reason, ASCII, not NUL-terminated, total_len <= 64; never fragmented.
+ *
+ * HEALTH: a probe (any prober: keepalived, a front-end) and the server's report. (offsets from
+ * byte 32; hdr_len >= 48)
+ *
+ *  44     0     1  kind        0 probe, 1 report
+ *  45     1     1  state       report: 0 serving, 1 draining (finishing what it holds, taking
+ *                              nothing new), 2 degraded (serving, but a part it needs is away)
+ *  46     2     1  role        report: 1 splitnic-nic, 2 splitnic-host, 3 splitnic serve, 4 XDP
+ *  47     3     1  hflags      report: bit 0 truncated (fewer models listed than it holds)
+ *  48     4     2  n_models    report: model entries in the data
+ *         6     2  reserved
+ *  49     8     4  in_flight   report: requests the server holds now
+ *        12     4  reserved
+ * Never fragmented (frag_len = total_len <= 1352). request_id is echoed; model_id is 0.
+ * Probe data: padding, any bytes, ignored. Report data: the server's identity (32 bytes, ASCII,
+ * NUL-padded: its name) then n_models entries of 48 bytes (total_len = 32 + 48 n_models):
+ *   off size  field
+ *     0    4  model_id
+ *     4    2  first_op    the first compiled op this server runs (0: from the input)
+ *     6    1  mode        1 whole (answers REQUESTs alone), 2 co-processor host part, 3 the
+ *                         NIC part (ACTIVATIONs from its host), 4 host-only, 5 fallback
+ *     7    1  in_fmt      the REQUEST (or ACTIVATION) tensor format it takes
+ *     8   12  c, h, w     that tensor's shape
+ *    20    2  classes
+ *    22    2  reserved
+ *    24   24  name        the model's name, ASCII, NUL-padded (cut at 24 bytes)
+ * No amplification: a report is never longer than the probe datagram that asked for it; the
+ * server lists as many models as fit and sets truncated. Probers pad probes (1400 bytes lists up
+ * to 27 models).
  *
  * The fixed headers are parsed by header-only bounded code (protocol/proto_hdr.h) that BPF
  * programs include as well. Everything below is the host-side library (libsnproto).
@@ -189,6 +226,40 @@ int proto_build_error_text(void *buf, size_t cap, uint32_t model_id, uint64_t re
 int proto_build_error(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
 		      enum proto_error_code code, uint32_t detail, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
+
+/* ---- HEALTH ---------------------------------------------------------------------------- */
+
+/* One model of a HEALTH report, in host order. */
+struct proto_health_model {
+	uint32_t model_id;
+	uint16_t first_op;
+	uint8_t mode;	/* enum proto_health_mode */
+	uint8_t in_fmt; /* enum proto_fmt */
+	uint32_t c, h, w;
+	uint16_t classes;
+	char name[PROTO_HEALTH_NAME_LEN + 1]; /* NUL-terminated */
+};
+
+/* A probe padded to `len` bytes (PROTO_HEALTH_HDR_LEN..PROTO_MAX_PAYLOAD, at most one
+ * datagram: the header plus PROTO_HEALTH_MAX_DATA): bytes written or -EINVAL/-EMSGSIZE. */
+int proto_build_health_probe(void *buf, size_t cap, uint64_t request_id, size_t len);
+/*
+ * A report answering a probe of probe_len bytes: identity `ident` (cut at 32 bytes) and as many
+ * of the n models as fit in min(probe_len, cap, one datagram); PROTO_HEALTH_F_TRUNCATED when not
+ * all fit. Bytes written, or -EMSGSIZE if not even the header and identity fit (send nothing).
+ * Allocates nothing, formats nothing: usable on packet paths.
+ */
+int proto_build_health_report(void *buf, size_t cap, size_t probe_len, uint64_t request_id,
+			      enum proto_health_role role, enum proto_health_state state,
+			      uint32_t in_flight, const char *ident,
+			      const struct proto_health_model *models, uint32_t n);
+/* From a parsed report m: the identity (NUL-terminated, ident holds 33 bytes) and model i
+ * (< m->health.n_models; m->data must hold the whole data section). */
+void proto_health_ident(const struct proto_msg *m, char ident[PROTO_HEALTH_IDENT_LEN + 1]);
+void proto_health_model_get(const struct proto_msg *m, uint32_t i, struct proto_health_model *e);
+const char *proto_health_state_name(unsigned state);
+const char *proto_health_role_name(unsigned role);
+const char *proto_health_mode_name(unsigned mode);
 
 /* Tensor element helpers (data sections are little-endian; see the layout above). */
 uint16_t proto_f32_to_fp16(float f); /* round to nearest even; overflow to inf, NaN kept */

@@ -38,12 +38,47 @@
 #define PROTO_ACT_HDR_LEN     (PROTO_COMMON_LEN + 80u)
 #define PROTO_RESP_HDR_LEN    (PROTO_COMMON_LEN + 48u)
 #define PROTO_ERROR_HDR_LEN   (PROTO_COMMON_LEN + 8u)
+#define PROTO_HEALTH_HDR_LEN  (PROTO_COMMON_LEN + 16u)
+/* Completion notices (NIC to host) carry the request's cookie: longer RESPONSE and ERROR. */
+#define PROTO_RESP_NOTICE_HDR_LEN  (PROTO_COMMON_LEN + 56u)
+#define PROTO_ERROR_NOTICE_HDR_LEN (PROTO_COMMON_LEN + 24u)
+/* HEALTH: data of a report (identity + model entries), never fragmented. */
+#define PROTO_HEALTH_IDENT_LEN 32u
+#define PROTO_HEALTH_ENTRY_LEN 48u
+#define PROTO_HEALTH_NAME_LEN  24u
+#define PROTO_HEALTH_MAX_DATA  1352u /* 1400-byte datagram less the 48-byte header */
+#define PROTO_HEALTH_MAX_MODELS                                                                    \
+	((PROTO_HEALTH_MAX_DATA - PROTO_HEALTH_IDENT_LEN) / PROTO_HEALTH_ENTRY_LEN)
 
 enum proto_type {
 	PROTO_REQUEST = 1,
 	PROTO_ACTIVATION = 2,
 	PROTO_RESPONSE = 3,
 	PROTO_ERROR = 4,
+	PROTO_HEALTH = 5,
+};
+
+/* HEALTH kind, state, role and flags (protocol/proto.h). */
+enum proto_health_kind { PROTO_HEALTH_PROBE = 0, PROTO_HEALTH_REPORT = 1 };
+enum proto_health_state {
+	PROTO_HEALTH_SERVING = 0,
+	PROTO_HEALTH_DRAINING = 1, /* finishing what it holds; takes no new requests */
+	PROTO_HEALTH_DEGRADED = 2, /* serving, but a part it needs is away (the NIC's host) */
+};
+enum proto_health_role {
+	PROTO_ROLE_NIC = 1,   /* splitnic-nic */
+	PROTO_ROLE_HOST = 2,  /* splitnic-host */
+	PROTO_ROLE_SERVE = 3, /* splitnic serve (kernel sockets) */
+	PROTO_ROLE_XDP = 4,   /* the XDP program */
+};
+#define PROTO_HEALTH_F_TRUNCATED 0x01u /* the model list was cut to fit the probe's size */
+/* HEALTH model entry modes: how this server takes part in the model. */
+enum proto_health_mode {
+	PROTO_MODE_WHOLE = 1,	  /* answers REQUESTs alone (stand-alone NIC, serve, XDP) */
+	PROTO_MODE_COPROC = 2,	  /* host part; the NIC runs the rest */
+	PROTO_MODE_NIC_PART = 3,  /* the NIC part: ACTIVATIONs from its host */
+	PROTO_MODE_HOST_ONLY = 4, /* the host runs the whole model */
+	PROTO_MODE_FALLBACK = 5,  /* host part, and the rest too while the NIC is away */
 };
 
 enum proto_fmt {
@@ -121,6 +156,7 @@ struct proto_act {
 	uint8_t executors; /* PROTO_EX_* that ran the layers before `layer` */
 	uint32_t t_rx_ns, t_queue_ns, t_host_ns, t_pack_ns;
 	uint32_t host_ref; /* the host's, echoed in the RESPONSE (0: none) */
+	uint64_t cookie;   /* the host's secret for this request, echoed in the notice */
 };
 
 struct proto_resp {
@@ -130,11 +166,24 @@ struct proto_resp {
 	uint8_t executors;
 	uint32_t t_ns[PROTO_T_COUNT];
 	uint32_t host_ref; /* the ACTIVATION's host_ref it answers (0: none) */
+	uint64_t cookie;   /* notices (hdr_len >= PROTO_RESP_NOTICE_HDR_LEN): the ACTIVATION's */
 };
 
 struct proto_err {
 	uint16_t code; /* enum proto_error_code */
 	uint32_t detail;
+	/* notices (hdr_len >= PROTO_ERROR_NOTICE_HDR_LEN): the ACTIVATION's; else 0 */
+	uint32_t host_ref;
+	uint64_t cookie;
+};
+
+struct proto_health {
+	uint8_t kind;  /* enum proto_health_kind */
+	uint8_t state; /* enum proto_health_state (reports) */
+	uint8_t role;  /* enum proto_health_role (reports) */
+	uint8_t flags; /* PROTO_HEALTH_F_* (reports) */
+	uint16_t n_models;
+	uint32_t in_flight; /* requests the server holds now (reports) */
 };
 
 /* One datagram's headers in host order. Only the part for m->type is meaningful. */
@@ -152,6 +201,7 @@ struct proto_msg {
 	struct proto_act act;	    /* ACTIVATION */
 	struct proto_resp resp;	    /* RESPONSE */
 	struct proto_err err;	    /* ERROR */
+	struct proto_health health; /* HEALTH */
 	const uint8_t *data;	    /* this datagram's data section (frag_len bytes) */
 };
 
@@ -202,6 +252,8 @@ PROTO_INLINE uint32_t proto_type_hdr_len(uint32_t type)
 		return PROTO_RESP_HDR_LEN;
 	case PROTO_ERROR:
 		return PROTO_ERROR_HDR_LEN;
+	case PROTO_HEALTH:
+		return PROTO_HEALTH_HDR_LEN;
 	}
 	return 0;
 }
@@ -318,6 +370,7 @@ PROTO_INLINE enum proto_verdict proto_hdr_parse(const void *data, const void *da
 		m->act.t_host_ns = proto_get32(t + 60);
 		m->act.t_pack_ns = proto_get32(t + 64);
 		m->act.host_ref = proto_get32(t + 68);
+		m->act.cookie = proto_get64(t + 72);
 		/* fall through */
 	case PROTO_REQUEST:
 		if (t + 32 > end)
@@ -343,6 +396,12 @@ PROTO_INLINE enum proto_verdict proto_hdr_parse(const void *data, const void *da
 		m->resp.t_ns[6] = proto_get32(t + 32);
 		m->resp.t_ns[7] = proto_get32(t + 36);
 		m->resp.host_ref = proto_get32(t + 40);
+		m->resp.cookie = 0;
+		if (m->hdr_len >= PROTO_RESP_NOTICE_HDR_LEN) {
+			if (t + 56 > end)
+				return PROTO_BAD_SHORT_EXT;
+			m->resp.cookie = proto_get64(t + 48);
+		}
 		if (m->resp.score_fmt != PROTO_FMT_F64 && m->resp.score_fmt != PROTO_FMT_F32)
 			return PROTO_BAD_FORMAT;
 		if (m->total_len !=
@@ -356,12 +415,44 @@ PROTO_INLINE enum proto_verdict proto_hdr_parse(const void *data, const void *da
 			return PROTO_BAD_SHORT_EXT;
 		m->err.code = proto_get16(t);
 		m->err.detail = proto_get32(t + 4);
+		m->err.host_ref = 0;
+		m->err.cookie = 0;
+		if (m->hdr_len >= PROTO_ERROR_NOTICE_HDR_LEN) {
+			if (t + 24 > end)
+				return PROTO_BAD_SHORT_EXT;
+			m->err.host_ref = proto_get32(t + 8);
+			m->err.cookie = proto_get64(t + 16);
+		}
 		if (m->total_len > PROTO_REASON_MAX)
 			return PROTO_BAD_TOTAL_LEN;
 		if (m->frag_len != m->total_len)
 			return PROTO_BAD_FRAG;
 		if (m->err.code == 0 || m->err.code >= PROTO_ERR__COUNT)
 			return PROTO_BAD_FIELD;
+		break;
+	case PROTO_HEALTH:
+		if (t + 16 > end)
+			return PROTO_BAD_SHORT_EXT;
+		m->health.kind = t[0];
+		m->health.state = t[1];
+		m->health.role = t[2];
+		m->health.flags = t[3];
+		m->health.n_models = proto_get16(t + 4);
+		m->health.in_flight = proto_get32(t + 8);
+		if (m->total_len > PROTO_HEALTH_MAX_DATA)
+			return PROTO_BAD_TOTAL_LEN;
+		if (m->frag_len != m->total_len)
+			return PROTO_BAD_FRAG;
+		if (m->health.kind > PROTO_HEALTH_REPORT)
+			return PROTO_BAD_FIELD;
+		if (m->health.kind == PROTO_HEALTH_REPORT &&
+		    (m->health.state > PROTO_HEALTH_DEGRADED || m->health.role == 0 ||
+		     m->health.role > PROTO_ROLE_XDP))
+			return PROTO_BAD_FIELD;
+		if (m->health.kind == PROTO_HEALTH_REPORT &&
+		    m->total_len != PROTO_HEALTH_IDENT_LEN +
+					(uint32_t)m->health.n_models * PROTO_HEALTH_ENTRY_LEN)
+			return PROTO_BAD_TOTAL_LEN;
 		break;
 	}
 	return PROTO_OK;
@@ -425,7 +516,7 @@ PROTO_INLINE uint32_t proto_hdr_write(const struct proto_msg *m, void *buf, void
 		proto_put32(t + 60, m->act.t_host_ns);
 		proto_put32(t + 64, m->act.t_pack_ns);
 		proto_put32(t + 68, m->act.host_ref);
-		proto_put64(t + 72, 0);
+		proto_put64(t + 72, m->act.cookie);
 		break;
 	case PROTO_RESPONSE:
 		proto_put32(t, m->resp.cls);
@@ -442,11 +533,27 @@ PROTO_INLINE uint32_t proto_hdr_write(const struct proto_msg *m, void *buf, void
 		proto_put32(t + 36, m->resp.t_ns[7]);
 		proto_put32(t + 40, m->resp.host_ref);
 		proto_put32(t + 44, 0);
+		if (m->hdr_len >= PROTO_RESP_NOTICE_HDR_LEN)
+			proto_put64(t + 48, m->resp.cookie);
 		break;
 	case PROTO_ERROR:
 		proto_put16(t, m->err.code);
 		proto_put16(t + 2, 0);
 		proto_put32(t + 4, m->err.detail);
+		if (m->hdr_len >= PROTO_ERROR_NOTICE_HDR_LEN) {
+			proto_put32(t + 8, m->err.host_ref);
+			proto_put64(t + 16, m->err.cookie);
+		}
+		break;
+	case PROTO_HEALTH:
+		t[0] = m->health.kind;
+		t[1] = m->health.state;
+		t[2] = m->health.role;
+		t[3] = m->health.flags;
+		proto_put16(t + 4, m->health.n_models);
+		proto_put16(t + 6, 0);
+		proto_put32(t + 8, m->health.in_flight);
+		proto_put32(t + 12, 0);
 		break;
 	}
 	return m->hdr_len;

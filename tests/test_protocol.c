@@ -181,6 +181,157 @@ static void test_proto_activation(void **state)
 	assert_int_equal(buf[0], 0x53);
 	assert_int_equal(buf[1], 0x4e);
 	assert_int_equal(buf[32 + 48], 40000 >> 8);
+	assert_true(out.act.cookie == 0);
+	m.act.cookie = 0x0123456789abcdefull;
+	roundtrip(&m, body, 512, &out);
+	assert_true(out.act.cookie == 0x0123456789abcdefull);
+	assert_int_equal(buf[32 + 72], 0x01);
+	assert_int_equal(buf[32 + 79], 0xef);
+}
+
+/* Completion notices: RESPONSE and ERROR with the longer header carry host_ref and cookie; the
+ * short forms read as cookie 0, and a header that claims the long form but ends early is short. */
+static void test_proto_notice_cookie(void **state)
+{
+	struct proto_msg m, out;
+	int n;
+
+	proto_msg_init(&m, PROTO_RESPONSE, 5, 6);
+	m.resp.num_classes = 2, m.resp.score_fmt = PROTO_FMT_F64;
+	m.resp.host_ref = 0x11223344u;
+	m.resp.cookie = 0xfeedfacecafebeefull;
+	fill(body, 16, 1);
+	roundtrip(&m, body, 16, &out);
+	assert_true(out.resp.cookie == 0); /* hdr_len 80: no cookie field */
+	m.hdr_len = PROTO_RESP_NOTICE_HDR_LEN;
+	roundtrip(&m, body, 16, &out);
+	assert_int_equal(out.hdr_len, 88);
+	assert_int_equal(out.resp.host_ref, 0x11223344u);
+	assert_true(out.resp.cookie == 0xfeedfacecafebeefull);
+
+	proto_msg_init(&m, PROTO_ERROR, 5, 6);
+	m.err.code = PROTO_ERR_BUSY, m.err.detail = 9;
+	m.err.host_ref = 77, m.err.cookie = 0x8000000000000001ull;
+	roundtrip(&m, "busy", 4, &out);
+	assert_true(out.err.cookie == 0 && out.err.host_ref == 0);
+	m.hdr_len = PROTO_ERROR_NOTICE_HDR_LEN;
+	roundtrip(&m, "busy", 4, &out);
+	assert_int_equal(out.hdr_len, 56);
+	assert_int_equal(out.err.host_ref, 77);
+	assert_true(out.err.cookie == 0x8000000000000001ull);
+	assert_int_equal(out.err.detail, 9);
+	n = proto_build(&m, "busy", 4, buf, sizeof(buf));
+	for (int l = PROTO_ERROR_HDR_LEN; l < n; l++)
+		assert_int_not_equal(proto_parse(buf, (size_t)l, &out), PROTO_OK);
+}
+
+static void test_proto_health(void **state)
+{
+	struct proto_health_model models[30], e;
+	char ident[PROTO_HEALTH_IDENT_LEN + 1];
+	struct proto_msg out;
+	int n;
+
+	n = proto_build_health_probe(buf, sizeof(buf), 42, 1400);
+	assert_int_equal(n, 1400);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_int_equal(out.type, PROTO_HEALTH);
+	assert_int_equal(out.health.kind, PROTO_HEALTH_PROBE);
+	assert_true(out.request_id == 42);
+	assert_int_equal(out.total_len, 1400 - PROTO_HEALTH_HDR_LEN);
+	assert_int_equal(proto_build_health_probe(buf, sizeof(buf), 1, PROTO_HEALTH_HDR_LEN), 48);
+	assert_int_equal(proto_build_health_probe(buf, sizeof(buf), 1, 47), -EINVAL);
+	assert_int_equal(proto_build_health_probe(buf, sizeof(buf), 1, 1401), -EINVAL);
+	assert_int_equal(proto_build_health_probe(buf, 100, 1, 200), -EMSGSIZE);
+
+	for (unsigned i = 0; i < 30; i++) {
+		memset(&models[i], 0, sizeof(models[i]));
+		models[i].model_id = 0xa0000000u + i;
+		models[i].first_op = (uint16_t)i;
+		models[i].mode = PROTO_MODE_NIC_PART;
+		models[i].in_fmt = PROTO_FMT_BITS;
+		models[i].c = 256, models[i].h = 1, models[i].w = 1;
+		models[i].classes = 10;
+		snprintf(models[i].name, sizeof(models[i].name), "model-%u", i);
+	}
+	/* a full probe lists 27 models and says the list was cut */
+	n = proto_build_health_report(buf, sizeof(buf), 1400, 43, PROTO_ROLE_NIC,
+				      PROTO_HEALTH_DRAINING, 5, "edge-1", models, 30);
+	assert_int_equal(n, 48 + 32 + 27 * 48);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_int_equal(out.health.kind, PROTO_HEALTH_REPORT);
+	assert_int_equal(out.health.state, PROTO_HEALTH_DRAINING);
+	assert_int_equal(out.health.role, PROTO_ROLE_NIC);
+	assert_int_equal(out.health.flags, PROTO_HEALTH_F_TRUNCATED);
+	assert_int_equal(out.health.n_models, 27);
+	assert_int_equal(out.health.in_flight, 5);
+	proto_health_ident(&out, ident);
+	assert_string_equal(ident, "edge-1");
+	proto_health_model_get(&out, 26, &e);
+	assert_int_equal(e.model_id, 0xa0000000u + 26);
+	assert_int_equal(e.first_op, 26);
+	assert_int_equal(e.mode, PROTO_MODE_NIC_PART);
+	assert_int_equal(e.in_fmt, PROTO_FMT_BITS);
+	assert_int_equal(e.c, 256);
+	assert_int_equal(e.classes, 10);
+	assert_string_equal(e.name, "model-26");
+	/* never longer than the probe: a 100-byte probe gets identity + 0 models, 80 bytes */
+	n = proto_build_health_report(buf, sizeof(buf), 100, 1, PROTO_ROLE_HOST,
+				      PROTO_HEALTH_SERVING, 0, "h", models, 2);
+	assert_int_equal(n, 80);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_int_equal(out.health.n_models, 0);
+	assert_int_equal(out.health.flags, PROTO_HEALTH_F_TRUNCATED);
+	n = proto_build_health_report(buf, sizeof(buf), 128, 1, PROTO_ROLE_HOST,
+				      PROTO_HEALTH_SERVING, 0, "h", models, 2);
+	assert_int_equal(n, 128);
+	assert_int_equal(proto_build_health_report(buf, sizeof(buf), 79, 1, PROTO_ROLE_SERVE,
+						   PROTO_HEALTH_SERVING, 0, NULL, models, 1),
+			 -EMSGSIZE);
+	n = proto_build_health_report(buf, sizeof(buf), 1400, 1, PROTO_ROLE_XDP,
+				      PROTO_HEALTH_SERVING, 0, NULL, models, 1);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	proto_health_ident(&out, ident);
+	assert_string_equal(ident, "");
+	assert_string_equal(proto_type_name(PROTO_HEALTH), "health");
+	assert_string_equal(proto_health_state_name(PROTO_HEALTH_DEGRADED), "degraded");
+	assert_string_equal(proto_health_role_name(PROTO_ROLE_SERVE), "serve");
+	assert_string_equal(proto_health_mode_name(PROTO_MODE_HOST_ONLY), "host-only");
+	assert_string_equal(proto_health_role_name(9), "?");
+}
+
+/* HEALTH field checks: kind, state, role, the report's length, fragmentation. */
+static void test_proto_health_bad(void **state)
+{
+	static const struct proto_health_model one = {.model_id = 1, .mode = 1, .name = "x"};
+	struct proto_msg out;
+	int n;
+
+	n = proto_build_health_report(buf, sizeof(buf), 1400, 1, PROTO_ROLE_NIC,
+				      PROTO_HEALTH_SERVING, 0, "n", &one, 1);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	buf[32] = 2; /* kind */
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_BAD_FIELD);
+	buf[32] = 1, buf[33] = 3; /* state */
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_BAD_FIELD);
+	buf[33] = 0, buf[34] = 0; /* role */
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_BAD_FIELD);
+	buf[34] = 5;
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_BAD_FIELD);
+	buf[34] = 1, buf[37] = 2; /* n_models says 2, data holds 1 */
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_BAD_TOTAL_LEN);
+	buf[37] = 1;
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	/* a probe is one datagram: a fragment of a longer one is refused */
+	n = proto_build_health_probe(buf, sizeof(buf), 7, 200);
+	proto_put32(buf + 24, 400);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_BAD_FRAG);
+	proto_put32(buf + 24, PROTO_HEALTH_MAX_DATA + 8);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_BAD_TOTAL_LEN);
+	/* any probe content is accepted; fields the probe does not use are not checked */
+	n = proto_build_health_probe(buf, sizeof(buf), 7, 200);
+	buf[33] = 0xff, buf[34] = 0xff;
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
 }
 
 static void test_proto_response(void **state)
@@ -322,7 +473,7 @@ static void test_proto_bad_fields(void **state)
 	assert_int_equal(mutate(2, 1, 2), PROTO_BAD_VERSION);
 	assert_int_equal(mutate(2, 1, 0), PROTO_BAD_VERSION);
 	assert_int_equal(mutate(3, 1, 0), PROTO_BAD_TYPE);
-	assert_int_equal(mutate(3, 1, 5), PROTO_BAD_TYPE);
+	assert_int_equal(mutate(3, 1, 6), PROTO_BAD_TYPE);
 	assert_int_equal(mutate(4, 2, 62), PROTO_BAD_HDR_LEN);
 	assert_int_equal(mutate(4, 2, 60), PROTO_BAD_HDR_LEN);
 	assert_int_equal(mutate(4, 2, 260), PROTO_BAD_HDR_LEN);
@@ -552,6 +703,30 @@ static void test_proto_pcap(void **state)
 	proto_msg_set_tensor(&m, PROTO_FMT_INT8, 2, 2, 2, 0.5f, -4);
 	n = proto_build(&m, body, 8, buf, sizeof(buf));
 	pcap_put(f, buf, (size_t)n, 40001, 9999, ts++);
+	/* 10: a completion notice (RESPONSE with host_ref and cookie), NIC to host */
+	proto_msg_init(&m, PROTO_RESPONSE, 0x00c0ffee, 3);
+	m.hdr_len = PROTO_RESP_NOTICE_HDR_LEN;
+	m.resp.num_classes = 2, m.resp.cls = 1, m.resp.score_fmt = PROTO_FMT_F64;
+	m.resp.host_ref = 0x2a, m.resp.cookie = 0x0123456789abcdefull;
+	n = proto_build(&m, body, 16, buf, sizeof(buf));
+	pcap_put(f, buf, (size_t)n, PROTO_DEFAULT_PORT, 5000, ts++);
+	/* 11-12: a HEALTH probe of 200 bytes and its report: one model, draining */
+	n = proto_build_health_probe(buf, sizeof(buf), 6, 200);
+	pcap_put(f, buf, (size_t)n, 40002, PROTO_DEFAULT_PORT, ts++);
+	{
+		const struct proto_health_model hm = {.model_id = 0x00c0ffee,
+						      .first_op = 9,
+						      .mode = PROTO_MODE_NIC_PART,
+						      .in_fmt = PROTO_FMT_BITS,
+						      .c = 3136,
+						      .h = 1,
+						      .w = 1,
+						      .classes = 10,
+						      .name = "fmnist-bcnn"};
+		n = proto_build_health_report(buf, sizeof(buf), 200, 6, PROTO_ROLE_NIC,
+					      PROTO_HEALTH_DRAINING, 3, "edge-1", &hm, 1);
+	}
+	pcap_put(f, buf, (size_t)n, PROTO_DEFAULT_PORT, 40002, ts++);
 	assert_int_equal(fclose(f), 0);
 	if (!path)
 		unlink(tmp);
@@ -683,6 +858,9 @@ int main(void)
 	    cmocka_unit_test(test_proto_activation),
 	    cmocka_unit_test(test_proto_response),
 	    cmocka_unit_test(test_proto_error),
+	    cmocka_unit_test(test_proto_notice_cookie),
+	    cmocka_unit_test(test_proto_health),
+	    cmocka_unit_test(test_proto_health_bad),
 	    cmocka_unit_test(test_proto_truncation_every_point),
 	    cmocka_unit_test(test_proto_bad_fields),
 	    cmocka_unit_test(test_proto_header_growth),

@@ -10,14 +10,18 @@
 
 local p = Proto("splitnic", "splitnic inference protocol")
 
-local types = { [1] = "REQUEST", [2] = "ACTIVATION", [3] = "RESPONSE", [4] = "ERROR" }
+local types = { [1] = "REQUEST", [2] = "ACTIVATION", [3] = "RESPONSE", [4] = "ERROR", [5] = "HEALTH" }
 local fmts = { [1] = "u8", [2] = "f32", [3] = "fp16", [4] = "int8", [5] = "bits", [6] = "f64" }
 local fmt_size = { [1] = 1, [2] = 4, [3] = 2, [4] = 1, [6] = 8 }
 local errors = {
 	[1] = "bad_request", [2] = "unknown_model", [3] = "bad_shape", [4] = "busy",
 	[5] = "timeout", [6] = "too_large", [7] = "internal", [8] = "unsupported",
 }
-local min_hdr = { [1] = 64, [2] = 112, [3] = 80, [4] = 40 }
+local min_hdr = { [1] = 64, [2] = 112, [3] = 80, [4] = 40, [5] = 48 }
+local health_kinds = { [0] = "probe", [1] = "report" }
+local health_states = { [0] = "serving", [1] = "draining", [2] = "degraded" }
+local roles = { [1] = "splitnic-nic", [2] = "splitnic-host", [3] = "serve", [4] = "xdp" }
+local modes = { [1] = "whole", [2] = "coproc", [3] = "nic-part", [4] = "host-only", [5] = "fallback" }
 local timing = { "total", "rx", "queue", "host", "pack", "xfer", "nic", "tx" }
 
 local f = p.fields
@@ -53,6 +57,18 @@ for _, n in ipairs(timing) do
 	f["t_" .. n] = ProtoField.uint32("splitnic.t." .. n, n .. " (ns)")
 end
 f.host_ref = ProtoField.uint32("splitnic.host_ref", "Host reference", base.HEX)
+f.cookie = ProtoField.uint64("splitnic.cookie", "Cookie", base.HEX)
+f.h_kind = ProtoField.uint8("splitnic.health.kind", "Kind", base.DEC, health_kinds)
+f.h_state = ProtoField.uint8("splitnic.health.state", "State", base.DEC, health_states)
+f.h_role = ProtoField.uint8("splitnic.health.role", "Role", base.DEC, roles)
+f.h_trunc = ProtoField.bool("splitnic.health.truncated", "Truncated", 8, nil, 0x01)
+f.h_n = ProtoField.uint16("splitnic.health.n_models", "Models")
+f.h_in_flight = ProtoField.uint32("splitnic.health.in_flight", "In flight")
+f.h_ident = ProtoField.stringz("splitnic.health.identity", "Identity")
+f.h_model = ProtoField.uint32("splitnic.health.model_id", "Model id", base.HEX)
+f.h_first = ProtoField.uint16("splitnic.health.first_op", "First op")
+f.h_mode = ProtoField.uint8("splitnic.health.mode", "Mode", base.DEC, modes)
+f.h_name = ProtoField.stringz("splitnic.health.name", "Name")
 f.class = ProtoField.uint32("splitnic.resp.class", "Class")
 f.num_classes = ProtoField.uint16("splitnic.resp.num_classes", "Classes")
 f.score_fmt = ProtoField.uint8("splitnic.resp.score_fmt", "Score format", base.DEC, fmts)
@@ -157,6 +173,7 @@ local function dissect(tvb, pinfo, tree)
 				root:add(f["t_" .. n], tvb(t + 48 + 4 * i, 4))
 			end
 			root:add(f.host_ref, tvb(t + 68, 4))
+			root:add(f.cookie, tvb(t + 72, 8))
 			info = info .. " layer=" .. tvb(t + 2, 2):uint()
 		end
 	elseif typ == 3 then
@@ -171,6 +188,10 @@ local function dissect(tvb, pinfo, tree)
 			tt:add(f["t_" .. nm], tvb(t + 4 + 4 * i, 4))
 		end
 		root:add(f.host_ref, tvb(t + 40, 4))
+		if hdr_len >= 88 then
+			root:add(f.cookie, tvb(t + 48, 8))
+			info = info .. " notice"
+		end
 		info = info .. string.format(" class=%d/%d", cls, n)
 		local sfmt = tvb(t + 6, 1):uint()
 		if not frag and (sfmt == 6 or sfmt == 2) then
@@ -187,13 +208,49 @@ local function dissect(tvb, pinfo, tree)
 		local code = tvb(t, 2):uint()
 		root:add(f.err_code, tvb(t, 2))
 		root:add(f.err_detail, tvb(t + 4, 4))
+		if hdr_len >= 56 then
+			root:add(f.host_ref, tvb(t + 8, 4))
+			root:add(f.cookie, tvb(t + 16, 8))
+		end
 		if frag_len > 0 then
 			root:add(f.err_reason, tvb(hdr_len, frag_len))
 		end
 		info = info .. string.format(" %s: %s", errors[code] or ("code " .. code),
 			frag_len > 0 and tvb(hdr_len, frag_len):string() or "")
+	elseif typ == 5 then
+		local kind = tvb(t, 1):uint()
+		root:add(f.h_kind, tvb(t, 1))
+		info = info .. " " .. (health_kinds[kind] or ("kind " .. kind))
+		if kind == 1 then
+			local n = tvb(t + 4, 2):uint()
+			root:add(f.h_state, tvb(t + 1, 1))
+			root:add(f.h_role, tvb(t + 2, 1))
+			root:add(f.h_trunc, tvb(t + 3, 1))
+			root:add(f.h_n, tvb(t + 4, 2))
+			root:add(f.h_in_flight, tvb(t + 8, 4))
+			if frag_len >= 32 + 48 * n then
+				root:add(f.h_ident, tvb(hdr_len, 32))
+				for i = 0, n - 1 do
+					local e = hdr_len + 32 + 48 * i
+					local mt = root:add(p, tvb(e, 48), "Model")
+					mt:set_text("Model " .. i)
+					mt:add(f.h_model, tvb(e, 4))
+					mt:add(f.h_first, tvb(e + 4, 2))
+					mt:add(f.h_mode, tvb(e + 6, 1))
+					mt:add(f.fmt, tvb(e + 7, 1))
+					mt:add(f.c, tvb(e + 8, 4))
+					mt:add(f.h, tvb(e + 12, 4))
+					mt:add(f.w, tvb(e + 16, 4))
+					mt:add(f.num_classes, tvb(e + 20, 2))
+					mt:add(f.h_name, tvb(e + 24, 24))
+				end
+			end
+			info = info .. string.format(" %s %s models=%d",
+				roles[tvb(t + 2, 1):uint()] or "?",
+				health_states[tvb(t + 1, 1):uint()] or "?", n)
+		end
 	end
-	if frag_len > 0 and typ ~= 4 and not (typ == 3 and not frag) then
+	if frag_len > 0 and typ ~= 4 and typ ~= 5 and not (typ == 3 and not frag) then
 		root:add(f.data, tvb(hdr_len, frag_len))
 	end
 	pinfo.cols.info = info

@@ -30,6 +30,7 @@ static void check_same(const struct proto_msg *a, const struct proto_msg *b)
 		CHECK(!memcmp(&a->act.reply_addr, &b->act.reply_addr, 16));
 		CHECK(a->act.reply_port == b->act.reply_port &&
 		      a->act.executors == b->act.executors && a->act.t_pack_ns == b->act.t_pack_ns);
+		CHECK(a->act.host_ref == b->act.host_ref && a->act.cookie == b->act.cookie);
 		/* fall through */
 	case PROTO_REQUEST:
 		CHECK(a->tensor.fmt == b->tensor.fmt && a->tensor.count == b->tensor.count);
@@ -41,9 +42,17 @@ static void check_same(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_RESPONSE:
 		CHECK(a->resp.cls == b->resp.cls && a->resp.num_classes == b->resp.num_classes);
 		CHECK(!memcmp(a->resp.t_ns, b->resp.t_ns, sizeof(a->resp.t_ns)));
+		CHECK(a->resp.host_ref == b->resp.host_ref && a->resp.cookie == b->resp.cookie);
 		break;
 	case PROTO_ERROR:
 		CHECK(a->err.code == b->err.code && a->err.detail == b->err.detail);
+		CHECK(a->err.host_ref == b->err.host_ref && a->err.cookie == b->err.cookie);
+		break;
+	case PROTO_HEALTH:
+		CHECK(a->health.kind == b->health.kind && a->health.n_models == b->health.n_models);
+		CHECK(a->health.state == b->health.state && a->health.role == b->health.role);
+		CHECK(a->health.flags == b->health.flags &&
+		      a->health.in_flight == b->health.in_flight);
 		break;
 	}
 }
@@ -76,6 +85,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(proto_fmt_bytes(m.tensor.fmt, m.tensor.count) == m.total_len);
 	if (m.type == PROTO_RESPONSE)
 		CHECK(m.resp.cls < m.resp.num_classes);
+	if (m.type == PROTO_HEALTH) {
+		CHECK(m.frag_len == m.total_len && m.total_len <= PROTO_HEALTH_MAX_DATA);
+		if (m.health.kind == PROTO_HEALTH_REPORT) {
+			struct proto_health_model e;
+			char ident[PROTO_HEALTH_IDENT_LEN + 1];
+
+			proto_health_ident(&m, ident);
+			for (uint32_t i = 0; i < m.health.n_models; i++)
+				proto_health_model_get(&m, i, &e);
+		}
+	}
 
 	CHECK(proto_hdr_write(&m, again, again + sizeof(again)) == m.hdr_len);
 	memcpy(again + m.hdr_len, m.data, m.frag_len);

@@ -33,7 +33,10 @@ want='1|0x0000000000000001|0|784|784|1|1|28|28|||||||||
 2|0x0000000000000003|0|512|512|5|4096|1|1|3|||::ffff:127.0.0.1|40000||||
 4|0x0000000000000004|0|13|13||||||||||2|no such model||
 4|0x0000000000000004|0|13|13|||||||||||||
-1|0x0000000000000005|0|8|8|4|2|2|2||||||||0.5|-4'
+1|0x0000000000000005|0|8|8|4|2|2|2||||||||0.5|-4
+3|0x0000000000000003|0|16|16||||||1|2||||||
+5|0x0000000000000006|0|152|152|||||||||||||
+5|0x0000000000000006|0|80|80|5|3136|1|1|||10||||||'
 fail=0
 if [ "$got" != "$want" ]; then
 	echo "FAIL: decoded fields differ"
@@ -43,7 +46,7 @@ if [ "$got" != "$want" ]; then
 fi
 
 # scores of the single-datagram RESPONSE, executors, timing
-scores=$(fields -Y 'splitnic.type == 3' -e splitnic.resp.score -e splitnic.executors.nic \
+scores=$(fields -Y 'splitnic.type == 3 && splitnic.request_id == 1' -e splitnic.resp.score -e splitnic.executors.nic \
 	-e splitnic.t.total -e splitnic.t.nic)
 want_scores='0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9|1|1050000|400000'
 [ "$scores" = "$want_scores" ] || { echo "FAIL: scores '$scores' != '$want_scores'"; fail=1; }
@@ -55,6 +58,14 @@ echo "$summary" | grep -q 'malformed: unknown version 9' || { echo "FAIL: no mal
 echo "$summary" | grep -q 'REQUEST id=0x0000000000000002 .*frag 1336+1336/3136 f32 1x28x28' ||
 	{ echo "FAIL: fragment summary"; fail=1; }
 echo "$summary" | grep -q 'ERROR .*unknown_model: no such model' || { echo "FAIL: error"; fail=1; }
-[ "$(echo "$summary" | grep -c SPLITNIC)" = 9 ] || { echo "FAIL: not 9 SPLITNIC frames"; fail=1; }
-[ $fail = 0 ] && echo "pass: dissector decoded 9 datagrams"
+echo "$summary" | grep -q 'RESPONSE .*notice class=1/2' || { echo "FAIL: notice"; fail=1; }
+echo "$summary" | grep -q 'HEALTH id=0x0000000000000006 .*report splitnic-nic draining models=1' ||
+	{ echo "FAIL: health report"; fail=1; }
+health=$(fields -Y 'splitnic.health.kind == 1' -e splitnic.health.identity -e splitnic.health.name \
+	-e splitnic.health.first_op -e splitnic.health.mode -e splitnic.health.in_flight)
+[ "$health" = 'edge-1|fmnist-bcnn|9|3|3' ] || { echo "FAIL: health fields '$health'"; fail=1; }
+cookie=$(fields -Y 'splitnic.type == 3 && splitnic.cookie' -e splitnic.cookie -e splitnic.host_ref)
+[ "$cookie" = '0x0123456789abcdef|0x0000002a' ] || { echo "FAIL: cookie '$cookie'"; fail=1; }
+[ "$(echo "$summary" | grep -c SPLITNIC)" = 12 ] || { echo "FAIL: not 12 SPLITNIC frames"; fail=1; }
+[ $fail = 0 ] && echo "pass: dissector decoded 12 datagrams"
 exit $fail
