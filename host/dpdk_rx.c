@@ -21,7 +21,9 @@ static int find_model(const struct host_app *a, uint32_t model_id)
 
 static uint32_t notice_ref(const struct proto_msg *m)
 {
-	return m->type == PROTO_RESPONSE ? m->resp.host_ref : 0;
+	return m->type == PROTO_RESPONSE ? m->resp.host_ref
+	       : m->type == PROTO_ERROR	 ? m->err.host_ref
+					 : 0;
 }
 
 unsigned host_frame_owner(const struct host_app *a, const uint8_t *f, uint32_t len)

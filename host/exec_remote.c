@@ -119,6 +119,7 @@ static int remote_submit(struct kexec *x, const void *in, uint32_t n, void *out,
 	e->gen = (uint8_t)(e->gen == 255 ? 1 : e->gen + 1);
 	e->cookie = host_cookie_next(&r->cookie);
 	m.act.host_ref = (uint32_t)e->gen << 24 | r->c.ref_base | pos;
+	m.act.cookie = e->cookie;
 	ret = r->c.send(r->c.arg, tag, &m, in, x->in_bytes);
 	if (ret)
 		return ret;
@@ -136,7 +137,8 @@ static int remote_submit(struct kexec *x, const void *in, uint32_t n, void *out,
 enum host_notice_verdict host_remote_notice(struct kexec *x, const struct proto_msg *m)
 {
 	struct remote *r = x->priv;
-	const uint32_t ref = m->type == PROTO_RESPONSE ? m->resp.host_ref : 0;
+	const bool resp = m->type == PROTO_RESPONSE;
+	const uint32_t ref = resp ? m->resp.host_ref : m->err.host_ref;
 	const uint32_t pos = ref & ((1u << HOST_REF_ENTRY_BITS) - 1);
 	struct remote_entry *e;
 
@@ -147,9 +149,11 @@ enum host_notice_verdict host_remote_notice(struct kexec *x, const struct proto_
 		return HOST_NOTICE_STALE;
 	if (e->model_id != m->model_id || e->request_id != m->request_id)
 		return HOST_NOTICE_MISMATCH;
-	if (m->type == PROTO_RESPONSE && !m->frag_off)
+	if ((resp ? m->resp.cookie : m->err.cookie) != e->cookie)
+		return HOST_NOTICE_BAD_COOKIE;
+	if (resp && !m->frag_off)
 		memcpy(e->out, m->data, m->frag_len < x->out_bytes ? m->frag_len : x->out_bytes);
-	kexec_complete(x, e->tag, m->type == PROTO_RESPONSE ? 0 : -EIO);
+	kexec_complete(x, e->tag, resp ? 0 : -EIO);
 	r->suspect_until = 0;
 	remote_remove(r, e);
 	return HOST_NOTICE_OK;

@@ -245,11 +245,11 @@ uint64_t host_siphash64(uint64_t k0, uint64_t k1, uint64_t m);
  *                             fills (ids, reply address, timings), then the tensor (flat bits at
  *                             `first`), host_ref (its window entry, OR-ed with ref_base) and a
  *                             fresh cookie
- *   host_remote_notice()      the caller hands each notice (RESPONSE or ERROR from the NIC) in:
- *                             found by host_ref in O(1), accepted only if that entry is in
- *                             flight with the notice's model id, request id and cookie; a
- *                             RESPONSE completes the tag with 0 (out receives the scores it
- *                             carries), an ERROR with -EIO
+ *   host_remote_notice()      the caller hands each notice (RESPONSE or ERROR from the NIC, in
+ *                             the notice form: host_ref and cookie) in: found by host_ref in
+ *                             O(1), accepted only if that entry is in flight with the notice's
+ *                             model id, request id and cookie; a RESPONSE completes the tag
+ *                             with 0 (out receives the scores it carries), an ERROR with -EIO
  *   progress (poll)           a deadline passed: -ETIMEDOUT (the NIC becomes suspect); the link
  *                             down: every request in flight completes with -ENOLINK
  * Completions come in the order their notices arrive (the NIC's order), not necessarily the

@@ -162,13 +162,18 @@ static struct proto_msg notice_for(const struct fake_net *net, uint8_t type, uin
 
 	proto_msg_init(&m, type, net->last.model_id, net->last.request_id);
 	if (type == PROTO_RESPONSE) {
+		m.hdr_len = PROTO_RESP_NOTICE_HDR_LEN;
 		m.resp.host_ref = net->last.act.host_ref;
+		m.resp.cookie = net->last.act.cookie;
 		m.resp.num_classes = 2;
 		proto_le_put_f64(data, -1.0);
 		proto_le_put_f64(data + 8, 3.0);
 		m.frag_len = (uint16_t)(m.total_len = 16);
 	} else {
+		m.hdr_len = PROTO_ERROR_NOTICE_HDR_LEN;
 		m.err.code = PROTO_ERR_BUSY;
+		m.err.host_ref = net->last.act.host_ref;
+		m.err.cookie = net->last.act.cookie;
 	}
 	m.data = data;
 	return m;
@@ -251,7 +256,7 @@ static void test_host_remote_window(void **state)
 }
 
 /* A notice is taken only for the request in flight it names: host_ref (slot, generation,
- * worker), model and request id (and, with the protocol's cookie, the cookie). */
+ * worker), model and request id, and the cookie of that request. */
 static void test_host_remote_notice_checks(void **state)
 {
 	struct kern_model *m = remote_model();
@@ -282,10 +287,26 @@ static void test_host_remote_notice_checks(void **state)
 	bad = n;
 	bad.model_id = 8;
 	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_MISMATCH);
+	bad = n;
+	bad.resp.cookie ^= 1; /* everything right but the cookie: forged */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_BAD_COOKIE);
+	bad.resp.cookie = 0; /* the short form of a RESPONSE (a front-end's) reads cookie 0 */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_BAD_COOKIE);
+	bad = notice_for(&net, PROTO_ERROR, data);
+	bad.err.cookie++;
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_BAD_COOKIE);
 	assert_int_equal(kexec_poll(&x, d, 2), 0); /* still in flight */
 	assert_int_equal(host_remote_in_flight(&x), 1);
 	assert_int_equal(host_remote_notice(&x, &n), HOST_NOTICE_OK);
 	assert_int_equal(kexec_poll(&x, d, 2), 1);
+	assert_int_equal(d[0].status, 0);
+	/* an ERROR notice with the right cookie: the request fails (-EIO: the caller falls back) */
+	assert_int_equal(kexec_submit(&x, q.act, 1, q.scores, (uintptr_t)&q), 0);
+	assert_int_not_equal(net.last.act.cookie, n.resp.cookie); /* a fresh cookie per request */
+	n = notice_for(&net, PROTO_ERROR, data);
+	assert_int_equal(host_remote_notice(&x, &n), HOST_NOTICE_OK);
+	assert_int_equal(kexec_poll(&x, d, 2), 1);
+	assert_int_equal(d[0].status, -EIO);
 	kexec_close(&x);
 	free(m->layers);
 	free(m);
