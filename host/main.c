@@ -58,13 +58,16 @@
  * /splitnic/host/models.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -667,8 +670,27 @@ static void host_teardown(struct host_app *a)
 	rte_mempool_free(a->pool);
 }
 
+/* The EAL's runtime folder (/var/run/dpdk/PREFIX): its files, then the folder, once the EAL is
+ * done with them; nothing else of this process reads them. */
+static void remove_runtime_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+			unlink(path);
+	closedir(d);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
+	char run_dir[PATH_MAX] = "";
 	static struct host_app app;
 	struct host_app *a = &app;
 	char err[512];
@@ -687,6 +709,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "host: rte_eal_init: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	if (rte_eal_process_type() == RTE_PROC_PRIMARY)
+		snprintf(run_dir, sizeof(run_dir), "%s", rte_eal_get_runtime_dir());
 	argc -= ret;
 	argv += ret;
 	argv[0] = "splitnic-host";
@@ -729,5 +753,7 @@ out_teardown:
 	host_teardown(a);
 out_eal:
 	rte_eal_cleanup();
+	if (run_dir[0])
+		remove_runtime_dir(run_dir);
 	return ret ? 1 : 0;
 }

@@ -12,8 +12,10 @@
 #     p50/p99; the overhead ratio = packet path / in-process;
 #   - requests/s at saturation: closed loop with 32 outstanding (no errors expected: the queue
 #     is 64), responses / duration.
-# Figures are appended to $BENCH_JSONL as {"name","value","unit","method"}. Needs root
-# (namespaces); without it prints a skip line and appends nothing.
+# Then the packet path against kern_forward on the same core, and one worker lcore against two
+# (the last section, its method there). Figures are appended to $BENCH_JSONL as
+# {"name","value","unit","method"}. Needs root (namespaces); without it prints a skip line and
+# appends nothing. BENCH_HOST_MODES="host-only": only those modes in the first section.
 #   usage: bench_host.sh [BUILD-DIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -56,7 +58,7 @@ ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "snbn$tag" --no
 nic_pid=$!
 netns_wait_log "$tmp/nic.log" "^nic: forwarding" "" splitnic-nic || die "$NETNS_WHY"
 
-for mode in coproc host-only fallback; do
+for mode in ${BENCH_HOST_MODES-coproc host-only fallback}; do
 	spec="$CNN:$mode"
 	[ "$mode" = host-only ] || spec="$CNN:$mode:$K"
 	ip netns exec "$ns_n" "$HOST" -l 1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \
@@ -105,11 +107,22 @@ with open(os.environ["BENCH_JSONL"], "a") as f:
         f.write(json.dumps({"name": name, "value": round(v, 3), "unit": unit, "method": method}) + "\n")
 EOF
 done
-# --- the packet path against kern_forward on the same core: host-only, one worker lcore ----------
-# splitnic-host -l 0-1 facing the front-end directly (net_af_packet on a second veth, no
-# splitnic-nic): lcore 0 receives and answers, lcore 1 (the one worker) computes; the client is
-# pinned to CPU 0. The in-process baseline is `splitnic run` (kern_forward, batch 1, one thread)
-# pinned to CPU 1 while no server runs.
+# --- the packet path against kern_forward on the same core; one worker against two ------------
+# splitnic-host facing the front-ends directly (net_af_packet on a second veth, no splitnic-nic),
+# fmnist-bcnn host-only, BENCH_HOST_ROUNDS interleaved rounds (default 5), each:
+#   in-process  `splitnic run` (kern_forward, batch 1, one thread) pinned to CPU 1, no server
+#               running: images/s and p50;
+#   one worker  splitnic-host -l 1 (one lcore on CPU 1: it polls the port, computes and answers,
+#               run to completion: the only busy-polling thread), the client pinned to CPU 0:
+#               p50 at low load (1 outstanding, N/2 images) and req/s at saturation (16
+#               outstanding, N images); the worker's mean compute per request from its counters;
+#   workers     8 `splitnic client` processes at once (4 outstanding each, N/8 images each,
+#               unpinned) against splitnic-host with 1 worker (-l 0, qpairs=1) and with 2 workers
+#               (-l 0-1, qpairs=2: two queue pairs, the kernel's fanout hash spreads the flows):
+#               aggregate req/s = answers / the longest client's duration. No NIC stage (host-
+#               only); the kernel's veth and af_packet work, the clients and the workers share
+#               the machine's two CPUs.
+# Figures: medians over the rounds of the per-round values and ratios (all printed).
 kill -TERM "$nic_pid" && wait "$nic_pid"
 nic_pid=
 netns_veth "$ns_c" vc2 "$ns_n" vw2 || die "veth 2"
@@ -118,34 +131,104 @@ netns_link "$ns_n" vw2
 netns_tx_csum_off "$ns_c" vc2
 mac2=$(ip netns exec "$ns_n" cat /sys/class/net/vw2/address)
 ip -n "$ns_c" neigh replace 10.88.4.1 lladdr "$mac2" dev vc2 nud permanent || die "neighbour"
-taskset -c 1 "$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/core1.json" || die "splitnic run"
-ip netns exec "$ns_n" "$HOST" -l 0-1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \
-	--vdev net_af_packet0,iface=vw2 -- --model "$CNN:host-only" --ip 10.88.4.1 >"$tmp/host.log" 2>&1 &
-host_pid=$!
-netns_wait_log "$tmp/host.log" "^host: serving" "" splitnic-host || die "splitnic-host (one worker)"
-sleep 1
-ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$N" \
-	--outstanding 1 --timeout-ms 3000 --json >"$tmp/w1lat.json" || die "client (one worker, latency)"
-ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$N" \
-	--outstanding 16 --timeout-ms 3000 --json >"$tmp/w1sat.json" || die "client (one worker, saturation)"
-kill -TERM "$host_pid" && wait "$host_pid"
-host_pid=
-$PY - "$tmp/core1.json" "$tmp/w1lat.json" "$tmp/w1sat.json" "$N" <<'EOF'
-import json, os, sys
-inp, lat, sat, n = (*(json.load(open(f)) for f in sys.argv[1:4]), int(sys.argv[4]))
-ratio = sat["throughput_rps"] / inp["images_per_s"]
-added = lat["latency_us"]["p50"] - inp["latency_us"]["p50"]
-m = (f"fmnist-bcnn host-only, splitnic-host -l 0-1 (RX/TX lcore 0, one worker lcore 1) on "
-     f"net_af_packet, client pinned to CPU 0, {n} images; in-process: splitnic run (kern_forward, "
-     f"batch 1) pinned to CPU 1 with no server running, same run")
-rows = [("host_w1_saturation_rps", sat["throughput_rps"], "req/s", m + "; closed loop 16 outstanding"),
-        ("host_w1_inproc_rps", inp["images_per_s"], "req/s", m),
-        ("host_w1_rps_ratio", ratio, "x", "packet path req/s at saturation / in-process; target >= 0.9; " + m),
-        ("host_w1_added_p50", added, "us", "p50 client round trip (1 outstanding) - p50 in-process; " + m)]
-print(f"one worker: packet path {sat['throughput_rps']:.0f} req/s ({sat['responses']}/{sat['requests']}, "
-      f"{sat['errors']['total']} errors) vs in-process {inp['images_per_s']:.0f}/s: ratio {ratio:.3f} "
-      f"(target >= 0.9); p50 {lat['latency_us']['p50']:.1f} us vs {inp['latency_us']['p50']:.1f} us: "
-      f"added {added:.1f} us")
+R=${BENCH_HOST_ROUNDS:-5}
+start_direct() { # EAL-LCORES QPAIRS
+	ip netns exec "$ns_n" "$HOST" $1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \
+		--vdev "net_af_packet0,iface=vw2,qpairs=$2" -- --model "$CNN:host-only" \
+		--ip 10.88.4.1 >"$tmp/host.log" 2>&1 &
+	host_pid=$!
+	netns_wait_log "$tmp/host.log" "^host: serving" "$host_pid" splitnic-host || die "splitnic-host ($1)"
+	sleep 0.5
+}
+stop_direct() { # OUT-STATS
+	dpdk_telemetry "snbh$tag" /splitnic/host/stats >"$1" || die "telemetry"
+	kill -TERM "$host_pid" && wait "$host_pid"
+	host_pid=
+}
+clients8() { # OUT-PREFIX: 8 clients at once
+	local k pids=()
+	for k in 0 1 2 3 4 5 6 7; do
+		ip netns exec "$ns_c" "$S" client 10.88.4.1 --images "$IMG" --count "$((N / 8))" \
+			--outstanding 4 --timeout-ms 3000 --json >"$1.$k.json" &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do wait "$k" || die "client (workers): $(grep -o '"responses[^}]*}' "$1".*.json | head -3)"; done
+}
+for r in $(seq "$R"); do
+	taskset -c 1 "$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/r$r.inproc.json" ||
+		die "splitnic run"
+	start_direct "-l 1" 1
+	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$((N / 2))" \
+		--outstanding 1 --timeout-ms 3000 --json >"$tmp/r$r.lat.json" || die "client (latency)"
+	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$N" \
+		--outstanding 16 --timeout-ms 3000 --json >"$tmp/r$r.sat.json" || die "client (saturation)"
+	stop_direct "$tmp/r$r.sat.stats"
+	start_direct "-l 0" 1
+	clients8 "$tmp/r$r.w1"
+	stop_direct "$tmp/r$r.w1.stats"
+	start_direct "-l 0-1" 2
+	clients8 "$tmp/r$r.w2"
+	stop_direct "$tmp/r$r.w2.stats"
+done
+$PY - "$tmp" "$R" "$N" <<'EOF'
+import json, os, statistics, sys
+tmp, R, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+J = lambda f: json.load(open(os.path.join(tmp, f)))
+rows, per = [], {"ratio": [], "added": [], "sat": [], "inproc": [], "comp": [], "w1": [], "w2": [], "wr": []}
+for r in range(1, R + 1):
+    inp, lat, sat, st = J(f"r{r}.inproc.json"), J(f"r{r}.lat.json"), J(f"r{r}.sat.json"), J(f"r{r}.sat.stats")
+    agg = {}
+    for w in ("w1", "w2"):
+        c = [J(f"r{r}.{w}.{k}.json") for k in range(8)]
+        agg[w] = sum(x["responses"] for x in c) / max(x["duration_s"] for x in c)
+        if sum(x["errors"]["total"] + x["timeouts"] for x in c):
+            sys.exit(f"bench_host: round {r}, {w}: errors or timeouts")
+    ws = J(f"r{r}.w2.stats")
+    per["ratio"].append(sat["throughput_rps"] / inp["images_per_s"])
+    per["added"].append(lat["latency_us"]["p50"] - inp["latency_us"]["p50"])
+    per["sat"].append(sat["throughput_rps"])
+    per["inproc"].append(inp["images_per_s"])
+    per["comp"].append(st["worker_compute_ns"] / max(1, st["worker_requests"]) / 1e3)
+    per["w1"].append(agg["w1"])
+    per["w2"].append(agg["w2"])
+    per["wr"].append(agg["w2"] / agg["w1"])
+    print(f"round {r}: in-process {inp['images_per_s']:.0f}/s p50 {inp['latency_us']['p50']:.1f} us | "
+          f"one worker {sat['throughput_rps']:.0f} req/s ({sat['responses']}/{sat['requests']}), "
+          f"ratio {per['ratio'][-1]:.3f}, p50 {lat['latency_us']['p50']:.1f} us (added "
+          f"{per['added'][-1]:.1f} us), worker compute {per['comp'][-1]:.0f} us/req | "
+          f"8 clients: 1 worker {agg['w1']:.0f} req/s, 2 workers {agg['w2']:.0f} req/s "
+          f"(per worker {[ws[f'worker{i}_requests'] for i in range(ws['workers'])]}), "
+          f"ratio {per['wr'][-1]:.2f}")
+    if sat["errors"]["total"] or sat["timeouts"] or lat["errors"]["total"] or lat["timeouts"]:
+        sys.exit(f"bench_host: round {r}: errors or timeouts")
+med = {k: statistics.median(v) for k, v in per.items()}
+m1 = (f"fmnist-bcnn host-only, {R} interleaved rounds, medians of per-round values: splitnic-host "
+      f"-l 1 (one worker lcore on CPU 1: RX, compute, TX run to completion) on net_af_packet, "
+      f"client pinned to CPU 0 ({n} images, 16 outstanding; latency 1 outstanding, {n // 2} "
+      f"images); in-process: splitnic run (kern_forward, batch 1) pinned to CPU 1 with no server "
+      f"running, same round")
+m2 = (f"fmnist-bcnn host-only (no NIC stage), {R} interleaved rounds, medians: 8 splitnic client "
+      f"processes x 4 outstanding x {n // 8} images at once, unpinned; splitnic-host -l 0 (1 "
+      f"worker, 1 queue pair) vs -l 0-1 (2 workers, net_af_packet qpairs=2: the kernel's fanout "
+      f"hash spreads the flows); clients, workers and the kernel's veth/af_packet work on the "
+      f"same 2 CPUs; answers / longest client duration")
+rows = [("host_w1_saturation_rps", med["sat"], "req/s", m1),
+        ("host_w1_inproc_rps", med["inproc"], "req/s", m1),
+        ("host_w1_rps_ratio", med["ratio"], "x", "packet path req/s at saturation / in-process, "
+         "median of per-round ratios; target >= 0.9; " + m1),
+        ("host_w1_added_p50", med["added"], "us", "p50 client round trip (1 outstanding) - p50 "
+         "in-process, median of rounds; " + m1),
+        ("host_w1_worker_compute_us", med["comp"], "us", "worker_compute_ns / worker_requests "
+         "under saturation; " + m1),
+        ("host_workers1_rps", med["w1"], "req/s", m2),
+        ("host_workers2_rps", med["w2"], "req/s", m2),
+        ("host_workers_ratio", med["wr"], "x", "2 workers / 1 worker, median of per-round "
+         "ratios; " + m2)]
+print(f"one worker: packet path {med['sat']:.0f} req/s vs in-process {med['inproc']:.0f}/s: ratio "
+      f"{med['ratio']:.3f} (target >= 0.9); p50 added at low load {med['added']:.1f} us; worker "
+      f"compute {med['comp']:.0f} us/req (medians of {R} rounds)")
+print(f"workers: 1 worker {med['w1']:.0f} req/s, 2 workers {med['w2']:.0f} req/s: ratio "
+      f"{med['wr']:.2f} (median of {R} rounds)")
 with open(os.environ["BENCH_JSONL"], "a") as f:
     for name, v, unit, method in rows:
         f.write(json.dumps({"name": name, "value": round(v, 3), "unit": unit, "method": method}) + "\n")

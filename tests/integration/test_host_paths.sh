@@ -348,10 +348,11 @@ for c in (c1, c2):
         bad.append("no overload errors: load not above capacity")
 errs = sum(s[k] for k in s if k.startswith("error_"))
 print(f"host: requests {s['requests']} accepted {s['accepted']} answered nic {s['answered_nic']} "
-      f"host {s['answered_host']} errors {errs} (sent {s['errors_sent']}), in_use {s['in_use']}; "
-      f"RSS {rss1} -> {rss2} kB")
+      f"host {s['answered_host']} errors {errs} (sent {s['errors_sent']}, rate-limited "
+      f"{s['errors_rate_limited']}), in_use {s['in_use']}; RSS {rss1} -> {rss2} kB")
 total = c1["requests"] + c2["requests"]
-if s["requests"] != total or s["accepted"] + errs != s["requests"] or errs != s["errors_sent"]:
+if s["requests"] != total or s["accepted"] + errs != s["requests"] or \
+        errs != s["errors_sent"] + s["errors_rate_limited"]:
     bad.append("requests != accepted + errors, or not every request seen")
 if s["accepted"] != s["answered_nic"] + s["answered_host"] or s["in_use"]:
     bad.append("accepted != answered")
