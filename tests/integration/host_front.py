@@ -3,14 +3,15 @@
 source address and port), closed loop, retransmitting with the same request id.
 
     host_front.py SERVER IMAGES COUNT OUT.json [--from ADDR]... [--sockets N] [--same-ids]
-        [--outstanding K] [--timeout S] [--forge N]
+        [--outstanding K] [--timeout S] [--forge N [--forge-from ADDR]]
 
 --from ADDR: one front-end bound to ADDR (repeatable; default one, any address); --sockets N:
 N front-ends per address. Front-end k sends COUNT requests; with --same-ids every front-end
 uses request ids 0..COUNT-1 at the same time (colliding ids), and front-end k's request i
 carries image (i + 997 k) % COUNT, so that colliding requests have different answers.
 --forge N: meanwhile a forger (the first address) sends N RESPONSE and ERROR datagrams that
-claim to be completion notices for guessed host_refs, cookies and the front-ends' ids.
+claim to be completion notices for guessed host_refs, cookies and the front-ends' ids; with
+--forge-from ADDR they carry that source address (a raw socket: e.g. the NIC's own).
 OUT.json: per front-end the image of each request, its class (-1: none), its executors bits,
 errors and retransmissions; and the forged datagrams sent.
 """
@@ -33,7 +34,7 @@ PORT = 21326
 
 def args():
     a = {"from": [], "sockets": 1, "same_ids": False, "outstanding": 4, "timeout": 1.0,
-         "forge": 0}
+         "forge": 0, "forge_from": ""}
     v = sys.argv[1:]
     a["server"], a["images"], a["count"], a["out"] = v[0], v[1], int(v[2]), v[3]
     i = 4
@@ -63,6 +64,17 @@ def forged(rid, kind):
     return hdr + struct.pack(">HHIIIQ", 4, 0, 0, ref, 0, cookie)
 
 
+def spoofed(src, dst, payload):
+    """An IPv4/UDP datagram from src (any address) to dst:PORT, no UDP checksum."""
+    udp = struct.pack(">HHHH", 40000, PORT, 8 + len(payload), 0) + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    s = sum(struct.unpack(">10H", ip))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ip[:10] + struct.pack(">H", ~s & 0xFFFF) + ip[12:] + udp
+
+
 def main():
     a = args()
     raw = gzip.open(a["images"]).read()[16:]
@@ -87,9 +99,12 @@ def main():
     sel = selectors.DefaultSelector()
     for f in fronts:
         sel.register(f["c"].sock, selectors.EVENT_READ, f)
-    forger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    if srcs[0]:
-        forger.bind((srcs[0], 0))
+    if a["forge_from"]:
+        forger = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    else:
+        forger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if srcs[0]:
+            forger.bind((srcs[0], 0))
     n_forged, t_end = 0, time.monotonic() + 300
     done = lambda f: f["next"] == n and not f["sent"]  # noqa: E731
     while not all(done(f) for f in fronts) and time.monotonic() < t_end:
@@ -109,8 +124,10 @@ def main():
                     f["resent"] += 1
         if n_forged < a["forge"]:
             for _ in range(min(16, a["forge"] - n_forged)):
-                forger.sendto(forged(random.randrange(0, n), 3 + n_forged % 2),
-                              (a["server"], PORT))
+                d = forged(random.randrange(0, n), 3 + n_forged % 2)
+                if a["forge_from"]:
+                    d = spoofed(a["forge_from"], a["server"], d)
+                forger.sendto(d, (a["server"], PORT))
                 n_forged += 1
         for key, _ in sel.select(0.05):
             f = key.data

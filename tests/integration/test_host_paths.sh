@@ -22,6 +22,13 @@
 #      `splitnic run`;
 #   6. (run before 5) a worker lcore with dynamic batching (--batch 8): classes unchanged,
 #      batches above 1;
+#   7. (run before 5) two worker lcores on the one memif queue pair (the software spread; the
+#      second worker sends through the first's TX queue; notices go to the worker their
+#      host_ref names): two front-ends at two addresses using the same request ids at the same
+#      time each get their own image's class from the NIC, with no fallback; meanwhile forged
+#      RESPONSE and ERROR notices with the NIC's own address spoofed from the front-end side:
+#      every one dropped and counted (by the NIC, which takes no notice from its wire port, or
+#      by the host: no such request in flight, or the cookie wrong), none completes a request;
 #   5. overload: a bounded queue (--queue 8) and an open-loop load well above capacity for a
 #      few seconds: every request answered or errored (BUSY), the host's counters consistent
 #      (requests = accepted + errors; accepted = answered), RSS flat (growth < 2 MiB between
@@ -42,7 +49,7 @@ IMG=$D/t10k-images-idx3-ubyte.gz
 LAB=$D/t10k-labels-idx1-ubyte.gz
 PY=/usr/bin/python3
 N=${HOST_COUNT:-10000}
-PARTS=" ${HOST_PARTS:-1 2 3 4 5 6} "
+PARTS=" ${HOST_PARTS:-1 2 3 4 5 6 7} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 . tests/integration/netns.sh
 
@@ -71,6 +78,7 @@ netns_add "$ns_c" "$ns_n" || fail "ip netns add"
 netns_veth "$ns_c" vc "$ns_n" vw || fail "veth"
 netns_no_ipv6 "$ns_n" "$ns_c"
 netns_link "$ns_c" vc 10.88.1.2/24
+ip -n "$ns_c" addr add 10.88.1.3/24 dev vc
 netns_link "$ns_n" vw
 netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
 
@@ -316,6 +324,43 @@ EOF
 	stop_host
 fi
 
+# --- 7. two workers on one queue pair: colliding ids, forged notices from the NIC's address ------
+if part 7; then
+	HOST_LCORES="--main-lcore 1 -l 0-1" start_host "$CNN:coproc:$K" --idle-sleep-us 20
+	n7=$((N < 1000 ? N : 1000))
+	ip netns exec "$ns_c" $PY tests/integration/host_front.py 10.88.1.1 "$IMG" "$n7" \
+		"$tmp/p7.json" --from 10.88.1.2 --from 10.88.1.3 --same-ids --timeout 4 \
+		--forge 400 --forge-from 10.88.1.1 || fail "front-ends (7)"
+	host_stats >"$tmp/p7.stats"
+	dpdk_telemetry "snhn$tag" /splitnic/nic/stats >"$tmp/p7.nic" || fail "NIC telemetry (7)"
+	$PY - "$tmp/p7.json" "$tmp/p7.stats" "$tmp/p7.nic" "$tmp/cpu.classes" <<'EOF' || fail "two workers"
+import json, sys
+fr, s, nic = (json.load(open(f)) for f in sys.argv[1:4])
+want = [int(l) for l in open(sys.argv[4])]
+wrong = sum(1 for f in fr["fronts"] for i, c in enumerate(f["classes"]) if c != want[f["images"][i]])
+n = sum(len(f["classes"]) for f in fr["fronts"])
+fb = sum(v for k, v in s.items() if k.startswith("fallback_"))
+at_host = s["notice_not_from_nic"] + s["notice_mismatch"] + s["notice_bad_cookie"] + s["late_notices"]
+at_nic = nic.get("dropped_wire_replies", 0)
+print(f"two workers: {n} requests from 2 front-ends with colliding ids: {wrong} wrong, per worker "
+      f"{[s[f'worker{i}_requests'] for i in range(s['workers'])]}, spread {s['spread']}, "
+      f"answered by the NIC {s['answered_nic']}, fallbacks {fb}; {fr['forged']} forged notices: "
+      f"dropped at the NIC {at_nic}, at the host {at_host} (not from the NIC "
+      f"{s['notice_not_from_nic']}, mismatched {s['notice_mismatch']}, bad cookie "
+      f"{s['notice_bad_cookie']}, not in flight {s['late_notices']})")
+bad = []
+if wrong or any(f["errors"] for f in fr["fronts"]) or s["answered_nic"] != n or fb:
+    bad.append("not every request answered by the NIC with its own class")
+if s["workers"] != 2 or min(s[f"worker{i}_requests"] for i in range(2)) == 0 or not s["spread"]:
+    bad.append("not both workers served requests")
+if not fr["forged"] or at_nic + at_host != fr["forged"]:
+    bad.append("forged notices not all dropped and counted")
+if bad:
+    sys.exit("FAIL: " + "; ".join(bad))
+EOF
+	stop_host
+fi
+
 # --- 5. overload ---------------------------------------------------------------------------------
 if part 5; then
 start_host "$CNN:coproc:$K" --queue 8 --nic-window 8
@@ -365,5 +410,5 @@ EOF
 stop_host
 fi
 stop_nic
-echo "pass: splitnic-host over memif with splitnic-nic: coproc, host-only and fallback modes give the classes of splitnic run on $N Fashion-MNIST images; NIC killed mid-run: every request answered (host fallback); overload: every request answered or errored, counters consistent, RSS flat; graceful SIGTERM"
+echo "pass: splitnic-host over memif with splitnic-nic: coproc, host-only and fallback modes give the classes of splitnic run on $N Fashion-MNIST images; NIC killed mid-run: every request answered (host fallback); two workers: colliding request ids answered right, forged notices dropped; overload: every request answered or errored, counters consistent, RSS flat; graceful SIGTERM"
 exit 0
