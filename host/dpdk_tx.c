@@ -64,6 +64,8 @@ void host_tx_frame(struct host_worker *w, struct rte_mbuf *mb)
 	}
 	if (unlikely(!w->io))
 		goto out_drop;
+	if (!w->txb->length)
+		w->tx_first = host_now_ns(w->a);
 	rte_eth_tx_buffer(w->a->port, (uint16_t)w->txq, w->txb, mb);
 	return;
 out_drop:
@@ -71,7 +73,7 @@ out_drop:
 	rte_pktmbuf_free(mb);
 }
 
-void host_tx_flush(struct host_worker *w)
+void host_tx_flush(struct host_worker *w, uint64_t now, bool more)
 {
 	struct rte_mbuf *pkts[HOST_BURST];
 	uint32_t n;
@@ -81,9 +83,10 @@ void host_tx_flush(struct host_worker *w)
 	for (uint32_t i = 0; i < w->n_fed; i++) {
 		n = rte_ring_sc_dequeue_burst(w->fed[i]->tx_via, (void **)pkts, HOST_BURST, NULL);
 		for (uint32_t k = 0; k < n; k++)
-			rte_eth_tx_buffer(w->a->port, (uint16_t)w->txq, w->txb, pkts[k]);
+			host_tx_frame(w, pkts[k]);
 	}
-	rte_eth_tx_buffer_flush(w->a->port, (uint16_t)w->txq, w->txb);
+	if (w->txb->length && (!more || now - w->tx_first >= HOST_TX_DRAIN_NS))
+		rte_eth_tx_buffer_flush(w->a->port, (uint16_t)w->txq, w->txb);
 }
 
 /* A fresh mbuf of PROTO_FRAME_MAX bytes, or NULL (counted). */

@@ -200,6 +200,15 @@ static uint32_t rx_ring(struct host_worker *w, struct rte_ring *ring, enum host_
 	return n;
 }
 
+/* Requests waiting for this worker's next turn: a queue or a fallback batch not empty. */
+static bool more_work(const struct host_worker *w)
+{
+	for (uint32_t k = 0; k < w->a->n_models; k++)
+		if (w->q[k].n || w->nfb[k])
+			return true;
+	return false;
+}
+
 uint32_t host_worker_step(struct host_worker *w, uint64_t now)
 {
 	struct host_app *a = w->a;
@@ -234,7 +243,7 @@ uint32_t host_worker_step(struct host_worker *w, uint64_t now)
 		}
 		w->n_held = 0;
 	}
-	host_tx_flush(w);
+	host_tx_flush(w, host_now_ns(a), more_work(w));
 	if (unlikely(now - w->reasm_checked > HOST_REASM_CHECK_NS)) {
 		w->reasm_checked = now;
 		proto_reasm_expire(w->ra, now);

@@ -51,7 +51,8 @@
 #define HOST_BURST	    32
 #define HOST_RX_DESC	    1024
 #define HOST_TX_DESC	    1024
-#define HOST_TXQ	    64 /* frames buffered per TX queue before a burst */
+#define HOST_TXQ	    64	      /* frames buffered per TX queue before a burst */
+#define HOST_TX_DRAIN_NS    100000ull /* buffered frames wait at most this long under load */
 #define HOST_TX_TRIES	    64
 #define HOST_MAX_ALLOW	    16
 #define HOST_REASM_SLOTS    256
@@ -160,6 +161,7 @@ struct host_worker {
 	struct rte_ring *tx_via;	   /* queue-less: frames for its queue's owner (SP/SC) */
 	struct rte_ring *from_nic;	   /* the in-process NIC's frames for it (SP/SC) */
 	struct rte_eth_dev_tx_buffer *txb; /* its TX queue, drops counted */
+	uint64_t tx_first;		   /* ns: the oldest frame in txb was buffered */
 	struct host_reqtab tab;		   /* its part of the request table */
 	struct proto_reasm *ra;		   /* its reassembly table */
 	struct host_rq q[HOST_MAX_MODELS]; /* admitted requests */
@@ -235,12 +237,14 @@ int host_port_init(struct host_app *a, char *err, size_t errlen);
 void host_link_check(struct host_app *a, uint64_t now);
 bool host_port_enter(struct host_worker *w);
 
-/* dpdk_tx.c: frames out on the worker's own TX queue (rte_eth_tx_buffer, flushed every turn;
- * what the port does not take after HOST_TX_TRIES bursts is dropped and counted), or through
- * its queue's owner. */
+/* dpdk_tx.c: frames out on the worker's own TX queue (rte_eth_tx_buffer; what the port does
+ * not take after HOST_TX_TRIES bursts is dropped and counted), or through its queue's owner.
+ * host_tx_flush() sends what is buffered (and what the workers it carries gave it) at the end of
+ * a turn when the worker has no more work (`more` false), else once the oldest frame has waited
+ * HOST_TX_DRAIN_NS (l2fwd's drain timer): under load, replies leave a few at a time. */
 int host_tx_setup(struct host_worker *w, char *err, size_t errlen);
 void host_tx_frame(struct host_worker *w, struct rte_mbuf *mb);
-void host_tx_flush(struct host_worker *w);
+void host_tx_flush(struct host_worker *w, uint64_t now, bool more);
 /* An ERROR to from (sent if the source's rate allows; cut to req_bytes unless the front-end is
  * on the allow-list); counted under why. */
 void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,

@@ -41,6 +41,7 @@ trap 'netns_kill "$host_pid" "$nic_pid"; netns_cleanup "/var/run/dpdk/snbn$tag" 
 die() {
 	echo "bench_host: $*"
 	tail -5 "$tmp/nic.log" "$tmp/host.log" 2>/dev/null
+	[ -n "$host_pid" ] && dpdk_telemetry "snbh$tag" /splitnic/host/stats | tr ',' '\n' | grep -v ': 0$'
 	exit 1
 }
 
