@@ -64,6 +64,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,33 +133,77 @@ static int parse_ip(const char *s, uint32_t *ip)
 	return 0;
 }
 
+/* The numeric options: each a range, and the factor from its unit to the field's (us -> ns). */
+struct num_opt {
+	const char *name;
+	uint64_t lo, hi, scale;
+	size_t off;   /* in struct host_opts */
+	uint32_t len; /* bytes of that field */
+};
+
+#define NUM_OPT(nm, l, h, sc, field)                                                               \
+	{                                                                                          \
+		nm, l, h, sc, offsetof(struct host_opts, field),                                   \
+		    sizeof(((struct host_opts *)0)->field)                                         \
+	}
+
+static const struct num_opt num_opts[] = {
+    NUM_OPT("port", 1, 65535, 1, udp_port),
+    NUM_OPT("nic-timeout-us", 1, 60000000, 1000, nic_timeout_ns),
+    NUM_OPT("nic-window", 1, KEXEC_FIFO, 1, window),
+    NUM_OPT("queue", 1, 65536, 1, queue),
+    NUM_OPT("batch", 1, HOST_MAX_BATCH, 1, batch),
+    NUM_OPT("batch-wait-us", 0, 1000000, 1000, batch_wait_ns),
+    NUM_OPT("payload", PROTO_MIN_PAYLOAD, 1472, 1, payload),
+    NUM_OPT("drain-ms", 0, 600000, 1000000, drain_ns),
+    NUM_OPT("idle-sleep-us", 0, 100000, 1, idle_sleep_us),
+    NUM_OPT("nic-executors", 1, NICFW_MAX_EXEC, 1, nic_executors),
+    NUM_OPT("error-rate", 0, 10000000, 1, error_rate),
+    NUM_OPT("queues", 1, HOST_MAX_WORKERS, 1, queues),
+};
+
+#define N_NUM_OPTS  (sizeof(num_opts) / sizeof(num_opts[0]))
+#define NUM_OPT_VAL 256 /* getopt's value of num_opts[i]: NUM_OPT_VAL + i */
+
+static int set_num_opt(struct host_opts *o, const struct num_opt *n, const char *arg)
+{
+	uint8_t *dst = (uint8_t *)o + n->off;
+	uint64_t v;
+
+	if (parse_u64(arg, n->lo, n->hi, &v)) {
+		fprintf(stderr, "host: --%s: %lu to %lu, got '%s'\n", n->name, (unsigned long)n->lo,
+			(unsigned long)n->hi, arg);
+		return -EINVAL;
+	}
+	v *= n->scale;
+	if (n->len == sizeof(uint16_t))
+		*(uint16_t *)(void *)dst = (uint16_t)v;
+	else if (n->len == sizeof(uint32_t))
+		*(uint32_t *)(void *)dst = (uint32_t)v;
+	else
+		*(uint64_t *)(void *)dst = v;
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct host_opts *o)
 {
-	static const struct option lopts[] = {
+	static const struct option fixed[] = {
 	    {"model", required_argument, NULL, 'm'},
-	    {"port", required_argument, NULL, 'p'},
 	    {"ip", required_argument, NULL, 'i'},
 	    {"nic-ip", required_argument, NULL, 'I'},
-	    {"nic-timeout-us", required_argument, NULL, 't'},
-	    {"nic-window", required_argument, NULL, 'W'},
-	    {"queue", required_argument, NULL, 'q'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"batch-wait-us", required_argument, NULL, 'B'},
 	    {"allow", required_argument, NULL, 'a'},
-	    {"payload", required_argument, NULL, 'L'},
-	    {"drain-ms", required_argument, NULL, 'd'},
-	    {"idle-sleep-us", required_argument, NULL, 'S'},
 	    {"stats-file", required_argument, NULL, 's'},
 	    {"nic", required_argument, NULL, 'n'},
-	    {"nic-executors", required_argument, NULL, 'E'},
-	    {"error-rate", required_argument, NULL, 'R'},
-	    {"queues", required_argument, NULL, 'Q'},
 	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
 	};
-	uint64_t v;
+	struct option lopts[sizeof(fixed) / sizeof(fixed[0]) + N_NUM_OPTS + 1] = {{0}};
+	const size_t nf = sizeof(fixed) / sizeof(fixed[0]);
 	int c;
 
+	memcpy(lopts, fixed, sizeof(fixed));
+	for (size_t i = 0; i < N_NUM_OPTS; i++)
+		lopts[nf + i] = (struct option){num_opts[i].name, required_argument, NULL,
+						(int)(NUM_OPT_VAL + i)};
 	memset(o, 0, sizeof(*o));
 	o->udp_port = PROTO_DEFAULT_PORT;
 	o->nic_timeout_ns = 200000000ull;
@@ -171,9 +216,11 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 	o->error_rate = 10000;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-		const char *name = NULL;
-		uint64_t lo = 0, hi = 0, *dst = &v;
-
+		if (c >= NUM_OPT_VAL && c < NUM_OPT_VAL + (int)N_NUM_OPTS) {
+			if (set_num_opt(o, &num_opts[c - NUM_OPT_VAL], optarg))
+				return -EINVAL;
+			continue;
+		}
 		switch (c) {
 		case 'm':
 			if (o->n_models == HOST_MAX_MODELS) {
@@ -181,7 +228,7 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 				return -EINVAL;
 			}
 			o->model_spec[o->n_models++] = optarg;
-			continue;
+			break;
 		case 'i':
 		case 'I':
 			if (parse_ip(optarg, c == 'i' ? &o->ip : &o->nic_ip)) {
@@ -189,7 +236,7 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 					c == 'i' ? "--ip" : "--nic-ip", optarg);
 				return -EINVAL;
 			}
-			continue;
+			break;
 		case 'a':
 			if (o->n_allow == HOST_MAX_ALLOW ||
 			    host_cidr_parse(optarg, &o->allow[o->n_allow])) {
@@ -198,102 +245,23 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 				return -EINVAL;
 			}
 			o->n_allow++;
-			continue;
+			break;
 		case 's':
 			o->stats_file = optarg;
-			continue;
+			break;
 		case 'n':
 			if (strcmp(optarg, "port") && strcmp(optarg, "inproc")) {
 				fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", optarg);
 				return -EINVAL;
 			}
 			o->inproc = !strcmp(optarg, "inproc");
-			continue;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
-		case 'p':
-			name = "--port", lo = 1, hi = 65535;
-			break;
-		case 't':
-			name = "--nic-timeout-us", lo = 1, hi = 60000000;
-			break;
-		case 'W':
-			name = "--nic-window", lo = 1, hi = KEXEC_FIFO;
-			break;
-		case 'q':
-			name = "--queue", lo = 1, hi = 65536;
-			break;
-		case 'b':
-			name = "--batch", lo = 1, hi = HOST_MAX_BATCH;
-			break;
-		case 'B':
-			name = "--batch-wait-us", lo = 0, hi = 1000000;
-			break;
-		case 'L':
-			name = "--payload", lo = PROTO_MIN_PAYLOAD, hi = 1472;
-			break;
-		case 'd':
-			name = "--drain-ms", lo = 0, hi = 600000;
-			break;
-		case 'S':
-			name = "--idle-sleep-us", lo = 0, hi = 100000;
-			break;
-		case 'E':
-			name = "--nic-executors", lo = 1, hi = NICFW_MAX_EXEC;
-			break;
-		case 'R':
-			name = "--error-rate", lo = 0, hi = 10000000;
-			break;
-		case 'Q':
-			name = "--queues", lo = 1, hi = HOST_MAX_WORKERS;
-			break;
 		default:
 			usage(stderr);
 			return -EINVAL;
-		}
-		if (parse_u64(optarg, lo, hi, dst)) {
-			fprintf(stderr, "host: %s: %lu to %lu, got '%s'\n", name, (unsigned long)lo,
-				(unsigned long)hi, optarg);
-			return -EINVAL;
-		}
-		switch (c) {
-		case 'p':
-			o->udp_port = (uint16_t)v;
-			break;
-		case 't':
-			o->nic_timeout_ns = v * 1000;
-			break;
-		case 'W':
-			o->window = (uint32_t)v;
-			break;
-		case 'q':
-			o->queue = (uint32_t)v;
-			break;
-		case 'b':
-			o->batch = (uint32_t)v;
-			break;
-		case 'B':
-			o->batch_wait_ns = v * 1000;
-			break;
-		case 'L':
-			o->payload = (uint32_t)v;
-			break;
-		case 'd':
-			o->drain_ns = v * 1000000;
-			break;
-		case 'S':
-			o->idle_sleep_us = (uint32_t)v;
-			break;
-		case 'E':
-			o->nic_executors = (uint32_t)v;
-			break;
-		case 'R':
-			o->error_rate = (uint32_t)v;
-			break;
-		case 'Q':
-			o->queues = (uint32_t)v;
-			break;
 		}
 	}
 	if (optind < argc || !o->n_models || !o->ip) {

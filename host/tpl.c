@@ -10,30 +10,13 @@
 #define UDP_OFF	 (PROTO_ETH_HLEN + PROTO_IP_HLEN)
 #define DATA_OFF PROTO_FRAME_HDRS
 
-/* One's-complement partial sum of len bytes at an even offset (an odd last byte padded). */
-static uint32_t sum16(uint32_t s, const uint8_t *p, uint32_t len)
-{
-	for (uint32_t i = 0; i + 1 < len; i += 2)
-		s += proto_get16(p + i);
-	if (len & 1)
-		s += (uint32_t)p[len - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)s;
-}
-
 /* The per-message words of the protocol header at p: model id, request id, the type header
  * from var_from on. */
 static uint32_t sum_var(const struct host_tpl *t, uint32_t s, const uint8_t *p)
 {
-	s = sum16(s, p + 8, 4);
-	s = sum16(s, p + 16, 8);
-	return sum16(s, p + t->var_from, t->hdr_len - t->var_from);
+	s = proto_csum_add(s, p + 8, 4);
+	s = proto_csum_add(s, p + 16, 8);
+	return proto_csum_add(s, p + t->var_from, t->hdr_len - t->var_from);
 }
 
 int host_tpl_init(struct host_tpl *t, const struct proto_msg *m, uint32_t var_from,
@@ -66,10 +49,10 @@ int host_tpl_init(struct host_tpl *t, const struct proto_msg *m, uint32_t var_fr
 	/* headers only: the data is summed with each message */
 	proto_frame_udp(f, &a, m->hdr_len + m->total_len, true);
 	proto_put16(f + IP_OFF + 10, 0);
-	t->ip_sum = sum16(0, f + IP_OFF, PROTO_IP_HLEN);
-	t->pseudo_sum = sum16(0, f + IP_OFF + 12, 8) + PROTO_IPPROTO_UDP + ulen;
+	t->ip_sum = proto_csum_add(0, f + IP_OFF, PROTO_IP_HLEN);
+	t->pseudo_sum = proto_csum_add(0, f + IP_OFF + 12, 8) + PROTO_IPPROTO_UDP + ulen;
 	proto_put16(f + UDP_OFF + 6, 0);
-	t->udp_sum = sum16(t->pseudo_sum, f + UDP_OFF, PROTO_UDP_HLEN + m->hdr_len);
+	t->udp_sum = proto_csum_add(t->pseudo_sum, f + UDP_OFF, PROTO_UDP_HLEN + m->hdr_len);
 	return 0;
 }
 
@@ -87,15 +70,16 @@ uint32_t host_tpl_fill(const struct host_tpl *t, uint8_t *f, const struct proto_
 	memcpy(f + 6, to->smac, 6);
 	proto_put32(f + IP_OFF + 16, to->dip);
 	proto_put16(f + UDP_OFF + 2, to->dport);
-	s = sum16(t->ip_sum, f + IP_OFF + 16, 4);
-	proto_put16(f + IP_OFF + 10, (uint16_t)~fold(s));
+	s = proto_csum_add(t->ip_sum, f + IP_OFF + 16, 4);
+	proto_put16(f + IP_OFF + 10, (uint16_t)~proto_csum_fold(s));
 	if (t->udp_offload) {
-		proto_put16(f + UDP_OFF + 6, fold(sum16(t->pseudo_sum, f + IP_OFF + 16, 4)));
+		proto_put16(f + UDP_OFF + 6,
+			    proto_csum_fold(proto_csum_add(t->pseudo_sum, f + IP_OFF + 16, 4)));
 	} else {
-		s = sum16(t->udp_sum, f + IP_OFF + 16, 4) + to->dport;
+		s = proto_csum_add(t->udp_sum, f + IP_OFF + 16, 4) + to->dport;
 		s = sum_var(t, s, p);
-		s = sum16(s, p + t->hdr_len, t->data_len);
-		c = (uint16_t)~fold(s);
+		s = proto_csum_add(s, p + t->hdr_len, t->data_len);
+		c = (uint16_t)~proto_csum_fold(s);
 		proto_put16(f + UDP_OFF + 6, c ? c : 0xffff);
 	}
 	return DATA_OFF + t->hdr_len + t->data_len;

@@ -126,12 +126,7 @@ done
 # Figures: medians over the rounds of the per-round values and ratios (all printed).
 kill -TERM "$nic_pid" && wait "$nic_pid"
 nic_pid=
-netns_veth "$ns_c" vc2 "$ns_n" vw2 || die "veth 2"
-netns_link "$ns_c" vc2 10.88.4.2/24
-netns_link "$ns_n" vw2
-netns_tx_csum_off "$ns_c" vc2
-mac2=$(ip netns exec "$ns_n" cat /sys/class/net/vw2/address)
-ip -n "$ns_c" neigh replace 10.88.4.1 lladdr "$mac2" dev vc2 nud permanent || die "neighbour"
+netns_direct "$ns_c" vc2 10.88.4.2/24 "$ns_n" vw2 10.88.4.1 || die "veth 2"
 R=${BENCH_HOST_ROUNDS:-5}
 start_direct() { # EAL-LCORES QPAIRS
 	ip netns exec "$ns_n" "$HOST" $1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \

@@ -146,41 +146,21 @@ client() { # client OUT-PREFIX [ARGS...]
 
 "$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --scores "$tmp/cpu.csv" --json \
 	>"$tmp/run.json" || fail "splitnic run"
-$PY - "$tmp/cpu.csv" >"$tmp/cpu.classes" <<'EOF'
-import sys
-for line in open(sys.argv[1]):
-    v = [float(x) for x in line.split(",")]
-    print(max(range(len(v)), key=lambda k: (v[k], -k)))
-EOF
+classes_of_scores "$tmp/cpu.csv" >"$tmp/cpu.classes"
 
 # check_mode NAME OUT-PREFIX WANT-EXECUTOR: all answered, classes equal, executors as wanted
 check_mode() {
-	$PY - "$1" "$2.json" "$2.classes" "$tmp/cpu.classes" "$3" "$N" <<'EOF' || fail "$1 mode"
-import json, sys
-name, cli, got, want, ex, n = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
-got = [int(l) for l in open(got)]
-want = [int(l) for l in open(want)]
-diff = sum(1 for a, b in zip(got, want) if a != b)
-print(f"{name}: {cli['responses']}/{cli['requests']} responses, {cli['errors']['total']} errors, "
-      f"{cli['timeouts']} timeouts, executors {cli['executors']}, accuracy {cli['accuracy']:.4f}, "
-      f"classes differing from splitnic run: {diff}; latency p50 {cli['latency_us']['p50']:.0f} us "
-      f"p99 {cli['latency_us']['p99']:.0f} us, {cli['throughput_rps']:.0f} req/s; server mean ns "
-      + " ".join(f"{k}={v:.0f}" for k, v in cli["server_mean_ns"].items() if v))
-bad = []
-if cli["responses"] != n or len(got) != n or len(want) != n:
-    bad.append(f"{cli['responses']} responses for {n} images")
-if cli["errors"]["total"] or cli["timeouts"] or cli["duplicates"] or cli["stray"]:
-    bad.append("errors, timeouts, duplicate or stray responses")
-if diff:
-    bad.append(f"{diff} classes differ from splitnic run")
+	$PY - "$1" "$2" "$tmp/cpu.classes" "$3" "$N" <<'EOF' || fail "$1 mode"
+import sys
+sys.path.insert(0, "tests/integration")
+from host_check import client_answers, server_total_ok, verdict
+name, prefix, want, ex, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+cli, bad = client_answers(name, prefix, want, n)
 if cli["executors"][ex] != n:
     bad.append(f"only {cli['executors'][ex]} of {n} responses have executor {ex}")
-t = cli["server_mean_ns"]
-if ex == "nic" and t["total"] + 1 < t["host"] + t["pack"] + t["nic"]:
+if ex == "nic" and not server_total_ok(cli):
     bad.append("RESPONSE total is not the server-side total (< host + pack + nic)")
-if bad:
-    print("FAIL: " + "; ".join(bad))
-    sys.exit(1)
+verdict(bad)
 EOF
 }
 

@@ -40,20 +40,11 @@ fail() {
 	[ -f "$tmp/host.log" ] && grep -v '^EAL\|^TELEMETRY' "$tmp/host.log" | tail -15
 	exit 1
 }
-{ netns_add "$ns_c" "$ns_s" && netns_veth "$ns_c" vc "$ns_s" vw; } || fail "namespaces, veth"
-netns_no_ipv6 "$ns_s" "$ns_c"
-netns_link "$ns_c" vc 10.88.6.2/24 && ip -n "$ns_c" addr add 10.88.6.3/24 dev vc &&
-	netns_link "$ns_s" vw && netns_tx_csum_off "$ns_c" vc &&
-	ip -n "$ns_c" neigh replace 10.88.6.1 dev vc nud permanent \
-		lladdr "$(ip netns exec "$ns_s" cat /sys/class/net/vw/address)" || fail "addresses"
+{ netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.6.2/24 "$ns_s" vw 10.88.6.1 &&
+	ip -n "$ns_c" addr add 10.88.6.3/24 dev vc; } || fail "namespaces, veth, addresses"
 K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
 "$S" run "$CNN" --images "$IMG" --count "$N" --scores "$tmp/cpu.csv" >/dev/null || fail "splitnic run"
-$PY - "$tmp/cpu.csv" >"$tmp/cpu.classes" <<'EOF'
-import sys
-for line in open(sys.argv[1]):
-    v = [float(x) for x in line.split(",")]
-    print(max(range(len(v)), key=lambda k: (v[k], -k)))
-EOF
+classes_of_scores "$tmp/cpu.csv" >"$tmp/cpu.classes"
 
 # start_host EAL-LCORES QPAIRS MODEL-SPEC [HOST-ARGS...]
 start_host() {

@@ -57,19 +57,11 @@ else
 	grep -q "no usable GPU" "$tmp/plan.err" && fail "run --plan: a GPU is present but the stage fell back"
 	grep -q "; 0 requests of GPU stages ran on the CPU" "$tmp/plan.txt" || fail "run --plan: GPU stage ran on the CPU"
 fi
-$PY - "$tmp/cpu.csv" >"$tmp/cpu.classes" <<'PYEOF'
-import sys
-for line in open(sys.argv[1]):
-    v = [float(x) for x in line.split(",")]
-    print(max(range(len(v)), key=lambda k: (v[k], -k)))
-PYEOF
+classes_of_scores "$tmp/cpu.csv" >"$tmp/cpu.classes"
 
 # --- 2. splitnic-host over packets -------------------------------------------------------------------
-{ netns_add "$ns_c" "$ns_s" && netns_veth "$ns_c" vc "$ns_s" vw; } || fail "namespaces, veth"
-netns_no_ipv6 "$ns_s" "$ns_c"
-netns_link "$ns_c" vc 10.88.3.2/24 && netns_link "$ns_s" vw && netns_tx_csum_off "$ns_c" vc &&
-	ip -n "$ns_c" neigh replace 10.88.3.1 dev vc nud permanent \
-		lladdr "$(ip netns exec "$ns_s" cat /sys/class/net/vw/address)" || fail "addresses"
+{ netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.3.2/24 "$ns_s" vw 10.88.3.1; } ||
+	fail "namespaces, veth, addresses"
 
 : >"$tmp/host.log"
 ip netns exec "$ns_s" "$HOST" -l 0-1 --no-huge -m 512 --file-prefix "snpl$tag" --no-pci \
