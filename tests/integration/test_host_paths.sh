@@ -273,9 +273,9 @@ if missing or diff:
     bad.append(f"{missing} unanswered, {diff} classes differ")
 if not nic or not fbk or not s["link_down_events"]:
     bad.append("no NIC answers before the kill, or no fallback after it")
-if bad:
-    print("FAIL: " + "; ".join(bad))
-    sys.exit(1)
+sys.path.insert(0, "tests/integration")
+from host_check import verdict
+verdict(bad)
 EOF
 stop_host
 stop_nic
@@ -335,8 +335,9 @@ if s["workers"] != 2 or min(s[f"worker{i}_requests"] for i in range(2)) == 0 or 
     bad.append("not both workers served requests")
 if not fr["forged"] or at_nic + at_host != fr["forged"]:
     bad.append("forged notices not all dropped and counted")
-if bad:
-    sys.exit("FAIL: " + "; ".join(bad))
+sys.path.insert(0, "tests/integration")
+from host_check import verdict
+verdict(bad)
 EOF
 	stop_host
 fi
@@ -383,9 +384,9 @@ if s["accepted"] != s["answered_nic"] + s["answered_host"] or s["in_use"]:
     bad.append("accepted != answered")
 if rss2 - rss1 > 2048:
     bad.append(f"RSS grew {rss2 - rss1} kB")
-if bad:
-    print("FAIL: " + "; ".join(bad))
-    sys.exit(1)
+sys.path.insert(0, "tests/integration")
+from host_check import verdict
+verdict(bad)
 EOF
 stop_host
 fi

@@ -20,6 +20,10 @@
 #   4. ERRORs rate-limited per source (--error-rate 20): 300 requests for an unknown model in a
 #      burst get at most 20 (the burst) plus 20 a second ERRORs back; the rest are counted
 #      (errors_rate_limited), every one of them counted as an unknown-model request.
+#   5. no amplification: a model whose RESPONSE (64 classes, 592 bytes) is larger than its
+#      REQUEST (4 u8, 68 bytes): without an allow-list every request is refused with an ERROR no
+#      larger than the request (error_reply_larger); with the front-end on the allow-list it is
+#      answered.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 # WORKERS_COUNT=N: images per front-end (default 1000).
 set -u
@@ -53,7 +57,7 @@ start_host() {
 	: >"$tmp/host.log"
 	ip netns exec "$ns_s" "$HOST" $lc --no-huge -m 512 --file-prefix "snwk$tag" --no-pci \
 		--vdev "net_af_packet0,iface=vw,qpairs=$qp" -- --model "$spec" --ip 10.88.6.1 \
-		--allow 10.88.6.0/24 "$@" >>"$tmp/host.log" 2>&1 &
+		${ALLOW---allow 10.88.6.0/24} "$@" >>"$tmp/host.log" 2>&1 &
 	host_pid=$!
 	netns_wait_log "$tmp/host.log" "^host: serving" "$host_pid" splitnic-host || fail "$NETNS_WHY"
 	grep "^host: [0-9]* worker" "$tmp/host.log"
@@ -161,5 +165,37 @@ if not 20 <= got <= 20 + 20 * secs + 1 or s["errors_sent"] != got or \
         s["errors_sent"] + s["errors_rate_limited"] != 300 or s["error_unknown_model"] != 300:
     sys.exit("FAIL: ERRORs not limited to the source's rate, or not counted")
 EOF
-echo "pass: splitnic-host with two workers: the port's spread (2 queue pairs) and the software spread (1 queue) answer every request right on both workers; co-processor with colliding request ids from two front-ends: each its own answer; forged notices from the front-end side dropped and counted; ERRORs rate-limited per source; no DPDK runtime folder left"
+# --- 5. no reply larger than its request without an allow-list ----------------------------------
+cat >"$tmp/wide.json" <<'EOF'
+{"name": "wide", "input": {"shape": [1, 1, 4], "dtype": "u8"},
+ "layers": [{"type": "flatten"}, {"type": "dense", "out": 64, "bias": true}]}
+EOF
+{ "$S" gen "$tmp/wide.json" -o "$tmp/wide.npz" && "$S" convert "$tmp/wide.json" "$tmp/wide.npz" \
+	-o "$tmp/wide.snm"; } >/dev/null || fail "the wide model"
+for allow in "" "--allow 10.88.6.2"; do
+	ALLOW=$allow start_host "-l 0" 1 "$tmp/wide.snm:host-only"
+	ip netns exec "$ns_c" $PY - "$allow" <<'EOF' || fail "no amplification ($allow)"
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("10.88.6.2", 0))
+s.connect(("10.88.6.1", 21326))
+s.settimeout(2)
+got = []
+for i in range(10):
+    req = struct.pack(">HBBHHIHHQII", 0x534E, 1, 1, 64, 4, 0, 0, 0, i, 4, 0) + \
+        struct.pack(">BBHIIIIIiI", 1, 0, 0, 1, 1, 4, 4, 0, 0, 0) + bytes([i, 2, 3, 4])
+    s.send(req)
+    d = s.recv(4096)
+    got.append((d[3], len(d)))
+print(f"part 5 ({sys.argv[1] or 'no allow-list'}): {len(req)}-byte requests answered with "
+      f"{sorted(set(got))} (type, bytes)")
+want = 3 if sys.argv[1] else 4
+if any(t != want or (t == 4 and n > len(req)) for t, n in got):
+    sys.exit("FAIL: a reply larger than its request to a front-end not allowed, or no answer")
+EOF
+	stop_host "p5$allow"
+done
+grep -q "^error_reply_larger 10$" <(tr -d '{}" ' <"$tmp/p5.stats" | tr ',' '\n' | tr ':' ' ') ||
+	fail "error_reply_larger is not 10"
+echo "pass: splitnic-host with two workers: the port's spread (2 queue pairs) and the software spread (1 queue) answer every request right on both workers; co-processor with colliding request ids from two front-ends: each its own answer; forged notices from the front-end side dropped and counted; ERRORs rate-limited per source; no reply larger than its request without an allow-list; no DPDK runtime folder left"
 exit 0
