@@ -113,7 +113,7 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 	put(arg, "worker_compute_ns", cns);
 	for (unsigned i = 0; i < a->n_workers; i++) {
 		snprintf(key, sizeof(key), "worker%u_requests", i);
-		put(arg, key, rd(&a->w[i].reqs) + rd(&a->w[i].fallbacks));
+		put(arg, key, rd(&a->w[i].reqs));
 	}
 	put(arg, "workers", a->n_workers);
 	put(arg, "queue_pairs", a->nq);

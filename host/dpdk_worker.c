@@ -81,11 +81,10 @@ static uint32_t run_fallbacks(struct host_worker *w, uint32_t k)
 	return n;
 }
 
-void host_fallback(struct host_worker *w, struct host_req *r, enum host_fb_reason why, uint64_t now)
+void host_fallback(struct host_worker *w, struct host_req *r, enum host_fb_reason why)
 {
 	const uint32_t k = r->model;
 
-	(void)now;
 	w->c[HOST_C_FB_FORCED + why]++;
 	r->state = HOST_RS_FALLBACK;
 	w->fb[k][w->nfb[k]++] = r;
@@ -94,12 +93,12 @@ void host_fallback(struct host_worker *w, struct host_req *r, enum host_fb_reaso
 }
 
 /* The activation at the split goes to the NIC executor, or to the fallback if it refuses. */
-static void hand_off(struct host_worker *w, struct host_req *r, uint64_t now)
+static void hand_off(struct host_worker *w, struct host_req *r)
 {
 	int ret;
 
 	if (w->a->hm[r->model].mode == HOST_MODE_FALLBACK) {
-		host_fallback(w, r, HOST_FB_FORCED, now);
+		host_fallback(w, r, HOST_FB_FORCED);
 		return;
 	}
 	ret = kexec_submit(&w->nic[r->model], r->act, 1, r->scores, (uint64_t)(uintptr_t)r);
@@ -110,8 +109,7 @@ static void hand_off(struct host_worker *w, struct host_req *r, uint64_t now)
 	host_fallback(w, r,
 		      ret == -ENOLINK  ? HOST_FB_LINK_DOWN
 		      : ret == -EAGAIN ? HOST_FB_SUSPECT
-				       : HOST_FB_WINDOW,
-		      now);
+				       : HOST_FB_WINDOW);
 }
 
 /* One batch of model k's queue through its host stages, if the batch is full or has waited
@@ -152,7 +150,7 @@ static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
 			answer(w, r, t1);
 		} else {
 			r->state = HOST_RS_ACT;
-			hand_off(w, r, t1);
+			hand_off(w, r);
 		}
 	}
 	w->batches++;
@@ -183,8 +181,7 @@ static uint32_t nic_completions(struct host_worker *w, uint32_t k, uint64_t now)
 		host_fallback(w, r,
 			      d[i].status == -ETIMEDOUT ? HOST_FB_TIMEOUT
 			      : d[i].status == -EIO	? HOST_FB_NIC_ERROR
-							: HOST_FB_LINK_DOWN,
-			      now);
+							: HOST_FB_LINK_DOWN);
 	}
 	return n;
 }

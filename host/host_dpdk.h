@@ -277,8 +277,7 @@ static inline uint64_t *host_mbuf_t_in(struct rte_mbuf *mb)
  * turn of it, returning the work done; the fallback and the answer of a request. */
 int host_worker_main(void *arg);
 uint32_t host_worker_step(struct host_worker *w, uint64_t now);
-void host_fallback(struct host_worker *w, struct host_req *r, enum host_fb_reason why,
-		   uint64_t now);
+void host_fallback(struct host_worker *w, struct host_req *r, enum host_fb_reason why);
 void host_req_done(struct host_worker *w, struct host_req *r);
 
 /* dpdk_inproc.c: the in-process NIC stage; host_inproc_main() is the NIC lcore's loop (arg:
