@@ -114,9 +114,12 @@ done
 #   in-process  `splitnic run` (kern_forward, batch 1, one thread) pinned to CPU 1, no server
 #               running: images/s and p50;
 #   one worker  splitnic-host -l 1 (one lcore on CPU 1: it polls the port, computes and answers,
-#               run to completion: the only busy-polling thread), the client pinned to CPU 0:
-#               p50 at low load (1 outstanding, N/2 images) and req/s at saturation (16
-#               outstanding, N images); the worker's mean compute per request from its counters;
+#               run to completion: the only busy-polling thread), the client pinned to CPU 0 and
+#               its kernel's receive work too (RPS on its veth to CPU 0: the replies' delivery to
+#               the client's socket is the client's work, not the server's; the server's own
+#               af_packet and veth work stays on CPU 1): p50 at low load (1 outstanding, N/2
+#               images) and req/s at saturation (16 outstanding, N images); the worker's mean
+#               compute per request from its counters;
 #   workers     8 `splitnic client` processes at once (4 outstanding each, N/8 images each,
 #               unpinned) against splitnic-host with 1 worker (-l 0, qpairs=1) and with 2 workers
 #               (-l 0-1, qpairs=2: two queue pairs, the kernel's fanout hash spreads the flows):
@@ -127,6 +130,7 @@ done
 kill -TERM "$nic_pid" && wait "$nic_pid"
 nic_pid=
 netns_direct "$ns_c" vc2 10.88.4.2/24 "$ns_n" vw2 10.88.4.1 || die "veth 2"
+rps() { ip netns exec "$ns_c" sh -c "echo $1 >/sys/class/net/vc2/queues/rx-0/rps_cpus" || die "RPS on vc2"; }
 R=${BENCH_HOST_ROUNDS:-5}
 start_direct() { # EAL-LCORES QPAIRS
 	ip netns exec "$ns_n" "$HOST" $1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \
@@ -153,12 +157,14 @@ clients8() { # OUT-PREFIX: 8 clients at once
 for r in $(seq "$R"); do
 	taskset -c 1 "$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/r$r.inproc.json" ||
 		die "splitnic run"
+	rps 1
 	start_direct "-l 1" 1
 	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$((N / 2))" \
 		--outstanding 1 --timeout-ms 3000 --json >"$tmp/r$r.lat.json" || die "client (latency)"
 	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$N" \
 		--outstanding 16 --timeout-ms 3000 --json >"$tmp/r$r.sat.json" || die "client (saturation)"
 	stop_direct "$tmp/r$r.sat.stats"
+	rps 0
 	start_direct "-l 0" 1
 	clients8 "$tmp/r$r.w1"
 	stop_direct "$tmp/r$r.w1.stats"
@@ -200,7 +206,7 @@ for r in range(1, R + 1):
 med = {k: statistics.median(v) for k, v in per.items()}
 m1 = (f"fmnist-bcnn host-only, {R} interleaved rounds, medians of per-round values: splitnic-host "
       f"-l 1 (one worker lcore on CPU 1: RX, compute, TX run to completion) on net_af_packet, "
-      f"client pinned to CPU 0 ({n} images, 16 outstanding; latency 1 outstanding, {n // 2} "
+      f"client and its veth's receive work (RPS) on CPU 0 ({n} images, 16 outstanding; latency 1 outstanding, {n // 2} "
       f"images); in-process: splitnic run (kern_forward, batch 1) pinned to CPU 1 with no server "
       f"running, same round")
 m2 = (f"fmnist-bcnn host-only (no NIC stage), {R} interleaved rounds, medians: 8 splitnic client "
