@@ -109,108 +109,118 @@ with open(os.environ["BENCH_JSONL"], "a") as f:
 EOF
 done
 # --- the packet path against kern_forward on the same core; one worker against two ------------
-# splitnic-host facing the front-ends directly (net_af_packet on a second veth, no splitnic-nic),
-# fmnist-bcnn host-only, BENCH_HOST_ROUNDS interleaved rounds (default 5), each:
-#   in-process  `splitnic run` (kern_forward, batch 1, one thread) pinned to CPU 1, no server
-#               running: images/s and p50;
-#   one worker  splitnic-host -l 1 (one lcore on CPU 1: it polls the port, computes and answers,
-#               run to completion: the only busy-polling thread), the client pinned to CPU 0 and
-#               its kernel's receive work too (RPS on its veth to CPU 0: the replies' delivery to
-#               the client's socket is the client's work, not the server's; the server's own
-#               af_packet and veth work stays on CPU 1): p50 at low load (1 outstanding, N/2
-#               images) and req/s at saturation (16 outstanding, N images); the worker's mean
-#               compute per request from its counters;
-#   workers     8 `splitnic client` processes at once (4 outstanding each, N/8 images each,
-#               unpinned) against splitnic-host with 1 worker (-l 0, qpairs=1) and with 2 workers
+# splitnic-host facing the front-ends directly (net_af_packet on veths of their own, no
+# splitnic-nic), fmnist-bcnn host-only. Three servers are started once and take turns: each is
+# stopped (SIGSTOP: no CPU at all) while it is not measured, so that measurements interleave in
+# BENCH_HOST_ROUNDS short rounds (default 9) and the load of a shared machine falls on all of
+# them alike. Each round:
+#   in-process  every server stopped: `splitnic run` (kern_forward, batch 1, one thread) pinned to
+#               CPU 1 on N/2 images: images/s and p50;
+#   one worker  server A, splitnic-host -l 1 (one lcore on CPU 1: it polls the port, computes and
+#               answers, run to completion: the only busy-polling thread), the client pinned to
+#               CPU 0 and its kernel's receive work too (RPS on its veth to CPU 0: delivering a
+#               reply to the client's socket is the client's work, not the server's; the server's
+#               own af_packet and veth work stays on CPU 1): p50 at low load (1 outstanding, N/8
+#               images), req/s at saturation (16 outstanding, N/2 images); the worker's mean
+#               compute per request from its counters at the end;
+#   workers     8 `splitnic client` processes at once (4 outstanding, N/16 images each,
+#               unpinned) against server B, 1 worker (-l 0, qpairs=1), then server C, 2 workers
 #               (-l 0-1, qpairs=2: two queue pairs, the kernel's fanout hash spreads the flows):
 #               aggregate req/s = answers / the longest client's duration. No NIC stage (host-
 #               only); the kernel's veth and af_packet work, the clients and the workers share
 #               the machine's two CPUs.
-# Figures: medians over the rounds of the per-round values and ratios (all printed).
+# Figures: medians over the rounds of the per-round values and ratios (every round printed).
 kill -TERM "$nic_pid" && wait "$nic_pid"
 nic_pid=
-netns_direct "$ns_c" vc2 10.88.4.2/24 "$ns_n" vw2 10.88.4.1 || die "veth 2"
-rps() { ip netns exec "$ns_c" sh -c "echo $1 >/sys/class/net/vc2/queues/rx-0/rps_cpus" || die "RPS on vc2"; }
-R=${BENCH_HOST_ROUNDS:-5}
-start_direct() { # EAL-LCORES QPAIRS
-	ip netns exec "$ns_n" "$HOST" $1 --no-huge -m 512 --file-prefix "snbh$tag" --no-pci \
-		--vdev "net_af_packet0,iface=vw2,qpairs=$2" -- --model "$CNN:host-only" \
-		--ip 10.88.4.1 >"$tmp/host.log" 2>&1 &
-	host_pid=$!
-	netns_wait_log "$tmp/host.log" "^host: serving" "$host_pid" splitnic-host || die "splitnic-host ($1)"
+R=${BENCH_HOST_ROUNDS:-9}
+declare -A pid
+start_direct() { # NAME EAL-LCORES QPAIRS SUBNET: a server on its own veth, then stopped
+	netns_direct "$ns_c" "c$1" "10.88.$4.2/24" "$ns_n" "w$1" "10.88.$4.1" || die "veth for $1"
+	ip netns exec "$ns_n" "$HOST" $2 --no-huge -m 512 --file-prefix "snbh$1$tag" --no-pci \
+		--vdev "net_af_packet0,iface=w$1,qpairs=$3" -- --model "$CNN:host-only" \
+		--ip "10.88.$4.1" >"$tmp/host$1.log" 2>&1 &
+	pid[$1]=$!
+	netns_wait_log "$tmp/host$1.log" "^host: serving" "${pid[$1]}" splitnic-host || die "splitnic-host $1"
 	sleep 0.5
+	kill -STOP "${pid[$1]}"
 }
-stop_direct() { # OUT-STATS
-	dpdk_telemetry "snbh$tag" /splitnic/host/stats >"$1" || die "telemetry"
-	kill -TERM "$host_pid" && wait "$host_pid"
-	host_pid=
-}
-clients8() { # OUT-PREFIX: 8 clients at once
+clients8() { # SUBNET OUT-PREFIX: 8 clients at once
 	local k pids=()
 	for k in 0 1 2 3 4 5 6 7; do
-		ip netns exec "$ns_c" "$S" client 10.88.4.1 --images "$IMG" --count "$((N / 8))" \
-			--outstanding 4 --timeout-ms 3000 --json >"$1.$k.json" &
+		ip netns exec "$ns_c" "$S" client "10.88.$1.1" --images "$IMG" --count "$((N / 16))" \
+			--outstanding 4 --timeout-ms 3000 --json >"$2.$k.json" &
 		pids+=($!)
 	done
-	for k in "${pids[@]}"; do wait "$k" || die "client (workers): $(grep -o '"responses[^}]*}' "$1".*.json | head -3)"; done
+	for k in "${pids[@]}"; do wait "$k" || die "client (workers): $(grep -o '"responses[^}]*}' "$2".*.json | head -3)"; done
 }
+trap 'for p in "${pid[@]}"; do kill -CONT "$p"; done 2>/dev/null; netns_kill "${pid[@]}"; netns_cleanup /var/run/dpdk/snbh*"$tag" "/var/run/dpdk/snbn$tag" "$tmp"' EXIT
+start_direct a "-l 1" 1 4
+ip netns exec "$ns_c" sh -c 'echo 1 >/sys/class/net/ca/queues/rx-0/rps_cpus' || die "RPS on ca"
+start_direct b "-l 0" 1 5
+start_direct c "-l 0-1" 2 6
 for r in $(seq "$R"); do
-	taskset -c 1 "$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/r$r.inproc.json" ||
-		die "splitnic run"
-	rps 1
-	start_direct "-l 1" 1
-	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$((N / 2))" \
+	taskset -c 1 "$S" run "$CNN" --images "$IMG" --count "$((N / 2))" --json \
+		>"$tmp/r$r.inproc.json" || die "splitnic run"
+	kill -CONT "${pid[a]}"
+	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$((N / 8))" \
 		--outstanding 1 --timeout-ms 3000 --json >"$tmp/r$r.lat.json" || die "client (latency)"
-	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$N" \
+	ip netns exec "$ns_c" taskset -c 0 "$S" client 10.88.4.1 --images "$IMG" --count "$((N / 2))" \
 		--outstanding 16 --timeout-ms 3000 --json >"$tmp/r$r.sat.json" || die "client (saturation)"
-	stop_direct "$tmp/r$r.sat.stats"
-	rps 0
-	start_direct "-l 0" 1
-	clients8 "$tmp/r$r.w1"
-	stop_direct "$tmp/r$r.w1.stats"
-	start_direct "-l 0-1" 2
-	clients8 "$tmp/r$r.w2"
-	stop_direct "$tmp/r$r.w2.stats"
+	kill -STOP "${pid[a]}"
+	kill -CONT "${pid[b]}"
+	clients8 5 "$tmp/r$r.w1"
+	kill -STOP "${pid[b]}"
+	kill -CONT "${pid[c]}"
+	clients8 6 "$tmp/r$r.w2"
+	kill -STOP "${pid[c]}"
 done
+for k in a b c; do
+	kill -CONT "${pid[$k]}"
+	dpdk_telemetry "snbh$k$tag" /splitnic/host/stats >"$tmp/$k.stats" || die "telemetry $k"
+	kill -TERM "${pid[$k]}" && wait "${pid[$k]}"
+done
+pid=()
 $PY - "$tmp" "$R" "$N" <<'EOF'
 import json, os, statistics, sys
 tmp, R, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 J = lambda f: json.load(open(os.path.join(tmp, f)))
 rows, per = [], {"ratio": [], "added": [], "sat": [], "inproc": [], "comp": [], "w1": [], "w2": [], "wr": []}
 for r in range(1, R + 1):
-    inp, lat, sat, st = J(f"r{r}.inproc.json"), J(f"r{r}.lat.json"), J(f"r{r}.sat.json"), J(f"r{r}.sat.stats")
+    inp, lat, sat = J(f"r{r}.inproc.json"), J(f"r{r}.lat.json"), J(f"r{r}.sat.json")
     agg = {}
     for w in ("w1", "w2"):
         c = [J(f"r{r}.{w}.{k}.json") for k in range(8)]
         agg[w] = sum(x["responses"] for x in c) / max(x["duration_s"] for x in c)
         if sum(x["errors"]["total"] + x["timeouts"] for x in c):
             sys.exit(f"bench_host: round {r}, {w}: errors or timeouts")
-    ws = J(f"r{r}.w2.stats")
     per["ratio"].append(sat["throughput_rps"] / inp["images_per_s"])
     per["added"].append(lat["latency_us"]["p50"] - inp["latency_us"]["p50"])
     per["sat"].append(sat["throughput_rps"])
     per["inproc"].append(inp["images_per_s"])
-    per["comp"].append(st["worker_compute_ns"] / max(1, st["worker_requests"]) / 1e3)
     per["w1"].append(agg["w1"])
     per["w2"].append(agg["w2"])
     per["wr"].append(agg["w2"] / agg["w1"])
     print(f"round {r}: in-process {inp['images_per_s']:.0f}/s p50 {inp['latency_us']['p50']:.1f} us | "
           f"one worker {sat['throughput_rps']:.0f} req/s ({sat['responses']}/{sat['requests']}), "
           f"ratio {per['ratio'][-1]:.3f}, p50 {lat['latency_us']['p50']:.1f} us (added "
-          f"{per['added'][-1]:.1f} us), worker compute {per['comp'][-1]:.0f} us/req | "
-          f"8 clients: 1 worker {agg['w1']:.0f} req/s, 2 workers {agg['w2']:.0f} req/s "
-          f"(per worker {[ws[f'worker{i}_requests'] for i in range(ws['workers'])]}), "
-          f"ratio {per['wr'][-1]:.2f}")
+          f"{per['added'][-1]:.1f} us) | 8 clients: 1 worker {agg['w1']:.0f} req/s, 2 workers "
+          f"{agg['w2']:.0f} req/s, ratio {per['wr'][-1]:.2f}")
     if sat["errors"]["total"] or sat["timeouts"] or lat["errors"]["total"] or lat["timeouts"]:
         sys.exit(f"bench_host: round {r}: errors or timeouts")
-med = {k: statistics.median(v) for k, v in per.items()}
-m1 = (f"fmnist-bcnn host-only, {R} interleaved rounds, medians of per-round values: splitnic-host "
-      f"-l 1 (one worker lcore on CPU 1: RX, compute, TX run to completion) on net_af_packet, "
-      f"client and its veth's receive work (RPS) on CPU 0 ({n} images, 16 outstanding; latency 1 outstanding, {n // 2} "
-      f"images); in-process: splitnic run (kern_forward, batch 1) pinned to CPU 1 with no server "
-      f"running, same round")
+med = {k: statistics.median(v) for k, v in per.items() if v}
+st, ws = J("a.stats"), J("c.stats")
+med["comp"] = st["worker_compute_ns"] / max(1, st["worker_requests"]) / 1e3
+print(f"server A (one worker): {st['worker_requests']} requests, worker compute {med['comp']:.0f} "
+      f"us/req; server C (two workers): per worker "
+      f"{[ws[f'worker{i}_requests'] for i in range(ws['workers'])]}")
+m1 = (f"fmnist-bcnn host-only, {R} interleaved rounds (servers SIGSTOPped when not measured), "
+      f"medians of per-round values: splitnic-host -l 1 (one worker lcore on CPU 1: RX, compute, "
+      f"TX run to completion) on net_af_packet, client and its veth's receive work (RPS) on CPU 0 "
+      f"({n // 2} images, 16 outstanding; latency 1 outstanding, {n // 8} images); in-process: "
+      f"splitnic run (kern_forward, batch 1) pinned to CPU 1 on {n // 2} images with every server "
+      f"stopped, same round")
 m2 = (f"fmnist-bcnn host-only (no NIC stage), {R} interleaved rounds, medians: 8 splitnic client "
-      f"processes x 4 outstanding x {n // 8} images at once, unpinned; splitnic-host -l 0 (1 "
+      f"processes x 4 outstanding x {n // 16} images at once, unpinned; splitnic-host -l 0 (1 "
       f"worker, 1 queue pair) vs -l 0-1 (2 workers, net_af_packet qpairs=2: the kernel's fanout "
       f"hash spreads the flows); clients, workers and the kernel's veth/af_packet work on the "
       f"same 2 CPUs; answers / longest client duration")
@@ -221,7 +231,7 @@ rows = [("host_w1_saturation_rps", med["sat"], "req/s", m1),
         ("host_w1_added_p50", med["added"], "us", "p50 client round trip (1 outstanding) - p50 "
          "in-process, median of rounds; " + m1),
         ("host_w1_worker_compute_us", med["comp"], "us", "worker_compute_ns / worker_requests "
-         "under saturation; " + m1),
+         "over every round; " + m1),
         ("host_workers1_rps", med["w1"], "req/s", m2),
         ("host_workers2_rps", med["w2"], "req/s", m2),
         ("host_workers_ratio", med["wr"], "x", "2 workers / 1 worker, median of per-round "
