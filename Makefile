@@ -141,7 +141,8 @@ $(B)/tests/%.o: tests/%.c
 $(B)/bench/%: tests/bench/%.c $(PROJECT_LIBS)
 	$(call say,CCLD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(DEPFLAGS) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS)
+	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(DEPFLAGS) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS) \
+		$(LDFLAGS_$(notdir $@))
 
 -include $(ALL_OBJ:.o=.d) $(TEST_BIN:%=%.d) $(BENCH_BIN:%=%.d)
 
@@ -152,7 +153,8 @@ DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
 	python3-numpy python3-torch dataset-fashion-mnist \
 	libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev libpcap-dev \
 	tshark gnuplot-nox python3-scapy iproute2 ethtool \
-	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx
+	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
+	ipvsadm keepalived user-mode-linux
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

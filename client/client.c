@@ -4,6 +4,7 @@
  * parser and a fixed reassembly table (protocol/). Everything is allocated at open.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -17,14 +18,25 @@
 #include "protocol/reasm.h"
 #include "splitnic/client.h"
 
-#define CLIENT_SLOTS	  8
-#define CLIENT_MAX_MSG	  (SPLITNIC_CLIENT_MAX_CLASSES * 8)
-#define CLIENT_RA_TIMEOUT 2000000000ull
-#define CLIENT_SOCKBUF	  (4 << 20)
+#define CLIENT_SLOTS	   8
+#define CLIENT_MAX_MSG	   (SPLITNIC_CLIENT_MAX_CLASSES * 8)
+#define CLIENT_RA_TIMEOUT  2000000000ull
+#define CLIENT_SOCKBUF	   (4 << 20)
+#define CLIENT_SEEN_SETS   16384u /* answered request ids remembered: sets of CLIENT_SEEN_WAYS */
+#define CLIENT_SEEN_WAYS   4u
+#define CLIENT_PROBE_LEN   1400u /* probes are padded to this (or the payload limit) */
+#define CLIENT_PROBE_TRIES 3u
 
 _Static_assert(PROTO_VERDICT__COUNT <= 16, "splitnic_client_stats.rejected");
 _Static_assert(PROTO_RA__COUNT <= 8, "splitnic_client_stats.reasm_dropped");
 _Static_assert(PROTO_T_COUNT == 8, "splitnic_response.t_ns");
+
+/* Request ids answered lately, for one answer per request (a set-associative cache). */
+struct client_seen {
+	uint64_t id[CLIENT_SEEN_WAYS];
+	uint8_t used;	/* bit w: id[w] holds an id */
+	uint8_t victim; /* next way to replace */
+};
 
 struct splitnic_client {
 	int fd;
@@ -33,6 +45,10 @@ struct splitnic_client {
 	uint8_t *dgram; /* PROTO_MAX_PAYLOAD: one datagram either way */
 	double scores[SPLITNIC_CLIENT_MAX_CLASSES];
 	struct splitnic_client_stats st;
+	struct client_seen *seen; /* CLIENT_SEEN_SETS */
+	struct proto_msg health;  /* the last HEALTH report seen, its data in health_data */
+	uint8_t health_data[PROTO_HEALTH_MAX_DATA];
+	bool health_new;
 };
 
 static uint64_t now_ns(void)
@@ -116,7 +132,8 @@ int splitnic_client_open(const char *host, const char *port, uint32_t payload,
 	cl->payload = payload;
 	cl->ra = proto_reasm_create(&rc);
 	cl->dgram = malloc(PROTO_MAX_PAYLOAD);
-	if (!cl->ra || !cl->dgram) {
+	cl->seen = calloc(CLIENT_SEEN_SETS, sizeof(*cl->seen));
+	if (!cl->ra || !cl->dgram || !cl->seen) {
 		ret = snlib_fail(err, SPLITNIC_E_NOMEM, "out of memory");
 		goto err_free;
 	}
@@ -138,12 +155,51 @@ void splitnic_client_close(struct splitnic_client *cl)
 		close(cl->fd);
 	proto_reasm_destroy(cl->ra);
 	free(cl->dgram);
+	free(cl->seen);
 	free(cl);
 }
 
 int splitnic_client_fd(const struct splitnic_client *cl)
 {
 	return cl ? cl->fd : -1;
+}
+
+static struct client_seen *seen_set(struct splitnic_client *cl, uint64_t id)
+{
+	return &cl->seen[(id * 0x9e3779b97f4a7c15ull) >> 50 & (CLIENT_SEEN_SETS - 1)];
+}
+
+static int seen_way(const struct client_seen *s, uint64_t id)
+{
+	for (unsigned w = 0; w < CLIENT_SEEN_WAYS; w++)
+		if ((s->used >> w & 1) && s->id[w] == id)
+			return (int)w;
+	return -1;
+}
+
+/* First answer to id since it was last sent: remembered, true; an answer again: false. */
+static bool seen_first(struct splitnic_client *cl, uint64_t id)
+{
+	struct client_seen *s = seen_set(cl, id);
+	unsigned w;
+
+	if (seen_way(s, id) >= 0)
+		return false;
+	w = s->victim;
+	s->victim = (uint8_t)((w + 1) % CLIENT_SEEN_WAYS);
+	s->id[w] = id;
+	s->used |= (uint8_t)(1u << w);
+	return true;
+}
+
+/* Sent again: its next answer is delivered. */
+static void seen_forget(struct splitnic_client *cl, uint64_t id)
+{
+	struct client_seen *s = seen_set(cl, id);
+	int w = seen_way(s, id);
+
+	if (w >= 0)
+		s->used &= (uint8_t) ~(1u << w);
 }
 
 int splitnic_client_send(struct splitnic_client *cl, uint32_t model_id, uint64_t request_id,
@@ -180,6 +236,7 @@ int splitnic_client_send(struct splitnic_client *cl, uint32_t model_id, uint64_t
 						   : "inconsistent tensor (int8 needs scale > 0)");
 	if (send_ns)
 		*send_ns = now_ns();
+	seen_forget(cl, request_id);
 	while ((n = proto_frag_next(&f, cl->dgram, PROTO_MAX_PAYLOAD)) > 0)
 		if (send(cl->fd, cl->dgram, (size_t)n, 0) != n) {
 			cl->st.send_errors++;
@@ -238,15 +295,29 @@ int splitnic_client_poll(struct splitnic_client *cl, struct splitnic_response *r
 			cl->st.rejected[v]++;
 			continue;
 		}
+		if (m.type == PROTO_HEALTH && m.health.kind == PROTO_HEALTH_REPORT) {
+			cl->health = m;
+			memcpy(cl->health_data, m.data, m.frag_len);
+			cl->health.data = cl->health_data;
+			cl->health_new = true;
+			continue;
+		}
 		if (m.type != PROTO_RESPONSE && m.type != PROTO_ERROR) {
 			cl->st.wrong_type++;
 			continue;
 		}
 		rv = proto_reasm_push(cl->ra, 0, &m, t, &msg);
 		if (rv == PROTO_RA_COMPLETE) {
-			fill_response(cl, &msg, t, resp);
+			bool first = seen_first(cl, msg.hdr.request_id);
+
+			if (first)
+				fill_response(cl, &msg, t, resp);
+			else
+				cl->st.duplicates++;
 			proto_reasm_release(cl->ra, &msg);
-			return snlib_ok(err);
+			if (first)
+				return snlib_ok(err);
+			continue;
 		}
 		if (rv != PROTO_RA_PARTIAL)
 			cl->st.reasm_dropped[rv]++;
@@ -322,6 +393,95 @@ int splitnic_client_request(struct splitnic_client *cl, uint32_t model_id, uint6
 	}
 	return snlib_fail(err, SPLITNIC_E_TIMEOUT, "request %lu: no answer in %u tries of %d ms",
 			  (unsigned long)request_id, retries + 1, timeout_ms);
+}
+
+static void fill_health(const struct proto_msg *m, struct splitnic_health *h)
+{
+	struct proto_health_model e;
+
+	memset(h, 0, sizeof(*h));
+	proto_health_ident(m, h->ident);
+	h->role = m->health.role;
+	h->state = m->health.state;
+	h->in_flight = m->health.in_flight;
+	h->truncated = (m->health.flags & PROTO_HEALTH_F_TRUNCATED) != 0;
+	h->n_models = m->health.n_models < SPLITNIC_HEALTH_MAX_MODELS ? m->health.n_models
+								      : SPLITNIC_HEALTH_MAX_MODELS;
+	for (uint32_t i = 0; i < h->n_models; i++) {
+		struct splitnic_health_model *o = &h->model[i];
+
+		proto_health_model_get(m, i, &e);
+		o->model_id = e.model_id;
+		o->first_op = e.first_op;
+		o->mode = e.mode;
+		o->in_fmt = e.in_fmt;
+		o->c = e.c;
+		o->h = e.h;
+		o->w = e.w;
+		o->classes = e.classes;
+		memcpy(o->name, e.name, sizeof(o->name));
+	}
+}
+
+int splitnic_client_health(struct splitnic_client *cl, uint32_t role, int timeout_ms,
+			   struct splitnic_health *h, struct splitnic_error *err)
+{
+	uint8_t probe[CLIENT_PROBE_LEN];
+	struct splitnic_response resp;
+	uint64_t t0, t, rid, deadline;
+	struct pollfd pfd;
+	int n;
+
+	if (!cl || !h)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "%s is NULL", !cl ? "client" : "health");
+	if (role > SPLITNIC_ROLE_XDP || timeout_ms < 1)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "role %u (0 to 4), timeout_ms %d (>= 1)",
+				  role, timeout_ms);
+	t0 = now_ns();
+	rid = t0 ^ (uint64_t)getpid() << 40;
+	n = proto_build_health_probe(probe, sizeof(probe), rid,
+				     cl->payload < sizeof(probe) ? cl->payload : sizeof(probe));
+	if (n < 0)
+		return snlib_fail(err, SPLITNIC_E_INVALID, "probe of %u bytes", cl->payload);
+	probe[PROTO_COMMON_LEN + 2] = (uint8_t)role; /* a probe's role byte: the role asked */
+	cl->health_new = false;
+	for (unsigned k = 1; k <= CLIENT_PROBE_TRIES; k++) {
+		if (send(cl->fd, probe, (size_t)n, 0) != n) {
+			cl->st.send_errors++;
+			return snlib_fail(err, SPLITNIC_E_IO, "probe: send: %s", strerror(errno));
+		}
+		deadline = t0 + (uint64_t)timeout_ms * 1000000ull * k / CLIENT_PROBE_TRIES;
+		while ((t = now_ns()) < deadline) {
+			while (splitnic_client_poll(cl, &resp, NULL) == SPLITNIC_OK)
+				; /* answers to requests: dropped (the contract) */
+			if (cl->health_new && cl->health.request_id == rid) {
+				fill_health(&cl->health, h);
+				h->rtt_ns = now_ns() - t0;
+				return snlib_ok(err);
+			}
+			cl->health_new = false;
+			pfd = (struct pollfd){.fd = cl->fd, .events = POLLIN};
+			if (poll(&pfd, 1, (int)((deadline - t + 999999) / 1000000)) < 0 &&
+			    errno != EINTR)
+				return snlib_fail(err, SPLITNIC_E_IO, "poll: %s", strerror(errno));
+		}
+	}
+	return snlib_fail(err, SPLITNIC_E_TIMEOUT, "no HEALTH report within %d ms", timeout_ms);
+}
+
+const char *splitnic_role_name(uint32_t role)
+{
+	return role ? proto_health_role_name(role) : "any";
+}
+
+const char *splitnic_health_state_name(uint32_t state)
+{
+	return proto_health_state_name(state);
+}
+
+const char *splitnic_health_mode_name(uint32_t mode)
+{
+	return proto_health_mode_name(mode);
 }
 
 void splitnic_client_stats(const struct splitnic_client *cl, struct splitnic_client_stats *st)

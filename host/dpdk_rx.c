@@ -275,6 +275,10 @@ void host_rx_frame(struct host_worker *w, struct rte_mbuf *mb, enum host_src src
 		}
 		on_notice(w, &m);
 		goto out_free;
+	case PROTO_HEALTH:
+		if (src == HOST_SRC_PORT)
+			host_rx_health(w, &m, &from, plen);
+		goto out_free;
 	default:
 		break;
 	}

@@ -53,6 +53,8 @@ static const char *const counter_names[HOST_C__COUNT] = {
     "tx_nombuf",
     "link_down_events",
     "port_restarts",
+    "health_answered",
+    "health_dropped",
 };
 
 static const char *const hist_names[HOST_H__COUNT] = {"server_total_us", "queue_us",

@@ -332,6 +332,20 @@ int host_tpl_init(struct host_tpl *t, const struct proto_msg *m, uint32_t var_fr
 uint32_t host_tpl_fill(const struct host_tpl *t, uint8_t *f, const struct proto_msg *m,
 		       const void *data, const struct proto_addr *to);
 
+/* --- HEALTH ------------------------------------------------------------------------------- */
+
+/*
+ * The report's model entries for the n served models (mode coproc, host-only or fallback; the
+ * REQUEST's format and shape), into out[n].
+ */
+void host_health_models(const struct host_model *hm, uint32_t n, struct proto_health_model *out);
+/* draining after SIGTERM; else degraded while a co-processor model's NIC is away (the link is
+ * down: the host finishes those requests itself); else serving. */
+enum proto_health_state host_health_state(const struct host_model *hm, uint32_t n, bool draining,
+					  bool nic_up);
+/* A probe the host answers: for any role (0) or for splitnic-host. */
+bool host_health_asks_me(const struct proto_msg *m);
+
 /* --- source checks --------------------------------------------------------------------------- */
 
 struct host_cidr {

@@ -11,6 +11,7 @@
  *   host/dpdk_tx.c         frames out: RESPONSEs, ERRORs, ACTIVATIONs, on the worker's TX queue
  *   host/dpdk_inproc.c     the in-process NIC stage (--nic inproc) over rte_rings
  *   host/dpdk_telemetry.c  telemetry endpoints and the counters' output
+ *   host/dpdk_health.c     HEALTH probes answered (by the worker that receives them)
  *
  * The lcore model (run to completion, as DPDK's l2fwd): every lcore is a worker (the main lcore
  * is worker 0), except the in-process NIC's. A worker owns an RX queue and a TX queue of the
@@ -107,6 +108,8 @@ enum host_counter {
 	HOST_C_TX_NOMBUF,
 	HOST_C_LINK_DOWN, /* link-down transitions (worker 0) */
 	HOST_C_PORT_RESTARTS,
+	HOST_C_HEALTH_ANSWERED, /* HEALTH probes answered */
+	HOST_C_HEALTH_DROPPED, /* HEALTH not for the host, from outside the allow-list, too short */
 	HOST_C__COUNT
 };
 
@@ -139,6 +142,7 @@ struct host_opts {
 	uint32_t error_rate; /* ERRORs per second per source and worker; 0: no limit */
 	uint32_t queues;     /* RX/TX queue pairs asked for; 0: as many as fit */
 	const char *stats_file;
+	const char *name;	/* --name: the HEALTH identity */
 	bool inproc;		/* --nic inproc */
 	uint32_t nic_executors; /* its executor chains */
 };
@@ -286,6 +290,14 @@ int host_inproc_setup(struct host_app *a, char *err, size_t errlen);
 uint32_t host_inproc_step(struct host_app *a);
 int host_inproc_main(void *arg);
 void host_inproc_teardown(struct host_app *a);
+
+/* dpdk_health.c: the report's identity and models (once, after the models are loaded), and a
+ * probe of probe_len bytes from `from` answered by worker w (or dropped, counted). */
+void host_health_setup(struct host_app *a);
+void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
+		    uint32_t probe_len);
+/* Requests held by every worker now (in their tables). */
+uint32_t host_in_use(const struct host_app *a);
 
 /* dpdk_telemetry.c: the /splitnic/host/ endpoints (host_g set first), and every counter as
  * "key value" lines to f. */

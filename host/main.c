@@ -7,7 +7,7 @@
  *       [--port UDP] [--nic-ip A.B.C.D] [--nic-timeout-us US] [--nic-window N] [--queue N]
  *       [--batch MAX] [--batch-wait-us US] [--allow CIDR ...] [--payload BYTES]
  *       [--drain-ms MS] [--idle-sleep-us US] [--error-rate N] [--queues N]
- *       [--stats-file FILE] [--nic port|inproc] [--nic-executors E]
+ *       [--stats-file FILE] [--nic port|inproc] [--nic-executors E] [--name NAME]
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
  * (ops before it on the CPU), or a plan file (`splitnic plan -o`), run as planned: its cpu and gpu
@@ -52,6 +52,12 @@
  *
  * Shutdown: SIGINT/SIGTERM stop admission and drain every request in the tables (NIC notices
  * awaited until their deadline, then the fallback), for at most --drain-ms; then exit 0.
+ *
+ * HEALTH: probes for any role or splitnic-host's (the NIC passes up those for the host's role)
+ * from allowed addresses are answered, by the worker that receives them, with the host's identity
+ * (--name, default splitnic-host@--ip), its models (coproc, host-only or fallback; the REQUEST's
+ * tensor) and its state: draining from SIGTERM on, degraded while a co-processor model's NIC link
+ * is down.
  *
  * Telemetry: /splitnic/host/stats (counters by reason, summed over the workers, and requests
  * per worker), /splitnic/host/latency (histograms, bucket b = [2^(b-1), 2^b) us),
@@ -106,6 +112,7 @@ static void usage(FILE *f)
 	    "         [--payload BYTES (1400)] [--drain-ms MS (5000)] [--idle-sleep-us US (0)]\n"
 	    "         [--error-rate N (10000)] [--queues N (one per worker lcore)]\n"
 	    "         [--stats-file FILE] [--nic port|inproc (port)] [--nic-executors E (16)]\n"
+	    "         [--name NAME (splitnic-host@IP)]\n"
 	    "  MODE coproc|host-only|fallback; SPLIT: op index or plan file (splitnic plan -o)\n",
 	    PROTO_DEFAULT_PORT);
 }
@@ -188,13 +195,10 @@ static int set_num_opt(struct host_opts *o, const struct num_opt *n, const char 
 static int parse_opts(int argc, char **argv, struct host_opts *o)
 {
 	static const struct option fixed[] = {
-	    {"model", required_argument, NULL, 'm'},
-	    {"ip", required_argument, NULL, 'i'},
-	    {"nic-ip", required_argument, NULL, 'I'},
-	    {"allow", required_argument, NULL, 'a'},
-	    {"stats-file", required_argument, NULL, 's'},
-	    {"nic", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},
+	    {"model", required_argument, NULL, 'm'},	  {"ip", required_argument, NULL, 'i'},
+	    {"nic-ip", required_argument, NULL, 'I'},	  {"allow", required_argument, NULL, 'a'},
+	    {"stats-file", required_argument, NULL, 's'}, {"nic", required_argument, NULL, 'n'},
+	    {"name", required_argument, NULL, 'N'},	  {"help", no_argument, NULL, 'h'},
 	};
 	struct option lopts[sizeof(fixed) / sizeof(fixed[0]) + N_NUM_OPTS + 1] = {{0}};
 	const size_t nf = sizeof(fixed) / sizeof(fixed[0]);
@@ -248,6 +252,14 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 			break;
 		case 's':
 			o->stats_file = optarg;
+			break;
+		case 'N':
+			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
+				fprintf(stderr, "host: --name: 1 to %u characters, got '%s'\n",
+					PROTO_HEALTH_IDENT_LEN, optarg);
+				return -EINVAL;
+			}
+			o->name = optarg;
 			break;
 		case 'n':
 			if (strcmp(optarg, "port") && strcmp(optarg, "inproc")) {
@@ -521,6 +533,7 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 		return ret;
 	a->tsc0 = rte_get_tsc_cycles();
 	a->ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
+	host_health_setup(a);
 	for (unsigned i = 0; i < a->n_workers; i++) {
 		ret = worker_setup(a, &a->w[i], max_in, max_act, max_cls, err, errlen);
 		if (ret)
@@ -556,7 +569,7 @@ static bool host_drained(const struct host_app *a)
 	return true;
 }
 
-static uint32_t host_in_use(const struct host_app *a)
+uint32_t host_in_use(const struct host_app *a)
 {
 	uint32_t n = 0;
 

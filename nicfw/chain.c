@@ -26,6 +26,12 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+/* Up to a whole 64-byte line, so DIRECT matrices and scratch start on one. */
+static uint64_t line_up(uint64_t words)
+{
+	return (words + 7) & ~7ull;
+}
+
 static struct nicfw_stage *chain_add(struct nicfw_chain *ch, uint32_t kind, uint32_t op, char *err,
 				     size_t errlen)
 {
@@ -42,9 +48,10 @@ static struct nicfw_stage *chain_add(struct nicfw_chain *ch, uint32_t kind, uint
 }
 
 int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_t first,
-		     uint32_t n_exec, char *err, size_t errlen)
+		     uint32_t n_exec, enum nicfw_layout layout, char *err, size_t errlen)
 {
-	uint64_t emem = 0, act = 1, out = 1, in_bytes;
+	const bool direct = layout == NICFW_LAYOUT_DIRECT;
+	uint64_t emem = 0, act = 1, out = 1, in_bytes, planes = 0, slice = 1;
 	const struct kern_layer *l;
 	struct nicfw_stage *s;
 
@@ -72,6 +79,10 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 	}
 	ch->first = first;
 	ch->n_exec = n_exec;
+	ch->layout = layout;
+	for (uint32_t e = 0; e < n_exec; e++)
+		ch->grp_first[e] = ch->grp_last[e] = (uint16_t)e;
+	ch->ops = direct ? kern_ops_get() : NULL;
 	ch->in_fmt = l->in.fmt;
 	ch->in_bytes = (uint32_t)in_bytes;
 	ch->classes = kern_model_classes(m);
@@ -102,10 +113,25 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 			s->out = (uint32_t)kern_shape_elems(&l->out);
 			s->nw = kern_words(s->n);
 			s->thresh = l->flags & KERN_LF_THRESH;
-			s->stride = s->nw + (s->thresh ? 1 : 0);
+			s->stride = s->nw + (s->thresh && !direct ? 1 : 0);
 			s->emem_off = emem;
 			emem += (uint64_t)s->out * s->stride;
-			act = max_u64(act, (uint64_t)s->nw * (l->op == KERN_OP_BDENSE_U8 ? 8 : 1));
+			if (direct && s->thresh) {
+				s->thr_off = emem;
+				emem += ((uint64_t)s->out * 4 + 7) / 8;
+				s->flip_off = emem;
+				emem += ((uint64_t)s->out + 7) / 8;
+			}
+			if (direct) {
+				emem = line_up(emem);
+				if (l->op == KERN_OP_BDENSE_U8)
+					planes =
+					    max_u64(planes, kern_bdense_u8_scratch(s->n, 1) / 8);
+				slice = max_u64(slice, s->thresh ? kern_words(s->out)
+								 : ((uint64_t)s->out + 1) / 2);
+			}
+			act = max_u64(act, (uint64_t)s->nw *
+					       (l->op == KERN_OP_BDENSE_U8 && !direct ? 8 : 1));
 			out = max_u64(out, s->thresh ? kern_words(s->out) : s->out);
 			break;
 		case KERN_OP_BIAS:
@@ -125,6 +151,12 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 	ch->ctm_act[0] = (ch->in_bytes + 7) / 8;
 	ch->ctm_act[1] = ch->ctm_act[0] + act;
 	ch->need[NICFW_MEM_CTM] = ch->ctm_act[1] + act;
+	if (direct) {
+		ch->plane_words = (uint32_t)line_up(planes);
+		ch->scratch_words = (uint32_t)(ch->plane_words + line_up(slice));
+		ch->ctm_scratch = line_up(ch->need[NICFW_MEM_CTM]);
+		ch->need[NICFW_MEM_CTM] = ch->ctm_scratch + (uint64_t)n_exec * ch->scratch_words;
+	}
 	ch->imem_out = 0;
 	ch->imem_resp = out;
 	ch->need[NICFW_MEM_IMEM] = out + ch->classes;
@@ -142,6 +174,15 @@ void nicfw_chain_load(const struct nicfw_chain *ch, const struct kern_model *m, 
 		switch (s->kind) {
 		case NICFW_STAGE_BDENSE:
 		case NICFW_STAGE_BDENSE_U8:
+			if (ch->layout == NICFW_LAYOUT_DIRECT) {
+				memcpy(dst, l->blob[0], (size_t)s->out * s->nw * sizeof(uint64_t));
+				if (s->thresh) {
+					memcpy(emem + s->thr_off, l->blob[1],
+					       s->out * sizeof(int32_t));
+					memcpy(emem + s->flip_off, l->blob[2], s->out);
+				}
+				break;
+			}
 			for (uint32_t o = 0; o < s->out; o++) {
 				const uint64_t *w =
 				    (const uint64_t *)l->blob[0] + (size_t)o * s->nw;
@@ -210,8 +251,16 @@ static void disp_flatten(struct nicfw_thread *th, struct nicfw_chain *ch,
 {
 	const uint64_t dst = ch->ctm_act[ch->act], hw = (uint64_t)s->h * s->w;
 	const uint64_t total = hw * s->c, wpp = kern_words(s->c);
-	uint64_t cached = UINT64_MAX, word = 0;
+	uint64_t cached = UINT64_MAX, word = 0, *ctm;
 
+	if (ch->layout == NICFW_LAYOUT_DIRECT) {
+		ctm = nicfw_map(th, NICFW_MEM_CTM);
+		kern_flatten_bits(ctm + ch->in_off, 1, s->c, s->h, s->w, ctm + dst);
+		nicfw_work(th, NICFW_WORK_FLATTEN_BIT, total);
+		ch->in_off = dst;
+		ch->act ^= 1;
+		return;
+	}
 	for (uint64_t jo = 0; jo * 64 < total; jo++) {
 		uint64_t acc = 0;
 		uint32_t i;
@@ -308,7 +357,8 @@ static void disp_run(struct nicfw_thread *th, struct nicfw_chain *ch)
 			ch->cur++;
 			break;
 		case NICFW_STAGE_BDENSE_U8:
-			disp_planes(th, ch, s);
+			if (ch->layout == NICFW_LAYOUT_RECORDS)
+				disp_planes(th, ch, s);
 			disp_start_layer(th, ch, s);
 			return;
 		case NICFW_STAGE_BDENSE:
@@ -445,23 +495,85 @@ static void exec_slice(struct nicfw_thread *th, const struct nicfw_chain *ch,
 	}
 }
 
+/*
+ * DIRECT: the slice [lo, hi) in one call of the CPU's kernels, into executor e's scratch; then
+ * its output bits ORed into IMEM (shifted into place: a slice need not start on a word, and the
+ * words at its ends are shared with the neighbours) or its integer scores written there.
+ */
+static void exec_slice_direct(struct nicfw_thread *th, const struct nicfw_chain *ch,
+			      const struct nicfw_stage *s, uint32_t e, uint32_t lo, uint32_t hi)
+{
+	const uint64_t *emem = nicfw_map(th, NICFW_MEM_EMEM);
+	uint64_t *ctm = nicfw_map(th, NICFW_MEM_CTM);
+	uint64_t *scr = ctm + ch->ctm_scratch + (uint64_t)e * ch->scratch_words;
+	uint64_t *y = scr + ch->plane_words;
+	const uint64_t *w = emem + s->emem_off + (uint64_t)lo * s->nw;
+	const bool u8 = s->kind == NICFW_STAGE_BDENSE_U8;
+	const uint32_t cnt = hi - lo, sh = lo % 64;
+	const void *x = ctm + ch->in_off;
+
+	if (!cnt)
+		return;
+	if (s->thresh) {
+		const struct kern_thresh t = {(const int32_t *)(emem + s->thr_off) + lo,
+					      (const uint8_t *)(emem + s->flip_off) + lo};
+		const uint64_t at = ch->imem_out + lo / 64;
+
+		if (u8)
+			ch->ops->bdense_u8_thr(x, 1, w, cnt, s->n, &t, y, scr);
+		else
+			ch->ops->bdense_thr(x, 1, w, cnt, s->n, &t, y);
+		for (uint32_t j = 0; j < kern_words(cnt); j++) {
+			nicfw_atomic_or(th, NICFW_MEM_IMEM, at + j, y[j] << sh);
+			if (sh && y[j] >> (64 - sh))
+				nicfw_atomic_or(th, NICFW_MEM_IMEM, at + j + 1, y[j] >> (64 - sh));
+		}
+	} else {
+		int32_t *dot = (int32_t *)y;
+		uint64_t *res = nicfw_map(th, NICFW_MEM_IMEM) + ch->imem_out + lo;
+
+		if (u8)
+			ch->ops->bdense_u8(x, 1, w, cnt, s->n, dot, scr);
+		else
+			ch->ops->bdense(x, 1, w, cnt, s->n, dot);
+		for (uint32_t o = 0; o < cnt; o++)
+			res[o] = (uint32_t)dot[o];
+	}
+	nicfw_work(th, u8 ? NICFW_WORK_ANDPOP : NICFW_WORK_XORPOP,
+		   (uint64_t)cnt * s->nw * (u8 ? 8 : 1));
+	nicfw_work(th, NICFW_WORK_NEURON, cnt);
+}
+
 /* Executor e's slice of `out` neurons: [slice(e), slice(e + 1)). */
 static uint32_t exec_slice_lo(uint32_t out, uint32_t e, uint32_t n_exec)
 {
 	return (uint32_t)((uint64_t)out * e / n_exec);
 }
 
+/* The thread END goes to from executor e: the first executor of the group before, or the
+ * dispatcher. */
+static uint32_t exec_end_to(const struct nicfw_chain *ch, uint32_t e)
+{
+	return e ? ch->grp_first[e - 1] + 1u : 0;
+}
+
+/* START at executor e, the first of its group [e, last]: the group's slices, in one call when
+ * DIRECT (groups are one executor each in RECORDS). */
 static void exec_start(struct nicfw_thread *th, struct nicfw_chain *ch, uint32_t e)
 {
 	const struct nicfw_stage *s = &ch->stage[ch->cur];
+	const uint32_t last = ch->grp_last[e];
 	uint32_t lo = exec_slice_lo(s->out, e, ch->n_exec);
-	uint32_t hi = exec_slice_lo(s->out, e + 1, ch->n_exec);
+	uint32_t hi = exec_slice_lo(s->out, last + 1, ch->n_exec);
 
-	if (e + 1 < ch->n_exec)
-		nicfw_sig_send(th, e + 2, NICFW_SIG_START);
-	exec_slice(th, ch, s, lo, hi);
-	if (e + 1 == ch->n_exec)
-		nicfw_sig_send(th, e, NICFW_SIG_END);
+	if (last + 1 < ch->n_exec)
+		nicfw_sig_send(th, last + 2, NICFW_SIG_START);
+	if (ch->layout == NICFW_LAYOUT_DIRECT)
+		exec_slice_direct(th, ch, s, e, lo, hi);
+	else
+		exec_slice(th, ch, s, lo, hi);
+	if (last + 1 == ch->n_exec)
+		nicfw_sig_send(th, exec_end_to(ch, e), NICFW_SIG_END);
 }
 
 void nicfw_chain_signal(struct nicfw_thread *th, struct nicfw_chain *ch, enum nicfw_sig sig)
@@ -474,5 +586,25 @@ void nicfw_chain_signal(struct nicfw_thread *th, struct nicfw_chain *ch, enum ni
 	if (sig == NICFW_SIG_START)
 		exec_start(th, ch, th->id - 1);
 	else
-		nicfw_sig_send(th, th->id - 1, NICFW_SIG_END);
+		nicfw_sig_send(th, exec_end_to(ch, th->id - 1), NICFW_SIG_END);
+}
+
+int nicfw_chain_group(struct nicfw_chain *ch, const uint32_t *group)
+{
+	uint32_t first = 0;
+
+	if (ch->layout != NICFW_LAYOUT_DIRECT)
+		return -EINVAL;
+	for (uint32_t e = 1; e < ch->n_exec; e++)
+		if (group[e] < group[e - 1])
+			return -EINVAL;
+	for (uint32_t e = 0; e < ch->n_exec; e++) {
+		if (e && group[e] != group[e - 1])
+			first = e;
+		ch->grp_first[e] = (uint16_t)first;
+	}
+	for (uint32_t e = ch->n_exec; e-- > 0;)
+		ch->grp_last[e] =
+		    e + 1 < ch->n_exec && group[e + 1] == group[e] ? ch->grp_last[e + 1] : e;
+	return 0;
 }

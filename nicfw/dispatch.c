@@ -77,6 +77,10 @@ static const char *const counter_names[NICFW_C__COUNT] = {
     [NICFW_C_ERR_UNSUPPORTED_LAYER] = "error_unsupported_layer",
     [NICFW_C_HOST_NOTICES] = "host_notices",
     [NICFW_C_TX_FAIL] = "tx_fail",
+    [NICFW_C_HEALTH_ANSWERED] = "health_answered",
+    [NICFW_C_HEALTH_PASSED_UP] = "health_passed_up",
+    [NICFW_C_HEALTH_DROPPED] = "health_dropped",
+    [NICFW_C_ERR_DRAINING] = "error_draining",
 };
 
 const char *nicfw_disp_counter_name(unsigned c)
@@ -362,6 +366,35 @@ static bool v4_mapped(const uint8_t *a)
 	return !memcmp(a, pre, sizeof(pre));
 }
 
+/* HEALTH (nicfw/health.h): probes on the wire port for any role or the NIC's are answered. */
+static enum nicfw_disp_action disp_health(struct nicfw_disp *d, enum nicfw_port from,
+					  const struct disp_reply *to, const struct proto_msg *m,
+					  uint32_t plen)
+{
+	const struct nicfw_health *h = d->cfg.health;
+	int n;
+
+	if (from == NICFW_PORT_HOST)
+		return NICFW_DISP_PASS; /* the host's report (or its own probe) to the wire */
+	if (m->health.kind != PROTO_HEALTH_PROBE) {
+		d->c[NICFW_C_HEALTH_DROPPED]++;
+		return NICFW_DISP_CONSUMED;
+	}
+	if (m->health.role && m->health.role != PROTO_ROLE_NIC) {
+		d->c[NICFW_C_HEALTH_PASSED_UP]++;
+		return NICFW_DISP_PASS;
+	}
+	n = nicfw_health_report(h, d->frame + PROTO_FRAME_HDRS, sizeof(d->frame) - PROTO_FRAME_HDRS,
+				plen, m->request_id, nicfw_disp_pending(d));
+	if (n <= 0) {
+		d->c[NICFW_C_HEALTH_DROPPED]++;
+		return NICFW_DISP_CONSUMED;
+	}
+	send_udp(d, to, (uint32_t)n);
+	d->c[NICFW_C_HEALTH_ANSWERED]++;
+	return NICFW_DISP_CONSUMED;
+}
+
 static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port from,
 					 const struct proto_addr *fa, const uint8_t *p,
 					 uint32_t plen, uint64_t now_ns)
@@ -387,6 +420,8 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 				   PROTO_ERR_BAD_REQUEST, v, NICFW_C_ERR_BAD_REQUEST);
 		return NICFW_DISP_CONSUMED;
 	}
+	if (m.type == PROTO_HEALTH && d->cfg.health)
+		return disp_health(d, from, &sender, &m, plen);
 	if (m.type != PROTO_REQUEST && m.type != PROTO_ACTIVATION) {
 		d->c[NICFW_C_PASSED_UP_TYPE]++;
 		return NICFW_DISP_PASS;
@@ -415,6 +450,12 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	    m.total_len != md->in_bytes) {
 		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_BAD_SHAPE, md->in_count,
 			   NICFW_C_ERR_BAD_SHAPE);
+		return NICFW_DISP_CONSUMED;
+	}
+	if (m.type == PROTO_REQUEST && d->cfg.health &&
+	    d->cfg.health->state == PROTO_HEALTH_DRAINING) {
+		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_BUSY, 1,
+			   NICFW_C_ERR_DRAINING);
 		return NICFW_DISP_CONSUMED;
 	}
 	if (m.type == PROTO_ACTIVATION && !v4_mapped(m.act.reply_addr)) {
@@ -515,4 +556,9 @@ uint32_t nicfw_disp_pending(const struct nicfw_disp *d)
 	for (uint32_t m = 0; m < d->cfg.n_models; m++)
 		n += d->q[m].count;
 	return n;
+}
+
+uint64_t nicfw_disp_arrival(const struct nicfw_disp *d, uint32_t model)
+{
+	return d->q[model].slot[d->q[model].head].t_in;
 }

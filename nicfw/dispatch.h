@@ -17,8 +17,9 @@
  *     NIC's part starts at), counted, so that the host falls back at once;
  *   - otherwise it is the NIC's: fragments go through the reassembly table (protocol/reasm.h,
  *     fixed size), a complete message is checked against the model's input (format and size,
- *     else ERROR BAD_SHAPE) and queued for the inference engine (queue full: ERROR BUSY). The
- *     frame is CONSUMED.
+ *     else ERROR BAD_SHAPE) and queued for the inference engine (queue full: ERROR BUSY; a
+ *     REQUEST while the NIC drains: ERROR BUSY, detail 1). The frame is CONSUMED;
+ *   - HEALTH (with cfg.health): answered, passed up or dropped as nicfw/health.h says.
  * nicfw_disp_poll() collects finished inferences from the engine, starts the next queued one,
  * and sends each RESPONSE (one datagram or fragments, scores in f64, class = arg-max): to the
  * requester (L2/L3/L4 addresses swapped) for a REQUEST, to the ACTIVATION's reply address and
@@ -45,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nicfw/health.h"
 #include "protocol/proto.h"
 #include "protocol/reasm.h"
 
@@ -89,6 +91,10 @@ enum nicfw_disp_counter {
 	NICFW_C_ERR_UNSUPPORTED_LAYER, /* ACTIVATION from the host not at the NIC's layer */
 	NICFW_C_TX_FAIL,	       /* replies the port would not take */
 	NICFW_C_HOST_NOTICES,	       /* completion notices (RESPONSE copies) sent to the host */
+	NICFW_C_HEALTH_ANSWERED,       /* HEALTH probes answered with the NIC's report */
+	NICFW_C_HEALTH_PASSED_UP,      /* HEALTH probes for the host's role, passed up */
+	NICFW_C_HEALTH_DROPPED, /* HEALTH reports from the wire, probes too short to answer */
+	NICFW_C_ERR_DRAINING,	/* REQUESTs refused while draining (ERROR BUSY, detail 1) */
 	NICFW_C__COUNT
 };
 
@@ -126,6 +132,8 @@ struct nicfw_disp_config {
 	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];
 	const struct nicfw_engine_ops *eng_ops;
 	void *engine;
+	/* the HEALTH report (its state kept by the owner); NULL: HEALTH passes like any datagram */
+	const struct nicfw_health *health;
 	nicfw_disp_tx_fn tx;
 	void *tx_arg;
 };
@@ -153,5 +161,12 @@ const char *nicfw_disp_counter_name(unsigned c);
 void nicfw_disp_reasm_stats(const struct nicfw_disp *d, struct proto_reasm_stats *st);
 /* Requests queued or running, all models. */
 uint32_t nicfw_disp_pending(const struct nicfw_disp *d);
+
+/*
+ * For an engine, inside its submit: the now_ns at which the request of `model` being submitted
+ * (the head of its queue) was accepted. A timed engine starts it at the later of this and the
+ * previous request's completion, so queueing does not drift with the poll loop's turns.
+ */
+uint64_t nicfw_disp_arrival(const struct nicfw_disp *d, uint32_t model);
 
 #endif /* NICFW_DISPATCH_H */

@@ -25,6 +25,12 @@
  * Work. nicfw_work() tells the platform how much arithmetic the code just did, in units of
  * enum nicfw_work; a timing model turns it into cycles, a real platform ignores it.
  *
+ * Direct access. A platform whose regions are plain memory of the core that runs the thread
+ * (lcore: a DPU's or the host's cores) fills `map`: the firmware then lays EMEM out as the CPU
+ * kernels take it and each executor runs its whole slice with them (NICFW_LAYOUT_DIRECT in
+ * nicfw/chain.h) instead of streaming chunks through read commands. A platform that models the
+ * NFP's memories (emu) leaves map NULL.
+ *
  * Contract on the data path: no allocation, no locking, no logging, no libc. Every call below
  * is valid only between a platform's start and stop, from the thread that owns `th`.
  */
@@ -75,6 +81,8 @@ struct nicfw_hal_ops {
 	void (*work)(struct nicfw_thread *th, enum nicfw_work kind, uint64_t count);
 	/* Transmit `words` words at IMEM offset `off` as the response to the current request. */
 	void (*pkt_tx)(struct nicfw_thread *th, uint64_t off, uint32_t words);
+	/* Optional: the base of region `mem` as plain memory the thread may access itself. */
+	uint64_t *(*map)(struct nicfw_thread *th, enum nicfw_mem mem);
 };
 
 /* What a firmware thread sees. The platform owns it and may embed it in its own state. */
@@ -114,6 +122,11 @@ static inline void nicfw_sig_send(struct nicfw_thread *th, uint32_t dst, enum ni
 static inline void nicfw_work(struct nicfw_thread *th, enum nicfw_work kind, uint64_t count)
 {
 	th->ops->work(th, kind, count);
+}
+
+static inline uint64_t *nicfw_map(struct nicfw_thread *th, enum nicfw_mem mem)
+{
+	return th->ops->map(th, mem);
 }
 
 static inline void nicfw_pkt_tx(struct nicfw_thread *th, uint64_t off, uint32_t words)

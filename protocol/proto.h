@@ -111,7 +111,9 @@
  *  44     0     1  kind        0 probe, 1 report
  *  45     1     1  state       report: 0 serving, 1 draining (finishing what it holds, taking
  *                              nothing new), 2 degraded (serving, but a part it needs is away)
- *  46     2     1  role        report: 1 splitnic-nic, 2 splitnic-host, 3 splitnic serve, 4 XDP
+ *  46     2     1  role        report: 1 splitnic-nic, 2 splitnic-host, 3 splitnic serve, 4 XDP;
+ *                              probe: the role asked (0 any): a server answers its own role or
+ *                              0, and passes others on (splitnic-nic: up to its host)
  *  47     3     1  hflags      report: bit 0 truncated (fewer models listed than it holds)
  *  48     4     2  n_models    report: model entries in the data
  *         6     2  reserved

@@ -240,6 +240,108 @@ static void test_client_request_retransmits(void **state)
 	splitnic_client_close(cl);
 }
 
+/* One answer per request id: a second answer is dropped and counted until the id is sent again. */
+static void test_client_duplicates_dropped(void **state)
+{
+	struct server *s = *state;
+	struct splitnic_client *cl;
+	struct splitnic_client_stats st;
+	struct splitnic_response r;
+	struct splitnic_error e;
+	uint8_t img[16] = {3};
+	struct splitnic_tensor t = {SPLITNIC_TENSOR_U8, 1, 4, 4, img, sizeof(img), 0, 0};
+
+	assert_int_equal(splitnic_client_open("127.0.0.1", s->port, 0, &cl, &e), 0);
+	assert_int_equal(splitnic_client_send(cl, 0, 7, &t, NULL, &e), 0);
+	assert_int_equal(server_recv(s), 1);
+	server_respond(s, 7, 1, 2, PROTO_FMT_F64);
+	server_respond(s, 7, 1, 2, PROTO_FMT_F64); /* e.g. a retransmission answered by another */
+	assert_int_equal(splitnic_client_wait(cl, &r, 2000, &e), 0);
+	assert_int_equal(r.request_id, 7);
+	assert_int_equal(splitnic_client_wait(cl, &r, 50, &e), SPLITNIC_E_TIMEOUT);
+	splitnic_client_stats(cl, &st);
+	assert_int_equal(st.duplicates, 1);
+	/* the same id sent again is a new request: its answer is delivered */
+	assert_int_equal(splitnic_client_send(cl, 0, 7, &t, NULL, &e), 0);
+	assert_int_equal(server_recv(s), 1);
+	server_respond(s, 7, 0, 2, PROTO_FMT_F64);
+	assert_int_equal(splitnic_client_wait(cl, &r, 2000, &e), 0);
+	assert_int_equal(r.cls, 0);
+	splitnic_client_close(cl);
+}
+
+/* Answers one HEALTH probe asking for the host's role with a two-model report. */
+static void *health_server(void *arg)
+{
+	static const struct proto_health_model models[2] = {{.model_id = 11,
+							     .mode = PROTO_MODE_COPROC,
+							     .in_fmt = PROTO_FMT_U8,
+							     .c = 1,
+							     .h = 28,
+							     .w = 28,
+							     .classes = 10,
+							     .name = "cnn"},
+							    {.model_id = 12,
+							     .first_op = 4,
+							     .mode = PROTO_MODE_HOST_ONLY,
+							     .in_fmt = PROTO_FMT_F32,
+							     .c = 3,
+							     .h = 2,
+							     .w = 1,
+							     .classes = 5,
+							     .name = "mlp"}};
+	struct server *s = arg;
+	socklen_t len = sizeof(s->peer);
+	uint8_t out[1500];
+	struct proto_msg m;
+	ssize_t got;
+	int n;
+
+	got = recvfrom(s->fd, s->dgram, sizeof(s->dgram), 0, (struct sockaddr *)&s->peer, &len);
+	if (got != 1400 || proto_parse(s->dgram, (size_t)got, &m) != PROTO_OK ||
+	    m.type != PROTO_HEALTH || m.health.kind != PROTO_HEALTH_PROBE ||
+	    m.health.role != PROTO_ROLE_HOST)
+		return NULL; /* the client times out: the test fails */
+	n = proto_build_health_report(out, sizeof(out), (size_t)got, m.request_id, PROTO_ROLE_HOST,
+				      PROTO_HEALTH_DRAINING, 3, "srv-a", models, 2);
+	sendto(s->fd, out, (size_t)n, 0, (struct sockaddr *)&s->peer, sizeof(s->peer));
+	return NULL;
+}
+
+static void test_client_health(void **state)
+{
+	struct server *s = *state;
+	struct splitnic_client *cl;
+	struct splitnic_health h;
+	struct splitnic_error e;
+	pthread_t tid;
+
+	assert_int_equal(splitnic_client_open("127.0.0.1", s->port, 0, &cl, &e), 0);
+	assert_int_equal(pthread_create(&tid, NULL, health_server, s), 0);
+	assert_int_equal(splitnic_client_health(cl, SPLITNIC_ROLE_HOST, 2000, &h, &e), 0);
+	pthread_join(tid, NULL);
+	assert_string_equal(h.ident, "srv-a");
+	assert_int_equal(h.role, SPLITNIC_ROLE_HOST);
+	assert_int_equal(h.state, SPLITNIC_DRAINING);
+	assert_int_equal(h.in_flight, 3);
+	assert_int_equal(h.n_models, 2);
+	assert_string_equal(h.model[1].name, "mlp");
+	assert_int_equal(h.model[1].first_op, 4);
+	assert_int_equal(h.model[1].c * 100 + h.model[1].h * 10 + h.model[1].w, 321);
+	assert_string_equal(splitnic_health_mode_name(h.model[0].mode), "coproc");
+	assert_string_equal(splitnic_health_state_name(h.state), "draining");
+	assert_string_equal(splitnic_role_name(h.role), "splitnic-host");
+	/* nobody answers: a timeout, and bad arguments are refused */
+	assert_int_equal(splitnic_client_health(cl, SPLITNIC_ROLE_NIC, 60, &h, &e),
+			 SPLITNIC_E_TIMEOUT);
+	assert_int_equal(splitnic_client_health(cl, 9, 60, &h, &e), SPLITNIC_E_INVALID);
+	assert_int_equal(splitnic_client_health(cl, 0, 60, NULL, &e), SPLITNIC_E_INVALID);
+	/* drain the unanswered probes from the server's socket */
+	for (int i = 0; i < 3; i++)
+		recv(s->fd, s->dgram, sizeof(s->dgram), MSG_DONTWAIT);
+	splitnic_client_close(cl);
+}
+
 static void test_client_request_timeout_and_server_error(void **state)
 {
 	struct server *s = *state;
@@ -317,6 +419,9 @@ int main(void)
 					    server_teardown),
 	    cmocka_unit_test_setup_teardown(test_client_request_retransmits, server_setup,
 					    server_teardown),
+	    cmocka_unit_test_setup_teardown(test_client_duplicates_dropped, server_setup,
+					    server_teardown),
+	    cmocka_unit_test_setup_teardown(test_client_health, server_setup, server_teardown),
 	    cmocka_unit_test_setup_teardown(test_client_request_timeout_and_server_error,
 					    server_setup, server_teardown),
 	    cmocka_unit_test_setup_teardown(test_client_misuse, server_setup, server_teardown),

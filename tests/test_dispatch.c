@@ -69,6 +69,7 @@ static int fake_poll(void *e, uint32_t model, double *scores)
 }
 
 static const struct nicfw_engine_ops fake_ops = {fake_submit, fake_poll};
+static const struct nicfw_health *disp_health; /* mk_disp's cfg.health */
 
 static struct nicfw_disp *mk_disp(void)
 {
@@ -85,6 +86,7 @@ static struct nicfw_disp *mk_disp(void)
 	c.model[1] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false};
 	c.eng_ops = &fake_ops;
 	c.tx = fake_tx;
+	c.health = disp_health;
 	d = nicfw_disp_create(&c, err, sizeof(err));
 	if (!d)
 		fail_msg("%s", err);
@@ -423,6 +425,92 @@ static void test_dispatch_activation_total(void **state)
 }
 
 /* A request in 3 fragments (payload 256): reassembled, answered once. */
+/* A HEALTH probe of len bytes asking role, from the wire (or the host port). */
+static uint32_t probe(uint8_t *f, uint32_t len, uint8_t role)
+{
+	uint8_t dg[1500];
+
+	assert_int_equal(proto_build_health_probe(dg, sizeof(dg), 5, len), (int)len);
+	dg[PROTO_COMMON_LEN + 2] = role;
+	return udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, len);
+}
+
+static void test_dispatch_health(void **state)
+{
+	struct nicfw_health h;
+	struct proto_health_model e;
+	struct nicfw_disp *d;
+	struct proto_msg m;
+	uint64_t c[NICFW_C__COUNT];
+	uint8_t f[2048], rep[1500];
+	uint32_t len;
+	int n;
+
+	nicfw_health_init(&h, "edge-1");
+	assert_int_equal(nicfw_health_add(&h, MODEL, 0, PROTO_FMT_U8, 1, 1, IN, 3, "mlp"), 0);
+	assert_int_equal(nicfw_health_add(&h, 0x99, 2, PROTO_FMT_BITS, 64, 1, 1, 3, "cnn"), 0);
+	assert_int_equal(nicfw_health_state(&h, false, true), PROTO_HEALTH_SERVING);
+	assert_int_equal(nicfw_health_state(&h, false, false), PROTO_HEALTH_DEGRADED);
+	assert_int_equal(nicfw_health_state(&h, true, false), PROTO_HEALTH_DRAINING);
+	disp_health = &h;
+	d = mk_disp();
+	disp_health = NULL;
+	/* any role or the NIC's: the NIC's report, to the prober, never longer than the probe */
+	for (uint8_t role = 0; role <= PROTO_ROLE_NIC; role++) {
+		len = probe(f, 1400, role);
+		assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10),
+				 NICFW_DISP_CONSUMED);
+	}
+	assert_int_equal(n_out, 2);
+	expect_reply(&out[1], PROTO_HEALTH, &m);
+	assert_int_equal(m.health.kind, PROTO_HEALTH_REPORT);
+	assert_int_equal(m.health.role, PROTO_ROLE_NIC);
+	assert_int_equal(m.health.state, PROTO_HEALTH_SERVING);
+	assert_int_equal(m.health.n_models, 2);
+	assert_int_equal(m.request_id, 5);
+	proto_health_model_get(&m, 1, &e);
+	assert_int_equal(e.mode, PROTO_MODE_NIC_PART);
+	assert_int_equal(e.first_op, 2);
+	assert_string_equal(e.name, "cnn");
+	/* a 100-byte probe: only the identity fits, truncated */
+	len = probe(f, 100, 0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_CONSUMED);
+	assert_true(out[2].len - 42 <= 100);
+	expect_reply(&out[2], PROTO_HEALTH, &m);
+	assert_int_equal(m.health.n_models, 0);
+	assert_int_equal(m.health.flags, PROTO_HEALTH_F_TRUNCATED);
+	/* the host's role: passed up; from the host port: passed to the wire; a report from the
+	 * wire: dropped */
+	len = probe(f, 1400, PROTO_ROLE_HOST);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_PASS);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 10), NICFW_DISP_PASS);
+	n = proto_build_health_report(rep, sizeof(rep), 1400, 5, PROTO_ROLE_HOST,
+				      PROTO_HEALTH_SERVING, 0, "host", NULL, 0);
+	assert_true(n > 0);
+	len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, rep, (uint32_t)n);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 10), NICFW_DISP_PASS);
+	assert_int_equal(n_out, 3);
+	/* draining: the report says so, and a REQUEST for the stand-alone model is refused */
+	h.state = PROTO_HEALTH_DRAINING;
+	len = probe(f, 1400, 0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_CONSUMED);
+	expect_reply(&out[3], PROTO_HEALTH, &m);
+	assert_int_equal(m.health.state, PROTO_HEALTH_DRAINING);
+	len = request(f, MODEL, 9, IN, 1);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 20), NICFW_DISP_CONSUMED);
+	expect_reply(&out[4], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_BUSY);
+	assert_int_equal(m.err.detail, 1);
+	nicfw_disp_counters(d, c, NULL);
+	assert_int_equal(c[NICFW_C_HEALTH_ANSWERED], 4);
+	assert_int_equal(c[NICFW_C_HEALTH_PASSED_UP], 1);
+	assert_int_equal(c[NICFW_C_HEALTH_DROPPED], 1);
+	assert_int_equal(c[NICFW_C_ERR_DRAINING], 1);
+	assert_int_equal(c[NICFW_C_REQUESTS], 0);
+	nicfw_disp_free(d);
+}
+
 static void test_dispatch_fragments(void **state)
 {
 	struct nicfw_disp_config c = {0};
@@ -473,6 +561,7 @@ int main(void)
 	    cmocka_unit_test(test_dispatch_activation_not_held),
 	    cmocka_unit_test(test_dispatch_activation_total),
 	    cmocka_unit_test(test_dispatch_fragments),
+	    cmocka_unit_test(test_dispatch_health),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

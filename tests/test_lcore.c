@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Platform lcore: the executor chain on DPDK lcores gives kern_forward's scores bit for bit on
- * random binary models (odd widths, u8 and BITS inputs, a host part first) and on the bundled
- * MLP, for E = 1 .. 256 executors, with the executors on the worker lcores (multiplexed: E
- * contexts over the available cores) and on one inline runner; a second submit while one is
- * running is refused. EAL runs with --no-huge and its own --file-prefix.
+ * random binary models (odd widths, u8 and BITS inputs, a host part first, a flatten of spatial
+ * bits) and on the bundled MLP, for E = 1 .. 256 executors, with the executors on the worker
+ * lcores (multiplexed: E contexts over the available cores) and on one inline runner; a second
+ * submit while one is running is refused. EAL runs with --no-huge, its own --file-prefix and
+ * --no-shconf; its runtime directory is removed at the end.
  */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,6 +170,21 @@ static void test_lcore_bits_input(void **state)
 	kern_model_free(m);
 }
 
+/* Binary conv on the host, then a flatten of (5,6,6) channel-packed bits on the NIC (the
+ * dispatcher's repacking) and dense layers of 65 and 10: slices that start inside a word. */
+static void test_lcore_flatten_bits(void **state)
+{
+	static const uint32_t execs[] = {1, 3, 64, 256};
+	struct kern_model *m = test_model_conv_flat(*state);
+	void *x;
+
+	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
+	x = test_random_inputs(m, 4);
+	expect_bit_exact(m, x, 4, false, execs, NA(execs));
+	free(x);
+	kern_model_free(m);
+}
+
 /* One inference at a time per chain: a second submit is refused until the first is polled. */
 static void test_lcore_busy(void **state)
 {
@@ -239,15 +256,17 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lcore_u8_mlp_inline, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lcore_bits_input, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_flatten_bits, test_fx_setup,
+					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lcore_busy, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test(test_lcore_bundled_mlp),
 	    cmocka_unit_test_setup_teardown(test_lcore_executor, test_fx_setup, test_fx_teardown),
 	};
-	char prefix[64], lcores[32];
+	char prefix[64], lcores[32], rundir[PATH_MAX];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	char *eal[] = {"test_lcore",   "-l",	   lcores,	    "--no-huge", "-m",
-		       "512",	       "--no-pci", "--file-prefix", prefix,	 "--no-telemetry",
-		       "--log-level=3"};
+	char *eal[] = {"test_lcore", "-l",	    lcores,	      "--no-huge",
+		       "-m",	     "512",	    "--no-pci",	      "--file-prefix",
+		       prefix,	     "--no-shconf", "--no-telemetry", "--log-level=3"};
 	unsigned l;
 	int ret;
 
@@ -262,6 +281,8 @@ int main(void)
 		workers[n_workers++] = l;
 	}
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	rmdir(rundir);
 	return ret;
 }

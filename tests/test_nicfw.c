@@ -4,7 +4,9 @@
  * random binary models (odd widths, u8 and BITS inputs, a flatten of spatial bits, a host
  * part before the NIC part, thresholded or integer last layers) and on the bundled MLP, for
  * chains of 1 to 256 executors; the modeled time reproduces the seed's figures (DESIGN.md,
- * "NIC emulator fidelity"); where the NIC part starts; parameter and chain errors.
+ * "NIC emulator fidelity"); serving: the modeled time of traced requests after the warm-up
+ * equals the steady state's, and the served results equal the traced ones; where the NIC part
+ * starts; parameter and chain errors.
  */
 #include <errno.h>
 #include <math.h>
@@ -105,29 +107,9 @@ static void test_nicfw_bits_input_sign_out(void **state)
 /* Binary conv on the host, then a flatten of (5,6,6) bits and dense layers on the NIC. */
 static void test_nicfw_flatten_bits(void **state)
 {
-	struct test_fx *f = *state;
-	struct test_gen g = {0};
-	struct kern_model *m;
+	struct kern_model *m = test_model_conv_flat(*state);
 	void *x;
 
-	test_rng_seed(0x5eed);
-	test_gen_conv(&g, 1, 5, 3, 3);
-	test_gen_bn(&g, 2, 5, 5);
-	test_gen_dense(&g, 5, 65, 180);
-	test_gen_bn(&g, 6, 65, sqrt(180));
-	test_gen_dense(&g, 8, 10, 65);
-	test_gen_bn(&g, 9, 10, sqrt(65));
-	m = test_fx_build_gen(
-	    f,
-	    "{\"name\":\"conv-flat\",\"input\":{\"shape\":[3,6,6],\"dtype\":\"f32\"},"
-	    "\"layers\":[{\"type\":\"sign\"},"
-	    "{\"type\":\"conv\",\"out\":5,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
-	    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
-	    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
-	    "{\"type\":\"batchnorm\"}]}",
-	    &g);
 	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
 	x = test_random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, 3);
@@ -155,7 +137,8 @@ static void test_nicfw_first(void **state)
 	    "{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":4,\"bias\":true}]}",
 	    &g);
 	assert_int_equal(kexec_nic_first(m), m->n_layers);
-	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, err, sizeof(err)), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "cannot start the NIC part"));
 	kern_model_free(m);
 	free(ch);
@@ -178,10 +161,20 @@ static void test_nicfw_chain_errors(void **state)
 	    "{\"type\":\"dense\",\"out\":3,\"bias\":true,\"binary_weights\":true}]}",
 	    &g);
 	assert_int_equal(kexec_nic_first(m), 0);
-	assert_int_equal(nicfw_chain_init(ch, m, 0, 0, err, sizeof(err)), -EINVAL);
-	assert_int_equal(nicfw_chain_init(ch, m, 0, NICFW_MAX_EXEC + 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 0, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(
+	    nicfw_chain_init(ch, m, 0, NICFW_MAX_EXEC + 1, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "257 executors"));
-	assert_int_equal(nicfw_chain_init(ch, m, 1, 4, err, sizeof(err)), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 1, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_chain_group(ch, (const uint32_t[]){0, 0, 1, 1}), -EINVAL);
+	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, NICFW_LAYOUT_DIRECT, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_chain_group(ch, (const uint32_t[]){0, 1, 0, 1}), -EINVAL);
+	assert_int_equal(nicfw_chain_group(ch, (const uint32_t[]){0, 0, 1, 1}), 0);
+	assert_true(ch->grp_first[1] == 0 && ch->grp_last[0] == 1 && ch->grp_first[3] == 2);
 	nicfw_emu_params_default(&p);
 	assert_int_equal(nicfw_emu_param_set(&p, "exec_per_me=8", err, sizeof(err)), 0);
 	assert_int_equal(nicfw_emu_param_set(&p, "mes=10", err, sizeof(err)), 0);
@@ -246,6 +239,88 @@ static void test_nicfw_bundled_mlp(void **state)
 		expect_bit_exact(m, ds.data, ds.count < 6 ? ds.count : 6, 0);
 		dataset_close(&ds);
 	}
+	kern_model_free(m);
+}
+
+/* --- serving: steady-state modeled time, results from the DIRECT copy ----------------------- */
+
+/*
+ * After nicfw_emu_serve_prepare, every traced request on new inputs (first a host part on the
+ * CPU where the model has one) gives the steady-state latency, and nicfw_emu_serve gives the
+ * scores of kern_forward and of the traced firmware, bit for bit.
+ */
+static void expect_serve(const struct kern_model *m, uint32_t count)
+{
+	static const uint32_t execs[] = {1, 5, 16, 256};
+	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
+	const size_t in_bytes = kern_shape_bytes(&m->input);
+	uint8_t *x = test_random_inputs(m, count);
+	struct kern_ctx *ctx = kern_ctx_create(m, 1);
+	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
+	double *srv = calloc(classes, sizeof(double));
+	void *act = calloc(1, kern_shape_bytes(&m->layers[first].in) + 8);
+	struct nicfw_emu_params p;
+	char err[512];
+
+	assert_non_null(x);
+	assert_non_null(ctx);
+	assert_non_null(cpu);
+	assert_non_null(nic);
+	assert_non_null(srv);
+	assert_non_null(act);
+	nicfw_emu_params_default(&p);
+	for (size_t k = 0; k < NA(execs); k++) {
+		struct nicfw_emu *e = nicfw_emu_create(m, first, execs[k], &p, err, sizeof(err));
+		struct nicfw_emu_report steady, rep;
+		uint32_t warmed = 0;
+
+		if (!e)
+			fail_msg("E=%u: %s", execs[k], err);
+		assert_int_equal(nicfw_emu_serve(e, x, srv), -EINVAL);
+		if (nicfw_emu_serve_prepare(e, m, 16, &steady, &warmed, err, sizeof(err)))
+			fail_msg("%s, E=%u: no steady state after %u requests (%s)", m->name,
+				 execs[k], warmed, err);
+		assert_true(warmed >= 2 && steady.latency_us > 0);
+		for (uint32_t i = 0; i < count; i++) {
+			const uint8_t *xi = x + i * in_bytes;
+			const void *in = first ? act : xi;
+
+			assert_int_equal(kern_forward(ctx, xi, 1, cpu), 0);
+			if (first)
+				assert_int_equal(kern_forward_range(ctx, 0, first, xi, 1, act), 0);
+			assert_int_equal(nicfw_emu_serve(e, in, srv), 0);
+			assert_int_equal(nicfw_emu_infer(e, in, nic, &rep), 0);
+			if (memcmp(srv, cpu, classes * sizeof(double)) ||
+			    memcmp(nic, cpu, classes * sizeof(double)))
+				fail_msg("%s, E=%u, input %u: served or traced scores differ from "
+					 "kern_forward's",
+					 m->name, execs[k], i);
+			if (fabs(rep.latency_us - steady.latency_us) > 1e-9 * steady.latency_us)
+				fail_msg(
+				    "%s, E=%u, input %u: modeled %.12g us, steady state %.12g us",
+				    m->name, execs[k], i, rep.latency_us, steady.latency_us);
+		}
+		nicfw_emu_free(e);
+	}
+	free(act);
+	free(srv);
+	free(nic);
+	free(cpu);
+	kern_ctx_free(ctx);
+	free(x);
+}
+
+static void test_nicfw_serve(void **state)
+{
+	struct kern_model *m = test_model_u8_mlp(*state);
+
+	expect_serve(m, 3);
+	kern_model_free(m);
+	m = test_model_bits_in(*state);
+	expect_serve(m, 3);
+	kern_model_free(m);
+	m = test_model_conv_flat(*state);
+	expect_serve(m, 3);
 	kern_model_free(m);
 }
 
@@ -349,6 +424,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_nicfw_chain_errors, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test(test_nicfw_params),
+	    cmocka_unit_test_setup_teardown(test_nicfw_serve, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test(test_nicfw_bundled_mlp),
 	    cmocka_unit_test(test_nicfw_fidelity),
 	};

@@ -25,6 +25,7 @@
 
 #include "kernels/kern.h"
 #include "nicfw/xdp/xdp_infer.h"
+#include "protocol/frame.h"
 #include "protocol/proto.h"
 #include "tests/support/model_fixture.h"
 #include "tools/idx.h"
@@ -269,6 +270,92 @@ static void test_xdp_bundled_mlp(void **state)
 	xdp_infer_free(x);
 	idx_free(&img);
 	kern_model_free(m);
+}
+
+/* A HEALTH probe of plen bytes asking role through the program: its verdict, the report in m. */
+static uint8_t probe_out[2048]; /* the last report (m->data points into it) */
+
+static uint32_t probe(struct xdp_infer *x, uint32_t plen, uint8_t role, struct proto_msg *m,
+		      uint32_t *rlen)
+{
+	struct proto_addr a = {.smac = {2, 0, 0, 0, 0, 1},
+			       .dmac = {2, 0, 0, 0, 0, 2},
+			       .sip = 0x0a000002,
+			       .dip = 0x0a000001,
+			       .sport = 40000,
+			       .dport = PORT};
+	uint8_t frame[2048], *out = probe_out;
+	uint32_t olen = sizeof(probe_out), verdict, len, ihl;
+	struct proto_addr back;
+	const uint8_t *p;
+
+	assert_int_equal(proto_build_health_probe(frame + PROTO_FRAME_HDRS, 1500, 77, plen),
+			 (int)plen);
+	frame[PROTO_FRAME_HDRS + PROTO_COMMON_LEN + 2] = role;
+	len = proto_frame_udp(frame, &a, plen, false);
+	assert_int_equal(xdp_infer_test_run(x, frame, len, out, &olen, 1, &verdict, NULL), 0);
+	if (verdict != XDP_TX)
+		return verdict;
+	assert_int_equal(proto_frame_parse(out, olen, &back, &p, rlen, &ihl), PROTO_FRAME_UDP);
+	assert_int_equal(back.dip, a.sip);
+	assert_int_equal(back.dport, a.sport);
+	assert_memory_equal(back.dmac, a.smac, 6);
+	assert_int_equal(proto_parse(p, *rlen, m), PROTO_OK);
+	return verdict;
+}
+
+/* HEALTH in the program: answered in place for any role or XDP's, never longer than the probe;
+ * other roles and short probes are not answered. */
+static void test_xdp_health(void **state)
+{
+	static const uint32_t widths[] = {32, 10};
+	struct proto_health_model e;
+	struct kern_model *mdl;
+	struct xdp_infer *x;
+	struct proto_msg m;
+	uint64_t st[XDP_INFER_ST__COUNT];
+	char ident[PROTO_HEALTH_IDENT_LEN + 1];
+	uint32_t rlen;
+
+	need_bpf();
+	mdl = random_mlp(784, widths, 2, false);
+	x = load(mdl);
+	for (uint8_t role = 0; role <= PROTO_ROLE_XDP; role += PROTO_ROLE_XDP) {
+		assert_int_equal(probe(x, 1400, role, &m, &rlen), XDP_TX);
+		assert_int_equal(m.type, PROTO_HEALTH);
+		assert_int_equal(m.health.kind, PROTO_HEALTH_REPORT);
+		assert_int_equal(m.health.role, PROTO_ROLE_XDP);
+		assert_int_equal(m.health.state, PROTO_HEALTH_SERVING);
+		assert_int_equal(m.request_id, 77);
+		assert_int_equal(m.health.n_models, 1);
+		proto_health_ident(&m, ident);
+		if (!strstr(ident, "splitnic-xdp"))
+			fail_msg("identity '%s'", ident);
+		proto_health_model_get(&m, 0, &e);
+		assert_int_equal(e.model_id, proto_model_id(mdl->name));
+		assert_int_equal(e.mode, PROTO_MODE_WHOLE);
+		assert_int_equal(e.in_fmt, PROTO_FMT_U8);
+		assert_int_equal(e.c * e.h * e.w, 784);
+		assert_int_equal(e.classes, 10);
+		assert_string_equal(e.name, mdl->name);
+	}
+	/* a probe too short for a model entry: the identity alone, truncated, as long as asked */
+	assert_int_equal(probe(x, 80, 0, &m, &rlen), XDP_TX);
+	assert_int_equal(rlen, 80);
+	assert_int_equal(m.health.n_models, 0);
+	assert_int_equal(m.health.flags, PROTO_HEALTH_F_TRUNCATED);
+	assert_int_equal(probe(x, 128, 0, &m, &rlen), XDP_TX);
+	assert_int_equal(rlen, 128);
+	assert_int_equal(m.health.n_models, 1);
+	assert_int_equal(probe(x, 76, 0, &m, &rlen), XDP_DROP);
+	assert_int_equal(probe(x, 1400, PROTO_ROLE_HOST, &m, &rlen), XDP_PASS);
+	assert_int_equal(probe(x, 1400, PROTO_ROLE_SERVE, &m, &rlen), XDP_PASS);
+	assert_int_equal(xdp_infer_read_stats(x, st), 0);
+	assert_int_equal(st[XDP_INFER_ST_HEALTH], 4);
+	assert_int_equal(st[XDP_INFER_ST_HEALTH_SHORT], 1);
+	assert_int_equal(st[XDP_INFER_ST_HEALTH_PASS], 2);
+	xdp_infer_free(x);
+	kern_model_free(mdl);
 }
 
 /* Models the executor must refuse, each with a message naming the limit. */
@@ -903,6 +990,7 @@ int main(void)
 	    cmocka_unit_test(test_xdp_random_final_sign),
 	    cmocka_unit_test(test_xdp_random_at_limits),
 	    cmocka_unit_test(test_xdp_bundled_mlp),
+	    cmocka_unit_test(test_xdp_health),
 	    cmocka_unit_test(test_xdp_budget_refusals),
 	    cmocka_unit_test(test_xdp_malformed),
 	    cmocka_unit_test(test_xdp_mutations_never_wrong),

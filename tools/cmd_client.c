@@ -4,12 +4,25 @@
  * open loop (--rate) or closed loop (--outstanding), reassembles RESPONSEs and ERRORs, and
  * reports accuracy, latency percentiles, throughput, errors by code and timeouts.
  *
- * The wire side (socket, fragmentation, reassembly) is libsplitnic-client (client/). Everything
- * is allocated before the first request: per-request state for --count requests, the input
- * tensors and the client (its datagram buffer and response reassembly table). Latency
+ * The wire side (socket, fragmentation, reassembly) is libsplitnic-client (client/).
+ * Everything is allocated before the first request: per-request state for --count requests, the
+ * input tensors and the clients (their datagram buffers and response reassembly tables). Latency
  * is measured from the moment the request's first datagram is handed to the socket to the
- * moment its response is complete.
+ * moment its response is complete (retransmissions included).
+ *
+ * --sockets N: requests go out over N sockets (request i over socket i mod N, its
+ * retransmissions too), so that a load balancer hashing on the source port (IPVS sh/mh) spreads
+ * them. --retries R: a request unanswered after --timeout-ms, or answered ERROR busy, is sent
+ * again with the same request id, up to R times (busy: after min(timeout, 20 ms)); one answer
+ * per request is counted, later ones as duplicates.
+ *
+ * --health ADDR: a HEALTH probe (nicfw/health.h, host/host.h); the report is printed, and when
+ * it comes from a NIC holding co-processor parts, the NIC's host is probed too (--role host, which
+ * the NIC passes up). Exit 0 when every report says serving; 1 when one says draining or
+ * degraded, none came, or the probe failed (keepalived's MISC_CHECK, any script).
  */
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -45,23 +58,31 @@ struct client_opts {
 	long timeout_ms;
 	long payload;
 	long seed;
+	long sockets;
+	long retries;
 	bool json;
+	bool health;
+	int role; /* --role: enum splitnic_role, -1 not given */
 };
 
 struct client_run {
 	struct client_opts o;
-	struct splitnic_client *cl;
-	uint8_t *inputs; /* n_inputs tensors of in_bytes */
+	struct splitnic_client **cl; /* o.sockets clients */
+	int ep;			     /* epoll over their sockets */
+	uint8_t *inputs;	     /* n_inputs tensors of in_bytes */
 	const uint8_t *labels;
 	uint32_t n_inputs, n_labels;
 	size_t in_bytes;
 	uint64_t rid_base;
-	uint64_t *send_ns;
+	uint64_t *send_ns; /* first send */
+	uint64_t *due_ns;  /* this try's deadline */
+	uint8_t *tries;	   /* retransmissions so far */
 	uint64_t *lat_ns;
 	uint8_t *state;
 	int32_t *cls; /* predicted class per request, -1 until answered */
 	/* results */
 	uint64_t sent, pending, responses, correct, labelled, timeouts, late, dups, stray;
+	uint64_t retransmits, busy_retries, lib_dups;
 	uint64_t send_errors;
 	uint64_t errors[PROTO_ERR__COUNT + 1];
 	uint64_t rejected[PROTO_VERDICT__COUNT];
@@ -80,7 +101,9 @@ static void usage(FILE *f)
 	    "         [--count N] [--model FILE] [--model-id ID|NAME] [--rate R | --outstanding "
 	    "N]\n"
 	    "         [--timeout-ms T] [--payload BYTES | --mtu BYTES] [--seed S] [--json]\n"
-	    "         [--classes FILE]\n"
+	    "         [--classes FILE] [--sockets N] [--retries R]\n"
+	    "       splitnic client --health ADDR[:PORT] [--role any|nic|host|serve|xdp]\n"
+	    "         [--timeout-ms T] [--json]\n"
 	    "\n"
 	    "  Sends N requests (default: every image, or 1000 random tensors) to the server\n"
 	    "  (default port %u), open loop at R requests/s or closed loop with N outstanding\n"
@@ -88,10 +111,16 @@ static void usage(FILE *f)
 	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n"
 	    "  --classes writes one line per request, in input order: the predicted class, or\n"
 	    "  -1 if no RESPONSE came (error or timeout).\n"
+	    "  --sockets N sends over N sockets (source ports), --retries R retransmits a request\n"
+	    "  unanswered or answered busy up to R times with the same request id.\n"
 	    "  Exit status: 0 every request answered with a RESPONSE, 3 some were not (errors,\n"
-	    "  timeouts, send failures), 1 the run failed, 2 bad arguments.\n",
+	    "  timeouts, send failures), 1 the run failed, 2 bad arguments.\n"
+	    "  --health: probe the server (and a NIC's host), print its report: exit 0 serving,\n"
+	    "  1 draining, degraded, no answer or error.\n",
 	    PROTO_DEFAULT_PORT);
 }
+
+static const char *const role_short[] = {"any", "nic", "host", "serve", "xdp"};
 
 static int parse_shape(const char *s, uint32_t shape[3])
 {
@@ -156,6 +185,10 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	    {"seed", required_argument, NULL, 's'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"classes", required_argument, NULL, 'C'},
+	    {"sockets", required_argument, NULL, 'k'},
+	    {"retries", required_argument, NULL, 'R'},
+	    {"health", no_argument, NULL, 'H'},
+	    {"role", required_argument, NULL, 'O'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -174,6 +207,8 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	o->payload = PROTO_DEFAULT_PAYLOAD;
 	o->seed = 1;
 	o->count = -1;
+	o->sockets = 1;
+	o->role = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		switch (c) {
@@ -253,6 +288,28 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		case 'C':
 			o->classes = optarg;
 			break;
+		case 'k':
+			if (parse_count(optarg, &o->sockets, 1, 16384, "--sockets"))
+				return -EINVAL;
+			break;
+		case 'R':
+			if (parse_count(optarg, &o->retries, 0, 255, "--retries"))
+				return -EINVAL;
+			break;
+		case 'H':
+			o->health = true;
+			break;
+		case 'O':
+			for (o->role = 0; o->role <= SPLITNIC_ROLE_XDP; o->role++)
+				if (!strcmp(optarg, role_short[o->role]))
+					break;
+			if (o->role > SPLITNIC_ROLE_XDP) {
+				fprintf(stderr,
+					"client: --role: any, nic, host, serve or xdp, got '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -288,6 +345,12 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		fprintf(stderr, "client: %s\n",
 			optind < argc ? "too many arguments" : "no server address");
 		usage(stderr);
+		return -EINVAL;
+	}
+	if (o->health)
+		return 0;
+	if (o->role >= 0) {
+		fprintf(stderr, "client: --role goes with --health\n");
 		return -EINVAL;
 	}
 	if (model_path && model_defaults(model_path, o, id_given))
@@ -377,13 +440,21 @@ static int send_request(struct client_run *r, uint32_t i)
 				    0,
 				    0};
 	struct splitnic_error e;
+	uint64_t t_send;
 	int ret;
 
-	ret = splitnic_client_send(r->cl, o->model_id, r->rid_base + i, &t, &r->send_ns[i], &e);
+	ret = splitnic_client_send(r->cl[i % r->o.sockets], o->model_id, r->rid_base + i, &t,
+				   &t_send, &e);
 	if (ret == SPLITNIC_E_IO)
 		r->send_errors++;
 	else if (ret)
 		return -EINVAL;
+	r->due_ns[i] = t_send + (uint64_t)o->timeout_ms * 1000000ull;
+	if (r->state[i] == REQ_PENDING) {
+		r->retransmits++;
+		return 0;
+	}
+	r->send_ns[i] = t_send;
 	r->state[i] = REQ_PENDING;
 	r->sent++;
 	r->pending++;
@@ -406,6 +477,13 @@ static void on_message(struct client_run *r, const struct splitnic_response *msg
 		r->dups++;
 		return;
 	}
+	if (msg->error == PROTO_ERR_BUSY && r->tries[idx] < r->o.retries) {
+		uint64_t backoff = (uint64_t)r->o.timeout_ms * 1000000ull;
+
+		r->due_ns[idx] = t + (backoff < 20000000ull ? backoff : 20000000ull);
+		r->busy_retries++;
+		return;
+	}
 	r->t_last = t;
 	r->pending--;
 	if (msg->error) {
@@ -426,25 +504,28 @@ static void on_message(struct client_run *r, const struct splitnic_response *msg
 		r->executors[b] += (msg->executors >> b) & 1;
 }
 
-static void drain(struct client_run *r)
+static void drain(struct client_run *r, struct splitnic_client *cl)
 {
 	struct splitnic_response resp;
 
-	while (!splitnic_client_poll(r->cl, &resp, NULL))
+	while (!splitnic_client_poll(cl, &resp, NULL))
 		on_message(r, &resp);
 }
 
-/* The client's drop counters, by reason, into the report's. */
+/* The clients' drop counters, by reason, into the report's. */
 static void collect_drops(struct client_run *r)
 {
 	struct splitnic_client_stats st;
 
-	splitnic_client_stats(r->cl, &st);
-	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++)
-		r->rejected[v] = st.rejected[v];
-	r->rejected[PROTO_BAD_TYPE] += st.wrong_type;
-	for (unsigned v = 0; v < PROTO_RA__COUNT; v++)
-		r->ra_drop[v] = st.reasm_dropped[v];
+	for (long k = 0; k < r->o.sockets; k++) {
+		splitnic_client_stats(r->cl[k], &st);
+		for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++)
+			r->rejected[v] += st.rejected[v];
+		r->rejected[PROTO_BAD_TYPE] += st.wrong_type;
+		for (unsigned v = 0; v < PROTO_RA__COUNT; v++)
+			r->ra_drop[v] += st.reasm_dropped[v];
+		r->lib_dups += st.duplicates;
+	}
 }
 
 static int write_classes(const struct client_run *r)
@@ -465,42 +546,59 @@ static int write_classes(const struct client_run *r)
 	return ret;
 }
 
+/* Pending requests whose try is over: sent again while retries are left, else timed out. */
+static int expire(struct client_run *r, uint32_t head, uint32_t next, uint64_t t)
+{
+	for (uint32_t i = head; i < next; i++) {
+		if (r->state[i] != REQ_PENDING || t < r->due_ns[i])
+			continue;
+		if (r->tries[i] < r->o.retries) {
+			r->tries[i]++;
+			if (send_request(r, i))
+				return -EINVAL;
+			continue;
+		}
+		r->state[i] = REQ_TIMEOUT;
+		r->timeouts++;
+		r->pending--;
+	}
+	return 0;
+}
+
 static int run_loop(struct client_run *r)
 {
 	const struct client_opts *o = &r->o;
-	uint64_t timeout = (uint64_t)o->timeout_ms * 1000000ull;
+	const uint64_t timeout = (uint64_t)o->timeout_ms * 1000000ull;
+	const uint64_t scan = timeout / 8 > 1000000ull ? timeout / 8 : 1000000ull;
 	uint64_t period = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
 	uint32_t next = 0, head = 0, count = (uint32_t)o->count;
-	uint64_t t, t0 = lat_now_ns(), wait, due;
-	struct pollfd pfd = {.fd = splitnic_client_fd(r->cl), .events = POLLIN};
-	struct timespec ts;
-	int err;
+	uint64_t t, t0 = lat_now_ns(), wait, due, next_scan = t0 + scan;
+	struct epoll_event ev[64];
+	int n;
 
 	r->t_first = t0;
 	while (head < count) {
 		t = lat_now_ns();
 		while (next < count && (o->rate > 0 ? t >= t0 + next * period
 						    : r->pending < (uint64_t)o->outstanding)) {
-			err = send_request(r, next++);
-			if (err)
-				return err;
+			if (send_request(r, next++))
+				return -EINVAL;
 			t = lat_now_ns();
 		}
-		drain(r);
+		n = epoll_wait(r->ep, ev, 64, 0);
+		for (int k = 0; k < n; k++)
+			drain(r, r->cl[ev[k].data.u32]);
 		t = lat_now_ns();
-		/* retire the oldest requests: answered, or timed out (send times only grow) */
-		while (head < next &&
-		       (r->state[head] != REQ_PENDING || t - r->send_ns[head] >= timeout)) {
-			if (r->state[head] == REQ_PENDING) {
-				r->state[head] = REQ_TIMEOUT;
-				r->timeouts++;
-				r->pending--;
-			}
-			head++;
+		if (t >= next_scan) {
+			if (expire(r, head, next, t))
+				return -EINVAL;
+			next_scan = t + scan;
 		}
+		while (head < next && r->state[head] != REQ_PENDING)
+			head++;
 		if (head >= count)
 			break;
-		wait = head < next ? r->send_ns[head] + timeout - t : timeout;
+		wait = next_scan - t;
 		if (next < count) {
 			due = o->rate > 0
 				  ? t0 + next * period
@@ -508,12 +606,56 @@ static int run_loop(struct client_run *r)
 			if (due != UINT64_MAX)
 				wait = due > t ? (due - t < wait ? due - t : wait) : 0;
 		}
-		ts.tv_sec = (time_t)(wait / 1000000000ull);
-		ts.tv_nsec = (long)(wait % 1000000000ull);
-		if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
+		if (n == 64)
+			wait = 0;
+		if (wait && epoll_wait(r->ep, ev, 1, (int)((wait + 999999) / 1000000)) < 0 &&
+		    errno != EINTR)
 			return -errno;
 	}
 	return 0;
+}
+
+/* --sockets clients, their sockets in one epoll set (the file limit raised if need be). */
+static int open_clients(struct client_run *r)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct splitnic_error e;
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)r->o.sockets + 64 &&
+	    rl.rlim_max >= (rlim_t)r->o.sockets + 64) {
+		rl.rlim_cur = (rlim_t)r->o.sockets + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	r->cl = calloc((size_t)r->o.sockets, sizeof(*r->cl));
+	r->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!r->cl || r->ep < 0) {
+		fprintf(stderr, "client: %s\n", !r->cl ? "out of memory" : strerror(errno));
+		return -ENOMEM;
+	}
+	for (long k = 0; k < r->o.sockets; k++) {
+		if (splitnic_client_open(r->o.host, r->o.port, (uint32_t)r->o.payload, &r->cl[k],
+					 &e)) {
+			fprintf(stderr, "client: socket %ld of %ld: %s\n", k + 1, r->o.sockets,
+				e.msg);
+			return -EINVAL;
+		}
+		ev.data.u32 = (uint32_t)k;
+		if (epoll_ctl(r->ep, EPOLL_CTL_ADD, splitnic_client_fd(r->cl[k]), &ev)) {
+			fprintf(stderr, "client: epoll: %s\n", strerror(errno));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void close_clients(struct client_run *r)
+{
+	for (long k = 0; r->cl && k < r->o.sockets; k++)
+		splitnic_client_close(r->cl[k]);
+	free(r->cl);
+	if (r->ep >= 0)
+		close(r->ep);
 }
 
 static double pct(uint64_t a, uint64_t b)
@@ -551,8 +693,12 @@ static void report_text(struct client_run *r, const struct lat_summary *ls, doub
 		if (r->errors[c])
 			printf(" %s=%lu", proto_error_name(c), (unsigned long)r->errors[c]);
 	printf("   timeouts %lu   late %lu   duplicate %lu   stray %lu   rejected %lu\n",
-	       (unsigned long)r->timeouts, (unsigned long)r->late, (unsigned long)r->dups,
-	       (unsigned long)r->stray, (unsigned long)nrej);
+	       (unsigned long)r->timeouts, (unsigned long)r->late,
+	       (unsigned long)(r->dups + r->lib_dups), (unsigned long)r->stray,
+	       (unsigned long)nrej);
+	if (r->o.retries || r->o.sockets > 1)
+		printf("  retransmissions %lu (after busy %lu) over %ld socket(s)\n",
+		       (unsigned long)r->retransmits, (unsigned long)r->busy_retries, r->o.sockets);
 	if (!r->responses) {
 		printf("  accuracy   no answers\n  latency    no answers\n");
 	} else {
@@ -597,9 +743,12 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 	for (unsigned c = 1; c < PROTO_ERR__COUNT; c++)
 		printf(", \"%s\": %lu", proto_error_name(c), (unsigned long)r->errors[c]);
 	printf("}, \"timeouts\": %lu, \"late\": %lu, \"duplicates\": %lu, \"stray\": %lu, "
-	       "\"send_errors\": %lu, \"rejected\": {",
-	       (unsigned long)r->timeouts, (unsigned long)r->late, (unsigned long)r->dups,
-	       (unsigned long)r->stray, (unsigned long)r->send_errors);
+	       "\"send_errors\": %lu, \"sockets\": %ld, \"retransmissions\": %lu, "
+	       "\"busy_retries\": %lu, \"rejected\": {",
+	       (unsigned long)r->timeouts, (unsigned long)r->late,
+	       (unsigned long)(r->dups + r->lib_dups), (unsigned long)r->stray,
+	       (unsigned long)r->send_errors, o->sockets, (unsigned long)r->retransmits,
+	       (unsigned long)r->busy_retries);
 	for (unsigned v = 1; v < PROTO_VERDICT__COUNT; v++, sep = ", ")
 		printf("%s\"%s\": %lu", sep, proto_verdict_name(v), (unsigned long)r->rejected[v]);
 	for (unsigned v = PROTO_RA_DUPLICATE; v < PROTO_RA__COUNT; v++)
@@ -631,11 +780,78 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 	printf("}}\n");
 }
 
+static void health_print(const struct client_opts *o, const struct splitnic_health *h)
+{
+	if (o->json) {
+		printf("{\"server\": \"%s:%s\", \"ident\": \"%s\", \"role\": \"%s\", \"state\": "
+		       "\"%s\", \"in_flight\": %u, \"truncated\": %s, \"rtt_us\": %.1f, "
+		       "\"models\": [",
+		       o->host, o->port ? o->port : "21326", h->ident, splitnic_role_name(h->role),
+		       splitnic_health_state_name(h->state), h->in_flight,
+		       h->truncated ? "true" : "false", (double)h->rtt_ns / 1e3);
+		for (uint32_t i = 0; i < h->n_models; i++) {
+			const struct splitnic_health_model *m = &h->model[i];
+
+			printf("%s{\"name\": \"%s\", \"id\": %u, \"mode\": \"%s\", "
+			       "\"first_op\": %u, \"input\": \"%s %ux%ux%u\", \"classes\": %u}",
+			       i ? ", " : "", m->name, m->model_id,
+			       splitnic_health_mode_name(m->mode), m->first_op,
+			       proto_fmt_name(m->in_fmt), m->c, m->h, m->w, m->classes);
+		}
+		printf("]}\n");
+		return;
+	}
+	printf("%s:%s: %s (%s) %s, %u in flight, %.0f us%s\n", o->host, o->port ? o->port : "21326",
+	       h->ident, splitnic_role_name(h->role), splitnic_health_state_name(h->state),
+	       h->in_flight, (double)h->rtt_ns / 1e3, h->truncated ? ", model list truncated" : "");
+	for (uint32_t i = 0; i < h->n_models; i++) {
+		const struct splitnic_health_model *m = &h->model[i];
+
+		printf("  model %-24s id %#010x %-9s from op %u, input %s %ux%ux%u, %u classes\n",
+		       m->name, m->model_id, splitnic_health_mode_name(m->mode), m->first_op,
+		       proto_fmt_name(m->in_fmt), m->c, m->h, m->w, m->classes);
+	}
+}
+
+/* --health: 0 serving (the NIC's host too, when it has one), 1 anything else. */
+static int client_health(const struct client_opts *o)
+{
+	uint32_t role = o->role < 0 ? SPLITNIC_ROLE_ANY : (uint32_t)o->role;
+	struct splitnic_client *cl = NULL;
+	struct splitnic_health h;
+	struct splitnic_error e;
+	bool ok = true, host_part;
+
+	if (splitnic_client_open(o->host, o->port, (uint32_t)o->payload, &cl, &e)) {
+		fprintf(stderr, "client: %s\n", e.msg);
+		return 1;
+	}
+	for (;;) {
+		if (splitnic_client_health(cl, role, (int)o->timeout_ms, &h, &e)) {
+			fflush(stdout);
+			fprintf(stderr, "client: %s:%s (%s): %s\n", o->host,
+				o->port ? o->port : "21326", splitnic_role_name(role), e.msg);
+			ok = false;
+			break;
+		}
+		health_print(o, &h);
+		ok = ok && h.state == SPLITNIC_SERVING;
+		host_part = false;
+		for (uint32_t i = 0; i < h.n_models; i++)
+			host_part = host_part || h.model[i].mode == PROTO_MODE_NIC_PART;
+		if (o->role >= 0 || role != SPLITNIC_ROLE_ANY || h.role != SPLITNIC_ROLE_NIC ||
+		    !host_part)
+			break;
+		role = SPLITNIC_ROLE_HOST; /* the NIC's co-processor parts need its host */
+	}
+	splitnic_client_close(cl);
+	return ok ? 0 : 1;
+}
+
 int cmd_client(int argc, char **argv)
 {
 	struct client_run *r;
 	struct idx_data img = {0}, lab = {0};
-	struct splitnic_error e;
 	struct lat_summary ls;
 	bool lost = false;
 	double secs;
@@ -644,7 +860,13 @@ int cmd_client(int argc, char **argv)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return 1;
+	r->ep = -1;
 	ret = parse_opts(argc, argv, &r->o);
+	if (!ret && r->o.health) {
+		ret = client_health(&r->o);
+		free(r);
+		return ret;
+	}
 	if (ret)
 		goto out_free_run;
 	ret = load_inputs(r, &img, &lab);
@@ -656,16 +878,16 @@ int cmd_client(int argc, char **argv)
 		ret = -EINVAL;
 		goto out_free_inputs;
 	}
-	if (splitnic_client_open(r->o.host, r->o.port, (uint32_t)r->o.payload, &r->cl, &e)) {
-		fprintf(stderr, "client: %s\n", e.msg);
-		ret = -EINVAL;
-		goto out_free_inputs;
-	}
+	ret = open_clients(r);
+	if (ret)
+		goto out_free_state;
 	r->send_ns = calloc((size_t)r->o.count, sizeof(*r->send_ns));
+	r->due_ns = calloc((size_t)r->o.count, sizeof(*r->due_ns));
+	r->tries = calloc((size_t)r->o.count, 1);
 	r->lat_ns = calloc((size_t)r->o.count, sizeof(*r->lat_ns));
 	r->state = calloc((size_t)r->o.count, 1);
 	r->cls = malloc((size_t)r->o.count * sizeof(*r->cls));
-	if (!r->send_ns || !r->lat_ns || !r->state || !r->cls) {
+	if (!r->send_ns || !r->due_ns || !r->tries || !r->lat_ns || !r->state || !r->cls) {
 		fprintf(stderr, "client: out of memory for %ld requests\n", r->o.count);
 		ret = -ENOMEM;
 		goto out_free_state;
@@ -699,8 +921,10 @@ out_free_state:
 	free(r->cls);
 	free(r->state);
 	free(r->lat_ns);
+	free(r->tries);
+	free(r->due_ns);
 	free(r->send_ns);
-	splitnic_client_close(r->cl);
+	close_clients(r);
 out_free_inputs:
 	if (r->o.images)
 		idx_free(&img);

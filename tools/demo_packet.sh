@@ -101,22 +101,21 @@ read -r mlp_nic mlp_queue < <(awk '/server +mean ns:/ {for (i = 1; i < NF; i++) 
 	"$tmp/fmnist-bmlp.txt")
 cat <<EOF
 
-Why the stand-alone MLP takes a millisecond or more here against about 15 us in process:
+Where the stand-alone MLP's round trip goes, beside about 15 us in process:
   - Measured above: the NIC's executor chain took ${mlp_nic} us per request (server field
     nic) and a request waited ${mlp_queue} us (queue) behind the others: the client keeps 4
-    requests outstanding and the chain serves one at a time, so the round trip is about four
-    chain times. In process, each binary dense layer is one AVX-512 popcount GEMV.
+    requests outstanding and the chain serves one at a time.
   - On splitnic-nic (platform lcore) the layers run as the NIC firmware runs them: the
     dispatcher sends a start notification down a chain of 16 executors, each computes its
-    slice of neurons and an end notification travels back, layer by layer, every hop a
-    message through an rte_ring (the NFP's design: many small executor threads beside the
-    packet engines, emulated on DPDK lcores).
-  - Here that chain runs inline on the one lcore that also runs the forwarding loop, while
-    splitnic-host busy-polls the other core and the client and the kernel's veth/af_packet
-    path have no core of their own. Why the chain costs ${mlp_nic} us rather than tens is not
-    profiled yet (README, "Not done yet").
+    slice of neurons with the CPU's binary kernels, and an end notification travels back,
+    layer by layer; the executors that share a core run as one group, so the chain costs
+    about what the kernels cost (make bench: lcore_vs_kern_forward_*).
+  - The rest is the packet path on this 2-core machine: the chain runs inline on the one
+    lcore that also runs the forwarding loop, splitnic-host busy-polls the other core, and
+    the client and the kernel's veth/af_packet path have no core of their own.
   - So these figures describe this 2-core set-up, not a NIC; \`splitnic emu\` gives the modeled
-    time of an NFP4000-class NIC for the same layers.
+    time of an NFP4000-class NIC for the same layers, and \`splitnic-nic --platform emu\`
+    spends it for real.
 EOF
 kill -TERM "$host_pid" && wait "$host_pid"
 host_pid=

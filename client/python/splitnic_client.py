@@ -13,8 +13,13 @@ is documented in the splitnic source tree's protocol/proto.h; this module speaks
 Asynchronous use: ``send`` any number of requests (distinct request ids), then ``poll`` (never
 blocks) or ``wait`` (blocks up to a timeout) for the answers in whatever order they come;
 ``fileno`` is the socket for selectors. A request not answered in time is retransmitted by
-sending it again with the same request id. Tensors larger than one datagram are fragmented;
+sending it again with the same request id; one answer per request id is returned (a second
+answer, e.g. from another server behind a load balancer, is dropped and counted in
+``duplicates``) until that id is sent again. Tensors larger than one datagram are fragmented;
 fragmented responses are reassembled (incomplete ones are dropped after 2 s).
+
+Health: ``health(role="any", timeout=1.0)`` sends a HEALTH probe and returns the server's
+Health report (identity, role, state "serving"/"draining"/"degraded", models).
 
 Errors: bad arguments raise ValueError naming the argument; a server ERROR is a Response with
 ``error`` set (``request`` raises ServerError); ``request`` raises TimeoutError when no answer
@@ -27,12 +32,16 @@ import socket
 import struct
 import time
 
-__all__ = ["Client", "Response", "ServerError", "model_id", "DEFAULT_PORT", "FORMATS"]
+__all__ = ["Client", "Response", "Health", "ServerError", "model_id", "DEFAULT_PORT", "FORMATS",
+           "ROLES"]
 
 DEFAULT_PORT = 21326
 MAGIC = 0x534E
 VERSION = 1
-REQUEST, ACTIVATION, RESPONSE, ERROR = 1, 2, 3, 4
+REQUEST, ACTIVATION, RESPONSE, ERROR, HEALTH = 1, 2, 3, 4, 5
+ROLES = {"any": 0, "nic": 1, "host": 2, "serve": 3, "xdp": 4}
+STATES = {0: "serving", 1: "draining", 2: "degraded"}
+MODES = {1: "whole", 2: "coproc", 3: "nic-part", 4: "host-only", 5: "fallback"}
 FORMATS = {"u8": 1, "f32": 2, "fp16": 3, "int8": 4, "bits": 5, "f64": 6}
 _ELEM_BITS = {1: 8, 2: 32, 3: 16, 4: 8, 5: 1, 6: 64}
 ERROR_NAMES = {1: "bad request", 2: "unknown model", 3: "bad shape", 4: "busy", 5: "timeout",
@@ -42,6 +51,9 @@ _COMMON = struct.Struct(">HBBHHIHHQII")  # 32 bytes
 _TENSOR = struct.Struct(">BBHIIIIIiI")  # 32 bytes
 _RESP = struct.Struct(">IHBB8I8x")  # 48 bytes
 _ERR = struct.Struct(">HHI")  # 8 bytes
+_HEALTH = struct.Struct(">BBBBHHII")  # 16 bytes
+_HEALTH_MODEL = struct.Struct(">IHBBIIIHH24s")  # 48 bytes
+_SEEN_MAX = 65536  # answered request ids remembered
 _MIN_HDR = {REQUEST: 64, ACTIVATION: 112, RESPONSE: 80, ERROR: 40}
 _MAX_TOTAL = 64 << 20
 _REASM_TIMEOUT = 2.0
@@ -89,6 +101,18 @@ class Response:
         return "Response(id=%d, cls=%d)" % (self.request_id, self.cls)
 
 
+class Health:
+    """A HEALTH report: ident, role ("nic", "host", "serve", "xdp"), state ("serving",
+    "draining", "degraded"), in_flight, truncated, models (dicts: name, id, mode, first_op,
+    fmt, shape, classes), rtt (seconds)."""
+
+    __slots__ = ("ident", "role", "state", "in_flight", "truncated", "models", "rtt")
+
+    def __repr__(self):
+        return "Health(%r, %s, %s, %d models)" % (self.ident, self.role, self.state,
+                                                 len(self.models))
+
+
 class Client:
     """A UDP client connected to one server (host, port)."""
 
@@ -98,6 +122,9 @@ class Client:
         self.payload = payload
         self.dropped = 0  # datagrams that failed to parse or reassemble
         self._partial = {}  # (type, request_id) -> [first_time, total_len, headers, {off: data}]
+        self._seen = {}  # request ids answered (insertion order: the oldest first)
+        self.duplicates = 0  # answers to a request id already answered, dropped
+        self._health = None
         self._next_id = int.from_bytes(os.urandom(4), "big") << 32
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
         last = None
@@ -151,6 +178,7 @@ class Client:
         if request_id is None:
             request_id = self._next_id
             self._next_id += 1
+        self._seen.pop(request_id, None)
         tensor = _TENSOR.pack(f, 0, 0, shape[0], shape[1], shape[2], count, 0, 0, 0)
         step = (self.payload - 64) // 8 * 8
         off = 0
@@ -170,8 +198,15 @@ class Client:
             except (BlockingIOError, InterruptedError, ConnectionRefusedError):
                 return None
             r = self._push(dgram, time.monotonic())
-            if r is not None:
-                return r
+            if r is None:
+                continue
+            if r.request_id in self._seen:
+                self.duplicates += 1
+                continue
+            self._seen[r.request_id] = True
+            if len(self._seen) > _SEEN_MAX:
+                del self._seen[next(iter(self._seen))]
+            return r
 
     def wait(self, timeout=None):
         """As poll, but wait up to timeout seconds (None: forever); None if nothing came."""
@@ -205,13 +240,64 @@ class Client:
         raise TimeoutError("request %d: no answer in %d tries of %g s" % (rid, retries + 1,
                                                                         timeout))
 
+    def health(self, role="any", timeout=1.0):
+        """Send a HEALTH probe asking role ("any", "nic", "host", "serve", "xdp"; splitnic-nic
+        passes probes for "host" up to its host), padded to min(payload, 1400) bytes, again at
+        each third of timeout; return the Health report. Answers to requests arriving meanwhile
+        are dropped. Raises TimeoutError when no report came, ValueError for a bad role."""
+        if role not in ROLES:
+            raise ValueError("role %r: one of %s" % (role, ", ".join(ROLES)))
+        rid = self._next_id
+        self._next_id += 1
+        size = min(self.payload, 1400)
+        probe = (_COMMON.pack(MAGIC, VERSION, HEALTH, 48, size - 48, 0, 0, 0, rid, size - 48, 0)
+                 + _HEALTH.pack(0, 0, ROLES[role], 0, 0, 0, 0, 0) + bytes(size - 48))
+        t0 = time.monotonic()
+        for k in (1, 2, 3):
+            self.sock.send(probe)
+            deadline = t0 + timeout * k / 3
+            while True:
+                self._health = None
+                self.poll()
+                h = self._health
+                if h is not None and h[0] == rid:
+                    return self._health_report(h[1], h[2], time.monotonic() - t0)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                select.select([self.sock], [], [], left)
+        raise TimeoutError("no HEALTH report within %g s" % timeout)
+
+    @staticmethod
+    def _health_report(hdr, data, rtt):
+        _, state, role, flags, n, _, in_flight, _ = _HEALTH.unpack_from(hdr)
+        h = Health()
+        h.ident = data[:32].rstrip(b"\0").decode("ascii", "replace")
+        h.role = {v: k for k, v in ROLES.items()}.get(role, str(role))
+        h.state = STATES.get(state, str(state))
+        h.in_flight, h.truncated, h.rtt, h.models = in_flight, bool(flags & 1), rtt, []
+        for i in range(n):
+            mid, first, mode, fmt, c, hh, w, classes, _, name = _HEALTH_MODEL.unpack_from(
+                data, 32 + 48 * i)
+            h.models.append({"name": name.rstrip(b"\0").decode("ascii", "replace"), "id": mid,
+                             "mode": MODES.get(mode, str(mode)), "first_op": first,
+                             "fmt": {v: k for k, v in FORMATS.items()}.get(fmt, fmt),
+                             "shape": (c, hh, w), "classes": classes})
+        return h
+
     # --- receive side -----------------------------------------------------------------------
 
     def _parse(self, d):
         if len(d) < 32:
             return None
         magic, ver, typ, hdr_len, frag_len, mid, _, _, rid, total, off = _COMMON.unpack_from(d)
-        if magic != MAGIC or ver != VERSION or typ not in (RESPONSE, ERROR):
+        if magic != MAGIC or ver != VERSION:
+            return None
+        if typ == HEALTH and 48 <= hdr_len <= 256 and len(d) == hdr_len + frag_len and \
+                frag_len == total and d[32] == 1 and total == 32 + 48 * (d[36] << 8 | d[37]):
+            self._health = (rid, d[32:hdr_len], bytes(d[hdr_len:]))
+            return HEALTH
+        if typ not in (RESPONSE, ERROR):
             return None
         if hdr_len % 4 or hdr_len < _MIN_HDR[typ] or hdr_len > 256 or len(d) != hdr_len + frag_len:
             return None
@@ -221,8 +307,8 @@ class Client:
 
     def _push(self, dgram, now):
         p = self._parse(dgram)
-        if p is None:
-            self.dropped += 1
+        if p is None or p == HEALTH:
+            self.dropped += p is None
             return None
         typ, rid, mid, total, off, hdr, data = p
         if off == 0 and len(data) == total:

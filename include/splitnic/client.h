@@ -17,6 +17,13 @@
  * answers, in whatever order they come; splitnic_client_fd gives the socket for poll(2)/epoll.
  * A request not answered in time is retransmitted by sending it again with the same request id
  * (the protocol's rule: servers keep no session, so a retransmission is simply answered).
+ * One answer per request: once a RESPONSE or ERROR for a request id has been returned, further
+ * answers to that id (a retransmission answered too, by the same server or, behind a load
+ * balancer, by another) are dropped and counted (stats.duplicates) until the id is sent again;
+ * the client remembers the last 65,536 ids answered (4-way sets, 16,384 sets).
+ *
+ * Health: splitnic_client_health sends a HEALTH probe and returns the server's report
+ * (identity, role, state, models); see the protocol's HEALTH message.
  *
  * Fragmentation: a tensor larger than one datagram is sent as fragments of at most `payload`
  * bytes; fragmented responses (up to 65535 classes) are reassembled in a fixed table of 8
@@ -84,6 +91,46 @@ struct splitnic_client_stats {
 	uint64_t wrong_type;	   /* well-formed but not a RESPONSE or ERROR */
 	uint64_t reasm_dropped[8]; /* fragments the reassembler dropped, by proto_ra_verdict */
 	uint64_t send_errors;	   /* datagrams the socket refused */
+	uint64_t duplicates;	   /* answers to a request id already answered (dropped) */
+};
+
+/* Roles and states of a HEALTH report (the protocol's numbering). */
+enum splitnic_role {
+	SPLITNIC_ROLE_ANY = 0, /* in a probe: whoever answers first */
+	SPLITNIC_ROLE_NIC = 1,
+	SPLITNIC_ROLE_HOST = 2,
+	SPLITNIC_ROLE_SERVE = 3,
+	SPLITNIC_ROLE_XDP = 4,
+};
+enum splitnic_health_state {
+	SPLITNIC_SERVING = 0,
+	SPLITNIC_DRAINING = 1, /* finishing what it holds, taking nothing new */
+	SPLITNIC_DEGRADED = 2, /* serving, but a part it needs is away */
+};
+
+#define SPLITNIC_HEALTH_MAX_MODELS 27 /* what a 1400-byte probe can list */
+
+/* One model of a HEALTH report. */
+struct splitnic_health_model {
+	uint32_t model_id;
+	uint32_t first_op; /* the first compiled op the server runs (0: from the input) */
+	uint32_t mode; /* 1 whole, 2 co-processor host part, 3 NIC part, 4 host-only, 5 fallback */
+	uint32_t in_fmt; /* enum splitnic_tensor_fmt it takes at first_op */
+	uint32_t c, h, w;
+	uint32_t classes;
+	char name[25];
+};
+
+/* A server's HEALTH report. */
+struct splitnic_health {
+	char ident[33]; /* the server's name */
+	uint32_t role;	/* enum splitnic_role */
+	uint32_t state; /* enum splitnic_health_state */
+	uint32_t in_flight;
+	uint32_t truncated; /* 1: the server holds more models than listed */
+	uint32_t n_models;
+	struct splitnic_health_model model[SPLITNIC_HEALTH_MAX_MODELS];
+	uint64_t rtt_ns; /* probe sent to report received */
 };
 
 struct splitnic_client;
@@ -136,6 +183,22 @@ int splitnic_client_wait(struct splitnic_client *client, struct splitnic_respons
 int splitnic_client_request(struct splitnic_client *client, uint32_t model_id, uint64_t request_id,
 			    const struct splitnic_tensor *t, int timeout_ms, unsigned retries,
 			    struct splitnic_response *resp, struct splitnic_error *err);
+
+/*
+ * Blocking HEALTH probe: send a probe asking `role` (SPLITNIC_ROLE_ANY: whoever answers, e.g.
+ * the NIC of a co-processor server; SPLITNIC_ROLE_HOST: splitnic-nic passes it up to its host),
+ * padded to min(payload, 1400) bytes, and wait up to timeout_ms for the report, sending the
+ * probe again at each third of it. RESPONSEs and ERRORs that arrive meanwhile are dropped: probe
+ * with a client of its own while requests are in flight. 0 with *health filled;
+ * SPLITNIC_E_TIMEOUT when no report came; SPLITNIC_E_INVALID for bad arguments.
+ */
+int splitnic_client_health(struct splitnic_client *client, uint32_t role, int timeout_ms,
+			   struct splitnic_health *health, struct splitnic_error *err);
+
+/* Names of a role, a state and a model entry's mode ("nic", "serving", "nic-part"; "?"). */
+const char *splitnic_role_name(uint32_t role);
+const char *splitnic_health_state_name(uint32_t state);
+const char *splitnic_health_mode_name(uint32_t mode);
 
 /* Datagrams dropped so far, by reason. */
 void splitnic_client_stats(const struct splitnic_client *client,

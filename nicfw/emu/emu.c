@@ -154,6 +154,7 @@ void nicfw_emu_free(struct nicfw_emu *e)
 	if (!e)
 		return;
 	emu_replay_free(e->rp);
+	emu_serve_free(e->sv);
 	for (uint32_t i = 0; e->t && i < e->n_threads; i++)
 		free(e->t[i].tr.rec);
 	free(e->t);
@@ -202,7 +203,7 @@ struct nicfw_emu *nicfw_emu_create(const struct kern_model *m, uint32_t first, u
 		return NULL;
 	}
 	e->p = *p;
-	if (nicfw_chain_init(&e->ch, m, first, n_exec, err, errlen))
+	if (nicfw_chain_init(&e->ch, m, first, n_exec, NICFW_LAYOUT_RECORDS, err, errlen))
 		goto err_free;
 	e->n_threads = n_exec + 1;
 	e->q_cap = 2 * e->n_threads + 2;
@@ -239,6 +240,18 @@ const struct nicfw_chain *nicfw_emu_chain(const struct nicfw_emu *e)
 	return &e->ch;
 }
 
+void emu_run_signals(struct nicfw_emu *e, struct nicfw_chain *ch, void *t, size_t stride)
+{
+	while (e->q_head != e->q_tail) {
+		struct emu_sigmsg msg = e->q[e->q_head++ % e->q_cap];
+		struct nicfw_thread *th = (struct nicfw_thread *)((char *)t + msg.dst * stride);
+
+		if (th->ops == &emu_ops)
+			trace_add(emu_th(th), ER_WAITSIG)->sig = (uint8_t)msg.sig;
+		nicfw_chain_signal(th, ch, msg.sig);
+	}
+}
+
 int nicfw_emu_infer(struct nicfw_emu *e, const void *in, double *scores,
 		    struct nicfw_emu_report *rep)
 {
@@ -258,13 +271,7 @@ int nicfw_emu_infer(struct nicfw_emu *e, const void *in, double *scores,
 	ret = nicfw_chain_request(&e->t[0].th, &e->ch);
 	if (ret)
 		return ret;
-	while (e->q_head != e->q_tail) {
-		struct emu_sigmsg msg = e->q[e->q_head++ % e->q_cap];
-		struct emu_thread *t = &e->t[msg.dst];
-
-		trace_add(t, ER_WAITSIG)->sig = (uint8_t)msg.sig;
-		nicfw_chain_signal(&t->th, &e->ch, msg.sig);
-	}
+	emu_run_signals(e, &e->ch, e->t, sizeof(*e->t));
 	for (uint32_t i = 0; i < e->n_threads; i++)
 		if (e->t[i].tr.oom)
 			return -ENOMEM;

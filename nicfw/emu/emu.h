@@ -114,4 +114,27 @@ const struct nicfw_chain *nicfw_emu_chain(const struct nicfw_emu *e);
 int nicfw_emu_infer(struct nicfw_emu *e, const void *in, double *scores,
 		    struct nicfw_emu_report *rep);
 
+/*
+ * Serving (splitnic-nic's emu platform, whose results are released at their modeled completion).
+ *
+ * The firmware's memory commands, waits, notifications and work do not depend on a request's
+ * data, only on the model and the chain; so a request's modeled time depends only on what the
+ * requests before it left behind (the EMEM cache, memory units still busy), and requests back to
+ * back reach a steady state. nicfw_emu_serve_prepare() builds a second copy of the chain in its
+ * DIRECT layout (nicfw/chain.h) from m (the model given to nicfw_emu_create), then traces and
+ * replays requests on a zero input back to back, at most max_warm (>= 2), until two in a row
+ * give the same modeled latency (relative 1e-9); rep receives the last one's figures and
+ * *warmed the count. Returns 0 at the steady state, 1 if max_warm ran out first (rep then holds
+ * the last request's figures), or -errno with a message in err. tests/test_nicfw.c checks that
+ * traced requests on other inputs after it give rep's latency.
+ *
+ * nicfw_emu_serve() then computes one request's scores (equal to nicfw_emu_infer's) with the
+ * DIRECT copy: whole slices on the CPU kernels, no trace, no replay, nothing allocated. Its
+ * modeled time is rep->latency_us. Returns 0, -EINVAL before prepare, -EIO if no response.
+ */
+int nicfw_emu_serve_prepare(struct nicfw_emu *e, const struct kern_model *m, uint32_t max_warm,
+			    struct nicfw_emu_report *rep, uint32_t *warmed, char *err,
+			    size_t errlen);
+int nicfw_emu_serve(struct nicfw_emu *e, const void *in, double *scores);
+
 #endif /* NICFW_EMU_H */

@@ -54,6 +54,18 @@ struct emu_sigmsg {
 	uint32_t dst, sig;
 };
 
+/* serve.c: the same chain in its DIRECT layout, for results without a trace. */
+struct emu_sthread {
+	struct nicfw_thread th; /* first: the HAL hands this back */
+	struct nicfw_emu *emu;
+};
+
+struct emu_serve {
+	struct nicfw_chain ch;
+	uint64_t *mem[NICFW_MEM__COUNT];
+	struct emu_sthread *t; /* n_threads */
+};
+
 struct nicfw_emu {
 	struct nicfw_emu_params p;
 	struct nicfw_chain ch;
@@ -66,7 +78,14 @@ struct nicfw_emu {
 	bool resp_sent;
 	struct emu_cache cache;
 	struct emu_replay *rp; /* timing.c's state */
+	struct emu_serve *sv;  /* serve.c's, once prepared */
 };
+
+/* emu.c: handle the queued notifications in FIFO order, each on thread t[dst] of chain ch
+ * (t: an array of n_threads structs of `stride` bytes, each starting with its nicfw_thread). */
+void emu_run_signals(struct nicfw_emu *e, struct nicfw_chain *ch, void *t, size_t stride);
+/* serve.c */
+void emu_serve_free(struct emu_serve *sv);
 
 /* timing.c: state sized for e (threads, MEs); NULL on allocation failure. */
 struct emu_replay *emu_replay_create(const struct nicfw_emu *e);

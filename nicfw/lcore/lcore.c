@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Platform `lcore`: HAL over plain memory, notifications over one rte_ring per runner.
+ * Platform `lcore`: HAL over plain memory (the chain in its DIRECT layout: whole slices on the
+ * CPU kernels), notifications over one rte_ring per runner, or a plain FIFO of the runner's own
+ * when sender and receiver are on the same runner.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -38,7 +40,9 @@ struct lc_chain {
 } __rte_cache_aligned;
 
 struct lc_runner {
-	struct rte_ring *ring;
+	struct rte_ring *ring; /* from other runners and the packet thread */
+	uintptr_t *local;      /* from handlers on this runner: only this runner touches it */
+	uint32_t l_head, l_tail, l_mask;
 	unsigned lcore; /* RTE_MAX_LCORE: inline */
 	struct nicfw_lcore *p;
 } __rte_cache_aligned;
@@ -98,11 +102,18 @@ static void lc_post(struct nicfw_lcore *p, uint32_t chain, uint32_t dst, uint32_
 		rte_pause();
 }
 
+/* A handler on runner R notifying a thread of R: R's own FIFO, no atomics (handlers of one
+ * runner run one after the other on its lcore). */
 static void lc_sig_send(struct nicfw_thread *th, uint32_t dst, enum nicfw_sig sig)
 {
 	struct lc_thread *t = lc_th(th);
+	struct lc_runner *r = &t->p->run[t->runner];
 
-	lc_post(t->p, t->chain, dst, sig);
+	if (t->p->chain[t->chain].t[dst].runner != t->runner) {
+		lc_post(t->p, t->chain, dst, sig);
+		return;
+	}
+	r->local[r->l_tail++ & r->l_mask] = lc_msg(t->chain, dst, sig);
 }
 
 static void lc_work(struct nicfw_thread *th, enum nicfw_work kind, uint64_t count)
@@ -118,6 +129,13 @@ static void lc_pkt_tx(struct nicfw_thread *th, uint64_t off, uint32_t words)
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 }
 
+static uint64_t *lc_map(struct nicfw_thread *th, enum nicfw_mem mem)
+{
+	struct lc_thread *t = lc_th(th);
+
+	return t->p->chain[t->chain].mem[mem];
+}
+
 static const struct nicfw_hal_ops lc_ops = {
     .read = lc_read,
     .write = lc_write,
@@ -126,6 +144,7 @@ static const struct nicfw_hal_ops lc_ops = {
     .sig_send = lc_sig_send,
     .work = lc_work,
     .pkt_tx = lc_pkt_tx,
+    .map = lc_map,
 };
 
 static void *lc_zalloc(size_t bytes)
@@ -185,16 +204,18 @@ void nicfw_lcore_free(struct nicfw_lcore *p)
 	nicfw_lcore_stop(p);
 	for (uint32_t i = 0; i < p->n_chains; i++)
 		lc_chain_free(&p->chain[i]);
-	for (uint32_t i = 0; i < p->n_runners; i++)
+	for (uint32_t i = 0; i < p->n_runners; i++) {
 		rte_ring_free(p->run[i].ring);
+		free(p->run[i].local);
+	}
 	free(p);
 }
 
 int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t first,
 		    uint32_t n_exec, char *err, size_t errlen)
 {
+	uint32_t idx = p->n_chains, group[NICFW_MAX_EXEC];
 	struct lc_chain *c;
-	uint32_t idx = p->n_chains;
 
 	if (p->started || idx == NICFW_LCORE_MAX_CHAINS) {
 		snprintf(err, errlen, "lcore platform: %s",
@@ -202,7 +223,7 @@ int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t 
 		return -EINVAL;
 	}
 	c = &p->chain[idx];
-	if (nicfw_chain_init(&c->ch, m, first, n_exec, err, errlen))
+	if (nicfw_chain_init(&c->ch, m, first, n_exec, NICFW_LAYOUT_DIRECT, err, errlen))
 		return -EINVAL;
 	for (uint32_t k = 0; k < NICFW_MEM__COUNT; k++)
 		c->mem[k] = lc_zalloc(c->ch.need[k] * sizeof(uint64_t));
@@ -220,7 +241,10 @@ int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t 
 		t->p = p;
 		t->chain = idx;
 		t->runner = i ? (uint32_t)((uint64_t)(i - 1) * p->n_runners / n_exec) : 0;
+		if (i)
+			group[i - 1] = t->runner;
 	}
+	nicfw_chain_group(&c->ch, group);
 	nicfw_chain_load(&c->ch, m, c->mem[NICFW_MEM_EMEM]);
 	p->n_chains++;
 	return (int)idx;
@@ -243,15 +267,23 @@ static void lc_handle(struct nicfw_lcore *p, uintptr_t msg)
 		nicfw_chain_signal(&t->th, &c->ch, (enum nicfw_sig)sig);
 }
 
+/* Up to max handlers: the runner's own FIFO first (what its handlers just sent), then a burst
+ * from its ring. */
 static uint32_t lc_drain(struct lc_runner *r, uint32_t max)
 {
 	void *msgs[LC_BURST];
-	uint32_t n =
-	    rte_ring_sc_dequeue_burst(r->ring, msgs, RTE_MIN(max, (uint32_t)LC_BURST), NULL);
+	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < n; i++)
+	while (n < max && r->l_head != r->l_tail) {
+		lc_handle(r->p, r->local[r->l_head++ & r->l_mask]);
+		n++;
+	}
+	if (n == max)
+		return n;
+	max = rte_ring_sc_dequeue_burst(r->ring, msgs, RTE_MIN(max - n, (uint32_t)LC_BURST), NULL);
+	for (uint32_t i = 0; i < max; i++)
 		lc_handle(r->p, (uintptr_t)msgs[i]);
-	return n;
+	return n + max;
 }
 
 static int lc_runner_main(void *arg)
@@ -287,6 +319,14 @@ int nicfw_lcore_start(struct nicfw_lcore *p, char *err, size_t errlen)
 			snprintf(err, errlen, "lcore platform: rte_ring_create %s: %s", name,
 				 rte_strerror(rte_errno));
 			return -rte_errno;
+		}
+		p->run[i].l_mask = rte_align32pow2(msgs + 1) - 1;
+		p->run[i].l_head = p->run[i].l_tail = 0;
+		p->run[i].local = calloc(p->run[i].l_mask + 1, sizeof(uintptr_t));
+		if (!p->run[i].local) {
+			snprintf(err, errlen, "lcore platform: out of memory for %u messages",
+				 msgs);
+			return -ENOMEM;
 		}
 	}
 	p->stop = 0;

@@ -4,18 +4,23 @@
  * lcores, real cores measured in wall time (as on a DPU's Arm cores).
  *
  * HAL: EMEM, CTM and IMEM are plain memory per chain (cache-line aligned, allocated at
- * nicfw_lcore_add); a read completes at once (wait has nothing to wait for); atomic_or is a
- * relaxed __atomic_fetch_or; a notification is one pointer-sized message (chain, thread, signal)
- * enqueued on the rte_ring of the runner that owns the destination thread. The ring's
- * release/acquire ordering is what makes the dispatcher's CTM writes visible to the executors
- * and their IMEM results visible to the dispatcher. pkt_tx copies the scores out of IMEM and
- * raises the chain's done flag (store-release), which nicfw_lcore_poll reads (load-acquire).
+ * nicfw_lcore_add), mapped (hal.h's map), so the chain runs in its DIRECT layout: each executor
+ * computes its whole slice with the CPU's kernels (kernels/kern_ops.h) in one call; a read
+ * completes at once (wait has nothing to wait for); atomic_or is a relaxed __atomic_fetch_or. A
+ * notification is one pointer-sized message (chain, thread, signal): to a thread of the same
+ * runner it goes on that runner's own FIFO (plain stores, no atomics: only that runner's lcore
+ * touches it), to another runner on that runner's rte_ring. The ring's release/acquire ordering
+ * is what makes the dispatcher's CTM writes visible to executors on other runners and their IMEM
+ * results visible to the dispatcher. pkt_tx copies the scores out of IMEM and raises the chain's
+ * done flag (store-release), which nicfw_lcore_poll reads (load-acquire).
  *
  * Runners and multiplexing: a runner is one lcore draining its ring and running each message's
  * handler to its end (handlers never block, chain.h). Firmware threads are placed on runners:
  * the dispatcher thread on runner 0, executor e on runner e * R / E (contiguous blocks), so E is
  * independent of the core count: E = 256 on 2 cores is 256 executor contexts, about 128 per
- * core, each an event handler with its own struct nicfw_thread. With no worker lcore
+ * core, each with its own struct nicfw_thread and slice. The executors of one runner run as one
+ * group (nicfw_chain_group): one START and one END per runner and layer, one kernel call over
+ * the runner's slices, as they would run back to back on that core anyway. With no worker lcore
  * (n_lcores = 0) there is one inline runner that the caller drives with nicfw_lcore_run(),
  * interleaved with its own work (e.g. the packet loop).
  *

@@ -2,19 +2,38 @@
 /*
  * splitnic-nic: a DPDK process that is the NIC. Two ports: the wire (front-ends) and the host.
  * The main lcore runs the packet loop (rx burst -> dispatcher -> tx burst, both directions) and
- * never computes a layer; the executor chains run on the worker lcores (platform lcore) or, with
- * no worker, interleaved with the loop in bounded slices; platform emu runs the firmware on the
- * emulator inside the loop (functional: results computed by the firmware, time modeled).
+ * never computes a layer; the executor chains run on the worker lcores (platform lcore, wall
+ * time) or, with no worker, interleaved with the loop in bounded slices. Platform emu makes the
+ * emulator's modeled time real: at start each model's chain is warmed on the emulator until its
+ * modeled time per request is steady (nicfw/emu/emu.h); each request is then computed by the same
+ * firmware in the loop (DIRECT layout) and its result released when the loop's clock reaches its
+ * modeled completion, the chain busy until then: modeled start = max(arrival, the previous
+ * request's modeled completion), so requests back to back queue as on the NFP. Each model's
+ * chain is its own modeled NIC. The RESPONSE's nic field is then time really spent.
  *
  *   splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...] [--executors E]
  *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
  *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
+ *       [--name NAME] [--idle-sleep-us US] [--drain-ms MS]
  *
  * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
  * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent back to
  * the host (splitnic-host's completion notice, see nicfw/dispatch.h).
  *
- * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models.
+ * HEALTH (nicfw/health.h): the NIC answers probes on its wire port with its identity (--name,
+ * default splitnic-nic@--ip), its models (stand-alone ones whole, co-processor parts as nic-part)
+ * and its state: degraded while it holds a NIC part and the host port's link is down. SIGINT/
+ * SIGTERM: the state becomes draining (REQUESTs for its stand-alone models are refused with
+ * ERROR BUSY, detail 1; ACTIVATIONs from its host are still run), and the NIC exits once it holds
+ * nothing, or after --drain-ms (default 1000).
+ *
+ * --idle-sleep-us US: after 1000 loop turns without a frame, sleep US between turns (for shared
+ * cores: tests, several servers on one machine); 0 (default) busy-polls.
+ *
+ * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models, /splitnic/nic/timing
+ * (per model: the NIC time measured from submit to result, i.e. the RESPONSE's nic field, its
+ * mean and percentiles; on emu also the modeled time per request, labelled modeled, and the
+ * results that came later than their modeled completion). docs/operator-guide.md lists the keys.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,14 +61,18 @@
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/emu/emu.h"
+#include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
 
-#define NIC_BURST     32
-#define NIC_RX_DESC   1024
-#define NIC_TX_DESC   1024
-#define NIC_MBUFS     8191
-#define NIC_TX_TRIES  64
-#define NIC_RUN_SLICE 64 /* inline runner: handlers per loop turn */
+#define NIC_BURST	 32
+#define NIC_RX_DESC	 1024
+#define NIC_TX_DESC	 1024
+#define NIC_MBUFS	 8191
+#define NIC_TX_TRIES	 64
+#define NIC_RUN_SLICE	 64	     /* inline runner: handlers per loop turn */
+#define NIC_EMU_WARM	 32	     /* emu: most warm-up requests to find the steady state */
+#define NIC_SAMPLES	 4096	     /* per model: the last NIC times kept for percentiles */
+#define NIC_LINK_POLL_NS 10000000ull /* HEALTH state: link and signals checked this often */
 
 struct nic_opts {
 	const char *model_path[NICFW_DISP_MAX_MODELS];
@@ -66,25 +89,48 @@ struct nic_opts {
 	uint32_t payload;
 	double duration;
 	const char *stats_file;
+	const char *name;
+	uint32_t idle_sleep_us;
+	uint64_t drain_ns;
 };
 
-struct nic_emu_engine {
-	struct nicfw_emu *e[NICFW_DISP_MAX_MODELS];
-	double *scores[NICFW_DISP_MAX_MODELS];
-	bool done[NICFW_DISP_MAX_MODELS];
+/* Platform emu, per model: the emulator and its modeled schedule (ns on the loop's clock). */
+struct nic_emu_model {
+	struct nicfw_emu *e;
+	double *scores;
+	uint64_t modeled_ns; /* per request, steady state (modeled) */
+	uint32_t warmed;     /* warm-up requests it took */
+	uint64_t free_at;    /* modeled completion of the last request started */
+	uint64_t release;    /* of the running one */
+	bool running;
+	uint64_t compute_ns_max;    /* the longest computation of a result (wall) */
+	uint64_t overruns;	    /* computations longer than the modeled time */
+	uint64_t late, late_ns_max; /* released over 5% of the modeled time after completion */
+};
+
+/* Per model, measured by the engine wrapper: submit to result collected (the RESPONSE's nic). */
+struct nic_timing {
+	uint64_t t_submit;
+	uint64_t requests, ns_sum;
+	uint32_t ns[NIC_SAMPLES]; /* the last NIC_SAMPLES, saturated at UINT32_MAX */
 };
 
 struct nic {
 	struct nic_opts o;
 	struct kern_model *m[NICFW_DISP_MAX_MODELS];
 	struct nicfw_disp *disp;
+	struct nicfw_health health;
 	struct nicfw_lcore *lc;
-	struct nic_emu_engine emu;
+	struct nic_emu_model emu[NICFW_DISP_MAX_MODELS];
+	struct nic_timing *tm; /* n_models */
+	uint64_t tsc0;
+	double ns_per_tsc;
 	struct rte_mempool *pool;
 	struct rte_eth_dev_tx_buffer *txb[2];
 	uint16_t port_id[2];
 	uint64_t tx_drop[2]; /* frames a port would not take after NIC_TX_TRIES */
 	uint64_t loops;
+	uint64_t rx_frames; /* both ports */
 };
 
 static volatile sig_atomic_t nic_quit;
@@ -97,27 +143,68 @@ static void on_signal(int sig)
 
 /* --- engines ----------------------------------------------------------------------------- */
 
+/* The loop's clock: ns since start, the clock the dispatcher's now_ns is on. */
+static uint64_t nic_now(const struct nic *n)
+{
+	return (uint64_t)((double)(rte_get_tsc_cycles() - n->tsc0) * n->ns_per_tsc);
+}
+
+static void timing_submitted(struct nic *n, uint32_t model)
+{
+	n->tm[model].t_submit = nic_now(n);
+}
+
+static void timing_collected(struct nic *n, uint32_t model)
+{
+	struct nic_timing *t = &n->tm[model];
+	uint64_t ns = nic_now(n) - t->t_submit;
+
+	t->ns[t->requests % NIC_SAMPLES] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+	__atomic_store_n(&t->ns_sum, t->ns_sum + ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->requests, t->requests + 1, __ATOMIC_RELAXED);
+}
+
+/* Computed now, released at max(arrival, previous modeled completion) + modeled time. */
 static int emu_submit(void *engine, uint32_t model, const void *in)
 {
-	struct nic_emu_engine *x = engine;
+	struct nic *n = engine;
+	struct nic_emu_model *x = &n->emu[model];
+	uint64_t arrival, start, took;
 
-	if (x->done[model])
+	if (x->running)
 		return -EBUSY;
-	if (nicfw_emu_infer(x->e[model], in, x->scores[model], NULL))
+	arrival = nicfw_disp_arrival(n->disp, model);
+	start = arrival > x->free_at ? arrival : x->free_at;
+	timing_submitted(n, model);
+	if (nicfw_emu_serve(x->e, in, x->scores))
 		return -EIO;
-	x->done[model] = true;
+	x->release = x->free_at = start + x->modeled_ns;
+	x->running = true;
+	took = nic_now(n) - n->tm[model].t_submit;
+	if (took > x->compute_ns_max)
+		__atomic_store_n(&x->compute_ns_max, took, __ATOMIC_RELAXED);
+	if (unlikely(took > x->modeled_ns))
+		__atomic_store_n(&x->overruns, x->overruns + 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
 static int emu_poll(void *engine, uint32_t model, double *scores)
 {
-	struct nic_emu_engine *x = engine;
-	const struct nicfw_chain *ch = nicfw_emu_chain(x->e[model]);
+	struct nic *n = engine;
+	struct nic_emu_model *x = &n->emu[model];
 
-	if (!x->done[model])
+	uint64_t now = nic_now(n);
+
+	if (!x->running || now < x->release)
 		return 0;
-	memcpy(scores, x->scores[model], ch->classes * sizeof(double));
-	x->done[model] = false;
+	if (unlikely(now - x->release > x->modeled_ns / 20)) {
+		__atomic_store_n(&x->late, x->late + 1, __ATOMIC_RELAXED);
+		if (now - x->release > x->late_ns_max)
+			__atomic_store_n(&x->late_ns_max, now - x->release, __ATOMIC_RELAXED);
+	}
+	memcpy(scores, x->scores, nicfw_emu_chain(x->e)->classes * sizeof(double));
+	x->running = false;
+	timing_collected(n, model);
 	return 1;
 }
 
@@ -125,12 +212,22 @@ static const struct nicfw_engine_ops emu_engine_ops = {.submit = emu_submit, .po
 
 static int lc_submit(void *engine, uint32_t model, const void *in)
 {
-	return nicfw_lcore_submit(engine, model, in);
+	struct nic *n = engine;
+	int ret = nicfw_lcore_submit(n->lc, model, in);
+
+	if (!ret)
+		timing_submitted(n, model);
+	return ret;
 }
 
 static int lc_poll(void *engine, uint32_t model, double *scores)
 {
-	return nicfw_lcore_poll(engine, model, scores);
+	struct nic *n = engine;
+	int ret = nicfw_lcore_poll(n->lc, model, scores);
+
+	if (ret > 0)
+		timing_collected(n, model);
+	return ret;
 }
 
 static const struct nicfw_engine_ops lcore_engine_ops = {.submit = lc_submit, .poll = lc_poll};
@@ -144,7 +241,9 @@ static void usage(FILE *f)
 		"         [--executors E (1..256, default 16)] [--platform lcore|emu]\n"
 		"         [--port UDP (default %u)] [--ip A.B.C.D (answer ARP for it)]\n"
 		"         [--wire-port N (0)] [--host-port N (1)] [--payload BYTES (1400)]\n"
-		"         [--duration S] [--stats-file FILE] [--notify-host]\n",
+		"         [--duration S] [--stats-file FILE] [--notify-host]\n"
+		"         [--name NAME (splitnic-nic@IP)] [--idle-sleep-us US (0)]\n"
+		"         [--drain-ms MS (1000)]\n",
 		PROTO_DEFAULT_PORT);
 }
 
@@ -175,6 +274,9 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"stats-file", required_argument, NULL, 's'},
 	    {"notify-host", no_argument, NULL, 'N'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"idle-sleep-us", required_argument, NULL, 'S'},
+	    {"drain-ms", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -189,6 +291,7 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 	o->wire = 0;
 	o->host = 1;
 	o->payload = PROTO_DEFAULT_PAYLOAD;
+	o->drain_ns = 1000000000ull;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		switch (c) {
@@ -276,6 +379,27 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 		case 'N':
 			o->notify_host = true;
 			break;
+		case 'n':
+			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
+				fprintf(stderr, "nic: --name: 1 to %u characters, got '%s'\n",
+					PROTO_HEALTH_IDENT_LEN, optarg);
+				return -EINVAL;
+			}
+			o->name = optarg;
+			break;
+		case 'S':
+		case 'D':
+			if (parse_u32(optarg, 0, c == 'S' ? 100000 : 600000, &v)) {
+				fprintf(stderr, "nic: %s: 0 to %u, got '%s'\n",
+					c == 'S' ? "--idle-sleep-us" : "--drain-ms",
+					c == 'S' ? 100000 : 600000, optarg);
+				return -EINVAL;
+			}
+			if (c == 'S')
+				o->idle_sleep_us = v;
+			else
+				o->drain_ns = (uint64_t)v * 1000000;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -339,6 +463,13 @@ static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, ui
 	}
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static void tel_put(void *arg, const char *key, uint64_t v)
 {
 	rte_tel_data_add_dict_u64(arg, key, v);
@@ -361,6 +492,90 @@ static int tel_models(const char *cmd, const char *params, struct rte_tel_data *
 		snprintf(key, sizeof(key), "%s", nic_g->m[i]->name);
 		rte_tel_data_add_dict_u64(d, key, nic_g->o.model_id[i]);
 	}
+	return 0;
+}
+
+/* One model's timing figures (docs/operator-guide.md, "Calibrating the NIC"); names are keys. */
+static void timing_each(struct nic *n, uint32_t i,
+			void (*put)(void *arg, const char *key, uint64_t v), void *arg)
+{
+	const struct nic_timing *t = &n->tm[i];
+	const uint64_t reqs = __atomic_load_n(&t->requests, __ATOMIC_RELAXED);
+	const uint32_t k = reqs < NIC_SAMPLES ? (uint32_t)reqs : NIC_SAMPLES;
+	uint32_t *v = malloc((k ? k : 1) * sizeof(*v));
+	static const struct {
+		const char *key;
+		uint32_t per_mille;
+	} pct[] = {{"nic_ns_p50", 500}, {"nic_ns_p90", 900}, {"nic_ns_p99", 990}};
+
+	put(arg, "model_id", n->o.model_id[i]);
+	put(arg, "executors", n->o.executors);
+	put(arg, "requests", reqs);
+	put(arg, "nic_ns_mean", reqs ? __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED) / reqs : 0);
+	put(arg, "samples", k);
+	if (v) {
+		for (uint32_t j = 0; j < k; j++)
+			v[j] = __atomic_load_n(&t->ns[j], __ATOMIC_RELAXED);
+		qsort(v, k, sizeof(*v), cmp_u32);
+		for (size_t j = 0; j < sizeof(pct) / sizeof(pct[0]); j++)
+			put(arg, pct[j].key,
+			    k ? v[(uint64_t)(k - 1) * pct[j].per_mille / 1000] : 0);
+		put(arg, "nic_ns_min", k ? v[0] : 0);
+		put(arg, "nic_ns_max", k ? v[k - 1] : 0);
+		free(v);
+	}
+	if (n->o.emu) {
+		put(arg, "modeled_ns_per_request", n->emu[i].modeled_ns);
+		put(arg, "modeled_warmup_requests", n->emu[i].warmed);
+		put(arg, "compute_ns_max",
+		    __atomic_load_n(&n->emu[i].compute_ns_max, __ATOMIC_RELAXED));
+		put(arg, "overruns", __atomic_load_n(&n->emu[i].overruns, __ATOMIC_RELAXED));
+		put(arg, "late_releases", __atomic_load_n(&n->emu[i].late, __ATOMIC_RELAXED));
+		put(arg, "late_ns_max", __atomic_load_n(&n->emu[i].late_ns_max, __ATOMIC_RELAXED));
+	}
+}
+
+/* Keys of model i's figures: PREFIXm<i>_<key> (DPDK's keys are flat: letters, digits, _). */
+struct model_put {
+	void (*put)(void *arg, const char *key, uint64_t v);
+	void *arg;
+	const char *prefix;
+	uint32_t model;
+};
+
+static void put_model_key(void *arg, const char *key, uint64_t v)
+{
+	const struct model_put *mp = arg;
+	char k[64];
+
+	snprintf(k, sizeof(k), "%sm%u_%s", mp->prefix, mp->model, key);
+	mp->put(mp->arg, k, v);
+}
+
+static void timing_all(struct nic *n, const char *prefix,
+		       void (*put)(void *arg, const char *key, uint64_t v), void *arg)
+{
+	for (uint32_t i = 0; i < n->o.n_models; i++) {
+		struct model_put mp = {put, arg, prefix, i};
+
+		timing_each(n, i, put_model_key, &mp);
+	}
+}
+
+static int tel_timing(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char key[32];
+
+	rte_tel_data_start_dict(d);
+	if (!nic_g || !nic_g->disp)
+		return 0;
+	rte_tel_data_add_dict_string(d, "platform", nic_g->o.emu ? "emu" : "lcore");
+	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
+	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
+		snprintf(key, sizeof(key), "m%u_name", i);
+		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
+	}
+	timing_all(nic_g, "", tel_put, d);
 	return 0;
 }
 
@@ -443,6 +658,31 @@ out_err:
 
 /* --- set-up -------------------------------------------------------------------------------- */
 
+/* Platform emu: the emulator, warmed to its steady state, ready to serve (nicfw/emu/emu.h). */
+static int nic_setup_emu(struct nic *n, uint32_t i, uint32_t first, char *err, size_t errlen)
+{
+	struct nic_emu_model *x = &n->emu[i];
+	struct nicfw_emu_report rep;
+	struct nicfw_emu_params ep;
+	int ret;
+
+	nicfw_emu_params_default(&ep);
+	x->e = nicfw_emu_create(n->m[i], first, n->o.executors, &ep, err, errlen);
+	if (!x->e)
+		return -EINVAL;
+	x->scores = calloc(nicfw_emu_chain(x->e)->classes, sizeof(double));
+	if (!x->scores)
+		return -ENOMEM;
+	ret = nicfw_emu_serve_prepare(x->e, n->m[i], NIC_EMU_WARM, &rep, &x->warmed, err, errlen);
+	if (ret < 0)
+		return ret;
+	x->modeled_ns = (uint64_t)(rep.latency_us * 1e3 + 0.5);
+	printf("nic: model %s on emu: modeled %.1f us per request (modeled, steady state after %u "
+	       "warm-up requests%s); results released at their modeled completion\n",
+	       n->m[i]->name, rep.latency_us, x->warmed, ret ? ", not steady: the last one's" : "");
+	return 0;
+}
+
 static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *err, size_t errlen)
 {
 	unsigned lcores[RTE_MAX_LCORE], l;
@@ -462,7 +702,6 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 	for (uint32_t i = 0; i < n->o.n_models; i++) {
 		struct nicfw_disp_model *md = &dc->model[i];
 		const struct nicfw_chain *ch;
-		struct nicfw_emu_params ep;
 		struct kern_model *m;
 		uint32_t first;
 
@@ -488,14 +727,10 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		if (!n->o.id_given[i])
 			n->o.model_id[i] = proto_model_id(m->name);
 		if (n->o.emu) {
-			nicfw_emu_params_default(&ep);
-			n->emu.e[i] = nicfw_emu_create(m, first, n->o.executors, &ep, err, errlen);
-			if (!n->emu.e[i])
-				return -EINVAL;
-			ch = nicfw_emu_chain(n->emu.e[i]);
-			n->emu.scores[i] = calloc(ch->classes, sizeof(double));
-			if (!n->emu.scores[i])
-				return -ENOMEM;
+			ret = nic_setup_emu(n, i, first, err, errlen);
+			if (ret)
+				return ret;
+			ch = nicfw_emu_chain(n->emu[i].e);
 		} else {
 			ret = nicfw_lcore_add(n->lc, m, first, n->o.executors, err, errlen);
 			if (ret < 0)
@@ -519,7 +754,7 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 	}
 	dc->n_models = n->o.n_models;
 	dc->eng_ops = n->o.emu ? &emu_engine_ops : &lcore_engine_ops;
-	dc->engine = n->o.emu ? (void *)&n->emu : (void *)n->lc;
+	dc->engine = n;
 	if (!n->o.emu) {
 		ret = nicfw_lcore_start(n->lc, err, errlen);
 		if (ret)
@@ -527,6 +762,31 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		printf("nic: executor chains on %u worker lcore(s)%s\n", nl,
 		       nl ? "" : " (inline, interleaved with the packet loop)");
 	}
+	return 0;
+}
+
+/* The HEALTH report: identity and the models as the dispatcher holds them. */
+static int nic_health_setup(struct nic *n, struct nicfw_disp_config *dc, char *err, size_t errlen)
+{
+	char ident[PROTO_HEALTH_IDENT_LEN + 1];
+
+	snprintf(ident, sizeof(ident), "splitnic-nic@%u.%u.%u.%u", n->o.ip >> 24,
+		 (n->o.ip >> 16) & 0xff, (n->o.ip >> 8) & 0xff, n->o.ip & 0xff);
+	nicfw_health_init(&n->health, n->o.name ? n->o.name : ident);
+	for (uint32_t i = 0; i < dc->n_models; i++) {
+		const struct nicfw_disp_model *md = &dc->model[i];
+		const struct kern_shape *in = &n->m[i]->layers[md->layer].in;
+		bool bits = md->in_fmt == PROTO_FMT_BITS;
+
+		if (nicfw_health_add(&n->health, md->model_id, md->layer, md->in_fmt,
+				     bits ? md->in_count : in->c, bits ? 1 : in->h,
+				     bits ? 1 : in->w, md->classes, n->m[i]->name)) {
+			snprintf(err, errlen, "health: more than %u models",
+				 NICFW_HEALTH_MAX_MODELS);
+			return -EINVAL;
+		}
+	}
+	dc->health = &n->health;
 	return 0;
 }
 
@@ -542,6 +802,13 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 			 "need two ports (wire %u, host %u); %u available: give two --vdev",
 			 n->o.wire, n->o.host, rte_eth_dev_count_avail());
 		return -ENODEV;
+	}
+	n->tsc0 = rte_get_tsc_cycles();
+	n->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
+	n->tm = calloc(n->o.n_models, sizeof(*n->tm));
+	if (!n->tm) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
 	n->port_id[NICFW_PORT_WIRE] = n->o.wire;
 	n->port_id[NICFW_PORT_HOST] = n->o.host;
@@ -571,6 +838,9 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	dc.notify_host = n->o.notify_host;
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
+	ret = nic_health_setup(n, &dc, err, errlen);
+	if (ret)
+		return ret;
 	n->disp = nicfw_disp_create(&dc, err, errlen);
 	if (!n->disp)
 		return -EINVAL;
@@ -580,6 +850,11 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 				   "reassembly, ports");
 	rte_telemetry_register_cmd("/splitnic/nic/models", tel_models,
 				   "models held by splitnic-nic: name -> model id");
+	/* help strings: at most RTE_TEL_MAX_STRING_LEN - 1 characters, else no command */
+	rte_telemetry_register_cmd(
+	    "/splitnic/nic/timing", tel_timing,
+	    "per model (m0_*, ...): NIC time per request measured, submit to "
+	    "result; emu: modeled time (modeled)");
 	return 0;
 }
 
@@ -605,6 +880,7 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 	cnt = rte_eth_rx_burst(n->port_id[from], 0, pkts, NIC_BURST);
 	if (!cnt)
 		return;
+	n->rx_frames += cnt;
 	for (uint16_t i = 0; i < cnt; i++) {
 		struct rte_mbuf *mb = pkts[i];
 		enum nicfw_disp_action a;
@@ -633,27 +909,57 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 		send_all(n, from, back, nb);
 }
 
+/* Every NIC_LINK_POLL_NS: the HEALTH state from SIGTERM and the host port's link. Returns
+ * false when the drain is over (nothing held, or --drain-ms passed). */
+static bool nic_health_update(struct nic *n, uint64_t now, uint64_t *next, uint64_t *drain_end)
+{
+	struct rte_eth_link l = {0};
+
+	if (unlikely(nic_quit && !*drain_end)) {
+		*drain_end = now + n->o.drain_ns + 1;
+		printf("nic: %s: draining %u request(s)\n",
+		       nic_quit == SIGINT ? "SIGINT" : "SIGTERM", nicfw_disp_pending(n->disp));
+		fflush(stdout);
+	}
+	if (*drain_end && (!nicfw_disp_pending(n->disp) || now >= *drain_end))
+		return false;
+	if (now < *next)
+		return true;
+	*next = now + NIC_LINK_POLL_NS;
+	rte_eth_link_get_nowait(n->port_id[NICFW_PORT_HOST], &l);
+	n->health.state = nicfw_health_state(&n->health, *drain_end != 0, l.link_status);
+	return true;
+}
+
 static void nic_loop(struct nic *n)
 {
-	const double ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
-	const uint64_t t0 = rte_get_tsc_cycles();
-	const uint64_t t_end = n->o.duration > 0
-				   ? t0 + (uint64_t)(n->o.duration * (double)rte_get_tsc_hz())
-				   : UINT64_MAX;
-	uint64_t cyc;
+	const uint64_t t_end =
+	    n->o.duration > 0
+		? rte_get_tsc_cycles() + (uint64_t)(n->o.duration * (double)rte_get_tsc_hz())
+		: UINT64_MAX;
+	uint64_t cyc, now, next_check = 0, drain_end = 0, rx0;
+	uint32_t idle = 0;
 
-	while (!nic_quit) {
+	for (;;) {
 		cyc = rte_get_tsc_cycles();
 		if (unlikely(cyc >= t_end))
 			break;
-		rx_port(n, NICFW_PORT_WIRE, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
-		rx_port(n, NICFW_PORT_HOST, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
+		now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
+		if (!nic_health_update(n, now, &next_check, &drain_end))
+			break;
+		rx0 = n->rx_frames;
+		rx_port(n, NICFW_PORT_WIRE, now);
+		rx_port(n, NICFW_PORT_HOST, now);
 		if (n->lc)
 			nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
-		nicfw_disp_poll(n->disp, (uint64_t)((double)(cyc - t0) * ns_per_cyc));
+		nicfw_disp_poll(n->disp, nic_now(n));
 		rte_eth_tx_buffer_flush(n->port_id[0], 0, n->txb[0]);
 		rte_eth_tx_buffer_flush(n->port_id[1], 0, n->txb[1]);
 		n->loops++;
+		if (n->rx_frames != rx0 || nicfw_disp_pending(n->disp))
+			idle = 0;
+		else if (n->o.idle_sleep_us && ++idle > 1000)
+			rte_delay_us_sleep(n->o.idle_sleep_us);
 	}
 }
 
@@ -672,10 +978,11 @@ static void nic_teardown(struct nic *n)
 	nicfw_disp_free(n->disp);
 	nicfw_lcore_free(n->lc);
 	for (uint32_t i = 0; i < NICFW_DISP_MAX_MODELS; i++) {
-		nicfw_emu_free(n->emu.e[i]);
-		free(n->emu.scores[i]);
+		nicfw_emu_free(n->emu[i].e);
+		free(n->emu[i].scores);
 		kern_model_free(n->m[i]);
 	}
+	free(n->tm);
 	rte_mempool_free(n->pool);
 }
 
@@ -716,13 +1023,14 @@ int main(int argc, char **argv)
 	       n->o.wire, n->o.host, n->o.udp_port, n->o.ip ? ", answering ARP" : "");
 	fflush(stdout);
 	nic_loop(n);
-	printf("nic: %s after %lu loop turns\n",
+	printf("nic: %s after %lu loop turns, %u request(s) left\n",
 	       nic_quit ? (nic_quit == SIGINT ? "SIGINT" : "SIGTERM") : "duration reached",
-	       (unsigned long)n->loops);
+	       (unsigned long)n->loops, nicfw_disp_pending(n->disp));
 	f = n->o.stats_file ? fopen(n->o.stats_file, "w") : NULL;
 	if (n->o.stats_file && !f)
 		fprintf(stderr, "nic: %s: %s\n", n->o.stats_file, strerror(errno));
 	stats_each(n, file_put, f ? f : stdout);
+	timing_all(n, "timing_", file_put, f ? f : stdout);
 	if (f)
 		fclose(f);
 	fflush(stdout);

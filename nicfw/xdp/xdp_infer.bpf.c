@@ -450,6 +450,115 @@ static __always_inline __u32 sat32(__u64 v)
 	return v > 0xffffffffull ? 0xffffffffu : (__u32)v;
 }
 
+/* The UDP payload s->resp[0, rlen) sent back to the frame's sender in place: addresses swapped,
+ * the packet shrunk or grown to fit, checksums filled in. */
+static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 rlen,
+				    __u32 stat)
+{
+	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = data + sizeof(*eth);
+	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
+	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
+	__u32 saddr, daddr;
+	__u16 sport, dport, *ipw;
+	__u64 sum;
+	int delta;
+
+	if ((void *)(udp + 1) > data_end)
+		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(dmac, eth->h_dest, ETH_ALEN);
+	saddr = bpf_ntohl(ip->saddr);
+	daddr = bpf_ntohl(ip->daddr);
+	sport = bpf_ntohs(udp->source);
+	dport = bpf_ntohs(udp->dest);
+	delta = (int)(L2L3L4 + rlen) - (int)(data_end - data);
+	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+		return count(XDP_INFER_ST_TX_FAIL, XDP_PASS);
+
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	eth = data;
+	ip = data + sizeof(*eth);
+	udp = data + sizeof(*eth) + sizeof(*ip);
+	if ((void *)(udp + 1) > data_end)
+		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+	__builtin_memcpy(eth->h_dest, smac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, dmac, ETH_ALEN);
+	ip->saddr = bpf_htonl(daddr);
+	ip->daddr = bpf_htonl(saddr);
+	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + rlen);
+	ip->ttl = 64;
+	ip->check = 0;
+	ipw = (__u16 *)ip;
+	sum = 0;
+	for (__u32 i = 0; i < sizeof(*ip) / 2; i++)
+		sum += ipw[i];
+	ip->check = csum_fold(sum);
+	udp->source = bpf_htons(dport);
+	udp->dest = bpf_htons(sport);
+	udp->len = bpf_htons(sizeof(*udp) + rlen);
+	udp->check = bpf_htons(udp_csum(s, rlen, daddr, saddr, dport, sport));
+	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
+		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+	return count(stat, XDP_TX);
+}
+
+/*
+ * HEALTH (xdp_infer.h): a probe for any role or the XDP program's, at least as long as the
+ * report, is answered in place with one model (state serving: the program cannot drain);
+ * anything else HEALTH passes to the stack (e.g. `splitnic serve` behind the program).
+ */
+static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m, __u32 plen)
+{
+	struct xdp_infer_scratch *s;
+	struct proto_msg r = {};
+	__u32 zero = 0, rlen;
+	__u8 *e;
+
+	if (m->health.kind != PROTO_HEALTH_PROBE ||
+	    (m->health.role != 0 && m->health.role != PROTO_ROLE_XDP))
+		return count(XDP_INFER_ST_HEALTH_PASS, XDP_PASS);
+	if (plen < PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN)
+		return count(XDP_INFER_ST_HEALTH_SHORT, XDP_DROP);
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!s)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	r.type = PROTO_HEALTH;
+	r.hdr_len = PROTO_HEALTH_HDR_LEN;
+	r.request_id = m->request_id;
+	r.health.kind = PROTO_HEALTH_REPORT;
+	r.health.state = PROTO_HEALTH_SERVING;
+	r.health.role = PROTO_ROLE_XDP;
+	r.health.n_models = 1;
+	rlen = PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN + PROTO_HEALTH_ENTRY_LEN;
+	if (plen < rlen) { /* the report is never longer than the probe */
+		r.health.n_models = 0;
+		r.health.flags = PROTO_HEALTH_F_TRUNCATED;
+		rlen = PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN;
+	}
+	r.total_len = rlen - PROTO_HEALTH_HDR_LEN;
+	r.frag_len = (__u16)r.total_len;
+	if (proto_hdr_write(&r, s->resp, s->resp + PROTO_HEALTH_HDR_LEN) != PROTO_HEALTH_HDR_LEN)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	for (__u32 i = 0; i < PROTO_HEALTH_IDENT_LEN; i++) /* volatile reads: set at load */
+		s->resp[PROTO_HEALTH_HDR_LEN + i] = (__u8)cfg.ident[i];
+	e = s->resp + PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN;
+	proto_put32(e, cfg.model_id);
+	proto_put16(e + 4, 0);
+	e[6] = PROTO_MODE_WHOLE;
+	e[7] = cfg.in_kind == XDP_INFER_IN_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	proto_put32(e + 8, cfg.in_c);
+	proto_put32(e + 12, cfg.in_h);
+	proto_put32(e + 16, cfg.in_w);
+	proto_put16(e + 20, (__u16)cfg.classes);
+	proto_put16(e + 22, 0);
+	for (__u32 i = 0; i < PROTO_HEALTH_NAME_LEN; i++)
+		e[24 + i] = (__u8)cfg.name[i];
+	return tx_reply(ctx, s, rlen, XDP_INFER_ST_HEALTH);
+}
+
 SEC("xdp")
 int xdp_infer(struct xdp_md *ctx)
 {
@@ -458,15 +567,13 @@ int xdp_infer(struct xdp_md *ctx)
 	struct iphdr *ip = data + sizeof(*eth);
 	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
 	__u8 *payload = data + L2L3L4;
-	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
-	__u32 zero = 0, saddr, daddr, rlen, ulen;
-	__u16 sport, dport, *ipw;
-	__u64 t0 = bpf_ktime_get_ns(), t1, sum;
+	__u32 zero = 0, rlen, ulen;
+	__u64 t0 = bpf_ktime_get_ns(), t1;
 	struct xdp_infer_scratch *s;
 	struct proto_msg m;
 	enum proto_verdict v;
 	__s64 sumx;
-	int cls, delta;
+	int cls;
 
 	if ((void *)(udp + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP) ||
 	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(cfg.port))
@@ -480,6 +587,8 @@ int xdp_infer(struct xdp_md *ctx)
 	v = proto_hdr_parse(payload, data_end, ulen - sizeof(*udp), &m);
 	if (v != PROTO_OK)
 		return count(XDP_INFER_ST_MALFORMED + (v < PROTO_VERDICT__COUNT ? v : 0), XDP_DROP);
+	if (m.type == PROTO_HEALTH)
+		return health(ctx, &m, ulen - sizeof(*udp));
 	if (m.type != PROTO_REQUEST)
 		return count(XDP_INFER_ST_NOT_REQUEST, XDP_PASS);
 	if (m.model_id != 0 && m.model_id != cfg.model_id)
@@ -530,42 +639,7 @@ int xdp_infer(struct xdp_md *ctx)
 	if (proto_hdr_write(&m, s->resp, s->resp + XDP_INFER_RESP_HDR) != XDP_INFER_RESP_HDR)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 
-	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(dmac, eth->h_dest, ETH_ALEN);
-	saddr = bpf_ntohl(ip->saddr);
-	daddr = bpf_ntohl(ip->daddr);
-	sport = bpf_ntohs(udp->source);
-	dport = bpf_ntohs(udp->dest);
-	delta = (int)(L2L3L4 + rlen) - (int)(data_end - data);
-	if (delta && bpf_xdp_adjust_tail(ctx, delta))
-		return count(XDP_INFER_ST_TX_FAIL, XDP_PASS);
-
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	eth = data;
-	ip = data + sizeof(*eth);
-	udp = data + sizeof(*eth) + sizeof(*ip);
-	if ((void *)(udp + 1) > data_end)
-		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
-	__builtin_memcpy(eth->h_dest, smac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, dmac, ETH_ALEN);
-	ip->saddr = bpf_htonl(daddr);
-	ip->daddr = bpf_htonl(saddr);
-	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + rlen);
-	ip->ttl = 64;
-	ip->check = 0;
-	ipw = (__u16 *)ip;
-	sum = 0;
-	for (__u32 i = 0; i < sizeof(*ip) / 2; i++)
-		sum += ipw[i];
-	ip->check = csum_fold(sum);
-	udp->source = bpf_htons(dport);
-	udp->dest = bpf_htons(sport);
-	udp->len = bpf_htons(sizeof(*udp) + rlen);
-	udp->check = bpf_htons(udp_csum(s, rlen, daddr, saddr, dport, sport));
-	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
-		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
-	return count(XDP_INFER_ST_ANSWERED, XDP_TX);
+	return tx_reply(ctx, s, rlen, XDP_INFER_ST_ANSWERED);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -43,6 +43,9 @@ static const char *const stat_names[XDP_INFER_ST__COUNT] = {
     [XDP_INFER_ST_BAD_INPUT] = "pass_bad_input_format_or_shape",
     [XDP_INFER_ST_TX_FAIL] = "pass_tx_resize_failed",
     [XDP_INFER_ST_INTERNAL] = "pass_internal_error",
+    [XDP_INFER_ST_HEALTH] = "health_answered",
+    [XDP_INFER_ST_HEALTH_PASS] = "pass_health_not_mine",
+    [XDP_INFER_ST_HEALTH_SHORT] = "drop_health_probe_short",
 };
 
 const char *xdp_infer_stat_name(unsigned st)
@@ -611,6 +614,7 @@ struct xdp_infer *xdp_infer_load(const struct kern_model *m, uint32_t port, uint
 				 char *err, size_t errlen)
 {
 	struct xdp_infer *x = calloc(1, sizeof(*x));
+	char ident[PROTO_HEALTH_IDENT_LEN + 1] = "";
 	libbpf_print_fn_t old;
 	int ret;
 
@@ -623,6 +627,9 @@ struct xdp_infer *xdp_infer_load(const struct kern_model *m, uint32_t port, uint
 		goto err_free;
 	x->plan.cfg.port = port ? port : PROTO_DEFAULT_PORT;
 	x->plan.cfg.model_id = model_id ? model_id : proto_model_id(m->name);
+	snprintf(ident, sizeof(ident), "splitnic-xdp %.*s", PROTO_HEALTH_IDENT_LEN - 13, m->name);
+	memcpy(x->plan.cfg.ident, ident, sizeof(x->plan.cfg.ident));
+	memcpy(x->plan.cfg.name, m->name, strnlen(m->name, sizeof(x->plan.cfg.name)));
 
 	libbpf_log[0] = '\0';
 	old = libbpf_set_print(capture_print);

@@ -125,6 +125,9 @@ struct xdp_infer_cfg {
 	__u32 in_tail;	   /* mask of the valid bits of the last input word (bits requests) */
 	__u32 f_off;	   /* word offset of the per-feature words (in_f32) */
 	struct xdp_infer_layer l[XDP_INFER_MAX_LAYERS];
+	/* HEALTH report: the identity and the served model's name, NUL-padded */
+	char ident[PROTO_HEALTH_IDENT_LEN];
+	char name[PROTO_HEALTH_NAME_LEN];
 };
 
 struct xdp_infer_scratch {
@@ -147,6 +150,9 @@ enum xdp_infer_stat {
 	XDP_INFER_ST_BAD_INPUT,	   /* PASS: tensor format or shape is not the model's input */
 	XDP_INFER_ST_TX_FAIL,	   /* PASS: could not resize the packet for the response */
 	XDP_INFER_ST_INTERNAL,	   /* PASS: a bounds check failed (a loader bug; never seen) */
+	XDP_INFER_ST_HEALTH,	   /* XDP_TX: a HEALTH probe answered with the report, in place */
+	XDP_INFER_ST_HEALTH_PASS,  /* PASS: a HEALTH probe for another role, or a report */
+	XDP_INFER_ST_HEALTH_SHORT, /* DROP: a probe shorter than the report (80 bytes) */
 	XDP_INFER_ST_MALFORMED,	   /* DROP: + enum proto_verdict (1 .. PROTO_VERDICT__COUNT-1) */
 	XDP_INFER_ST__COUNT = XDP_INFER_ST_MALFORMED + PROTO_VERDICT__COUNT,
 };

@@ -16,7 +16,10 @@ echo
 echo "== NIC emulator: modeled latency of one binary FC layer (4096 inputs, 256 executors) against neurons"
 "$B/bench/bench_nicfw"
 echo
-echo "== splitnic-nic: forwarding rate with and without inference load"
+echo "== NIC lcore chain vs kern_forward on the same core (fmnist-bmlp, BinaryNet MLP)"
+tests/bench/bench_lcore.sh "$B"
+echo
+echo "== splitnic-nic: forwarding rate with and without inference load below capacity; saturation"
 tests/bench/bench_nic_fwd.sh "$B/splitnic-nic" "$B/models/fmnist-bmlp.snm"
 echo
 echo "== split planning: planner's choice against the measured best split"

@@ -6,9 +6,11 @@ Run: /usr/bin/python3 tests/py/test_splitnic_client.py (needs build/splitnic and
 import gzip
 import os
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -106,6 +108,66 @@ def test_errors_and_retransmission():
                 assert "server error 4 (busy)" in str(e)
                 errors += 1
         assert answered + errors == 24 and errors >= 6, (answered, errors)
+
+
+def test_one_answer_per_request_id():
+    # a retransmission answered too: the second answer is dropped and counted; the id sent
+    # again after its answer is a new request
+    with Responder() as r, Client("127.0.0.1", r.port) as c:
+        rid = c.send(image(0), (1, 28, 28))
+        c.send(image(0), (1, 28, 28), request_id=rid)
+        first = c.wait(2.0)
+        assert first is not None and first.request_id == rid and first.cls == labels[0]
+        assert c.wait(0.2) is None
+        assert c.duplicates == 1, c.duplicates
+        c.send(image(0), (1, 28, 28), request_id=rid)
+        again = c.wait(2.0)
+        assert again is not None and again.request_id == rid
+
+
+def test_health_probe():
+    # against a hand-made server: the probe is padded to 1400 bytes with the role asked; no
+    # answer is a TimeoutError; a report is parsed; a bad role is a ValueError
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(("127.0.0.1", 0))
+    with Client("127.0.0.1", srv.getsockname()[1]) as c:
+        try:
+            c.health("host", timeout=0.05)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError("no TimeoutError")
+        probe = srv.recv(2048)
+        assert len(probe) == 1400 and probe[3] == 5 and probe[32] == 0 and probe[34] == 2
+        srv.setblocking(False)
+        while True:  # the probe's repeats
+            try:
+                srv.recv(2048)
+            except BlockingIOError:
+                break
+        srv.setblocking(True)
+        entry = struct.pack(">IHBBIIIHH24s", 7, 9, 3, 5, 3136, 1, 1, 10, 0, b"fmnist-bcnn")
+        body = b"srv-a".ljust(32, b"\0") + entry
+
+        def answer():
+            p, a = srv.recvfrom(2048)
+            srv.sendto(struct.pack(">HBBHHIHH", 0x534E, 1, 5, 48, len(body), 0, 0, 0) + p[16:24]
+                       + struct.pack(">II", len(body), 0)
+                       + struct.pack(">BBBBHHII", 1, 2, 1, 0, 1, 0, 4, 0) + body, a)
+        t = threading.Thread(target=answer)
+        t.start()
+        h = c.health("nic", timeout=2.0)
+        t.join()
+        assert (h.ident, h.role, h.state, h.in_flight) == ("srv-a", "nic", "degraded", 4), h
+        assert h.models == [{"name": "fmnist-bcnn", "id": 7, "mode": "nic-part", "first_op": 9,
+                             "fmt": "bits", "shape": (3136, 1, 1), "classes": 10}], h.models
+        try:
+            c.health("router")
+        except ValueError as e:
+            assert "role 'router'" in str(e)
+        else:
+            raise AssertionError("bad role accepted")
+    srv.close()
 
 
 def test_timeout_without_server():

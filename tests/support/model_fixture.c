@@ -226,6 +226,30 @@ struct kern_model *test_model_bits_in(struct test_fx *f)
 	    &g);
 }
 
+struct kern_model *test_model_conv_flat(struct test_fx *f)
+{
+	struct test_gen g = {0};
+
+	test_rng_seed(0x5eed);
+	test_gen_conv(&g, 1, 5, 3, 3);
+	test_gen_bn(&g, 2, 5, 5);
+	test_gen_dense(&g, 5, 65, 180);
+	test_gen_bn(&g, 6, 65, sqrt(180));
+	test_gen_dense(&g, 8, 10, 65);
+	test_gen_bn(&g, 9, 10, sqrt(65));
+	return test_fx_build_gen(
+	    f,
+	    "{\"name\":\"conv-flat\",\"input\":{\"shape\":[3,6,6],\"dtype\":\"f32\"},"
+	    "\"layers\":[{\"type\":\"sign\"},"
+	    "{\"type\":\"conv\",\"out\":5,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
+	    "{\"type\":\"dense\",\"out\":65,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":10,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"batchnorm\"}]}",
+	    &g);
+}
+
 void *test_random_inputs(const struct kern_model *m, uint32_t count)
 {
 	const size_t bytes = kern_shape_bytes(&m->input) * count;

@@ -82,6 +82,13 @@ struct kern_model *test_model_u8_mlp(struct test_fx *f);
  */
 struct kern_model *test_model_bits_in(struct test_fx *f);
 
+/*
+ * The NIC tests' flatten of spatial bits: f32 (3,6,6), sign, binary conv 5 (3x3, pad 1) with
+ * batch-norm and sign on the host, then flatten (5,6,6) bits and binary dense 65 and 10 with
+ * batch-norm on the NIC; weights from seed 0x5eed.
+ */
+struct kern_model *test_model_conv_flat(struct test_fx *f);
+
 /* count random inputs in m's input format: u8 bytes, or floats in [-1, 1]; malloc'd. */
 void *test_random_inputs(const struct kern_model *m, uint32_t count);
 

@@ -1,0 +1,68 @@
+# shellcheck shell=bash
+# Run an integration test under a kernel that has what it needs. Sourced, never run.
+#
+#   uml_need_ipvs SCRIPT [ARGS...]
+#       returns at once when this kernel has IPVS (ipvsadm works in a new namespace, after
+#       modprobe ip_vs); otherwise runs SCRIPT inside User-Mode Linux (Debian's user-mode-linux:
+#       a Linux 6.1 kernel built with IPVS as modules, running as a process) with this machine's
+#       root file system through hostfs (read-write: the build tree, the packages), tmpfs on
+#       /tmp, /run and /dev/shm, and exits with SCRIPT's status. Needs root and linux.uml; a
+#       kernel without IPVS and no linux.uml: exit 77 (skip), 1 under CI=true.
+# UML_MEM (default 3G): the guest's memory. Inside the guest UML_GUEST=1.
+#
+# Why: IPVS is a kernel feature. A machine whose kernel is built without it (CONFIG_IP_VS unset
+# and no modules, as on this project's CI machines) cannot load it, and KVM guests are not
+# available there either; User-Mode Linux runs the same kernel code as a process.
+
+uml_have_ipvs() {
+	local ns=snipvsprobe$$ ok=1
+	modprobe -q ip_vs 2>/dev/null
+	ip netns add "$ns" 2>/dev/null || return 1
+	ip netns exec "$ns" ipvsadm -Ln >/dev/null 2>&1 && ok=0
+	ip netns del "$ns"
+	return $ok
+}
+
+uml_need_ipvs() {
+	local script=$1 dir rc uml
+	shift
+	[ "${UML_GUEST:-}" = 1 ] && return 0
+	uml_have_ipvs && return 0
+	uml=$(command -v linux.uml || true)
+	if [ -z "$uml" ]; then
+		if [ "${CI:-}" = true ]; then
+			echo "FAIL: this kernel has no IPVS and linux.uml is missing (make deps:" \
+				"user-mode-linux); CI=true forbids skipping"
+			exit 1
+		fi
+		echo "skip: this kernel has no IPVS and linux.uml is missing (make deps)"
+		exit 77
+	fi
+	dir=$(realpath "${UML_DIR:-build/test-logs}")/uml.$$
+	mkdir -p "$dir"
+	{
+		echo "cd $(printf %q "$PWD")"
+		for v in CI SPLITNIC SPLITNIC_NIC SPLITNIC_HOST PY $(compgen -e | grep '^IPVS_'); do
+			[ -n "${!v+x}" ] && echo "export $v=$(printf %q "${!v}")"
+		done
+		printf 'exec bash %q' "$script"
+		printf ' %q' "$@"
+		echo
+	} >"$dir/run.sh"
+	echo "this kernel ($(uname -r)) has no IPVS: running $script in User-Mode Linux" \
+		"($("$uml" --version 2>/dev/null | head -1 || echo linux.uml))"
+	timeout -k 10 "${UML_TIMEOUT:-900}" "$uml" mem="${UML_MEM:-3G}" rootfstype=hostfs \
+		rootflags=/ rw init="$(realpath tests/integration/uml-init.sh)" snuml="$dir" \
+		con=null con0=null,fd:1 </dev/null >"$dir/console.log" 2>&1
+	rc=$?
+	cat "$dir/out" 2>/dev/null
+	if [ -s "$dir/rc" ]; then
+		rc=$(cat "$dir/rc")
+	else
+		echo "FAIL: User-Mode Linux ended without the test's status (exit $rc); console:"
+		tail -20 "$dir/console.log"
+		rc=1
+	fi
+	rm -rf "$dir"
+	exit "$rc"
+}
