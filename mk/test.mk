@@ -25,4 +25,9 @@ bench-kernels: $(B)/bench/bench_kernels $(B)/bench/bench_models models
 	$(Q)BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} $(B)/bench/bench_models \
 		/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz $(B)/models/fmnist-*.snm
 
-.PHONY: test-run demo-run bench-run bench-kernels
+# Split experiments over the packet path and the planner's accuracy (issue 12's acceptance; root,
+# about 15 minutes): tests/bench/bench_split.sh.
+bench-split: all models
+	$(Q)B=$(B) BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} tests/bench/bench_split.sh
+
+.PHONY: test-run demo-run bench-run bench-kernels bench-split

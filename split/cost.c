@@ -13,6 +13,25 @@ static const char *const fmt_names[] = {
     [SPLIT_FMT_INT8] = "int8", [SPLIT_FMT_BITS] = "bits", [SPLIT_FMT_F64] = "f64",
 };
 
+static const char *const obj_names[] = {
+    [SPLIT_OBJ_LATENCY] = "latency",
+    [SPLIT_OBJ_THROUGHPUT] = "throughput",
+    [SPLIT_OBJ_P99] = "p99",
+};
+
+const char *split_objective_name(unsigned obj)
+{
+	return obj <= SPLIT_OBJ_P99 ? obj_names[obj] : "-";
+}
+
+int split_objective_from_name(const char *name)
+{
+	for (unsigned k = 0; k <= SPLIT_OBJ_P99; k++)
+		if (!strcmp(name, obj_names[k]))
+			return (int)k;
+	return -1;
+}
+
 const char *split_fmt_name(unsigned fmt)
 {
 	return fmt >= SPLIT_FMT_U8 && fmt <= SPLIT_FMT_F64 ? fmt_names[fmt] : "-";
@@ -172,19 +191,28 @@ uint32_t split_link_packets(const struct split_profile *pr, uint64_t bytes)
 	return proto_frag_count(PROTO_ACT_HDR_LEN, bytes, (size_t)pr->v[SPLIT_P_PAYLOAD]);
 }
 
+void split_link_parts(const struct split_profile *pr, double link_gbps, unsigned fmt,
+		      uint64_t elems, bool repack, uint32_t hdr, struct split_xfer *x)
+{
+	const uint64_t bytes = split_fmt_bytes(fmt, elems);
+	const uint32_t pkts = proto_frag_count(hdr, bytes, (size_t)pr->v[SPLIT_P_PAYLOAD]);
+	const double pack = repack ? pr->v[SPLIT_P_PACK_ELEM] * (double)elems : 0;
+
+	x->pkts = pkts;
+	x->wire_bytes = bytes + (uint64_t)pkts * (hdr + (uint64_t)pr->v[SPLIT_P_LINK_OVERHEAD]);
+	x->send = pkts * pr->v[SPLIT_P_SER_PKT] + (double)bytes * pr->v[SPLIT_P_SER_BYTE] + pack;
+	x->wire = pkts * pr->v[SPLIT_P_LINK_PKT] + (double)x->wire_bytes * 8 / (link_gbps * 1e9);
+	x->recv =
+	    pkts * pr->v[SPLIT_P_DESER_PKT] + (double)bytes * pr->v[SPLIT_P_DESER_BYTE] + pack;
+}
+
 double split_link_cost(const struct split_profile *pr, double link_gbps, unsigned fmt,
 		       uint64_t elems, bool repack)
 {
-	const uint64_t bytes = split_fmt_bytes(fmt, elems);
-	const uint32_t pkts = split_link_packets(pr, bytes);
-	const double wire =
-	    (double)bytes + pkts * (PROTO_ACT_HDR_LEN + pr->v[SPLIT_P_LINK_OVERHEAD]);
+	struct split_xfer x;
 
-	return pkts *
-		   (pr->v[SPLIT_P_SER_PKT] + pr->v[SPLIT_P_LINK_PKT] + pr->v[SPLIT_P_DESER_PKT]) +
-	       (double)bytes * (pr->v[SPLIT_P_SER_BYTE] + pr->v[SPLIT_P_DESER_BYTE]) +
-	       wire * 8 / (link_gbps * 1e9) +
-	       (repack ? 2 * pr->v[SPLIT_P_PACK_ELEM] * (double)elems : 0);
+	split_link_parts(pr, link_gbps, fmt, elems, repack, PROTO_ACT_HDR_LEN, &x);
+	return x.send + x.wire + x.recv;
 }
 
 /* Cheapest allowed format and its cost for the activation `s` between executors a and b. */
@@ -223,6 +251,15 @@ static double cut_best(const struct kern_shape *s, unsigned a, unsigned b,
 	return best;
 }
 
+bool split_packet_handoff_ok(const struct kern_model *m, uint32_t k)
+{
+	const struct kern_shape *in = k < m->n_layers ? &m->layers[k].in : NULL;
+
+	if (!kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers))
+		return false;
+	return k == 0 || (in->fmt == KERN_FMT_BITS && in->h == 1 && in->w == 1);
+}
+
 int split_problem_from_model(struct split_problem *p, const struct kern_model *m,
 			     const struct split_profile *pr, const struct split_opts *o)
 {
@@ -242,7 +279,8 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
 		const struct kern_layer *l = &m->layers[i];
 
 		p->start_ok[i] = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_GPU);
-		if (kexec_can_run(KEXEC_KIND_NIC, m, i, m->n_layers))
+		if (o->packet ? split_packet_handoff_ok(m, i)
+			      : kexec_can_run(KEXEC_KIND_NIC, m, i, m->n_layers))
 			p->start_ok[i] |= SPLIT_EXM(SPLIT_EX_NIC);
 		for (unsigned e = 0; e < SPLIT_EX__COUNT; e++) {
 			double ops, wb;

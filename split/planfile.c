@@ -32,7 +32,9 @@ int split_plan_save(const char *path, const struct kern_model *m, const struct s
 		return -errno;
 	fprintf(f, "splitnic-plan 1\nmodel %s %016" PRIx64 " %u\nobjective %s\nlink_gbps %g\n",
 		m->name[0] ? m->name : "-", split_model_hash(m), m->n_layers,
-		o->objective == SPLIT_OBJ_THROUGHPUT ? "throughput" : "latency", link_gbps);
+		split_objective_name(o->objective), link_gbps);
+	if (o->load_rps > 0)
+		fprintf(f, "load_rps %g\n", o->load_rps);
 	fprintf(f, "predicted_us %.3f\n", plan->cost * 1e6);
 	for (uint32_t s = 0; s < plan->n_stages; s++)
 		fprintf(f, "stage %s %u %u %s\n", split_exec_name(plan->stage[s].exec),
@@ -54,7 +56,7 @@ struct plan_parse {
 	char name[KERN_NAME_MAX + 8];
 	uint64_t hash;
 	unsigned n_ops;
-	bool seen[4]; /* model, objective, link_gbps, predicted_us */
+	bool seen[5]; /* model, objective, link_gbps, predicted_us, load_rps */
 };
 
 __attribute__((format(printf, 2, 3))) static int plan_fail(struct plan_parse *pp, const char *fmt,
@@ -114,11 +116,13 @@ static int plan_line(struct plan_parse *pp, const char *line, struct split_plan 
 	}
 	if ((r = plan_record(pp, 1, line, "objective"))) {
 		if (r > 0 && (sscanf(line, "objective %15s%n", obj, &end) != 1 || line[end] ||
-			      (strcmp(obj, "latency") && strcmp(obj, "throughput"))))
-			r = plan_fail(pp, "expected objective latency|throughput");
+			      split_objective_from_name(obj) < 0))
+			r = plan_fail(pp, "expected objective latency|throughput|p99");
 		return r < 0 ? r : 0;
 	}
 	if ((r = plan_record(pp, 2, line, "link_gbps")))
+		return r < 0 ? r : plan_number(pp, line, &v);
+	if ((r = plan_record(pp, 4, line, "load_rps")))
 		return r < 0 ? r : plan_number(pp, line, &v);
 	if ((r = plan_record(pp, 3, line, "predicted_us"))) {
 		if (r > 0 && !(r = plan_number(pp, line, &v)))

@@ -65,6 +65,32 @@ static const struct {
     [SPLIT_P_PACK_ELEM] = {{"pack.elem_s", "s", "per element: bits to/from the wire order"}, 2e-9},
     [SPLIT_P_QUANT_ELEM] = {{"quant.elem_s", "s", "per element: f64 -> f32/fp16/int8 and back"},
 			    2e-9},
+    [SPLIT_P_PATH_FIXED] = {{"path.fixed_s", "s",
+			     "packet path: a request's round trip outside every server (front-end "
+			     "socket, wire, the NIC passing it up and the answer out)"},
+			    5e-5},
+    [SPLIT_P_PATH_NIC] = {{"path.nic_s", "s",
+			   "packet path: the same for a request the NIC answers alone "
+			   "(stand-alone), outside its chain"},
+			  3e-5},
+    [SPLIT_P_HOST_REQ] = {{"host.req_s", "s",
+			   "packet path: the host core per request (receive, reassemble, admit, "
+			   "answer or hand off)"},
+			  1e-5},
+    [SPLIT_P_HOST_OVERLAP] = {{"host.overlap_s", "s",
+			       "packet path: of host.req_s, the part off a request's own path "
+			       "(its capacity cost beyond its latency)"},
+			      0},
+    [SPLIT_P_HOST_QUEUE] = {{"host.queue", "req", "packet path: splitnic-host --queue"}, 64},
+    [SPLIT_P_NIC_WINDOW] = {{"nic.window", "req", "packet path: splitnic-host --nic-window"}, 32},
+    [SPLIT_P_LINK_LIMIT] =
+	{{"link.limit_bytes", "B",
+	  "packet path: the host <-> NIC link's queue (tc tbf limit: 1,000 full frames)"},
+	 1514000},
+    [SPLIT_P_LINK_BURST] = {{"link.burst_bytes", "B",
+			     "packet path: a token bucket's depth on the link (tc tbf burst; 0: a "
+			     "plain wire, every frame takes its bytes / rate)"},
+			    0},
 };
 
 void split_profile_default(struct split_profile *p)
@@ -97,17 +123,21 @@ static char *trim(char *s)
 
 /*
  * The range of key k's value, from its unit: times 0..1 hour, rates 1e-6..1e18 per second (a
- * zero rate would divide by zero), sizes whole bytes up to 2^53, flags 0 or 1; the datagram
- * payload must hold an ACTIVATION header and a fragment and fit a UDP datagram.
+ * zero rate would divide by zero), sizes whole bytes up to 2^53, flags 0 or 1, queue lengths whole
+ * requests 1..1e6; the datagram payload must hold an ACTIVATION header and a fragment and fit a UDP
+ * datagram.
  */
 static void value_range(unsigned k, double *min, double *max, bool *whole)
 {
 	const char *u = ptab[k].info.unit;
 
-	*whole = !strcmp(u, "B") || !strcmp(u, "0/1");
+	*whole = !strcmp(u, "B") || !strcmp(u, "0/1") || !strcmp(u, "req");
 	if (k == SPLIT_P_PAYLOAD) {
 		*min = PROTO_ACT_HDR_LEN + PROTO_FRAG_ALIGN;
 		*max = PROTO_MAX_PAYLOAD;
+	} else if (!strcmp(u, "req")) {
+		*min = 1;
+		*max = 1e6;
 	} else if (!strcmp(u, "0/1")) {
 		*min = 0;
 		*max = 1;

@@ -131,6 +131,14 @@ enum split_pkey {
 	SPLIT_P_DESER_BYTE,    /* s, per data byte reassembled */
 	SPLIT_P_PACK_ELEM,     /* s, per element: bits to/from the wire's C-major order */
 	SPLIT_P_QUANT_ELEM,    /* s, per element: f64 -> f32/fp16/int8 and back */
+	SPLIT_P_PATH_FIXED,    /* s, packet path: a request's round trip outside every server */
+	SPLIT_P_PATH_NIC,      /* s, the same when the NIC answers alone (stand-alone) */
+	SPLIT_P_HOST_REQ,      /* s, packet path: the host core's own work per request */
+	SPLIT_P_HOST_OVERLAP,  /* s, of that work, what is off a request's own path */
+	SPLIT_P_HOST_QUEUE,    /* requests, packet path: the host's bounded queue */
+	SPLIT_P_NIC_WINDOW,    /* requests, packet path: ACTIVATIONs in flight at most */
+	SPLIT_P_LINK_LIMIT,    /* bytes, packet path: the link's queue (tc tbf limit) */
+	SPLIT_P_LINK_BURST,    /* bytes, a token bucket's depth on the link (0: a plain wire) */
 	SPLIT_P__COUNT
 };
 
@@ -179,9 +187,14 @@ bool split_fmt_exact(uint32_t kfmt, unsigned fmt);
 #define SPLIT_MAX_OPS 4096
 
 enum split_objective {
-	SPLIT_OBJ_LATENCY = 0,	  /* sum of every stage and every cut */
+	SPLIT_OBJ_LATENCY = 0,	  /* sum of every stage and every cut; under load: the p50 */
 	SPLIT_OBJ_THROUGHPUT = 1, /* the slowest stage or cut (a pipeline's bottleneck) */
+	SPLIT_OBJ_P99 = 2,	  /* under load: the p99 (without load the same as latency) */
 };
+
+const char *split_objective_name(unsigned obj);
+/* enum split_objective from "latency", "throughput", "p99"; -1 if unknown. */
+int split_objective_from_name(const char *name);
 
 /*
  * A chain problem: n ops in order over n_exec executors. Costs in seconds; INFINITY in op[i][e]
@@ -242,7 +255,17 @@ struct split_opts {
 	bool allow_approx;  /* allow f32/fp16/int8 cuts of float activations */
 	uint32_t exec_mask; /* executors to plan over (CPU always) */
 	uint32_t nic_first; /* kexec_nic_first(m): ops [nic_first, n) are NIC-runnable */
+	bool packet;	    /* predict the packet path (see split_plan_pipeline), not in process */
+	double load_rps;    /* offered load in requests/s (Poisson); 0: no queueing */
 };
+
+/*
+ * Can the packet path hand m to the NIC at op k? k == 0: the NIC answers the REQUEST itself
+ * (stand-alone), if it can run the whole model; else splitnic-host runs ops [0, k) and sends an
+ * ACTIVATION of flat bits (a (c,1,1) bits tensor: host/model.c's rule), from which the NIC must
+ * be able to run the rest (kexec_can_run).
+ */
+bool split_packet_handoff_ok(const struct kern_model *m, uint32_t k);
 
 /* Predicted seconds of op i of m on executor e under profile pr (INFINITY if unsupported). */
 double split_op_cost(const struct kern_model *m, uint32_t i, unsigned e,
@@ -254,12 +277,131 @@ double split_link_cost(const struct split_profile *pr, double link_gbps, unsigne
 uint32_t split_link_packets(const struct split_profile *pr, uint64_t bytes);
 
 /*
+ * split_link_cost in its three parts, by who spends them: the sender's core (pack, build the
+ * datagrams), the link (per-datagram cost and the bytes on the wire at link_gbps, headers
+ * included) and the receiver's core (parse, reassemble, unpack). hdr: the message's header
+ * length in each datagram (PROTO_ACT_HDR_LEN for an ACTIVATION).
+ */
+struct split_xfer {
+	double send, wire, recv;
+	uint32_t pkts;
+	uint64_t wire_bytes; /* on the wire: data, headers, link.overhead_bytes per datagram */
+};
+void split_link_parts(const struct split_profile *pr, double link_gbps, unsigned fmt,
+		      uint64_t elems, bool repack, uint32_t hdr, struct split_xfer *x);
+
+/*
  * Build the chain problem for m: op costs per executor from the profile, NIC support from
- * o->nic_first (a NIC stage may start at a FLATTEN or binary op at or after it), weight bytes
- * per executor (NIC: packed records), cut costs with the cheapest allowed format.
+ * o->nic_first (a NIC stage may start at a FLATTEN or binary op at or after it; on the packet
+ * path only where split_packet_handoff_ok), weight bytes per executor (NIC: packed records), cut
+ * costs with the cheapest allowed format.
  */
 int split_problem_from_model(struct split_problem *p, const struct kern_model *m,
 			     const struct split_profile *pr, const struct split_opts *o);
+
+/* ---- under load: queueing at each stage (split/queue.c) ---------------------------------- */
+
+/*
+ * A stage as a FIFO single server fed by Poisson arrivals at rps requests/s: service time s
+ * seconds with squared coefficient of variation cs2 (0: deterministic, as a stage that runs the
+ * same ops on every request), and room for at most cap requests waiting or in service (0:
+ * unbounded; a full queue refuses, as splitnic-host answers ERROR busy). rho = rps * s.
+ * head: for a link shaped by a token bucket (rate r, depth b bytes), b / r: the bucket lets a
+ * request through that much ahead of a plain wire of rate r, so its delay is
+ * max(0, s + wait - head) (0 for a wire or a core).
+ */
+struct split_server {
+	const char *name;
+	double s, cs2, head;
+	uint32_t cap;
+};
+
+/*
+ * Mean wait before service: Pollaczek-Khinchine (M/G/1), rho s (1 + cs2) / (2 (1 - rho)).
+ * A bounded queue caps it at (cap - 1) s, which is also the wait at rho >= 1 (the queue stays
+ * full; the excess is refused); unbounded at rho >= 1: INFINITY.
+ */
+double split_wait_mean(const struct split_server *v, double rps);
+/*
+ * Wait quantile q in (0, 1): no wait with probability 1 - rho, else an exponential tail with
+ * the P-K mean, P(W > t) = rho exp(-rho t / E[W]) (exact for M/M/1; the usual heavy-traffic
+ * approximation of M/G/1): t_q = E[W] / rho ln(rho / (1 - q)) when rho > 1 - q, else 0.
+ * Capped as the mean.
+ */
+double split_wait_quantile(const struct split_server *v, double rps, double q);
+
+#define SPLIT_MAX_SERVERS 8
+
+/*
+ * A plan as a tandem of servers and a fixed delay that no server holds (wires, kernel hops).
+ * fb: splitnic-host's fallback (host/host.h): a request that finds the NIC's queue full (the
+ * in-flight window) is finished on the host instead: s_back more on server `host`, and it skips
+ * server `nic`.
+ */
+struct split_pipeline {
+	uint32_t n;
+	struct split_server srv[SPLIT_MAX_SERVERS];
+	double fixed;
+	struct {
+		bool on;
+		uint32_t host, nic; /* server indices */
+		double s_back;	    /* the NIC's ops on the host's CPU, and its RESPONSE */
+	} fb;
+};
+
+/*
+ * End-to-end at rps (MODELED). Each quantile (and the mean) is the fixed delay plus, over the
+ * servers, max(0, s + that server's wait quantile - head): exact when one server holds all the
+ * waiting (the bottleneck near saturation), an upper bound otherwise. throughput: min(rps,
+ * 1 / s of the bottleneck); the rest is refused by the bounded queues. With the fallback on, a
+ * share P of the requests finds the NIC's queue full (M/M/1/K blocking at the NIC's rho, which is
+ * 1 - 1/rho past saturation): the host's service becomes the mixture s + P s_back (its cs2 from
+ * the two values), the NIC sees (1 - P) rps, and each quantile is that of the mixture of the two
+ * paths (NIC, weight 1 - P; host, weight P), found by bisection.
+ */
+struct split_load_pred {
+	double rps;
+	double mean, p50, p99; /* seconds */
+	double throughput;     /* responses/s */
+	double rho_max;	       /* the bottleneck's utilisation */
+	uint32_t bottleneck;   /* index of the server with the largest rho */
+	double fallback;       /* the share finished on the host by the fallback */
+};
+void split_pipeline_predict(const struct split_pipeline *pl, double rps,
+			    struct split_load_pred *out);
+
+/*
+ * The servers of a plan (its stages' compute from split_plan_eval on the problem of m):
+ *   in process (!o->packet): one server per stage (compute; an incoming cut's sender part on the
+ *   previous stage, its link part on a "link" server, its receiver part on the stage);
+ *   the packet path (o->packet): the request arrives at the NIC and, unless the NIC runs the
+ *   whole model, crosses the link up to the host ("link-up": the REQUEST's datagrams, and the
+ *   NIC's completion notice when a NIC stage follows); the host core ("host": host.req_s, its
+ *   CPU stage, the sender part of the cut to the NIC) with a queue of host.queue; a GPU stage
+ *   ("gpu", PCIe in); "link-down": the ACTIVATION to the NIC, or the RESPONSE when the host
+ *   answers; the NIC chain ("nic": the cut's receiver part and its stage) with a queue of
+ *   nic.window; links with a queue of link.limit_bytes and a head of link.burst_bytes at the
+ *   link rate. fixed: path.fixed_s (path.nic_s when
+ *   the NIC runs the whole model: the request never crosses the link). A host stage followed
+ *   by the NIC gets the fallback (fb): the NIC's ops on the CPU (the problem's op costs).
+ * -EINVAL if the plan breaks the problem's constraints.
+ */
+int split_plan_pipeline(const struct split_problem *p, const struct kern_model *m,
+			const struct split_profile *pr, const struct split_opts *o,
+			const struct split_plan *plan, struct split_pipeline *pl);
+
+/*
+ * The best plan of p for m under o->load_rps and o->objective, by enumerating every feasible
+ * plan (each executor at most one stage, the NIC last; O(n^(E-1)) plans, prefix sums make each
+ * one O(E)): latency minimises the predicted p50, p99 the p99, throughput the bottleneck's
+ * service time (then the p50). plan->cost is the objective's value (seconds; for throughput
+ * the bottleneck's service time), plan->latency the p50. -ENOENT if none is feasible, -E2BIG
+ * beyond SPLIT_ENUM_MAX plans.
+ */
+#define SPLIT_ENUM_MAX 50000000u
+int split_plan_solve_load(const struct split_problem *p, const struct kern_model *m,
+			  const struct split_profile *pr, const struct split_opts *o,
+			  struct split_plan *out, struct split_load_pred *pred);
 
 /* ---- the plan file ------------------------------------------------------------------------ */
 
@@ -268,8 +410,9 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
  *
  *   splitnic-plan 1
  *   model NAME HASH N_OPS        HASH: FNV-1a 64 of the model file, 16 hex digits
- *   objective latency|throughput
+ *   objective latency|throughput|p99
  *   link_gbps X
+ *   load_rps X                   optional: the offered load planned for (0 or absent: none)
  *   predicted_us X               the objective's value
  *   stage EXEC FIRST LAST FMT_IN one per stage, in order: executor (cpu|gpu|nic), ops
  *                                [FIRST, LAST), format of the activation it receives (u8,

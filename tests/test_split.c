@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* split/: analysis against Caffe's AlexNet, the planner against exhaustive search, the wire. */
+/*
+ * split/: analysis against Caffe's AlexNet, the planner against exhaustive search, the queueing
+ * formulas against M/M/1's exact ones, the planner under load against every single split, the
+ * wire.
+ */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -13,7 +17,9 @@
 #include <cmocka.h>
 
 #include "kernels/kern_ops.h"
+#include "kernels/kexec.h"
 #include "split/split.h"
+#include "tests/support/model_fixture.h"
 
 /* bvlc_alexnet (deploy.prototxt): output shape and parameters of the layers that have them. */
 static const struct {
@@ -207,6 +213,8 @@ static void test_profile_rejects(void **state)
 	    {"cpu.op_s = nan\n", "bad value for cpu.op_s"},
 	    {"cpu.op_s = 1e-6\ncpu.op_s = 2e-6\n", "t.profile:2: cpu.op_s given twice"},
 	    {"cpu.ops = 1\n", "t.profile:1: unknown key \"cpu.ops\""},
+	    {"host.queue = 0\n", "bad value for host.queue"},
+	    {"nic.window = 2.5\n", "need a whole number"},
 	    {"cpu.op_s 1\n", "t.profile:1: expected key = value"},
 	};
 	struct split_profile p;
@@ -270,6 +278,8 @@ static void test_plan_file_rejects(void **state)
 	    {PLAN_HEAD "predicted_us nan\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "predicted_us -1\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "objective fastest\nstage cpu 0 3 -\n", "t.plan:3: expected objective"},
+	    {PLAN_HEAD "load_rps -5\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
+	    {PLAN_HEAD "load_rps 5\nload_rps 5\n", "t.plan:4: load_rps given twice"},
 	    {PLAN_HEAD "link_gbps 10 20\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "model t cbf29ce484222325 3\n", "t.plan:3: model given twice"},
 	    {PLAN_HEAD "stage cpu 0 3 - extra\n", "t.plan:3: expected stage"},
@@ -302,13 +312,227 @@ static void test_plan_file_rejects(void **state)
 	assert_int_equal(plan_from(text, sizeof(PLAN_HEAD) + 16, &plan, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "t.plan:3: NUL byte"));
 	n = (size_t)snprintf(text, sizeof(text),
-			     PLAN_HEAD "objective throughput\r\nlink_gbps 2.5\npredicted_us "
-				       "12.5\nstage cpu 0 1 -\nstage nic 1 3 bits\n");
+			     PLAN_HEAD
+			     "objective p99\r\nlink_gbps 2.5\nload_rps 3000\npredicted_us "
+			     "12.5\nstage cpu 0 1 -\nstage nic 1 3 bits\n");
 	assert_int_equal(plan_from(text, n, &plan, err, sizeof(err)), 0);
 	assert_int_equal(plan.n_stages, 2);
 	assert_int_equal(plan.stage[1].exec, SPLIT_EX_NIC);
 	assert_true(fabs(plan.cost - 12.5e-6) < 1e-15);
 #undef PLAN_HEAD
+}
+
+/* ---- under load -------------------------------------------------------------------------- */
+
+static void test_queue_formulas(void **state)
+{
+	const struct split_server d = {.name = "d", .s = 100e-6},
+				  b = {.name = "b", .s = 100e-6, .cap = 8};
+	const struct split_server mm = {.name = "m", .s = 100e-6, .cs2 = 1};
+
+	(void)state;
+	/* M/D/1 at rho 0.5: rho s / (2 (1 - rho)) = 50 us */
+	assert_true(fabs(split_wait_mean(&d, 5000) - 50e-6) < 1e-12);
+	assert_true(split_wait_mean(&d, 0) == 0);
+	/* no wait below rho = 1 - q */
+	assert_true(split_wait_quantile(&d, 4000, 0.5) == 0);
+	assert_true(split_wait_quantile(&d, 4000, 0.99) > 0);
+	/* M/M/1 exactly: P(W > t) = rho exp(-(mu - lambda) t) */
+	for (double rps = 1000; rps < 9900; rps += 1700) {
+		const double rho = rps * 100e-6, mu = 1e4;
+
+		assert_true(fabs(split_wait_mean(&mm, rps) - rho / (mu - rps)) < 1e-12);
+		if (rho > 0.01)
+			assert_true(fabs(split_wait_quantile(&mm, rps, 0.99) -
+					 log(rho / 0.01) / (mu - rps)) < 1e-12);
+	}
+	/* overload: unbounded is infinite, a bounded queue stays full */
+	assert_true(isinf(split_wait_mean(&d, 20000)));
+	assert_true(fabs(split_wait_mean(&b, 20000) - 7 * 100e-6) < 1e-15);
+	assert_true(fabs(split_wait_quantile(&b, 20000, 0.5) - 7 * 100e-6) < 1e-15);
+	/* the bound caps the waits below saturation too */
+	assert_true(split_wait_quantile(&b, 9990, 0.99) <= 7 * 100e-6 + 1e-15);
+}
+
+static void test_queue_pipeline(void **state)
+{
+	struct split_pipeline pl = {.n = 2, .fixed = 10e-6};
+	struct split_load_pred p;
+
+	(void)state;
+	pl.srv[0] = (struct split_server){.name = "a", .s = 100e-6, .cap = 64};
+	pl.srv[1] = (struct split_server){.name = "b", .s = 50e-6, .cap = 64};
+	split_pipeline_predict(&pl, 0, &p);
+	assert_true(fabs(p.p50 - 160e-6) < 1e-12 && fabs(p.p99 - 160e-6) < 1e-12);
+	assert_true(fabs(p.throughput - 1e4) < 1e-6);
+	assert_int_equal(p.bottleneck, 0);
+	split_pipeline_predict(&pl, 5000, &p);
+	assert_true(fabs(p.mean - (160e-6 + 50e-6 + 0.25 * 50e-6 / 1.5)) < 1e-12);
+	assert_true(p.p50 >= 160e-6 && p.p99 > p.p50 && p.throughput == 5000);
+	split_pipeline_predict(&pl, 30000, &p);
+	assert_true(fabs(p.throughput - 1e4) < 1e-6 && p.rho_max > 1);
+	assert_true(fabs(p.p50 - (160e-6 + 63 * 100e-6 + 63 * 50e-6)) < 1e-12);
+
+	/* the fallback: a NIC at rho 3 turns 2/3 of the requests back to the host, whose p50 path
+	 * then holds the median; the p99 waits in the NIC's full window */
+	pl = (struct split_pipeline){.n = 2, .fixed = 10e-6};
+	pl.srv[0] = (struct split_server){.name = "host", .s = 50e-6, .cap = 64};
+	pl.srv[1] = (struct split_server){.name = "nic", .s = 1000e-6, .cap = 32};
+	pl.fb.on = true;
+	pl.fb.host = 0;
+	pl.fb.nic = 1;
+	pl.fb.s_back = 100e-6;
+	split_pipeline_predict(&pl, 3000, &p);
+	assert_true(fabs(p.fallback - 2.0 / 3) < 1e-6);
+	assert_true(p.p50 > 160e-6 && p.p50 < 400e-6);
+	assert_true(p.p99 > 30e-3 && p.p99 < 34e-3);
+	assert_true(p.throughput == 3000 && fabs(p.rho_max - 1) < 1e-6);
+	/* below the NIC's saturation almost nothing falls back */
+	split_pipeline_predict(&pl, 500, &p);
+	assert_true(p.fallback < 1e-6 && p.p50 >= 1060e-6 && p.p50 < 2000e-6);
+}
+
+static int model_setup(void **state)
+{
+	struct test_fx *f;
+	int ret = test_fx_setup(state);
+
+	if (ret)
+		return ret;
+	f = *state;
+	test_model_u8_mlp(f);
+	return 0;
+}
+
+static struct kern_model *fx_model(void **state)
+{
+	struct test_fx *f = *state;
+	char err[256];
+	struct kern_model *m = kern_model_load(f->out, err, sizeof(err));
+
+	assert_non_null(m);
+	return m;
+}
+
+/* Every plan CPU [0, k) + NIC [k, n), all CPU and the NIC alone, evaluated one by one. */
+static double best_single_split(const struct split_problem *p, const struct kern_model *m,
+				const struct split_profile *pr, const struct split_opts *o,
+				uint32_t *best_k)
+{
+	double best = INFINITY;
+
+	for (uint32_t k = 0; k <= m->n_layers; k++) {
+		struct split_plan plan = {0};
+		struct split_pipeline pl;
+		struct split_load_pred lp;
+		double v;
+
+		if (k)
+			plan.stage[plan.n_stages++] =
+			    (struct split_stage){.exec = SPLIT_EX_CPU, .first = 0, .last = k};
+		if (k < m->n_layers)
+			plan.stage[plan.n_stages++] = (struct split_stage){
+			    .exec = SPLIT_EX_NIC, .first = k, .last = m->n_layers};
+		if (split_plan_pipeline(p, m, pr, o, &plan, &pl))
+			continue;
+		split_pipeline_predict(&pl, o->load_rps, &lp);
+		v = o->objective == SPLIT_OBJ_P99 ? lp.p99 : lp.p50;
+		if (v < best) {
+			best = v;
+			*best_k = k;
+		}
+	}
+	return best;
+}
+
+static void test_plan_load_enumerates(void **state)
+{
+	struct kern_model *m = fx_model(state);
+	struct split_profile pr;
+	uint32_t splits = 0;
+
+	split_profile_default(&pr);
+	/* in process without load the enumeration is the dynamic program */
+	for (uint32_t obj = 0; obj < 2; obj++) {
+		struct split_opts o = {.link_gbps = 1,
+				       .objective = obj,
+				       .exec_mask = SPLIT_EXM(SPLIT_EX_NIC),
+				       .nic_first = kexec_nic_first(m)};
+		struct split_problem p;
+		struct split_plan dp, en;
+
+		assert_int_equal(split_problem_from_model(&p, m, &pr, &o), 0);
+		assert_int_equal(split_plan_solve(&p, &dp), 0);
+		assert_int_equal(split_plan_solve_load(&p, m, &pr, &o, &en, NULL), 0);
+		if (obj == SPLIT_OBJ_LATENCY)
+			assert_true(fabs(dp.cost - en.cost) <= 1e-12 * (1 + dp.cost));
+		else
+			assert_true(fabs(dp.cost - en.cost) <= 1e-12 * (1 + dp.cost) ||
+				    en.cost <= dp.cost);
+		split_problem_free(&p);
+	}
+	/* under load, on the packet path, at every link rate: the best of every single split */
+	for (int t = 0; t < 60; t++) {
+		struct split_opts o = {.link_gbps = t % 3 == 0	 ? 0.05
+						    : t % 3 == 1 ? 1
+								 : 10,
+				       .objective = t % 2 ? SPLIT_OBJ_P99 : SPLIT_OBJ_LATENCY,
+				       .exec_mask = SPLIT_EXM(SPLIT_EX_NIC),
+				       .nic_first = kexec_nic_first(m),
+				       .packet = true,
+				       .load_rps = 500.0 * t};
+		struct split_problem p;
+		struct split_plan en;
+		uint32_t k = 0;
+		double want;
+
+		pr.v[SPLIT_P_CPU_OP] = 10e-6 * (1 + t % 7);
+		pr.v[SPLIT_P_NIC_LAYER] = 5e-6 * (1 + t % 4);
+		pr.v[SPLIT_P_NIC_STAGE] = 20e-6 * (t % 3);
+		assert_int_equal(split_problem_from_model(&p, m, &pr, &o), 0);
+		assert_int_equal(split_plan_solve_load(&p, m, &pr, &o, &en, NULL), 0);
+		want = best_single_split(&p, m, &pr, &o, &k);
+		assert_true(fabs(en.cost - want) <= 1e-12 * (1 + want));
+		check_constraints(&p, &en);
+		splits += en.n_stages > 1 || en.stage[0].exec == SPLIT_EX_NIC;
+		split_problem_free(&p);
+	}
+	assert_true(splits > 0);
+	kern_model_free(m);
+}
+
+/*
+ * The best split changes with load: a host slower than the NIC per request but closer (no link,
+ * no NIC overhead) wins at low load; past its capacity the split that moves work to the NIC wins.
+ */
+static void test_plan_load_changes_choice(void **state)
+{
+	struct kern_model *m = fx_model(state);
+	struct split_opts o = {.link_gbps = 10,
+			       .exec_mask = SPLIT_EXM(SPLIT_EX_NIC),
+			       .nic_first = kexec_nic_first(m),
+			       .packet = true};
+	struct split_profile pr;
+	struct split_problem p;
+	struct split_plan lo, hi;
+	struct split_load_pred plo, phi;
+
+	split_profile_default(&pr);
+	/* 40 us per op on the host; on the NIC 100 us per request and 60 us per binary layer */
+	pr.v[SPLIT_P_CPU_OP] = 40e-6;
+	pr.v[SPLIT_P_NIC_STAGE] = 100e-6;
+	pr.v[SPLIT_P_NIC_LAYER] = 60e-6;
+	assert_int_equal(split_problem_from_model(&p, m, &pr, &o), 0);
+	assert_int_equal(split_plan_solve_load(&p, m, &pr, &o, &lo, &plo), 0);
+	assert_int_equal(lo.n_stages, 1);
+	assert_int_equal(lo.stage[0].exec, SPLIT_EX_CPU);
+	o.load_rps = 1.2 * plo.throughput;
+	assert_int_equal(split_plan_solve_load(&p, m, &pr, &o, &hi, &phi), 0);
+	assert_int_equal(hi.stage[hi.n_stages - 1].exec, SPLIT_EX_NIC);
+	assert_true(phi.rho_max < 1);
+	assert_true(phi.p50 < hi.latency + 1e-12 && hi.latency < 0.1);
+	split_problem_free(&p);
+	kern_model_free(m);
 }
 
 static void test_wire_roundtrip_bits(void **state)
@@ -343,6 +567,12 @@ int main(void)
 	    cmocka_unit_test(test_wire_roundtrip_bits),
 	    cmocka_unit_test(test_profile_rejects),
 	    cmocka_unit_test(test_plan_file_rejects),
+	    cmocka_unit_test(test_queue_formulas),
+	    cmocka_unit_test(test_queue_pipeline),
+	    cmocka_unit_test_setup_teardown(test_plan_load_enumerates, model_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_load_changes_choice, model_setup,
+					    test_fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

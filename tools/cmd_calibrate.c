@@ -23,6 +23,7 @@
 #include "tools/cmds.h"
 #include "tools/split_tools.h"
 #include "tools/stats.h"
+#include "tools/sweep.h"
 
 #define CAL_REPS 15
 
@@ -339,20 +340,346 @@ out:
 	return ret;
 }
 
+/* ---- the packet path (root: tools/sweep_lab.sh) -----------------------------------------------
+ */
+
+/* NIC calibration models, stand-alone (u8 input, all binary): hidden widths, 0-terminated. */
+static const uint32_t cal_pk_nic[][4] = {
+    {0},
+    {1024, 0},
+    {4096, 0},
+    {8192, 0},
+    {256, 256, 256},
+    {1024, 1024, 0},
+    {2048, 2048, 0},
+    {4096, 4096, 0},
+    {256, 4096, 0},
+    {4096, 256, 0},
+    {2048, 4096, 2048},
+    {4096, 4096, 4096},
+};
+#define CAL_PK_NIC    (sizeof(cal_pk_nic) / sizeof(cal_pk_nic[0]))
+#define CAL_PK_IN     64 /* u8 inputs of the NIC models */
+#define CAL_PK_CLASS  16
+#define CAL_PK_ROUNDS 5 /* of the host's latency and capacity runs */
+
+/*
+ * An all-binary MLP with u8 input [in] and the given hidden widths, `out` classes, named name,
+ * written to dir/name.snm (path in out_path). Returns 0 or -EINVAL with a message in err.
+ */
+static int cal_mlp(const char *dir, const char *name, uint32_t in, const uint32_t *hidden,
+		   uint32_t n_hidden, uint32_t out, char *out_path, size_t len, char *err,
+		   size_t errlen)
+{
+	char arch[256], npz[256];
+	FILE *f;
+	int ret;
+
+	snprintf(arch, sizeof(arch), "%s/%s.json", dir, name);
+	snprintf(npz, sizeof(npz), "%s/%s.npz", dir, name);
+	snprintf(out_path, len, "%s/%s.snm", dir, name);
+	f = fopen(arch, "w");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", arch, strerror(errno));
+		return -EINVAL;
+	}
+	fprintf(f, "{\"name\":\"%s\",\"input\":{\"shape\":[%u,1,1],\"dtype\":\"u8\"},\"layers\":[",
+		name, in);
+	for (uint32_t i = 0; i < n_hidden; i++)
+		fprintf(f,
+			"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
+			"{\"type\":\"batchnorm\"},{\"type\":\"sign\"},",
+			hidden[i]);
+	fprintf(f,
+		"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
+		"{\"type\":\"batchnorm\"}]}\n",
+		out);
+	fclose(f);
+	ret = split_tools_gen(arch, npz, 1, err, errlen);
+	if (!ret)
+		ret = kern_convert(arch, npz, out_path, err, errlen);
+	unlink(arch);
+	unlink(npz);
+	return ret ? -EINVAL : 0;
+}
+
+#define FIT_K 4 /* features: 1, layers, neuron-words, neurons */
+
+/*
+ * Least squares y ~ x beta over n points and FIT_K features, every coefficient >= 0: solve
+ * the normal equations (Gaussian elimination) over the active features, drop the most
+ * negative coefficient, repeat.
+ */
+static void lsq_nonneg(const double (*x)[FIT_K], const double *y, uint32_t n, double *beta)
+{
+	bool act[FIT_K] = {true, true, true, true};
+
+	for (;;) {
+		double a[FIT_K][FIT_K + 1] = {{0}};
+		int idx[FIT_K], k = 0, worst = -1;
+
+		for (int j = 0; j < FIT_K; j++)
+			if (act[j])
+				idx[k++] = j;
+		for (uint32_t i = 0; i < n; i++)
+			for (int r = 0; r < k; r++) {
+				for (int c = 0; c < k; c++)
+					a[r][c] += x[i][idx[r]] * x[i][idx[c]];
+				a[r][k] += x[i][idx[r]] * y[i];
+			}
+		for (int c = 0; c < k; c++) {
+			int piv = c;
+
+			for (int r = c + 1; r < k; r++)
+				if (fabs(a[r][c]) > fabs(a[piv][c]))
+					piv = r;
+			for (int q = 0; q <= k; q++) {
+				double t = a[c][q];
+
+				a[c][q] = a[piv][q];
+				a[piv][q] = t;
+			}
+			for (int r = 0; r < k; r++) {
+				const double f = a[c][c] != 0 ? a[r][c] / a[c][c] : 0;
+
+				for (int q = c; r != c && q <= k; q++)
+					a[r][q] -= f * a[c][q];
+			}
+		}
+		for (int j = 0; j < FIT_K; j++)
+			beta[j] = 0;
+		for (int r = 0; r < k; r++) {
+			beta[idx[r]] = a[r][r] != 0 ? a[r][k] / a[r][r] : 0;
+			if (beta[idx[r]] < 0 && (worst < 0 || beta[idx[r]] < beta[worst]))
+				worst = idx[r];
+		}
+		if (worst < 0)
+			return;
+		act[worst] = false;
+	}
+}
+
+/*
+ * The NIC's per-request time MEASURED through the packet path: the calibration MLPs stand-alone
+ * on splitnic-nic (its platform's own time: lcore wall time, emu the time it enforces), each
+ * request's nic timing field (the chain's run, submit to completion) averaged, then fitted to
+ * nic.stage_s + layers x nic.layer_s + neuron-words x nic.nword_s (u8 layers count 8 words per
+ * input word, as the planner does). path.nic_s: the end-to-end p50 beyond it.
+ */
+static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *platform,
+			  const char *execs, struct split_profile *pr)
+{
+	char paths[CAL_PK_NIC][300], names[CAL_PK_NIC][32], err[512], cnt[] = "300";
+	double x[CAL_PK_NIC][FIT_K], y[CAL_PK_NIC], rest[CAL_PK_NIC], e2e[CAL_PK_NIC], beta[FIT_K];
+	bool field = true;
+	char *args[4 + 2 * CAL_PK_NIC + 8];
+	size_t n = 0;
+
+	args[n++] = lab->dir;
+	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
+		uint32_t nh = 0, prev = CAL_PK_IN;
+
+		snprintf(names[g], sizeof(names[g]), "cal-nic-%u", g);
+		x[g][0] = 1;
+		x[g][1] = 1;
+		x[g][2] = 0;
+		x[g][3] = CAL_PK_CLASS;
+		for (; nh < 4 && cal_pk_nic[g][nh]; nh++) {
+			x[g][1] += 1;
+			x[g][2] += (double)cal_pk_nic[g][nh] * kern_words(prev) * (nh ? 1 : 8);
+			x[g][3] += cal_pk_nic[g][nh];
+			prev = cal_pk_nic[g][nh];
+		}
+		x[g][2] += (double)CAL_PK_CLASS * kern_words(prev) * (nh ? 1 : 8);
+		if (cal_mlp(dir, names[g], CAL_PK_IN, cal_pk_nic[g], nh, CAL_PK_CLASS, paths[g],
+			    sizeof(paths[g]), err, sizeof(err))) {
+			fprintf(stderr, "splitnic calibrate: %s\n", err);
+			return -EINVAL;
+		}
+		args[n++] = "--model";
+		args[n++] = paths[g];
+	}
+	args[n++] = "--executors";
+	args[n++] = (char *)execs;
+	args[n++] = "--platform";
+	args[n++] = (char *)platform;
+	args[n++] = "--";
+	args[n] = NULL;
+	if (sweep_lab_verb(lab, "start", args)) {
+		fprintf(stderr, "splitnic calibrate: splitnic-nic did not start\n");
+		return -EIO;
+	}
+	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
+		char *cargs[] = {"--model", paths[g],	    "--count", cnt, "--outstanding",
+				 "1",	    "--timeout-ms", "5000",    NULL};
+		struct sweep_point pt;
+
+		if (sweep_lab_client(lab, cargs, &pt) || pt.responses < pt.requests * 0.95) {
+			fprintf(stderr,
+				"splitnic calibrate: %s: fewer than 95%% of the requests "
+				"answered\n",
+				names[g]);
+			return -EIO;
+		}
+		y[g] = pt.srv_p50[PROTO_T_NIC] * 1e-9;
+		e2e[g] = pt.p50 * 1e-6;
+		field &= y[g] > 0;
+		printf("nic (%s, packet path, MEASURED): %.0f layers, %.0f neuron-words, %.0f "
+		       "neurons: nic field p50 %.1f us, end to end p50 %.1f us\n",
+		       platform, x[g][1], x[g][2], x[g][3], y[g] * 1e6, pt.p50);
+	}
+	/* A platform that fills no nic field: the end-to-end p50, whose intercept is the path. */
+	lsq_nonneg((const double(*)[FIT_K])x, field ? y : e2e, CAL_PK_NIC, beta);
+	pr->v[SPLIT_P_NIC_STAGE] = beta[0];
+	pr->v[SPLIT_P_NIC_LAYER] = beta[1];
+	pr->v[SPLIT_P_NIC_NWORD] = beta[2];
+	pr->v[SPLIT_P_NIC_NEURON] = beta[3];
+	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
+		double fit = 0;
+
+		for (int j = 0; j < FIT_K; j++)
+			fit += beta[j] * x[g][j];
+		rest[g] = e2e[g] - fit;
+		printf("  fit %u: %.1f us MEASURED, %.1f us fitted\n", g,
+		       (field ? y : e2e)[g] * 1e6, fit * 1e6);
+	}
+	if (field) {
+		pr->v[SPLIT_P_PATH_NIC] = fmax(0, stats_median(rest, CAL_PK_NIC));
+	} else {
+		pr->v[SPLIT_P_PATH_NIC] = pr->v[SPLIT_P_NIC_STAGE];
+		pr->v[SPLIT_P_NIC_STAGE] = 0;
+	}
+	printf("nic fit (%s, MEASURED, from the %s): %.2f us per request + %.2f us per layer + "
+	       "%.4f ns per neuron-word + %.2f ns per neuron; the path around a stand-alone NIC "
+	       "%.1f us (p50)\n",
+	       platform,
+	       field ? "RESPONSE nic field (medians)"
+		     : "end-to-end p50: the platform fills no nic field, its per-request part is "
+		       "in the path",
+	       pr->v[SPLIT_P_NIC_STAGE] * 1e6, pr->v[SPLIT_P_NIC_LAYER] * 1e6,
+	       pr->v[SPLIT_P_NIC_NWORD] * 1e9, pr->v[SPLIT_P_NIC_NEURON] * 1e9,
+	       pr->v[SPLIT_P_PATH_NIC] * 1e6);
+	return 0;
+}
+
+/*
+ * The host's packet path with a model whose compute is negligible (the 256-32-16-2 traffic MLP,
+ * host-only): host.req_s from its capacity (closed loop, 16 outstanding: 1 / throughput less the
+ * compute the host reports), path.fixed_s from the end-to-end p50 at one outstanding less the
+ * host's service time. Link not shaped.
+ */
+static int cal_pk_host(struct sweep_lab *lab, const char *dir, struct split_profile *pr)
+{
+	static const uint32_t hidden[] = {32, 16};
+	char path[300], model_nic[310], model_host[320], err[512], cnt1[] = "500", cnt16[] = "3000";
+	char *args[] = {lab->dir,   "--model",	       model_nic, "--", "--model",
+			model_host, "--idle-sleep-us", "20",	  NULL};
+	char *lat[] = {"--model", path,		  "--count", cnt1, "--outstanding",
+		       "1",	  "--timeout-ms", "5000",    NULL};
+	char *cap[] = {"--model", path,		  "--count", cnt16, "--outstanding",
+		       "16",	  "--timeout-ms", "5000",    NULL};
+	double lat50[CAL_PK_ROUNDS], thr[CAL_PK_ROUNDS], comp[CAL_PK_ROUNDS], tot[CAL_PK_ROUNDS];
+	double compute, service, p50, capacity;
+
+	if (cal_mlp(dir, "traffic-256-32-16-2", 256, hidden, 2, 2, path, sizeof(path), err,
+		    sizeof(err))) {
+		fprintf(stderr, "splitnic calibrate: %s\n", err);
+		return -EINVAL;
+	}
+	snprintf(model_nic, sizeof(model_nic), "%s@1", path);
+	snprintf(model_host, sizeof(model_host), "%s:host-only", path);
+	if (sweep_lab_verb(lab, "start", args)) {
+		fprintf(stderr, "splitnic calibrate: the servers did not start\n");
+		return -EIO;
+	}
+	/* interleaved rounds, medians: one run of each is at the mercy of a busy machine */
+	for (uint32_t r = 0; r < CAL_PK_ROUNDS; r++) {
+		struct sweep_point p1, p16;
+
+		if (sweep_lab_client(lab, lat, &p1) || sweep_lab_client(lab, cap, &p16) ||
+		    p1.responses < p1.requests * 0.95 || !(p16.thr > 0)) {
+			fprintf(stderr, "splitnic calibrate: traffic MLP: fewer than 95%% of the "
+					"requests answered\n");
+			return -EIO;
+		}
+		lat50[r] = p1.p50 * 1e-6;
+		thr[r] = p16.thr;
+		comp[r] = p1.srv_p50[PROTO_T_HOST] * 1e-9;
+		tot[r] = p1.srv_p50[PROTO_T_TOTAL] * 1e-9;
+	}
+	compute = stats_median(comp, CAL_PK_ROUNDS);
+	p50 = stats_median(lat50, CAL_PK_ROUNDS);
+	capacity = stats_median(thr, CAL_PK_ROUNDS);
+	service = fmax(1 / capacity, stats_median(tot, CAL_PK_ROUNDS));
+	pr->v[SPLIT_P_HOST_REQ] = fmax(0, service - compute);
+	pr->v[SPLIT_P_PATH_FIXED] = fmax(0, p50 - service);
+	pr->v[SPLIT_P_HOST_OVERLAP] = fmax(0, service - p50);
+	printf("host (packet path, MEASURED): traffic MLP host-only, medians of %d rounds: end to "
+	       "end p50 %.1f us at one outstanding (compute %.1f us); %.0f responses/s at 16 "
+	       "outstanding\n",
+	       CAL_PK_ROUNDS, p50 * 1e6, compute * 1e6, capacity);
+	printf(
+	    "host fit: %.1f us per request on the host core (%.1f us of it off the request's own "
+	    "path); the path around it %.1f us (p50)\n",
+	    pr->v[SPLIT_P_HOST_REQ] * 1e6, pr->v[SPLIT_P_HOST_OVERLAP] * 1e6,
+	    pr->v[SPLIT_P_PATH_FIXED] * 1e6);
+	return 0;
+}
+
+static int cal_packet(struct split_profile *pr, const char *lab_script, const char *tag,
+		      const char *platform, const char *execs)
+{
+	char dir[] = "/tmp/splitnic-calpk-XXXXXX";
+	struct sweep_lab lab;
+	int ret;
+
+	ret = sweep_lab_init(&lab, lab_script, tag, NULL, NULL);
+	if (ret)
+		return ret;
+	if (!mkdtemp(dir))
+		return -errno;
+	ret = sweep_lab_up(&lab);
+	if (!ret)
+		ret = sweep_lab_shape(&lab, 0);
+	if (!ret)
+		ret = cal_pk_nic_fit(&lab, dir, platform, execs, pr);
+	if (!ret)
+		ret = cal_pk_host(&lab, dir, pr);
+	sweep_lab_down(&lab);
+	sweep_remove_dir(dir);
+	return ret;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"quick", no_argument, NULL, 'q'},
 	    {"keys", no_argument, NULL, 'k'},
+	    {"packet", no_argument, NULL, 'K'},
+	    {"profile", required_argument, NULL, 'p'},
+	    {"platform", required_argument, NULL, 'F'},
+	    {"executors", required_argument, NULL, 'e'},
+	    {"lab", required_argument, NULL, 'A'},
+	    {"tag", required_argument, NULL, 'T'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	const char *usage = "usage: splitnic calibrate [-o PROFILE] [--quick] [--keys]\n";
-	const char *out = NULL;
+	const char *usage =
+	    "usage: splitnic calibrate [-o PROFILE] [--quick] [--keys]\n"
+	    "         [--packet [--profile IN] [--platform emu|lcore] [--executors E] [--lab "
+	    "SCRIPT]\n"
+	    "          [--tag T]]\n"
+	    "  In process: this machine's kernels, the emulator's NIC, the protocol code.\n"
+	    "  --packet (root): then, with no server running meanwhile for the in-process part "
+	    "(or\n"
+	    "  from --profile IN), the NIC's per-request time and the path's costs MEASURED\n"
+	    "  through splitnic-nic and splitnic-host in the namespaces of tools/sweep_lab.sh.\n";
+	const char *out = NULL, *in = NULL, *platform = "emu", *lab = NULL, *tag = NULL;
+	char execs[16] = "16";
 	struct split_profile pr;
-	bool quick = false;
-	long cache;
+	bool quick = false, packet = false;
+	long cache, v;
 	int c, reps, ret;
 
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -368,38 +695,72 @@ int cmd_calibrate(int argc, char **argv)
 				printf("%-20s %-9s %s\n", split_pkey_info(k)->key,
 				       split_pkey_info(k)->unit, split_pkey_info(k)->what);
 			return 0;
+		case 'K':
+			packet = true;
+			break;
+		case 'p':
+			in = optarg;
+			break;
+		case 'F':
+			if (strcmp(optarg, "emu") && strcmp(optarg, "lcore")) {
+				fprintf(stderr, "--platform: emu or lcore, got '%s'\n", optarg);
+				return 2;
+			}
+			platform = optarg;
+			break;
+		case 'e':
+			if (parse_count(optarg, &v, 1, 256, "--executors"))
+				return 2;
+			snprintf(execs, sizeof(execs), "%ld", v);
+			break;
+		case 'A':
+			lab = optarg;
+			break;
+		case 'T':
+			tag = optarg;
+			break;
 		case 'h':
 			return split_tools_usage(usage, true);
 		default:
 			return split_tools_usage(usage, false);
 		}
 	}
-	if (argc != optind)
+	if (argc != optind || (!packet && (in || lab || tag)))
 		return split_tools_usage(usage, false);
 	if (out && cli_output_ok("calibrate", "-o", out))
 		return 1;
 	split_profile_default(&pr);
-	reps = quick ? 5 : CAL_REPS;
-	cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
-	if (cache > 0)
-		pr.v[SPLIT_P_CPU_CACHE] = (double)cache;
-	ret = cal_cpu_float(&pr, quick, reps);
-	if (!ret)
-		ret = cal_cpu_binary(&pr, reps);
-	if (!ret)
-		cal_gpu(&pr, reps);
-	if (!ret)
-		ret = cal_nic(&pr, quick);
-	if (!ret)
-		ret = cal_wire(&pr, reps);
+	ret = 0;
+	if (in) {
+		if (split_tools_load_profile("calibrate", in, &pr))
+			return 1;
+	} else {
+		reps = quick ? 5 : CAL_REPS;
+		cache = sysconf(_SC_LEVEL2_CACHE_SIZE);
+		if (cache > 0)
+			pr.v[SPLIT_P_CPU_CACHE] = (double)cache;
+		ret = cal_cpu_float(&pr, quick, reps);
+		if (!ret)
+			ret = cal_cpu_binary(&pr, reps);
+		if (!ret)
+			cal_gpu(&pr, reps);
+		if (!ret)
+			ret = cal_nic(&pr, quick);
+		if (!ret)
+			ret = cal_wire(&pr, reps);
+	}
+	if (!ret && packet)
+		ret = cal_packet(&pr, lab, tag, platform, execs);
 	if (ret) {
 		fprintf(stderr, "splitnic calibrate: %s\n", strerror(-ret));
 		return 1;
 	}
 	if (out) {
 		ret = split_profile_save(out, &pr,
-					 quick ? "measured by splitnic calibrate --quick"
-					       : "measured by splitnic calibrate");
+					 packet	 ? "measured by splitnic calibrate --packet (NIC "
+						   "and path keys through the packet path)"
+					 : quick ? "measured by splitnic calibrate --quick"
+						 : "measured by splitnic calibrate");
 		if (ret) {
 			fprintf(stderr, "splitnic calibrate: %s: %s\n", out, strerror(-ret));
 			return 1;

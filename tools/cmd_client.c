@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -62,7 +63,8 @@ struct client_opts {
 	long retries;
 	bool json;
 	bool health;
-	int role; /* --role: enum splitnic_role, -1 not given */
+	int role;     /* --role: enum splitnic_role, -1 not given */
+	bool poisson; /* open loop: exponential gaps of mean 1/rate, not a fixed period */
 };
 
 struct client_run {
@@ -88,6 +90,7 @@ struct client_run {
 	uint64_t rejected[PROTO_VERDICT__COUNT];
 	uint64_t ra_drop[PROTO_RA__COUNT];
 	uint64_t server_ns[PROTO_T_COUNT];
+	uint64_t *server_each[PROTO_T_COUNT]; /* per response, for the medians */
 	uint64_t executors[8];
 	uint64_t t_first, t_last;
 };
@@ -101,12 +104,13 @@ static void usage(FILE *f)
 	    "         [--count N] [--model FILE] [--model-id ID|NAME] [--rate R | --outstanding "
 	    "N]\n"
 	    "         [--timeout-ms T] [--payload BYTES | --mtu BYTES] [--seed S] [--json]\n"
-	    "         [--classes FILE] [--sockets N] [--retries R]\n"
+	    "         [--classes FILE] [--sockets N] [--retries R] [--poisson]\n"
 	    "       splitnic client --health ADDR[:PORT] [--role any|nic|host|serve|xdp]\n"
 	    "         [--timeout-ms T] [--json]\n"
 	    "\n"
 	    "  Sends N requests (default: every image, or 1000 random tensors) to the server\n"
-	    "  (default port %u), open loop at R requests/s or closed loop with N outstanding\n"
+	    "  (default port %u), open loop at R requests/s (evenly spaced, or Poisson arrivals\n"
+	    "  with --poisson) or closed loop with N outstanding\n"
 	    "  (default 1), and reports accuracy (with labels), latency p50/p90/p99/p99.9,\n"
 	    "  throughput, errors by code and timeouts (default timeout 1000 ms).\n"
 	    "  --classes writes one line per request, in input order: the predicted class, or\n"
@@ -185,6 +189,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	    {"seed", required_argument, NULL, 's'},
 	    {"json", no_argument, NULL, 'j'},
 	    {"classes", required_argument, NULL, 'C'},
+	    {"poisson", no_argument, NULL, 'E'},
 	    {"sockets", required_argument, NULL, 'k'},
 	    {"retries", required_argument, NULL, 'R'},
 	    {"health", no_argument, NULL, 'H'},
@@ -288,6 +293,9 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		case 'C':
 			o->classes = optarg;
 			break;
+		case 'E':
+			o->poisson = true;
+			break;
 		case 'k':
 			if (parse_count(optarg, &o->sockets, 1, 16384, "--sockets"))
 				return -EINVAL;
@@ -357,6 +365,10 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		return -EINVAL;
 	if (!o->images && !o->shape[0]) {
 		fprintf(stderr, "client: give --images IDX, --shape C,H,W or --model FILE\n");
+		return -EINVAL;
+	}
+	if (o->poisson && !(o->rate > 0)) {
+		fprintf(stderr, "client: --poisson needs --rate\n");
 		return -EINVAL;
 	}
 	if (o->rate > 0 && o->outstanding) {
@@ -494,6 +506,8 @@ static void on_message(struct client_run *r, const struct splitnic_response *msg
 	r->state[idx] = REQ_DONE;
 	r->cls[idx] = (int32_t)msg->cls;
 	r->lat_ns[r->responses++] = t - r->send_ns[idx];
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+		r->server_each[k][r->responses - 1] = msg->t_ns[k];
 	if (r->labels) {
 		r->labelled++;
 		r->correct += msg->cls == r->labels[idx % r->n_labels];
@@ -565,24 +579,40 @@ static int expire(struct client_run *r, uint32_t head, uint32_t next, uint64_t t
 	return 0;
 }
 
+/* The gap to the next open-loop send: 1/rate, or exponential of that mean (--poisson). */
+static uint64_t next_gap(const struct client_opts *o, uint64_t *rng)
+{
+	double u;
+
+	if (!o->poisson)
+		return (uint64_t)(1e9 / o->rate);
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	u = (double)(*rng >> 11) * 0x1.0p-53;
+	return (uint64_t)(-log1p(-u) * 1e9 / o->rate);
+}
+
 static int run_loop(struct client_run *r)
 {
 	const struct client_opts *o = &r->o;
 	const uint64_t timeout = (uint64_t)o->timeout_ms * 1000000ull;
 	const uint64_t scan = timeout / 8 > 1000000ull ? timeout / 8 : 1000000ull;
-	uint64_t period = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
+	uint64_t rng = (uint64_t)o->seed * 0x9e3779b97f4a7c15ull + 1;
 	uint32_t next = 0, head = 0, count = (uint32_t)o->count;
-	uint64_t t, t0 = lat_now_ns(), wait, due, next_scan = t0 + scan;
+	uint64_t t, t0 = lat_now_ns(), wait, due, next_scan = t0 + scan, next_due = t0;
 	struct epoll_event ev[64];
 	int n;
 
 	r->t_first = t0;
 	while (head < count) {
 		t = lat_now_ns();
-		while (next < count && (o->rate > 0 ? t >= t0 + next * period
-						    : r->pending < (uint64_t)o->outstanding)) {
+		while (next < count &&
+		       (o->rate > 0 ? t >= next_due : r->pending < (uint64_t)o->outstanding)) {
 			if (send_request(r, next++))
 				return -EINVAL;
+			if (o->rate > 0)
+				next_due += next_gap(o, &rng);
 			t = lat_now_ns();
 		}
 		n = epoll_wait(r->ep, ev, 64, 0);
@@ -601,7 +631,7 @@ static int run_loop(struct client_run *r)
 		wait = next_scan - t;
 		if (next < count) {
 			due = o->rate > 0
-				  ? t0 + next * period
+				  ? next_due
 				  : (r->pending < (uint64_t)o->outstanding ? t : UINT64_MAX);
 			if (due != UINT64_MAX)
 				wait = due > t ? (due - t < wait ? due - t : wait) : 0;
@@ -682,7 +712,7 @@ static void report_text(struct client_run *r, const struct lat_summary *ls, doub
 	printf("client: %lu requests to %s:%s, ", (unsigned long)o->count, o->host,
 	       o->port ? o->port : "21326");
 	if (o->rate > 0)
-		printf("open loop at %.0f req/s", o->rate);
+		printf("open loop at %.0f req/s%s", o->rate, o->poisson ? " (Poisson)" : "");
 	else
 		printf("closed loop, %ld outstanding", o->outstanding);
 	printf(", %s %ux%ux%u, %u datagram(s) each\n", proto_fmt_name(o->dtype), o->shape[0],
@@ -734,11 +764,11 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 
 	for (unsigned c = 0; c <= PROTO_ERR__COUNT; c++)
 		nerr += r->errors[c];
-	printf("{\"server\": \"%s:%s\", \"mode\": \"%s\", \"rate\": %.3f, "
+	printf("{\"server\": \"%s:%s\", \"mode\": \"%s\", \"arrivals\": \"%s\", \"rate\": %.3f, "
 	       "\"outstanding\": %ld, \"requests\": %lu, \"sent\": %lu, \"responses\": %lu, ",
-	       o->host, o->port ? o->port : "21326", o->rate > 0 ? "open" : "closed", o->rate,
-	       o->rate > 0 ? 0 : o->outstanding, (unsigned long)o->count, (unsigned long)r->sent,
-	       (unsigned long)r->responses);
+	       o->host, o->port ? o->port : "21326", o->rate > 0 ? "open" : "closed",
+	       o->poisson ? "poisson" : "periodic", o->rate, o->rate > 0 ? 0 : o->outstanding,
+	       (unsigned long)o->count, (unsigned long)r->sent, (unsigned long)r->responses);
 	printf("\"errors\": {\"total\": %lu", (unsigned long)nerr);
 	for (unsigned c = 1; c < PROTO_ERR__COUNT; c++)
 		printf(", \"%s\": %lu", proto_error_name(c), (unsigned long)r->errors[c]);
@@ -774,6 +804,13 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
 		printf("%s\"%s\": %.1f", k ? ", " : "", t_names[k],
 		       r->responses ? (double)r->server_ns[k] / r->responses : 0.0);
+	printf("}, \"server_p50_ns\": {");
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
+		struct lat_summary s;
+
+		lat_summarize(r->server_each[k], r->responses, &s);
+		printf("%s\"%s\": %.1f", k ? ", " : "", t_names[k], s.p50);
+	}
 	printf("}, \"executors\": {");
 	for (unsigned b = 0; b < 5; b++)
 		printf("%s\"%s\": %lu", b ? ", " : "", ex_names[b], (unsigned long)r->executors[b]);
@@ -853,7 +890,7 @@ int cmd_client(int argc, char **argv)
 	struct client_run *r;
 	struct idx_data img = {0}, lab = {0};
 	struct lat_summary ls;
-	bool lost = false;
+	bool lost = false, oom = false;
 	double secs;
 	int ret;
 
@@ -887,7 +924,11 @@ int cmd_client(int argc, char **argv)
 	r->lat_ns = calloc((size_t)r->o.count, sizeof(*r->lat_ns));
 	r->state = calloc((size_t)r->o.count, 1);
 	r->cls = malloc((size_t)r->o.count * sizeof(*r->cls));
-	if (!r->send_ns || !r->due_ns || !r->tries || !r->lat_ns || !r->state || !r->cls) {
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
+		r->server_each[k] = calloc((size_t)r->o.count, sizeof(uint64_t));
+		oom |= !r->server_each[k];
+	}
+	if (oom || !r->send_ns || !r->due_ns || !r->tries || !r->lat_ns || !r->state || !r->cls) {
 		fprintf(stderr, "client: out of memory for %ld requests\n", r->o.count);
 		ret = -ENOMEM;
 		goto out_free_state;
@@ -918,6 +959,8 @@ int cmd_client(int argc, char **argv)
 	}
 
 out_free_state:
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++)
+		free(r->server_each[k]);
 	free(r->cls);
 	free(r->state);
 	free(r->lat_ns);

@@ -292,15 +292,24 @@ int cmd_plan(int argc, char **argv)
 	    {"profile", required_argument, NULL, 'p'},
 	    {"link-gbps", required_argument, NULL, 'l'},
 	    {"objective", required_argument, NULL, 'b'},
+	    {"load", required_argument, NULL, 'L'},
+	    {"in-process", no_argument, NULL, 'I'},
 	    {"allow-approx", no_argument, NULL, 'a'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	const char *usage = "usage: splitnic plan MODEL [--profile P] [--link-gbps X] "
-			    "[--objective latency|throughput] [--allow-approx] [-o PLAN]\n";
+	const char *usage =
+	    "usage: splitnic plan MODEL [--profile P] [--link-gbps X] [--load RPS]\n"
+	    "         [--objective latency|p99|throughput] [--in-process] [--allow-approx] "
+	    "[-o PLAN]\n"
+	    "  Predicts the packet path (front-end -> splitnic-nic -> splitnic-host -> NIC) "
+	    "unless\n"
+	    "  --in-process; --load: offered requests/s, each stage a queue (latency: p50, p99:\n"
+	    "  p99, throughput: the slowest stage).\n";
 	const char *profile = NULL, *out = NULL;
-	struct split_opts o = {.objective = SPLIT_OBJ_LATENCY};
+	struct split_opts o = {.objective = SPLIT_OBJ_LATENCY, .packet = true};
+	struct split_load_pred pred;
 	struct split_profile pr;
 	struct split_problem p;
 	struct split_plan plan;
@@ -315,18 +324,33 @@ int cmd_plan(int argc, char **argv)
 			break;
 		case 'l':
 			o.link_gbps = strtod(optarg, &end);
-			if (*end || !(o.link_gbps > 0)) {
-				fprintf(stderr, "--link-gbps: positive number expected\n");
+			if (*end || !(o.link_gbps > 0) || !isfinite(o.link_gbps)) {
+				fprintf(stderr, "--link-gbps: positive number expected, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'L':
+			o.load_rps = strtod(optarg, &end);
+			if (*end || end == optarg || !(o.load_rps >= 0) || o.load_rps > 1e9) {
+				fprintf(stderr, "--load: requests/s in 0..1e9 expected, got '%s'\n",
+					optarg);
 				return 2;
 			}
 			break;
 		case 'b':
-			if (!strcmp(optarg, "throughput")) {
-				o.objective = SPLIT_OBJ_THROUGHPUT;
-			} else if (strcmp(optarg, "latency")) {
-				fprintf(stderr, "--objective: latency or throughput\n");
+			ret = split_objective_from_name(optarg);
+			if (ret < 0) {
+				fprintf(stderr,
+					"--objective: latency, p99 or throughput, got '%s'\n",
+					optarg);
 				return 2;
 			}
+			o.objective = (uint32_t)ret;
+			ret = 1;
+			break;
+		case 'I':
+			o.packet = false;
 			break;
 		case 'a':
 			o.allow_approx = true;
@@ -353,18 +377,20 @@ int cmd_plan(int argc, char **argv)
 		fprintf(stderr, "splitnic plan: %s\n", err);
 		return 1;
 	}
-	if (split_tools_plan(m, &pr, &o, true, &p, &plan, err, sizeof(err))) {
+	if (split_tools_plan(m, &pr, &o, true, &p, &plan, &pred, err, sizeof(err))) {
 		fprintf(stderr, "splitnic plan: %s\n", err);
 		goto out_model;
 	}
-	printf("model %s: %u ops; objective %s (%.1f us); link %g Gbit/s; GPU %s; approximate "
-	       "cuts %s\n",
+	printf("model %s: %u ops; objective %s (%.1f us); link %g Gbit/s; %s; offered load %g "
+	       "requests/s; GPU %s; approximate cuts %s\n",
 	       m->name, m->n_layers,
-	       o.objective == SPLIT_OBJ_THROUGHPUT ? "throughput: slowest stage" : "latency",
-	       plan.cost * 1e6, o.link_gbps,
+	       o.objective == SPLIT_OBJ_THROUGHPUT ? "throughput: slowest stage"
+						   : split_objective_name(o.objective),
+	       plan.cost * 1e6, o.link_gbps, o.packet ? "packet path" : "in process", o.load_rps,
 	       pr.v[SPLIT_P_GPU_PRESENT] ? "in the profile" : "not in the profile",
 	       o.allow_approx ? "allowed" : "not allowed");
 	split_tools_print_plan(m, &plan);
+	split_tools_print_load(m, &pr, &o, &p, &plan);
 	ret = 0;
 	if (out && (ret = split_plan_save(out, m, &plan, &o, o.link_gbps))) {
 		fprintf(stderr, "splitnic plan: %s: %s\n", out, strerror(-ret));

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic sweep: every single split point of a model (host CPU runs ops [0,k), the NIC
- * emulator the rest), and the planner's choice, measured through the in-process pipeline:
- * host compute (kern_forward_range), pack + serialize into ACTIVATION datagrams, the copy to the
- * receive side, parse + reassemble + unpack (all measured, real protocol code), the wire at the
- * link rate (modeled: host and NIC share this process), the NIC stage (the emulator's modeled
- * time). Medians over --count inputs, candidates interleaved per input.
+ * splitnic sweep (in process): every single split point of a model (host CPU runs ops [0,k), the
+ * NIC emulator the rest), and the planner's choice, through the in-process pipeline: host
+ * compute (kern_forward_range), pack + serialize into ACTIVATION datagrams, the copy to the
+ * receive side, parse + reassemble + unpack (MEASURED, real protocol code); beside them the wire
+ * at the link rate and the NIC stage (the emulator's time), both MODELED (host and NIC share
+ * this process) and never added to the measured parts. The cost model's prediction of the
+ * measured parts is checked against them. Medians over --count inputs, candidates interleaved
+ * per input. `--packet` measures everything over the packet path instead (tools/sweep_packet.c).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +21,13 @@
 #include "kernels/kern.h"
 #include "kernels/kexec.h"
 #include "nicfw/emu/emu.h"
+#include "protocol/proto.h"
 #include "tools/cli_util.h"
 #include "tools/cmds.h"
 #include "tools/dataset.h"
 #include "tools/split_tools.h"
 #include "tools/stats.h"
-
-#define SWEEP_MAX_BW 8
+#include "tools/sweep.h"
 
 enum sweep_part { SP_HOST, SP_SER, SP_COPY, SP_DESER, SP_NIC, SP__COUNT };
 
@@ -34,8 +37,11 @@ struct sweep_cand {
 	uint64_t *ns[SP__COUNT]; /* per input */
 	double med[SP__COUNT];	 /* seconds */
 	uint32_t pkts;
-	uint64_t wire_bytes; /* datagram bytes */
-	double meas[SWEEP_MAX_BW], pred[SWEEP_MAX_BW], wire[SWEEP_MAX_BW];
+	uint64_t wire_bytes;	   /* datagram bytes */
+	double inproc;		   /* MEASURED: host + serialize + copy + deserialize */
+	double pred_inproc;	   /* MODELED: the same parts by the cost model */
+	double pred[SWEEP_MAX_BW]; /* MODELED: the whole plan (the wire and the NIC included) */
+	double wire[SWEEP_MAX_BW]; /* MODELED: bytes on the wire at the link rate */
 	uint32_t mismatches;
 };
 
@@ -161,43 +167,53 @@ static int sweep_measure(struct sweep *s, const struct dataset *ds, const uint8_
 
 static int sweep_predict(struct sweep *s)
 {
+	const struct kern_model *m = s->m;
 	char err[256];
 
+	for (uint32_t j = 0; j < s->n_cand; j++) {
+		struct sweep_cand *c = &s->cand[j];
+
+		c->inproc = c->med[SP_HOST] + c->med[SP_SER] + c->med[SP_COPY] + c->med[SP_DESER];
+	}
 	for (uint32_t b = 0; b < s->n_bw; b++) {
 		struct split_opts o = {.link_gbps = s->bw[b], .objective = SPLIT_OBJ_LATENCY};
 		struct split_problem p;
 		struct split_plan plan;
-		int ret = split_tools_plan(s->m, &s->pr, &o, false, &p, &plan, err, sizeof(err));
+		int ret = split_tools_plan(m, &s->pr, &o, false, &p, &plan, NULL, err, sizeof(err));
 
 		if (ret) {
 			fprintf(stderr, "splitnic sweep: %s\n", err);
 			return ret;
 		}
 		s->plan_k[b] = plan.n_stages == 1 && plan.stage[0].exec == SPLIT_EX_CPU
-				   ? s->m->n_layers
+				   ? m->n_layers
 				   : plan.stage[plan.n_stages - 1].first;
 		s->plan_pred[b] = plan.latency;
 		for (uint32_t j = 0; j < s->n_cand; j++) {
 			struct sweep_cand *c = &s->cand[j];
 			struct split_plan cp = {0};
+			struct split_xfer x = {0};
 
 			if (c->k)
 				cp.stage[cp.n_stages++] = (struct split_stage){
 				    .exec = SPLIT_EX_CPU, .first = 0, .last = c->k};
-			if (c->k < s->m->n_layers)
+			if (c->k < m->n_layers) {
+				const struct kern_shape *in = &m->layers[c->k].in;
+
 				cp.stage[cp.n_stages++] = (struct split_stage){
-				    .exec = SPLIT_EX_NIC, .first = c->k, .last = s->m->n_layers};
+				    .exec = SPLIT_EX_NIC, .first = c->k, .last = m->n_layers};
+				split_link_parts(&s->pr, s->bw[b],
+						 in->fmt == KERN_FMT_BITS ? SPLIT_FMT_BITS
+									  : SPLIT_FMT_U8,
+						 kern_shape_elems(in),
+						 in->fmt == KERN_FMT_BITS && in->h * in->w > 1,
+						 PROTO_ACT_HDR_LEN, &x);
+			}
 			split_plan_eval(&p, &cp);
 			c->pred[b] = cp.latency;
-			c->wire[b] =
-			    c->k == s->m->n_layers
-				? 0
-				: (c->wire_bytes + c->pkts * s->pr.v[SPLIT_P_LINK_OVERHEAD]) * 8 /
-					  (s->bw[b] * 1e9) +
-				      c->pkts * s->pr.v[SPLIT_P_LINK_PKT];
-			c->meas[b] = c->wire[b];
-			for (int q = 0; q < SP__COUNT; q++)
-				c->meas[b] += c->med[q];
+			c->pred_inproc = (c->k ? cp.stage[0].compute : 0) + x.send + x.recv +
+					 x.pkts * s->pr.v[SPLIT_P_LINK_PKT];
+			c->wire[b] = (double)x.wire_bytes * 8 / (s->bw[b] * 1e9);
 		}
 		split_problem_free(&p);
 	}
@@ -214,67 +230,122 @@ static const char *cand_name(const struct sweep *s, const struct sweep_cand *c, 
 	return buf;
 }
 
-/* Prints the tables; returns how many bandwidths the planner got within 5% of the best. */
-static uint32_t sweep_report(const struct sweep *s)
+static double rel_err(double pred, double meas)
 {
-	uint32_t ok = 0;
-	char name[48], name2[48];
+	return meas > 0 ? (pred - meas) / meas : NAN;
+}
 
-	printf("model %s: %u ops, NIC-runnable from op %u; %u inputs per candidate (medians)\n"
-	       "host, serialize, copy, deserialize: measured in this process; wire: MODELED at the "
-	       "link rate (bytes on the wire x 8 / Gbit/s + %.2f us per datagram) since host and "
-	       "NIC share this process; nic: the NFP emulator's MODELED time\n",
-	       s->m->name, s->m->n_layers, kexec_nic_first(s->m), s->count,
-	       s->pr.v[SPLIT_P_LINK_PKT] * 1e6);
+/* Prints the tables; returns the median |prediction error| of the measured parts. */
+static double sweep_report(const struct sweep *s)
+{
+	double errs[4096];
+	uint32_t ne = 0;
+	char name[48];
+
+	printf(
+	    "model %s: %u ops, NIC-runnable from op %u; IN PROCESS, %u inputs per candidate "
+	    "(medians)\nMEASURED in this process: host compute, serialize, copy, deserialize "
+	    "(inproc_us is their sum); MODELED (*): the wire at the link rate (bytes on the wire "
+	    "x 8 / Gbit/s) and the NIC stage (the NFP emulator's time), since host and NIC share "
+	    "this process, and the cost model's predictions; a MODELED time is never added to a "
+	    "MEASURED one (splitnic sweep --packet measures the whole path)\n",
+	    s->m->name, s->m->n_layers, kexec_nic_first(s->m), s->count);
+	printf("\n%-22s %6s %9s %9s %9s %9s %10s %11s %7s\n", "split", "pkts", "host_us", "ser_us",
+	       "copy_us", "deser_us", "inproc_us", "pred_inproc*", "err");
+	for (uint32_t j = 0; j < s->n_cand; j++) {
+		const struct sweep_cand *c = &s->cand[j];
+		const double e = rel_err(c->pred_inproc, c->inproc);
+
+		if (isfinite(e) && ne < sizeof(errs) / sizeof(errs[0]))
+			errs[ne++] = fabs(e);
+		printf("%-22s %6u %9.1f %9.1f %9.1f %9.1f %10.1f %11.1f %6.1f%%\n",
+		       cand_name(s, c, name, sizeof(name)), c->pkts, c->med[SP_HOST] * 1e6,
+		       c->med[SP_SER] * 1e6, c->med[SP_COPY] * 1e6, c->med[SP_DESER] * 1e6,
+		       c->inproc * 1e6, c->pred_inproc * 1e6, 100 * e);
+	}
 	for (uint32_t b = 0; b < s->n_bw; b++) {
-		uint32_t best = 0, pj = 0;
-		double regret;
+		uint32_t pj = 0;
 
-		for (uint32_t j = 0; j < s->n_cand; j++) {
-			if (s->cand[j].meas[b] < s->cand[best].meas[b])
-				best = j;
-			if (s->cand[j].k == s->plan_k[b])
-				pj = j;
-		}
-		printf("\nlink %g Gbit/s\n%-22s %6s %9s %9s %9s %9s %9s %10s %10s %10s %s\n",
-		       s->bw[b], "split", "pkts", "host_us", "ser_us", "copy_us", "wire_us*",
-		       "deser_us", "nic_us*", "total_us", "pred_us", "");
+		printf("\nlink %g Gbit/s (MODELED parts)\n%-22s %9s %9s %12s %s\n", s->bw[b],
+		       "split", "wire_us*", "nic_us*", "pred_total*", "");
 		for (uint32_t j = 0; j < s->n_cand; j++) {
 			const struct sweep_cand *c = &s->cand[j];
 
-			printf("%-22s %6u %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f %10.1f %s%s\n",
-			       cand_name(s, c, name, sizeof(name)), c->pkts, c->med[SP_HOST] * 1e6,
-			       c->med[SP_SER] * 1e6, c->med[SP_COPY] * 1e6, c->wire[b] * 1e6,
-			       c->med[SP_DESER] * 1e6, c->med[SP_NIC] * 1e6, c->meas[b] * 1e6,
-			       c->pred[b] * 1e6, j == best ? "measured-best " : "",
-			       j == pj ? "planner" : "");
+			if (c->k == s->plan_k[b])
+				pj = j;
+			printf("%-22s %9.1f %9.1f %12.1f %s\n", cand_name(s, c, name, sizeof(name)),
+			       c->wire[b] * 1e6, c->med[SP_NIC] * 1e6, c->pred[b] * 1e6,
+			       c->k == s->plan_k[b] ? "planner" : "");
 		}
-		regret = s->cand[pj].meas[b] / s->cand[best].meas[b] - 1;
-		ok += regret <= 0.05;
-		printf("SWEEP model=%s gbps=%g planner=%s predicted_us=%.1f measured_us=%.1f "
-		       "best=%s best_us=%.1f regret=%.2f%% planner_is_best=%s within5=%s\n",
+		printf("SWEEP mode=in-process model=%s gbps=%g planner=%s predicted_total_us=%.1f "
+		       "measured_inproc_us=%.1f predicted_inproc_us=%.1f pred_err=%.1f%%\n",
 		       s->m->name, s->bw[b], cand_name(s, &s->cand[pj], name, sizeof(name)),
-		       s->plan_pred[b] * 1e6, s->cand[pj].meas[b] * 1e6,
-		       cand_name(s, &s->cand[best], name2, sizeof(name2)),
-		       s->cand[best].meas[b] * 1e6, 100 * regret, pj == best ? "yes" : "no",
-		       regret <= 0.05 ? "yes" : "no");
+		       s->plan_pred[b] * 1e6, s->cand[pj].inproc * 1e6,
+		       s->cand[pj].pred_inproc * 1e6,
+		       100 * rel_err(s->cand[pj].pred_inproc, s->cand[pj].inproc));
 	}
-	return ok;
+	return stats_median(errs, ne);
+}
+
+/* --json: every split's MEASURED parts and MODELED parts, apart. */
+static int sweep_json(const struct sweep *s, const char *path)
+{
+	json_t *root = json_object(), *cands = json_array();
+	char name[48];
+	int ret;
+
+	json_object_set_new(root, "model", json_string(s->m->name));
+	json_object_set_new(root, "mode", json_string("in-process"));
+	json_object_set_new(
+	    root, "method",
+	    json_string("MEASURED in process (medians, us): host, serialize, copy, "
+			"deserialize; MODELED: wire at each link rate, the NIC stage "
+			"(NFP emulator), the cost model's predictions"));
+	for (uint32_t j = 0; j < s->n_cand; j++) {
+		const struct sweep_cand *c = &s->cand[j];
+		json_t *o = json_object(), *meas = json_object(), *mod = json_object(),
+		       *rates = json_array();
+
+		json_object_set_new(o, "split", json_string(cand_name(s, c, name, sizeof(name))));
+		json_object_set_new(o, "k", json_integer(c->k));
+		json_object_set_new(meas, "host_us", json_real(c->med[SP_HOST] * 1e6));
+		json_object_set_new(meas, "serialize_us", json_real(c->med[SP_SER] * 1e6));
+		json_object_set_new(meas, "copy_us", json_real(c->med[SP_COPY] * 1e6));
+		json_object_set_new(meas, "deserialize_us", json_real(c->med[SP_DESER] * 1e6));
+		json_object_set_new(meas, "inproc_us", json_real(c->inproc * 1e6));
+		json_object_set_new(mod, "label", json_string("MODELED"));
+		json_object_set_new(mod, "nic_us", json_real(c->med[SP_NIC] * 1e6));
+		json_object_set_new(mod, "inproc_us", json_real(c->pred_inproc * 1e6));
+		for (uint32_t b = 0; b < s->n_bw; b++)
+			json_array_append_new(
+			    rates, json_pack("{s:f,s:f,s:f}", "link_gbps", s->bw[b], "wire_us",
+					     c->wire[b] * 1e6, "total_us", c->pred[b] * 1e6));
+		json_object_set_new(mod, "per_link_rate", rates);
+		json_object_set_new(o, "measured", meas);
+		json_object_set_new(o, "modeled", mod);
+		json_array_append_new(cands, o);
+	}
+	json_object_set_new(root, "splits", cands);
+	ret = json_dump_file(root, path, JSON_INDENT(1)) ? -EIO : 0;
+	json_decref(root);
+	if (ret)
+		fprintf(stderr, "splitnic sweep: --json %s: cannot write\n", path);
+	return ret;
 }
 
 /*
- * The seed's Figure 5, one column per link rate. Top: the measured breakdown per split, stacked,
- * with the predicted total as points; with normalize, every bar is divided by the all-CPU
- * (unsplit) measured latency of its link rate. Bottom: the split overhead alone (serialize,
- * transfer, deserialize) on a log axis, so that it stays visible when compute dominates.
- * Modeled parts (transfer at the link rate, NIC compute on the emulator) say so in the key.
+ * The seed's Figure 5, one column per link rate, IN PROCESS. Top: per split the MEASURED parts
+ * (host compute, serialize, copy, deserialize) stacked in solid colours, the MODELED parts
+ * (transfer at the link rate, NIC compute on the emulator) stacked above them hatched and
+ * labelled MODELED, the MODELED total as a point; with normalize, every bar over the all-CPU
+ * (unsplit) measured latency. Bottom: the split overhead alone on a log axis, so that it stays
+ * visible when compute dominates.
  */
 static int sweep_plot(const struct sweep *s, const char *out, bool normalize)
 {
 	char script[64], name[48];
 	FILE *f = split_tools_plot_open("sweep", out, script, sizeof(script));
 	const char *unit = normalize ? "x unsplit" : "us";
-	double top[SWEEP_MAX_BW] = {0}, otop[SWEEP_MAX_BW] = {0};
 
 	if (!f)
 		return -EINVAL;
@@ -282,75 +353,49 @@ static int sweep_plot(const struct sweep *s, const char *out, bool normalize)
 		double scale = 1e6;
 
 		for (uint32_t j = 0; normalize && j < s->n_cand; j++)
-			if (s->cand[j].k == s->m->n_layers && s->cand[j].meas[b] > 0)
-				scale = 1 / s->cand[j].meas[b];
+			if (s->cand[j].k == s->m->n_layers && s->cand[j].inproc > 0)
+				scale = 1 / s->cand[j].inproc;
 		fprintf(f, "$d%u << EOD\n", b);
 		for (uint32_t j = 0; j < s->n_cand; j++) {
 			const struct sweep_cand *c = &s->cand[j];
-			double tot = 0, ovh = fmax(c->med[SP_SER], c->med[SP_DESER]);
 
-			for (unsigned k = 0; k < SP__COUNT; k++)
-				tot += c->med[k];
-			tot = fmax(tot + c->wire[b], c->pred[b]) * scale;
-			ovh = fmax(ovh, c->med[SP_COPY] + c->wire[b]) * scale;
-			top[b] = fmax(top[b], tot);
-			otop[b] = fmax(otop[b], ovh);
-
-			fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g %.6g\n",
+			fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
 				cand_name(s, c, name, sizeof(name)), c->med[SP_HOST] * scale,
-				c->med[SP_SER] * scale, (c->med[SP_COPY] + c->wire[b]) * scale,
-				c->med[SP_DESER] * scale, c->med[SP_NIC] * scale,
-				c->pred[b] * scale);
+				c->med[SP_SER] * scale, c->med[SP_COPY] * scale,
+				c->med[SP_DESER] * scale, c->wire[b] * scale,
+				c->med[SP_NIC] * scale, c->pred[b] * scale);
 		}
 		fprintf(f, "EOD\n");
 	}
 	fprintf(f,
-		"set datafile missing '?'\nset multiplot layout 2,%u title 'splitnic sweep: %s, "
-		"latency per split%s (measured in process; transfer and NIC compute MODELED; "
-		"points: predicted)'\nset style fill solid 0.8 border -1\nset boxwidth 0.8\n"
-		"set xtics rotate by -60 font ',8'\nset grid ytics\nset key top right font ',8' "
-		"samplen 1 spacing 0.9\n"
-		"set lmargin 12\n",
+		"set datafile missing '?'\nset multiplot layout 2,%u title 'splitnic sweep IN "
+		"PROCESS: %s%s\\nsolid: MEASURED in process; hatched: MODELED transfer and NIC "
+		"compute; points: MODELED total' font ',10'\nset style fill solid 0.8 "
+		"border -1\nset boxwidth 0.8\nset xtics rotate by -60 font ',8'\nset grid ytics\n"
+		"set key top right font ',8' samplen 1 spacing 0.9\nset lmargin 12\n",
 		s->n_bw, s->m->name,
 		normalize ? ", normalised to the unsplit (all-cpu) latency" : "");
 	for (uint32_t b = 0; b < s->n_bw; b++)
-		fprintf(
-		    f,
-		    "set title 'link %g Gbit/s'\nset ylabel 'latency (%s)'\nunset logscale y\n"
-		    "set yrange [0:*]\nset style data histogram\nset style histogram "
-		    "rowstacked\nplot $d%u using 2:xtic(1) title 'host compute', '' using 3 "
-		    "title 'serialize', '' using 4 title 'transfer (modeled)', '' using 5 title "
-		    "'deserialize', '' using 6 title 'NIC compute (modeled)', '' using 0:7 with "
-		    "points pt 7 lc rgb 'black' title 'predicted'\n",
-		    s->bw[b], unit, b);
+		fprintf(f,
+			"set title 'link %g Gbit/s'\nset ylabel 'latency (%s)'\nunset logscale y\n"
+			"set yrange [0:*]\nset style data histogram\nset style histogram "
+			"rowstacked\nplot $d%u using 2:xtic(1) title 'host compute', '' using 3 "
+			"title 'serialize', '' using 4 title 'copy', '' using 5 title "
+			"'deserialize', '' using 6 fs pattern 4 title 'transfer (MODELED)', '' "
+			"using 7 fs pattern 5 title 'NIC compute (MODELED)', '' using 0:8 with "
+			"points pt 7 lc rgb 'black' title 'total (MODELED)'\n",
+			s->bw[b], unit, b);
 	for (uint32_t b = 0; b < s->n_bw; b++)
-		fprintf(
-		    f,
-		    "set title 'split overhead, link %g Gbit/s'\nset ylabel 'overhead (%s, "
-		    "log)'\nset logscale y\nset yrange [*:*]\nset style histogram cluster gap "
-		    "1\nplot $d%u using ($3>0?$3:1/0):xtic(1) title 'serialize' lc 2, '' using "
-		    "($4>0?$4:1/0) title 'transfer (modeled)' lc 3, '' using ($5>0?$5:1/0) title "
-		    "'deserialize' lc 4\n",
-		    s->bw[b], unit, b);
+		fprintf(f,
+			"set title 'split overhead, link %g Gbit/s'\nset ylabel 'overhead (%s, "
+			"log)'\nset logscale y\nset yrange [*:*]\nset style histogram cluster gap "
+			"1\nplot $d%u using ($3>0?$3:1/0):xtic(1) title 'serialize' lc 2, '' using "
+			"($4>0?$4:1/0) title 'copy' lc 3, '' using ($6>0?$6:1/0) fs pattern 4 "
+			"title 'transfer (MODELED)' lc 5, '' using ($5>0?$5:1/0) title "
+			"'deserialize' lc 4\n",
+			s->bw[b], unit, b);
 	fprintf(f, "unset multiplot\n");
 	return split_tools_plot_run("sweep", f, script);
-}
-
-static int parse_bw(const char *arg, struct sweep *s)
-{
-	char *dup = strdup(arg), *tok, *save = NULL, *end;
-	int ret = 0;
-
-	for (tok = strtok_r(dup, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
-		double v = strtod(tok, &end);
-
-		if (*end || !(v > 0) || s->n_bw == SWEEP_MAX_BW)
-			ret = -EINVAL;
-		else
-			s->bw[s->n_bw++] = v;
-	}
-	free(dup);
-	return ret || !s->n_bw ? -EINVAL : 0;
 }
 
 static int sweep_setup(struct sweep *s)
@@ -421,6 +466,36 @@ static void sweep_free(struct sweep *s)
 	free(s->scores);
 }
 
+/* --splits K,K,...|host (host: all-host, m->n_layers); -EINVAL on anything else. */
+static int parse_splits(const char *arg, const struct kern_model *m, struct sweep_pk_opts *po)
+{
+	char *dup = strdup(arg), *tok, *save = NULL, *end;
+	int ret = dup ? 0 : -ENOMEM;
+
+	for (tok = dup ? strtok_r(dup, ",", &save) : NULL; tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		unsigned long k = strtoul(tok, &end, 10);
+
+		if (!strcmp(tok, "host"))
+			k = m->n_layers;
+		else if (*end || end == tok || k > m->n_layers ||
+			 (k < m->n_layers && !split_packet_handoff_ok(m, (uint32_t)k)))
+			ret = -EINVAL;
+		if (!ret && po->n_splits == sizeof(po->splits) / sizeof(po->splits[0]))
+			ret = -EINVAL;
+		if (!ret)
+			po->splits[po->n_splits++] = (uint32_t)k;
+	}
+	free(dup);
+	if (ret || !po->n_splits)
+		fprintf(stderr,
+			"--splits/--split: ops where the packet path can hand over to the NIC "
+			"(0 when the NIC can run the whole model, else a binary op on flat bits "
+			"from op %u) or 'host', got '%s'\n",
+			kexec_nic_first(m), arg);
+	return ret || !po->n_splits ? -EINVAL : 0;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -431,22 +506,53 @@ int cmd_sweep(int argc, char **argv)
 	    {"count", required_argument, NULL, 'c'},
 	    {"plot", required_argument, NULL, 'P'},
 	    {"normalize", no_argument, NULL, 'N'},
+	    {"json", required_argument, NULL, 'j'},
+	    {"packet", no_argument, NULL, 'K'},
+	    {"load", required_argument, NULL, 'L'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"rounds", required_argument, NULL, 'R'},
+	    {"objective", required_argument, NULL, 'b'},
+	    {"platform", required_argument, NULL, 'F'},
+	    {"executors", required_argument, NULL, 'e'},
+	    {"host-opt", required_argument, NULL, 'H'},
+	    {"lab", required_argument, NULL, 'A'},
+	    {"tag", required_argument, NULL, 'T'},
+	    {"servers", required_argument, NULL, 'S'},
+	    {"netns", required_argument, NULL, 'E'},
+	    {"split", required_argument, NULL, 's'},
+	    {"splits", required_argument, NULL, 'X'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	const char *usage = "usage: splitnic sweep MODEL [--profile P] [--link-gbps X,Y,Z] "
-			    "[--images IDX | --npy FILE] [--count N] [--plot FILE.png|FILE.svg] "
-			    "[--normalize]\n";
-	const char *profile = NULL, *inputs = NULL, *plot = NULL;
+	const char *usage =
+	    "usage: splitnic sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--plot "
+	    "FILE.png|FILE.svg]\n"
+	    "         [--normalize] [--json FILE]\n"
+	    "  in process (default): [--images IDX | --npy FILE] [--count N]\n"
+	    "  over the packet path: --packet [--load R,R,...|Fx,...] [--duration S] [--rounds N]\n"
+	    "         [--objective latency|p99] [--platform emu|lcore] [--executors E]\n"
+	    "         [--splits K,...,host] [--host-opt 'OPTS'] [--images IDX] [--lab SCRIPT]\n"
+	    "         [--tag T] | --servers ADDR [--netns NS] --split K|host\n"
+	    "  --link-gbps: rates of the host <-> NIC link (packet: tc tbf, 'none' for unshaped);\n"
+	    "  --load: offered requests/s (open loop, Poisson), or Fx: F times the all-host\n"
+	    "  capacity measured first at each rate.\n";
+	const char *profile = NULL, *inputs = NULL, *plot = NULL, *json = NULL, *link = NULL;
+	const char *splits = NULL;
+	struct sweep_pk_opts po = {.duration = 3,
+				   .rounds = 1,
+				   .platform = "emu",
+				   .executors = 16,
+				   .host_opt = "--idle-sleep-us 20",
+				   .split = -1};
 	struct sweep s = {.count = 5};
 	struct dataset ds = {0};
 	struct kern_model *m = NULL;
 	uint8_t *rnd = NULL;
-	bool normalize = false;
-	long count = 5;
-	char err[512];
+	bool normalize = false, packet = false;
+	long count = 5, v;
+	char err[512], *end;
 	int c, ret = 1;
-	uint32_t ok;
+	double med;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -454,12 +560,7 @@ int cmd_sweep(int argc, char **argv)
 			profile = optarg;
 			break;
 		case 'l':
-			if (parse_bw(optarg, &s)) {
-				fprintf(stderr,
-					"--link-gbps: up to %d positive numbers, comma-separated\n",
-					SWEEP_MAX_BW);
-				return 2;
-			}
+			link = optarg;
 			break;
 		case 'i':
 		case 'n':
@@ -475,6 +576,77 @@ int cmd_sweep(int argc, char **argv)
 		case 'N':
 			normalize = true;
 			break;
+		case 'j':
+			json = optarg;
+			break;
+		case 'K':
+			packet = true;
+			break;
+		case 'L':
+			if (sweep_parse_list(optarg, po.load, po.load_rel, &po.n_load,
+					     SWEEP_MAX_LOAD, false)) {
+				fprintf(stderr,
+					"--load: up to %d requests/s (or Fx: F times the all-host "
+					"capacity), comma-separated, got '%s'\n",
+					SWEEP_MAX_LOAD, optarg);
+				return 2;
+			}
+			break;
+		case 'd':
+			po.duration = strtod(optarg, &end);
+			if (*end || !(po.duration >= 0.1 && po.duration <= 600)) {
+				fprintf(stderr, "--duration: seconds in 0.1..600, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'R':
+			if (parse_count(optarg, &v, 1, SWEEP_MAX_ROUNDS, "--rounds"))
+				return 2;
+			po.rounds = (uint32_t)v;
+			break;
+		case 'b':
+			ret = split_objective_from_name(optarg);
+			if (ret != SPLIT_OBJ_LATENCY && ret != SPLIT_OBJ_P99) {
+				fprintf(stderr, "--objective: latency or p99, got '%s'\n", optarg);
+				return 2;
+			}
+			po.objective = (uint32_t)ret;
+			ret = 1;
+			break;
+		case 'F':
+			if (strcmp(optarg, "emu") && strcmp(optarg, "lcore")) {
+				fprintf(stderr, "--platform: emu or lcore, got '%s'\n", optarg);
+				return 2;
+			}
+			po.platform = optarg;
+			break;
+		case 'e':
+			if (parse_count(optarg, &v, 1, 256, "--executors"))
+				return 2;
+			po.executors = (uint32_t)v;
+			break;
+		case 'H':
+			po.host_opt = optarg;
+			break;
+		case 'A':
+			po.lab = optarg;
+			break;
+		case 'T':
+			po.tag = optarg;
+			break;
+		case 'S':
+			po.servers = optarg;
+			break;
+		case 'E':
+			po.netns = optarg;
+			break;
+		case 's':
+		case 'X':
+			splits = optarg;
+			if (c == 's')
+				po.split = 0;
+			break;
 		case 'h':
 			return split_tools_usage(usage, true);
 		default:
@@ -483,11 +655,33 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return split_tools_usage(usage, false);
-	if (plot && cli_output_ok("sweep", "--plot", plot))
+	if (po.servers && !(packet && po.split >= 0)) {
+		fprintf(stderr,
+			"splitnic sweep: --servers goes with --packet and --split K|host\n");
+		return 2;
+	}
+	if (!packet && (po.n_load || po.servers || splits)) {
+		fprintf(stderr, "splitnic sweep: --load, --servers, --split(s) need --packet\n");
+		return 2;
+	}
+	if ((plot && cli_output_ok("sweep", "--plot", plot)) ||
+	    (json && cli_output_ok("sweep", "--json", json)))
 		return 1;
+	if (link && sweep_parse_list(link, packet ? po.rate : s.bw, NULL,
+				     packet ? &po.n_rate : &s.n_bw, SWEEP_MAX_BW, packet)) {
+		fprintf(stderr, "--link-gbps: up to %d positive numbers%s, comma-separated\n",
+			SWEEP_MAX_BW, packet ? " or none" : "");
+		return 2;
+	}
 	s.count = (uint32_t)count;
 	if (!s.n_bw)
-		parse_bw("0.1,1,10", &s);
+		sweep_parse_list("0.1,1,10", s.bw, NULL, &s.n_bw, SWEEP_MAX_BW, false);
+	if (!po.n_rate)
+		sweep_parse_list(po.servers ? "none" : "0.1,1,10", po.rate, NULL, &po.n_rate,
+				 SWEEP_MAX_BW, true);
+	if (!po.n_load)
+		sweep_parse_list("0.25x,0.7x,1.25x", po.load, po.load_rel, &po.n_load,
+				 SWEEP_MAX_LOAD, false);
 	if (split_tools_load_profile("sweep", profile, &s.pr))
 		return 1;
 	m = kern_model_load(argv[optind], err, sizeof(err));
@@ -496,6 +690,19 @@ int cmd_sweep(int argc, char **argv)
 		return 1;
 	}
 	s.m = m;
+	if (packet) {
+		po.model_path = argv[optind];
+		po.images = inputs;
+		po.json = json;
+		po.plot = plot;
+		po.normalize = normalize;
+		ret = splits && parse_splits(splits, m, &po) ? 2 : 0;
+		if (!ret && po.split >= 0)
+			po.split = po.splits[0];
+		if (!ret)
+			ret = sweep_packet_run(m, &s.pr, &po);
+		goto out_model;
+	}
 	if (inputs && dataset_open(&ds, m, inputs, NULL, err, sizeof(err))) {
 		fprintf(stderr, "splitnic sweep: %s\n", err);
 		goto out_model;
@@ -525,7 +732,7 @@ int cmd_sweep(int argc, char **argv)
 		ret = 1;
 		goto out_sweep;
 	}
-	ok = sweep_report(&s);
+	med = sweep_report(&s);
 	for (uint32_t j = 0; j < s.n_cand; j++)
 		if (s.cand[j].mismatches) {
 			fprintf(stderr,
@@ -534,7 +741,11 @@ int cmd_sweep(int argc, char **argv)
 				s.cand[j].k, s.cand[j].mismatches);
 			ret = 1;
 		}
-	printf("\nplanner within 5%% of the measured best at %u of %u link rates\n", ok, s.n_bw);
+	printf("\nSWEEPSUM mode=in-process model=%s median_abs_pred_err=%.1f%% (the MEASURED "
+	       "parts against the cost model)\n",
+	       m->name, 100 * med);
+	if (json && sweep_json(&s, json))
+		ret = 1;
 	if (plot && sweep_plot(&s, plot, normalize))
 		ret = 1;
 out_sweep:

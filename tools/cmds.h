@@ -23,6 +23,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_client(int argc, char **argv);
 int cmd_respond_ref(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_xdp(int argc, char **argv);
 int cmd_emu(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);

@@ -56,8 +56,10 @@ int split_tools_load_profile(const char *verb, const char *path, struct split_pr
 
 int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 		     struct split_opts *o, bool use_gpu, struct split_problem *p,
-		     struct split_plan *plan, char *err, size_t errlen)
+		     struct split_plan *plan, struct split_load_pred *pred, char *err,
+		     size_t errlen)
 {
+	struct split_pipeline pl;
 	int ret;
 
 	o->nic_first = kexec_nic_first(m);
@@ -69,12 +71,21 @@ int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 			 strerror(-ret));
 		return ret;
 	}
-	ret = split_plan_solve(p, plan);
+	if (o->packet || o->load_rps > 0 || o->objective == SPLIT_OBJ_P99)
+		ret = split_plan_solve_load(p, m, pr, o, plan, pred);
+	else
+		ret = split_plan_solve(p, plan);
 	if (ret) {
-		snprintf(err, errlen, "model %s: no feasible plan", m->name);
+		snprintf(err, errlen, "model %s: %s", m->name,
+			 ret == -E2BIG ? "too many ops to enumerate the plans under load"
+				       : "no feasible plan");
 		split_problem_free(p);
+		return ret;
 	}
-	return ret;
+	if (pred && !(o->packet || o->load_rps > 0 || o->objective == SPLIT_OBJ_P99) &&
+	    !split_plan_pipeline(p, m, pr, o, plan, &pl))
+		split_pipeline_predict(&pl, o->load_rps, pred);
+	return 0;
 }
 
 void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan)
@@ -129,4 +140,33 @@ int split_tools_plot_run(const char *verb, FILE *f, const char *script)
 	if (ret)
 		fprintf(stderr, "splitnic %s: %s\n", verb, err);
 	return ret;
+}
+
+void split_tools_print_load(const struct kern_model *m, const struct split_profile *pr,
+			    const struct split_opts *o, const struct split_problem *p,
+			    const struct split_plan *plan)
+{
+	struct split_load_pred lp;
+	struct split_pipeline pl;
+
+	if (split_plan_pipeline(p, m, pr, o, plan, &pl))
+		return;
+	split_pipeline_predict(&pl, o->load_rps, &lp);
+	printf("  MODELED %s at %g requests/s: each stage a FIFO queue (M/D/1, bounded), quantiles "
+	       "summed over stages\n",
+	       o->packet ? "packet path" : "in process", o->load_rps);
+	for (uint32_t k = 0; k < pl.n; k++) {
+		const struct split_server *v = &pl.srv[k];
+
+		printf("    %-10s service %9.1f us  rho %5.2f  queue %7u  wait p50 %9.1f us  p99 "
+		       "%9.1f us\n",
+		       v->name, v->s * 1e6, o->load_rps * v->s, v->cap,
+		       split_wait_quantile(v, o->load_rps, 0.5) * 1e6,
+		       split_wait_quantile(v, o->load_rps, 0.99) * 1e6);
+	}
+	printf("    %-10s %9.1f us (no queue)\n", "fixed", pl.fixed * 1e6);
+	printf("  predicted p50 %.1f us  p99 %.1f us  mean %.1f us  throughput %.0f responses/s "
+	       "(bottleneck %s, rho %.2f)\n",
+	       lp.p50 * 1e6, lp.p99 * 1e6, lp.mean * 1e6, lp.throughput, pl.srv[lp.bottleneck].name,
+	       lp.rho_max);
 }

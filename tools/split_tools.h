@@ -34,16 +34,24 @@ int split_tools_load_arch(const char *path, struct split_arch *a, char *err, siz
 int split_tools_load_profile(const char *verb, const char *path, struct split_profile *pr);
 
 /*
- * Load the profile at path (defaults when NULL) and plan m: executors CPU, NIC (from
- * kexec_nic_first) and the GPU when the profile has one and use_gpu. Fills p (caller frees
- * it with split_problem_free) and plan. Returns 0, or -errno with a message in err.
+ * Plan m under profile pr: executors CPU, NIC (from kexec_nic_first) and the GPU when the
+ * profile has one and use_gpu. In process without load for latency or throughput: the dynamic
+ * program; on the packet path, under load or for p99: split_plan_solve_load. Fills p (caller
+ * frees it with split_problem_free), plan and, when not NULL, pred (the plan's MODELED
+ * end-to-end at o->load_rps). Returns 0, or -errno with a message in err.
  */
 int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 		     struct split_opts *o, bool use_gpu, struct split_problem *p,
-		     struct split_plan *plan, char *err, size_t errlen);
+		     struct split_plan *plan, struct split_load_pred *pred, char *err,
+		     size_t errlen);
 
 /* Print a plan's stages and predicted breakdown. */
 void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan);
+/* Print a plan's servers (service time, utilisation, waits) and its MODELED end-to-end at
+ * o->load_rps. */
+void split_tools_print_load(const struct kern_model *m, const struct split_profile *pr,
+			    const struct split_opts *o, const struct split_problem *p,
+			    const struct split_plan *plan);
 
 /*
  * Random weights for the interchange architecture at arch_path, written to npz_path as an .npz

@@ -29,6 +29,10 @@ static const struct splitnic_cmd cmds[] = {
      "respond-ref [--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
      "[--error-every K] [--drop-every K] [--count N]\n"
      "the reference responder the client is tested against"},
+    {"serve", cmd_serve,
+     "serve --model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [--payload B] "
+     "[--stats-file FILE]\n"
+     "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)"},
     {"emu", cmd_emu,
      "emu MODEL (--images IDX[.gz]|--npy FILE) [--labels IDX] [--executors E] [--count N] "
      "[--param NAME=VALUE ...] [--json] | emu --params\n"
@@ -44,16 +48,20 @@ static const struct splitnic_cmd cmds[] = {
      "gen ARCH.json -o WEIGHTS.npz [--seed S]\n"
      "random weights for any interchange architecture"},
     {"calibrate", cmd_calibrate,
-     "calibrate [-o PROFILE] [--quick] [--keys]\n"
-     "measure this machine's executors and transfer costs into a profile"},
+     "calibrate [-o PROFILE] [--quick] [--keys] [--packet [--profile IN] [--platform emu|lcore] "
+     "[--executors E]]\n"
+     "measure this machine's executors and transfer costs (and the packet path) into a profile"},
     {"plan", cmd_plan,
-     "plan MODEL [--profile P] [--link-gbps X] [--objective latency|throughput] "
-     "[--allow-approx] [-o PLAN]\n"
-     "choose the split (CPU, GPU, NIC stages) from the cost model"},
+     "plan MODEL [--profile P] [--link-gbps X] [--load RPS] [--objective latency|p99|throughput] "
+     "[--in-process] [--allow-approx] [-o PLAN]\n"
+     "choose the split (CPU, GPU, NIC stages) from the cost model, under load"},
     {"sweep", cmd_sweep,
-     "sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--images IDX|--npy FILE] [--count N] "
-     "[--plot FILE.png|FILE.svg] [--normalize]\n"
-     "every single split and the planner's choice, measured in process"},
+     "sweep MODEL [--profile P] [--link-gbps X,Y,Z] [--plot FILE.png|FILE.svg] [--normalize] "
+     "[--json FILE] ([--images IDX|--npy FILE] [--count N] | --packet [--load R,...|Fx,...] "
+     "[--duration S] [--rounds N] [--splits K,...,host] [--platform emu|lcore] | --packet "
+     "--servers ADDR "
+     "--split K|host)\n"
+     "every single split and the planner's choice, in process or over the packet path"},
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -23,6 +23,9 @@ struct lat_summary {
 /* Summarize n samples (sorts ns in place). Nearest-rank percentiles; all zero when n == 0. */
 void lat_summarize(uint64_t *ns, size_t n, struct lat_summary *out);
 
+/* The median of n values (sorts v in place); NAN when n == 0. */
+double stats_median(double *v, size_t n);
+
 /* Parse a whole decimal integer in [min, max]; prints "OPTION: ..." and returns -1 if not. */
 int parse_count(const char *s, long *out, long min, long max, const char *what);
 

@@ -22,11 +22,14 @@ echo
 echo "== splitnic-nic: forwarding rate with and without inference load below capacity; saturation"
 tests/bench/bench_nic_fwd.sh "$B/splitnic-nic" "$B/models/fmnist-bmlp.snm"
 echo
-echo "== split planning: planner's choice against the measured best split"
-tests/bench/bench_sweep.sh
+echo "== split planning: the planner's choice against the measured best split over the packet path is"
+echo "   make bench-split (tests/bench/bench_split.sh, about 15 minutes)"
 echo
 echo "== splitnic-host: packet path vs in-process compute, per mode (needs root)"
 tests/bench/bench_host.sh "$B"
+echo
+echo "== one front-end, four servers: XDP, splitnic-nic stand-alone, splitnic-host host-only, splitnic serve (needs root)"
+tests/bench/bench_fourway.sh
 echo
 echo "== XDP executor vs CPU kernels, ns per inference (BPF_PROG_TEST_RUN; needs root)"
 "$B/bench/bench_xdp" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-bmlp.snm

@@ -44,6 +44,19 @@ expect "1" "label" -- "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-imag
 # a label file of another length than the images (train labels: 60,000 for 10,000 images)
 expect "1" "60000 labels .* for 10000 inputs" -- "$S" run "$B/models/fmnist-bmlp.snm" --images $D/t10k-images-idx3-ubyte.gz --labels $D/train-labels-idx1-ubyte.gz
 expect "1" "60000 labels .* for 10000 inputs" -- "$S" emu "$B/models/fmnist-bmlp.snm" --images $D/t10k-images-idx3-ubyte.gz --labels $D/train-labels-idx1-ubyte.gz --count 1
+# planning under load, the packet sweep and serve: bad values named
+expect "2" "--load: requests/s" -- "$S" plan "$B/models/fmnist-bcnn.snm" --load -5
+expect "2" "--objective: latency, p99 or throughput, got 'fastest'" -- "$S" plan "$B/models/fmnist-bcnn.snm" --objective fastest
+expect "2" "--load: up to 8 requests/s" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --load 100,,2x
+expect "2" "--link-gbps: up to 8 positive numbers or none" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --link-gbps 1,
+expect "2" "--duration: seconds" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --duration 0
+expect "2" "--load, --servers, --split\(s\) need --packet" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --load 100
+expect "2" "--servers goes with --packet and --split" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --servers 10.0.0.1
+expect "2" "--splits/--split: ops where the packet path can hand over .* got '8,host'" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --splits 8,host
+expect "2" "--platform: emu or lcore, got 'nfp'" -- "$S" calibrate --packet --platform nfp
+expect "2" "no --model" -- "$S" serve
+expect "1" "serve: .*missing.snm" -- "$S" serve --model "$tmp/missing.snm"
+expect "2" "--port" -- "$S" serve --model "$B/models/fmnist-bmlp.snm" --port 70000
 # a profile that is a directory (or unreadable) is refused, never replaced by the defaults
 expect "1" "$tmp: not a regular file" -- "$S" plan "$B/models/fmnist-bcnn.snm" --profile "$tmp"
 expect "1" "$tmp: not a regular file" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --profile "$tmp"

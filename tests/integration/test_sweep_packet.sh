@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The packet path that `splitnic sweep --packet` measures (tools/sweep_lab.sh), as root:
+#   1. the link made real: a binary MLP split so that its ACTIVATION is 65,536 bits (8 KiB, 7
+#      datagrams); splitnic-host and splitnic-nic joined by a veth (net_af_packet both, through
+#      the qdisc), shaped by tc tbf at 50 Mbit/s: every request answered by the NIC, and tbf's
+#      own counters on the host's end hold exactly the ACTIVATIONs' frames and bytes. (How much
+#      the shaping delays them is a timing figure: tests/bench/bench_link.sh, make bench-split.)
+#   2. a short sweep over the packet path (fmnist-bcnn, all-host and the NIC from op 9, one
+#      rate, two loads, two interleaved rounds): every point has answers and every request is accounted for (answered,
+#      refused or timed out), SWEEP lines, the JSON holds measured and MODELED numbers apart
+#      (the latter labelled), the plot says MODELED; the lab is gone afterwards. How well the
+#      planner does is a timing figure (make bench-split), not asserted here.
+# Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
+set -u
+cd "$(dirname "$0")/../.."
+S=${SPLITNIC:-build/splitnic}
+S=$(realpath "$S")
+B=$(dirname "$S")
+CNN=$B/models/fmnist-bcnn.snm
+PY=/usr/bin/python3
+. tests/integration/netns.sh
+netns_need_root "af_packet and tc"
+netns_need_files FAIL: "make all" "$S" "$B/splitnic-nic" "$B/splitnic-host" "$CNN"
+command -v tc >/dev/null || { echo "FAIL: tc missing (make deps: iproute2)"; exit 1; }
+LAB=tools/sweep_lab.sh
+tag=t$$
+tag=${tag:0:8}
+tmp=$(mktemp -d)
+trap 'bash $LAB stop $tag "$tmp/lab" 2>/dev/null; bash $LAB down $tag 2>/dev/null; rm -rf "$tmp"' EXIT
+fail() {
+	echo "FAIL: $*"
+	for l in nic host; do
+		[ -f "$tmp/lab/$l.log" ] && grep -v '^EAL\|^TELEMETRY' "$tmp/lab/$l.log" | tail -5
+	done
+	exit 1
+}
+export SPLITNIC=$S
+
+# --- 1. the link ---------------------------------------------------------------------------------
+"$S" gen tests/data/wide-act.json -o "$tmp/wide.npz" --seed 3 >/dev/null &&
+	"$S" convert tests/data/wide-act.json "$tmp/wide.npz" -o "$tmp/wide.snm" >/dev/null || fail "gen/convert"
+K=$("$S" inspect "$tmp/wide.snm" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "bdense" {print $1; exit}')
+[ -n "$K" ] || fail "no bdense op in the wide model"
+bash $LAB up $tag || fail "lab up"
+bash $LAB start $tag "$tmp/lab" --model "$tmp/wide.snm@$K" --notify-host --platform emu -- \
+	--model "$tmp/wide.snm:coproc:$K" --idle-sleep-us 20 --nic-timeout-us 2000000 || fail "lab start"
+# 100 requests at one outstanding with the link at 50 Mbit/s: tbf's counters on the host's end
+bash $LAB shape $tag 0.05 || fail "shape"
+bash $LAB client $tag --model "$tmp/wide.snm" --count 100 --outstanding 1 --timeout-ms 5000 \
+	--json >"$tmp/c.json" || fail "client"
+bash $LAB tc $tag >"$tmp/tc.txt" || fail "tc counters"
+$PY - "$tmp/c.json" "$tmp/tc.txt" <<'EOF' || fail "the ACTIVATIONs did not all go through the shaped link"
+import json, math, re, sys
+c = json.load(open(sys.argv[1]))
+act = 65536 // 8
+frags = math.ceil(act / ((1400 - 112) // 8 * 8))
+wire = act + frags * (112 + 42)
+sent = re.search(r"Sent (\d+) bytes (\d+) pkt", open(sys.argv[2]).read())
+byts, pkts = int(sent.group(1)), int(sent.group(2))
+print(f"50 Mbit/s: {c['executors']['nic']} of {c['requests']} answered by the NIC; tbf on the "
+      f"host's end sent {byts} bytes in {pkts} frames: 100 ACTIVATIONs x {wire} bytes in {frags} "
+      f"frames would be {100 * wire} in {100 * frags}")
+sys.exit(0 if (byts, pkts) == (100 * wire, 100 * frags) and c["executors"]["nic"] == 100 else 1)
+EOF
+bash $LAB stop $tag "$tmp/lab"
+bash $LAB down $tag
+
+# --- 2. a short sweep over the packet path --------------------------------------------------------
+"$S" sweep "$CNN" --packet --splits 9,host --link-gbps 1 --load 200,0.5x --duration 0.5 --rounds 2 \
+	--tag "$tag" --json "$tmp/sweep.json" --plot "$tmp/sweep.svg" >"$tmp/sweep.txt" \
+	2>"$tmp/sweep.err" || { tail -5 "$tmp/sweep.err"; fail "splitnic sweep --packet"; }
+grep '^SWEEP' "$tmp/sweep.txt"
+ip netns list | grep -q "snsw-$tag-" && fail "the sweep left its namespaces behind"
+[ "$(grep -c '^SWEEP mode=packet' "$tmp/sweep.txt")" = 2 ] || fail "not one SWEEP line per load"
+grep -q 'MODELED' "$tmp/sweep.svg" || fail "the plot does not say MODELED"
+grep -q '^sweep fmnist-bcnn: \[8/8\]' "$tmp/sweep.err" || fail "no progress lines"
+$PY - "$tmp/sweep.json" <<'EOF' || fail "sweep JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+pts = [s for r in j["rates"] for l in r["loads"] for s in l["splits"]]
+bad = [p["split"] for p in pts
+       if p["measured"]["responses"] + p["measured"]["errors"] + p["measured"]["timeouts"]
+       != p["measured"]["requests"] or not p["measured"]["responses"]
+       or p["predicted"]["label"] != "MODELED" or not p["predicted"]["p50_us"]]
+print(f"sweep JSON: {len(pts)} points, method: {j['method'][:60]}...")
+sys.exit(1 if bad or len(pts) != 4 else 0)
+EOF
+echo "pass: the ACTIVATIONs go through the tbf-shaped host <-> NIC link, frame for frame; a packet sweep measures, predicts (labelled MODELED) and cleans up"
+exit 0
