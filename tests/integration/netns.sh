@@ -15,6 +15,8 @@
 #                                 (NS_C, address CIDR) <-> IF_S (NS_S, no address), IPv6 off,
 #                                 checksums complete, and a static neighbour SRV_IP -> IF_S's MAC
 #                                 (a DPDK port answers no ARP)
+#   netns_fail MSG LOG...         print "FAIL: MSG" and the last lines of each LOG that exists
+#                                 (EAL and telemetry lines left out), then exit 1
 #   classes_of_scores CSV         one class a line: the arg-max of each line of scores (the lowest
 #                                 index on ties), as `splitnic run --scores` writes them
 #   netns_wait_log FILE RE PID WHAT  up to 10 s for a line matching RE in FILE while PID runs
@@ -78,6 +80,16 @@ netns_direct() {
 	netns_link "$1" "$2" "$3" && netns_link "$4" "$5" && netns_tx_csum_off "$1" "$2" &&
 		ip -n "$1" neigh replace "$6" dev "$2" nud permanent \
 			lladdr "$(ip netns exec "$4" cat "/sys/class/net/$5/address")"
+}
+
+netns_fail() {
+	local l
+	echo "FAIL: $1"
+	shift
+	for l; do
+		[ -f "$l" ] && grep -v '^EAL\|^TELEMETRY' "$l" | tail -15
+	done
+	exit 1
 }
 
 classes_of_scores() {

@@ -39,11 +39,7 @@ netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG"
 tag=$$ tmp=$(mktemp -d) host_pid=
 ns_c=snwk-cli-$tag ns_s=snwk-srv-$tag
 trap 'netns_kill "$host_pid"; netns_cleanup "/var/run/dpdk/snwk$tag" "$tmp"' EXIT
-fail() {
-	echo "FAIL: $*"
-	[ -f "$tmp/host.log" ] && grep -v '^EAL\|^TELEMETRY' "$tmp/host.log" | tail -15
-	exit 1
-}
+fail() { netns_fail "$*" "$tmp/host.log"; }
 { netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.6.2/24 "$ns_s" vw 10.88.6.1 &&
 	ip -n "$ns_c" addr add 10.88.6.3/24 dev vc; } || fail "namespaces, veth, addresses"
 K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')

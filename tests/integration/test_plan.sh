@@ -25,11 +25,7 @@ netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG" "$LAB"
 tag=$$ tmp=$(mktemp -d) host_pid=
 ns_c=snpl-cli-$tag ns_s=snpl-srv-$tag
 trap 'netns_kill "$host_pid"; netns_cleanup "/var/run/dpdk/snpl$tag" "$tmp"' EXIT
-fail() {
-	echo "FAIL: $*"
-	[ -f "$tmp/host.log" ] && grep -v '^EAL\|^TELEMETRY' "$tmp/host.log" | tail -15
-	exit 1
-}
+fail() { netns_fail "$*" "$tmp/host.log"; }
 
 # --- the plan file: the planner's header (model hash), stages by hand ---------------------------
 "$S" plan "$CNN" -o "$tmp/cnn.plan" >/dev/null 2>&1 || fail "splitnic plan"
