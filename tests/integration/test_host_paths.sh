@@ -169,7 +169,7 @@ grep "^nic: model" "$tmp/nic.log"
 
 # --- 1. co-processor ----------------------------------------------------------------------
 if part 1; then
-start_host "$CNN:coproc:$K"
+start_host "$CNN:coproc:$K" --nic-timeout-us 2000000 # every request the NIC's, even on a loaded box
 grep "^host:" "$tmp/host.log"
 client "$tmp/coproc" --outstanding 4 || fail "client (coproc) exited $?"
 check_mode coproc "$tmp/coproc" nic
@@ -306,7 +306,7 @@ fi
 
 # --- 7. two workers on one queue pair: colliding ids, forged notices from the NIC's address ------
 if part 7; then
-	HOST_LCORES="--main-lcore 1 -l 0-1" start_host "$CNN:coproc:$K" --idle-sleep-us 20
+	HOST_LCORES="--main-lcore 1 -l 0-1" start_host "$CNN:coproc:$K" --idle-sleep-us 20 --nic-timeout-us 2000000
 	n7=$((N < 1000 ? N : 1000))
 	ip netns exec "$ns_c" $PY tests/integration/host_front.py 10.88.1.1 "$IMG" "$n7" \
 		"$tmp/p7.json" --from 10.88.1.2 --from 10.88.1.3 --same-ids --timeout 4 \
