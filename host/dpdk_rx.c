@@ -93,7 +93,7 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 		return false;
 	}
 	if (unlikely(!a->o.n_allow && reply_bytes(a, hm) > req_bytes)) {
-		host_tx_error(w, from, m->model_id, m->request_id, PROTO_ERR_UNSUPPORTED,
+		host_tx_error(w, from, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
 			      reply_bytes(a, hm), HOST_C_ERR_REPLY_LARGER, req_bytes, now);
 		return false;
 	}

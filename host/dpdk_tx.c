@@ -190,9 +190,13 @@ void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_
 		w->c[HOST_C_ERRORS_LIMITED]++;
 		return;
 	}
-	/* no reply larger than its request to a front-end the operator has not allowed */
-	if (!a->o.n_allow)
-		cut = req_bytes > PROTO_ERROR_HDR_LEN ? req_bytes - PROTO_ERROR_HDR_LEN : 0;
+	/* no reply larger than its request to a front-end the operator has not allowed: the reason
+	 * cut to fit, and no ERROR at all for a datagram shorter than an ERROR's header */
+	if (!a->o.n_allow) {
+		if (req_bytes < PROTO_ERROR_HDR_LEN)
+			return;
+		cut = req_bytes - PROTO_ERROR_HDR_LEN;
+	}
 	snprintf(reason, sizeof(reason), "%s%s", prefix,
 		 err_reason[why] ? err_reason[why] : "error");
 	reason[cut < PROTO_REASON_MAX ? cut : PROTO_REASON_MAX] = 0;

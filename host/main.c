@@ -46,7 +46,7 @@
  *   parser rejected        ERROR BAD_REQUEST (detail: the verdict), when it says REQUEST
  *   queue or table full    ERROR BUSY (detail: the queue bound): overloaded
  *   reassembly table full  ERROR BUSY (detail 0); message too large: ERROR TOO_LARGE
- *   reply above request    ERROR UNSUPPORTED (detail: the reply's bytes), no allow-list given
+ *   reply above request    ERROR TOO_LARGE (detail: the reply's bytes), no allow-list given
  *   shutting down          ERROR BUSY (detail 1)
  * A fragmented REQUEST that does not complete within 1 s is dropped (reasm_expired).
  *

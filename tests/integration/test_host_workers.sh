@@ -21,9 +21,9 @@
 #      burst get at most 20 (the burst) plus 20 a second ERRORs back; the rest are counted
 #      (errors_rate_limited), every one of them counted as an unknown-model request.
 #   5. no amplification: a model whose RESPONSE (64 classes, 592 bytes) is larger than its
-#      REQUEST (4 u8, 68 bytes): without an allow-list every request is refused with an ERROR no
-#      larger than the request (error_reply_larger); with the front-end on the allow-list it is
-#      answered.
+#      REQUEST (4 u8, 68 bytes): without an allow-list every request is refused with an ERROR
+#      too_large no larger than the request (error_reply_larger); with the front-end on the
+#      allow-list it is answered.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 # WORKERS_COUNT=N: images per front-end (default 1000).
 set -u
@@ -182,11 +182,12 @@ for i in range(10):
         struct.pack(">BBHIIIIIiI", 1, 0, 0, 1, 1, 4, 4, 0, 0, 0) + bytes([i, 2, 3, 4])
     s.send(req)
     d = s.recv(4096)
-    got.append((d[3], len(d)))
+    got.append((d[3], len(d), d[32] << 8 | d[33]))
 print(f"part 5 ({sys.argv[1] or 'no allow-list'}): {len(req)}-byte requests answered with "
-      f"{sorted(set(got))} (type, bytes)")
+      f"{sorted(set(got))} (type, bytes, error code)")
 want = 3 if sys.argv[1] else 4
-if any(t != want or (t == 4 and n > len(req)) for t, n in got):
+if any(t != want or (t == 4 and n > len(req)) for t, n, _ in got) or \
+        (not sys.argv[1] and any(code != 6 for _, _, code in got)):
     sys.exit("FAIL: a reply larger than its request to a front-end not allowed, or no answer")
 EOF
 	stop_host "p5$allow"
