@@ -43,9 +43,10 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 }
 
 /*
- * Blocked form, used when a block's tile fits: 32 output channels per block in four zmm
- * accumulators, tile [tap word][32], so one broadcast input word feeds four XOR + popcounts
- * (independent chains) and the tile is loaded once per block for the whole batch.
+ * Blocked form of the integer conv (with thresholds: bconv32/bconv64_avx512.c), used when a
+ * block's tile fits: 32 output channels per block in four zmm accumulators, tile
+ * [tap word][32], so one broadcast input word feeds four XOR + popcounts (independent chains)
+ * and the tile is loaded once per block for the whole batch.
  */
 #define BLK 32
 
@@ -126,50 +127,6 @@ static void bconv_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_
 	}
 }
 
-static void bconv_thr_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
-			  const uint64_t *w, const struct kern_thresh *t, uint64_t *y,
-			  uint64_t *tile)
-{
-	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o);
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
-
-	for (uint32_t o = 0; o < g->o; o += BLK) {
-		uint32_t cnt = g->o - o < BLK ? g->o - o : BLK;
-		__m512i thr[4];
-		__mmask8 valid[4], flip[4];
-
-		for (uint32_t v = 0; v < 4; v++) {
-			uint32_t c8 = cnt > 8 * v ? cnt - 8 * v : 0;
-			__m128i fl;
-
-			valid[v] = (__mmask8)((1u << (c8 < 8 ? c8 : 8)) - 1);
-			thr[v] = _mm512_cvtepi32_epi64(
-			    _mm256_maskz_loadu_epi32(valid[v], t->thr + o + 8 * v));
-			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 8 * v);
-			flip[v] = (__mmask8)_mm_test_epi8_mask(fl, fl);
-		}
-		tile_load_blk(w, o, cnt, taps, tile);
-		for (uint32_t b = 0; b < batch; b++) {
-			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
-
-			for (uint32_t oy = 0; oy < g->oh; oy++)
-				for (uint32_t ox = 0; ox < g->ow; ox++) {
-					__m512i dot[4];
-					uint64_t m = 0;
-
-					pixel_dot_blk(x + b * in_words, g, tile, oy, ox, dot);
-					for (uint32_t v = 0; v < 4; v++)
-						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
-								     valid[v], dot[v], thr[v]) ^
-								 flip[v]) &
-								valid[v])
-						     << (8 * v);
-					yb[((size_t)oy * g->ow + ox) * ow] |= m << (o % 64);
-				}
-		}
-	}
-}
-
 void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		       const uint64_t *w, int32_t *y)
 {
@@ -178,6 +135,10 @@ void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 8] __attribute__((aligned(64)));
 	int32_t d[8];
 
+	if (kern_avx512_bconv32_fits(g)) {
+		kern_avx512_bconv32(x, batch, g, w, y);
+		return;
+	}
 	if (taps > KERN_BCONV_TILE_TAPS) {
 		kern_ref_bconv(x, batch, g, w, y);
 		return;
@@ -214,15 +175,19 @@ void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_
 	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 8] __attribute__((aligned(64)));
 
+	if (kern_avx512_bconv32_fits(g)) {
+		kern_avx512_bconv32_thr(x, batch, g, w, t, y);
+		return;
+	}
+	if (kern_avx512_bconv64_fits(g)) {
+		kern_avx512_bconv64_thr(x, batch, g, w, t, y);
+		return;
+	}
 	if (taps > KERN_BCONV_TILE_TAPS) {
 		kern_ref_bconv_thr(x, batch, g, w, t, y);
 		return;
 	}
 	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
-	if (blk_fits(taps)) {
-		bconv_thr_blk(x, batch, g, w, t, y, tile);
-		return;
-	}
 	for (uint32_t o = 0; o < g->o; o += 8) {
 		uint32_t cnt = g->o - o < 8 ? g->o - o : 8;
 		__mmask8 valid = (__mmask8)((1u << cnt) - 1);
@@ -244,20 +209,6 @@ void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_
 				}
 		}
 	}
-}
-
-/* 8x8 bit transpose: bit 8r+c moves to 8c+r. */
-static inline uint64_t transpose8(uint64_t m)
-{
-	uint64_t t;
-
-	t = (m ^ (m >> 7)) & 0x00aa00aa00aa00aaull;
-	m ^= t ^ (t << 7);
-	t = (m ^ (m >> 14)) & 0x0000cccc0000ccccull;
-	m ^= t ^ (t << 14);
-	t = (m ^ (m >> 28)) & 0x00000000f0f0f0f0ull;
-	m ^= t ^ (t << 28);
-	return m;
 }
 
 /*
@@ -296,7 +247,7 @@ static void pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32
 					m |= (uint64_t)_mm512_cmp_pd_mask(v, thr[i], _CMP_GE_OQ)
 					     << (8 * i);
 				}
-				m = transpose8(m ^ flip);
+				m = kern_transpose8(m ^ flip);
 				for (uint32_t p = 0; p < np; p++)
 					yb[((p0 + p) * wpp + c0 / 64) * 8 + (c0 % 64) / 8] =
 					    (uint8_t)(m >> (8 * p));

@@ -350,4 +350,6 @@ const struct kern_bin_ops kern_ops_avx2 = {
     .threshold_pack = kern_ref_threshold_pack,
     .maxpool_bits = kern_ref_maxpool_bits,
     .maxpool_bits_and = kern_ref_maxpool_bits_and,
+    .sconv = kern_ref_sconv,
+    .decide_pack = kern_ref_decide_pack,
 };

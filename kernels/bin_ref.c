@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Reference binary kernels: plain C, the definition every SIMD table is tested against. */
+#include <math.h>
 #include <string.h>
 
 #include "kernels/bin_impl.h"
@@ -252,6 +253,46 @@ void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, ui
 				}
 }
 
+void kern_ref_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y)
+{
+	const size_t hp = (size_t)g->h + 2 * g->pad, wp = (size_t)g->w + 2 * g->pad;
+
+	for (uint32_t oy = 0; oy < g->oh; oy++)
+		for (uint32_t ox = 0; ox < g->ow; ox++, y += g->o)
+			for (uint32_t c = 0; c < g->o; c++) {
+				const float *w = wt + c;
+				float acc = 0.0f;
+
+				for (uint32_t ci = 0; ci < g->c; ci++)
+					for (uint32_t ky = 0; ky < g->k; ky++)
+						for (uint32_t kx = 0; kx < g->k; kx++, w += g->o)
+							acc += *w *
+							       xp[(ci * hp + oy * g->stride + ky) *
+								      wp +
+								  (size_t)ox * g->stride + kx];
+				y[c] = acc;
+			}
+}
+
+uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const struct kern_decide *d,
+			      uint64_t *bits, uint32_t *unsure)
+{
+	uint32_t wpp = kern_words(o), n = 0;
+
+	memset(bits, 0, (size_t)np * wpp * sizeof(*bits));
+	for (uint32_t p = 0; p < np; p++)
+		for (uint32_t c = 0; c < o; c++) {
+			float v = y[(size_t)p * o + c] - d->thr[c], e = d->e[c];
+
+			if (fabsf(v) <= e && e > 0.0f)
+				unsure[n++] = p * o + c;
+			else
+				bits[(size_t)p * wpp + c / 64] |=
+				    (uint64_t)((v >= 0.0f) ^ d->flip[c]) << (c % 64);
+		}
+	return n;
+}
+
 const struct kern_bin_ops kern_ops_ref = {
     .name = "ref",
     .bdense = ref_bdense,
@@ -264,4 +305,6 @@ const struct kern_bin_ops kern_ops_ref = {
     .threshold_pack = kern_ref_threshold_pack,
     .maxpool_bits = kern_ref_maxpool_bits,
     .maxpool_bits_and = kern_ref_maxpool_bits_and,
+    .sconv = kern_ref_sconv,
+    .decide_pack = kern_ref_decide_pack,
 };

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/fconv.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
 
@@ -15,15 +16,16 @@ struct kern_ctx {
 	uint32_t chunk;	  /* images per pass, so that a pass's activations stay in L2 */
 	size_t act_bytes; /* each of the two activation buffers */
 	void *act[2];
-	int32_t *ibuf; /* integer dots of binary ops without thresholds */
-	void *scratch; /* bit-planes or im2col columns */
-	void *final;   /* last op's output, turned into scores by kern_forward */
+	int32_t *ibuf;	       /* integer dots of binary ops without thresholds */
+	void *scratch;	       /* bit-planes or im2col columns */
+	void *final;	       /* last op's output, turned into scores by kern_forward */
+	struct kern_fconv *fc; /* [n_layers]: a float32 run from op i where fc[i].last */
 };
 
 /*
- * A batch runs in passes of as many images as keep the largest activation (both ping-pong
- * buffers) within this, about half of a core's L2: per-image float64 maps of a CNN's first
- * layers would otherwise stream from DRAM at batch 64.
+ * A batch runs in passes of as many images as keep the largest activation a pass materializes
+ * (both ping-pong buffers) within this, about half of a core's L2: per-image float64 maps of a
+ * CNN's first layers would otherwise stream from DRAM at batch 64.
  */
 #define FWD_CHUNK_BYTES (256u * 1024u)
 
@@ -69,6 +71,24 @@ static size_t op_scratch_bytes(const struct kern_layer *l, uint32_t batch)
 	}
 }
 
+/*
+ * The largest activation of one image that a whole-model pass materializes: the outputs inside
+ * a float32 run never are (they are still allocated, for ranges that split a run).
+ */
+static size_t pass_bytes(const struct kern_ctx *ctx)
+{
+	size_t n = kern_shape_bytes(&ctx->m->input);
+	uint32_t skip_to = 0;
+
+	for (uint32_t i = 0; i < ctx->m->n_layers; i++) {
+		if (ctx->fc[i].last > skip_to)
+			skip_to = ctx->fc[i].last;
+		if (i >= skip_to && kern_shape_bytes(&ctx->m->layers[i].out) > n)
+			n = kern_shape_bytes(&ctx->m->layers[i].out);
+	}
+	return n;
+}
+
 struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
 {
 	size_t act = 0, ibuf = 0, scratch = 0;
@@ -93,10 +113,21 @@ struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return NULL;
+	ctx->fc = calloc(m->n_layers, sizeof(*ctx->fc));
+	if (!ctx->fc)
+		goto err_free;
+	for (uint32_t i = 0; i < m->n_layers; i++) {
+		int ret = kern_fconv_prepare(m, i, &ctx->fc[i]);
+
+		if (ret < 0)
+			goto err_free;
+		if (ret > 0 && kern_fconv_scratch(&ctx->fc[i]) > scratch)
+			scratch = kern_fconv_scratch(&ctx->fc[i]);
+	}
 	ctx->m = m;
 	ctx->ops = kern_ops_get();
 	ctx->max_batch = max_batch;
-	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / act);
+	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / pass_bytes(ctx));
 	ctx->chunk = ctx->chunk < 1 ? 1 : ctx->chunk > max_batch ? max_batch : ctx->chunk;
 	ctx->act_bytes = align64(act * max_batch);
 	ctx->act[0] = zalloc64(ctx->act_bytes);
@@ -104,11 +135,14 @@ struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
 	ctx->ibuf = zalloc64(ibuf * max_batch);
 	ctx->scratch = zalloc64(scratch);
 	ctx->final = zalloc64(kern_shape_bytes(&m->layers[m->n_layers - 1].out) * max_batch);
-	if (!ctx->act[0] || !ctx->act[1] || !ctx->ibuf || !ctx->scratch || !ctx->final) {
-		kern_ctx_free(ctx);
-		return NULL;
-	}
+	if (!ctx->act[0] || !ctx->act[1] || !ctx->ibuf || !ctx->scratch || !ctx->final)
+		goto err_free;
 	return ctx;
+
+err_free:
+	ctx->m = m;
+	kern_ctx_free(ctx);
+	return NULL;
 }
 
 void kern_ctx_free(struct kern_ctx *ctx)
@@ -120,7 +154,19 @@ void kern_ctx_free(struct kern_ctx *ctx)
 	free(ctx->ibuf);
 	free(ctx->scratch);
 	free(ctx->final);
+	for (uint32_t i = 0; ctx->fc && i < ctx->m->n_layers; i++)
+		kern_fconv_free(&ctx->fc[i]);
+	free(ctx->fc);
 	free(ctx);
+}
+
+uint64_t kern_ctx_recomputed(const struct kern_ctx *ctx)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < ctx->m->n_layers; i++)
+		n += ctx->fc[i].recomputed;
+	return n;
 }
 
 static void ints_to_f64(const int32_t *x, size_t n, double *y)
@@ -254,9 +300,15 @@ static void forward_pass(struct kern_ctx *ctx, uint32_t first, uint32_t last, co
 	unsigned k = 0;
 
 	for (uint32_t i = first; i < last; i++) {
-		void *dst = i + 1 == last ? out : ctx->act[k];
+		struct kern_fconv *fc = &ctx->fc[i];
+		uint32_t end = fc->last && fc->last < last ? fc->last : i;
+		void *dst = end + 1 == last ? out : ctx->act[k];
 
-		run_op(ctx, &ctx->m->layers[i], cur, batch, dst);
+		if (end != i)
+			kern_fconv_run(fc, ctx->ops, cur, batch, dst, ctx->scratch);
+		else
+			run_op(ctx, &ctx->m->layers[i], cur, batch, dst);
+		i = end;
 		cur = dst;
 		k ^= 1;
 	}

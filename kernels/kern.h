@@ -12,6 +12,9 @@
  *   KERN_FMT_F32   (C,H,W) float, C-major. Model input only (converted to F64 by KERN_OP_CAST).
  *   KERN_FMT_F64   (C,H,W) double, C-major. Every real-valued activation: the spec's reference
  *                  is float64, and computing in float64 keeps every sign decision equal to it.
+ *                  (A float conv whose outputs reach only a sign or threshold runs in float32
+ *                  inside kern_forward_range, with a bound that proves the same bits:
+ *                  kernels/fconv.c.)
  *   KERN_FMT_BITS  (C,H,W) of +1/-1 packed along channels: pixel-major ([h][w][word]) with
  *                  wpp = ceil(C/64) 64-bit words per pixel; channel c is bit (c % 64) of word
  *                  (c / 64); bit 1 = +1, bit 0 = -1; the unused high bits of a pixel's last word
@@ -250,6 +253,13 @@ void kern_ctx_free(struct kern_ctx *ctx);
  */
 int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
 		       uint32_t batch, void *out);
+
+/*
+ * Outputs of float layers run in float32 (a conv feeding a sign or a threshold) that neither
+ * float32 nor a second sum in double could decide (ties, in practice) and took their bit from
+ * the image's float64 conv, since creation (kernels/fconv.c).
+ */
+uint64_t kern_ctx_recomputed(const struct kern_ctx *ctx);
 
 /* The whole model: scores (double [batch][classes]) from the model input. */
 int kern_forward(struct kern_ctx *ctx, const void *in, uint32_t batch, double *scores);

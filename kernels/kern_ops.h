@@ -23,6 +23,12 @@ struct kern_thresh {
 	const uint8_t *flip;
 };
 
+/* Per-channel decision points and error bounds of decide_pack. */
+struct kern_decide {
+	const float *thr, *e; /* [o] */
+	const uint8_t *flip;  /* [o] */
+};
+
 struct kern_conv_geom {
 	uint32_t c, h, w;   /* input */
 	uint32_t o, oh, ow; /* output */
@@ -83,6 +89,25 @@ struct kern_bin_ops {
 	void (*maxpool_bits_and)(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
 				 uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
 				 uint64_t *y);
+
+	/*
+	 * Float32 convolution for float layers whose outputs reach only decisions
+	 * (kernels/fconv.c): xp (c, h + 2 pad, w + 2 pad) float32, zero-padded; wt [n][o] with
+	 * n = c*k*k taps in (c, ky, kx) order; y [oh*ow][o], pixel-major. Any summation order,
+	 * with or without FMA: |y - exact| <= gamma_n * sum |w x| (the bound fconv.c relies on);
+	 * the tables differ in rounding only.
+	 */
+	void (*sconv)(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
+
+	/*
+	 * Decisions from float32 values with an error bound (kernels/fconv.c), all in float32:
+	 * y [np][o] (np pixels of one image, pixel-major); output (p, c) is unsure where
+	 * |y - thr[c]| <= e[c] and e[c] > 0, else its bit is (y - thr[c] >= 0) ^ flip[c].
+	 * bits: BITS [np][words(o)], unsure outputs 0; their indices p * o + c go to `unsure`
+	 * in any order. Returns how many are unsure.
+	 */
+	uint32_t (*decide_pack)(const float *y, uint32_t o, uint32_t np,
+				const struct kern_decide *d, uint64_t *bits, uint32_t *unsure);
 };
 
 extern const struct kern_bin_ops kern_ops_ref;

@@ -19,11 +19,14 @@ bench: deps
 bench-run: all
 	$(Q)tests/bench/run-bench.sh
 
-# The kernel figures alone (binary kernels vs OpenBLAS, bundled models at batch 1 and 64).
-bench-kernels: $(B)/bench/bench_kernels $(B)/bench/bench_models models
+# The kernel figures alone (binary kernels vs OpenBLAS, memory bandwidth, bundled models at
+# batch 1 and 64, and the peers: PyTorch and ONNX Runtime float32 on the same shapes).
+bench-kernels: $(B)/bench/bench_kernels $(B)/bench/bench_models models $(SPLITNIC)
 	$(Q)BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} $(B)/bench/bench_kernels
 	$(Q)BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} $(B)/bench/bench_models \
 		/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz $(B)/models/fmnist-*.snm
+	$(Q)B=$(B) BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} \
+		/usr/bin/python3 tests/bench/bench_peers.py
 
 # Split experiments over the packet path and the planner's accuracy (issue 12's acceptance; root,
 # about 15 minutes): tests/bench/bench_split.sh.

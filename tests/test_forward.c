@@ -5,6 +5,7 @@
  * and bad arguments are refused.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -220,6 +221,127 @@ static void test_forward_batch_equals_singles(void **state)
 	kern_ctx_free(ctx);
 }
 
+/*
+ * Float32 runs (kernels/fconv.c): a float conv -> batch-norm -> sign with channels that decide
+ * exactly at the conv output of an all-zero window (ties, which only the float64 conv decides),
+ * the same with a max-pool after the conv (bits pooled by OR, AND where a gamma is negative), and
+ * a +-1 conv straight on the u8 input (exact in float32). The whole model equals its ops run one at
+ * a time (no float32 run: every op alone is float64), bit for bit.
+ */
+static const char *arch_ties =
+    "{\"name\":\"ties\",\"input\":{\"shape\":[2,8,8],\"dtype\":\"u8\"},\"layers\":["
+    "{\"type\":\"conv\",\"out\":6,\"kernel\":3,\"pad\":1,\"bias\":true},"
+    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
+    "{\"type\":\"dense\",\"out\":10,\"binary_weights\":true},{\"type\":\"batchnorm\"}]}";
+static const char *arch_pool =
+    "{\"name\":\"pool\",\"input\":{\"shape\":[2,8,8],\"dtype\":\"u8\"},\"layers\":["
+    "{\"type\":\"conv\",\"out\":6,\"kernel\":3,\"pad\":1,\"bias\":true},"
+    "{\"type\":\"maxpool\",\"kernel\":2},{\"type\":\"batchnorm\"},{\"type\":\"sign\"},"
+    "{\"type\":\"flatten\"},{\"type\":\"dense\",\"out\":10,\"binary_weights\":true},"
+    "{\"type\":\"batchnorm\"}]}";
+static const char *arch_u8bin =
+    "{\"name\":\"u8bin\",\"input\":{\"shape\":[2,8,8],\"dtype\":\"u8\"},\"layers\":["
+    "{\"type\":\"conv\",\"out\":70,\"kernel\":3,\"pad\":1,\"binary_weights\":true},"
+    "{\"type\":\"batchnorm\"},{\"type\":\"sign\"},{\"type\":\"flatten\"},"
+    "{\"type\":\"dense\",\"out\":10,\"binary_weights\":true},{\"type\":\"batchnorm\"}]}";
+
+/* Layers: conv [maxpool 2] batchnorm sign flatten dense batchnorm (keys by layer index). */
+static struct kern_model *build(const char *dir, const char *arch_text, uint32_t conv_out,
+				bool ties, bool pool)
+{
+	static const char *bns[2][2][4] = {
+	    {{"1.gamma", "1.beta", "1.mean", "1.var"}, {"5.gamma", "5.beta", "5.mean", "5.var"}},
+	    {{"2.gamma", "2.beta", "2.mean", "2.var"}, {"6.gamma", "6.beta", "6.mean", "6.var"}}};
+	const uint64_t flat = conv_out * (pool ? 16 : 64);
+	const char *tag = pool ? "p" : ties ? "t" : "u";
+	struct test_array a[12];
+	char path[3][256], err[512];
+	struct kern_model *m;
+	size_t n = 0;
+
+	a[n++] = (struct test_array){
+	    "0.weight", "<f8", 4, {conv_out, 2, 3, 3}, rand_array(conv_out * 18, -0.1, 0.1)};
+	if (ties)
+		a[n++] = (struct test_array){
+		    "0.bias", "<f8", 1, {conv_out}, rand_array(conv_out, -1, 1)};
+	add_bn(a, &n, bns[pool][0], conv_out);
+	if (ties) /* channels with a zero bias, mean and beta decide exactly at a zero sum */
+		for (uint32_t c = 0; c < conv_out; c += 2) {
+			((double *)a[1].v)[c] = 0.0;
+			((double *)a[n - 2].v)[c] = 0.0;
+			((double *)a[n - 3].v)[c] = 0.0;
+		}
+	if (pool) /* a negative gamma: the pool over those channels' bits is an AND */
+		for (uint32_t c = 1; c < conv_out; c += 3)
+			((double *)a[n - 4].v)[c] = -fabs(a[n - 4].v[c]);
+	a[n++] = (struct test_array){
+	    pool ? "5.weight" : "4.weight", NULL, 2, {10, flat}, rand_array(10 * flat, -1, 1)};
+	add_bn(a, &n, bns[pool][1], 10);
+	snprintf(path[0], sizeof(path[0]), "%s/%s.json", dir, tag);
+	snprintf(path[1], sizeof(path[1]), "%s/%s.npz", dir, tag);
+	snprintf(path[2], sizeof(path[2]), "%s/%s.snm", dir, tag);
+	assert_int_equal(test_write_text(path[0], arch_text), 0);
+	assert_int_equal(test_npz_write(path[1], a, n, true), 0);
+	for (size_t i = 0; i < n; i++)
+		free((void *)a[i].v);
+	if (kern_convert(path[0], path[1], path[2], err, sizeof(err)))
+		fail_msg("convert: %s", err);
+	m = kern_model_load(path[2], err, sizeof(err));
+	if (!m)
+		fail_msg("load: %s", err);
+	return m;
+}
+
+/* Ops [0, n) at once against one op at a time, on inputs with all-zero regions. */
+static void check_against_single_ops(struct kern_model *m, const uint8_t *in, uint32_t batch,
+				     bool want_recomputed)
+{
+	struct kern_ctx *ctx = kern_ctx_create(m, batch);
+	size_t max = 0;
+	uint8_t *buf[2], *whole;
+	const uint8_t *cur = in;
+
+	assert_non_null(ctx);
+	for (uint32_t i = 0; i < m->n_layers; i++)
+		if (kern_shape_bytes(&m->layers[i].out) > max)
+			max = kern_shape_bytes(&m->layers[i].out);
+	buf[0] = calloc(batch, max);
+	buf[1] = calloc(batch, max);
+	whole = calloc(batch, max);
+	assert_int_equal(kern_forward_range(ctx, 0, m->n_layers, in, batch, whole), 0);
+	assert_int_equal(kern_ctx_recomputed(ctx) > 0, want_recomputed);
+	for (uint32_t i = 0; i < m->n_layers; i++) {
+		assert_int_equal(kern_forward_range(ctx, i, i + 1, cur, batch, buf[i & 1]), 0);
+		cur = buf[i & 1];
+	}
+	assert_memory_equal(whole, cur, batch * kern_shape_bytes(&m->layers[m->n_layers - 1].out));
+	free(buf[0]);
+	free(buf[1]);
+	free(whole);
+	kern_ctx_free(ctx);
+}
+
+static void test_forward_float32_runs(void **state)
+{
+	struct fx *f = *state;
+	struct kern_model *ties = build(f->dir, arch_ties, 6, true, false);
+	struct kern_model *pool = build(f->dir, arch_pool, 6, true, true);
+	struct kern_model *u8bin = build(f->dir, arch_u8bin, 70, false, false);
+	uint8_t in[MAXB * IN_ELEMS];
+
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (i / 16) % 3 ? 0 : (uint8_t)(rnd() * 127.5 + 127.5);
+	check_against_single_ops(ties, in, MAXB, true);
+	check_against_single_ops(ties, in + IN_ELEMS, 1, true);
+	check_against_single_ops(pool, in, MAXB, true);
+	check_against_single_ops(pool, f->in, MAXB, false);
+	check_against_single_ops(u8bin, in, MAXB, false);
+	check_against_single_ops(u8bin, f->in, MAXB, false);
+	kern_model_free(ties);
+	kern_model_free(pool);
+	kern_model_free(u8bin);
+}
+
 static void test_forward_bad_args(void **state)
 {
 	struct fx *f = *state;
@@ -241,6 +363,7 @@ int main(void)
 	    cmocka_unit_test(test_forward_no_alloc),
 	    cmocka_unit_test(test_forward_range_composes),
 	    cmocka_unit_test(test_forward_batch_equals_singles),
+	    cmocka_unit_test(test_forward_float32_runs),
 	    cmocka_unit_test(test_forward_bad_args),
 	};
 

@@ -260,6 +260,20 @@ static void test_bdense_u8_shapes(void **state)
 			bdense_u8_case(ns[i], batches[j], outs[rng_below(4)]);
 }
 
+/* Batches that take the int8 (VNNI) path of the AVX-512 table: 4 images and up. */
+static void test_bdense_u8_batches(void **state)
+{
+	static const uint32_t ns[] = {1, 64, 100, 784, 4096, 4100};
+	static const uint32_t batches[] = {4, 17, 64};
+	static const uint32_t outs[] = {4, 16, 17, 64, 130};
+
+	(void)state;
+	rng_seed(14);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			bdense_u8_case(ns[i], batches[j], outs[rng_below(5)]);
+}
+
 /* --- binary conv -------------------------------------------------------------------------- */
 
 /* Plain dot of one output pixel: img C-major +-1, wo [c][k][k] +-1, padding contributes 0. */
@@ -848,6 +862,166 @@ static void test_lrn_f64_edges(void **state)
 	}
 }
 
+/* --- float32 kernels of the mixed-precision float layers ------------------------------------ */
+
+/* Every table's sconv is within gamma_n * sum |w x| of the exact sum (computed in double). */
+static void sconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o)
+{
+	struct kern_conv_geom g = {.c = c, .k = k, .stride = stride, .pad = pad, .o = o};
+	const uint32_t n = c * k * k;
+	const double gam = n * 0x1p-24 / (1.0 - n * 0x1p-24);
+	size_t hp, wp, np;
+	float *xp, *wt, *y;
+
+	g.h = k + rng_below(12);
+	g.w = k + rng_below(40);
+	g.oh = (g.h + 2 * pad - k) / stride + 1;
+	g.ow = (g.w + 2 * pad - k) / stride + 1;
+	hp = g.h + 2 * pad;
+	wp = g.w + 2 * pad;
+	np = (size_t)g.oh * g.ow;
+	xp = xalloc(c * hp * wp * 4);
+	wt = xalloc((size_t)n * o * 4);
+	y = xalloc(np * o * 4);
+	for (size_t i = 0; i < c * hp * wp; i++) {
+		size_t x = i % wp, yy = i / wp % hp;
+		bool border = x < pad || x >= pad + g.w || yy < pad || yy >= pad + g.h;
+
+		xp[i] = border || !rng_below(4) ? 0.0f : (float)rng_below(256);
+	}
+	for (size_t i = 0; i < (size_t)n * o; i++)
+		wt[i] = (float)rand_real();
+	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+
+		if (!ops)
+			continue;
+		memset(y, 0xa5, np * o * 4);
+		ops->sconv(xp, &g, wt, y);
+		for (size_t p = 0; p < np; p++)
+			for (uint32_t oc = 0; oc < o; oc++) {
+				size_t oy = p / g.ow, ox = p % g.ow, q = 0;
+				double sum = 0.0, abs = 0.0;
+
+				for (uint32_t ci = 0; ci < c; ci++)
+					for (uint32_t ky = 0; ky < k; ky++)
+						for (uint32_t kx = 0; kx < k; kx++, q++) {
+							double v =
+							    (double)wt[q * o + oc] *
+							    xp[(ci * hp + oy * stride + ky) * wp +
+							       ox * stride + kx];
+
+							sum += v;
+							abs += fabs(v);
+						}
+				if (!(fabs(y[p * o + oc] - sum) <= gam * abs)) {
+					print_error(
+					    "%s sconv c%u k%u s%u p%u o%u: y[%zu][%u] = %.9g, "
+					    "want %.9g within %.3g\n",
+					    ops->name, c, k, stride, pad, o, p, oc, y[p * o + oc],
+					    sum, gam * abs);
+					fail();
+				}
+			}
+	}
+	free(xp), free(wt), free(y);
+}
+
+static void test_sconv_bound(void **state)
+{
+	static const uint32_t cs[] = {1, 3, 5};
+	static const uint32_t ks[] = {1, 3, 5, 11};
+	static const uint32_t os[] = {1, 16, 17, 32, 40, 96};
+
+	(void)state;
+	rng_seed(11);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++)
+			sconv_case(cs[i], ks[j], 1 + rng_below(4), rng_below(ks[j] < 3 ? 1 : 3),
+				   os[rng_below(6)]);
+	sconv_case(1, 3, 1, 1, 32);
+}
+
+/* decide_pack: every table equals the reference bit for bit, unsure sets included. */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void decide_case(uint32_t o, uint32_t np)
+{
+	float *y = xalloc((size_t)o * np * 4), *thr = xalloc(o * 4), *e = xalloc(o * 4);
+	uint8_t *flip = xalloc(o);
+	uint64_t *want = xalloc((size_t)np * kern_words(o) * 8);
+	uint64_t *got = xalloc((size_t)np * kern_words(o) * 8);
+	uint32_t *uw = xalloc((size_t)o * np * 4), *ug = xalloc((size_t)o * np * 4), nw, ng;
+	struct kern_decide d = {thr, e, flip};
+
+	for (uint32_t c = 0; c < o; c++) {
+		uint32_t kind = rng_below(5);
+
+		thr[c] = kind == 0 ? -INFINITY : (float)rand_real() * 4.0f;
+		e[c] = kind == 1 ? 0.0f : (float)fabs(rand_real()) * 0.3f;
+		flip[c] = rng_below(2);
+	}
+	for (size_t i = 0; i < (size_t)o * np; i++) {
+		uint32_t c = (uint32_t)(i % o), kind = rng_below(4);
+		float t = isfinite(thr[c]) ? thr[c] : 0.0f;
+
+		y[i] = kind == 0   ? t
+		       : kind == 1 ? t + (float)rand_real() * 0.5f
+				   : (float)rand_real() * 8.0f;
+	}
+	nw = kern_ops_ref.decide_pack(y, o, np, &d, want, uw);
+	qsort(uw, nw, 4, cmp_u32);
+	for (uint32_t i = 0; i < nw; i++)
+		assert_true(e[uw[i] % o] > 0.0f);
+	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
+		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+
+		if (!ops)
+			continue;
+		memset(got, 0xa5, (size_t)np * kern_words(o) * 8);
+		ng = ops->decide_pack(y, o, np, &d, got, ug);
+		qsort(ug, ng, 4, cmp_u32);
+		assert_int_equal(ng, nw);
+		assert_memory_equal(ug, uw, (size_t)nw * 4);
+		check_words(got, want, (size_t)np * kern_words(o), "decide_pack", ops->name);
+	}
+	free(y), free(thr), free(e), free(flip), free(want), free(got), free(uw), free(ug);
+}
+
+static void test_decide_pack_shapes(void **state)
+{
+	static const uint32_t os[] = {1, 7, 8, 9, 32, 64, 65, 130};
+
+	(void)state;
+	rng_seed(12);
+	for (size_t i = 0; i < sizeof(os) / sizeof(*os); i++)
+		for (int r = 0; r < 3; r++)
+			decide_case(os[i], 1 + rng_below(100));
+	decide_case(32, 784);
+}
+
+/*
+ * Many output channels: the 32-bit lane blocks (inputs of at most 32 channels) and the blocks of
+ * 64 output channels (wider inputs), partial last blocks included.
+ */
+static void test_bconv_blocks(void **state)
+{
+	static const uint32_t cs[] = {1, 17, 32, 33, 64, 100, 130};
+	static const uint32_t os[] = {63, 64, 65, 130, 200};
+
+	(void)state;
+	rng_seed(13);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(os) / sizeof(*os); j++)
+			bconv_case(cs[i], 1 + 2 * rng_below(3), 1 + rng_below(2), rng_below(2),
+				   os[j], 1 + rng_below(3));
+}
+
 static void test_ops_select_names(void **state)
 {
 	(void)state;
@@ -869,6 +1043,7 @@ int main(void)
 	    cmocka_unit_test(test_bdense_shapes),
 	    cmocka_unit_test(test_bdense_random),
 	    cmocka_unit_test(test_bdense_u8_shapes),
+	    cmocka_unit_test(test_bdense_u8_batches),
 	    cmocka_unit_test(test_bconv_shapes),
 	    cmocka_unit_test(test_sign_pack_shapes),
 	    cmocka_unit_test(test_threshold_pack_shapes),
@@ -880,6 +1055,9 @@ int main(void)
 	    cmocka_unit_test(test_elementwise_f64_exact),
 	    cmocka_unit_test(test_maxpool_f64_overlap),
 	    cmocka_unit_test(test_lrn_f64_edges),
+	    cmocka_unit_test(test_sconv_bound),
+	    cmocka_unit_test(test_decide_pack_shapes),
+	    cmocka_unit_test(test_bconv_blocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

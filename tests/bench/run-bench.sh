@@ -7,11 +7,9 @@ B=${B:-build}
 export BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
 D=/usr/share/datasets/fashion-mnist
 echo "== bench: $(date -u +%FT%TZ) $(uname -m) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-echo "== part 1: binary dense kernels vs OpenBLAS (one thread)"
-"$B/bench/bench_kernels"
-echo
-echo "== part 1: bundled models, per-image latency (in process, CPU kernels, one thread)"
-"$B/bench/bench_models" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-*.snm
+echo "== part 1: kernels vs OpenBLAS and the popcount peak, memory bandwidth, bundled models"
+echo "   per image, and the peers (PyTorch, ONNX Runtime float32), one thread: make bench-kernels"
+"${MAKE:-make}" --no-print-directory B="$B" bench-kernels
 echo
 echo "== NIC emulator: modeled latency of one binary FC layer (4096 inputs, 256 executors) against neurons"
 "$B/bench/bench_nicfw"

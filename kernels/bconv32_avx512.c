@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AVX-512 VPOPCNTDQ binary convolution of inputs with at most 32 channels: a pixel's word holds
+ * at most 32 bits, so 32-bit lanes (vpopcntd) count 16 output channels per vector where 64-bit
+ * lanes would count 8 with half of every word empty.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/bin_impl.h"
+#include "kernels/kern.h"
+
+#define BLK32 64 /* output channels per block: four vectors of 16 */
+
+static void tile_load32(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint32_t *tile)
+{
+	for (uint32_t t = 0; t < taps; t++)
+		for (uint32_t i = 0; i < BLK32; i++)
+			tile[t * BLK32 + i] = i < cnt ? (uint32_t)w[(size_t)(o + i) * taps + t] : 0;
+}
+
+/* Four vectors of 16 output channels meet the broadcast input word xb at tap row tr. */
+#define ACC4()                                                                                     \
+	do {                                                                                       \
+		a0 = _mm512_add_epi32(                                                             \
+		    a0, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr))));         \
+		a1 = _mm512_add_epi32(                                                             \
+		    a1, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 16))));    \
+		a2 = _mm512_add_epi32(                                                             \
+		    a2, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 32))));    \
+		a3 = _mm512_add_epi32(                                                             \
+		    a3, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 48))));    \
+	} while (0)
+
+/* dot = taps * c - 2 popcount, per accumulator, into d[4]. */
+#define DOTS4()                                                                                    \
+	do {                                                                                       \
+		d[0] = _mm512_sub_epi32(n, _mm512_add_epi32(a0, a0));                              \
+		d[1] = _mm512_sub_epi32(n, _mm512_add_epi32(a1, a1));                              \
+		d[2] = _mm512_sub_epi32(n, _mm512_add_epi32(a2, a2));                              \
+		d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));                              \
+	} while (0)
+
+static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g,
+			       const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
+{
+	uint32_t ky0, ky1, kx0, kx1;
+	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+
+	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
+	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
+	for (uint32_t ky = ky0; ky < ky1; ky++) {
+		const uint64_t *xr = x + (size_t)(iy + ky) * g->w + (size_t)(ix + kx0);
+		const uint32_t *tr = tile + ((size_t)ky * g->k + kx0) * BLK32;
+
+		for (uint32_t t = 0; t < kx1 - kx0; t++, tr += BLK32) {
+			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xr[t]);
+
+			ACC4();
+		}
+	}
+	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
+	DOTS4();
+}
+
+/* The same for a 3x3 kernel whose taps all fall inside the input (stride 1 or more): unrolled. */
+static inline void pixel_dot32_k3(const uint64_t *x, const struct kern_conv_geom *g,
+				  const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
+{
+	const uint64_t *x0 =
+	    x + ((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+
+#pragma GCC unroll 9
+	for (uint32_t t = 0; t < 9; t++) {
+		const uint32_t *tr = tile + t * BLK32;
+		__m512i xb = _mm512_set1_epi32((int)(uint32_t)x0[(t / 3) * g->w + t % 3]);
+
+		ACC4();
+	}
+	n = _mm512_set1_epi32((int)(9 * g->c));
+	DOTS4();
+}
+
+bool kern_avx512_bconv32_fits(const struct kern_conv_geom *g)
+{
+	return g->c <= 32 && (size_t)g->k * g->k * BLK32 <= KERN_BCONV_TILE_TAPS * 16;
+}
+
+void kern_avx512_bconv32(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			 const uint64_t *w, int32_t *y)
+{
+	uint32_t taps = g->k * g->k;
+	size_t in_words = (size_t)g->h * g->w, ohw = (size_t)g->oh * g->ow;
+	uint32_t tile[KERN_BCONV_TILE_TAPS * 16] __attribute__((aligned(64)));
+	int32_t d[BLK32];
+
+	for (uint32_t o = 0; o < g->o; o += BLK32) {
+		uint32_t cnt = g->o - o < BLK32 ? g->o - o : BLK32;
+
+		tile_load32(w, o, cnt, taps, tile);
+		for (uint32_t b = 0; b < batch; b++) {
+			int32_t *yb = y + (size_t)b * g->o * ohw + o * ohw;
+
+			for (uint32_t oy = 0; oy < g->oh; oy++)
+				for (uint32_t ox = 0; ox < g->ow; ox++) {
+					__m512i dot[4];
+					size_t pix = (size_t)oy * g->ow + ox;
+
+					pixel_dot32(x + b * in_words, g, tile, oy, ox, dot);
+					for (int v = 0; v < 4; v++)
+						_mm512_storeu_si512(d + 16 * v, dot[v]);
+					for (uint32_t i = 0; i < cnt; i++)
+						yb[i * ohw + pix] = d[i];
+				}
+		}
+	}
+}
+
+void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
+{
+	uint32_t taps = g->k * g->k, ow = kern_words(g->o), ylo, yhi, xlo, xhi;
+	size_t in_words = (size_t)g->h * g->w, ohw = (size_t)g->oh * g->ow;
+	uint32_t tile[KERN_BCONV_TILE_TAPS * 16] __attribute__((aligned(64)));
+
+	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
+	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
+	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
+	for (uint32_t o = 0; o < g->o; o += BLK32) {
+		uint32_t cnt = g->o - o < BLK32 ? g->o - o : BLK32;
+		__m512i thr[4];
+		__mmask16 valid[4], flip[4];
+
+		for (uint32_t v = 0; v < 4; v++) {
+			uint32_t c16 = cnt > 16 * v ? cnt - 16 * v : 0;
+			__m128i fl;
+
+			valid[v] = (__mmask16)(c16 >= 16 ? 0xffff : (1u << c16) - 1);
+			thr[v] = _mm512_maskz_loadu_epi32(valid[v], t->thr + o + 16 * v);
+			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 16 * v);
+			flip[v] = _mm_test_epi8_mask(fl, fl);
+		}
+		tile_load32(w, o, cnt, taps, tile);
+		for (uint32_t b = 0; b < batch; b++) {
+			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
+
+			for (uint32_t oy = 0; oy < g->oh; oy++)
+				for (uint32_t ox = 0; ox < g->ow; ox++) {
+					__m512i dot[4];
+					uint64_t m = 0;
+
+					if (g->k == 3 && oy >= ylo && oy < yhi && ox >= xlo &&
+					    ox < xhi)
+						pixel_dot32_k3(x + b * in_words, g, tile, oy, ox,
+							       dot);
+					else
+						pixel_dot32(x + b * in_words, g, tile, oy, ox, dot);
+					for (uint32_t v = 0; v < 4; v++)
+						m |= (uint64_t)((_mm512_mask_cmpge_epi32_mask(
+								     valid[v], dot[v], thr[v]) ^
+								 flip[v]) &
+								valid[v])
+						     << (16 * v);
+					yb[((size_t)oy * g->ow + ox) * ow] = m;
+				}
+		}
+	}
+}

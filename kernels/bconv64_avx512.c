@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AVX-512 VPOPCNTDQ binary convolution with thresholds, 64 output channels per block: eight
+ * zmm accumulators, so one broadcast input word feeds eight XOR + popcounts, the per-pixel work
+ * (tap ranges, compares) is shared by 64 channels, and a block's bits are one output word.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/bin_impl.h"
+#include "kernels/kern.h"
+
+#define BLK64	  64
+#define TILE_TAPS 144 /* taps x words per pixel: 3x3 kernels up to 1024 input channels */
+
+static void tile_load64(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint64_t *tile)
+{
+	for (uint32_t t = 0; t < taps; t++)
+		for (uint32_t i = 0; i < BLK64; i++)
+			tile[t * BLK64 + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
+}
+
+#define ACC(v)                                                                                     \
+	a##v = _mm512_add_epi64(                                                                   \
+	    a##v, _mm512_popcnt_epi64(_mm512_xor_si512(xb, _mm512_load_si512(tr + 8 * (v)))))
+
+#define ACC8()                                                                                     \
+	do {                                                                                       \
+		ACC(0);                                                                            \
+		ACC(1);                                                                            \
+		ACC(2);                                                                            \
+		ACC(3);                                                                            \
+		ACC(4);                                                                            \
+		ACC(5);                                                                            \
+		ACC(6);                                                                            \
+		ACC(7);                                                                            \
+	} while (0)
+
+/* dot = taps * c - 2 popcount, per accumulator, into d[8]. */
+#define DOTS()                                                                                     \
+	do {                                                                                       \
+		d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));                              \
+		d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));                              \
+		d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));                              \
+		d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));                              \
+		d[4] = _mm512_sub_epi64(n, _mm512_add_epi64(a4, a4));                              \
+		d[5] = _mm512_sub_epi64(n, _mm512_add_epi64(a5, a5));                              \
+		d[6] = _mm512_sub_epi64(n, _mm512_add_epi64(a6, a6));                              \
+		d[7] = _mm512_sub_epi64(n, _mm512_add_epi64(a7, a7));                              \
+	} while (0)
+
+static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g,
+			       const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
+{
+	uint32_t wpp = kern_words(g->c), ky0, ky1, kx0, kx1;
+	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+	__m512i a6 = a0, a7 = a0, n;
+
+	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
+	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
+	for (uint32_t ky = ky0; ky < ky1; ky++) {
+		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
+		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * BLK64;
+		uint32_t len = (kx1 - kx0) * wpp;
+
+		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
+			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
+
+			ACC8();
+		}
+	}
+	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
+	DOTS();
+}
+
+/* The same for a 3x3 kernel whose taps all fall inside the input: no tap ranges. */
+static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom *g,
+				  const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
+{
+	const uint32_t wpp = kern_words(g->c), len = 3 * wpp;
+	const uint64_t *x0 =
+	    x + (((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad) * wpp;
+	const uint64_t *tr = tile;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+	__m512i a6 = a0, a7 = a0, n;
+
+	for (uint32_t ky = 0; ky < 3; ky++) {
+		const uint64_t *xr = x0 + (size_t)ky * g->w * wpp;
+
+		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
+			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
+
+			ACC8();
+		}
+	}
+	n = _mm512_set1_epi64(9 * g->c);
+	DOTS();
+}
+
+bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
+{
+	return g->c > 32 && (size_t)g->k * g->k * kern_words(g->c) <= TILE_TAPS;
+}
+
+void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
+			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
+{
+	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o), ylo, yhi, xlo, xhi;
+	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	uint64_t tile[TILE_TAPS * BLK64] __attribute__((aligned(64)));
+
+	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
+	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
+	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
+	for (uint32_t o = 0; o < g->o; o += BLK64) {
+		uint32_t cnt = g->o - o < BLK64 ? g->o - o : BLK64;
+		__m512i thr[8];
+		__mmask8 valid[8], flip[8];
+
+		for (uint32_t v = 0; v < 8; v++) {
+			uint32_t c8 = cnt > 8 * v ? cnt - 8 * v : 0;
+			__m128i fl;
+
+			valid[v] = (__mmask8)((1u << (c8 < 8 ? c8 : 8)) - 1);
+			thr[v] = _mm512_cvtepi32_epi64(
+			    _mm256_maskz_loadu_epi32(valid[v], t->thr + o + 8 * v));
+			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 8 * v);
+			flip[v] = (__mmask8)_mm_test_epi8_mask(fl, fl);
+		}
+		tile_load64(w, o, cnt, taps, tile);
+		for (uint32_t b = 0; b < batch; b++) {
+			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
+
+			for (uint32_t oy = 0; oy < g->oh; oy++)
+				for (uint32_t ox = 0; ox < g->ow; ox++) {
+					__m512i dot[8];
+					uint64_t m = 0;
+
+					if (g->k == 3 && oy >= ylo && oy < yhi && ox >= xlo &&
+					    ox < xhi)
+						pixel_dot64_k3(x + b * in_words, g, tile, oy, ox,
+							       dot);
+					else
+						pixel_dot64(x + b * in_words, g, tile, oy, ox, dot);
+					for (uint32_t v = 0; v < 8; v++)
+						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
+								     valid[v], dot[v], thr[v]) ^
+								 flip[v]) &
+								valid[v])
+						     << (8 * v);
+					yb[((size_t)oy * g->ow + ox) * ow] = m;
+				}
+		}
+	}
+}
