@@ -38,7 +38,8 @@ static const struct conf_opt host_opts[] = {
     {"port", false},	   {"ip", false},      {"nic-ip", false},	 {"nic-timeout-us", false},
     {"nic-window", false}, {"queue", false},   {"batch", false},	 {"batch-wait-us", false},
     {"allow", false},	   {"payload", false}, {"drain-ms", false},	 {"idle-sleep-us", false},
-    {"stats-file", false}, {"nic", false},     {"nic-executors", false},
+    {"stats-file", false}, {"nic", false},     {"nic-executors", false}, {"error-rate", false},
+    {"queues", false},	   {"name", false},
 };
 
 static const struct conf_model_key nic_model_keys[] = {

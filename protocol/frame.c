@@ -8,7 +8,7 @@
 _Static_assert((PROTO_NEIGH_SLOTS & (PROTO_NEIGH_SLOTS - 1)) == 0,
 	       "PROTO_NEIGH_SLOTS must be a power of two");
 
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
+uint32_t proto_csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 {
 	for (uint32_t i = 0; i + 1 < len; i += 2)
 		sum += proto_get16(p + i);
@@ -17,7 +17,7 @@ static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 	return sum;
 }
 
-static uint16_t csum_fold(uint32_t sum)
+uint16_t proto_csum_fold(uint32_t sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
@@ -44,16 +44,16 @@ uint32_t proto_frame_udp(uint8_t *f, const struct proto_addr *a, uint32_t plen, 
 	proto_put16(ip + 10, 0);
 	proto_put32(ip + 12, a->sip);
 	proto_put32(ip + 16, a->dip);
-	proto_put16(ip + 10, (uint16_t)~csum_fold(csum_add(0, ip, PROTO_IP_HLEN)));
+	proto_put16(ip + 10, (uint16_t)~proto_csum_fold(proto_csum_add(0, ip, PROTO_IP_HLEN)));
 	proto_put16(udp, a->sport);
 	proto_put16(udp + 2, a->dport);
 	proto_put16(udp + 4, (uint16_t)ulen);
 	proto_put16(udp + 6, 0);
-	sum = csum_add(0, ip + 12, 8) + PROTO_IPPROTO_UDP + ulen;
+	sum = proto_csum_add(0, ip + 12, 8) + PROTO_IPPROTO_UDP + ulen;
 	if (udp_offload) {
-		proto_put16(udp + 6, csum_fold(sum));
+		proto_put16(udp + 6, proto_csum_fold(sum));
 	} else {
-		c = (uint16_t)~csum_fold(csum_add(sum, udp, ulen));
+		c = (uint16_t)~proto_csum_fold(proto_csum_add(sum, udp, ulen));
 		proto_put16(udp + 6, c ? c : 0xffff); /* 0 would mean "no checksum" */
 	}
 	return PROTO_FRAME_HDRS + plen;

@@ -46,6 +46,12 @@ struct proto_addr {
 uint32_t proto_frame_udp(uint8_t *frame, const struct proto_addr *a, uint32_t plen,
 			 bool udp_offload);
 
+/* One's-complement sums (RFC 1071): proto_csum_add adds the len bytes at p as big-endian 16-bit
+ * words (an odd last byte padded with zero) to a partial sum; proto_csum_fold folds a partial
+ * sum to 16 bits (not complemented). */
+uint32_t proto_csum_add(uint32_t sum, const uint8_t *p, uint32_t len);
+uint16_t proto_csum_fold(uint32_t sum);
+
 /* What proto_frame_parse found. */
 enum proto_frame_kind {
 	PROTO_FRAME_UDP = 0,  /* IPv4/UDP, consistent: payload and addresses filled */
