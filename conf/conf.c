@@ -28,16 +28,18 @@ struct conf_parse {
 };
 
 static const struct conf_opt nic_opts[] = {
-    {"executors", false},  {"platform", false},	  {"port", false},    {"ip", false},
-    {"wire-port", false},  {"host-port", false},  {"payload", false}, {"duration", false},
-    {"stats-file", false}, {"notify-host", true},
+    {"executors", false},   {"platform", false},   {"port", false},    {"ip", false},
+    {"wire-port", false},   {"host-port", false},  {"payload", false}, {"duration", false},
+    {"stats-file", false},  {"notify-host", true}, {"allow", false},   {"error-rate", false},
+    {"error-burst", false},
 };
 
 static const struct conf_opt host_opts[] = {
     {"port", false},	   {"ip", false},      {"nic-ip", false},	 {"nic-timeout-us", false},
     {"nic-window", false}, {"queue", false},   {"batch", false},	 {"batch-wait-us", false},
     {"allow", false},	   {"payload", false}, {"drain-ms", false},	 {"idle-sleep-us", false},
-    {"stats-file", false}, {"nic", false},     {"nic-executors", false},
+    {"stats-file", false}, {"nic", false},     {"nic-executors", false}, {"error-rate", false},
+    {"queues", false},	   {"name", false},
 };
 
 static const struct conf_model_key nic_model_keys[] = {

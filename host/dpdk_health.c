@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic-host: HEALTH probes answered on the RX/TX lcore (host/host.h: the report; the NIC
- * passes up the probes for the host's role, and the report goes out through it).
+ * splitnic-host: HEALTH probes answered by the worker that receives them (host/host.h: the
+ * report; the NIC passes up the probes for the host's role, and the report goes out through it).
  */
 #include <string.h>
 
@@ -23,32 +23,33 @@ void host_health_setup(struct host_app *a)
 	host_health_models(a->hm, a->n_models, health_models);
 }
 
-void host_rx_health(struct host_app *a, const struct proto_msg *m, const struct proto_addr *from,
+void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
 		    uint32_t probe_len)
 {
+	struct host_app *a = w->a;
 	struct proto_addr to;
 	struct rte_mbuf *mb;
 	uint8_t *p;
 	int n;
 
 	if (!host_health_asks_me(m) || !host_cidr_allowed(a->o.allow, a->o.n_allow, from->sip)) {
-		a->c[HOST_C_HEALTH_DROPPED]++;
+		w->c[HOST_C_HEALTH_DROPPED]++;
 		return;
 	}
 	mb = rte_pktmbuf_alloc(a->pool);
 	p = mb ? (uint8_t *)rte_pktmbuf_append(mb, PROTO_FRAME_MAX) : NULL;
 	if (unlikely(!p)) {
 		rte_pktmbuf_free(mb);
-		a->c[HOST_C_TX_NOMBUF]++;
+		w->c[HOST_C_TX_NOMBUF]++;
 		return;
 	}
 	n = proto_build_health_report(
 	    p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS, probe_len, m->request_id,
-	    PROTO_ROLE_HOST, host_health_state(a->hm, a->n_models, a->draining, a->nic.link_up),
-	    host_reqtab_in_use(&a->tab), health_ident, health_models, a->n_models);
+	    PROTO_ROLE_HOST, host_health_state(a->hm, a->n_models, a->draining, a->link_up),
+	    host_in_use(a), health_ident, health_models, a->n_models);
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);
-		a->c[HOST_C_HEALTH_DROPPED]++;
+		w->c[HOST_C_HEALTH_DROPPED]++;
 		return;
 	}
 	memcpy(to.smac, from->dmac, 6);
@@ -59,6 +60,6 @@ void host_rx_health(struct host_app *a, const struct proto_msg *m, const struct 
 	to.dport = from->sport;
 	rte_pktmbuf_trim(mb,
 			 (uint16_t)(PROTO_FRAME_MAX - proto_frame_udp(p, &to, (uint32_t)n, false)));
-	host_tx_frame(a, mb);
-	a->c[HOST_C_HEALTH_ANSWERED]++;
+	host_tx_frame(w, mb);
+	w->c[HOST_C_HEALTH_ANSWERED]++;
 }

@@ -24,8 +24,8 @@ static int inproc_poll(void *engine, uint32_t model, double *scores)
 
 static const struct nicfw_engine_ops inproc_ops = {.submit = inproc_submit, .poll = inproc_poll};
 
-/* The dispatcher's transmit: every frame back to the host over the ring, its NIC port in
- * mb->port. Runs on the NIC lcore. */
+/* The dispatcher's transmit: every frame back to the worker that owns its request, over that
+ * worker's ring, its NIC port in mb->port. Runs on the NIC lcore. */
 static int inproc_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
 {
 	struct host_app *a = arg;
@@ -39,7 +39,7 @@ static int inproc_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint
 		goto out_free;
 	rte_memcpy(p, frame, len);
 	mb->port = (uint16_t)port;
-	if (likely(!rte_ring_sp_enqueue(a->inproc.from_nic, mb)))
+	if (likely(!rte_ring_sp_enqueue(a->w[host_frame_owner(a, frame, len)].from_nic, mb)))
 		return 0;
 out_free:
 	rte_pktmbuf_free(mb);
@@ -91,6 +91,7 @@ int host_inproc_setup(struct host_app *a, char *err, size_t errlen)
 {
 	struct host_inproc *x = &a->inproc;
 	struct nicfw_disp_config dc = {0};
+	char name[RTE_RING_NAMESIZE];
 	int ret;
 
 	x->lc = nicfw_lcore_create(NULL, 0, err, errlen);
@@ -118,11 +119,15 @@ int host_inproc_setup(struct host_app *a, char *err, size_t errlen)
 	ret = nicfw_lcore_start(x->lc, err, errlen);
 	if (ret)
 		return ret;
-	x->to_nic = rte_ring_create("snhost_to_nic", HOST_NIC_RING, rte_socket_id(),
-				    RING_F_SP_ENQ | RING_F_SC_DEQ);
-	x->from_nic = rte_ring_create("snhost_from_nic", HOST_NIC_RING, rte_socket_id(),
-				      RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (!x->to_nic || !x->from_nic) {
+	x->to_nic = rte_ring_create("snhost_to_nic", HOST_NIC_RING, rte_socket_id(), RING_F_SC_DEQ);
+	for (unsigned i = 0; x->to_nic && i < a->n_workers; i++) {
+		snprintf(name, sizeof(name), "snhost_nic%u", i);
+		a->w[i].from_nic = rte_ring_create(name, HOST_NIC_RING, rte_socket_id(),
+						   RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!a->w[i].from_nic)
+			break;
+	}
+	if (!x->to_nic || !a->w[a->n_workers - 1].from_nic) {
 		snprintf(err, errlen, "in-process NIC rings: %s", rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
@@ -149,8 +154,8 @@ void host_inproc_teardown(struct host_app *a)
 	struct host_inproc *x = &a->inproc;
 	struct rte_mbuf *mb = NULL;
 
-	for (int i = 0; i < 2; i++) {
-		struct rte_ring *r = i ? x->from_nic : x->to_nic;
+	for (unsigned i = 0; i <= a->n_workers; i++) {
+		struct rte_ring *r = i < a->n_workers && a->w ? a->w[i].from_nic : x->to_nic;
 
 		while (r && !rte_ring_dequeue(r, (void **)&mb))
 			rte_pktmbuf_free(mb);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * splitnic-host: telemetry endpoints (/splitnic/host/stats, latency, models) and the counters
- * written at exit.
+ * written at exit: every worker's counters, summed.
  */
 #include <stdio.h>
 
@@ -17,6 +17,9 @@ static const char *const counter_names[HOST_C__COUNT] = {
     "rx_rejected",
     "rx_other_type",
     "not_allowed",
+    "notice_not_from_nic",
+    "notice_mismatch",
+    "notice_bad_cookie",
     "fragments",
     "requests",
     "accepted",
@@ -27,9 +30,11 @@ static const char *const counter_names[HOST_C__COUNT] = {
     "error_busy_table",
     "error_busy_reasm",
     "error_too_large",
+    "error_reply_larger",
     "error_draining",
     "error_internal",
     "errors_sent",
+    "errors_rate_limited",
     "activations",
     "activation_dgrams",
     "answered_nic",
@@ -42,6 +47,8 @@ static const char *const counter_names[HOST_C__COUNT] = {
     "fallback_timeout",
     "fallback_nic_error",
     "fallback_nic_suspect",
+    "spread",
+    "spread_drop",
     "tx_drop",
     "tx_nombuf",
     "link_down_events",
@@ -51,7 +58,7 @@ static const char *const counter_names[HOST_C__COUNT] = {
 };
 
 static const char *const hist_names[HOST_H__COUNT] = {"server_total_us", "queue_us",
-						      "nic_round_trip_us"};
+						      "nic_round_trip_us", "host_batch_compute_us"};
 
 static uint64_t rd(const uint64_t *p)
 {
@@ -61,42 +68,66 @@ static uint64_t rd(const uint64_t *p)
 static void stats_each(struct host_app *a, void (*put)(void *arg, const char *key, uint64_t v),
 		       void *arg)
 {
-	struct proto_reasm_stats ra;
-	uint64_t batches = 0, reqs = 0, fbs = 0, cns = 0, gfb = 0;
+	uint64_t sum[HOST_C__COUNT] = {0}, verd[PROTO_VERDICT__COUNT] = {0},
+		 ra[PROTO_RA__COUNT] = {0};
+	uint64_t batches = 0, reqs = 0, fbs = 0, cns = 0, gfb = 0, expired = 0, dbl = 0;
+	uint64_t in_use = 0, in_flight = 0, queued[HOST_MAX_MODELS] = {0};
+	struct proto_reasm_stats rs;
 	char key[64];
 
-	for (unsigned i = 0; i < HOST_C__COUNT; i++)
-		put(arg, counter_names[i], rd(&a->c[i]));
+	for (unsigned i = 0; i < a->n_workers; i++) {
+		struct host_worker *w = &a->w[i];
+
+		for (unsigned c = 0; c < HOST_C__COUNT; c++)
+			sum[c] += rd(&w->c[c]);
+		for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++)
+			verd[v] += rd(&w->verdicts[v]);
+		proto_reasm_stats(w->ra, &rs);
+		for (unsigned v = 0; v < PROTO_RA__COUNT; v++)
+			ra[v] += rs.verdicts[v];
+		expired += rs.expired;
+		batches += rd(&w->batches);
+		reqs += rd(&w->reqs);
+		fbs += rd(&w->fallbacks);
+		cns += rd(&w->compute_ns);
+		dbl += rd(&w->tab.double_puts);
+		in_use += w->tab.slots - __atomic_load_n(&w->tab.n_free, __ATOMIC_RELAXED);
+		for (uint32_t k = 0; k < a->n_models; k++) {
+			gfb += host_stage_gpu_fallbacks(&w->st[k]);
+			in_flight += host_remote_in_flight(&w->nic[k]);
+			queued[k] += __atomic_load_n(&w->q[k].n, __ATOMIC_RELAXED);
+		}
+	}
+	for (unsigned c = 0; c < HOST_C__COUNT; c++)
+		put(arg, counter_names[c], sum[c]);
 	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++) {
 		snprintf(key, sizeof(key), "verdict_%s", v ? proto_verdict_name(v) : "ok");
-		put(arg, key, rd(&a->verdicts[v]));
+		put(arg, key, verd[v]);
 	}
-	proto_reasm_stats(a->ra, &ra);
 	for (unsigned v = 0; v < PROTO_RA__COUNT; v++) {
 		snprintf(key, sizeof(key), "reasm_%s", proto_ra_verdict_name(v));
-		put(arg, key, ra.verdicts[v]);
+		put(arg, key, ra[v]);
 	}
-	put(arg, "reasm_expired", ra.expired);
-	for (unsigned i = 0; i < (a->n_workers ? a->n_workers : 1); i++) {
-		batches += rd(&a->w[i].batches);
-		reqs += rd(&a->w[i].reqs);
-		fbs += rd(&a->w[i].fallbacks);
-		cns += rd(&a->w[i].compute_ns);
-		for (uint32_t k = 0; k < a->n_models; k++)
-			gfb += host_stage_gpu_fallbacks(&a->w[i].st[k]);
-	}
+	put(arg, "reasm_expired", expired);
 	put(arg, "worker_batches", batches);
 	put(arg, "worker_requests", reqs);
 	put(arg, "worker_fallback_requests", fbs);
 	put(arg, "worker_compute_ns", cns);
+	for (unsigned i = 0; i < a->n_workers; i++) {
+		snprintf(key, sizeof(key), "worker%u_requests", i);
+		put(arg, key, rd(&a->w[i].reqs));
+	}
+	put(arg, "workers", a->n_workers);
+	put(arg, "queue_pairs", a->nq);
 	put(arg, "gpu_fallback_requests", gfb);
-	put(arg, "in_use", host_reqtab_in_use(&a->tab));
-	put(arg, "in_flight_nic", host_nic_in_flight(&a->nic));
+	put(arg, "double_free_refused", dbl);
+	put(arg, "in_use", in_use);
+	put(arg, "in_flight_nic", in_flight);
 	for (uint32_t k = 0; k < a->n_models; k++) {
 		snprintf(key, sizeof(key), "queued_%s", a->hm[k].m->name);
-		put(arg, key, rte_ring_count(a->q[k]));
+		put(arg, key, queued[k]);
 	}
-	put(arg, "link_up", a->nic.link_up);
+	put(arg, "link_up", a->link_up);
 	if (a->inproc.disp) {
 		uint64_t nc[NICFW_C__COUNT];
 
@@ -122,31 +153,24 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
-static void hist_add(struct rte_tel_data *d, const char *name, const struct host_hist *h)
-{
-	struct rte_tel_data *arr = rte_tel_data_alloc();
-
-	if (!arr)
-		return;
-	rte_tel_data_start_array(arr, RTE_TEL_U64_VAL);
-	for (unsigned b = 0; b < HOST_HIST_BUCKETS; b++)
-		rte_tel_data_add_array_u64(arr, rd(&h->b[b]));
-	rte_tel_data_add_dict_container(d, name, arr, 0);
-}
-
 static int tel_latency(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct host_hist comp = {0};
-
 	rte_tel_data_start_dict(d);
-	if (!host_g)
-		return 0;
-	for (unsigned i = 0; i < HOST_H__COUNT; i++)
-		hist_add(d, hist_names[i], &host_g->h[i]);
-	for (unsigned i = 0; i < (host_g->n_workers ? host_g->n_workers : 1); i++)
-		for (unsigned b = 0; b < HOST_HIST_BUCKETS; b++)
-			comp.b[b] += rd(&host_g->w[i].h_compute.b[b]);
-	hist_add(d, "host_batch_compute_us", &comp);
+	for (unsigned h = 0; host_g && h < HOST_H__COUNT; h++) {
+		struct rte_tel_data *arr = rte_tel_data_alloc();
+
+		if (!arr)
+			return 0;
+		rte_tel_data_start_array(arr, RTE_TEL_U64_VAL);
+		for (unsigned b = 0; b < HOST_HIST_BUCKETS; b++) {
+			uint64_t v = 0;
+
+			for (unsigned i = 0; i < host_g->n_workers; i++)
+				v += rd(&host_g->w[i].h[h].b[b]);
+			rte_tel_data_add_array_u64(arr, v);
+		}
+		rte_tel_data_add_dict_container(d, hist_names[h], arr, 0);
+	}
 	return 0;
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic-host: frames out (RX/TX lcore): RESPONSEs and ERRORs to the front-ends, ACTIVATIONs
- * to the NIC stage (the port, or the in-process NIC's ring).
+ * splitnic-host: frames out, on the worker's own TX queue: RESPONSEs and ERRORs to the
+ * front-ends, ACTIVATIONs to the NIC stage (the port, or the in-process NIC's ring). A message
+ * that fits one datagram is built from the worker's template for it (host_tpl: checksums by
+ * incremental update); a longer one through the fragmenter, checksums in full.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -11,77 +13,120 @@
 
 #include "host/host_dpdk.h"
 
+/* ERROR reasons, by the counter that counts them: data, never formatted per packet. */
+static const char *const err_reason[HOST_C__COUNT] = {
+    [HOST_C_ERR_UNKNOWN_MODEL] = "unknown model",
+    [HOST_C_ERR_BAD_SHAPE] = "input format or shape differs from the model's",
+    [HOST_C_ERR_BAD_REQUEST] = "malformed request",
+    [HOST_C_ERR_BUSY_QUEUE] = "overloaded",
+    [HOST_C_ERR_BUSY_TABLE] = "overloaded",
+    [HOST_C_ERR_BUSY_REASM] = "reassembly table full",
+    [HOST_C_ERR_TOO_LARGE] = "request too large",
+    [HOST_C_ERR_REPLY_LARGER] = "reply larger than the request: front-end not allowed",
+    [HOST_C_ERR_DRAINING] = "shutting down",
+    [HOST_C_ERR_INTERNAL] = "internal error",
+};
+
 /* rte_eth_tx_buffer's error callback: a few more bursts, then the rest dropped and counted. */
 static void tx_unsent(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
 {
-	struct host_app *a = arg;
+	struct host_worker *w = arg;
 	uint16_t sent = 0;
 
-	for (int t = 0; a->started && sent < unsent && t < HOST_TX_TRIES; t++)
-		sent += rte_eth_tx_burst(a->port, 0, pkts + sent, unsent - sent);
+	for (int t = 0; sent < unsent && t < HOST_TX_TRIES; t++)
+		sent += rte_eth_tx_burst(w->a->port, (uint16_t)w->txq, pkts + sent, unsent - sent);
 	if (unlikely(sent < unsent)) {
-		a->c[HOST_C_TX_DROP] += unsent - sent;
+		w->c[HOST_C_TX_DROP] += unsent - sent;
 		rte_pktmbuf_free_bulk(pkts + sent, unsent - sent);
 	}
 }
 
-int host_tx_setup(struct host_app *a, char *err, size_t errlen)
+int host_tx_setup(struct host_worker *w, char *err, size_t errlen)
 {
-	a->txb = rte_zmalloc_socket("snhost_txb", RTE_ETH_TX_BUFFER_SIZE(HOST_TXQ), 0,
-				    rte_eth_dev_socket_id(a->port));
-	if (!a->txb || rte_eth_tx_buffer_init(a->txb, HOST_TXQ) ||
-	    rte_eth_tx_buffer_set_err_callback(a->txb, tx_unsent, a)) {
+	if (w->txq < 0)
+		return 0;
+	w->txb = rte_zmalloc_socket("snhost_txb", RTE_ETH_TX_BUFFER_SIZE(HOST_TXQ), 0,
+				    rte_eth_dev_socket_id(w->a->port));
+	if (!w->txb || rte_eth_tx_buffer_init(w->txb, HOST_TXQ) ||
+	    rte_eth_tx_buffer_set_err_callback(w->txb, tx_unsent, w)) {
 		snprintf(err, errlen, "TX buffer: out of memory");
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-void host_tx_frame(struct host_app *a, struct rte_mbuf *mb)
+void host_tx_frame(struct host_worker *w, struct rte_mbuf *mb)
 {
-	if (unlikely(!a->started)) {
-		a->c[HOST_C_TX_DROP]++;
-		rte_pktmbuf_free(mb);
+	if (w->txq < 0) {
+		if (unlikely(rte_ring_sp_enqueue(w->tx_via, mb)))
+			goto out_drop;
 		return;
 	}
-	rte_eth_tx_buffer(a->port, 0, a->txb, mb);
+	if (unlikely(!w->io))
+		goto out_drop;
+	if (!w->txb->length)
+		w->tx_first = host_now_ns(w->a);
+	rte_eth_tx_buffer(w->a->port, (uint16_t)w->txq, w->txb, mb);
+	return;
+out_drop:
+	w->c[HOST_C_TX_DROP]++;
+	rte_pktmbuf_free(mb);
 }
 
-void host_tx_flush(struct host_app *a)
+void host_tx_flush(struct host_worker *w, uint64_t now, bool more)
 {
-	if (a->started)
-		rte_eth_tx_buffer_flush(a->port, 0, a->txb);
+	struct rte_mbuf *pkts[HOST_BURST];
+	uint32_t n;
+
+	if (w->txq < 0 || !w->io)
+		return;
+	for (uint32_t i = 0; i < w->n_fed; i++) {
+		n = rte_ring_sc_dequeue_burst(w->fed[i]->tx_via, (void **)pkts, HOST_BURST, NULL);
+		for (uint32_t k = 0; k < n; k++)
+			host_tx_frame(w, pkts[k]);
+	}
+	if (w->txb->length && (!more || now - w->tx_first >= HOST_TX_DRAIN_NS))
+		rte_eth_tx_buffer_flush(w->a->port, (uint16_t)w->txq, w->txb);
 }
 
 /* A fresh mbuf of PROTO_FRAME_MAX bytes, or NULL (counted). */
-static struct rte_mbuf *tx_mbuf(struct host_app *a, uint8_t **p)
+static struct rte_mbuf *tx_mbuf(struct host_worker *w, uint8_t **p)
 {
-	struct rte_mbuf *mb = rte_pktmbuf_alloc(a->pool);
+	struct rte_mbuf *mb = rte_pktmbuf_alloc(w->a->pool);
 
 	if (unlikely(!mb)) {
-		a->c[HOST_C_TX_NOMBUF]++;
+		w->c[HOST_C_TX_NOMBUF]++;
 		return NULL;
 	}
 	*p = (uint8_t *)rte_pktmbuf_append(mb, PROTO_FRAME_MAX);
 	if (unlikely(!*p)) {
 		rte_pktmbuf_free(mb);
-		a->c[HOST_C_TX_NOMBUF]++;
+		w->c[HOST_C_TX_NOMBUF]++;
 		return NULL;
 	}
 	return mb;
 }
 
-/* Headers for the plen-byte payload at p + PROTO_FRAME_HDRS; the UDP checksum by the port
- * where it can, else in software. Returns the frame length. */
-static uint32_t frame_udp(struct host_app *a, struct rte_mbuf *mb, uint8_t *p,
-			  const struct proto_addr *to, uint32_t plen)
+/* The frame of len bytes in mb, to the port (its UDP checksum completed there if it offloads)
+ * or, to_nic with the in-process NIC, over the NIC's ring (full: dropped, its deadline tells). */
+static void tx_finish(struct host_worker *w, struct rte_mbuf *mb, uint32_t len, bool to_nic)
 {
+	struct host_app *a = w->a;
+
+	rte_pktmbuf_trim(mb, (uint16_t)(PROTO_FRAME_MAX - len));
+	if (to_nic && a->o.inproc) {
+		if (unlikely(rte_ring_mp_enqueue(a->inproc.to_nic, mb))) {
+			w->c[HOST_C_TX_DROP]++;
+			rte_pktmbuf_free(mb);
+		}
+		return;
+	}
 	if (a->udp_offload) {
 		mb->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_UDP_CKSUM;
 		mb->l2_len = PROTO_ETH_HLEN;
 		mb->l3_len = PROTO_IP_HLEN;
 	}
-	return proto_frame_udp(p, to, plen, a->udp_offload);
+	host_tx_frame(w, mb);
 }
 
 /* From the server (--ip, --port, the MAC the front-end sent to) back to a front-end. */
@@ -96,41 +141,24 @@ static void reply_to(const struct host_app *a, const uint8_t cli_mac[6], const u
 	to->dport = cli_port;
 }
 
-static void tx_frame(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
-{
-	rte_pktmbuf_trim(mb, (uint16_t)(PROTO_FRAME_MAX - len));
-	host_tx_frame(a, mb);
-}
-
-/* A frame for the in-process NIC: over its ring (full: dropped, its deadline will tell). */
-static void tx_nic(struct host_app *a, struct rte_mbuf *mb, uint32_t len)
-{
-	rte_pktmbuf_trim(mb, (uint16_t)(PROTO_FRAME_MAX - len));
-	if (unlikely(rte_ring_sp_enqueue(a->inproc.to_nic, mb))) {
-		a->c[HOST_C_TX_DROP]++;
-		rte_pktmbuf_free(mb);
-	}
-}
-
-/* Send every datagram of message m (body of len bytes) to addr, to the NIC stage if to_nic
- * (in-process: its ring, else the port); returns datagrams sent. */
-static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const void *body,
+/* Every datagram of message m (body of len bytes) to addr, checksums in full; returns the
+ * datagrams sent. */
+static uint32_t tx_message(struct host_worker *w, const struct proto_msg *m, const void *body,
 			   uint32_t len, const struct proto_addr *to, bool to_nic)
 {
-	const bool ring = to_nic && a->o.inproc;
-
+	const bool offload = w->a->udp_offload && !(to_nic && w->a->o.inproc);
 	struct proto_frag fr;
 	struct rte_mbuf *mb;
 	uint32_t n = 0;
 	uint8_t *p;
 	int plen;
 
-	if (proto_frag_init(&fr, m, body, len, a->o.payload)) {
-		a->c[HOST_C_ERR_INTERNAL]++;
+	if (proto_frag_init(&fr, m, body, len, w->a->o.payload)) {
+		w->c[HOST_C_ERR_INTERNAL]++;
 		return 0;
 	}
 	for (;;) {
-		mb = tx_mbuf(a, &p);
+		mb = tx_mbuf(w, &p);
 		if (!mb)
 			return n;
 		plen =
@@ -139,57 +167,74 @@ static uint32_t tx_message(struct host_app *a, const struct proto_msg *m, const 
 			rte_pktmbuf_free(mb);
 			return n;
 		}
-		if (ring)
-			tx_nic(a, mb, proto_frame_udp(p, to, (uint32_t)plen, false));
-		else
-			tx_frame(a, mb, frame_udp(a, mb, p, to, (uint32_t)plen));
+		tx_finish(w, mb, proto_frame_udp(p, to, (uint32_t)plen, offload), to_nic);
 		n++;
 	}
 }
 
-void host_tx_error(struct host_app *a, const struct proto_addr *req_from, uint32_t model_id,
+void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
-		   const char *reason)
+		   uint32_t req_bytes, uint64_t now)
 {
+	static const char prefix[] = "host: ";
+	char reason[PROTO_REASON_MAX + 1];
+	struct host_app *a = w->a;
 	struct proto_addr to;
 	struct rte_mbuf *mb;
+	size_t cut = PROTO_REASON_MAX;
 	uint8_t *p;
 	int n;
 
-	a->c[why]++;
-	mb = tx_mbuf(a, &p);
+	w->c[why]++;
+	if (!host_rl_take(&w->rl, from->sip, now)) {
+		w->c[HOST_C_ERRORS_LIMITED]++;
+		return;
+	}
+	/* no reply larger than its request to a front-end the operator has not allowed: the reason
+	 * cut to fit, and no ERROR at all for a datagram shorter than an ERROR's header */
+	if (!a->o.n_allow) {
+		if (req_bytes < PROTO_ERROR_HDR_LEN)
+			return;
+		cut = req_bytes - PROTO_ERROR_HDR_LEN;
+	}
+	snprintf(reason, sizeof(reason), "%s%s", prefix,
+		 err_reason[why] ? err_reason[why] : "error");
+	reason[cut < PROTO_REASON_MAX ? cut : PROTO_REASON_MAX] = 0;
+	mb = tx_mbuf(w, &p);
 	if (!mb)
 		return;
 	n = proto_build_error_text(p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS,
-				   model_id, rid, code, detail, "host: ", reason);
+				   model_id, rid, code, detail, "", reason);
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);
 		return;
 	}
-	reply_to(a, req_from->smac, req_from->dmac, req_from->sip, req_from->sport, &to);
-	tx_frame(a, mb, frame_udp(a, mb, p, &to, (uint32_t)n));
-	a->c[HOST_C_ERRORS_SENT]++;
+	reply_to(a, from->smac, from->dmac, from->sip, from->sport, &to);
+	tx_finish(w, mb, proto_frame_udp(p, &to, (uint32_t)n, a->udp_offload), false);
+	w->c[HOST_C_ERRORS_SENT]++;
 }
 
-void host_req_error(struct host_app *a, struct host_req *r, enum proto_error_code code,
-		    uint32_t detail, enum host_counter why, const char *reason)
+void host_req_error(struct host_worker *w, struct host_req *r, enum proto_error_code code,
+		    uint32_t detail, enum host_counter why, uint64_t now)
 {
 	struct proto_addr from = {.sip = r->cli_ip, .sport = r->cli_port};
 
 	memcpy(from.smac, r->cli_mac, 6);
 	memcpy(from.dmac, r->srv_mac, 6);
-	host_tx_error(a, &from, r->model_id, r->request_id, code, detail, why, reason);
+	host_tx_error(w, &from, r->model_id, r->request_id, code, detail, why, r->req_bytes, now);
 }
 
-void host_tx_response(struct host_app *a, struct host_req *r, uint64_t now)
+void host_tx_response(struct host_worker *w, struct host_req *r, uint64_t now)
 {
-	const struct host_model *hm = &a->hm[r->model];
+	const struct host_model *hm = &w->a->hm[r->model];
 	struct proto_addr to;
 	struct proto_msg m;
+	struct rte_mbuf *mb;
+	uint8_t *p;
 
 	proto_msg_init(&m, PROTO_RESPONSE, r->model_id, r->request_id);
 	for (uint32_t k = 0; k < hm->classes; k++)
-		proto_le_put_f64(a->body + 8 * k, r->scores[k]);
+		proto_le_put_f64(w->body + 8 * k, r->scores[k]);
 	m.resp.cls = kern_argmax(r->scores, hm->classes);
 	m.resp.num_classes = (uint16_t)hm->classes;
 	m.resp.score_fmt = PROTO_FMT_F64;
@@ -200,42 +245,101 @@ void host_tx_response(struct host_app *a, struct host_req *r, uint64_t now)
 	m.resp.t_ns[PROTO_T_PACK] = r->t_pack;
 	m.resp.t_ns[PROTO_T_TX] = host_sat32(now - r->t_done);
 	m.resp.t_ns[PROTO_T_TOTAL] = host_sat32(now - r->t_in);
-	reply_to(a, r->cli_mac, r->srv_mac, r->cli_ip, r->cli_port, &to);
-	tx_message(a, &m, a->body, hm->classes * 8, &to, false);
-	a->c[HOST_C_ANSWERED_HOST]++;
-	host_hist_add(&a->h[HOST_H_TOTAL], now - r->t_in);
+	reply_to(w->a, r->cli_mac, r->srv_mac, r->cli_ip, r->cli_port, &to);
+	if (likely(w->one_resp[r->model])) {
+		m.frag_len = (uint16_t)(m.total_len = hm->classes * 8);
+		mb = tx_mbuf(w, &p);
+		if (!mb)
+			return;
+		tx_finish(w, mb, host_tpl_fill(&w->t_resp[r->model], p, &m, w->body, &to), false);
+	} else {
+		tx_message(w, &m, w->body, hm->classes * 8, &to, false);
+	}
+	w->c[HOST_C_ANSWERED_HOST]++;
+	host_hist_add(&w->h[HOST_H_TOTAL], now - r->t_in);
 }
 
-void host_tx_activation(struct host_app *a, struct host_req *r, uint64_t now)
+void host_act_describe(void *arg, uint64_t tag, struct proto_msg *m)
 {
-	const struct host_model *hm = &a->hm[r->model];
-	struct proto_addr to;
-	struct proto_msg m;
+	struct host_worker *w = arg;
+	struct host_req *r = (struct host_req *)(uintptr_t)tag;
 
-	proto_msg_init(&m, PROTO_ACTIVATION, r->model_id, r->request_id);
-	proto_msg_set_tensor(&m, PROTO_FMT_BITS, hm->act_count, 1, 1, 0, 0);
-	m.tensor.layer = (uint16_t)hm->split;
-	memset(m.act.reply_addr, 0, 16);
-	m.act.reply_addr[10] = m.act.reply_addr[11] = 0xff;
-	m.act.reply_addr[12] = (uint8_t)(r->cli_ip >> 24);
-	m.act.reply_addr[13] = (uint8_t)(r->cli_ip >> 16);
-	m.act.reply_addr[14] = (uint8_t)(r->cli_ip >> 8);
-	m.act.reply_addr[15] = (uint8_t)r->cli_ip;
-	m.act.reply_port = r->cli_port;
-	m.act.executors = r->executors;
-	r->t_pack = host_sat32(now - r->t_done);
-	m.act.t_rx_ns = r->t_rx;
-	m.act.t_queue_ns = r->t_queue;
-	m.act.t_host_ns = r->t_host;
-	m.act.t_pack_ns = r->t_pack;
-	m.act.host_ref = host_req_ref(r);
+	m->model_id = r->model_id;
+	m->request_id = r->request_id;
+	memset(m->act.reply_addr, 0, 16);
+	m->act.reply_addr[10] = m->act.reply_addr[11] = 0xff;
+	proto_put32(m->act.reply_addr + 12, r->cli_ip);
+	m->act.reply_port = r->cli_port;
+	m->act.executors = r->executors;
+	r->t_sent = host_now_ns(w->a);
+	r->t_pack = host_sat32(r->t_sent - r->t_done);
+	m->act.t_rx_ns = r->t_rx;
+	m->act.t_queue_ns = r->t_queue;
+	m->act.t_host_ns = r->t_host;
+	m->act.t_pack_ns = r->t_pack;
+}
+
+int host_act_send(void *arg, uint64_t tag, const struct proto_msg *m, const void *body,
+		  uint32_t len)
+{
+	struct host_worker *w = arg;
+	struct host_app *a = w->a;
+	struct host_req *r = (struct host_req *)(uintptr_t)tag;
+	struct proto_addr to;
+	struct rte_mbuf *mb;
+	struct proto_msg one = *m;
+	uint32_t sent, want = 1;
+	uint8_t *p;
+
 	memcpy(to.smac, a->mac, 6);
 	memcpy(to.dmac, r->srv_mac, 6);
 	to.sip = a->o.ip;
 	to.dip = a->o.nic_ip;
 	to.sport = a->o.udp_port;
 	to.dport = a->o.udp_port;
-	a->c[HOST_C_ACT_DGRAMS] += tx_message(a, &m, r->act, hm->act_bytes, &to, true);
-	a->c[HOST_C_ACTIVATIONS]++;
-	host_nic_sent(&a->nic, r, now);
+	if (likely(w->one_act[r->model])) {
+		one.frag_len = (uint16_t)(one.total_len = len);
+		mb = tx_mbuf(w, &p);
+		if (!mb)
+			return -ENOBUFS;
+		tx_finish(w, mb, host_tpl_fill(&w->t_act[r->model], p, &one, body, &to), true);
+		sent = 1;
+	} else {
+		want = proto_frag_count(m->hdr_len, len, a->o.payload);
+		sent = tx_message(w, m, body, len, &to, true);
+	}
+	w->c[HOST_C_ACT_DGRAMS] += sent;
+	if (sent < want)
+		return -ENOBUFS;
+	w->c[HOST_C_ACTIVATIONS]++;
+	return 0;
+}
+
+uint64_t host_act_now(void *arg)
+{
+	return host_now_ns(((struct host_worker *)arg)->a);
+}
+
+void host_tx_templates(struct host_worker *w, uint32_t k)
+{
+	const struct host_app *a = w->a;
+	const struct host_model *hm = &a->hm[k];
+	const struct proto_addr from = {.sip = a->o.ip, .sport = a->o.udp_port};
+	struct proto_msg m;
+
+	proto_msg_init(&m, PROTO_RESPONSE, 0, 0);
+	m.resp.num_classes = (uint16_t)hm->classes;
+	m.resp.score_fmt = PROTO_FMT_F64;
+	m.frag_len = (uint16_t)(m.total_len = hm->classes * 8);
+	w->one_resp[k] = m.hdr_len + m.total_len <= a->o.payload &&
+			 !host_tpl_init(&w->t_resp[k], &m, PROTO_COMMON_LEN, &from, a->udp_offload);
+	if (hm->mode == HOST_MODE_HOST_ONLY)
+		return;
+	proto_msg_init(&m, PROTO_ACTIVATION, 0, 0);
+	proto_msg_set_tensor(&m, PROTO_FMT_BITS, hm->act_count, 1, 1, 0, 0);
+	m.tensor.layer = (uint16_t)hm->split;
+	m.frag_len = (uint16_t)(m.total_len = hm->act_bytes);
+	w->one_act[k] = m.hdr_len + m.total_len <= a->o.payload &&
+			!host_tpl_init(&w->t_act[k], &m, PROTO_COMMON_LEN + 32, &from,
+				       a->udp_offload && !a->o.inproc);
 }

@@ -1,68 +1,249 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic-host: the host stages on the worker lcores: batching, fallback execution.
+ * splitnic-host: a worker lcore's loop, run to completion: its RX queue and the frames other
+ * lcores hand it, NIC completions, one batch per model through the host stages, the hand-off to
+ * the NIC or the answer, fallbacks, and its TX queue flushed.
  */
+#include <errno.h>
+
+#include <rte_ethdev.h>
+#include <rte_prefetch.h>
+
 #include "host/host_dpdk.h"
 
-uint32_t host_worker_step(struct host_app *a, struct host_worker *w)
+/* Give back what held a request's input: its frame, or its reassembly slot. */
+static void release_input(struct host_worker *w, struct host_req *r)
 {
+	if (r->hold) {
+		rte_pktmbuf_free(r->hold);
+		r->hold = NULL;
+	}
+	if (r->ra_slot >= 0) {
+		struct proto_reasm_msg msg = {.slot = r->ra_slot};
+
+		proto_reasm_release(w->ra, &msg);
+		r->ra_slot = -1;
+	}
+	r->in = NULL;
+}
+
+void host_req_done(struct host_worker *w, struct host_req *r)
+{
+	release_input(w, r);
+	host_reqtab_put(&w->tab, r);
+}
+
+/* The host's RESPONSE (held while the link is down: it has no way out), then the slot freed. */
+static void answer(struct host_worker *w, struct host_req *r, uint64_t now)
+{
+	if (unlikely(!w->link_up)) {
+		w->held[w->n_held++] = r;
+		return;
+	}
+	host_tx_response(w, r, now);
+	host_req_done(w, r);
+}
+
+static void stage_failed(struct host_worker *w, struct host_req *r, uint64_t now)
+{
+	host_req_error(w, r, PROTO_ERR_INTERNAL, 0, HOST_C_ERR_INTERNAL, now);
+	host_req_done(w, r);
+}
+
+/* The NIC stage of the requests waiting for it, on the CPU, as one batch. */
+static uint32_t run_fallbacks(struct host_worker *w, uint32_t k)
+{
+	struct host_app *a = w->a;
+	const uint32_t n = w->nfb[k];
+	uint64_t t0, t1;
+	int ret;
+
+	if (!n)
+		return 0;
+	t0 = host_now_ns(a);
+	ret = host_stage_run(&w->st[k], HOST_STAGE_BACK, w->fb[k], n);
+	t1 = host_now_ns(a);
+	for (uint32_t i = 0; i < n; i++) {
+		struct host_req *r = w->fb[k][i];
+
+		if (unlikely(ret)) {
+			stage_failed(w, r, t1);
+			continue;
+		}
+		r->t_host = host_sat32((uint64_t)r->t_host + t1 - t0);
+		r->t_done = t1;
+		r->state = HOST_RS_SCORES;
+		answer(w, r, t1);
+	}
+	w->fallbacks += n;
+	w->compute_ns += t1 - t0;
+	w->nfb[k] = 0;
+	return n;
+}
+
+void host_fallback(struct host_worker *w, struct host_req *r, enum host_fb_reason why)
+{
+	const uint32_t k = r->model;
+
+	w->c[HOST_C_FB_FORCED + why]++;
+	r->state = HOST_RS_FALLBACK;
+	w->fb[k][w->nfb[k]++] = r;
+	if (w->nfb[k] == w->a->o.batch)
+		run_fallbacks(w, k);
+}
+
+/* The activation at the split goes to the NIC executor, or to the fallback if it refuses. */
+static void hand_off(struct host_worker *w, struct host_req *r)
+{
+	int ret;
+
+	if (w->a->hm[r->model].mode == HOST_MODE_FALLBACK) {
+		host_fallback(w, r, HOST_FB_FORCED);
+		return;
+	}
+	ret = kexec_submit(&w->nic[r->model], r->act, 1, r->scores, (uint64_t)(uintptr_t)r);
+	if (likely(!ret)) {
+		r->state = HOST_RS_INFLIGHT;
+		return;
+	}
+	host_fallback(w, r,
+		      ret == -ENOLINK  ? HOST_FB_LINK_DOWN
+		      : ret == -EAGAIN ? HOST_FB_SUSPECT
+				       : HOST_FB_WINDOW);
+}
+
+/* One batch of model k's queue through its host stages, if the batch is full or has waited
+ * long enough; each request then handed off or answered. */
+static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
+{
+	struct host_app *a = w->a;
+	const struct host_model *hm = &a->hm[k];
 	struct host_req *reqs[HOST_MAX_BATCH];
+	struct host_rq *q = &w->q[k];
+	const uint32_t n = RTE_MIN(q->n, a->o.batch);
+	uint64_t t0, t1;
+	int ret;
+
+	if (!n || (n < a->o.batch && now - q->r[q->head & q->mask]->t_queued < a->o.batch_wait_ns))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		reqs[i] = q->r[(q->head + i) & q->mask];
+	q->head += n;
+	q->n -= n;
+	t0 = host_now_ns(a);
+	ret = host_stage_run(&w->st[k],
+			     hm->mode == HOST_MODE_HOST_ONLY ? HOST_STAGE_WHOLE : HOST_STAGE_FRONT,
+			     reqs, n);
+	t1 = host_now_ns(a);
+	for (uint32_t i = 0; i < n; i++) {
+		struct host_req *r = reqs[i];
+
+		release_input(w, r);
+		r->t_queue = host_sat32(t0 - r->t_queued);
+		r->t_host = host_sat32(t1 - t0);
+		r->t_done = t1;
+		host_hist_add(&w->h[HOST_H_QUEUE], r->t_queue);
+		if (unlikely(ret)) {
+			stage_failed(w, r, t1);
+		} else if (hm->mode == HOST_MODE_HOST_ONLY) {
+			r->state = HOST_RS_SCORES;
+			answer(w, r, t1);
+		} else {
+			r->state = HOST_RS_ACT;
+			hand_off(w, r);
+		}
+	}
+	w->batches++;
+	w->reqs += n;
+	w->compute_ns += t1 - t0;
+	host_hist_add(&w->h[HOST_H_COMPUTE], t1 - t0);
+	return n;
+}
+
+/* Completions of model k's NIC executor: answered by the NIC, or to the fallback. */
+static uint32_t nic_completions(struct host_worker *w, uint32_t k, uint64_t now)
+{
+	struct kexec_done d[HOST_BURST];
+	uint32_t n;
+
+	host_remote_set_link(&w->nic[k], w->link_up);
+	n = kexec_poll(&w->nic[k], d, HOST_BURST);
+	for (uint32_t i = 0; i < n; i++) {
+		struct host_req *r = (struct host_req *)(uintptr_t)d[i].tag;
+
+		if (likely(!d[i].status)) {
+			w->c[HOST_C_ANSWERED_NIC]++;
+			host_hist_add(&w->h[HOST_H_NIC_RTT], now - r->t_sent);
+			host_hist_add(&w->h[HOST_H_TOTAL], now - r->t_in);
+			host_req_done(w, r);
+			continue;
+		}
+		host_fallback(w, r,
+			      d[i].status == -ETIMEDOUT ? HOST_FB_TIMEOUT
+			      : d[i].status == -EIO	? HOST_FB_NIC_ERROR
+							: HOST_FB_LINK_DOWN);
+	}
+	return n;
+}
+
+static uint32_t rx_ring(struct host_worker *w, struct rte_ring *ring, enum host_src src,
+			uint64_t now)
+{
+	struct rte_mbuf *pkts[HOST_BURST];
+	uint32_t n = rte_ring_sc_dequeue_burst(ring, (void **)pkts, HOST_BURST, NULL);
+
+	for (uint32_t i = 0; i < n; i++)
+		host_rx_frame(w, pkts[i], src, now);
+	return n;
+}
+
+/* Requests waiting for this worker's next turn: a queue or a fallback batch not empty. */
+static bool more_work(const struct host_worker *w)
+{
+	for (uint32_t k = 0; k < w->a->n_models; k++)
+		if (w->q[k].n || w->nfb[k])
+			return true;
+	return false;
+}
+
+uint32_t host_worker_step(struct host_worker *w, uint64_t now)
+{
+	struct host_app *a = w->a;
+	struct rte_mbuf *pkts[HOST_BURST];
 	uint32_t work = 0;
+	uint16_t n;
 
-	for (uint32_t k = 0; k < a->n_models; k++) {
-		const struct host_model *hm = &a->hm[k];
-		struct host_stage *st = &w->st[k];
-		uint64_t t0, t1;
-		uint32_t n, room;
-
-		n = rte_ring_dequeue_burst(a->fb[k], (void **)reqs, a->o.batch, NULL);
-		if (n) {
-			t0 = host_now_ns(a);
-			if (unlikely(host_stage_run(st, HOST_STAGE_BACK, reqs, n)))
-				for (uint32_t i = 0; i < n; i++)
-					reqs[i]->failed = 1;
-			t1 = host_now_ns(a);
-			for (uint32_t i = 0; i < n; i++) {
-				reqs[i]->t_host = host_sat32((uint64_t)reqs[i]->t_host + t1 - t0);
-				reqs[i]->t_done = t1;
-				reqs[i]->state = HOST_RS_SCORES;
-			}
-			w->fallbacks += n;
-			w->compute_ns += t1 - t0;
-			rte_ring_mp_enqueue_bulk(a->done, (void **)reqs, n, NULL);
-			work += n;
+	w->io = host_port_enter(w);
+	if (w->io && w->rxq >= 0) {
+		n = rte_eth_rx_burst(a->port, (uint16_t)w->rxq, pkts, HOST_BURST);
+		for (uint16_t i = 0; i < n; i++) {
+			if (i + 1 < n)
+				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+			host_rx_frame(w, pkts[i], HOST_SRC_PORT, now);
 		}
-		room = a->o.batch - w->npend[k];
-		if (room)
-			w->npend[k] += rte_ring_dequeue_burst(
-			    a->q[k], (void **)(w->pend[k] + w->npend[k]), room, NULL);
-		n = w->npend[k];
-		if (!n)
-			continue;
-		t0 = host_now_ns(a);
-		if (n < a->o.batch && t0 - w->pend[k][0]->t_queued < a->o.batch_wait_ns)
-			continue;
-		if (unlikely(host_stage_run(
-			st, hm->mode == HOST_MODE_HOST_ONLY ? HOST_STAGE_WHOLE : HOST_STAGE_FRONT,
-			w->pend[k], n)))
-			for (uint32_t i = 0; i < n; i++)
-				w->pend[k][i]->failed = 1;
-		t1 = host_now_ns(a);
-		for (uint32_t i = 0; i < n; i++) {
-			struct host_req *r = w->pend[k][i];
-
-			r->t_queue = host_sat32(t0 - r->t_queued);
-			r->t_host = host_sat32(t1 - t0);
-			r->t_done = t1;
-			r->state = hm->mode == HOST_MODE_HOST_ONLY ? HOST_RS_SCORES : HOST_RS_ACT;
-		}
-		w->batches++;
-		w->reqs += n;
-		w->compute_ns += t1 - t0;
-		host_hist_add(&w->h_compute, t1 - t0);
-		rte_ring_mp_enqueue_bulk(a->done, (void **)w->pend[k], n, NULL);
-		w->npend[k] = 0;
 		work += n;
+	}
+	work += rx_ring(w, w->in, HOST_SRC_SPREAD, now);
+	if (w->from_nic)
+		work += rx_ring(w, w->from_nic, HOST_SRC_NIC, now);
+	for (uint32_t k = 0; k < a->n_models; k++) {
+		if (w->nic[k].priv)
+			work += nic_completions(w, k, now);
+		work += run_batch(w, k, host_now_ns(a));
+		work += run_fallbacks(w, k);
+	}
+	if (unlikely(w->link_up && w->n_held)) {
+		now = host_now_ns(a);
+		for (uint32_t i = 0; i < w->n_held; i++) {
+			host_tx_response(w, w->held[i], now);
+			host_req_done(w, w->held[i]);
+		}
+		w->n_held = 0;
+	}
+	host_tx_flush(w, host_now_ns(a), more_work(w));
+	if (unlikely(now - w->reasm_checked > HOST_REASM_CHECK_NS)) {
+		w->reasm_checked = now;
+		proto_reasm_expire(w->ra, now);
 	}
 	return work;
 }
@@ -70,11 +251,11 @@ uint32_t host_worker_step(struct host_app *a, struct host_worker *w)
 int host_worker_main(void *arg)
 {
 	struct host_worker *w = arg;
-	struct host_app *a = host_g;
+	struct host_app *a = w->a;
 	uint32_t idle = 0;
 
 	while (!a->workers_stop) {
-		if (host_worker_step(a, w)) {
+		if (host_worker_step(w, host_now_ns(a))) {
 			idle = 0;
 		} else if (a->o.idle_sleep_us && ++idle > 1000) {
 			rte_delay_us_sleep(a->o.idle_sleep_us);

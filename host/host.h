@@ -1,30 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * host/host.h — splitnic-host: the parts that do not depend on DPDK (request table, plan
- * execution, the NIC-stage fallback decision, frame building), so that they build and test
- * without it. host/main.c and host/dpdk_*.c are the DPDK application around them.
+ * execution, the NIC over packets as an executor, reply templates with incremental checksums,
+ * cookies, source checks), so that they build and test without it. host/main.c and
+ * host/dpdk_*.c are the DPDK application around them.
  *
- * A request's life (one struct host_req, a slot of the request table):
+ * A request's life (one struct host_req, a slot of its worker's request table): one worker
+ * lcore owns it from its first datagram to its hand-off, run to completion as in DPDK's l2fwd:
  *
- *   RX lcore     REQUEST complete -> allow-list, model, shape checked -> slot taken
- *                (table empty or the model's queue full: ERROR BUSY) -> model queue
- *   worker       host stage (host_stage_run): co-processor ops [0, k) -> the activation at the
- *                split, bits; host-only: the whole model -> scores; fallback: ops [k, n) of an
- *                activation -> scores (executors CPU | HOST_FALLBACK)
- *   RX lcore     activation ready: host_nic_decide() says SEND (ACTIVATION datagrams to the
- *                NIC, the slot waits in the in-flight window) or FALLBACK (back to a worker);
- *                scores ready: RESPONSE to the front-end, slot freed
- *   RX lcore     NIC completion notice (splitnic-nic --notify-host: a copy of the RESPONSE it
- *                sent to the front-end) -> slot freed; NIC ERROR for it, its deadline passed,
- *                or the NIC link down -> FALLBACK
+ *   receive    the frame came on the worker's own RX queue (the port spread it, RSS or
+ *              af_packet's fanout hash), or was spread to it in software by the lcore that polls
+ *              a shared queue (hash of the front-end's address, port and request id, so that a
+ *              request's fragments meet in one reassembly table)
+ *   admit      source checks first (allow-list; notices only from the NIC), then model, shape,
+ *              slot and the worker's queue (full: ERROR BUSY); the input stays in its frame (or
+ *              reassembly slot) until its batch runs
+ *   host stage the batch's inputs gathered into the stage's input buffer (the one copy of the
+ *              input), the host stages of the plan (host_stage_run): co-processor: ops [0, k)
+ *              -> the activation at the split, bits; host-only: the whole model -> scores
+ *   hand-off   co-processor: the ACTIVATION submitted to the worker's NIC executor (the NIC
+ *              over packets, host_exec_remote_ops below), sent on the worker's own TX queue;
+ *              refused (NIC down, window full, suspect) or failed later (NIC ERROR, deadline,
+ *              link lost): the fallback, ops [k, n) on the CPU (executors CPU | HOST_FALLBACK);
+ *              host-only or fallback: the RESPONSE, on the worker's own TX queue
+ *   notice     the NIC's completion notice (splitnic-nic --notify-host: a copy of the RESPONSE it
+ *              sent to the front-end, with the ACTIVATION's host_ref and cookie) finds the
+ *              request in O(1) by host_ref, which also names the worker that owns it: a notice
+ *              received by another worker is passed to its owner. Slot freed.
  *
  * The fallback mechanism: the host cannot see the NIC's RESPONSE to the front-end, so the NIC
- * copies it to the host (a completion notice, one datagram for up to 165 classes). The host
- * keeps each request's activation until that notice arrives. The NIC stage is
+ * copies it to the host (a completion notice). The host keeps each request's activation until
+ * that notice arrives. The NIC stage is
  *   down       while the port's link is down (splitnic-nic's memif server gone): every
  *              request in flight and every new one is finished by the host;
- *   saturated  when `window` ACTIVATIONs are already in flight: the next one is finished by
- *              the host;
+ *   saturated  when `window` ACTIVATIONs of a worker and model are already in flight: the next
+ *              one is finished by the host;
  *   late       when a request's notice has not come `timeout` ns after its ACTIVATION left:
  *              finished by the host. If the NIC was only late the front-end gets two
  *              RESPONSEs (counted by the host as late_notices; clients keep the first).
@@ -32,13 +42,8 @@
  *              the fallback directly, then one probe is sent again (a circuit breaker: a NIC
  *              that lost its stage costs one timeout per hold-off, not one per request); any
  *              notice clears the suspicion.
- * An ERROR from the NIC for an ACTIVATION (e.g. BUSY) also sends the request to the fallback.
- * Notices find their request in O(1): the ACTIVATION carries host_ref (its slot and the slot's
- * generation), the NIC echoes it in the notice, and the notice completes the slot only if it is
- * still that request in flight (generation, model id and request id match). ERRORs from the NIC
- * carry no host_ref: they are matched by (model id, request id) within the window. A NIC that does
- * not hold the model's NIC part (or starts it at another op) answers the ACTIVATION with ERROR
- * UNKNOWN_MODEL or UNSUPPORTED (nicfw/dispatch.h): the request falls back at once.
+ * An ERROR from the NIC for an ACTIVATION (e.g. BUSY, UNKNOWN_MODEL) also sends the request to
+ * the fallback.
  *
  * The ACTIVATION's timing fields rx, queue, host and pack tile the host's time from the
  * request's first datagram to the ACTIVATION's send (pack runs to the send), so that the NIC's
@@ -58,6 +63,7 @@
 
 #define HOST_MAX_MODELS	  8
 #define HOST_MAX_BATCH	  64
+#define HOST_MAX_WORKERS  8
 #define HOST_CACHE_LINE	  64
 #define HOST_HIST_BUCKETS 24 /* latency histograms: bucket b counts [2^(b-1), 2^b) us */
 
@@ -108,65 +114,65 @@ int host_model_set_stages(struct host_model *hm, const struct host_plan_stage *s
 
 enum host_req_state {
 	HOST_RS_FREE = 0,
-	HOST_RS_QUEUED,	  /* in its model's queue, waiting for a worker */
+	HOST_RS_QUEUED,	  /* admitted, waiting in its worker's queue for a batch */
 	HOST_RS_ACT,	  /* host stage done: the activation is ready */
 	HOST_RS_INFLIGHT, /* ACTIVATION sent, waiting for the NIC's notice */
-	HOST_RS_FALLBACK, /* queued for the host to run the NIC stage */
+	HOST_RS_FALLBACK, /* waiting for the host to run the NIC stage */
 	HOST_RS_SCORES,	  /* scores ready: RESPONSE to send */
 };
 
+/*
+ * A request is keyed by its front-end's address and port, its model and its request id: the
+ * spread between workers and the reassembly use them, and a NIC notice is matched to its slot
+ * by host_ref and checked against the model, the request id and the request's cookie.
+ */
 struct host_req {
 	uint64_t request_id;
 	uint32_t model_id; /* as the front-end gave it (echoed) */
 	uint16_t model;	   /* index into the served models */
 	uint8_t state;	   /* enum host_req_state */
 	uint8_t executors; /* PROTO_EX_* so far */
-	uint8_t failed;	   /* a stage returned an error: answer ERROR INTERNAL */
 	uint32_t cli_ip;   /* front-end, host order */
 	uint16_t cli_port;
+	uint8_t failed;			/* a stage returned an error: answer ERROR INTERNAL */
 	uint8_t cli_mac[6], srv_mac[6]; /* the frame's source and destination */
+	uint32_t req_bytes;		/* the REQUEST's datagram bytes (no reply larger, unless
+					 * the front-end is on the allow-list) */
 	uint64_t t_in;			/* ns: first datagram received */
-	uint64_t t_queued;		/* ns: into its model queue */
-	uint64_t t_sent;		/* ns: ACTIVATION sent (its deadline = t_sent + timeout) */
+	uint64_t t_queued;		/* ns: admitted */
+	uint64_t t_sent;		/* ns: ACTIVATION sent */
 	uint64_t t_done;		/* ns: the worker finished its stage */
 	uint32_t t_rx, t_queue, t_host, t_pack; /* ns, as the RESPONSE timing fields */
-	uint8_t *in;				/* the request tensor (in_bytes of its model) */
-	uint8_t *act;				/* the activation at the split (act_bytes) */
-	double *scores;				/* classes */
-	uint32_t index;				/* slot number */
-	uint32_t nic_pos;			/* its entry in the NIC window's ring */
-	uint8_t gen;				/* bumped at every get: 1..255 */
+	const uint8_t *in; /* the request tensor until its batch gathers it: in `hold` or in
+			    * reassembly slot `ra_slot` */
+	void *hold;	   /* the caller's frame holding `in` (freed after the gather), or NULL */
+	int32_t ra_slot;   /* the reassembly slot holding `in` (released after the gather), or -1 */
+	uint8_t *act;	   /* the activation at the split (act_bytes), the slot's own */
+	double *scores;	   /* classes, the slot's own */
+	uint32_t index;	   /* slot number */
 } __attribute__((aligned(HOST_CACHE_LINE)));
 
-#define HOST_REF_SLOTS (1u << 24) /* a host_ref is gen << 24 | slot */
-
-/* The ACTIVATION's host_ref for r (never 0), echoed by the NIC in its notice. */
-static inline uint32_t host_req_ref(const struct host_req *r)
-{
-	return (uint32_t)r->gen << 24 | r->index;
-}
-
 /*
- * A fixed table of `slots` requests with buffers for the largest input, activation and class
- * count, allocated at create; get/put are O(1) and allocate nothing. One owner thread (the RX
- * lcore takes and frees slots; workers only fill the slots they are handed).
+ * A fixed table of `slots` requests with buffers for the largest activation and class count,
+ * allocated at create; get/put are O(1) and allocate nothing. One owner thread (a worker lcore
+ * has its own table: the request table is partitioned per lcore).
  */
 struct host_reqtab {
 	struct host_req *req;
 	uint32_t slots, n_free;
 	uint32_t *free; /* stack of free slot numbers */
 	uint8_t *mem;
+	uint64_t double_puts; /* puts of a slot already free: refused */
 };
 
-int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t in_bytes, uint32_t act_bytes,
-		     uint32_t classes);
+int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t act_bytes, uint32_t classes);
 void host_reqtab_fini(struct host_reqtab *t);
-/* A free slot (state QUEUED, fields but the buffers zeroed), or NULL when all are taken. */
+/* A free slot (state QUEUED, fields but the buffers zeroed, ra_slot -1), or NULL when all are
+ * taken. */
 struct host_req *host_reqtab_get(struct host_reqtab *t);
-/* The slot a host_ref names while it is still that request's (its generation), else NULL:
- * O(1). The caller checks the state and the ids it expects. */
-struct host_req *host_reqtab_ref(struct host_reqtab *t, uint32_t ref);
-void host_reqtab_put(struct host_reqtab *t, struct host_req *r);
+/* Free r: 0, or -EALREADY (and double_puts counted) if r is already free: a slot is never on
+ * the free stack twice. */
+int host_reqtab_put(struct host_reqtab *t, struct host_req *r);
 static inline uint32_t host_reqtab_in_use(const struct host_reqtab *t)
 {
 	return t->slots - t->n_free;
@@ -183,8 +189,9 @@ enum host_stage_kind {
 /*
  * One worker's executors for one model (kernels/kexec.h): the model's host stages as a
  * pipeline (FRONT, or WHOLE in host-only mode), a CPU executor for ops [split, n) (BACK, the
- * fallback), and batch staging for at most max_batch requests. A batch of one runs on the
- * request's own buffers; larger ones are gathered into and scattered from the staging buffers.
+ * fallback), and the batch buffers for at most max_batch requests. Inputs are gathered into
+ * `bin` (the one copy of a request's input, from wherever r->in points); a batch of one writes
+ * its output straight into the request's act or scores, larger ones through `bout`.
  */
 struct host_stage {
 	const struct host_model *hm;
@@ -204,60 +211,126 @@ uint64_t host_stage_gpu_fallbacks(const struct host_stage *st);
 void host_stage_fini(struct host_stage *st);
 /*
  * Run `kind` on n <= max_batch requests as one batch: inputs gathered from each request's in
- * (or act), outputs scattered to act (or scores); executors gain CPU (and HOST_FALLBACK for
- * BACK). Allocates nothing. 0 or -EINVAL.
+ * (FRONT, WHOLE; r->in is not read afterwards) or act (BACK), outputs to act (FRONT) or scores;
+ * executors gain CPU (and HOST_FALLBACK for BACK). Allocates nothing. 0 or -EINVAL.
  */
 int host_stage_run(struct host_stage *st, enum host_stage_kind kind, struct host_req **reqs,
 		   uint32_t n);
 
-/* --- the NIC stage: fallback decisions ------------------------------------------------------ */
-
-enum host_fb_reason {
-	HOST_FB_NONE = 0,
-	HOST_FB_FORCED,	   /* fallback mode */
-	HOST_FB_LINK_DOWN, /* the NIC is down */
-	HOST_FB_WINDOW,	   /* the NIC is saturated: window full */
-	HOST_FB_TIMEOUT,   /* no notice before the deadline */
-	HOST_FB_NIC_ERROR, /* the NIC answered the ACTIVATION with an ERROR */
-	HOST_FB_SUSPECT,   /* a recent deadline passed: the NIC is held off for a while */
-	HOST_FB__COUNT
-};
-
-const char *host_fb_reason_name(unsigned r);
+/* --- cookies ------------------------------------------------------------------------------- */
 
 /*
- * The in-flight window: ACTIVATIONs sent and not yet confirmed, oldest first (deadlines are
- * monotonic, so expiry pops from the head). Single-threaded (the RX lcore).
+ * Per-request cookies: SipHash-2-4 of a counter under a 128-bit key drawn from the kernel's
+ * CSPRNG (getrandom) at start-up: unguessable without the key, never repeated, never 0.
  */
-struct host_nic {
-	bool link_up;
-	uint32_t window;	    /* at most this many in flight, >= 1 */
-	uint64_t timeout_ns;	    /* deadline after the send */
-	uint64_t suspect_until;	    /* ns: no ACTIVATION before (after a missed deadline) */
-	uint32_t head, count, live; /* ring positions; live = entries not yet removed */
-	uint32_t cap;		    /* ring size: a power of two >= 2 * window */
-	struct host_req **ring;	    /* NULL marks an entry removed out of order */
+struct host_cookie {
+	uint64_t k0, k1, ctr;
 };
 
-int host_nic_init(struct host_nic *n, uint32_t window, uint64_t timeout_ns);
-void host_nic_fini(struct host_nic *n);
-/* Where the next activation goes at now_ns: HOST_FB_NONE (send it to the NIC) or the reason
- * for the fallback. */
-enum host_fb_reason host_nic_decide(const struct host_nic *n, uint32_t mode, uint64_t now_ns);
-/* Record r as sent at now_ns (caller checked decide() == NONE). */
-void host_nic_sent(struct host_nic *n, struct host_req *r, uint64_t now_ns);
-/* The in-flight request of (model_id, request_id), removed from the window; NULL if none: a
- * scan of the window, for ERRORs (which carry no host_ref). */
-struct host_req *host_nic_complete(struct host_nic *n, uint32_t model_id, uint64_t request_id);
-/* Remove in-flight r (found by its host_ref) from the window: O(1). */
-void host_nic_remove(struct host_nic *n, struct host_req *r);
-/* Pop one request whose deadline passed at now_ns (the NIC becomes suspect), or any when the
- * link is down; or NULL. */
-struct host_req *host_nic_expired(struct host_nic *n, uint64_t now_ns);
-static inline uint32_t host_nic_in_flight(const struct host_nic *n)
+/* 0 or -errno (getrandom failed). */
+int host_cookie_init(struct host_cookie *c);
+uint64_t host_cookie_next(struct host_cookie *c);
+/* SipHash-2-4 of one 64-bit word (little-endian bytes) under (k0, k1). */
+uint64_t host_siphash64(uint64_t k0, uint64_t k1, uint64_t m);
+
+/* --- the NIC over packets: an executor of kernels/kexec.h ------------------------------------ */
+
+/*
+ * host_exec_remote_ops: the NIC stage [first, n) of a model on a NIC reached over packets
+ * (splitnic-nic, or the in-process NIC stage), one ACTIVATION per submit (max_batch 1):
+ *
+ *   submit(in, 1, out, tag)   -ENOLINK (the NIC is down), -EBUSY (window full), -EAGAIN (the NIC
+ *                             is suspect after a missed deadline), or the send's error; else the
+ *                             ACTIVATION is sent: its header fields the caller's describe()
+ *                             fills (ids, reply address, timings), then the tensor (flat bits at
+ *                             `first`), host_ref (its window entry, OR-ed with ref_base) and a
+ *                             fresh cookie
+ *   host_remote_notice()      the caller hands each notice (RESPONSE or ERROR from the NIC, in
+ *                             the notice form: host_ref and cookie) in: found by host_ref in
+ *                             O(1), accepted only if that entry is in flight with the notice's
+ *                             model id, request id and cookie; a RESPONSE completes the tag
+ *                             with 0 (out receives the scores it carries), an ERROR with -EIO
+ *   progress (poll)           a deadline passed: -ETIMEDOUT (the NIC becomes suspect); the link
+ *                             down: every request in flight completes with -ENOLINK
+ * Completions come in the order their notices arrive (the NIC's order), not necessarily the
+ * submission order. The caller keeps `in` (the activation, for its fallback) until the tag
+ * completes. One thread drives it; submit and notices allocate nothing.
+ */
+struct host_remote_conf {
+	uint32_t window;     /* ACTIVATIONs in flight at most, 1..KEXEC_FIFO */
+	uint64_t timeout_ns; /* deadline after the send */
+	uint32_t ref_base;   /* OR-ed into every host_ref: the owner's bits (HOST_REF_WORKER) */
+	void *arg;
+	/* the ACTIVATION's per-request fields for tag: model_id, request_id, reply address and
+	 * port, executors, timings (the caller computes t_pack at this call) */
+	void (*describe)(void *arg, uint64_t tag, struct proto_msg *m);
+	/* send message m (body of len bytes) to the NIC: 0 or -errno */
+	int (*send)(void *arg, uint64_t tag, const struct proto_msg *m, const void *body,
+		    uint32_t len);
+	uint64_t (*now)(void *arg); /* ns, monotonic */
+};
+
+extern const struct kexec_ops host_exec_remote_ops;
+
+/* host_ref = gen (8 bits) << 24 | worker (4 bits) << 20 | window entry (20 bits) */
+#define HOST_REF_ENTRY_BITS 20u
+#define HOST_REF_WORKER(w)  ((uint32_t)(w) << HOST_REF_ENTRY_BITS)
+static inline uint32_t host_ref_worker(uint32_t ref)
 {
-	return n->live;
+	return (ref >> HOST_REF_ENTRY_BITS) & 0xfu;
 }
+
+enum host_notice_verdict {
+	HOST_NOTICE_OK = 0,
+	HOST_NOTICE_STALE,	/* no request in flight under that host_ref (late, or unknown) */
+	HOST_NOTICE_MISMATCH,	/* in flight, but another model or request id */
+	HOST_NOTICE_BAD_COOKIE, /* in flight, ids match, the cookie does not: forged */
+	HOST_NOTICE__COUNT
+};
+
+/* A notice m (type RESPONSE or ERROR, already known to come from the NIC) for executor x. */
+enum host_notice_verdict host_remote_notice(struct kexec *x, const struct proto_msg *m);
+/* The link to the NIC went up or down (down: everything in flight fails at the next poll). */
+void host_remote_set_link(struct kexec *x, bool up);
+/* ACTIVATIONs in flight now. */
+uint32_t host_remote_in_flight(const struct kexec *x);
+
+/* --- reply templates: checksums by incremental update (RFC 1624) ----------------------------- */
+
+/*
+ * A template of one kind of single-datagram message from one address to the same kind of
+ * peer: Ethernet, IPv4, UDP and the protocol headers written once, with the per-message words
+ * (the destination MAC, IPv4 address and port, model and request id, the type header from
+ * var_from on, the data) zero, and the partial one's-complement sums of the constant words.
+ * host_tpl_fill() copies it, writes the per-message words and finishes both checksums from the
+ * template's sums and those words only (RFC 1624: HC' = ~(~HC + m'), every m zero in the
+ * template), instead of summing the whole datagram. With udp_offload the UDP field holds the
+ * pseudo-header sum a port that completes UDP checksums expects.
+ */
+struct host_tpl {
+	uint32_t hdr_len;  /* protocol header bytes (the type's) */
+	uint32_t var_from; /* first per-message byte of the type header */
+	uint32_t data_len; /* data bytes of every message from this template */
+	bool udp_offload;
+	uint32_t ip_sum, udp_sum, pseudo_sum; /* partial sums, not folded */
+	uint8_t frame[PROTO_FRAME_HDRS + PROTO_MAX_HDR_LEN];
+};
+
+/*
+ * m: the constant fields (type, hdr_len, frag_len = total_len = data_len, frag_off 0, and the
+ * type header's fields before var_from: RESPONSE score format and classes, ACTIVATION tensor);
+ * from: sip, sport (the MACs, dip and dport come with each message). 0, or -EINVAL when the
+ * message is not one datagram.
+ */
+int host_tpl_init(struct host_tpl *t, const struct proto_msg *m, uint32_t var_from,
+		  const struct proto_addr *from, bool udp_offload);
+/*
+ * Write into f (PROTO_FRAME_HDRS + hdr_len + data_len bytes) the datagram of m (whose constant
+ * fields must be the template's) with `data`, from to->smac to (to->dmac, dip, dport); to->sip
+ * and to->sport are the template's. Returns the frame length.
+ */
+uint32_t host_tpl_fill(const struct host_tpl *t, uint8_t *f, const struct proto_msg *m,
+		       const void *data, const struct proto_addr *to);
 
 /* --- HEALTH ------------------------------------------------------------------------------- */
 
@@ -273,7 +346,7 @@ enum proto_health_state host_health_state(const struct host_model *hm, uint32_t 
 /* A probe the host answers: for any role (0) or for splitnic-host. */
 bool host_health_asks_me(const struct proto_msg *m);
 
-/* --- allow-list ------------------------------------------------------------------------------- */
+/* --- source checks --------------------------------------------------------------------------- */
 
 struct host_cidr {
 	uint32_t net, mask; /* host order */
@@ -283,6 +356,37 @@ struct host_cidr {
 int host_cidr_parse(const char *s, struct host_cidr *c);
 /* true if ip is in one of the n prefixes, or n == 0 (no allow-list). */
 bool host_cidr_allowed(const struct host_cidr *c, uint32_t n, uint32_t ip);
+
+#define HOST_RL_SLOTS 256u /* a power of two */
+
+/*
+ * ERRORs rate-limited per source: a token bucket per slot of a hash of the source address
+ * (sources that share a slot share its bucket), `rate` tokens per second up to `burst`.
+ * rate 0: no limit. Allocates nothing.
+ */
+struct host_rl {
+	uint32_t rate, burst;
+	struct {
+		uint32_t tokens;
+		uint64_t t_ns; /* last refill */
+	} slot[HOST_RL_SLOTS];
+};
+
+void host_rl_init(struct host_rl *rl, uint32_t rate, uint32_t burst);
+/* May an ERROR go to ip at now_ns? Takes a token when it may. */
+bool host_rl_take(struct host_rl *rl, uint32_t ip, uint64_t now_ns);
+
+/* Which of n workers handles the request (sip, sport, request_id) when the spread is done in
+ * software: every fragment of a request and every retransmission of it meet in one worker. */
+static inline uint32_t host_spread(uint32_t sip, uint16_t sport, uint64_t request_id, uint32_t n)
+{
+	uint64_t h = ((uint64_t)sip << 16 | sport) ^ (request_id * 0x9e3779b97f4a7c15ull);
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)(((h & 0xffffffffu) * n) >> 32);
+}
 
 /* --- latency histograms ----------------------------------------------------------------------- */
 

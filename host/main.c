@@ -1,66 +1,80 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic-host: the host's DPDK application (host/host.h tells a request's life).
+ * splitnic-host: the host's DPDK application (host/host.h tells a request's life, and
+ * host/host_dpdk.h the lcore model).
  *
  *   splitnic-host EAL-ARGS -- --model FILE[:MODE[:SPLIT]] [--model ...] --ip A.B.C.D
  *       [--port UDP] [--nic-ip A.B.C.D] [--nic-timeout-us US] [--nic-window N] [--queue N]
  *       [--batch MAX] [--batch-wait-us US] [--allow CIDR ...] [--payload BYTES]
- *       [--drain-ms MS] [--idle-sleep-us US] [--stats-file FILE]
- *       [--nic port|inproc] [--nic-executors E] [--name NAME]
+ *       [--drain-ms MS] [--idle-sleep-us US] [--error-rate N] [--queues N]
+ *       [--stats-file FILE] [--nic port|inproc] [--nic-executors E] [--name NAME]
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
  * (ops before it on the CPU), or a plan file (`splitnic plan -o`), run as planned: its cpu and gpu
  * stages on the host, in order, through the executor interface (kernels/kexec.h), its nic stage
- * on the NIC; a plan without a nic stage is served host-only. A gpu stage without a usable GPU
- * runs on the CPU kernels: said once at start-up, counted (gpu_fallback_requests). One port (port
- * 0; any PMD, normally net_memif role=client facing splitnic-nic's host port). The main lcore is
- * the RX/TX lcore (parse, reassembly, admission, hand-off to the NIC, fallback decisions,
- * responses); worker lcores run the host stages; with no worker lcore the main lcore runs them in
- * between.
+ * on the NIC through the same interface (the NIC over packets, host_exec_remote_ops); a plan
+ * without a nic stage is served host-only. A gpu stage without a usable GPU runs on the CPU
+ * kernels: said once at start-up, counted (gpu_fallback_requests). One port (port 0; any PMD,
+ * normally net_memif role=client facing splitnic-nic's host port, or net_af_packet facing the
+ * front-ends). Every lcore is a worker that receives, computes and transmits its own requests
+ * (run to completion); --queues N queue pairs (default: one per worker where the port has them;
+ * net_memif: 1, as splitnic-nic has); --queue, --nic-window and --error-rate are per worker.
  *
  * Addresses: the NIC and its host are one server: --ip is splitnic-nic's --ip (the NIC answers
  * ARP for it; the host answers no ARP). Front-ends send to that address; the NIC passes the
  * host's REQUESTs up; the host answers from it (RESPONSE/ERROR frames leave through the NIC),
- * and sends ACTIVATIONs to --nic-ip (default: --ip), UDP --port, over its port.
+ * and sends ACTIVATIONs to --nic-ip (default: --ip), UDP --port, over its port. Completion
+ * notices (RESPONSE and ERROR frames) are taken only from --nic-ip, and only with the cookie of
+ * the request they name.
  *
  * --nic inproc: no splitnic-nic; the NIC stage runs in this process (DESIGN.md, "On one
  * machine"): the same dispatcher (nicfw/dispatch.h, with completion notices) and executor
- * chains (platform lcore, its inline runner) on the NIC lcore, the last worker lcore (with none,
- * the main lcore runs it in between its own work). ACTIVATION frames go to it over an rte_ring
- * instead of the port; what it sends comes back over another: RESPONSEs for the front-end
- * leave through the port (destination MAC learnt from the REQUESTs), notices and ERRORs are
- * read as if they had come from the port. Deadline, window and fallback work unchanged. The
- * port then faces the front-ends directly (e.g. net_af_packet); the host answers no ARP.
+ * chains (platform lcore, its inline runner) on the NIC lcore, the last lcore (with only one,
+ * worker 0 runs it in between its own work). ACTIVATION frames go to it over an rte_ring
+ * instead of the port; what it sends comes back to the worker that owns the request over
+ * another: RESPONSEs for the front-end leave through the port (destination MAC learnt from the
+ * REQUESTs), notices and ERRORs are read as if they had come from the NIC. Deadline, window and
+ * fallback work unchanged. The port then faces the front-ends directly (e.g. net_af_packet);
+ * the host answers no ARP, and takes no notice from the port.
  *
  * Admission (every REQUEST gets a RESPONSE or an ERROR, except from addresses outside the
- * allow-list, which are counted and dropped: no reflection to unknown senders):
+ * allow-list, which are counted and dropped: no reflection to unknown senders; ERRORs are
+ * rate-limited per source, --error-rate a second, and without an allow-list no reply is larger
+ * than its request):
  *   unknown model          ERROR UNKNOWN_MODEL (detail: the model id)
  *   format/shape differs   ERROR BAD_SHAPE (detail: the model's input elements)
  *   parser rejected        ERROR BAD_REQUEST (detail: the verdict), when it says REQUEST
  *   queue or table full    ERROR BUSY (detail: the queue bound): overloaded
  *   reassembly table full  ERROR BUSY (detail 0); message too large: ERROR TOO_LARGE
+ *   reply above request    ERROR TOO_LARGE (detail: the reply's bytes), no allow-list given
  *   shutting down          ERROR BUSY (detail 1)
  * A fragmented REQUEST that does not complete within 1 s is dropped (reasm_expired).
  *
- * Shutdown: SIGINT/SIGTERM stop admission and drain every request in the table (NIC notices
+ * Shutdown: SIGINT/SIGTERM stop admission and drain every request in the tables (NIC notices
  * awaited until their deadline, then the fallback), for at most --drain-ms; then exit 0.
  *
  * HEALTH: probes for any role or splitnic-host's (the NIC passes up those for the host's role)
- * from allowed addresses are answered with the host's identity (--name, default
- * splitnic-host@--ip), its models (coproc, host-only or fallback; the REQUEST's tensor) and its
- * state: draining from SIGTERM on, degraded while a co-processor model's NIC link is down.
+ * from allowed addresses are answered, by the worker that receives them, with the host's identity
+ * (--name, default splitnic-host@--ip), its models (coproc, host-only or fallback; the REQUEST's
+ * tensor) and its state: draining from SIGTERM on, degraded while a co-processor model's NIC link
+ * is down.
  *
- * Telemetry: /splitnic/host/stats (counters by reason), /splitnic/host/latency (histograms,
- * bucket b = [2^(b-1), 2^b) us), /splitnic/host/models.
+ * Telemetry: /splitnic/host/stats (counters by reason, summed over the workers, and requests
+ * per worker), /splitnic/host/latency (histograms, bucket b = [2^(b-1), 2^b) us),
+ * /splitnic/host/models.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -96,6 +110,7 @@ static void usage(FILE *f)
 	    "         [--nic-timeout-us US (200000)] [--nic-window N (32)] [--queue N (64)]\n"
 	    "         [--batch MAX (1)] [--batch-wait-us US (0)] [--allow CIDR ...]\n"
 	    "         [--payload BYTES (1400)] [--drain-ms MS (5000)] [--idle-sleep-us US (0)]\n"
+	    "         [--error-rate N (10000)] [--queues N (one per worker lcore)]\n"
 	    "         [--stats-file FILE] [--nic port|inproc (port)] [--nic-executors E (16)]\n"
 	    "         [--name NAME (splitnic-host@IP)]\n"
 	    "  MODE coproc|host-only|fallback; SPLIT: op index or plan file (splitnic plan -o)\n",
@@ -125,32 +140,74 @@ static int parse_ip(const char *s, uint32_t *ip)
 	return 0;
 }
 
+/* The numeric options: each a range, and the factor from its unit to the field's (us -> ns). */
+struct num_opt {
+	const char *name;
+	uint64_t lo, hi, scale;
+	size_t off;   /* in struct host_opts */
+	uint32_t len; /* bytes of that field */
+};
+
+#define NUM_OPT(nm, l, h, sc, field)                                                               \
+	{                                                                                          \
+		nm, l, h, sc, offsetof(struct host_opts, field),                                   \
+		    sizeof(((struct host_opts *)0)->field)                                         \
+	}
+
+static const struct num_opt num_opts[] = {
+    NUM_OPT("port", 1, 65535, 1, udp_port),
+    NUM_OPT("nic-timeout-us", 1, 60000000, 1000, nic_timeout_ns),
+    NUM_OPT("nic-window", 1, KEXEC_FIFO, 1, window),
+    NUM_OPT("queue", 1, 65536, 1, queue),
+    NUM_OPT("batch", 1, HOST_MAX_BATCH, 1, batch),
+    NUM_OPT("batch-wait-us", 0, 1000000, 1000, batch_wait_ns),
+    NUM_OPT("payload", PROTO_MIN_PAYLOAD, 1472, 1, payload),
+    NUM_OPT("drain-ms", 0, 600000, 1000000, drain_ns),
+    NUM_OPT("idle-sleep-us", 0, 100000, 1, idle_sleep_us),
+    NUM_OPT("nic-executors", 1, NICFW_MAX_EXEC, 1, nic_executors),
+    NUM_OPT("error-rate", 0, 10000000, 1, error_rate),
+    NUM_OPT("queues", 1, HOST_MAX_WORKERS, 1, queues),
+};
+
+#define N_NUM_OPTS  (sizeof(num_opts) / sizeof(num_opts[0]))
+#define NUM_OPT_VAL 256 /* getopt's value of num_opts[i]: NUM_OPT_VAL + i */
+
+static int set_num_opt(struct host_opts *o, const struct num_opt *n, const char *arg)
+{
+	uint8_t *dst = (uint8_t *)o + n->off;
+	uint64_t v;
+
+	if (parse_u64(arg, n->lo, n->hi, &v)) {
+		fprintf(stderr, "host: --%s: %lu to %lu, got '%s'\n", n->name, (unsigned long)n->lo,
+			(unsigned long)n->hi, arg);
+		return -EINVAL;
+	}
+	v *= n->scale;
+	if (n->len == sizeof(uint16_t))
+		*(uint16_t *)(void *)dst = (uint16_t)v;
+	else if (n->len == sizeof(uint32_t))
+		*(uint32_t *)(void *)dst = (uint32_t)v;
+	else
+		*(uint64_t *)(void *)dst = v;
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct host_opts *o)
 {
-	static const struct option lopts[] = {
-	    {"model", required_argument, NULL, 'm'},
-	    {"port", required_argument, NULL, 'p'},
-	    {"ip", required_argument, NULL, 'i'},
-	    {"nic-ip", required_argument, NULL, 'I'},
-	    {"nic-timeout-us", required_argument, NULL, 't'},
-	    {"nic-window", required_argument, NULL, 'W'},
-	    {"queue", required_argument, NULL, 'q'},
-	    {"batch", required_argument, NULL, 'b'},
-	    {"batch-wait-us", required_argument, NULL, 'B'},
-	    {"allow", required_argument, NULL, 'a'},
-	    {"payload", required_argument, NULL, 'L'},
-	    {"drain-ms", required_argument, NULL, 'd'},
-	    {"idle-sleep-us", required_argument, NULL, 'S'},
-	    {"stats-file", required_argument, NULL, 's'},
-	    {"nic", required_argument, NULL, 'n'},
-	    {"nic-executors", required_argument, NULL, 'E'},
-	    {"name", required_argument, NULL, 'N'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct option fixed[] = {
+	    {"model", required_argument, NULL, 'm'},	  {"ip", required_argument, NULL, 'i'},
+	    {"nic-ip", required_argument, NULL, 'I'},	  {"allow", required_argument, NULL, 'a'},
+	    {"stats-file", required_argument, NULL, 's'}, {"nic", required_argument, NULL, 'n'},
+	    {"name", required_argument, NULL, 'N'},	  {"help", no_argument, NULL, 'h'},
 	};
-	uint64_t v;
+	struct option lopts[sizeof(fixed) / sizeof(fixed[0]) + N_NUM_OPTS + 1] = {{0}};
+	const size_t nf = sizeof(fixed) / sizeof(fixed[0]);
 	int c;
 
+	memcpy(lopts, fixed, sizeof(fixed));
+	for (size_t i = 0; i < N_NUM_OPTS; i++)
+		lopts[nf + i] = (struct option){num_opts[i].name, required_argument, NULL,
+						(int)(NUM_OPT_VAL + i)};
 	memset(o, 0, sizeof(*o));
 	o->udp_port = PROTO_DEFAULT_PORT;
 	o->nic_timeout_ns = 200000000ull;
@@ -160,11 +217,14 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 	o->payload = PROTO_DEFAULT_PAYLOAD;
 	o->drain_ns = 5000000000ull;
 	o->nic_executors = 16;
+	o->error_rate = 10000;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-		const char *name = NULL;
-		uint64_t lo = 0, hi = 0, *dst = &v;
-
+		if (c >= NUM_OPT_VAL && c < NUM_OPT_VAL + (int)N_NUM_OPTS) {
+			if (set_num_opt(o, &num_opts[c - NUM_OPT_VAL], optarg))
+				return -EINVAL;
+			continue;
+		}
 		switch (c) {
 		case 'm':
 			if (o->n_models == HOST_MAX_MODELS) {
@@ -172,7 +232,7 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 				return -EINVAL;
 			}
 			o->model_spec[o->n_models++] = optarg;
-			continue;
+			break;
 		case 'i':
 		case 'I':
 			if (parse_ip(optarg, c == 'i' ? &o->ip : &o->nic_ip)) {
@@ -180,7 +240,7 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 					c == 'i' ? "--ip" : "--nic-ip", optarg);
 				return -EINVAL;
 			}
-			continue;
+			break;
 		case 'a':
 			if (o->n_allow == HOST_MAX_ALLOW ||
 			    host_cidr_parse(optarg, &o->allow[o->n_allow])) {
@@ -189,10 +249,10 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 				return -EINVAL;
 			}
 			o->n_allow++;
-			continue;
+			break;
 		case 's':
 			o->stats_file = optarg;
-			continue;
+			break;
 		case 'N':
 			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
 				fprintf(stderr, "host: --name: 1 to %u characters, got '%s'\n",
@@ -200,87 +260,20 @@ static int parse_opts(int argc, char **argv, struct host_opts *o)
 				return -EINVAL;
 			}
 			o->name = optarg;
-			continue;
+			break;
 		case 'n':
 			if (strcmp(optarg, "port") && strcmp(optarg, "inproc")) {
 				fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", optarg);
 				return -EINVAL;
 			}
 			o->inproc = !strcmp(optarg, "inproc");
-			continue;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
-		case 'p':
-			name = "--port", lo = 1, hi = 65535;
-			break;
-		case 't':
-			name = "--nic-timeout-us", lo = 1, hi = 60000000;
-			break;
-		case 'W':
-			name = "--nic-window", lo = 1, hi = 4096;
-			break;
-		case 'q':
-			name = "--queue", lo = 1, hi = 65536;
-			break;
-		case 'b':
-			name = "--batch", lo = 1, hi = HOST_MAX_BATCH;
-			break;
-		case 'B':
-			name = "--batch-wait-us", lo = 0, hi = 1000000;
-			break;
-		case 'L':
-			name = "--payload", lo = PROTO_MIN_PAYLOAD, hi = 1472;
-			break;
-		case 'd':
-			name = "--drain-ms", lo = 0, hi = 600000;
-			break;
-		case 'S':
-			name = "--idle-sleep-us", lo = 0, hi = 100000;
-			break;
-		case 'E':
-			name = "--nic-executors", lo = 1, hi = NICFW_MAX_EXEC;
-			break;
 		default:
 			usage(stderr);
 			return -EINVAL;
-		}
-		if (parse_u64(optarg, lo, hi, dst)) {
-			fprintf(stderr, "host: %s: %lu to %lu, got '%s'\n", name, (unsigned long)lo,
-				(unsigned long)hi, optarg);
-			return -EINVAL;
-		}
-		switch (c) {
-		case 'p':
-			o->udp_port = (uint16_t)v;
-			break;
-		case 't':
-			o->nic_timeout_ns = v * 1000;
-			break;
-		case 'W':
-			o->window = (uint32_t)v;
-			break;
-		case 'q':
-			o->queue = (uint32_t)v;
-			break;
-		case 'b':
-			o->batch = (uint32_t)v;
-			break;
-		case 'B':
-			o->batch_wait_ns = v * 1000;
-			break;
-		case 'L':
-			o->payload = (uint32_t)v;
-			break;
-		case 'd':
-			o->drain_ns = v * 1000000;
-			break;
-		case 'S':
-			o->idle_sleep_us = (uint32_t)v;
-			break;
-		case 'E':
-			o->nic_executors = (uint32_t)v;
-			break;
 		}
 	}
 	if (optind < argc || !o->n_models || !o->ip) {
@@ -376,57 +369,21 @@ out_free:
 
 /* --- set-up -------------------------------------------------------------------------------- */
 
-static int port_init(struct host_app *a, char *err, size_t errlen)
+static uint32_t pow2_at_least(uint32_t v)
 {
-	struct rte_eth_conf conf = {0};
-	struct rte_eth_dev_info info;
-	struct rte_ether_addr mac;
-	uint16_t nrx = HOST_RX_DESC, ntx = HOST_TX_DESC;
-	int ret;
+	uint32_t p = 1;
 
-	if (!rte_eth_dev_count_avail()) {
-		snprintf(err, errlen, "no port: give one --vdev (net_memif role=client, ...)");
-		return -ENODEV;
-	}
-	a->port = 0;
-	ret = rte_eth_dev_info_get(a->port, &info);
-	if (!ret) {
-		a->udp_offload = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
-		if (a->udp_offload)
-			conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
-		ret = rte_eth_dev_configure(a->port, 1, 1, &conf);
-	}
-	if (!ret)
-		ret = rte_eth_dev_adjust_nb_rx_tx_desc(a->port, &nrx, &ntx);
-	if (!ret)
-		ret = rte_eth_rx_queue_setup(a->port, 0, nrx, rte_eth_dev_socket_id(a->port), NULL,
-					     a->pool);
-	if (!ret)
-		ret = rte_eth_tx_queue_setup(a->port, 0, ntx, rte_eth_dev_socket_id(a->port), NULL);
-	if (!ret)
-		ret = rte_eth_macaddr_get(a->port, &mac);
-	if (ret) {
-		snprintf(err, errlen, "port %u: %s", a->port, strerror(-ret));
-		return ret;
-	}
-	memcpy(a->mac, mac.addr_bytes, 6);
-	/* a memif client cannot start before its server exists: retried by host_link_check() */
-	a->started = rte_eth_dev_start(a->port) == 0;
-	if (!a->started)
-		printf("host: port %u does not start yet (NIC away?): retrying every second\n",
-		       a->port);
-	rte_eth_promiscuous_enable(a->port);
-	return 0;
+	while (p < v)
+		p <<= 1;
+	return p;
 }
 
-static int host_setup(struct host_app *a, char *err, size_t errlen)
+static int load_models(struct host_app *a, uint32_t *max_in, uint32_t *max_act, uint32_t *max_cls,
+		       char *err, size_t errlen)
 {
-	uint32_t max_in = 1, max_act = 1, max_cls = 1, slots;
-	struct proto_reasm_config rc;
-	char name[RTE_RING_NAMESIZE];
-	unsigned l;
 	int ret;
 
+	*max_in = *max_act = *max_cls = 1;
 	for (uint32_t i = 0; i < a->o.n_models; i++) {
 		struct host_model *hm = &a->hm[i];
 
@@ -434,9 +391,9 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 		if (ret)
 			return ret;
 		a->n_models++;
-		max_in = RTE_MAX(max_in, hm->in_bytes);
-		max_act = RTE_MAX(max_act, hm->act_bytes);
-		max_cls = RTE_MAX(max_cls, hm->classes);
+		*max_in = RTE_MAX(*max_in, hm->in_bytes);
+		*max_act = RTE_MAX(*max_act, hm->act_bytes);
+		*max_cls = RTE_MAX(*max_cls, hm->classes);
 		printf("host: model %s id %#x: %s, host ops 0..%u%s, input %s %ux%ux%u, %u "
 		       "classes\n",
 		       hm->m->name, hm->model_id, host_mode_name(hm->mode),
@@ -449,102 +406,180 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 			       kexec_kind_name(hm->stage[s].kind), hm->stage[s].first,
 			       hm->stage[s].last - 1);
 		if (hm->mode != HOST_MODE_HOST_ONLY)
-			printf("host:   NIC stage ops %u..%u, activation %u bits (%u bytes)\n",
+			printf("host:   NIC stage ops %u..%u over packets, activation %u bits (%u "
+			       "bytes)\n",
 			       hm->split, hm->m->n_layers - 1, hm->act_count, hm->act_bytes);
 	}
-	slots = a->n_models * (a->o.queue + a->o.window) + 2 * HOST_MAX_BATCH;
-	ret = host_reqtab_init(&a->tab, slots, max_in, max_act, max_cls);
-	if (!ret)
-		ret = host_nic_init(&a->nic, a->o.window, a->o.nic_timeout_ns);
-	a->held = calloc(slots, sizeof(*a->held));
-	a->body = calloc(max_cls, 8);
-	if (ret || !a->held || !a->body) {
-		snprintf(err, errlen, "request table of %u slots: out of memory", slots);
-		return -ENOMEM;
-	}
-	a->n_workers = 0;
+	return 0;
+}
+
+/* Every lcore is a worker but the in-process NIC's (the last worker lcore, if there is one). */
+static void count_workers(struct host_app *a)
+{
+	unsigned l;
+
 	a->inproc.lcore = RTE_MAX_LCORE;
+	a->n_workers = 1;
 	RTE_LCORE_FOREACH_WORKER(l)
 	{
 		if (a->o.inproc)
-			a->inproc.lcore = l; /* the last worker lcore */
+			a->inproc.lcore = l;
 	}
 	RTE_LCORE_FOREACH_WORKER(l)
 	{
 		if (l != a->inproc.lcore && a->n_workers < HOST_MAX_WORKERS)
 			a->n_workers++;
 	}
-	a->w = rte_zmalloc("snhost_workers", sizeof(*a->w) * (a->n_workers ? a->n_workers : 1),
-			   RTE_CACHE_LINE_SIZE);
-	if (!a->w)
-		return -ENOMEM;
-	for (unsigned i = 0; i < (a->n_workers ? a->n_workers : 1); i++)
-		for (uint32_t k = 0; k < a->n_models; k++) {
-			struct host_stage *st = &a->w[i].st[k];
+}
 
-			ret = host_stage_init(st, &a->hm[k], a->o.batch, err, errlen);
+/* A worker's own state: request table, queues, reassembly, stages, NIC executors, rings, TX
+ * queue and templates. */
+static int worker_setup(struct host_app *a, struct host_worker *w, uint32_t max_in,
+			uint32_t max_act, uint32_t max_cls, char *err, size_t errlen)
+{
+	const uint32_t slots = a->n_models * (a->o.queue + a->o.window) + 2 * HOST_MAX_BATCH;
+	const struct host_remote_conf rc = {
+	    .window = a->o.window,
+	    .timeout_ns = a->o.nic_timeout_ns,
+	    .ref_base = HOST_REF_WORKER(w->id),
+	    .arg = w,
+	    .describe = host_act_describe,
+	    .send = host_act_send,
+	    .now = host_act_now,
+	};
+	struct proto_reasm_config rac = {HOST_REASM_SLOTS, max_in, 1000000000ull};
+	char name[RTE_RING_NAMESIZE];
+	int ret;
+
+	w->a = a;
+	w->rxq = w->id < a->nq ? (int32_t)w->id : -1;
+	w->txq = w->rxq;
+	ret = host_reqtab_init(&w->tab, slots, max_act, max_cls);
+	w->held = calloc(slots, sizeof(*w->held));
+	w->body = calloc(max_cls, 8);
+	w->ra = proto_reasm_create(&rac);
+	if (ret || !w->held || !w->body || !w->ra)
+		goto err_nomem;
+	host_rl_init(&w->rl, a->o.error_rate, a->o.error_rate);
+	for (uint32_t k = 0; k < a->n_models; k++) {
+		struct host_rq *q = &w->q[k];
+
+		q->mask = pow2_at_least(a->o.queue) - 1;
+		q->r = calloc(q->mask + 1, sizeof(*q->r));
+		if (!q->r)
+			goto err_nomem;
+		ret = host_stage_init(&w->st[k], &a->hm[k], a->o.batch, err, errlen);
+		if (ret)
+			return ret;
+		if (a->hm[k].mode == HOST_MODE_COPROC) {
+			ret = kexec_open(&w->nic[k], &host_exec_remote_ops, &rc, err, errlen);
+			if (!ret)
+				ret = kexec_load(&w->nic[k], a->hm[k].m, a->hm[k].split,
+						 a->hm[k].m->n_layers, 1, err, errlen);
 			if (ret)
 				return ret;
-			for (uint32_t s = 0; !i && s < st->front.n; s++)
-				if (st->front.x[s].note[0])
-					printf(
-					    "host: model %s: %s (counted: gpu_fallback_requests)\n",
-					    a->hm[k].m->name, st->front.x[s].note);
 		}
-	for (uint32_t k = 0; k < a->n_models; k++) {
-		const unsigned mc = a->n_workers > 1 ? 0 : RING_F_SC_DEQ;
+		host_tx_templates(w, k);
+	}
+	snprintf(name, sizeof(name), "snhost_in%u", w->id);
+	w->in = rte_ring_create(name, HOST_RING, rte_socket_id(), RING_F_SC_DEQ);
+	if (!w->in)
+		goto err_ring;
+	if (w->txq < 0) {
+		struct host_worker *owner = &a->w[w->id % a->nq];
 
-		snprintf(name, sizeof(name), "snhost_q%u", k);
-		a->q[k] = rte_ring_create(name, a->o.queue, rte_socket_id(),
-					  RING_F_SP_ENQ | RING_F_EXACT_SZ | mc);
-		snprintf(name, sizeof(name), "snhost_fb%u", k);
-		a->fb[k] = rte_ring_create(name, slots, rte_socket_id(),
-					   RING_F_SP_ENQ | RING_F_EXACT_SZ | mc);
-		if (!a->q[k] || !a->fb[k]) {
-			snprintf(err, errlen, "rings: %s", rte_strerror(rte_errno));
-			return -ENOMEM;
-		}
+		snprintf(name, sizeof(name), "snhost_tx%u", w->id);
+		w->tx_via = rte_ring_create(name, HOST_RING, rte_socket_id(),
+					    RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!w->tx_via)
+			goto err_ring;
+		owner->fed[owner->n_fed++] = w;
 	}
-	a->done =
-	    rte_ring_create("snhost_done", slots, rte_socket_id(), RING_F_SC_DEQ | RING_F_EXACT_SZ);
-	a->pool = rte_pktmbuf_pool_create("snhost_pool", HOST_MBUFS, 256, 0,
-					  RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
-	if (!a->done || !a->pool) {
-		snprintf(err, errlen, "ring/mbuf pool: %s", rte_strerror(rte_errno));
-		return -ENOMEM;
-	}
-	rc.slots = HOST_REASM_SLOTS;
-	rc.max_msg = max_in;
-	rc.timeout_ns = 1000000000ull;
-	a->ra = proto_reasm_create(&rc);
-	if (!a->ra) {
-		snprintf(err, errlen, "reassembly table: out of memory");
-		return -ENOMEM;
-	}
-	ret = port_init(a, err, errlen);
-	if (!ret)
-		ret = host_tx_setup(a, err, errlen);
+	return host_tx_setup(w, err, errlen);
+err_ring:
+	snprintf(err, errlen, "worker %u: rings: %s", w->id, rte_strerror(rte_errno));
+	return -ENOMEM;
+err_nomem:
+	snprintf(err, errlen, "worker %u: request table of %u slots: out of memory", w->id, slots);
+	return -ENOMEM;
+}
+
+static int host_setup(struct host_app *a, char *err, size_t errlen)
+{
+	uint32_t max_in, max_act, max_cls, mbufs;
+	int ret;
+
+	ret = load_models(a, &max_in, &max_act, &max_cls, err, errlen);
 	if (ret)
 		return ret;
+	count_workers(a);
+	a->w = rte_zmalloc("snhost_workers", sizeof(*a->w) * a->n_workers, RTE_CACHE_LINE_SIZE);
+	if (!a->w)
+		return -ENOMEM;
+	for (unsigned i = 0; i < a->n_workers; i++)
+		a->w[i].id = i;
+	mbufs = a->n_workers * (HOST_RX_DESC + HOST_TX_DESC + a->n_models * a->o.queue +
+				4 * HOST_BURST + HOST_TXQ) +
+		(a->o.inproc ? 2048 : 0) + 2048;
+	a->pool = rte_pktmbuf_pool_create("snhost_pool", RTE_MAX(mbufs, 8191u), 256,
+					  RTE_ALIGN(sizeof(uint64_t), RTE_MBUF_PRIV_ALIGN),
+					  RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	if (!a->pool) {
+		snprintf(err, errlen, "mbuf pool: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	ret = host_port_init(a, err, errlen);
+	if (ret)
+		return ret;
+	a->tsc0 = rte_get_tsc_cycles();
+	a->ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
+	host_health_setup(a);
+	for (unsigned i = 0; i < a->n_workers; i++) {
+		ret = worker_setup(a, &a->w[i], max_in, max_act, max_cls, err, errlen);
+		if (ret)
+			return ret;
+	}
+	for (uint32_t k = 0; k < a->n_models; k++)
+		for (uint32_t s = 0; s < a->w[0].st[k].front.n; s++)
+			if (a->w[0].st[k].front.x[s].note[0])
+				printf("host: model %s: %s (counted: gpu_fallback_requests)\n",
+				       a->hm[k].m->name, a->w[0].st[k].front.x[s].note);
 	if (a->o.inproc) {
 		ret = host_inproc_setup(a, err, errlen);
 		if (ret)
 			return ret;
 	}
-	a->tsc0 = rte_get_tsc_cycles();
-	a->ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
-	host_health_setup(a);
 	host_g = a;
 	host_telemetry_register();
-	printf("host: %u slots, queue %u per model, NIC window %u, timeout %lu us, batch %u "
-	       "(wait %lu us), %u worker lcore(s)%s; UDP checksums %s\n",
-	       slots, a->o.queue, a->o.window, (unsigned long)(a->o.nic_timeout_ns / 1000),
-	       a->o.batch, (unsigned long)(a->o.batch_wait_ns / 1000), a->n_workers,
-	       a->n_workers ? "" : " (inline on the main lcore)",
-	       a->udp_offload ? "offloaded to the port" : "in software");
+	printf("host: %u worker lcore(s), port %u with %u queue pair(s), requests spread: %s; "
+	       "per worker: %u slots, queue %u per model, NIC window %u, timeout %lu us, batch %u "
+	       "(wait %lu us); UDP checksums %s\n",
+	       a->n_workers, a->port, a->nq, a->spread_by, a->w[0].tab.slots, a->o.queue,
+	       a->o.window, (unsigned long)(a->o.nic_timeout_ns / 1000), a->o.batch,
+	       (unsigned long)(a->o.batch_wait_ns / 1000),
+	       a->udp_offload ? "offloaded to the port" : "in software, from templates");
 	return 0;
 }
 
+static bool host_drained(const struct host_app *a)
+{
+	for (unsigned i = 0; i < a->n_workers; i++)
+		if (__atomic_load_n(&a->w[i].tab.n_free, __ATOMIC_RELAXED) != a->w[i].tab.slots)
+			return false;
+	return true;
+}
+
+uint32_t host_in_use(const struct host_app *a)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < a->n_workers; i++)
+		n += a->w[i].tab.slots - __atomic_load_n(&a->w[i].tab.n_free, __ATOMIC_RELAXED);
+	return n;
+}
+
+/* Worker 0, on the main lcore: its own work, the link, the in-process NIC when it has no lcore
+ * of its own, and the drain at shutdown. */
 static void host_loop(struct host_app *a)
 {
 	uint64_t now, drain_end = 0;
@@ -556,32 +591,31 @@ static void host_loop(struct host_app *a)
 			a->draining = true;
 			drain_end = now + a->o.drain_ns;
 			printf("host: %s: draining %u request(s)\n",
-			       host_quit == SIGINT ? "SIGINT" : "SIGTERM",
-			       host_reqtab_in_use(&a->tab));
+			       host_quit == SIGINT ? "SIGINT" : "SIGTERM", host_in_use(a));
 			fflush(stdout);
 		}
-		if (unlikely(a->draining) && (!host_reqtab_in_use(&a->tab) || now >= drain_end))
+		if (unlikely(a->draining) && (host_drained(a) || now >= drain_end))
 			break;
 		host_link_check(a, now);
-		work = host_rx_port(a);
-		if (!a->n_workers)
-			work += host_worker_step(a, &a->w[0]);
-		if (a->o.inproc) {
-			if (a->inproc.lcore == RTE_MAX_LCORE)
-				work += host_inproc_step(a);
-			work += host_rx_nic(a);
-		}
-		work += host_collect(a, host_now_ns(a));
-		host_expire(a, now);
-		host_tx_flush(a);
+		work = host_worker_step(&a->w[0], now);
+		if (a->o.inproc && a->inproc.lcore == RTE_MAX_LCORE)
+			work += host_inproc_step(a);
 		if (work) {
 			idle = 0;
 		} else if (a->o.idle_sleep_us && ++idle > 1000) {
 			rte_delay_us_sleep(a->o.idle_sleep_us);
 		}
-		if (unlikely((now & 0xfffff) < 64))
-			proto_reasm_expire(a->ra, now);
 	}
+	a->workers_stop = true;
+}
+
+static void free_ring(struct rte_ring *r)
+{
+	struct rte_mbuf *mb;
+
+	while (r && !rte_ring_dequeue(r, (void **)&mb))
+		rte_pktmbuf_free(mb);
+	rte_ring_free(r);
 }
 
 static void host_teardown(struct host_app *a)
@@ -594,32 +628,54 @@ static void host_teardown(struct host_app *a)
 			rte_eth_dev_stop(a->port);
 		rte_eth_dev_close(a->port);
 	}
-	for (unsigned i = 0; a->w && i < (a->n_workers ? a->n_workers : 1); i++)
-		for (uint32_t k = 0; k < a->n_models; k++)
-			host_stage_fini(&a->w[i].st[k]);
-	rte_free(a->w);
-	for (uint32_t k = 0; k < a->n_models; k++) {
-		rte_ring_free(a->q[k]);
-		rte_ring_free(a->fb[k]);
-		kern_model_free(a->hm[k].m);
-	}
-	rte_ring_free(a->done);
 	host_inproc_teardown(a);
-	proto_reasm_destroy(a->ra);
-	host_nic_fini(&a->nic);
-	host_reqtab_fini(&a->tab);
-	free(a->held);
-	free(a->body);
-	rte_free(a->txb);
+	for (unsigned i = 0; a->w && i < a->n_workers; i++) {
+		struct host_worker *w = &a->w[i];
+
+		for (uint32_t k = 0; k < a->n_models; k++) {
+			host_stage_fini(&w->st[k]);
+			kexec_close(&w->nic[k]);
+			free(w->q[k].r);
+		}
+		free_ring(w->in);
+		free_ring(w->tx_via);
+		proto_reasm_destroy(w->ra);
+		host_reqtab_fini(&w->tab);
+		free(w->held);
+		free(w->body);
+		rte_free(w->txb);
+	}
+	rte_free(a->w);
+	for (uint32_t k = 0; k < a->n_models; k++)
+		kern_model_free(a->hm[k].m);
 	rte_mempool_free(a->pool);
+}
+
+/* The EAL's runtime folder (/var/run/dpdk/PREFIX): its files, then the folder, once the EAL is
+ * done with them; nothing else of this process reads them. */
+static void remove_runtime_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+			unlink(path);
+	closedir(d);
+	rmdir(dir);
 }
 
 int main(int argc, char **argv)
 {
+	char run_dir[PATH_MAX] = "";
 	static struct host_app app;
 	struct host_app *a = &app;
 	char err[512];
-	unsigned l, i = 0;
+	unsigned l, i = 1;
 	FILE *f;
 	int ret;
 
@@ -634,6 +690,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "host: rte_eal_init: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	if (rte_eal_process_type() == RTE_PROC_PRIMARY)
+		snprintf(run_dir, sizeof(run_dir), "%s", rte_eal_get_runtime_dir());
 	argc -= ret;
 	argv += ret;
 	argv[0] = "splitnic-host";
@@ -647,6 +705,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "host: %s\n", err);
 		goto out_teardown;
 	}
+	a->w[0].lcore = rte_get_main_lcore();
 	RTE_LCORE_FOREACH_WORKER(l)
 	{
 		if (l == a->inproc.lcore) {
@@ -662,12 +721,11 @@ int main(int argc, char **argv)
 	       a->o.ip & 0xff);
 	fflush(stdout);
 	host_loop(a);
-	printf("host: stopped, %u request(s) left in the table\n", host_reqtab_in_use(&a->tab));
+	rte_eal_mp_wait_lcore();
+	printf("host: stopped, %u request(s) left in the tables\n", host_in_use(a));
 	f = a->o.stats_file ? fopen(a->o.stats_file, "w") : NULL;
 	if (a->o.stats_file && !f)
 		fprintf(stderr, "host: %s: %s\n", a->o.stats_file, strerror(errno));
-	a->workers_stop = true;
-	rte_eal_mp_wait_lcore();
 	host_stats_write(a, f ? f : stdout);
 	if (f)
 		fclose(f);
@@ -676,5 +734,7 @@ out_teardown:
 	host_teardown(a);
 out_eal:
 	rte_eal_cleanup();
+	if (run_dir[0])
+		remove_runtime_dir(run_dir);
 	return ret ? 1 : 0;
 }

@@ -11,16 +11,14 @@ static size_t round_up(size_t v)
 	return (v + HOST_CACHE_LINE - 1) / HOST_CACHE_LINE * HOST_CACHE_LINE;
 }
 
-int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t in_bytes, uint32_t act_bytes,
-		     uint32_t classes)
+int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t act_bytes, uint32_t classes)
 {
-	const size_t in_sz = round_up(in_bytes ? in_bytes : 1);
 	const size_t act_sz = round_up(act_bytes ? act_bytes : 1);
 	const size_t sc_sz = round_up((size_t)(classes ? classes : 1) * sizeof(double));
-	const size_t per = in_sz + act_sz + sc_sz;
+	const size_t per = act_sz + sc_sz;
 
 	memset(t, 0, sizeof(*t));
-	if (!slots || slots > HOST_REF_SLOTS)
+	if (!slots)
 		return -EINVAL;
 	t->req = aligned_alloc(HOST_CACHE_LINE, sizeof(*t->req) * slots);
 	t->free = calloc(slots, sizeof(*t->free));
@@ -36,8 +34,7 @@ int host_reqtab_init(struct host_reqtab *t, uint32_t slots, uint32_t in_bytes, u
 		struct host_req *r = &t->req[i];
 
 		r->index = i;
-		r->in = t->mem + per * i;
-		r->act = r->in + in_sz;
+		r->act = t->mem + per * i;
 		r->scores = (double *)(void *)(r->act + act_sz);
 		t->free[slots - 1 - i] = i;
 	}
@@ -56,40 +53,32 @@ void host_reqtab_fini(struct host_reqtab *t)
 struct host_req *host_reqtab_get(struct host_reqtab *t)
 {
 	struct host_req *r;
-	uint8_t *in, *act;
+	uint8_t *act;
 	double *scores;
 	uint32_t idx;
-	uint8_t gen;
 
 	if (!t->n_free)
 		return NULL;
 	r = &t->req[t->free[--t->n_free]];
-	in = r->in;
 	act = r->act;
 	scores = r->scores;
 	idx = r->index;
-	gen = (uint8_t)(r->gen == 255 ? 1 : r->gen + 1);
 	memset(r, 0, sizeof(*r));
-	r->gen = gen;
-	r->in = in;
 	r->act = act;
 	r->scores = scores;
 	r->index = idx;
+	r->ra_slot = -1;
 	r->state = HOST_RS_QUEUED;
 	return r;
 }
 
-struct host_req *host_reqtab_ref(struct host_reqtab *t, uint32_t ref)
+int host_reqtab_put(struct host_reqtab *t, struct host_req *r)
 {
-	const uint32_t idx = ref & (HOST_REF_SLOTS - 1);
-
-	if (idx >= t->slots || t->req[idx].gen != ref >> 24 || !(ref >> 24))
-		return NULL;
-	return &t->req[idx];
-}
-
-void host_reqtab_put(struct host_reqtab *t, struct host_req *r)
-{
+	if (r->state == HOST_RS_FREE || t->n_free == t->slots) {
+		t->double_puts++;
+		return -EALREADY;
+	}
 	r->state = HOST_RS_FREE;
 	t->free[t->n_free++] = r->index;
+	return 0;
 }

@@ -122,19 +122,25 @@ int host_stage_run(struct host_stage *st, enum host_stage_kind kind, struct host
 	default:
 		return -EINVAL;
 	}
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *src = back ? reqs[i]->act : reqs[i]->in;
+
+		if (!src)
+			return -EINVAL;
+		if (!back || n > 1)
+			memcpy(st->bin + (size_t)i * ib, src, ib);
+	}
 	if (n == 1) {
 		struct host_req *r = reqs[0];
 		void *out = kind == HOST_STAGE_FRONT ? r->act : (void *)r->scores;
 
 		ret = back ? kexec_run(&st->back, r->act, 1, out)
-			   : kexec_pipe_run(&st->front, r->in, 1, out);
+			   : kexec_pipe_run(&st->front, st->bin, 1, out);
 		if (ret)
 			return ret;
 		r->executors |= ex;
 		return 0;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		memcpy(st->bin + (size_t)i * ib, back ? reqs[i]->act : reqs[i]->in, ib);
 	ret = back ? kexec_run(&st->back, st->bin, n, st->bout)
 		   : kexec_pipe_run(&st->front, st->bin, n, st->bout);
 	if (ret)

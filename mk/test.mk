@@ -33,4 +33,8 @@ bench-kernels: $(B)/bench/bench_kernels $(B)/bench/bench_models models $(SPLITNI
 bench-split: all models
 	$(Q)B=$(B) BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} tests/bench/bench_split.sh
 
-.PHONY: test-run demo-run bench-run bench-kernels bench-split
+# The shutdown stress test at its full count (make test runs it once per way of stopping).
+stress: all
+	$(Q)STRESS_N=$${STRESS_N:-50} bash tests/integration/test_shutdown_stress.sh
+
+.PHONY: test-run demo-run bench-run bench-kernels bench-split stress

@@ -12,21 +12,31 @@
 #include "nicfw/dispatch.h"
 #include "protocol/frame.h"
 
-/* Where and how a RESPONSE or ERROR goes. */
+/*
+ * Where and how a RESPONSE or ERROR goes: a wire-side source gets replies of at most cap bytes
+ * (UDP payload; UINT32_MAX: allowed, no limit) and none at all when refused (outside the
+ * allow-list); the host gets ERRORs about its ACTIVATIONs as notices (host_ref, cookie).
+ */
 struct disp_reply {
 	struct proto_addr a;
 	uint8_t port; /* enum nicfw_port it leaves by */
+	bool notice;
+	bool refused;
+	uint32_t cap;
+	uint32_t host_ref;
+	uint64_t cookie;
 };
 
 struct disp_req {
 	struct disp_reply to;
-	struct disp_reply host; /* ACTIVATION: its sender, for the completion notice */
+	struct disp_reply host; /* ACTIVATION: the host port, for the completion notice */
 	bool notify;
 	uint64_t request_id;
 	uint32_t model_id; /* as the request gave it (0: the default) */
 	uint64_t t_in, t_submit;
 	uint32_t t_prior[4]; /* ACTIVATION: rx, queue, host, pack */
 	uint32_t host_ref;   /* ACTIVATION: echoed in the RESPONSE */
+	uint64_t cookie;     /* ACTIVATION: echoed in the notice only */
 	uint8_t executors;
 	uint8_t *in; /* in_bytes, allocated at create */
 };
@@ -44,6 +54,11 @@ struct nicfw_disp {
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	struct disp_queue q[NICFW_DISP_MAX_MODELS];
 	struct proto_neigh_table neigh;
+	uint32_t
+	    resp_bytes[NICFW_DISP_MAX_MODELS]; /* a RESPONSE's UDP payload bytes, all datagrams */
+	uint64_t rl[PROTO_RL_SLOTS];	       /* ERROR buckets of wire-side sources */
+	uint64_t rl_interval_ns, rl_burst;
+	uint64_t now;	     /* the time of the frame being handled */
 	double *scores;	     /* largest model's classes */
 	uint8_t *body;	     /* the RESPONSE data section, little-endian f64 */
 	uint8_t frame[2048]; /* reply under construction */
@@ -77,6 +92,12 @@ static const char *const counter_names[NICFW_C__COUNT] = {
     [NICFW_C_ERR_UNSUPPORTED_LAYER] = "error_unsupported_layer",
     [NICFW_C_HOST_NOTICES] = "host_notices",
     [NICFW_C_TX_FAIL] = "tx_fail",
+    [NICFW_C_WIRE_ACTIVATION] = "dropped_wire_activations",
+    [NICFW_C_WIRE_REPLY] = "dropped_wire_replies",
+    [NICFW_C_NOT_ALLOWED] = "dropped_not_allowed",
+    [NICFW_C_REPLY_TOO_LARGE] = "refused_larger_reply",
+    [NICFW_C_ERR_RATE_LIMITED] = "error_rate_limited",
+    [NICFW_C_ERROR_NOTICES] = "error_notices",
     [NICFW_C_HEALTH_ANSWERED] = "health_answered",
     [NICFW_C_HEALTH_PASSED_UP] = "health_passed_up",
     [NICFW_C_HEALTH_DROPPED] = "health_dropped",
@@ -108,19 +129,22 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	uint32_t max_in = 8, max_cls = 1;
 
 	if (cfg->n_models > NICFW_DISP_MAX_MODELS || !cfg->eng_ops || !cfg->tx ||
-	    cfg->payload < PROTO_MIN_PAYLOAD || cfg->payload > PROTO_FRAME_MAX - PROTO_FRAME_HDRS) {
+	    cfg->payload < PROTO_MIN_PAYLOAD || cfg->payload > PROTO_FRAME_MAX - PROTO_FRAME_HDRS ||
+	    cfg->n_allow > NICFW_DISP_MAX_ALLOW) {
 		snprintf(err, errlen,
-			 "dispatcher: %u models (at most %u), payload %u (%u to %u), engine and "
-			 "tx required",
+			 "dispatcher: %u models (at most %u), payload %u (%u to %u), %u allowed "
+			 "prefixes (at most %u), engine and tx required",
 			 cfg->n_models, NICFW_DISP_MAX_MODELS, cfg->payload, PROTO_MIN_PAYLOAD,
-			 PROTO_FRAME_MAX - PROTO_FRAME_HDRS);
+			 PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cfg->n_allow, NICFW_DISP_MAX_ALLOW);
 		return NULL;
 	}
 	for (uint32_t m = 0; m < cfg->n_models; m++) {
 		const struct nicfw_disp_model *md = &cfg->model[m];
 
 		if (!md->in_bytes || !md->in_count || !md->classes || md->classes > 65535 ||
-		    proto_fmt_bytes(md->in_fmt, 1) == 0) {
+		    proto_fmt_bytes(md->in_fmt, 1) == 0 ||
+		    ((md->in_c || md->in_h || md->in_w) &&
+		     (uint64_t)md->in_c * md->in_h * md->in_w != md->in_count)) {
 			snprintf(err, errlen,
 				 "dispatcher: model %#x: input %u x %s in %u bytes, %u classes",
 				 md->model_id, md->in_count, proto_fmt_name(md->in_fmt),
@@ -140,6 +164,20 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	if (!d)
 		goto err_nomem;
 	d->cfg = *cfg;
+	for (uint32_t m = 0; m < cfg->n_models; m++) {
+		struct nicfw_disp_model *md = &d->cfg.model[m];
+		uint32_t body = md->classes * 8;
+
+		if (!md->in_c && !md->in_h && !md->in_w) {
+			md->in_c = md->in_count;
+			md->in_h = md->in_w = 1;
+		}
+		d->resp_bytes[m] =
+		    proto_frag_count(PROTO_RESP_HDR_LEN, body, cfg->payload) * PROTO_RESP_HDR_LEN +
+		    body;
+	}
+	d->rl_interval_ns = 1000000000ull / (cfg->err_rate ? cfg->err_rate : PROTO_RL_RATE);
+	d->rl_burst = cfg->err_burst ? cfg->err_burst : PROTO_RL_BURST;
 	rc.slots = cfg->reasm_slots ? cfg->reasm_slots : 64;
 	rc.max_msg = max_in;
 	rc.timeout_ns = cfg->reasm_timeout_ns ? cfg->reasm_timeout_ns : 1000000000ull;
@@ -174,21 +212,67 @@ static void send_udp(struct nicfw_disp *d, const struct disp_reply *to, uint32_t
 		d->c[NICFW_C_TX_FAIL]++;
 }
 
+/* An ERROR for `to` at d->frame's payload, its reason "nic: " + the code's name cut to fit
+ * to->cap: bytes, or -EMSGSIZE when not even the header fits. */
+static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
+		       uint64_t request_id, enum proto_error_code code, uint32_t detail)
+{
+	static const char prefix[] = "nic: ";
+	const char *name = proto_error_name(code);
+	char text[PROTO_REASON_MAX];
+	size_t a = sizeof(prefix) - 1, b = strnlen(name, PROTO_REASON_MAX - a), len = a + b;
+	struct proto_msg m;
+
+	proto_msg_init(&m, PROTO_ERROR, model_id, request_id);
+	m.err.code = (uint16_t)code;
+	m.err.detail = detail;
+	if (to->notice) {
+		m.hdr_len = PROTO_ERROR_NOTICE_HDR_LEN;
+		m.err.host_ref = to->host_ref;
+		m.err.cookie = to->cookie;
+	}
+	if (to->cap < m.hdr_len)
+		return -EMSGSIZE;
+	if (len > to->cap - m.hdr_len)
+		len = to->cap - m.hdr_len;
+	memcpy(text, prefix, a);
+	memcpy(text + a, name, b);
+	m.total_len = (uint32_t)len;
+	return proto_build(&m, text, len, d->frame + PROTO_FRAME_HDRS,
+			   sizeof(d->frame) - PROTO_FRAME_HDRS);
+}
+
+/* Decide an ERROR (counted by code) and send it, unless the source is refused (outside the
+ * allow-list), the ERROR would be larger than what caused it, or over the source's rate. */
 static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
 		       enum nicfw_disp_counter counter)
 {
-	int n = proto_build_error_text(d->frame + PROTO_FRAME_HDRS,
-				       sizeof(d->frame) - PROTO_FRAME_HDRS, model_id, request_id,
-				       code, detail, "nic: ", proto_error_name(code));
+	int n;
 
+	if (to->refused) {
+		d->c[NICFW_C_NOT_ALLOWED]++;
+		return;
+	}
+	d->c[counter]++;
+	n = build_error(d, to, model_id, request_id, code, detail);
+	if (n == -EMSGSIZE) {
+		d->c[NICFW_C_REPLY_TOO_LARGE]++;
+		return;
+	}
 	if (n <= 0) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
 		return;
 	}
+	if (to->port == NICFW_PORT_WIRE && !proto_rl_take(&d->rl[proto_rl_slot(to->a.dip)], d->now,
+							  d->rl_interval_ns, d->rl_burst)) {
+		d->c[NICFW_C_ERR_RATE_LIMITED]++;
+		return;
+	}
 	send_udp(d, to, (uint32_t)n);
 	d->c[NICFW_C_ERRORS_SENT]++;
-	d->c[counter]++;
+	if (to->notice)
+		d->c[NICFW_C_ERROR_NOTICES]++;
 }
 
 /* The reply to the sender of a parsed IPv4/UDP frame: every address swapped, same port. */
@@ -248,6 +332,26 @@ static uint32_t sat32(uint64_t v)
 	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
+/* The completion notice: the RESPONSE rm in the notice form, with the ACTIVATION's cookie, out of
+ * the host port (r->host) only. */
+static void disp_notice(struct nicfw_disp *d, const struct disp_req *r, struct proto_msg *rm,
+			size_t body_len)
+{
+	struct proto_frag fr;
+	int n;
+
+	rm->hdr_len = PROTO_RESP_NOTICE_HDR_LEN;
+	rm->resp.cookie = r->cookie;
+	if (proto_frag_init(&fr, rm, d->body, body_len, d->cfg.payload)) {
+		d->c[NICFW_C_ERR_INTERNAL]++;
+		return;
+	}
+	while ((n = proto_frag_next(&fr, d->frame + PROTO_FRAME_HDRS,
+				    sizeof(d->frame) - PROTO_FRAME_HDRS)) > 0)
+		send_udp(d, &r->host, (uint32_t)n);
+	d->c[NICFW_C_HOST_NOTICES]++;
+}
+
 static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, uint64_t now_ns)
 {
 	const struct nicfw_disp_model *md = &d->cfg.model[m];
@@ -282,12 +386,10 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 				    sizeof(d->frame) - PROTO_FRAME_HDRS)) > 0) {
 		send_udp(d, &r->to, (uint32_t)n);
 		d->c[NICFW_C_RESP_DGRAMS]++;
-		if (r->notify)
-			send_udp(d, &r->host, (uint32_t)n);
 	}
 	d->c[NICFW_C_ANSWERED]++;
 	if (r->notify)
-		d->c[NICFW_C_HOST_NOTICES]++;
+		disp_notice(d, r, &rm, (size_t)md->classes * 8);
 }
 
 uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns)
@@ -319,6 +421,12 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 	struct disp_queue *q = &d->q[m];
 	struct disp_req *r;
 
+	if (hdr->type == PROTO_REQUEST && d->resp_bytes[m] > sender->cap) {
+		d->c[NICFW_C_REPLY_TOO_LARGE]++;
+		send_error(d, sender, hdr->model_id, hdr->request_id, PROTO_ERR_TOO_LARGE,
+			   d->resp_bytes[m], NICFW_C_ERR_TOO_LARGE);
+		return;
+	}
 	if (q->count == NICFW_DISP_QUEUE) {
 		send_error(d, sender, hdr->model_id, hdr->request_id, PROTO_ERR_BUSY,
 			   NICFW_DISP_QUEUE, NICFW_C_ERR_BUSY);
@@ -331,6 +439,7 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 	r->t_in = now_ns;
 	r->to = *sender;
 	r->host = *sender;
+	r->host.port = NICFW_PORT_HOST;
 	r->notify = hdr->type == PROTO_ACTIVATION && d->cfg.notify_host;
 	if (hdr->type == PROTO_ACTIVATION) {
 		const uint8_t *a = hdr->act.reply_addr;
@@ -348,10 +457,12 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 		r->t_prior[2] = hdr->act.t_host_ns;
 		r->t_prior[3] = hdr->act.t_pack_ns;
 		r->host_ref = hdr->act.host_ref;
+		r->cookie = hdr->act.cookie;
 		d->c[NICFW_C_ACTIVATIONS]++;
 	} else {
 		r->executors = 0;
 		r->host_ref = 0;
+		r->cookie = 0;
 		memset(r->t_prior, 0, sizeof(r->t_prior));
 		d->c[NICFW_C_REQUESTS]++;
 	}
@@ -364,6 +475,63 @@ static bool v4_mapped(const uint8_t *a)
 	static const uint8_t pre[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	return !memcmp(a, pre, sizeof(pre));
+}
+
+/* The type a datagram says it is (its first four bytes: magic, version 1, type), else 0. */
+static unsigned claimed_type(const uint8_t *p, uint32_t plen)
+{
+	if (plen < PROTO_COMMON_LEN || proto_get16(p) != PROTO_MAGIC || p[2] != PROTO_VERSION)
+		return 0;
+	return p[3];
+}
+
+/*
+ * The trust boundary of the wire port: what says it is an ACTIVATION, a RESPONSE or an ERROR
+ * is the host's to send and the NIC's to answer: from the wire it is dropped and counted.
+ */
+static bool wire_refused(struct nicfw_disp *d, unsigned type)
+{
+	if (type == PROTO_ACTIVATION) {
+		d->c[NICFW_C_WIRE_ACTIVATION]++;
+		return true;
+	}
+	if (type == PROTO_RESPONSE || type == PROTO_ERROR) {
+		d->c[NICFW_C_WIRE_REPLY]++;
+		return true;
+	}
+	return false;
+}
+
+/* The reply to the sender of a datagram of plen bytes saying it is `type`: see struct
+ * disp_reply. An ACTIVATION's host_ref and cookie are read from its bytes when its header holds
+ * them, so that even one the parser rejects gets its notice. */
+static void disp_sender(const struct nicfw_disp *d, enum nicfw_port from,
+			const struct proto_addr *fa, const uint8_t *p, uint32_t plen, unsigned type,
+			struct disp_reply *to)
+{
+	const uint8_t *ext = p + PROTO_COMMON_LEN;
+	const bool listed = proto_cidr_contains(d->cfg.allow, d->cfg.n_allow, fa->sip);
+
+	reply_to_sender(fa, from, to);
+	to->notice = from == NICFW_PORT_HOST && type == PROTO_ACTIVATION;
+	to->refused = from == NICFW_PORT_WIRE && d->cfg.n_allow && !listed;
+	to->cap = from == NICFW_PORT_HOST || listed ? UINT32_MAX : plen;
+	to->host_ref = 0;
+	to->cookie = 0;
+	if (to->notice && plen >= PROTO_ACT_HDR_LEN && proto_get16(p + 4) >= PROTO_ACT_HDR_LEN) {
+		to->host_ref = proto_get32(ext + 68);
+		to->cookie = proto_get64(ext + 72);
+	}
+}
+
+/* A REQUEST's or ACTIVATION's tensor against model md's input: see nicfw/dispatch.h. */
+static bool input_ok(const struct nicfw_disp_model *md, const struct proto_msg *m)
+{
+	if (m->total_len != md->in_bytes)
+		return false;
+	if (m->type == PROTO_REQUEST)
+		return proto_input_matches(&m->tensor, md->in_fmt, md->in_c, md->in_h, md->in_w);
+	return m->tensor.fmt == md->in_fmt && m->tensor.count == md->in_count;
 }
 
 /* HEALTH (nicfw/health.h): probes on the wire port for any role or the NIC's are answered. */
@@ -401,22 +569,24 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 {
 	const struct nicfw_disp_model *md;
 	struct proto_reasm_msg msg;
-	struct disp_reply sender;
+	struct disp_reply sender, whole;
 	enum proto_ra_verdict rv;
 	struct proto_msg m;
 	enum proto_verdict v;
+	unsigned type;
 	int k;
 
 	d->c[NICFW_C_INFER_RX]++;
 	v = proto_hdr_parse(p, p + plen, plen, &m);
 	d->verdicts[v]++;
-	reply_to_sender(fa, from, &sender);
+	type = claimed_type(p, plen);
+	if (from == NICFW_PORT_WIRE && wire_refused(d, type))
+		return NICFW_DISP_CONSUMED;
+	disp_sender(d, from, fa, p, plen, type, &sender);
 	if (v != PROTO_OK) {
 		/* answer only what says it is a request to us; never answer junk or replies */
-		if (plen >= PROTO_COMMON_LEN && proto_get16(p) == PROTO_MAGIC &&
-		    p[2] == PROTO_VERSION && (p[3] == PROTO_REQUEST || p[3] == PROTO_ACTIVATION))
-			send_error(d, &sender, proto_get32(p + 8),
-				   (uint64_t)proto_get32(p + 16) << 32 | proto_get32(p + 20),
+		if (type == PROTO_REQUEST || type == PROTO_ACTIVATION)
+			send_error(d, &sender, proto_get32(p + 8), proto_get64(p + 16),
 				   PROTO_ERR_BAD_REQUEST, v, NICFW_C_ERR_BAD_REQUEST);
 		return NICFW_DISP_CONSUMED;
 	}
@@ -429,7 +599,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	k = disp_model(d, m.model_id);
 	if (k < 0) {
 		d->c[NICFW_C_UNKNOWN_MODEL]++;
-		if (m.type == PROTO_ACTIVATION && from == NICFW_PORT_HOST) {
+		if (m.type == PROTO_ACTIVATION) {
 			send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_UNKNOWN_MODEL,
 				   m.model_id, NICFW_C_ERR_UNKNOWN_MODEL);
 			return NICFW_DISP_CONSUMED;
@@ -439,15 +609,18 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	md = &d->cfg.model[k];
 	if (m.type == PROTO_REQUEST ? !md->standalone : m.tensor.layer != md->layer) {
 		d->c[NICFW_C_NOT_MY_LAYER]++;
-		if (m.type == PROTO_ACTIVATION && from == NICFW_PORT_HOST) {
+		if (m.type == PROTO_ACTIVATION) {
 			send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_UNSUPPORTED,
 				   md->layer, NICFW_C_ERR_UNSUPPORTED_LAYER);
 			return NICFW_DISP_CONSUMED;
 		}
 		return NICFW_DISP_PASS;
 	}
-	if (m.tensor.fmt != md->in_fmt || m.tensor.count != md->in_count ||
-	    m.total_len != md->in_bytes) {
+	if (sender.refused) {
+		d->c[NICFW_C_NOT_ALLOWED]++;
+		return NICFW_DISP_CONSUMED;
+	}
+	if (!input_ok(md, &m)) {
 		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_BAD_SHAPE, md->in_count,
 			   NICFW_C_ERR_BAD_SHAPE);
 		return NICFW_DISP_CONSUMED;
@@ -463,8 +636,12 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 			   NICFW_C_ERR_BAD_REQUEST);
 		return NICFW_DISP_CONSUMED;
 	}
+	/* replies to the whole message may be as large as the whole message (at least) */
+	whole = sender;
+	if (whole.cap != UINT32_MAX)
+		whole.cap = m.hdr_len + m.total_len;
 	if (m.frag_len == m.total_len) {
-		disp_accept(d, (uint32_t)k, &m, m.data, &sender, now_ns);
+		disp_accept(d, (uint32_t)k, &m, m.data, &whole, now_ns);
 		return NICFW_DISP_CONSUMED;
 	}
 	d->c[NICFW_C_FRAGMENTS]++;
@@ -472,7 +649,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 			      (uint64_t)from << 63 | (uint64_t)sender.a.dip << 16 | sender.a.dport,
 			      &m, now_ns, &msg);
 	if (rv == PROTO_RA_COMPLETE) {
-		disp_accept(d, (uint32_t)k, &msg.hdr, msg.data, &sender, now_ns);
+		disp_accept(d, (uint32_t)k, &msg.hdr, msg.data, &whole, now_ns);
 		proto_reasm_release(d->ra, &msg);
 	} else if (rv == PROTO_RA_TABLE_FULL) {
 		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_BUSY, 0,
@@ -494,6 +671,7 @@ enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from,
 	uint32_t plen, ihl;
 
 	d->c[from == NICFW_PORT_WIRE ? NICFW_C_RX_WIRE : NICFW_C_RX_HOST]++;
+	d->now = now_ns;
 	switch (proto_frame_parse(f, len, &fa, &p, &plen, &ihl)) {
 	case PROTO_FRAME_UDP:
 		break;

@@ -7,23 +7,52 @@
  *   - ARP request for the NIC's own IPv4 address, on the wire port: answered in place (REPLY);
  *   - not IPv4/UDP to the inference port (or an IP fragment, or a bad IP/UDP header): PASS, out
  *     of the other port untouched (the forwarding function), counted as forwarded;
+ *   - UDP to the inference port from the wire port that says it is an ACTIVATION, a RESPONSE or
+ *     an ERROR (well-formed or not): dropped and counted (dropped_wire_activations,
+ *     dropped_wire_replies), never answered, never passed up: only the host hands work to the
+ *     NIC, and only the NIC sends the host completion notices (the trust boundary);
  *   - UDP to the inference port: parsed (protocol/proto_hdr.h); a datagram the parser rejects is
- *     counted by verdict and, if it says it is a REQUEST or ACTIVATION, answered with ERROR
- *     BAD_REQUEST (detail = the verdict); RESPONSE and ERROR messages pass up to the host;
+ *     counted by verdict and, if it says it is a REQUEST (or, from the host port, an
+ *     ACTIVATION), answered with ERROR BAD_REQUEST (detail = the verdict); RESPONSE and ERROR
+ *     from the host pass to the wire (the host's answers to front-ends);
  *   - a REQUEST or ACTIVATION for a model the NIC does not hold (passed up: unknown model), or
  *     not starting where the NIC's part of that model starts (passed up: not my layer): PASS;
- *     but an ACTIVATION from the host port is never passed on to the wire: it is answered with
+ *     but an ACTIVATION (from the host port) is never passed on to the wire: it is answered with
  *     ERROR UNKNOWN_MODEL (detail = the model id) or ERROR UNSUPPORTED (detail = the layer the
  *     NIC's part starts at), counted, so that the host falls back at once;
  *   - otherwise it is the NIC's: fragments go through the reassembly table (protocol/reasm.h,
- *     fixed size), a complete message is checked against the model's input (format and size,
- *     else ERROR BAD_SHAPE) and queued for the inference engine (queue full: ERROR BUSY; a
- *     REQUEST while the NIC drains: ERROR BUSY, detail 1). The frame is CONSUMED;
+ *     fixed size), a complete message is checked against the model's input (a REQUEST: format
+ *     and (C,H,W) by proto_input_matches(), the check every executor shares; an ACTIVATION:
+ *     format and element count, the activation crossing as a flat vector) else ERROR BAD_SHAPE,
+ *     and queued for the inference engine (queue full: ERROR BUSY; a REQUEST while the NIC
+ *     drains: ERROR BUSY, detail 1). The frame is CONSUMED;
  *   - HEALTH (with cfg.health): answered, passed up or dropped as nicfw/health.h says.
+ *
+ * Replies to the wire side (trust and no amplification):
+ *   - allow-list (cfg.allow): when one is given, REQUESTs from other addresses that the NIC
+ *     would serve or answer itself are dropped and counted (dropped_not_allowed); what it passes
+ *     up is the host's to judge;
+ *   - no amplification: a source that is not on an allow-list never gets a reply larger than
+ *     what caused it (UDP payload bytes): an ERROR's reason is cut to fit (an ERROR that cannot
+ *     fit, for a datagram under 40 bytes, is not sent), and a REQUEST whose RESPONSE would be
+ *     larger than the REQUEST is answered ERROR TOO_LARGE (detail = the RESPONSE's bytes; the
+ *     front-end may pad its REQUEST header up to 256 bytes); both counted refused_larger_reply;
+ *   - ERRORs to the wire side are rate-limited per source address (protocol/ratelimit.h: a
+ *     fixed table of token buckets, err_rate per second, err_burst at once); those over the
+ *     limit are not sent and are counted (error_rate_limited). error_<code> counts every ERROR
+ *     decided, errors_sent those that left.
+ * The host port is trusted: its ERRORs are completion notices, never limited or cut.
+ *
  * nicfw_disp_poll() collects finished inferences from the engine, starts the next queued one,
  * and sends each RESPONSE (one datagram or fragments, scores in f64, class = arg-max): to the
  * requester (L2/L3/L4 addresses swapped) for a REQUEST, to the ACTIVATION's reply address and
  * port for an ACTIVATION (its MAC learnt from frames seen on the wire port, else broadcast).
+ *
+ * Completion notices (notify_host): the RESPONSE to an ACTIVATION is copied to the host, out of
+ * the host port only, in the notice form (hdr_len PROTO_RESP_NOTICE_HDR_LEN: the ACTIVATION's
+ * host_ref and cookie); every ERROR about an ACTIVATION goes to the host in the notice form
+ * (hdr_len PROTO_ERROR_NOTICE_HDR_LEN, host_ref and cookie), never to the front-end, so that the
+ * host falls back. Front-ends get the short forms, without a cookie.
  *
  * Timing: a RESPONSE's rx, queue, host and pack fields are the ACTIVATION's (the NIC adds its
  * own queueing to queue), nic is the chain's run time, and total is the server-side total: the
@@ -47,11 +76,14 @@
 #include <stdint.h>
 
 #include "nicfw/health.h"
+#include "protocol/frame.h"
 #include "protocol/proto.h"
+#include "protocol/ratelimit.h"
 #include "protocol/reasm.h"
 
 #define NICFW_DISP_MAX_MODELS 16
 #define NICFW_DISP_QUEUE      64 /* queued requests per model, the one in flight included */
+#define NICFW_DISP_MAX_ALLOW  16 /* allow-list prefixes */
 
 enum nicfw_port { NICFW_PORT_WIRE = 0, NICFW_PORT_HOST = 1 };
 
@@ -73,7 +105,7 @@ enum nicfw_disp_counter {
 	NICFW_C_IP_FRAG,	/* forwarded: an IP fragment (inference datagrams never are) */
 	NICFW_C_ARP_REPLIES,	/* ARP requests for the NIC's address answered */
 	NICFW_C_INFER_RX,	/* datagrams to the inference port */
-	NICFW_C_PASSED_UP_TYPE, /* RESPONSE/ERROR to the inference port: passed up */
+	NICFW_C_PASSED_UP_TYPE, /* RESPONSE/ERROR from the host, HEALTH: passed on */
 	NICFW_C_UNKNOWN_MODEL,	/* passed up: a model the NIC does not hold */
 	NICFW_C_NOT_MY_LAYER,	/* passed up: the NIC's part of the model starts elsewhere */
 	NICFW_C_FRAGMENTS,	/* fragments taken into the reassembly table */
@@ -91,6 +123,12 @@ enum nicfw_disp_counter {
 	NICFW_C_ERR_UNSUPPORTED_LAYER, /* ACTIVATION from the host not at the NIC's layer */
 	NICFW_C_TX_FAIL,	       /* replies the port would not take */
 	NICFW_C_HOST_NOTICES,	       /* completion notices (RESPONSE copies) sent to the host */
+	NICFW_C_WIRE_ACTIVATION,       /* dropped: an ACTIVATION from the wire port */
+	NICFW_C_WIRE_REPLY,	       /* dropped: a RESPONSE/ERROR from the wire port */
+	NICFW_C_NOT_ALLOWED,	       /* dropped: a REQUEST from outside the allow-list */
+	NICFW_C_REPLY_TOO_LARGE,       /* replies larger than their request, not sent */
+	NICFW_C_ERR_RATE_LIMITED,      /* ERRORs over their source's rate, not sent */
+	NICFW_C_ERROR_NOTICES,	       /* ERRORs about an ACTIVATION, sent to the host */
 	NICFW_C_HEALTH_ANSWERED,       /* HEALTH probes answered with the NIC's report */
 	NICFW_C_HEALTH_PASSED_UP,      /* HEALTH probes for the host's role, passed up */
 	NICFW_C_HEALTH_DROPPED, /* HEALTH reports from the wire, probes too short to answer */
@@ -111,13 +149,14 @@ typedef int (*nicfw_disp_tx_fn)(void *arg, enum nicfw_port port, const uint8_t *
 				uint32_t len);
 
 struct nicfw_disp_model {
-	uint32_t model_id; /* proto_model_id(name) or the operator's number */
-	uint32_t layer;	   /* first model op the NIC runs (ACTIVATION layer field) */
-	uint32_t in_fmt;   /* enum proto_fmt the chain takes: U8 or BITS */
-	uint32_t in_count; /* elements */
-	uint32_t in_bytes; /* bytes (the chain's in_bytes) */
-	uint32_t classes;  /* doubles in the response */
-	bool standalone;   /* the NIC runs the whole model: it answers REQUESTs */
+	uint32_t model_id;	   /* proto_model_id(name) or the operator's number */
+	uint32_t layer;		   /* first model op the NIC runs (ACTIVATION layer field) */
+	uint32_t in_fmt;	   /* enum proto_fmt the chain takes: U8 or BITS */
+	uint32_t in_count;	   /* elements */
+	uint32_t in_bytes;	   /* bytes (the chain's in_bytes) */
+	uint32_t classes;	   /* doubles in the response */
+	bool standalone;	   /* the NIC runs the whole model: it answers REQUESTs */
+	uint32_t in_c, in_h, in_w; /* a REQUEST's shape; all 0: (in_count, 1, 1) */
 };
 
 struct nicfw_disp_config {
@@ -126,7 +165,11 @@ struct nicfw_disp_config {
 	uint16_t port;	  /* inference UDP port */
 	uint32_t payload; /* largest UDP payload of a RESPONSE datagram (PROTO_DEFAULT_PAYLOAD) */
 	uint32_t reasm_slots;
-	bool notify_host; /* copy each ACTIVATION's RESPONSE to its sender (the host) */
+	bool notify_host; /* copy each ACTIVATION's RESPONSE to the host (completion notice) */
+	uint32_t n_allow; /* front-ends allowed (0: none listed; no reply larger than its cause) */
+	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
+	uint32_t err_rate;  /* ERRORs per second per wire-side source (0: PROTO_RL_RATE) */
+	uint32_t err_burst; /* ERRORs at once per source (0: PROTO_RL_BURST) */
 	uint64_t reasm_timeout_ns;
 	uint32_t n_models;
 	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Ethernet/ARP/IPv4/UDP framing and the neighbour table (contracts in protocol/frame.h). */
+#include <errno.h>
 #include <string.h>
 
 #include "protocol/frame.h"
@@ -7,7 +8,7 @@
 _Static_assert((PROTO_NEIGH_SLOTS & (PROTO_NEIGH_SLOTS - 1)) == 0,
 	       "PROTO_NEIGH_SLOTS must be a power of two");
 
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
+uint32_t proto_csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 {
 	for (uint32_t i = 0; i + 1 < len; i += 2)
 		sum += proto_get16(p + i);
@@ -16,7 +17,7 @@ static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 	return sum;
 }
 
-static uint16_t csum_fold(uint32_t sum)
+uint16_t proto_csum_fold(uint32_t sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
@@ -43,16 +44,16 @@ uint32_t proto_frame_udp(uint8_t *f, const struct proto_addr *a, uint32_t plen, 
 	proto_put16(ip + 10, 0);
 	proto_put32(ip + 12, a->sip);
 	proto_put32(ip + 16, a->dip);
-	proto_put16(ip + 10, (uint16_t)~csum_fold(csum_add(0, ip, PROTO_IP_HLEN)));
+	proto_put16(ip + 10, (uint16_t)~proto_csum_fold(proto_csum_add(0, ip, PROTO_IP_HLEN)));
 	proto_put16(udp, a->sport);
 	proto_put16(udp + 2, a->dport);
 	proto_put16(udp + 4, (uint16_t)ulen);
 	proto_put16(udp + 6, 0);
-	sum = csum_add(0, ip + 12, 8) + PROTO_IPPROTO_UDP + ulen;
+	sum = proto_csum_add(0, ip + 12, 8) + PROTO_IPPROTO_UDP + ulen;
 	if (udp_offload) {
-		proto_put16(udp + 6, csum_fold(sum));
+		proto_put16(udp + 6, proto_csum_fold(sum));
 	} else {
-		c = (uint16_t)~csum_fold(csum_add(sum, udp, ulen));
+		c = (uint16_t)~proto_csum_fold(proto_csum_add(sum, udp, ulen));
 		proto_put16(udp + 6, c ? c : 0xffff); /* 0 would mean "no checksum" */
 	}
 	return PROTO_FRAME_HDRS + plen;
@@ -144,5 +145,51 @@ bool proto_neigh_lookup(const struct proto_neigh_table *t, uint32_t ip, uint8_t 
 		return true;
 	}
 	memset(mac, 0xff, 6);
+	return false;
+}
+
+/* A decimal number in [0, max] at *s, advancing *s past it; -1 if there is none. */
+static long dec_field(const char **s, long max)
+{
+	long v = 0;
+	int n = 0;
+
+	while (**s >= '0' && **s <= '9' && n < 3) {
+		v = v * 10 + (**s - '0');
+		(*s)++;
+		n++;
+	}
+	return n && v <= max && !(**s >= '0' && **s <= '9') ? v : -1;
+}
+
+int proto_cidr_parse(const char *s, struct proto_cidr *c)
+{
+	uint32_t ip = 0;
+	long v, bits = 32;
+
+	for (int i = 0; i < 4; i++) {
+		v = dec_field(&s, 255);
+		if (v < 0 || (i < 3 && *s++ != '.'))
+			return -EINVAL;
+		ip = ip << 8 | (uint32_t)v;
+	}
+	if (*s == '/') {
+		s++;
+		bits = dec_field(&s, 32);
+		if (bits < 0)
+			return -EINVAL;
+	}
+	if (*s)
+		return -EINVAL;
+	c->mask = bits ? ~0u << (32 - bits) : 0;
+	c->net = ip & c->mask;
+	return 0;
+}
+
+bool proto_cidr_contains(const struct proto_cidr *c, uint32_t n, uint32_t ip)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if ((ip & c[i].mask) == c[i].net)
+			return true;
 	return false;
 }

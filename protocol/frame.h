@@ -46,6 +46,12 @@ struct proto_addr {
 uint32_t proto_frame_udp(uint8_t *frame, const struct proto_addr *a, uint32_t plen,
 			 bool udp_offload);
 
+/* One's-complement sums (RFC 1071): proto_csum_add adds the len bytes at p as big-endian 16-bit
+ * words (an odd last byte padded with zero) to a partial sum; proto_csum_fold folds a partial
+ * sum to 16 bits (not complemented). */
+uint32_t proto_csum_add(uint32_t sum, const uint8_t *p, uint32_t len);
+uint16_t proto_csum_fold(uint32_t sum);
+
 /* What proto_frame_parse found. */
 enum proto_frame_kind {
 	PROTO_FRAME_UDP = 0,  /* IPv4/UDP, consistent: payload and addresses filled */
@@ -86,5 +92,16 @@ struct proto_neigh_table {
 void proto_neigh_learn(struct proto_neigh_table *t, uint32_t ip, const uint8_t mac[6]);
 /* mac of ip if known (true), else the broadcast address (false). */
 bool proto_neigh_lookup(const struct proto_neigh_table *t, uint32_t ip, uint8_t mac[6]);
+
+/* An IPv4 prefix (host order): an address matches when (ip & mask) == net. */
+struct proto_cidr {
+	uint32_t net, mask;
+};
+
+/* "A.B.C.D" or "A.B.C.D/N" (N 0..32, decimal) into c: 0, or -EINVAL naming nothing (the caller
+ * names the option). */
+int proto_cidr_parse(const char *s, struct proto_cidr *c);
+/* true if ip (host order) is in one of the n prefixes; false when n is 0. */
+bool proto_cidr_contains(const struct proto_cidr *c, uint32_t n, uint32_t ip);
 
 #endif /* PROTO_FRAME_H */

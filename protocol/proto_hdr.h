@@ -310,6 +310,18 @@ PROTO_INLINE enum proto_verdict proto_check_tensor(const struct proto_tensor *d,
 	return PROTO_OK;
 }
 
+/*
+ * The input check every executor applies to a parsed REQUEST (splitnic-nic, splitnic-host, the
+ * XDP program): its tensor is the model's input when the format and the shape (C,H,W) are
+ * exactly the model's; anything else is answered ERROR bad_shape. (The parser has already
+ * checked count == C*H*W and total_len == the format's size of count elements.)
+ */
+PROTO_INLINE int proto_input_matches(const struct proto_tensor *t, uint32_t fmt, uint32_t c,
+				     uint32_t h, uint32_t w)
+{
+	return t->fmt == fmt && t->c == c && t->h == h && t->w == w;
+}
+
 PROTO_INLINE enum proto_verdict proto_hdr_parse(const void *data, const void *data_end,
 						uint32_t dgram_len, struct proto_msg *m)
 {

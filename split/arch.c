@@ -238,45 +238,87 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 	return 0;
 }
 
-static bool nic_tail_type(const struct split_layer *L)
-{
-	return (L->type == KERN_SRC_DENSE && (L->flags & KERN_SF_BINW)) ||
-	       L->type == KERN_SRC_BATCHNORM || L->type == KERN_SRC_SIGN ||
-	       L->type == KERN_SRC_FLATTEN;
-}
-
-/* Does the binary dense layer d read +-1 values (a sign's output) or the u8 input? */
-static bool nic_dense_input_ok(const struct split_arch *a, uint32_t d)
-{
-	uint32_t j = d;
-
-	while (j && a->l[j - 1].type == KERN_SRC_FLATTEN)
-		j--;
-	if (!j)
-		return a->input.fmt == KERN_FMT_U8;
-	return a->l[j - 1].type == KERN_SRC_SIGN || (a->l[j - 1].type == KERN_SRC_MAXPOOL &&
-						     j >= 2 && a->l[j - 2].type == KERN_SRC_SIGN);
-}
-
+/*
+ * The NIC's part of an interchange architecture, by the one rule (kexec_nic_first): each layer
+ * stands for the compiled op it becomes as far as that rule looks (op, input format, folded
+ * thresholds): a binary dense reads bits after a sign (or the u8 input), and a sign after a
+ * binary op and its batch-norms folds into that op's thresholds; bias and batch-norms that no
+ * sign folds stay float ops.
+ */
 static void arch_mark_nic(struct split_arch *a)
 {
-	uint32_t j = a->n, d;
+	struct kern_model m = {.n_layers = 0};
+	uint32_t fmt = a->input.fmt, prod = UINT32_MAX, n_bn = 0, first;
+	uint32_t *src = calloc(3 * (size_t)a->n + 1, sizeof(*src));
+	bool bias = false;
 
-	while (j && nic_tail_type(&a->l[j - 1]))
-		j--;
-	for (d = j; d < a->n; d++) {
-		if (a->l[d].type != KERN_SRC_DENSE)
+	m.layers = calloc(3 * (size_t)a->n + 1, sizeof(*m.layers));
+	if (!src || !m.layers)
+		goto out_free;
+	for (uint32_t i = 0; i <= a->n; i++) {
+		const struct split_layer *L = i < a->n ? &a->l[i] : NULL;
+		const bool binw = L && (L->flags & KERN_SF_BINW);
+		struct kern_layer *o;
+
+		if (L && prod != UINT32_MAX && L->type == KERN_SRC_BATCHNORM) {
+			n_bn++;
 			continue;
-		if (nic_dense_input_ok(a, d))
+		}
+		if (L && prod != UINT32_MAX && L->type == KERN_SRC_SIGN) {
+			m.layers[prod].flags |= KERN_LF_THRESH;
+			prod = UINT32_MAX;
+			fmt = KERN_FMT_BITS;
+			continue;
+		}
+		for (uint32_t k = 0; prod != UINT32_MAX && k < n_bn + bias; k++) {
+			src[m.n_layers] = i - 1;
+			m.layers[m.n_layers++] =
+			    (struct kern_layer){.op = k < bias ? KERN_OP_BIAS : KERN_OP_BATCHNORM,
+						.in.fmt = KERN_FMT_F64};
+		}
+		prod = UINT32_MAX;
+		n_bn = 0;
+		if (!L)
 			break;
-		j = d + 1;
+		src[m.n_layers] = i;
+		o = &m.layers[m.n_layers++];
+		o->in.fmt = fmt == KERN_FMT_U8 || fmt == KERN_FMT_BITS ? fmt : KERN_FMT_F64;
+		switch (L->type) {
+		case KERN_SRC_DENSE:
+		case KERN_SRC_CONV:
+			o->op = L->type == KERN_SRC_DENSE ? KERN_OP_DENSE : KERN_OP_CONV;
+			if (binw && L->type == KERN_SRC_DENSE &&
+			    (fmt == KERN_FMT_BITS || fmt == KERN_FMT_U8))
+				o->op = fmt == KERN_FMT_BITS ? KERN_OP_BDENSE : KERN_OP_BDENSE_U8;
+			else if (binw && fmt == KERN_FMT_BITS)
+				o->op = KERN_OP_BCONV;
+			if (o->op != KERN_OP_DENSE && o->op != KERN_OP_CONV)
+				prod = m.n_layers - 1;
+			bias = (L->flags & KERN_SF_BIAS) != 0;
+			fmt = KERN_FMT_F64;
+			break;
+		case KERN_SRC_SIGN:
+			o->op = KERN_OP_SIGN;
+			fmt = KERN_FMT_BITS;
+			break;
+		case KERN_SRC_MAXPOOL:
+			o->op = fmt == KERN_FMT_BITS ? KERN_OP_MAXPOOL_BITS : KERN_OP_MAXPOOL;
+			break;
+		case KERN_SRC_FLATTEN:
+			o->op = KERN_OP_FLATTEN;
+			break;
+		default: /* batch-norm, relu, lrn, pad, sign3: float ops the NIC does not run */
+			o->op = L->type == KERN_SRC_BATCHNORM ? KERN_OP_BATCHNORM : KERN_OP_RELU;
+			fmt = KERN_FMT_F64;
+			break;
+		}
 	}
-	if (d == a->n)
-		return;
-	while (d > j && a->l[d - 1].type == KERN_SRC_FLATTEN)
-		d--;
-	for (; d < a->n; d++)
+	first = kexec_nic_first(&m);
+	for (uint32_t d = first < m.n_layers ? src[first] : a->n; d < a->n; d++)
 		a->l[d].exec_mask |= SPLIT_EXM(SPLIT_EX_NIC);
+out_free:
+	free(src);
+	free(m.layers);
 }
 
 int split_arch_load(const char *path, struct split_arch *a, char *err, size_t errlen)

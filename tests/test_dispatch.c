@@ -6,7 +6,11 @@
  * not-my-layer passed up (but an ACTIVATION from the host for them answered with ERROR); the
  * RESPONSE's total covering the host's time carried in the ACTIVATION; bad shape and
  * malformed requests answered with ERROR; a full queue
- * answered BUSY; fragments reassembled; counters by reason.
+ * answered BUSY; fragments reassembled; counters by reason. The trust boundary: ACTIVATION,
+ * RESPONSE and ERROR from the wire dropped and counted; completion notices (RESPONSE and
+ * ERROR, with host_ref and cookie) to the host port only; the shape check on (C,H,W); no reply
+ * larger than its request to a source not allowed; the allow-list; ERRORs rate-limited per
+ * source.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -25,7 +29,7 @@
 #define CLI_IP	0x0a580002u
 #define HOST_IP 0x0a580003u
 #define MODEL	0x1234u
-#define IN	16u
+#define IN	64u
 
 static const uint8_t nic_mac[6] = {2, 0, 0, 0, 0, 1}, cli_mac[6] = {2, 0, 0, 0, 0, 2};
 
@@ -42,10 +46,12 @@ static uint8_t eng_in[IN];
 
 static int fake_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
 {
-	assert_true(n_out < 128 && len <= sizeof(out[0].frame));
-	memcpy(out[n_out].frame, frame, len);
-	out[n_out].len = len;
-	out[n_out++].port = port;
+	struct sent *o = &out[n_out++ % 128]; /* the last 128 are kept */
+
+	assert_true(len <= sizeof(o->frame));
+	memcpy(o->frame, frame, len);
+	o->len = len;
+	o->port = port;
 	return 0;
 }
 
@@ -71,27 +77,42 @@ static int fake_poll(void *e, uint32_t model, double *scores)
 static const struct nicfw_engine_ops fake_ops = {fake_submit, fake_poll};
 static const struct nicfw_health *disp_health; /* mk_disp's cfg.health */
 
-static struct nicfw_disp *mk_disp(void)
+/* The NIC's address, port, payload and the fake engine and transmit. */
+static void cfg_init(struct nicfw_disp_config *c)
 {
-	struct nicfw_disp_config c = {0};
+	memcpy(c->mac, nic_mac, 6);
+	c->ip = NIC_IP;
+	c->port = PROTO_DEFAULT_PORT;
+	c->payload = PROTO_DEFAULT_PAYLOAD;
+	c->eng_ops = &fake_ops;
+	c->tx = fake_tx;
+}
+
+/* A dispatcher for c, nothing sent yet, the engine idle. */
+static struct nicfw_disp *create(const struct nicfw_disp_config *c)
+{
 	struct nicfw_disp *d;
 	char err[256];
 
-	memcpy(c.mac, nic_mac, 6);
-	c.ip = NIC_IP;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
-	c.n_models = 2;
-	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true};
-	c.model[1] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false};
-	c.eng_ops = &fake_ops;
-	c.tx = fake_tx;
-	c.health = disp_health;
-	d = nicfw_disp_create(&c, err, sizeof(err));
+	d = nicfw_disp_create(c, err, sizeof(err));
 	if (!d)
 		fail_msg("%s", err);
 	n_out = 0;
 	eng_done = eng_hold = false;
+	return d;
+}
+
+static struct nicfw_disp *mk_disp(void)
+{
+	struct nicfw_disp_config c = {0};
+	struct nicfw_disp *d;
+
+	cfg_init(&c);
+	c.n_models = 2;
+	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
+	c.model[1] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
+	c.health = disp_health;
+	d = create(&c);
 	return d;
 }
 
@@ -107,8 +128,9 @@ static void put32(uint8_t *p, uint32_t v)
 	put16(p + 2, (uint16_t)v);
 }
 
-/* Ethernet + IPv4 + UDP around payload; returns the frame length. */
-static uint32_t udp_frame(uint8_t *f, uint32_t dip, uint16_t dport, const void *pl, uint32_t n)
+/* Ethernet + IPv4 + UDP from sip:40000 around payload; returns the frame length. */
+static uint32_t udp_frame_from(uint8_t *f, uint32_t sip, uint32_t dip, uint16_t dport,
+			       const void *pl, uint32_t n)
 {
 	uint8_t *ip = f + 14, *udp = ip + 20;
 
@@ -120,13 +142,18 @@ static uint32_t udp_frame(uint8_t *f, uint32_t dip, uint16_t dport, const void *
 	put16(ip + 2, (uint16_t)(28 + n));
 	ip[8] = 64;
 	ip[9] = 17;
-	put32(ip + 12, CLI_IP);
+	put32(ip + 12, sip);
 	put32(ip + 16, dip);
 	put16(udp, 40000);
 	put16(udp + 2, dport);
 	put16(udp + 4, (uint16_t)(8 + n));
 	memcpy(udp + 8, pl, n);
 	return 42 + n;
+}
+
+static uint32_t udp_frame(uint8_t *f, uint32_t dip, uint16_t dport, const void *pl, uint32_t n)
+{
+	return udp_frame_from(f, CLI_IP, dip, dport, pl, n);
 }
 
 static uint32_t request(uint8_t *f, uint32_t model, uint64_t rid, uint32_t count, uint8_t x0)
@@ -318,14 +345,16 @@ static void test_dispatch_activation(void **state)
 	nicfw_disp_free(d);
 }
 
-static uint32_t activation(uint8_t *f, uint32_t model, uint16_t layer, uint64_t rid,
-			   const uint32_t t_prior[4])
+static uint32_t activation_ref(uint8_t *f, uint32_t model, uint16_t layer, uint64_t rid,
+			       const uint32_t t_prior[4], uint32_t host_ref, uint64_t cookie)
 {
 	uint8_t dg[256], body[8] = {1};
 	struct proto_msg m;
 	int n;
 
 	proto_msg_init(&m, PROTO_ACTIVATION, model, rid);
+	m.act.host_ref = host_ref;
+	m.act.cookie = cookie;
 	proto_msg_set_tensor(&m, PROTO_FMT_BITS, 64, 1, 1, 0, 0);
 	m.tensor.layer = layer;
 	memcpy(m.act.reply_addr, (uint8_t[16]){[10] = 0xff, [11] = 0xff, 10, 88, 0, 2}, 16);
@@ -338,6 +367,12 @@ static uint32_t activation(uint8_t *f, uint32_t model, uint16_t layer, uint64_t 
 	n = proto_build(&m, body, 8, dg, sizeof(dg));
 	assert_true(n > 0);
 	return udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+}
+
+static uint32_t activation(uint8_t *f, uint32_t model, uint16_t layer, uint64_t rid,
+			   const uint32_t t_prior[4])
+{
+	return activation_ref(f, model, layer, rid, t_prior, 0, 0);
 }
 
 /* An ACTIVATION from the host for a model or layer the NIC does not hold: never forwarded to
@@ -367,15 +402,17 @@ static void test_dispatch_activation_not_held(void **state)
 	assert_int_equal(m.err.code, PROTO_ERR_UNSUPPORTED);
 	assert_int_equal(m.err.detail, 2);
 	assert_int_equal(m.request_id, 62);
-	/* from the wire, the same ACTIVATION is still passed up to the host */
+	/* from the wire, the same ACTIVATION is dropped: neither answered nor passed up */
 	len = activation(f, 0x5555, 2, 63, t0);
-	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
 	assert_int_equal(n_out, 2);
 	assert_int_equal(nicfw_disp_poll(d, 0), 0);
 	nicfw_disp_counters(d, c, NULL);
 	assert_int_equal(c[NICFW_C_ERR_UNKNOWN_MODEL], 1);
 	assert_int_equal(c[NICFW_C_ERR_UNSUPPORTED_LAYER], 1);
-	assert_int_equal(c[NICFW_C_UNKNOWN_MODEL], 2);
+	assert_int_equal(c[NICFW_C_UNKNOWN_MODEL], 1);
+	assert_int_equal(c[NICFW_C_WIRE_ACTIVATION], 1);
+	assert_int_equal(c[NICFW_C_ERROR_NOTICES], 2);
 	assert_int_equal(c[NICFW_C_NOT_MY_LAYER], 1);
 	assert_int_equal(c[NICFW_C_ERRORS_SENT], 2);
 	assert_int_equal(c[NICFW_C_FWD_TO_WIRE], 0);
@@ -421,6 +458,304 @@ static void test_dispatch_activation_total(void **state)
 						       t[PROTO_T_HOST] + t[PROTO_T_PACK] +
 						       t[PROTO_T_NIC]);
 	}
+	nicfw_disp_free(d);
+}
+
+/* A RESPONSE (1 class) or an ERROR datagram as a front-end could forge it; returns its length. */
+static int forged_reply(uint8_t *dg, size_t cap, uint8_t type, uint64_t rid, uint32_t host_ref,
+			uint64_t cookie)
+{
+	uint8_t score[8] = {0};
+	struct proto_msg m;
+
+	proto_msg_init(&m, type, 0x99, rid);
+	if (type == PROTO_RESPONSE) {
+		m.hdr_len = PROTO_RESP_NOTICE_HDR_LEN;
+		m.resp.num_classes = 1;
+		m.resp.score_fmt = PROTO_FMT_F64;
+		m.resp.host_ref = host_ref;
+		m.resp.cookie = cookie;
+		return proto_build(&m, score, 8, dg, cap);
+	}
+	m.hdr_len = PROTO_ERROR_NOTICE_HDR_LEN;
+	m.err.code = PROTO_ERR_BUSY;
+	m.err.host_ref = host_ref;
+	m.err.cookie = cookie;
+	m.total_len = 1;
+	return proto_build(&m, "x", 1, dg, cap);
+}
+
+/* From the wire: ACTIVATIONs (valid or not), RESPONSEs and ERRORs are dropped, counted, never
+ * answered and never passed up; the same RESPONSE from the host passes to the wire. */
+static void test_dispatch_wire_trust(void **state)
+{
+	static const uint32_t t0[4] = {0};
+	struct nicfw_disp *d = mk_disp();
+	uint64_t c[NICFW_C__COUNT];
+	uint8_t f[2048], dg[256];
+	uint32_t len;
+	int n;
+
+	len = activation(f, 0x99, 2, 80, t0); /* held, at the right layer: still refused */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	f[14 + 3] = (uint8_t)(f[14 + 3] + 1); /* malformed: a trailing byte */
+	f[14 + 20 + 5] = (uint8_t)(f[14 + 20 + 5] + 1);
+	f[len] = 0;
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len + 1, 0), NICFW_DISP_CONSUMED);
+	for (uint8_t t = PROTO_RESPONSE; t <= PROTO_ERROR; t++) {
+		n = forged_reply(dg, sizeof(dg), t, 80, 0x01000001, 42);
+		assert_true(n > 0);
+		len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+		assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+		assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_PASS);
+	}
+	assert_int_equal(nicfw_disp_poll(d, 0), 0);
+	assert_int_equal(n_out, 0);
+	assert_int_equal(nicfw_disp_pending(d), 0);
+	nicfw_disp_counters(d, c, NULL);
+	assert_int_equal(c[NICFW_C_WIRE_ACTIVATION], 2);
+	assert_int_equal(c[NICFW_C_WIRE_REPLY], 2);
+	assert_int_equal(c[NICFW_C_PASSED_UP_TYPE], 2);
+	assert_int_equal(c[NICFW_C_ACTIVATIONS], 0);
+	assert_int_equal(c[NICFW_C_ERRORS_SENT], 0);
+	assert_int_equal(c[NICFW_C_FWD_TO_HOST], 0);
+	nicfw_disp_free(d);
+}
+
+/* Completion notices: the RESPONSE to the front-end in the short form, its copy to the host
+ * port in the notice form with host_ref and cookie; ERRORs about ACTIVATIONs (unknown model, a
+ * malformed one, a full queue) as notices to the host port. */
+static void test_dispatch_notices(void **state)
+{
+	static const uint32_t t0[4] = {0};
+	struct nicfw_disp_config c = {0};
+	struct nicfw_disp *d;
+	uint8_t f[2048];
+	struct proto_msg m;
+	uint32_t len;
+
+	cfg_init(&c);
+	c.notify_host = true;
+	c.n_models = 1;
+	c.model[0] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
+	d = create(&c);
+	len = udp_frame(f, HOST_IP, 9999, "x", 1); /* teaches the NIC the front-end's MAC */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	len = activation_ref(f, 0x99, 2, 90, t0, 0x02000007, 0x1122334455667788ull);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 0), 1);
+	assert_int_equal(n_out, 2);
+	assert_int_equal(out[0].port, NICFW_PORT_WIRE);
+	expect_reply(&out[0], PROTO_RESPONSE, &m);
+	assert_int_equal(m.hdr_len, PROTO_RESP_HDR_LEN);
+	assert_int_equal(m.resp.cookie, 0);
+	assert_int_equal(out[1].port, NICFW_PORT_HOST);
+	expect_reply(&out[1], PROTO_RESPONSE, &m);
+	assert_int_equal(m.hdr_len, PROTO_RESP_NOTICE_HDR_LEN);
+	assert_int_equal(m.request_id, 90);
+	assert_int_equal(m.resp.host_ref, 0x02000007);
+	assert_true(m.resp.cookie == 0x1122334455667788ull);
+	/* unknown model: an ERROR notice to the host port */
+	len = activation_ref(f, 0x5555, 2, 91, t0, 0x02000008, 0xabcdefull);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 3);
+	assert_int_equal(out[2].port, NICFW_PORT_HOST);
+	expect_reply(&out[2], PROTO_ERROR, &m);
+	assert_int_equal(m.hdr_len, PROTO_ERROR_NOTICE_HDR_LEN);
+	assert_int_equal(m.err.code, PROTO_ERR_UNKNOWN_MODEL);
+	assert_int_equal(m.err.host_ref, 0x02000008);
+	assert_true(m.err.cookie == 0xabcdefull);
+	/* malformed (a trailing byte): ERROR bad_request, still with its host_ref and cookie */
+	len = activation_ref(f, 0x99, 2, 92, t0, 0x02000009, 0xfeedull);
+	f[14 + 3] = (uint8_t)(f[14 + 3] + 1);
+	f[14 + 20 + 5] = (uint8_t)(f[14 + 20 + 5] + 1);
+	f[len] = 0;
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len + 1, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 4);
+	assert_int_equal(out[3].port, NICFW_PORT_HOST);
+	expect_reply(&out[3], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_BAD_REQUEST);
+	assert_int_equal(m.err.detail, PROTO_BAD_TRAILING);
+	assert_int_equal(m.request_id, 92);
+	assert_int_equal(m.err.host_ref, 0x02000009);
+	assert_true(m.err.cookie == 0xfeedull);
+	/* a full queue: ERROR busy notices, never limited (the host port is trusted) */
+	eng_hold = true;
+	for (uint32_t i = 0; i < NICFW_DISP_QUEUE + 300; i++) {
+		len = activation_ref(f, 0x99, 2, 1000 + i, t0, 0x03000000 + i, i);
+		assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
+	}
+	assert_int_equal(n_out, 4 + 300);
+	for (uint32_t i = 4; i < n_out; i++) {
+		assert_int_equal(out[i % 128].port, NICFW_PORT_HOST);
+	}
+	nicfw_disp_free(d);
+}
+
+/* A REQUEST of a u8 tensor (c,h,w) with hdr_len hl, from sip; returns the frame length. */
+static uint32_t request_shaped(uint8_t *f, uint32_t sip, uint32_t model, uint64_t rid, uint32_t c,
+			       uint32_t h, uint32_t w, uint16_t hl)
+{
+	uint8_t body[IN] = {1}, dg[512];
+	struct proto_msg m;
+	int n;
+
+	proto_msg_init(&m, PROTO_REQUEST, model, rid);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, c, h, w, 0, 0);
+	m.hdr_len = hl;
+	n = proto_build(&m, body, (size_t)c * h * w, dg, sizeof(dg));
+	assert_true(n > 0);
+	return udp_frame_from(f, sip, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+}
+
+/* The shape check: the element count is not enough, (C,H,W) and the format must be the
+ * model's (proto_input_matches, as in splitnic-host and the XDP program). */
+static void test_dispatch_shape(void **state)
+{
+	struct nicfw_disp *d = mk_disp();
+	uint8_t f[2048], dg[512], body[4 * IN] = {0};
+	uint64_t c[NICFW_C__COUNT];
+	struct proto_msg m;
+	uint32_t len;
+	int n;
+
+	len = request_shaped(f, CLI_IP, MODEL, 1, 1, 1, IN, 64); /* the model's (1,1,IN) */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 0), 1);
+	len = request_shaped(f, CLI_IP, MODEL, 2, 1, IN, 1, 64); /* same count, (1,IN,1) */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	len = request_shaped(f, CLI_IP, MODEL, 3, 4, 4, IN / 16, 64); /* (4,4,IN/16) */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	proto_msg_init(&m, PROTO_REQUEST, MODEL, 4); /* f32 of the right shape */
+	proto_msg_set_tensor(&m, PROTO_FMT_F32, 1, 1, IN, 0, 0);
+	n = proto_build(&m, body, 4 * IN, dg, sizeof(dg));
+	assert_true(n > 0);
+	len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, (uint32_t)n);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 0), 0);
+	assert_int_equal(n_out, 4);
+	for (uint32_t i = 1; i < 4; i++) {
+		expect_reply(&out[i], PROTO_ERROR, &m);
+		assert_int_equal(m.err.code, PROTO_ERR_BAD_SHAPE);
+		assert_int_equal(m.request_id, i + 1);
+	}
+	nicfw_disp_counters(d, c, NULL);
+	assert_int_equal(c[NICFW_C_ERR_BAD_SHAPE], 3);
+	assert_int_equal(c[NICFW_C_ANSWERED], 1);
+	nicfw_disp_free(d);
+}
+
+/* A model whose RESPONSE (80 + 24 bytes) is larger than its REQUEST (64 + 8): no reply larger
+ * than the request to a source not allowed (ERROR too_large instead, itself no larger); a
+ * REQUEST padded to the RESPONSE's size is answered; an ERROR is cut to the datagram that
+ * caused it, or not sent when even its header would not fit. With an allow-list, a listed
+ * source gets the RESPONSE and others nothing. */
+static void test_dispatch_no_amplification(void **state)
+{
+	struct nicfw_disp_config c = {0};
+	struct nicfw_disp *d;
+	uint8_t f[2048], dg[64];
+	uint64_t k[NICFW_C__COUNT];
+	struct proto_msg m;
+	uint32_t len;
+
+	cfg_init(&c);
+	c.n_models = 1;
+	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 8, 8, 3, true, 1, 1, 8};
+	d = create(&c);
+	len = request_shaped(f, CLI_IP, MODEL, 1, 1, 1, 8, 64); /* 72 bytes, RESPONSE 104 */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 0), 0);
+	assert_int_equal(n_out, 1);
+	expect_reply(&out[0], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_TOO_LARGE);
+	assert_int_equal(m.err.detail, 104);
+	assert_true(out[0].len - 42 <= 72);
+	len = request_shaped(f, CLI_IP, MODEL, 2, 1, 1, 8, 96); /* padded header: 104 bytes */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 0), 1);
+	expect_reply(&out[1], PROTO_RESPONSE, &m);
+	assert_int_equal(out[1].len - 42, 104);
+	/* a 48-byte datagram that says REQUEST (hdr_len 48: bad): a 48-byte ERROR, reason cut */
+	memset(dg, 0, sizeof(dg));
+	dg[0] = 0x53, dg[1] = 0x4e, dg[2] = 1, dg[3] = PROTO_REQUEST, dg[5] = 48, dg[23] = 3;
+	len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, 48);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 3);
+	expect_reply(&out[2], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_BAD_REQUEST);
+	assert_int_equal(m.request_id, 3);
+	assert_int_equal(out[2].len - 42, 48);
+	/* 36 bytes: not even an ERROR's header fits; nothing is sent */
+	len = udp_frame(f, NIC_IP, PROTO_DEFAULT_PORT, dg, 36);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(n_out, 3);
+	nicfw_disp_counters(d, k, NULL);
+	assert_int_equal(k[NICFW_C_REPLY_TOO_LARGE], 2);
+	assert_int_equal(k[NICFW_C_ERR_TOO_LARGE], 1);
+	assert_int_equal(k[NICFW_C_ERR_BAD_REQUEST], 2);
+	assert_int_equal(k[NICFW_C_ERRORS_SENT], 2);
+	nicfw_disp_free(d);
+
+	/* an allow-list: CLI_IP/32 may get the larger RESPONSE; HOST_IP gets nothing at all */
+	assert_int_equal(proto_cidr_parse("10.88.0.2/32", &c.allow[0]), 0);
+	c.n_allow = 1;
+	d = create(&c);
+	len = request_shaped(f, CLI_IP, MODEL, 4, 1, 1, 8, 64);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 0), 1);
+	expect_reply(&out[0], PROTO_RESPONSE, &m);
+	assert_int_equal(m.request_id, 4);
+	len = request_shaped(f, HOST_IP, MODEL, 5, 1, 1, 8, 96);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	len = request_shaped(f, HOST_IP, MODEL, 6, 1, 2, 4, 64); /* bad shape: no ERROR either */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	len = udp_frame_from(f, HOST_IP, NIC_IP, PROTO_DEFAULT_PORT, dg, 48); /* malformed */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	len = request_shaped(f, HOST_IP, 0x5555, 7, 1, 1, 8, 64); /* not the NIC's: passed up */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
+	assert_int_equal(nicfw_disp_poll(d, 0), 0);
+	assert_int_equal(n_out, 1);
+	nicfw_disp_counters(d, k, NULL);
+	assert_int_equal(k[NICFW_C_NOT_ALLOWED], 3);
+	assert_int_equal(k[NICFW_C_ANSWERED], 1);
+	nicfw_disp_free(d);
+}
+
+/* ERRORs to the wire side are rate-limited per source: a burst, then one per interval. */
+static void test_dispatch_error_rate(void **state)
+{
+	struct nicfw_disp_config c = {0};
+	struct nicfw_disp *d;
+	uint8_t f[2048];
+	uint64_t k[NICFW_C__COUNT];
+	struct proto_msg m;
+	uint32_t len;
+
+	cfg_init(&c);
+	c.err_rate = 10; /* one per 100 ms */
+	c.err_burst = 3;
+	c.n_models = 1;
+	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
+	d = create(&c);
+	for (uint32_t i = 0; i < 5; i++) { /* bad shape, all at t = 1 s */
+		len = request_shaped(f, CLI_IP, MODEL, i, 1, 2, IN / 2, 64);
+		nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 1000000000ull);
+	}
+	assert_int_equal(n_out, 3);
+	len = request_shaped(f, HOST_IP, MODEL, 9, 1, 2, IN / 2, 64); /* another source */
+	nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 1000000000ull);
+	assert_int_equal(n_out, 4);
+	len = request_shaped(f, CLI_IP, MODEL, 10, 1, 2, IN / 2, 64); /* 100 ms later: one more */
+	nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 1100000000ull);
+	nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 1100000000ull);
+	assert_int_equal(n_out, 5);
+	expect_reply(&out[4], PROTO_ERROR, &m);
+	assert_int_equal(m.request_id, 10);
+	nicfw_disp_counters(d, k, NULL);
+	assert_int_equal(k[NICFW_C_ERR_BAD_SHAPE], 8);
+	assert_int_equal(k[NICFW_C_ERR_RATE_LIMITED], 3);
+	assert_int_equal(k[NICFW_C_ERRORS_SENT], 5);
 	nicfw_disp_free(d);
 }
 
@@ -518,21 +853,13 @@ static void test_dispatch_fragments(void **state)
 	uint8_t f[2048], dg[512], body[600] = {7};
 	struct proto_frag fr;
 	struct proto_msg m;
-	char err[256];
 	int n, k = 0;
 
-	memcpy(c.mac, nic_mac, 6);
-	c.ip = NIC_IP;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
+	cfg_init(&c);
 	c.n_models = 1;
-	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 600, 600, 3, true};
-	c.eng_ops = &fake_ops;
-	c.tx = fake_tx;
-	d = nicfw_disp_create(&c, err, sizeof(err));
-	assert_non_null(d);
-	n_out = 0;
-	eng_done = eng_hold = false;
+	c.model[0] =
+	    (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 600, 600, 3, true, 1, 1, 600};
+	d = create(&c);
 	proto_msg_init(&m, PROTO_REQUEST, MODEL, 9);
 	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 1, 600, 0, 0);
 	assert_int_equal(proto_frag_init(&fr, &m, body, 600, 256), 0);
@@ -561,6 +888,11 @@ int main(void)
 	    cmocka_unit_test(test_dispatch_activation_not_held),
 	    cmocka_unit_test(test_dispatch_activation_total),
 	    cmocka_unit_test(test_dispatch_fragments),
+	    cmocka_unit_test(test_dispatch_wire_trust),
+	    cmocka_unit_test(test_dispatch_notices),
+	    cmocka_unit_test(test_dispatch_shape),
+	    cmocka_unit_test(test_dispatch_no_amplification),
+	    cmocka_unit_test(test_dispatch_error_rate),
 	    cmocka_unit_test(test_dispatch_health),
 	};
 

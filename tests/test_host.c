@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic-host's DPDK-free parts (host/host.h): the request table, plan execution (host
- * stage + NIC stage equal the whole model, bit for bit, with the NIC stage on the host or on
- * the NIC emulator), the fallback decisions of the in-flight window, frames and the allow-list.
+ * splitnic-host's DPDK-free parts (host/host.h): the request table, the NIC over packets as an
+ * executor (window, notices checked by host_ref, ids and cookie, deadlines, the link), reply
+ * templates (checksums updated incrementally equal the full ones), cookies, the ERROR rate
+ * limit, the spread, plan execution (host stage + NIC stage equal the whole model, bit for bit,
+ * with the NIC stage on the host or on the NIC emulator) and the allow-list.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -31,174 +33,497 @@ static void test_host_reqtab_get_put(void **state)
 	struct host_req *r[4];
 
 	(void)state;
-	assert_int_equal(host_reqtab_init(&t, 0, 8, 8, 2), -EINVAL);
-	assert_int_equal(host_reqtab_init(&t, 3, 784, 392, 10), 0);
+	assert_int_equal(host_reqtab_init(&t, 0, 8, 2), -EINVAL);
+	assert_int_equal(host_reqtab_init(&t, 3, 392, 10), 0);
 	for (int i = 0; i < 3; i++) {
 		r[i] = host_reqtab_get(&t);
 		assert_non_null(r[i]);
 		assert_int_equal(r[i]->state, HOST_RS_QUEUED);
+		assert_int_equal(r[i]->ra_slot, -1);
 		assert_int_equal((uintptr_t)r[i] % HOST_CACHE_LINE, 0);
-		memset(r[i]->in, 0xa5, 784); /* buffers are the slot's own: no overlap */
-		memset(r[i]->act, 0x5a, 392);
+		memset(r[i]->act, 0x5a, 392); /* buffers are the slot's own: no overlap */
 		for (int k = 0; k < 10; k++)
 			r[i]->scores[k] = i;
 	}
 	assert_int_equal(host_reqtab_in_use(&t), 3);
 	assert_null(host_reqtab_get(&t)); /* full: the caller answers ERROR BUSY */
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(r[i]->in[783], 0xa5);
 		assert_int_equal(r[i]->act[391], 0x5a);
 		assert_true(r[i]->scores[9] == i);
 	}
 	r[1]->request_id = 77;
-	host_reqtab_put(&t, r[1]);
+	assert_int_equal(host_reqtab_put(&t, r[1]), 0);
+	assert_int_equal(host_reqtab_in_use(&t), 2);
+	/* a second put of the same slot is refused and counted: never twice on the free stack */
+	assert_int_equal(host_reqtab_put(&t, r[1]), -EALREADY);
+	assert_int_equal(t.double_puts, 1);
 	assert_int_equal(host_reqtab_in_use(&t), 2);
 	r[3] = host_reqtab_get(&t);
 	assert_ptr_equal(r[3], r[1]); /* the freed slot, reset */
 	assert_int_equal(r[3]->request_id, 0);
-	assert_ptr_equal(r[3]->in, r[1]->in); /* buffers kept */
+	assert_null(host_reqtab_get(&t));
 	for (int i = 0; i < 3; i++)
-		host_reqtab_put(&t, r[i == 1 ? 3 : i]);
+		assert_int_equal(host_reqtab_put(&t, r[i == 1 ? 3 : i]), 0);
 	assert_int_equal(host_reqtab_in_use(&t), 0);
+	assert_int_equal(host_reqtab_put(&t, r[0]), -EALREADY);
+	assert_int_equal(t.double_puts, 2);
 	host_reqtab_fini(&t);
 }
 
-/* --- fallback decisions ------------------------------------------------------------------- */
+/* --- the NIC over packets: window, notices, deadlines ------------------------------------- */
 
-static struct host_req reqs[16];
+/* A fake transport: what the executor sent, and a clock. */
+struct fake_net {
+	uint64_t now;
+	int send_ret;
+	uint32_t n_sent;
+	struct proto_msg last;
+	uint8_t body[64];
+};
 
-static void test_host_nic_decide(void **state)
+struct fake_req {
+	uint32_t model_id;
+	uint64_t request_id;
+	double scores[2];
+	uint8_t act[8];
+};
+
+static void fake_describe(void *arg, uint64_t tag, struct proto_msg *m)
 {
-	struct host_nic n;
+	const struct fake_req *r = (const struct fake_req *)(uintptr_t)tag;
 
-	(void)state;
-	assert_int_equal(host_nic_init(&n, 0, 1000), -EINVAL);
-	assert_int_equal(host_nic_init(&n, 2, 1000), 0);
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 0), HOST_FB_LINK_DOWN);
-	n.link_up = true;
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_FALLBACK, 0), HOST_FB_FORCED);
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 0), HOST_FB_NONE);
-	host_nic_sent(&n, &reqs[0], 10);
-	assert_int_equal(reqs[0].state, HOST_RS_INFLIGHT);
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 10), HOST_FB_NONE);
-	host_nic_sent(&n, &reqs[1], 20);
-	assert_int_equal(host_nic_in_flight(&n), 2);
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 20), HOST_FB_WINDOW); /* saturated */
-	assert_string_equal(host_fb_reason_name(HOST_FB_WINDOW), "window_full");
-	host_nic_fini(&n);
+	(void)arg;
+	m->model_id = r->model_id;
+	m->request_id = r->request_id;
+	m->act.reply_port = 4242;
 }
 
-/* Notices find their request by host_ref in O(1); a reused slot's old ref finds nothing. */
-static void test_host_nic_ref(void **state)
+static int fake_send(void *arg, uint64_t tag, const struct proto_msg *m, const void *body,
+		     uint32_t len)
 {
-	struct host_reqtab t;
-	struct host_req *r, *q;
-	struct host_nic n;
-	uint32_t ref;
+	struct fake_net *n = arg;
 
-	(void)state;
-	assert_int_equal(host_reqtab_init(&t, 4, 8, 8, 2), 0);
-	assert_int_equal(host_nic_init(&n, 3, 1000), 0);
-	assert_int_equal(n.cap, 8); /* a power of two >= 2 * window */
-	n.link_up = true;
-	r = host_reqtab_get(&t);
-	q = host_reqtab_get(&t);
-	ref = host_req_ref(r);
-	assert_int_not_equal(ref, 0);
-	assert_int_not_equal(ref, host_req_ref(q));
-	host_nic_sent(&n, q, 5);
-	host_nic_sent(&n, r, 10);
-	assert_ptr_equal(host_reqtab_ref(&t, ref), r);
-	assert_null(host_reqtab_ref(&t, ref & (HOST_REF_SLOTS - 1))); /* generation 0: none */
-	assert_null(host_reqtab_ref(&t, ref + 4));		      /* no such slot */
-	host_nic_remove(&n, r);
-	assert_int_equal(host_nic_in_flight(&n), 1);
-	assert_ptr_equal(host_nic_expired(&n, 1005), q);
-	host_reqtab_put(&t, r);
-	assert_ptr_equal(host_reqtab_get(&t), r); /* the same slot again, a new generation */
-	assert_null(host_reqtab_ref(&t, ref));
-	assert_ptr_equal(host_reqtab_ref(&t, host_req_ref(r)), r);
-	host_nic_fini(&n);
-	host_reqtab_fini(&t);
+	(void)tag;
+	if (n->send_ret)
+		return n->send_ret;
+	n->last = *m;
+	assert_true(len <= sizeof(n->body));
+	memcpy(n->body, body, len);
+	n->n_sent++;
+	return 0;
 }
 
-static void test_host_nic_complete_out_of_order(void **state)
+static uint64_t fake_now(void *arg)
 {
-	struct host_nic n;
+	return ((struct fake_net *)arg)->now;
+}
+
+/* A model whose NIC part [2, 4) takes 64 flat bits: flatten of bits, binary dense, batch-norm. */
+static struct kern_model *remote_model(void)
+{
+	struct kern_model *m = calloc(1, sizeof(*m));
+
+	m->n_layers = 4;
+	m->layers = calloc(4, sizeof(*m->layers));
+	m->input = (struct kern_shape){KERN_FMT_U8, 64, 1, 1};
+	m->layers[0] = (struct kern_layer){
+	    .op = KERN_OP_FLATTEN, .in = {KERN_FMT_F64, 64, 1, 1}, .out = {KERN_FMT_F64, 64, 1, 1}};
+	m->layers[1] = (struct kern_layer){
+	    .op = KERN_OP_SIGN, .in = {KERN_FMT_F64, 64, 1, 1}, .out = {KERN_FMT_BITS, 64, 1, 1}};
+	m->layers[2] = (struct kern_layer){
+	    .op = KERN_OP_BDENSE, .in = {KERN_FMT_BITS, 64, 1, 1}, .out = {KERN_FMT_F64, 2, 1, 1}};
+	m->layers[3] = (struct kern_layer){
+	    .op = KERN_OP_BATCHNORM, .in = {KERN_FMT_F64, 2, 1, 1}, .out = {KERN_FMT_F64, 2, 1, 1}};
+	snprintf(m->name, sizeof(m->name), "remote");
+	return m;
+}
+
+static void remote_open(struct kexec *x, struct fake_net *net, const struct kern_model *m,
+			uint32_t window, uint32_t worker)
+{
+	const struct host_remote_conf c = {.window = window,
+					   .timeout_ns = 1000,
+					   .ref_base = HOST_REF_WORKER(worker),
+					   .arg = net,
+					   .describe = fake_describe,
+					   .send = fake_send,
+					   .now = fake_now};
+	char err[256];
+
+	memset(net, 0, sizeof(*net));
+	assert_int_equal(kexec_open(x, &host_exec_remote_ops, &c, err, sizeof(err)), 0);
+	assert_int_equal(kexec_load(x, m, 2, 4, 1, err, sizeof(err)), 0);
+}
+
+/* The notice the NIC would send for the last ACTIVATION (scores -1, 3). */
+static struct proto_msg notice_for(const struct fake_net *net, uint8_t type, uint8_t *data)
+{
+	struct proto_msg m;
+
+	proto_msg_init(&m, type, net->last.model_id, net->last.request_id);
+	if (type == PROTO_RESPONSE) {
+		m.hdr_len = PROTO_RESP_NOTICE_HDR_LEN;
+		m.resp.host_ref = net->last.act.host_ref;
+		m.resp.cookie = net->last.act.cookie;
+		m.resp.num_classes = 2;
+		proto_le_put_f64(data, -1.0);
+		proto_le_put_f64(data + 8, 3.0);
+		m.frag_len = (uint16_t)(m.total_len = 16);
+	} else {
+		m.hdr_len = PROTO_ERROR_NOTICE_HDR_LEN;
+		m.err.code = PROTO_ERR_BUSY;
+		m.err.host_ref = net->last.act.host_ref;
+		m.err.cookie = net->last.act.cookie;
+	}
+	m.data = data;
+	return m;
+}
+
+static void test_host_remote_window(void **state)
+{
+	struct kern_model *m = remote_model();
+	struct fake_req q[3] = {{7, 100, {0}, {0}}, {7, 101, {0}, {0}}, {7, 102, {0}, {0}}};
+	const struct host_remote_conf bad = {.window = KEXEC_FIFO + 1};
+	struct fake_net net;
+	struct kexec x;
+	struct kexec_done d[4];
+	struct kexec_caps caps;
+	struct proto_msg n;
+	uint8_t data[16];
+	char err[256];
 
 	(void)state;
-	assert_int_equal(host_nic_init(&n, 3, 1000), 0);
-	n.link_up = true;
+	assert_int_equal(kexec_open(&x, &host_exec_remote_ops, &bad, err, sizeof(err)), -EINVAL);
+	remote_open(&x, &net, m, 2, 3);
+	kexec_get_caps(&x, &caps);
+	assert_int_equal(caps.kind, KEXEC_KIND_NIC);
+	assert_int_equal(caps.max_batch, 1);
+	/* the link down: refused, nothing sent */
+	assert_int_equal(kexec_submit(&x, q[0].act, 1, q[0].scores, (uintptr_t)&q[0]), -ENOLINK);
+	assert_int_equal(net.n_sent, 0);
+	host_remote_set_link(&x, true);
+	q[0].act[0] = 0xa5;
+	assert_int_equal(kexec_submit(&x, q[0].act, 1, q[0].scores, (uintptr_t)&q[0]), 0);
+	/* the ACTIVATION: the caller's ids, flat bits at the NIC's first op, a host_ref naming
+	 * worker 3, the activation as its body */
+	assert_int_equal(net.last.type, PROTO_ACTIVATION);
+	assert_int_equal(net.last.request_id, 100);
+	assert_int_equal(net.last.act.reply_port, 4242);
+	assert_int_equal(net.last.tensor.fmt, PROTO_FMT_BITS);
+	assert_int_equal(net.last.tensor.c, 64);
+	assert_int_equal(net.last.tensor.layer, 2);
+	assert_int_equal(host_ref_worker(net.last.act.host_ref), 3);
+	assert_int_not_equal(net.last.act.host_ref >> 24, 0);
+	assert_int_equal(net.body[0], 0xa5);
+	n = notice_for(&net, PROTO_RESPONSE, data);
+	assert_int_equal(kexec_submit(&x, q[1].act, 1, q[1].scores, (uintptr_t)&q[1]), 0);
+	assert_int_equal(host_remote_in_flight(&x), 2);
+	/* window full: refused (the caller falls back) */
+	assert_int_equal(kexec_submit(&x, q[2].act, 1, q[2].scores, (uintptr_t)&q[2]), -EBUSY);
+	assert_int_equal(kexec_poll(&x, d, 4), 0);
+	/* the first one's notice completes it, out of order, with the scores it carries */
+	assert_int_equal(host_remote_notice(&x, &n), HOST_NOTICE_OK);
+	assert_int_equal(host_remote_notice(&x, &n), HOST_NOTICE_STALE); /* only once */
+	assert_int_equal(kexec_poll(&x, d, 4), 1);
+	assert_int_equal(d[0].tag, (uintptr_t)&q[0]);
+	assert_int_equal(d[0].status, 0);
+	assert_true(q[0].scores[0] == -1.0 && q[0].scores[1] == 3.0);
+	assert_int_equal(kexec_submit(&x, q[2].act, 1, q[2].scores, (uintptr_t)&q[2]), 0);
+	/* a send that fails leaves nothing in flight */
+	kexec_close(&x);
+	remote_open(&x, &net, m, 2, 0);
+	host_remote_set_link(&x, true);
+	net.send_ret = -ENOBUFS;
+	assert_int_equal(kexec_submit(&x, q[0].act, 1, q[0].scores, (uintptr_t)&q[0]), -ENOBUFS);
+	assert_int_equal(host_remote_in_flight(&x), 0);
+	kexec_close(&x);
+	/* only the NIC's range, entered as flat bits */
+	remote_open(&x, &net, m, 2, 0);
+	kexec_close(&x);
+	assert_int_equal(kexec_open(&x, &host_exec_remote_ops,
+				    &(struct host_remote_conf){.window = 1,
+							       .describe = fake_describe,
+							       .send = fake_send,
+							       .now = fake_now,
+							       .arg = &net},
+				    err, sizeof(err)),
+			 0);
+	assert_int_equal(kexec_load(&x, m, 1, 4, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(kexec_load(&x, m, 2, 4, 2, err, sizeof(err)), -EINVAL); /* batch 2 */
+	kexec_close(&x);
+	free(m->layers);
+	free(m);
+}
+
+/* A notice is taken only for the request in flight it names: host_ref (slot, generation,
+ * worker), model and request id, and the cookie of that request. */
+static void test_host_remote_notice_checks(void **state)
+{
+	struct kern_model *m = remote_model();
+	struct fake_req q = {7, 100, {0}, {0}};
+	struct fake_net net;
+	struct kexec x;
+	struct kexec_done d[2];
+	struct proto_msg n, bad;
+	uint8_t data[16];
+
+	(void)state;
+	remote_open(&x, &net, m, 4, 1);
+	host_remote_set_link(&x, true);
+	assert_int_equal(kexec_submit(&x, q.act, 1, q.scores, (uintptr_t)&q), 0);
+	n = notice_for(&net, PROTO_RESPONSE, data);
+	bad = n;
+	bad.resp.host_ref = 0;
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_STALE);
+	bad.resp.host_ref = n.resp.host_ref ^ (1u << 24); /* another generation */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_STALE);
+	bad.resp.host_ref = n.resp.host_ref ^ HOST_REF_WORKER(3); /* another worker's */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_STALE);
+	bad.resp.host_ref = n.resp.host_ref + 1; /* an entry not in flight */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_STALE);
+	bad = n;
+	bad.request_id = 101; /* another front-end's request with the same slot guessed */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_MISMATCH);
+	bad = n;
+	bad.model_id = 8;
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_MISMATCH);
+	bad = n;
+	bad.resp.cookie ^= 1; /* everything right but the cookie: forged */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_BAD_COOKIE);
+	bad.resp.cookie = 0; /* the short form of a RESPONSE (a front-end's) reads cookie 0 */
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_BAD_COOKIE);
+	bad = notice_for(&net, PROTO_ERROR, data);
+	bad.err.cookie++;
+	assert_int_equal(host_remote_notice(&x, &bad), HOST_NOTICE_BAD_COOKIE);
+	assert_int_equal(kexec_poll(&x, d, 2), 0); /* still in flight */
+	assert_int_equal(host_remote_in_flight(&x), 1);
+	assert_int_equal(host_remote_notice(&x, &n), HOST_NOTICE_OK);
+	assert_int_equal(kexec_poll(&x, d, 2), 1);
+	assert_int_equal(d[0].status, 0);
+	/* an ERROR notice with the right cookie: the request fails (-EIO: the caller falls back) */
+	assert_int_equal(kexec_submit(&x, q.act, 1, q.scores, (uintptr_t)&q), 0);
+	assert_int_not_equal(net.last.act.cookie, n.resp.cookie); /* a fresh cookie per request */
+	n = notice_for(&net, PROTO_ERROR, data);
+	assert_int_equal(host_remote_notice(&x, &n), HOST_NOTICE_OK);
+	assert_int_equal(kexec_poll(&x, d, 2), 1);
+	assert_int_equal(d[0].status, -EIO);
+	kexec_close(&x);
+	free(m->layers);
+	free(m);
+}
+
+static void test_host_remote_deadline(void **state)
+{
+	struct kern_model *m = remote_model();
+	struct fake_req q[4] = {
+	    {7, 1, {0}, {0}}, {7, 2, {0}, {0}}, {7, 3, {0}, {0}}, {7, 4, {0}, {0}}};
+	struct fake_net net;
+	struct kexec x;
+	struct kexec_done d[4];
+	struct proto_msg n;
+	uint8_t data[16];
+
+	(void)state;
+	remote_open(&x, &net, m, 4, 0);
+	host_remote_set_link(&x, true);
 	for (int i = 0; i < 3; i++) {
-		reqs[i].request_id = 100 + i;
-		reqs[i].model_id = 7;
-		host_nic_sent(&n, &reqs[i], 10 * i);
+		net.now = 10 * (uint64_t)i;
+		assert_int_equal(kexec_submit(&x, q[i].act, 1, q[i].scores, (uintptr_t)&q[i]), 0);
+		if (i == 1)
+			n = notice_for(&net, PROTO_RESPONSE, data);
 	}
-	assert_null(host_nic_complete(&n, 7, 999));		   /* unknown: a late notice */
-	assert_null(host_nic_complete(&n, 8, 101));		   /* other model */
-	assert_ptr_equal(host_nic_complete(&n, 7, 101), &reqs[1]); /* the middle one */
-	assert_null(host_nic_complete(&n, 7, 101));		   /* only once */
-	assert_int_equal(host_nic_in_flight(&n), 2);
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 30), HOST_FB_NONE);
+	assert_int_equal(host_remote_notice(&x, &n), HOST_NOTICE_OK); /* the middle one */
+	net.now = 999;
+	assert_int_equal(kexec_poll(&x, d, 4), 1); /* the notice; no deadline passed yet */
+	assert_int_equal(d[0].tag, (uintptr_t)&q[1]);
 	/* expiry in order, skipping the completed entry */
-	assert_null(host_nic_expired(&n, 999));
-	assert_ptr_equal(host_nic_expired(&n, 1000), &reqs[0]);
-	assert_null(host_nic_expired(&n, 1019));
-	assert_ptr_equal(host_nic_expired(&n, 1020), &reqs[2]);
-	assert_int_equal(host_nic_in_flight(&n), 0);
-	/* a missed deadline makes the NIC suspect for 10 x timeout; a notice clears it */
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 1021), HOST_FB_SUSPECT);
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 1020 + 10000), HOST_FB_NONE);
-	host_nic_sent(&n, &reqs[3], 1030);
-	reqs[3].request_id = 5;
-	reqs[3].model_id = 7;
-	n.suspect_until = 5000;
-	assert_ptr_equal(host_nic_complete(&n, 7, 5), &reqs[3]);
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 1040), HOST_FB_NONE);
-	host_nic_fini(&n);
+	net.now = 1000;
+	assert_int_equal(kexec_poll(&x, d, 4), 1);
+	assert_int_equal(d[0].tag, (uintptr_t)&q[0]);
+	assert_int_equal(d[0].status, -ETIMEDOUT);
+	net.now = 1019;
+	assert_int_equal(kexec_poll(&x, d, 4), 0);
+	net.now = 1020;
+	assert_int_equal(kexec_poll(&x, d, 4), 1);
+	assert_int_equal(d[0].tag, (uintptr_t)&q[2]);
+	/* a missed deadline makes the NIC suspect for 10 x timeout */
+	net.now = 1021;
+	assert_int_equal(kexec_submit(&x, q[3].act, 1, q[3].scores, (uintptr_t)&q[3]), -EAGAIN);
+	net.now = 1020 + 10000;
+	assert_int_equal(kexec_submit(&x, q[3].act, 1, q[3].scores, (uintptr_t)&q[3]), 0);
+	/* the NIC went away: every request in flight fails at the next poll, new ones refused */
+	host_remote_set_link(&x, false);
+	assert_int_equal(kexec_poll(&x, d, 4), 1);
+	assert_int_equal(d[0].status, -ENOLINK);
+	assert_int_equal(kexec_submit(&x, q[0].act, 1, q[0].scores, (uintptr_t)&q[0]), -ENOLINK);
+	assert_int_equal(host_remote_in_flight(&x), 0);
+	kexec_close(&x);
+	free(m->layers);
+	free(m);
 }
 
-static void test_host_nic_link_down(void **state)
+/* The window's ring wraps many times, notices arriving in any order, without losing entries. */
+static void test_host_remote_wrap(void **state)
 {
-	struct host_nic n;
+	struct kern_model *m = remote_model();
+	struct fake_req q[3];
+	struct proto_msg n[3];
+	struct fake_net net;
+	struct kexec x;
+	struct kexec_done d[4];
+	uint8_t data[3][16];
 
 	(void)state;
-	assert_int_equal(host_nic_init(&n, 4, 1000000), 0);
-	n.link_up = true;
-	for (int i = 0; i < 4; i++)
-		host_nic_sent(&n, &reqs[i], 0);
-	assert_null(host_nic_expired(&n, 10)); /* within the deadline */
-	n.link_up = false;		       /* the NIC went away: every one falls back now */
-	for (int i = 0; i < 4; i++)
-		assert_ptr_equal(host_nic_expired(&n, 10), &reqs[i]);
-	assert_null(host_nic_expired(&n, 10));
-	assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, 10), HOST_FB_LINK_DOWN);
-	host_nic_fini(&n);
-}
-
-/* The ring wraps many times under a steady window without losing entries. */
-static void test_host_nic_wrap(void **state)
-{
-	struct host_nic n;
-	uint64_t t = 0;
-
-	(void)state;
-	assert_int_equal(host_nic_init(&n, 3, 100), 0);
-	n.link_up = true;
-	for (int round = 0; round < 50; round++) {
+	remote_open(&x, &net, m, 3, 2);
+	host_remote_set_link(&x, true);
+	for (int round = 0; round < 100; round++) {
 		for (int i = 0; i < 3; i++) {
-			assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, t), HOST_FB_NONE);
-			reqs[i].request_id = (uint64_t)round * 3 + i;
-			reqs[i].model_id = 7;
-			host_nic_sent(&n, &reqs[i], t++);
+			q[i] = (struct fake_req){7, (uint64_t)round * 3 + i, {0}, {0}};
+			assert_int_equal(
+			    kexec_submit(&x, q[i].act, 1, q[i].scores, (uintptr_t)&q[i]), 0);
+			n[i] = notice_for(&net, PROTO_RESPONSE, data[i]);
 		}
-		assert_int_equal(host_nic_decide(&n, HOST_MODE_COPROC, t), HOST_FB_WINDOW);
-		assert_ptr_equal(host_nic_complete(&n, 7, (uint64_t)round * 3 + 2), &reqs[2]);
-		assert_ptr_equal(host_nic_complete(&n, 7, (uint64_t)round * 3), &reqs[0]);
-		assert_ptr_equal(host_nic_complete(&n, 7, (uint64_t)round * 3 + 1), &reqs[1]);
-		assert_int_equal(host_nic_in_flight(&n), 0);
+		assert_int_equal(kexec_submit(&x, q[0].act, 1, q[0].scores, (uintptr_t)&q[0]),
+				 -EBUSY);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(host_remote_notice(&x, &n[(i + round) % 3]),
+					 HOST_NOTICE_OK);
+		assert_int_equal(kexec_poll(&x, d, 4), 3);
+		assert_int_equal(d[0].tag, (uintptr_t)&q[round % 3]);
+		assert_int_equal(host_remote_in_flight(&x), 0);
 	}
-	host_nic_fini(&n);
+	kexec_close(&x);
+	free(m->layers);
+	free(m);
+}
+
+/* --- reply templates, cookies, source checks, the spread ------------------------------------ */
+
+/* A frame from a template equals the one built and checksummed in full, byte for byte. */
+static void expect_tpl_exact(const struct proto_msg *m, uint32_t var_from, const uint8_t *data,
+			     bool offload)
+{
+	const struct proto_addr to = {.smac = {2, 0, 0, 0, 0, 1},
+				      .dmac = {0x52, 0x54, 0, 0x12, 0x34, 0x56},
+				      .sip = 0x0a580101,
+				      .dip = 0x0a5801fe,
+				      .sport = PROTO_DEFAULT_PORT,
+				      .dport = 40001};
+	uint8_t a[PROTO_FRAME_MAX], b[PROTO_FRAME_MAX];
+	struct host_tpl t;
+	struct proto_msg c = *m;
+	uint32_t la, lb;
+	int n;
+
+	c.model_id = 0x1234;
+	c.request_id = 0x0102030405060708ull;
+	assert_int_equal(host_tpl_init(&t, m, var_from, &to, offload), 0);
+	la = host_tpl_fill(&t, a, &c, data, &to);
+	n = proto_build(&c, data, m->total_len, b + PROTO_FRAME_HDRS, sizeof(b) - PROTO_FRAME_HDRS);
+	assert_true(n > 0);
+	lb = proto_frame_udp(b, &to, (uint32_t)n, offload);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+}
+
+static void test_host_tpl_checksums(void **state)
+{
+	uint8_t data[1024];
+	struct proto_msg m;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 37 + 11);
+	for (int offload = 0; offload < 2; offload++) {
+		proto_msg_init(&m, PROTO_RESPONSE, 0, 0);
+		m.resp.num_classes = 10;
+		m.resp.score_fmt = PROTO_FMT_F64;
+		m.frag_len = (uint16_t)(m.total_len = 80);
+		expect_tpl_exact(&m, PROTO_COMMON_LEN, data, offload);
+		m.resp.cls = 7;
+		m.resp.executors = PROTO_EX_CPU;
+		for (unsigned t = 0; t < PROTO_T_COUNT; t++)
+			m.resp.t_ns[t] = 0xabcd0000u + t;
+		expect_tpl_exact(&m, PROTO_COMMON_LEN, data, offload);
+		proto_msg_init(&m, PROTO_ACTIVATION, 0, 0);
+		proto_msg_set_tensor(&m, PROTO_FMT_BITS, 3136, 1, 1, 0, 0);
+		m.tensor.layer = 9;
+		m.frag_len = (uint16_t)(m.total_len = 392);
+		m.act.reply_addr[10] = m.act.reply_addr[11] = 0xff;
+		m.act.reply_addr[15] = 2;
+		m.act.reply_port = 40000;
+		m.act.host_ref = 0x01300005;
+		m.act.t_host_ns = 123456;
+		expect_tpl_exact(&m, PROTO_COMMON_LEN + 32, data, offload);
+	}
+	/* a message of more than one datagram has no template */
+	proto_msg_init(&m, PROTO_RESPONSE, 0, 0);
+	m.frag_len = (uint16_t)(m.total_len = 1400); /* more than one datagram */
+	{
+		struct host_tpl t;
+		const struct proto_addr from = {.sip = 1, .sport = 2};
+
+		assert_int_equal(host_tpl_init(&t, &m, PROTO_COMMON_LEN, &from, false), -EINVAL);
+	}
+}
+
+static void test_host_cookie(void **state)
+{
+	struct host_cookie a, b;
+	uint64_t seen[512];
+
+	(void)state;
+	/* SipHash-2-4 reference vector: key 00..0f, message 00..07 */
+	assert_int_equal(
+	    host_siphash64(0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull, 0x0706050403020100ull),
+	    0x93f5f5799a932462ull);
+	assert_int_equal(host_cookie_init(&a), 0);
+	assert_int_equal(host_cookie_init(&b), 0);
+	assert_true(a.k0 != b.k0 || a.k1 != b.k1); /* a fresh key each time */
+	for (int i = 0; i < 512; i++) {
+		seen[i] = host_cookie_next(&a);
+		assert_int_not_equal(seen[i], 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(seen[i], seen[j]);
+	}
+	assert_int_not_equal(host_cookie_next(&b), seen[0]);
+}
+
+static void test_host_rate_limit(void **state)
+{
+	struct host_rl rl;
+	int ok = 0;
+
+	(void)state;
+	host_rl_init(&rl, 10, 10);
+	for (int i = 0; i < 50; i++)
+		ok += host_rl_take(&rl, 0x0a000001, 1000);
+	assert_int_equal(ok, 10); /* the burst, then nothing */
+	assert_false(host_rl_take(&rl, 0x0a000001, 1000 + 50000000));
+	assert_true(host_rl_take(&rl, 0x0a000001, 1000 + 100000000)); /* one token per 100 ms */
+	assert_false(host_rl_take(&rl, 0x0a000001, 1000 + 100000000));
+	assert_true(host_rl_take(&rl, 0x0a000002, 1000)); /* another source, its own bucket */
+	assert_true(host_rl_take(&rl, 0x0a000001, 5000000000ull)); /* idle: full again */
+	host_rl_init(&rl, 0, 0);
+	for (int i = 0; i < 1000; i++)
+		assert_true(host_rl_take(&rl, 0x0a000001, 0)); /* rate 0: no limit */
+}
+
+static void test_host_spread(void **state)
+{
+	uint32_t n[3] = {0};
+
+	(void)state;
+	for (uint64_t rid = 0; rid < 3000; rid++) {
+		uint32_t w = host_spread(0x0a580102, 40000, rid, 3);
+
+		assert_true(w < 3);
+		assert_int_equal(host_spread(0x0a580102, 40000, rid, 3), w); /* stable */
+		n[w]++;
+	}
+	for (int w = 0; w < 3; w++) /* one front-end's requests spread evenly (within 10%) */
+		assert_true(n[w] > 900 && n[w] < 1100);
+	assert_int_equal(host_spread(0x0a580102, 40000, 77, 1), 0);
 }
 
 /* --- plan execution ----------------------------------------------------------------------------
@@ -242,8 +567,7 @@ static void expect_split_exact(struct kern_model *m, uint32_t k, uint32_t batch)
 	assert_int_equal(hm_w.split, m->n_layers);
 	assert_int_equal(host_stage_init(&sc, &hm_c, batch, err, sizeof(err)), 0);
 	assert_int_equal(host_stage_init(&sw, &hm_w, batch, err, sizeof(err)), 0);
-	assert_int_equal(
-	    host_reqtab_init(&t, 2 * batch, hm_c.in_bytes, hm_c.act_bytes, hm_c.classes), 0);
+	assert_int_equal(host_reqtab_init(&t, 2 * batch, hm_c.act_bytes, hm_c.classes), 0);
 	nicfw_emu_params_default(&ep);
 	emu = nicfw_emu_create(m, hm_c.split, 16, &ep, err, sizeof(err));
 	if (!emu)
@@ -251,7 +575,7 @@ static void expect_split_exact(struct kern_model *m, uint32_t k, uint32_t batch)
 	x = test_random_inputs(m, 2 * batch);
 	for (uint32_t i = 0; i < 2 * batch; i++) {
 		r[i % batch] = host_reqtab_get(&t);
-		memcpy(r[i % batch]->in, x + (size_t)i * hm_c.in_bytes, hm_c.in_bytes);
+		r[i % batch]->in = x + (size_t)i * hm_c.in_bytes; /* in its frame, as received */
 		if (i % batch != batch - 1)
 			continue;
 		/* the whole model on one set of slots, front + back on copies */
@@ -260,7 +584,7 @@ static void expect_split_exact(struct kern_model *m, uint32_t k, uint32_t batch)
 			struct host_req *c = host_reqtab_get(&t);
 			struct host_req *w = r[j];
 
-			memcpy(c->in, w->in, hm_c.in_bytes);
+			c->in = w->in;
 			assert_int_equal(w->executors, PROTO_EX_CPU);
 			r[j] = c;
 			assert_int_equal(host_stage_run(&sc, HOST_STAGE_FRONT, &r[j], 1), 0);
@@ -276,7 +600,7 @@ static void expect_split_exact(struct kern_model *m, uint32_t k, uint32_t batch)
 
 			for (uint32_t j = 0; j < batch; j++) {
 				c[j] = host_reqtab_get(&t);
-				memcpy(c[j]->in, r[j]->in, hm_c.in_bytes);
+				c[j]->in = r[j]->in;
 			}
 			assert_int_equal(host_stage_run(&sc, HOST_STAGE_FRONT, c, batch), 0);
 			assert_int_equal(host_stage_run(&sc, HOST_STAGE_BACK, c, batch), 0);
@@ -491,11 +815,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_host_reqtab_get_put),
-	    cmocka_unit_test(test_host_nic_decide),
-	    cmocka_unit_test(test_host_nic_ref),
-	    cmocka_unit_test(test_host_nic_complete_out_of_order),
-	    cmocka_unit_test(test_host_nic_link_down),
-	    cmocka_unit_test(test_host_nic_wrap),
+	    cmocka_unit_test(test_host_remote_window),
+	    cmocka_unit_test(test_host_remote_notice_checks),
+	    cmocka_unit_test(test_host_remote_deadline),
+	    cmocka_unit_test(test_host_remote_wrap),
+	    cmocka_unit_test(test_host_tpl_checksums),
+	    cmocka_unit_test(test_host_cookie),
+	    cmocka_unit_test(test_host_rate_limit),
+	    cmocka_unit_test(test_host_spread),
 	    cmocka_unit_test(test_host_plan_bundled_cnn),
 	    cmocka_unit_test(test_host_plan_standalone_mlp),
 	    cmocka_unit_test(test_host_cidr),

@@ -3,7 +3,9 @@
  * XDP executor tests: the BPF program run through BPF_PROG_TEST_RUN must give exactly
  * kern_forward's class and scores (every bit) on random binary MLPs with odd widths and on the
  * bundled Fashion-MNIST MLP; malformed and foreign packets get the documented verdict, are
- * counted under their reason, and are never answered wrongly.
+ * counted under their reason, and are never answered wrongly; a wrong format or shape is
+ * answered ERROR bad_shape (as splitnic-nic and splitnic-host answer it), within the source's
+ * ERROR rate; no reply is larger than its request.
  *
  * Needs root and BPF. Outside CI the tests skip with a message when either is missing; under
  * CI=true they fail instead (CI has both).
@@ -134,8 +136,9 @@ static void check_one(struct xdp_infer *x, const struct kern_model *m, struct ke
 	char err[256];
 	int len, nc;
 
-	len = xdp_infer_build_request(frame, sizeof(frame), PORT, c->model_id, rid, m->input.c,
-				      m->input.h, m->input.w, in);
+	len = xdp_infer_build_request_hdr(frame, sizeof(frame), PORT, c->model_id, rid,
+					  PROTO_FMT_U8, m->input.c, m->input.h, m->input.w, in,
+					  xdp_infer_request_hdr_len(x, PROTO_FMT_U8));
 	assert_true(len > 0);
 	assert_int_equal(xdp_infer_test_run(x, frame, (uint32_t)len, out, &olen, 1, &verdict, NULL),
 			 0);
@@ -440,6 +443,44 @@ static void fix_lengths(uint8_t *p, int len)
 	proto_put16(p + 24, (uint16_t)~sum);
 }
 
+/* Run one frame; return the counter deltas, the verdict and the output frame. */
+static void run_frame(struct pkt_fx *f, const uint8_t *p, int len, uint8_t *out, uint32_t *olen,
+		      uint32_t *verdict, uint64_t d[XDP_INFER_ST__COUNT])
+{
+	uint64_t before[XDP_INFER_ST__COUNT], after[XDP_INFER_ST__COUNT];
+
+	assert_int_equal(xdp_infer_read_stats(f->x, before), 0);
+	assert_int_equal(xdp_infer_test_run(f->x, p, (uint32_t)len, out, olen, 1, verdict, NULL),
+			 0);
+	assert_int_equal(xdp_infer_read_stats(f->x, after), 0);
+	for (unsigned k = 0; k < XDP_INFER_ST__COUNT; k++)
+		d[k] = after[k] - before[k];
+}
+
+/* A frame with another format or shape: ERROR bad_shape back to its sender, no larger than the
+ * request, counted error_bad_shape and nothing else. */
+static void expect_bad_shape(struct pkt_fx *f, const uint8_t *p, int len, const char *what)
+{
+	uint64_t d[XDP_INFER_ST__COUNT];
+	uint8_t out[4096];
+	uint32_t olen = sizeof(out), verdict, code;
+	struct proto_msg m;
+	char err[256];
+
+	run_frame(f, p, len, out, &olen, &verdict, d);
+	if (verdict != XDP_TX)
+		fail_msg("%s: verdict %u, want XDP_TX (ERROR bad_shape)", what, verdict);
+	for (unsigned k = 0; k < XDP_INFER_ST__COUNT; k++)
+		if (d[k] != (k == XDP_INFER_ST_BAD_SHAPE))
+			fail_msg("%s: counter %s moved by %lu", what, xdp_infer_stat_name(k),
+				 (unsigned long)d[k]);
+	assert_int_equal(proto_parse(p + 42, (size_t)len - 42, &m), PROTO_OK);
+	if (xdp_infer_parse_error(out, olen, m.request_id, &code, err, sizeof(err)))
+		fail_msg("%s: %s", what, err);
+	assert_int_equal(code, PROTO_ERR_BAD_SHAPE);
+	assert_true(olen <= (uint32_t)len);
+}
+
 /* Run one frame; it must get `want`, be counted under `reason`, and come back unchanged. */
 static void expect_verdict(struct pkt_fx *f, const uint8_t *p, int len, uint32_t want,
 			   unsigned reason, const char *what)
@@ -512,13 +553,18 @@ static void test_xdp_malformed(void **state)
 	/* well-formed but not served here: passed for a host server to answer */
 	MUT(proto_put32(p + 42 + 8, 0x1234567), XDP_PASS, XDP_INFER_ST_OTHER_MODEL,
 	    "another model id");
-	MUT((proto_put32(p + 42 + 36, 35), proto_put32(p + 42 + 48, 35),
-	     proto_put32(p + 42 + 24, 35), proto_put16(p + 42 + 6, 35), len = 42 + 64 + 35,
-	     fix_lengths(p, len)),
-	    XDP_PASS, XDP_INFER_ST_BAD_INPUT, "shape 35x1x1 for a 70x1x1 model");
-	MUT((proto_put32(p + 42 + 24, 140), proto_put16(p + 42 + 6, 140),
-	     p[42 + 32] = PROTO_FMT_FP16, len = 42 + 64 + 140, fix_lengths(p, len)),
-	    XDP_PASS, XDP_INFER_ST_BAD_INPUT, "fp16 tensor");
+	/* a wrong shape or format: ERROR bad_shape, as every executor answers it */
+	memcpy(p, f.good, (size_t)f.good_len);
+	proto_put32(p + 42 + 36, 35), proto_put32(p + 42 + 48, 35), proto_put32(p + 42 + 24, 35);
+	proto_put16(p + 42 + 6, 35), len = 42 + 64 + 35, fix_lengths(p, len);
+	expect_bad_shape(&f, p, len, "shape 35x1x1 for a 70x1x1 model");
+	memcpy(p, f.good, (size_t)f.good_len);
+	proto_put32(p + 42 + 36, 7), proto_put32(p + 42 + 40, 10); /* 7x10x1: the count, 70 */
+	expect_bad_shape(&f, p, f.good_len, "shape 7x10x1 for a 70x1x1 model");
+	memcpy(p, f.good, (size_t)f.good_len);
+	proto_put32(p + 42 + 24, 140), proto_put16(p + 42 + 6, 140), p[42 + 32] = PROTO_FMT_FP16;
+	len = 42 + 64 + 140, fix_lengths(p, len);
+	expect_bad_shape(&f, p, len, "fp16 tensor");
 	MUT((proto_put32(p + 42 + 24, 140), proto_put16(p + 42 + 6, 64),
 	     p[42 + 32] = PROTO_FMT_FP16, len = 42 + 64 + 64, fix_lengths(p, len)),
 	    XDP_PASS, XDP_INFER_ST_FRAGMENT, "first fragment of a larger message");
@@ -577,6 +623,15 @@ static void test_xdp_mutations_never_wrong(void **state)
 			/* it was a valid request; recompute from what it carried */
 			assert_int_equal(proto_parse(p + 42, (size_t)len - 42, &m), PROTO_OK);
 			assert_int_equal(m.type, PROTO_REQUEST);
+			if (!proto_input_matches(&m.tensor, PROTO_FMT_U8, 70, 1, 1)) {
+				uint32_t code;
+
+				if (xdp_infer_parse_error(out, olen, m.request_id, &code, err,
+							  sizeof(err)))
+					fail_msg("mutation %d: %s", it, err);
+				assert_int_equal(code, PROTO_ERR_BAD_SHAPE);
+				continue;
+			}
 			assert_int_equal(m.frag_len, 70);
 			if (xdp_infer_parse_response(out, olen, m.request_id, &cls, got, MAXC, err,
 						     sizeof(err)) < 0)
@@ -589,8 +644,10 @@ static void test_xdp_mutations_never_wrong(void **state)
 			assert_memory_equal(out, p, (size_t)len);
 			if (verdict == XDP_DROP) {
 				drop++;
-				assert_int_not_equal(proto_parse(p + 42, (size_t)len - 42, &m),
-						     PROTO_OK);
+				/* malformed, or an ERROR over the source's rate */
+				if (proto_parse(p + 42, (size_t)len - 42, &m) == PROTO_OK)
+					assert_false(
+					    proto_input_matches(&m.tensor, PROTO_FMT_U8, 70, 1, 1));
 			} else {
 				assert_int_equal(verdict, XDP_PASS);
 				pass++;
@@ -600,6 +657,84 @@ static void test_xdp_mutations_never_wrong(void **state)
 	print_message("mutations: %u answered, %u dropped, %u passed\n", tx, drop, pass);
 	assert_true(tx > 0 && drop > 0 && pass > 0);
 	pkt_teardown(&f);
+}
+
+/* ERROR bad_shape is rate-limited per source: a burst, then none until the bucket refills. */
+static void test_xdp_error_rate(void **state)
+{
+	struct pkt_fx f = {0};
+	uint64_t d[XDP_INFER_ST__COUNT];
+	uint8_t p[2048], out[4096];
+	uint32_t olen, verdict;
+	char err[1024];
+	int len;
+
+	pkt_setup(&f);
+	xdp_infer_free(f.x);
+	f.x = xdp_infer_load_limited(f.m, PORT, 0, 1, 2, err, sizeof(err)); /* 1/s, 2 at once */
+	if (!f.x)
+		fail_msg("xdp_infer_load_limited: %s", err);
+	memcpy(p, f.good, (size_t)f.good_len);
+	proto_put32(p + 42 + 36, 7), proto_put32(p + 42 + 40, 10); /* 7x10x1 */
+	len = f.good_len;
+	expect_bad_shape(&f, p, len, "first bad shape");
+	expect_bad_shape(&f, p, len, "second bad shape");
+	olen = sizeof(out);
+	run_frame(&f, p, len, out, &olen, &verdict, d);
+	assert_int_equal(verdict, XDP_DROP);
+	assert_int_equal(d[XDP_INFER_ST_ERR_LIMITED], 1);
+	assert_int_equal(d[XDP_INFER_ST_BAD_SHAPE], 0);
+	proto_put32(p + 26, 0x0a000063); /* another source (10.0.0.99): its own bucket */
+	fix_lengths(p, len);
+	olen = sizeof(out);
+	run_frame(&f, p, len, out, &olen, &verdict, d);
+	assert_int_equal(verdict, XDP_TX);
+	assert_int_equal(d[XDP_INFER_ST_BAD_SHAPE], 1);
+	/* valid requests are never limited */
+	for (int i = 0; i < 5; i++)
+		check_one(f.x, f.m, f.ctx, f.in, 10 + (uint64_t)i);
+	pkt_teardown(&f);
+}
+
+/* A RESPONSE larger than its REQUEST (8 u8 inputs, 20 classes: 72 bytes in, 240 out) is not
+ * sent: passed to the stack; the same REQUEST with its header padded to 256 bytes is answered. */
+static void test_xdp_no_larger_reply(void **state)
+{
+	uint64_t d[XDP_INFER_ST__COUNT];
+	uint8_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, frame[2048], out[4096];
+	uint32_t olen = sizeof(out), verdict, cls;
+	struct pkt_fx f = {0};
+	struct proto_msg m;
+	double got[MAXC];
+	char err[256];
+	int len, n;
+
+	need_bpf();
+	f.m = random_mlp(8, (uint32_t[]){16, 20}, 2, false);
+	f.x = load(f.m);
+	len = xdp_infer_build_request(frame, sizeof(frame), PORT, 0, 5, 8, 1, 1, in);
+	assert_true(len > 0);
+	run_frame(&f, frame, len, out, &olen, &verdict, d);
+	assert_int_equal(verdict, XDP_PASS);
+	assert_int_equal(d[XDP_INFER_ST_LARGER], 1);
+	assert_int_equal(olen, len);
+	assert_memory_equal(out, frame, (size_t)len);
+	proto_msg_init(&m, PROTO_REQUEST, 0, 6);
+	proto_msg_set_tensor(&m, PROTO_FMT_U8, 8, 1, 1, 0, 0);
+	m.hdr_len = PROTO_MAX_HDR_LEN;
+	n = proto_build(&m, in, 8, frame + 42, sizeof(frame) - 42);
+	assert_true(n > 0);
+	len = 42 + n;
+	fix_lengths(frame, len);
+	olen = sizeof(out);
+	run_frame(&f, frame, len, out, &olen, &verdict, d);
+	assert_int_equal(verdict, XDP_TX);
+	assert_int_equal(d[XDP_INFER_ST_ANSWERED], 1);
+	if (xdp_infer_parse_response(out, olen, 6, &cls, got, MAXC, err, sizeof(err)) != 20)
+		fail_msg("padded request: %s", err);
+	assert_true(olen <= (uint32_t)len);
+	xdp_infer_free(f.x);
+	kern_model_free(f.m);
 }
 
 /* --- f32 input: binarized at the input, served as f32 or bits requests ------------------- */
@@ -762,8 +897,9 @@ static void check_fmt(struct xdp_infer *x, const struct kern_model *m, struct ke
 	char err[256];
 	int len, nc;
 
-	len = xdp_infer_build_request_fmt(frame, sizeof(frame), PORT, c->model_id, rid, fmt,
-					  m->input.c, m->input.h, m->input.w, body);
+	len = xdp_infer_build_request_hdr(frame, sizeof(frame), PORT, c->model_id, rid, fmt,
+					  m->input.c, m->input.h, m->input.w, body,
+					  xdp_infer_request_hdr_len(x, fmt));
 	assert_true(len > 0);
 	assert_int_equal(xdp_infer_test_run(x, frame, (uint32_t)len, out, &olen, 1, &verdict, NULL),
 			 0);
@@ -893,7 +1029,7 @@ static void test_xdp_bits_input(void **state)
 	f32_case(1000, 1, 1, 0, false, (uint32_t[]){65, 4}, 2, 50);
 }
 
-/* Requests the f32 models do not serve are passed, unchanged, as a bad input format. */
+/* Requests in another format or shape than an f32 model's input: ERROR bad_shape. */
 static void test_xdp_f32_refused_requests(void **state)
 {
 	struct pkt_fx f = {0};
@@ -909,14 +1045,13 @@ static void test_xdp_f32_refused_requests(void **state)
 	assert_true(c->in_f32 && !c->in_bits);
 	len = xdp_infer_build_request_fmt(frame, sizeof(frame), PORT, c->model_id, 3,
 					  PROTO_FMT_BITS, 130, 1, 1, bits);
-	expect_verdict(&f, frame, len, XDP_PASS, XDP_INFER_ST_BAD_INPUT,
-		       "bits request to a model with batch-norm before the sign");
+	expect_bad_shape(&f, frame, len, "bits request to a model with batch-norm before the sign");
 	len = xdp_infer_build_request_fmt(frame, sizeof(frame), PORT, c->model_id, 4, PROTO_FMT_U8,
 					  130, 1, 1, u8in);
-	expect_verdict(&f, frame, len, XDP_PASS, XDP_INFER_ST_BAD_INPUT, "u8 request, f32 model");
+	expect_bad_shape(&f, frame, len, "u8 request, f32 model");
 	len = xdp_infer_build_request_fmt(frame, sizeof(frame), PORT, c->model_id, 5, PROTO_FMT_F32,
 					  65, 2, 1, in);
-	expect_verdict(&f, frame, len, XDP_PASS, XDP_INFER_ST_BAD_INPUT, "f32, shape 65x2x1");
+	expect_bad_shape(&f, frame, len, "f32, shape 65x2x1");
 	xdp_infer_free(f.x);
 	kern_model_free(f.m);
 	/* f32 to a u8 model */
@@ -925,10 +1060,10 @@ static void test_xdp_f32_refused_requests(void **state)
 	c = &xdp_infer_get_plan(f.x)->cfg;
 	len = xdp_infer_build_request_fmt(frame, sizeof(frame), PORT, c->model_id, 6, PROTO_FMT_F32,
 					  130, 1, 1, in);
-	expect_verdict(&f, frame, len, XDP_PASS, XDP_INFER_ST_BAD_INPUT, "f32 request, u8 model");
+	expect_bad_shape(&f, frame, len, "f32 request, u8 model");
 	len = xdp_infer_build_request_fmt(frame, sizeof(frame), PORT, c->model_id, 7,
 					  PROTO_FMT_BITS, 130, 1, 1, bits);
-	expect_verdict(&f, frame, len, XDP_PASS, XDP_INFER_ST_BAD_INPUT, "bits request, u8 model");
+	expect_bad_shape(&f, frame, len, "bits request, u8 model");
 	xdp_infer_free(f.x);
 	kern_model_free(f.m);
 }
@@ -994,6 +1129,8 @@ int main(void)
 	    cmocka_unit_test(test_xdp_budget_refusals),
 	    cmocka_unit_test(test_xdp_malformed),
 	    cmocka_unit_test(test_xdp_mutations_never_wrong),
+	    cmocka_unit_test(test_xdp_error_rate),
+	    cmocka_unit_test(test_xdp_no_larger_reply),
 	    cmocka_unit_test(test_xdp_f32_random),
 	    cmocka_unit_test(test_xdp_bits_input),
 	    cmocka_unit_test(test_xdp_f32_refused_requests),

@@ -242,7 +242,7 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 	double *cpu = NULL, *xs = NULL;
 	uint8_t *inputs = NULL, *body = NULL;
 	double *dx = NULL;
-	uint32_t n = 0, classes, agree = 0, verdict, ns, cls, olen;
+	uint32_t n = 0, classes, agree = 0, verdict, ns, cls, olen, fmt;
 	FILE *sf = NULL;
 	int len, ret = 1;
 
@@ -273,9 +273,10 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 		const struct xdp_infer_cfg *c = &xdp_infer_get_plan(x)->cfg;
 
 		if (m->input.fmt != KERN_FMT_F32) {
-			len =
-			    xdp_infer_build_request(frame, sizeof(frame), c->port, c->model_id,
-						    i + 1, m->input.c, m->input.h, m->input.w, img);
+			len = xdp_infer_build_request_hdr(
+			    frame, sizeof(frame), c->port, c->model_id, i + 1, PROTO_FMT_U8,
+			    m->input.c, m->input.h, m->input.w, img,
+			    xdp_infer_request_hdr_len(x, PROTO_FMT_U8));
 		} else {
 			uint64_t ne = kern_shape_elems(&m->input);
 
@@ -290,10 +291,10 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 			}
 			if (o->bits)
 				proto_bits_pack(dx, ne, body);
-			len = xdp_infer_build_request_fmt(frame, sizeof(frame), c->port,
-							  c->model_id, i + 1,
-							  o->bits ? PROTO_FMT_BITS : PROTO_FMT_F32,
-							  m->input.c, m->input.h, m->input.w, body);
+			fmt = o->bits ? PROTO_FMT_BITS : PROTO_FMT_F32;
+			len = xdp_infer_build_request_hdr(
+			    frame, sizeof(frame), c->port, c->model_id, i + 1, fmt, m->input.c,
+			    m->input.h, m->input.w, body, xdp_infer_request_hdr_len(x, fmt));
 		}
 		/* repeat 1 each time: a repeated run would see its own rewritten response */
 		for (long r = 0; r < o->repeat; r++) {

@@ -21,7 +21,8 @@
 #   start TAG DIR NIC-ARGS -- [HOST-ARGS]
 #                            splitnic-nic (EAL: $LAB_NIC_EAL, default -l 0) with NIC-ARGS
 #                            after its "--", then, when HOST-ARGS are given, splitnic-host
-#                            (EAL: $LAB_HOST_EAL, default -l 1) with them; both answer for
+#                            (EAL: $LAB_HOST_EAL, default -l 1) with them and the front-end's
+#                            network allowed (replies larger than requests); both answer for
 #                            10.89.0.1. Waits (up to a minute each) until both serve and the
 #                            host's link is up. Logs, pid files and --stats-file outputs in DIR.
 #   stop TAG DIR             SIGTERM to both (SIGKILL after 5 s), their DPDK runtime folders
@@ -137,7 +138,8 @@ start() {
 	# shellcheck disable=SC2086
 	ip netns exec "$ns_h" "$B/splitnic-host" ${LAB_HOST_EAL:--l 1} --no-huge -m 512 \
 		--file-prefix "$pfx_h" --no-pci --vdev net_af_packet0,iface=vl,qdisc_bypass=0 -- \
-		"${host_args[@]}" --ip "$ADDR" --stats-file "$dir/host.stats" >>"$dir/host.log" 2>&1 &
+		"${host_args[@]}" --ip "$ADDR" --allow 10.89.0.0/24 --stats-file "$dir/host.stats" \
+		>>"$dir/host.log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$dir/host.pid"
 	wait_ready "$dir/host.log" "^host: serving" "$pid" splitnic-host ||

@@ -15,10 +15,20 @@
  *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
  *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
  *       [--name NAME] [--idle-sleep-us US] [--drain-ms MS]
+ *       [--allow CIDR ...] [--error-rate N] [--error-burst N]
  *
  * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
- * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent back to
- * the host (splitnic-host's completion notice, see nicfw/dispatch.h).
+ * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent to the
+ * host port in the notice form (splitnic-host's completion notice, see nicfw/dispatch.h).
+ * --allow: the front-ends the NIC answers itself (others: dropped, counted; without it every
+ * front-end is answered, never with a reply larger than its request); --error-rate/--error-burst:
+ * ERRORs per second, and at once, per front-end address (nicfw/dispatch.h).
+ *
+ * Links: a net_memif port is polled and transmitted to only while its link is up and memif's
+ * control plane (on EAL's interrupt thread, where a disconnecting peer makes it unmap the shared
+ * rings) is held off, see ctl_hold(). At exit the ports are stopped and closed from an EAL
+ * alarm, i.e. on that same interrupt thread, so that a disconnect of the peer stopping at the
+ * same moment cannot run in the middle of ours.
  *
  * HEALTH (nicfw/health.h): the NIC answers probes on its wire port with its identity (--name,
  * default splitnic-nic@--ip), its models (stand-alone ones whole, co-processor parts as nic-part)
@@ -38,12 +48,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_alarm.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -52,6 +64,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_ring.h>
 #include <rte_telemetry.h>
 
 #include "conf/conf.h"
@@ -64,15 +77,21 @@
 #include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
 
-#define NIC_BURST	 32
-#define NIC_RX_DESC	 1024
-#define NIC_TX_DESC	 1024
-#define NIC_MBUFS	 8191
-#define NIC_TX_TRIES	 64
-#define NIC_RUN_SLICE	 64	     /* inline runner: handlers per loop turn */
-#define NIC_EMU_WARM	 32	     /* emu: most warm-up requests to find the steady state */
-#define NIC_SAMPLES	 4096	     /* per model: the last NIC times kept for percentiles */
-#define NIC_LINK_POLL_NS 10000000ull /* HEALTH state: link and signals checked this often */
+#define NIC_BURST	  32
+#define NIC_RX_DESC	  1024
+#define NIC_TX_DESC	  1024
+#define NIC_MBUFS	  8191
+#define NIC_TX_TRIES	  64
+#define NIC_RUN_SLICE	  64	      /* inline runner: handlers per loop turn */
+#define NIC_EMU_WARM	  32	      /* emu: most warm-up requests to find the steady state */
+#define NIC_SAMPLES	  4096	      /* per model: the last NIC times kept for percentiles */
+#define NIC_LINK_POLL_NS  10000000ull /* HEALTH state: link and signals checked this often */
+#define NIC_CTL_PERIOD_US 2000000     /* memif's control plane let go at least this often, */
+#define NIC_CTL_QUIET_US  20000	      /* when the port has been quiet this long, ... */
+#define NIC_CTL_GAP_US	  100	      /* ... for this long at least (see ctl_hold()) */
+#define NIC_BACKLOG	  4096	      /* frames a gated port keeps while it is not usable */
+
+enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
 
 struct nic_opts {
 	const char *model_path[NICFW_DISP_MAX_MODELS];
@@ -80,6 +99,9 @@ struct nic_opts {
 	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_first */
 	bool id_given[NICFW_DISP_MAX_MODELS];
 	bool notify_host;
+	uint32_t n_allow;
+	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
+	uint32_t err_rate, err_burst;
 	uint32_t n_models;
 	uint32_t executors;
 	bool emu;
@@ -128,7 +150,22 @@ struct nic {
 	struct rte_mempool *pool;
 	struct rte_eth_dev_tx_buffer *txb[2];
 	uint16_t port_id[2];
-	uint64_t tx_drop[2]; /* frames a port would not take after NIC_TX_TRIES */
+	bool link_gated[2]; /* memif: used only while its link is up and ctl_hold() holds */
+	bool link_up[2];    /* this loop turn: the link (always true for other ports) */
+	bool usable[2];	    /* this loop turn: the port may be polled and sent to */
+	struct rte_ring *backlog[2]; /* a gated port's frames while it is up but not usable */
+	bool ports_closed;	     /* set by the alarm that closes them */
+	bool intr_parked;	     /* set by the last alarm (intr_park()) */
+	sem_t ctl_sem;		     /* memif's control plane held: see ctl_hold() */
+	int ctl_state;		     /* enum nic_ctl */
+	bool ctl_armed, ctl_rearm;
+	uint64_t ctl_next;		 /* TSC of the next release */
+	uint64_t ctl_quiet;		 /* TSC since which the gated ports moved no frame */
+	uint64_t gated_frames;		 /* frames received from and sent to the gated ports */
+	uint64_t gated_seen, drops_seen; /* gated_frames and tx_drop at the last check */
+	uint64_t tx_drop[2];		 /* frames a port would not take after NIC_TX_TRIES */
+	uint64_t link_down_drop[2]; /* frames for a gated port dropped while its link was down */
+	uint64_t backlogged[2];	    /* frames that waited in the backlog */
 	uint64_t loops;
 	uint64_t rx_frames; /* both ports */
 };
@@ -243,8 +280,11 @@ static void usage(FILE *f)
 		"         [--wire-port N (0)] [--host-port N (1)] [--payload BYTES (1400)]\n"
 		"         [--duration S] [--stats-file FILE] [--notify-host]\n"
 		"         [--name NAME (splitnic-nic@IP)] [--idle-sleep-us US (0)]\n"
-		"         [--drain-ms MS (1000)]\n",
-		PROTO_DEFAULT_PORT);
+		"         [--drain-ms MS (1000)]\n"
+		"         [--allow CIDR ... (front-ends answered; default: all, no reply larger\n"
+		"          than its request)] [--error-rate N (%u per s per source)]\n"
+		"         [--error-burst N (%u)]\n",
+		PROTO_DEFAULT_PORT, PROTO_RL_RATE, PROTO_RL_BURST);
 }
 
 static int parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *v)
@@ -277,6 +317,9 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 	    {"name", required_argument, NULL, 'n'},
 	    {"idle-sleep-us", required_argument, NULL, 'S'},
 	    {"drain-ms", required_argument, NULL, 'D'},
+	    {"allow", required_argument, NULL, 'a'},
+	    {"error-rate", required_argument, NULL, 'r'},
+	    {"error-burst", required_argument, NULL, 'b'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -379,6 +422,25 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 		case 'N':
 			o->notify_host = true;
 			break;
+		case 'a':
+			if (o->n_allow == NICFW_DISP_MAX_ALLOW ||
+			    proto_cidr_parse(optarg, &o->allow[o->n_allow])) {
+				fprintf(stderr,
+					"nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
+					NICFW_DISP_MAX_ALLOW, optarg);
+				return -EINVAL;
+			}
+			o->n_allow++;
+			break;
+		case 'r':
+		case 'b':
+			if (parse_u32(optarg, 1, 1000000,
+				      c == 'r' ? &o->err_rate : &o->err_burst)) {
+				fprintf(stderr, "nic: %s: 1 to 1000000, got '%s'\n",
+					c == 'r' ? "--error-rate" : "--error-burst", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'n':
 			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
 				fprintf(stderr, "nic: --name: 1 to %u characters, got '%s'\n",
@@ -445,6 +507,9 @@ static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, ui
 	put(arg, "queued", nicfw_disp_pending(n->disp));
 	put(arg, "tx_drop_wire", __atomic_load_n(&n->tx_drop[0], __ATOMIC_RELAXED));
 	put(arg, "tx_drop_host", __atomic_load_n(&n->tx_drop[1], __ATOMIC_RELAXED));
+	put(arg, "link_down_drop_wire", __atomic_load_n(&n->link_down_drop[0], __ATOMIC_RELAXED));
+	put(arg, "link_down_drop_host", __atomic_load_n(&n->link_down_drop[1], __ATOMIC_RELAXED));
+	put(arg, "backlogged_host", __atomic_load_n(&n->backlogged[1], __ATOMIC_RELAXED));
 	for (int p = 0; p < 2; p++) {
 		const char *pn = p ? "host" : "wire";
 
@@ -586,12 +651,19 @@ static void file_put(void *arg, const char *key, uint64_t v)
 
 /* --- ports ------------------------------------------------------------------------------- */
 
+static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t cnt);
+
 static int nic_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
 {
 	struct nic *n = arg;
-	struct rte_mbuf *mb = rte_pktmbuf_alloc(n->pool);
+	struct rte_mbuf *mb;
 	char *p;
 
+	if (unlikely(!n->link_up[port])) {
+		n->link_down_drop[port]++;
+		return -ENETDOWN;
+	}
+	mb = rte_pktmbuf_alloc(n->pool);
 	if (unlikely(!mb))
 		return -ENOMEM;
 	p = rte_pktmbuf_append(mb, (uint16_t)len);
@@ -600,6 +672,10 @@ static int nic_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_
 		return -ENOSPC;
 	}
 	rte_memcpy(p, frame, len);
+	if (unlikely(!n->usable[port])) {
+		send_all(n, port, &mb, 1);
+		return 0;
+	}
 	rte_eth_tx_buffer(n->port_id[port], 0, n->txb[port], mb);
 	return 0;
 }
@@ -623,6 +699,18 @@ static int port_init(struct nic *n, int which, char *err, size_t errlen)
 	ret = rte_eth_dev_info_get(id, &info);
 	if (ret)
 		goto out_err;
+	n->link_gated[which] = info.driver_name && !strcmp(info.driver_name, "net_memif");
+	if (n->link_gated[which]) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "snnic_backlog%d", which);
+		n->backlog[which] = rte_ring_create(name, NIC_BACKLOG, rte_eth_dev_socket_id(id),
+						    RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!n->backlog[which]) {
+			ret = -rte_errno;
+			goto out_err;
+		}
+	}
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
 	ret = rte_eth_dev_configure(id, 1, 1, &conf);
@@ -649,6 +737,7 @@ static int port_init(struct nic *n, int which, char *err, size_t errlen)
 	if (ret)
 		goto out_err;
 	rte_eth_promiscuous_enable(id);
+	n->link_up[which] = n->usable[which] = true; /* gated: links_check(), every turn */
 	return 0;
 
 out_err:
@@ -742,6 +831,11 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		md->standalone = first == 0;
 		md->in_fmt = ch->in_fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
 		md->in_count = (uint32_t)kern_shape_elems(&m->layers[first].in);
+		if (md->standalone) { /* REQUESTs: the model's input shape, checked in full */
+			md->in_c = m->input.c;
+			md->in_h = m->input.h;
+			md->in_w = m->input.w;
+		}
 		md->in_bytes = ch->in_bytes;
 		md->classes = ch->classes;
 		printf("nic: model %s (%s) id %#x: ops %u..%u on %u executors (%s%s), input %u x "
@@ -812,6 +906,10 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	}
 	n->port_id[NICFW_PORT_WIRE] = n->o.wire;
 	n->port_id[NICFW_PORT_HOST] = n->o.host;
+	if (sem_init(&n->ctl_sem, 0, 0)) {
+		snprintf(err, errlen, "semaphore: %s", strerror(errno));
+		return -errno;
+	}
 	n->pool = rte_pktmbuf_pool_create("snnic_pool", NIC_MBUFS, 256, 0,
 					  RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
 	if (!n->pool) {
@@ -836,6 +934,10 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	dc.port = n->o.udp_port;
 	dc.payload = n->o.payload;
 	dc.notify_host = n->o.notify_host;
+	dc.n_allow = n->o.n_allow;
+	memcpy(dc.allow, n->o.allow, sizeof(dc.allow));
+	dc.err_rate = n->o.err_rate;
+	dc.err_burst = n->o.err_burst;
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
 	ret = nic_health_setup(n, &dc, err, errlen);
@@ -864,8 +966,19 @@ static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t c
 {
 	uint16_t sent = 0;
 
+	if (unlikely(!n->usable[port])) { /* the backlog while the link is up, else dropped */
+		if (n->link_up[port])
+			sent = (uint16_t)rte_ring_sp_enqueue_burst(n->backlog[port], (void **)pkts,
+								   cnt, NULL);
+		n->backlogged[port] += sent;
+		n->link_down_drop[port] += cnt - sent;
+		rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
+		return;
+	}
 	for (int tries = 0; sent < cnt && tries < NIC_TX_TRIES; tries++)
 		sent += rte_eth_tx_burst(n->port_id[port], 0, pkts + sent, cnt - sent);
+	if (n->link_gated[port])
+		n->gated_frames += sent;
 	if (unlikely(sent < cnt)) {
 		n->tx_drop[port] += cnt - sent;
 		rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
@@ -877,9 +990,13 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 	struct rte_mbuf *pkts[NIC_BURST], *pass[NIC_BURST], *back[NIC_BURST];
 	uint16_t cnt, np = 0, nb = 0;
 
+	if (unlikely(!n->usable[from]))
+		return;
 	cnt = rte_eth_rx_burst(n->port_id[from], 0, pkts, NIC_BURST);
 	if (!cnt)
 		return;
+	if (n->link_gated[from])
+		n->gated_frames += cnt;
 	n->rx_frames += cnt;
 	for (uint16_t i = 0; i < cnt; i++) {
 		struct rte_mbuf *mb = pkts[i];
@@ -907,6 +1024,121 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 		send_all(n, !from, pass, np);
 	if (nb)
 		send_all(n, from, back, nb);
+}
+
+/*
+ * Holding memif's control plane. memif connects and disconnects (unmapping the rings) on EAL's
+ * interrupt thread, with nothing to keep it off the rings this loop is reading and writing: a
+ * peer that goes away in the middle of a burst crashes the loop. So while a memif link is up the
+ * loop keeps that thread waiting in ctl_hold() (an EAL alarm, which runs on it) and uses the
+ * port only while it waits there. It lets the thread go (memif then handles what came in
+ * meanwhile: a disconnect, a message) when the port has moved no frame for NIC_CTL_QUIET_US, when
+ * the peer would not take what was sent (a full ring: it may be gone), when the link goes down,
+ * and at least every NIC_CTL_PERIOD_US; the thread is free for at least NIC_CTL_GAP_US and held
+ * again when it comes back. Until then, frames for the port wait in its backlog (NIC_BACKLOG)
+ * and those from it in its ring: under traffic that pause (the interrupt thread's scheduling
+ * delay, more on a loaded machine) comes once every NIC_CTL_PERIOD_US at most. A peer that is
+ * gone is noticed within NIC_CTL_PERIOD_US; until then its rings stay mapped and simply fill up.
+ * While the link is down the thread runs free (the peer can connect) and the port is not
+ * touched.
+ */
+static void ctl_hold(void *arg)
+{
+	struct nic *n = arg;
+
+	__atomic_store_n(&n->ctl_state, NIC_CTL_HELD, __ATOMIC_RELEASE);
+	while (sem_wait(&n->ctl_sem) && errno == EINTR)
+		;
+	__atomic_store_n(&n->ctl_state, NIC_CTL_FREE, __ATOMIC_RELEASE);
+	/* a gap: EAL runs every alarm already due before it polls its descriptors again */
+	if (__atomic_load_n(&n->ctl_rearm, __ATOMIC_ACQUIRE) &&
+	    !rte_eal_alarm_set(NIC_CTL_GAP_US, ctl_hold, n))
+		return;
+	__atomic_store_n(&n->ctl_armed, false, __ATOMIC_RELEASE);
+}
+
+/* Let the interrupt thread go; rearm: hold it again when it is done (ctl_hold()). */
+static void ctl_release(struct nic *n, bool rearm)
+{
+	__atomic_store_n(&n->ctl_rearm, rearm, __ATOMIC_RELEASE);
+	__atomic_store_n(&n->ctl_state, NIC_CTL_RELEASING, __ATOMIC_RELEASE);
+	sem_post(&n->ctl_sem);
+}
+
+/* A gated port's link, read from memory (memif's link_update does no I/O). */
+static bool link_is_up(const struct nic *n, int p)
+{
+	struct rte_eth_link link;
+
+	return !rte_eth_link_get_nowait(n->port_id[p], &link) &&
+	       link.link_status == RTE_ETH_LINK_UP;
+}
+
+/*
+ * This turn's use of the gated ports: usable only while the interrupt thread is held and the
+ * link is up. A port that is up but not usable (the thread let go for a moment) keeps its frames
+ * in its backlog, sent once it is usable again; a port whose link is down drops them.
+ */
+static void links_check(struct nic *n, uint64_t cyc)
+{
+	bool held = __atomic_load_n(&n->ctl_state, __ATOMIC_ACQUIRE) == NIC_CTL_HELD;
+	bool any_up = false, stuck;
+	struct rte_mbuf *pkts[NIC_BURST];
+	uint64_t drops;
+	unsigned k;
+
+	if (likely(!n->link_gated[0] && !n->link_gated[1]))
+		return;
+	for (int p = 0; p < 2; p++) {
+		if (!n->link_gated[p])
+			continue;
+		n->link_up[p] = link_is_up(n, p);
+		n->usable[p] = held && n->link_up[p];
+		any_up |= n->link_up[p];
+		if (unlikely(!n->usable[p] && n->txb[p]->length)) {
+			n->link_down_drop[p] += n->txb[p]->length;
+			rte_pktmbuf_free_bulk(n->txb[p]->pkts, n->txb[p]->length);
+			n->txb[p]->length = 0;
+		}
+		while (
+		    (n->usable[p] || !n->link_up[p]) &&
+		    (k = rte_ring_sc_dequeue_burst(n->backlog[p], (void **)pkts, NIC_BURST, NULL)))
+			send_all(n, p, pkts, (uint16_t)k);
+	}
+	/* what the peer did: frames moved (it is there), or some it would not take (it may not be)
+	 */
+	drops = n->link_gated[0] * n->tx_drop[0] + n->link_gated[1] * n->tx_drop[1];
+	stuck = drops != n->drops_seen;
+	n->drops_seen = drops;
+	if (n->gated_frames != n->gated_seen || !held) {
+		n->gated_seen = n->gated_frames;
+		n->ctl_quiet = cyc;
+	}
+	if (held && (!any_up || stuck || cyc >= n->ctl_next ||
+		     cyc - n->ctl_quiet >= rte_get_tsc_hz() / 1000000 * NIC_CTL_QUIET_US)) {
+		ctl_release(n, any_up);
+		n->ctl_next = cyc + rte_get_tsc_hz() / 1000000 * NIC_CTL_PERIOD_US;
+		n->ctl_quiet = cyc;
+		n->usable[0] = !n->link_gated[0];
+		n->usable[1] = !n->link_gated[1];
+	} else if (!held && any_up && !__atomic_load_n(&n->ctl_armed, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&n->ctl_rearm, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&n->ctl_armed, true, __ATOMIC_RELEASE);
+		if (rte_eal_alarm_set(1, ctl_hold, n))
+			__atomic_store_n(&n->ctl_armed, false, __ATOMIC_RELEASE);
+	}
+}
+
+/* At exit: the interrupt thread free for good (before anything else is asked of it). */
+static void ctl_stop(struct nic *n)
+{
+	__atomic_store_n(&n->ctl_rearm, false, __ATOMIC_RELEASE);
+	for (int i = 0; i < 5000 && __atomic_load_n(&n->ctl_armed, __ATOMIC_ACQUIRE); i++) {
+		if (__atomic_load_n(&n->ctl_state, __ATOMIC_ACQUIRE) == NIC_CTL_HELD)
+			ctl_release(n, false);
+		rte_delay_us_sleep(1000);
+	}
+	rte_eal_alarm_cancel(ctl_hold, n);
 }
 
 /* Every NIC_LINK_POLL_NS: the HEALTH state from SIGTERM and the host port's link. Returns
@@ -947,14 +1179,18 @@ static void nic_loop(struct nic *n)
 		now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
 		if (!nic_health_update(n, now, &next_check, &drain_end))
 			break;
+		links_check(n, cyc);
 		rx0 = n->rx_frames;
 		rx_port(n, NICFW_PORT_WIRE, now);
 		rx_port(n, NICFW_PORT_HOST, now);
 		if (n->lc)
 			nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
 		nicfw_disp_poll(n->disp, nic_now(n));
-		rte_eth_tx_buffer_flush(n->port_id[0], 0, n->txb[0]);
-		rte_eth_tx_buffer_flush(n->port_id[1], 0, n->txb[1]);
+		for (int p = 0; p < 2; p++)
+			if (likely(n->usable[p]))
+				n->gated_frames +=
+				    n->link_gated[p] *
+				    rte_eth_tx_buffer_flush(n->port_id[p], 0, n->txb[p]);
 		n->loops++;
 		if (n->rx_frames != rx0 || nicfw_disp_pending(n->disp))
 			idle = 0;
@@ -963,17 +1199,71 @@ static void nic_loop(struct nic *n)
 	}
 }
 
-static void nic_teardown(struct nic *n)
+/* The last EAL alarm: says it runs, then keeps the interrupt thread until the process ends
+ * (see nic_teardown()). */
+static void intr_park(void *arg)
 {
+	struct nic *n = arg;
+
+	__atomic_store_n(&n->intr_parked, true, __ATOMIC_RELEASE);
+	while (sem_wait(&n->ctl_sem) == 0 || errno == EINTR)
+		;
+}
+
+/* Run cb on the interrupt thread (an EAL alarm) and wait, at most 5 s, until *done; false if it
+ * did not (cb then runs later or never). */
+static bool on_intr_thread(rte_eal_alarm_callback cb, void *arg, bool *done)
+{
+	if (rte_eal_alarm_set(1, cb, arg))
+		return false;
+	for (int i = 0; i < 5000 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++)
+		rte_delay_us_sleep(1000);
+	return __atomic_load_n(done, __ATOMIC_ACQUIRE);
+}
+
+/* Stop and close the ports (an EAL alarm: on the interrupt thread, see the top). */
+static void ports_close(void *arg)
+{
+	struct nic *n = arg;
+
+	for (int p = 0; p < 2; p++) {
+		if (!n->txb[p])
+			continue;
+		rte_pktmbuf_free_bulk(n->txb[p]->pkts, n->txb[p]->length);
+		n->txb[p]->length = 0;
+		rte_eth_dev_stop(n->port_id[p]);
+		rte_eth_dev_close(n->port_id[p]);
+	}
+	__atomic_store_n(&n->ports_closed, true, __ATOMIC_RELEASE);
+}
+
+/* Everything set up, undone; false when EAL's own cleanup must be left out (see below). */
+static bool nic_teardown(struct nic *n)
+{
+	bool parked;
+
 	nic_g = NULL;
 	if (n->lc)
 		nicfw_lcore_stop(n->lc);
+	ctl_stop(n);
+	if (!on_intr_thread(ports_close, n, &n->ports_closed) &&
+	    rte_eal_alarm_cancel(ports_close, n) > 0)
+		ports_close(n);
+	/*
+	 * The interrupt thread reads the handles of every interrupt source, which live in DPDK's
+	 * memory, whenever anything happens on one of them (e.g. the host's memif reconnecting
+	 * while we exit; memif leaves its listener's source behind with a freed handle), and
+	 * rte_eal_cleanup() unmaps that memory under it: keep the thread in an alarm of ours until
+	 * the process ends, and leave rte_eal_cleanup() out (it would wait for that alarm forever).
+	 */
+	parked = on_intr_thread(intr_park, n, &n->intr_parked);
 	for (int p = 0; p < 2; p++) {
-		if (n->txb[p]) {
-			rte_eth_dev_stop(n->port_id[p]);
-			rte_eth_dev_close(n->port_id[p]);
-			rte_free(n->txb[p]);
-		}
+		struct rte_mbuf *mb = NULL;
+
+		rte_free(n->txb[p]);
+		while (n->backlog[p] && !rte_ring_sc_dequeue(n->backlog[p], (void **)&mb))
+			rte_pktmbuf_free(mb);
+		rte_ring_free(n->backlog[p]);
 	}
 	nicfw_disp_free(n->disp);
 	nicfw_lcore_free(n->lc);
@@ -984,6 +1274,7 @@ static void nic_teardown(struct nic *n)
 	}
 	free(n->tm);
 	rte_mempool_free(n->pool);
+	return !parked;
 }
 
 int main(int argc, char **argv)
@@ -1035,7 +1326,8 @@ int main(int argc, char **argv)
 		fclose(f);
 	fflush(stdout);
 out_teardown:
-	nic_teardown(n);
+	if (!nic_teardown(n))
+		return ret ? 1 : 0;
 out_eal:
 	rte_eal_cleanup();
 	return ret ? 1 : 0;

@@ -39,6 +39,13 @@ struct {
 	__type(value, __u64);
 } xdp_stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PROTO_RL_SLOTS);
+	__type(key, __u32);
+	__type(value, uint64_t); /* protocol/ratelimit.h's bucket */
+} xdp_err_rl SEC(".maps");
+
 enum work { W_U8, W_BITS, W_FEATURE };
 
 /* Per-layer arguments of the neuron callbacks (on the program's stack). */
@@ -450,10 +457,13 @@ static __always_inline __u32 sat32(__u64 v)
 	return v > 0xffffffffull ? 0xffffffffu : (__u32)v;
 }
 
-/* The UDP payload s->resp[0, rlen) sent back to the frame's sender in place: addresses swapped,
- * the packet shrunk or grown to fit, checksums filled in. */
+/*
+ * The UDP payload s->resp[0, rlen) sent back to the frame's sender in place: addresses swapped,
+ * the packet shrunk or grown to fit, checksums filled in. The reply is never larger than the
+ * request (ulen, its UDP length): a larger one is passed to the stack. Counted under `stat`.
+ */
 static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 rlen,
-				    __u32 stat)
+				    __u32 ulen, __u32 stat)
 {
 	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
@@ -465,8 +475,12 @@ static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch
 	__u64 sum;
 	int delta;
 
+	if (rlen > XDP_INFER_RESP_MAX)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	if (sizeof(struct udphdr) + rlen > ulen)
+		return count(XDP_INFER_ST_LARGER, XDP_PASS);
 	if ((void *)(udp + 1) > data_end)
-		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
 	__builtin_memcpy(dmac, eth->h_dest, ETH_ALEN);
 	saddr = bpf_ntohl(ip->saddr);
@@ -503,6 +517,37 @@ static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch
 	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
 		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
 	return count(stat, XDP_TX);
+}
+
+/*
+ * ERROR bad_shape for request m from saddr (host order), within the source's rate: one
+ * datagram of XDP_INFER_ERR_LEN bytes, smaller than any REQUEST (64 bytes and data).
+ */
+static __always_inline int bad_shape(struct xdp_md *ctx, struct proto_msg *m, __u32 saddr,
+				     __u32 ulen)
+{
+	const char reason[] = XDP_INFER_ERR_REASON; /* on the stack: no .rodata string */
+	struct xdp_infer_scratch *s;
+	__u32 zero = 0, slot = proto_rl_slot(saddr);
+	uint64_t *tat = bpf_map_lookup_elem(&xdp_err_rl, &slot);
+
+	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
+	if (!s || !tat)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	if (!proto_rl_take(tat, bpf_ktime_get_ns(), cfg.err_interval_ns, cfg.err_burst))
+		return count(XDP_INFER_ST_ERR_LIMITED, XDP_DROP);
+	m->type = PROTO_ERROR;
+	m->hdr_len = PROTO_ERROR_HDR_LEN;
+	m->frag_len = sizeof(reason) - 1;
+	m->frag_off = 0;
+	m->total_len = sizeof(reason) - 1;
+	m->flags = 0;
+	m->err.code = PROTO_ERR_BAD_SHAPE;
+	m->err.detail = cfg.in_n;
+	if (proto_hdr_write(m, s->resp, s->resp + PROTO_ERROR_HDR_LEN) != PROTO_ERROR_HDR_LEN)
+		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
+	__builtin_memcpy(s->resp + PROTO_ERROR_HDR_LEN, reason, sizeof(reason) - 1);
+	return tx_reply(ctx, s, XDP_INFER_ERR_LEN, ulen, XDP_INFER_ST_BAD_SHAPE);
 }
 
 /*
@@ -556,7 +601,7 @@ static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m,
 	proto_put16(e + 22, 0);
 	for (__u32 i = 0; i < PROTO_HEALTH_NAME_LEN; i++)
 		e[24 + i] = (__u8)cfg.name[i];
-	return tx_reply(ctx, s, rlen, XDP_INFER_ST_HEALTH);
+	return tx_reply(ctx, s, rlen, plen + sizeof(struct udphdr), XDP_INFER_ST_HEALTH);
 }
 
 SEC("xdp")
@@ -567,7 +612,7 @@ int xdp_infer(struct xdp_md *ctx)
 	struct iphdr *ip = data + sizeof(*eth);
 	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
 	__u8 *payload = data + L2L3L4;
-	__u32 zero = 0, rlen, ulen;
+	__u32 zero = 0, rlen, ulen, fmt;
 	__u64 t0 = bpf_ktime_get_ns(), t1;
 	struct xdp_infer_scratch *s;
 	struct proto_msg m;
@@ -595,13 +640,15 @@ int xdp_infer(struct xdp_md *ctx)
 		return count(XDP_INFER_ST_OTHER_MODEL, XDP_PASS);
 	if (m.frag_off != 0 || m.frag_len != m.total_len)
 		return count(XDP_INFER_ST_FRAGMENT, XDP_PASS);
-	if (m.tensor.c != cfg.in_c || m.tensor.h != cfg.in_h || m.tensor.w != cfg.in_w)
-		return count(XDP_INFER_ST_BAD_INPUT, XDP_PASS);
-	if (cfg.in_kind == XDP_INFER_IN_U8   ? m.tensor.fmt != PROTO_FMT_U8
-	    : m.tensor.fmt == PROTO_FMT_F32  ? !cfg.in_f32
-	    : m.tensor.fmt == PROTO_FMT_BITS ? !cfg.in_bits
-					     : 1)
-		return count(XDP_INFER_ST_BAD_INPUT, XDP_PASS);
+	/* the model's own input format; bits also for an f32 model whose prefix is a plain sign */
+	fmt = cfg.in_kind == XDP_INFER_IN_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	if (proto_input_matches(&m.tensor, fmt, cfg.in_c, cfg.in_h, cfg.in_w)) {
+		if (fmt == PROTO_FMT_F32 && !cfg.in_f32)
+			return count(XDP_INFER_ST_UNSERVED, XDP_PASS);
+	} else if (!(cfg.in_bits && proto_input_matches(&m.tensor, PROTO_FMT_BITS, cfg.in_c,
+							cfg.in_h, cfg.in_w))) {
+		return bad_shape(ctx, &m, bpf_ntohl(ip->saddr), ulen);
+	}
 
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
@@ -638,8 +685,7 @@ int xdp_infer(struct xdp_md *ctx)
 	m.resp.t_ns[PROTO_T_TOTAL] = sat32(bpf_ktime_get_ns() - t0);
 	if (proto_hdr_write(&m, s->resp, s->resp + XDP_INFER_RESP_HDR) != XDP_INFER_RESP_HDR)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-
-	return tx_reply(ctx, s, rlen, XDP_INFER_ST_ANSWERED);
+	return tx_reply(ctx, s, rlen, ulen, XDP_INFER_ST_ANSWERED);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -40,9 +40,12 @@ static const char *const stat_names[XDP_INFER_ST__COUNT] = {
     [XDP_INFER_ST_NOT_REQUEST] = "pass_not_request",
     [XDP_INFER_ST_OTHER_MODEL] = "pass_other_model",
     [XDP_INFER_ST_FRAGMENT] = "pass_fragmented_message",
-    [XDP_INFER_ST_BAD_INPUT] = "pass_bad_input_format_or_shape",
+    [XDP_INFER_ST_BAD_SHAPE] = "error_bad_shape",
     [XDP_INFER_ST_TX_FAIL] = "pass_tx_resize_failed",
     [XDP_INFER_ST_INTERNAL] = "pass_internal_error",
+    [XDP_INFER_ST_UNSERVED] = "pass_unserved_format",
+    [XDP_INFER_ST_ERR_LIMITED] = "drop_error_rate_limited",
+    [XDP_INFER_ST_LARGER] = "pass_reply_larger_than_request",
     [XDP_INFER_ST_HEALTH] = "health_answered",
     [XDP_INFER_ST_HEALTH_PASS] = "pass_health_not_mine",
     [XDP_INFER_ST_HEALTH_SHORT] = "drop_health_probe_short",
@@ -613,6 +616,13 @@ static void log_tail(char *err, size_t errlen, const char *what, int ret)
 struct xdp_infer *xdp_infer_load(const struct kern_model *m, uint32_t port, uint32_t model_id,
 				 char *err, size_t errlen)
 {
+	return xdp_infer_load_limited(m, port, model_id, 0, 0, err, errlen);
+}
+
+struct xdp_infer *xdp_infer_load_limited(const struct kern_model *m, uint32_t port,
+					 uint32_t model_id, uint32_t err_rate, uint32_t err_burst,
+					 char *err, size_t errlen)
+{
 	struct xdp_infer *x = calloc(1, sizeof(*x));
 	char ident[PROTO_HEALTH_IDENT_LEN + 1] = "";
 	libbpf_print_fn_t old;
@@ -627,6 +637,8 @@ struct xdp_infer *xdp_infer_load(const struct kern_model *m, uint32_t port, uint
 		goto err_free;
 	x->plan.cfg.port = port ? port : PROTO_DEFAULT_PORT;
 	x->plan.cfg.model_id = model_id ? model_id : proto_model_id(m->name);
+	x->plan.cfg.err_interval_ns = 1000000000u / (err_rate ? err_rate : PROTO_RL_RATE);
+	x->plan.cfg.err_burst = err_burst ? err_burst : PROTO_RL_BURST;
 	snprintf(ident, sizeof(ident), "splitnic-xdp %.*s", PROTO_HEALTH_IDENT_LEN - 13, m->name);
 	memcpy(x->plan.cfg.ident, ident, sizeof(x->plan.cfg.ident));
 	memcpy(x->plan.cfg.name, m->name, strnlen(m->name, sizeof(x->plan.cfg.name)));
@@ -879,6 +891,26 @@ int xdp_infer_build_request_fmt(void *buf, size_t cap, uint32_t port, uint32_t m
 				uint64_t request_id, uint32_t fmt, uint32_t c, uint32_t h,
 				uint32_t w, const void *x)
 {
+	return xdp_infer_build_request_hdr(buf, cap, port, model_id, request_id, fmt, c, h, w, x,
+					   PROTO_REQUEST_HDR_LEN);
+}
+
+uint32_t xdp_infer_request_hdr_len(const struct xdp_infer *x, uint32_t fmt)
+{
+	const struct xdp_infer_cfg *c = &x->plan.cfg;
+	uint64_t data = proto_fmt_bytes(fmt, c->in_n);
+	uint64_t resp = XDP_INFER_RESP_HDR + 8ull * c->classes;
+	uint64_t hl = resp > data ? (resp - data + 3) & ~3ull : 0;
+
+	return hl < PROTO_REQUEST_HDR_LEN ? PROTO_REQUEST_HDR_LEN
+	       : hl > PROTO_MAX_HDR_LEN	  ? PROTO_MAX_HDR_LEN
+					  : (uint32_t)hl;
+}
+
+int xdp_infer_build_request_hdr(void *buf, size_t cap, uint32_t port, uint32_t model_id,
+				uint64_t request_id, uint32_t fmt, uint32_t c, uint32_t h,
+				uint32_t w, const void *x, uint32_t hdr_len)
+{
 	uint8_t *f = buf, *ip = f + 14, *udp = ip + 20;
 	struct proto_msg m;
 	int n;
@@ -887,6 +919,7 @@ int xdp_infer_build_request_fmt(void *buf, size_t cap, uint32_t port, uint32_t m
 		return -ENOSPC;
 	proto_msg_init(&m, PROTO_REQUEST, model_id, request_id);
 	proto_msg_set_tensor(&m, (enum proto_fmt)fmt, c, h, w, 0, 0);
+	m.hdr_len = (uint16_t)hdr_len;
 	n = proto_build(&m, x, (size_t)proto_fmt_bytes(fmt, (uint64_t)c * h * w), udp + 8,
 			cap - L2L3L4);
 	if (n < 0)
@@ -916,12 +949,12 @@ int xdp_infer_build_request_fmt(void *buf, size_t cap, uint32_t port, uint32_t m
 		return -EBADMSG;                                                                   \
 	} while (0)
 
-int xdp_infer_parse_response(const void *frame, uint32_t len, uint64_t request_id, uint32_t *cls,
-			     double *scores, uint32_t max_classes, char *err, size_t errlen)
+/* The checks every reply to a test frame passes; the splitnic message parsed into m. */
+static int parse_reply(const void *frame, uint32_t len, uint64_t request_id, struct proto_msg *m,
+		       char *err, size_t errlen)
 {
 	const uint8_t *f = frame, *ip = f + 14, *udp = ip + 20;
 	uint32_t ulen, sum;
-	struct proto_msg m;
 	enum proto_verdict v;
 
 	if (len < L2L3L4)
@@ -945,12 +978,39 @@ int xdp_infer_parse_response(const void *frame, uint32_t len, uint64_t request_i
 		if (csum16(udp, ulen, sum) != 0)
 			BAD("bad UDP checksum");
 	}
-	v = proto_parse(udp + 8, ulen - 8, &m);
+	v = proto_parse(udp + 8, ulen - 8, m);
 	if (v != PROTO_OK)
-		BAD("RESPONSE rejected by the parser: %s", proto_verdict_name(v));
-	if (m.type != PROTO_RESPONSE || m.request_id != request_id)
-		BAD("type %u, request id %llx (expected a RESPONSE to %llx)", m.type,
-		    (unsigned long long)m.request_id, (unsigned long long)request_id);
+		BAD("reply rejected by the parser: %s", proto_verdict_name(v));
+	if (m->request_id != request_id)
+		BAD("request id %llx (expected %llx)", (unsigned long long)m->request_id,
+		    (unsigned long long)request_id);
+	return 0;
+}
+
+int xdp_infer_parse_error(const void *frame, uint32_t len, uint64_t request_id, uint32_t *code,
+			  char *err, size_t errlen)
+{
+	struct proto_msg m;
+	int ret = parse_reply(frame, len, request_id, &m, err, errlen);
+
+	if (ret)
+		return ret;
+	if (m.type != PROTO_ERROR)
+		BAD("type %u (expected an ERROR)", m.type);
+	*code = m.err.code;
+	return 0;
+}
+
+int xdp_infer_parse_response(const void *frame, uint32_t len, uint64_t request_id, uint32_t *cls,
+			     double *scores, uint32_t max_classes, char *err, size_t errlen)
+{
+	struct proto_msg m;
+	int ret = parse_reply(frame, len, request_id, &m, err, errlen);
+
+	if (ret)
+		return ret;
+	if (m.type != PROTO_RESPONSE)
+		BAD("type %u (expected a RESPONSE)", m.type);
 	if (m.resp.score_fmt != PROTO_FMT_F64 || !(m.resp.executors & PROTO_EX_XDP))
 		BAD("score_fmt %u executors 0x%x", m.resp.score_fmt, m.resp.executors);
 	if (m.resp.num_classes > max_classes || m.frag_len != m.total_len)

@@ -9,7 +9,8 @@
  *     [FLATTEN of U8]  BDENSE_U8  BDENSE*  [trailing element-wise ops on the class scores]
  * where every binary dense but the last carries thresholds (BITS out), and the trailing ops are
  * BIAS, BATCHNORM, RELU, SIGN, THRESHOLD, UNPACK or a flat FLATTEN. Requests are single-datagram
- * REQUESTs over IPv4/UDP to the configured port, fmt u8, the model's exact (C,H,W).
+ * REQUESTs over IPv4/UDP to the configured port, fmt u8, the model's exact (C,H,W), checked by
+ * proto_input_matches() as in splitnic-nic and splitnic-host.
  *
  * Maps:
  *   xdp_model    ARRAY, 1 entry, one value of model_words u64 (set at load):
@@ -23,6 +24,9 @@
  *   xdp_scratch  PERCPU_ARRAY, 1 entry of struct xdp_infer_scratch (bit-planes, activations,
  *                final values, the response being built).
  *   xdp_stats    PERCPU_ARRAY, XDP_INFER_ST__COUNT u64 counters (enum xdp_infer_stat).
+ *   xdp_err_rl   ARRAY, PROTO_RL_SLOTS u64: the ERROR rate limit per source address
+ *                (protocol/ratelimit.h; shared by every CPU, updated without atomics: CPUs
+ *                racing on one bucket may each let one extra ERROR through).
  *   .rodata      struct xdp_infer_cfg (layer geometry, port, model id), frozen at load, so the
  *                verifier sees its values as constants.
  *
@@ -38,9 +42,17 @@
  *   other than 4 or inconsistent IP/UDP lengths                    XDP_PASS  (to the stack)
  *   on the port but rejected by proto_hdr_parse (malformed)        XDP_DROP  (per verdict)
  *   well-formed but not ours: not a REQUEST, another model id, a
- *   fragment of a larger message, wrong format or shape            XDP_PASS  (a host server
+ *   fragment of a larger message                                   XDP_PASS  (a host server
  *                                                                   can answer or send ERROR)
+ *   the model's own input format, which the program cannot take
+ *   (f32 wider than one packet)                                    XDP_PASS
+ *   another format or shape than the model's input                 XDP_TX    ERROR bad_shape,
+ *                                                                   as every executor answers
+ *   ... over the source's ERROR rate                               XDP_DROP
  *   answered                                                       XDP_TX
+ *   the reply would be larger than the request (no amplification:
+ *   the program has no allow-list; a host server with one may
+ *   answer)                                                        XDP_PASS
  *   the response could not be written (tail adjust failed)         XDP_PASS
  *   an internal bounds check failed (cannot happen with a sane plan) XDP_PASS
  */
@@ -50,6 +62,7 @@
 #include <linux/types.h>
 
 #include "protocol/proto_hdr.h"
+#include "protocol/ratelimit.h"
 
 /* Limits (the budget check at load names each one it refuses). */
 #define XDP_INFER_MAX_LAYERS 8u	   /* binary dense ops */
@@ -71,6 +84,8 @@
 #define XDP_INFER_MAX_TABLE   (1u << 20)  /* score table entries (classes x span) */
 #define XDP_INFER_MAX_MODEL   (16u << 20) /* bytes of the xdp_model value */
 #define XDP_INFER_NO_THRESH   0xffffffffu
+#define XDP_INFER_ERR_REASON  "xdp: bad_shape"
+#define XDP_INFER_ERR_LEN     (PROTO_ERROR_HDR_LEN + sizeof(XDP_INFER_ERR_REASON) - 1u)
 
 enum xdp_infer_layer_kind {
 	XDP_INFER_L_U8 = 1,   /* BDENSE_U8: bit-planes of the request's bytes */
@@ -114,16 +129,18 @@ struct xdp_infer_cfg {
 	__u32 in_c, in_h, in_w, in_n, in_words;
 	__u32 n_layers;
 	__u32 classes;
-	__u32 range;	   /* final value v in [-range, range] */
-	__u32 span;	   /* table entries per class */
-	__u32 tab_off;	   /* word offset of the score table */
-	__u32 row_limit;   /* largest valid row start: model_words - XDP_INFER_MAX_WORDS */
-	__u32 model_words; /* words of the xdp_model value */
-	__u32 in_kind;	   /* enum xdp_infer_input */
-	__u32 in_f32;	   /* IN_F32: f32 requests served (in_n <= XDP_INFER_MAX_F32_INPUT) */
-	__u32 in_bits;	   /* IN_F32: bits requests served (the prefix is a plain sign) */
-	__u32 in_tail;	   /* mask of the valid bits of the last input word (bits requests) */
-	__u32 f_off;	   /* word offset of the per-feature words (in_f32) */
+	__u32 range;	       /* final value v in [-range, range] */
+	__u32 span;	       /* table entries per class */
+	__u32 tab_off;	       /* word offset of the score table */
+	__u32 row_limit;       /* largest valid row start: model_words - XDP_INFER_MAX_WORDS */
+	__u32 model_words;     /* words of the xdp_model value */
+	__u32 in_kind;	       /* enum xdp_infer_input */
+	__u32 in_f32;	       /* IN_F32: f32 requests served (in_n <= XDP_INFER_MAX_F32_INPUT) */
+	__u32 in_bits;	       /* IN_F32: bits requests served (the prefix is a plain sign) */
+	__u32 in_tail;	       /* mask of the valid bits of the last input word (bits requests) */
+	__u32 f_off;	       /* word offset of the per-feature words (in_f32) */
+	__u32 err_interval_ns; /* ERRORs per source: one per interval (1e9 / rate) ... */
+	__u32 err_burst;       /* ... and this many at once */
 	struct xdp_infer_layer l[XDP_INFER_MAX_LAYERS];
 	/* HEALTH report: the identity and the served model's name, NUL-padded */
 	char ident[PROTO_HEALTH_IDENT_LEN];
@@ -147,9 +164,12 @@ enum xdp_infer_stat {
 	XDP_INFER_ST_NOT_REQUEST,  /* PASS: ACTIVATION, RESPONSE or ERROR */
 	XDP_INFER_ST_OTHER_MODEL,  /* PASS: model_id neither ours nor 0 */
 	XDP_INFER_ST_FRAGMENT,	   /* PASS: one fragment of a larger message */
-	XDP_INFER_ST_BAD_INPUT,	   /* PASS: tensor format or shape is not the model's input */
+	XDP_INFER_ST_BAD_SHAPE,	   /* TX: ERROR bad_shape (format or shape not the model's) */
 	XDP_INFER_ST_TX_FAIL,	   /* PASS: could not resize the packet for the response */
 	XDP_INFER_ST_INTERNAL,	   /* PASS: a bounds check failed (a loader bug; never seen) */
+	XDP_INFER_ST_UNSERVED,	   /* PASS: the model's format, too wide for the program */
+	XDP_INFER_ST_ERR_LIMITED,  /* DROP: an ERROR over its source's rate */
+	XDP_INFER_ST_LARGER,	   /* PASS: the reply would be larger than the request */
 	XDP_INFER_ST_HEALTH,	   /* XDP_TX: a HEALTH probe answered with the report, in place */
 	XDP_INFER_ST_HEALTH_PASS,  /* PASS: a HEALTH probe for another role, or a report */
 	XDP_INFER_ST_HEALTH_SHORT, /* DROP: a probe shorter than the report (80 bytes) */
@@ -195,6 +215,11 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
  */
 struct xdp_infer *xdp_infer_load(const struct kern_model *m, uint32_t port, uint32_t model_id,
 				 char *err, size_t errlen);
+/* The same with the ERROR rate limit per source: err_rate per second, err_burst at once (0:
+ * PROTO_RL_RATE, PROTO_RL_BURST). */
+struct xdp_infer *xdp_infer_load_limited(const struct kern_model *m, uint32_t port,
+					 uint32_t model_id, uint32_t err_rate, uint32_t err_burst,
+					 char *err, size_t errlen);
 void xdp_infer_free(struct xdp_infer *x);
 const struct xdp_infer_plan *xdp_infer_get_plan(const struct xdp_infer *x);
 int xdp_infer_prog_fd(const struct xdp_infer *x);
@@ -238,6 +263,16 @@ int xdp_infer_build_request(void *buf, size_t cap, uint32_t port, uint32_t model
 int xdp_infer_build_request_fmt(void *buf, size_t cap, uint32_t port, uint32_t model_id,
 				uint64_t request_id, uint32_t fmt, uint32_t c, uint32_t h,
 				uint32_t w, const void *data);
+/* The same with the REQUEST header padded to hdr_len bytes (64..256, a multiple of 4). */
+int xdp_infer_build_request_hdr(void *buf, size_t cap, uint32_t port, uint32_t model_id,
+				uint64_t request_id, uint32_t fmt, uint32_t c, uint32_t h,
+				uint32_t w, const void *data, uint32_t hdr_len);
+/*
+ * The REQUEST header length (64..256) that makes a request of format fmt to x at least as long
+ * as its RESPONSE, which the program sends only then (no amplification); 256 when even that is
+ * not enough (such requests are passed to the stack).
+ */
+uint32_t xdp_infer_request_hdr_len(const struct xdp_infer *x, uint32_t fmt);
 
 /*
  * Check a frame the program answered with XDP_TX: Ethernet/IPv4/UDP headers (swapped addresses,
@@ -246,6 +281,9 @@ int xdp_infer_build_request_fmt(void *buf, size_t cap, uint32_t port, uint32_t m
  */
 int xdp_infer_parse_response(const void *frame, uint32_t len, uint64_t request_id, uint32_t *cls,
 			     double *scores, uint32_t max_classes, char *err, size_t errlen);
+/* The same checks for a frame answered with an ERROR: 0 and its code, or -EBADMSG. */
+int xdp_infer_parse_error(const void *frame, uint32_t len, uint64_t request_id, uint32_t *code,
+			  char *err, size_t errlen);
 
 #endif /* !__BPF__ */
 

@@ -38,7 +38,7 @@ for f in "$NIC" "$MODEL" "$IMG"; do
 	[ -e "$f" ] || { echo "bench_nic_fwd: $f missing (make all)"; exit 1; }
 done
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "/var/run/dpdk/snbench$$idle" "/var/run/dpdk/snbench$$load"' EXIT
 
 # capture NAME K: one REQUEST per K frames (K = 0: none); at most 4,000 frames (net_pcap holds a
 # looped capture in mbufs)

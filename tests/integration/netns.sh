@@ -10,6 +10,15 @@
 #   netns_no_ipv6 NS...           IPv6 off in those namespaces (nothing but our IPv4 on the wire)
 #   netns_link NS IF [CIDR]       the address (if given), then the link up
 #   netns_tx_csum_off NS IF       complete UDP checksums on IF (no offload af_packet would finish)
+#   netns_direct NS_C IF_C CIDR NS_S IF_S SRV_IP
+#                                 a front-end namespace facing a DPDK port directly: a veth IF_C
+#                                 (NS_C, address CIDR) <-> IF_S (NS_S, no address), IPv6 off,
+#                                 checksums complete, and a static neighbour SRV_IP -> IF_S's MAC
+#                                 (a DPDK port answers no ARP)
+#   netns_fail MSG LOG...         print "FAIL: MSG" and the last lines of each LOG that exists
+#                                 (EAL and telemetry lines left out), then exit 1
+#   classes_of_scores CSV         one class a line: the arg-max of each line of scores (the lowest
+#                                 index on ties), as `splitnic run --scores` writes them
 #   netns_wait_log FILE RE PID WHAT  up to 10 s for a line matching RE in FILE while PID runs
 #                                 (no PID: no check); 1 with NETNS_WHY set when it never comes
 #   netns_kill PID...             SIGTERM and reap each non-empty PID, in order
@@ -63,6 +72,32 @@ netns_link() {
 
 netns_tx_csum_off() {
 	ip netns exec "$1" ethtool -K "$2" tx off >/dev/null
+}
+
+netns_direct() {
+	netns_veth "$1" "$2" "$4" "$5" || return 1
+	netns_no_ipv6 "$1" "$4"
+	netns_link "$1" "$2" "$3" && netns_link "$4" "$5" && netns_tx_csum_off "$1" "$2" &&
+		ip -n "$1" neigh replace "$6" dev "$2" nud permanent \
+			lladdr "$(ip netns exec "$4" cat "/sys/class/net/$5/address")"
+}
+
+netns_fail() {
+	local l
+	echo "FAIL: $1"
+	shift
+	for l; do
+		[ -f "$l" ] && grep -v '^EAL\|^TELEMETRY' "$l" | tail -15
+	done
+	exit 1
+}
+
+classes_of_scores() {
+	"${PY:-/usr/bin/python3}" -c '
+import sys
+for line in open(sys.argv[1]):
+    v = [float(x) for x in line.split(",")]
+    print(max(range(len(v)), key=lambda k: (v[k], -k)))' "$1"
 }
 
 # shellcheck disable=SC2034 # NETNS_WHY is the callers'

@@ -22,6 +22,13 @@
 #      `splitnic run`;
 #   6. (run before 5) a worker lcore with dynamic batching (--batch 8): classes unchanged,
 #      batches above 1;
+#   7. (run before 5) two worker lcores on the one memif queue pair (the software spread; the
+#      second worker sends through the first's TX queue; notices go to the worker their
+#      host_ref names): two front-ends at two addresses using the same request ids at the same
+#      time each get their own image's class from the NIC, with no fallback; meanwhile forged
+#      RESPONSE and ERROR notices with the NIC's own address spoofed from the front-end side:
+#      every one dropped and counted (by the NIC, which takes no notice from its wire port, or
+#      by the host: no such request in flight, or the cookie wrong), none completes a request;
 #   5. overload: a bounded queue (--queue 8) and an open-loop load well above capacity for a
 #      few seconds: every request answered or errored (BUSY), the host's counters consistent
 #      (requests = accepted + errors; accepted = answered), RSS flat (growth < 2 MiB between
@@ -42,7 +49,7 @@ IMG=$D/t10k-images-idx3-ubyte.gz
 LAB=$D/t10k-labels-idx1-ubyte.gz
 PY=/usr/bin/python3
 N=${HOST_COUNT:-10000}
-PARTS=" ${HOST_PARTS:-1 2 3 4 5 6} "
+PARTS=" ${HOST_PARTS:-1 2 3 4 5 6 7} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 . tests/integration/netns.sh
 
@@ -71,6 +78,7 @@ netns_add "$ns_c" "$ns_n" || fail "ip netns add"
 netns_veth "$ns_c" vc "$ns_n" vw || fail "veth"
 netns_no_ipv6 "$ns_n" "$ns_c"
 netns_link "$ns_c" vc 10.88.1.2/24
+ip -n "$ns_c" addr add 10.88.1.3/24 dev vc
 netns_link "$ns_n" vw
 netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
 
@@ -138,41 +146,21 @@ client() { # client OUT-PREFIX [ARGS...]
 
 "$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --scores "$tmp/cpu.csv" --json \
 	>"$tmp/run.json" || fail "splitnic run"
-$PY - "$tmp/cpu.csv" >"$tmp/cpu.classes" <<'EOF'
-import sys
-for line in open(sys.argv[1]):
-    v = [float(x) for x in line.split(",")]
-    print(max(range(len(v)), key=lambda k: (v[k], -k)))
-EOF
+classes_of_scores "$tmp/cpu.csv" >"$tmp/cpu.classes"
 
 # check_mode NAME OUT-PREFIX WANT-EXECUTOR: all answered, classes equal, executors as wanted
 check_mode() {
-	$PY - "$1" "$2.json" "$2.classes" "$tmp/cpu.classes" "$3" "$N" <<'EOF' || fail "$1 mode"
-import json, sys
-name, cli, got, want, ex, n = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
-got = [int(l) for l in open(got)]
-want = [int(l) for l in open(want)]
-diff = sum(1 for a, b in zip(got, want) if a != b)
-print(f"{name}: {cli['responses']}/{cli['requests']} responses, {cli['errors']['total']} errors, "
-      f"{cli['timeouts']} timeouts, executors {cli['executors']}, accuracy {cli['accuracy']:.4f}, "
-      f"classes differing from splitnic run: {diff}; latency p50 {cli['latency_us']['p50']:.0f} us "
-      f"p99 {cli['latency_us']['p99']:.0f} us, {cli['throughput_rps']:.0f} req/s; server mean ns "
-      + " ".join(f"{k}={v:.0f}" for k, v in cli["server_mean_ns"].items() if v))
-bad = []
-if cli["responses"] != n or len(got) != n or len(want) != n:
-    bad.append(f"{cli['responses']} responses for {n} images")
-if cli["errors"]["total"] or cli["timeouts"] or cli["duplicates"] or cli["stray"]:
-    bad.append("errors, timeouts, duplicate or stray responses")
-if diff:
-    bad.append(f"{diff} classes differ from splitnic run")
+	$PY - "$1" "$2" "$tmp/cpu.classes" "$3" "$N" <<'EOF' || fail "$1 mode"
+import sys
+sys.path.insert(0, "tests/integration")
+from host_check import client_answers, server_total_ok, verdict
+name, prefix, want, ex, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+cli, bad = client_answers(name, prefix, want, n)
 if cli["executors"][ex] != n:
     bad.append(f"only {cli['executors'][ex]} of {n} responses have executor {ex}")
-t = cli["server_mean_ns"]
-if ex == "nic" and t["total"] + 1 < t["host"] + t["pack"] + t["nic"]:
+if ex == "nic" and not server_total_ok(cli):
     bad.append("RESPONSE total is not the server-side total (< host + pack + nic)")
-if bad:
-    print("FAIL: " + "; ".join(bad))
-    sys.exit(1)
+verdict(bad)
 EOF
 }
 
@@ -181,7 +169,7 @@ grep "^nic: model" "$tmp/nic.log"
 
 # --- 1. co-processor ----------------------------------------------------------------------
 if part 1; then
-start_host "$CNN:coproc:$K"
+start_host "$CNN:coproc:$K" --nic-timeout-us 2000000 # every request the NIC's, even on a loaded box
 grep "^host:" "$tmp/host.log"
 client "$tmp/coproc" --outstanding 4 || fail "client (coproc) exited $?"
 check_mode coproc "$tmp/coproc" nic
@@ -285,9 +273,9 @@ if missing or diff:
     bad.append(f"{missing} unanswered, {diff} classes differ")
 if not nic or not fbk or not s["link_down_events"]:
     bad.append("no NIC answers before the kill, or no fallback after it")
-if bad:
-    print("FAIL: " + "; ".join(bad))
-    sys.exit(1)
+sys.path.insert(0, "tests/integration")
+from host_check import verdict
+verdict(bad)
 EOF
 stop_host
 stop_nic
@@ -312,6 +300,44 @@ s = json.load(open(sys.argv[1]))
 print(f"batching: {s['worker_requests']} requests in {s['worker_batches']} batches on a worker "
       f"lcore, {s['answered_nic']} answered by the NIC, {s['answered_host']} by the host")
 sys.exit(s["worker_batches"] >= s["worker_requests"])
+EOF
+	stop_host
+fi
+
+# --- 7. two workers on one queue pair: colliding ids, forged notices from the NIC's address ------
+if part 7; then
+	HOST_LCORES="--main-lcore 1 -l 0-1" start_host "$CNN:coproc:$K" --idle-sleep-us 20 --nic-timeout-us 2000000
+	n7=$((N < 1000 ? N : 1000))
+	ip netns exec "$ns_c" $PY tests/integration/host_front.py 10.88.1.1 "$IMG" "$n7" \
+		"$tmp/p7.json" --from 10.88.1.2 --from 10.88.1.3 --same-ids --timeout 4 \
+		--forge 400 --forge-from 10.88.1.1 || fail "front-ends (7)"
+	host_stats >"$tmp/p7.stats"
+	dpdk_telemetry "snhn$tag" /splitnic/nic/stats >"$tmp/p7.nic" || fail "NIC telemetry (7)"
+	$PY - "$tmp/p7.json" "$tmp/p7.stats" "$tmp/p7.nic" "$tmp/cpu.classes" <<'EOF' || fail "two workers"
+import json, sys
+fr, s, nic = (json.load(open(f)) for f in sys.argv[1:4])
+want = [int(l) for l in open(sys.argv[4])]
+wrong = sum(1 for f in fr["fronts"] for i, c in enumerate(f["classes"]) if c != want[f["images"][i]])
+n = sum(len(f["classes"]) for f in fr["fronts"])
+fb = sum(v for k, v in s.items() if k.startswith("fallback_"))
+at_host = s["notice_not_from_nic"] + s["notice_mismatch"] + s["notice_bad_cookie"] + s["late_notices"]
+at_nic = nic.get("dropped_wire_replies", 0)
+print(f"two workers: {n} requests from 2 front-ends with colliding ids: {wrong} wrong, per worker "
+      f"{[s[f'worker{i}_requests'] for i in range(s['workers'])]}, spread {s['spread']}, "
+      f"answered by the NIC {s['answered_nic']}, fallbacks {fb}; {fr['forged']} forged notices: "
+      f"dropped at the NIC {at_nic}, at the host {at_host} (not from the NIC "
+      f"{s['notice_not_from_nic']}, mismatched {s['notice_mismatch']}, bad cookie "
+      f"{s['notice_bad_cookie']}, not in flight {s['late_notices']})")
+bad = []
+if wrong or any(f["errors"] for f in fr["fronts"]) or s["answered_nic"] != n or fb:
+    bad.append("not every request answered by the NIC with its own class")
+if s["workers"] != 2 or min(s[f"worker{i}_requests"] for i in range(2)) == 0 or not s["spread"]:
+    bad.append("not both workers served requests")
+if not fr["forged"] or at_nic + at_host != fr["forged"]:
+    bad.append("forged notices not all dropped and counted")
+sys.path.insert(0, "tests/integration")
+from host_check import verdict
+verdict(bad)
 EOF
 	stop_host
 fi
@@ -348,21 +374,22 @@ for c in (c1, c2):
         bad.append("no overload errors: load not above capacity")
 errs = sum(s[k] for k in s if k.startswith("error_"))
 print(f"host: requests {s['requests']} accepted {s['accepted']} answered nic {s['answered_nic']} "
-      f"host {s['answered_host']} errors {errs} (sent {s['errors_sent']}), in_use {s['in_use']}; "
-      f"RSS {rss1} -> {rss2} kB")
+      f"host {s['answered_host']} errors {errs} (sent {s['errors_sent']}, rate-limited "
+      f"{s['errors_rate_limited']}), in_use {s['in_use']}; RSS {rss1} -> {rss2} kB")
 total = c1["requests"] + c2["requests"]
-if s["requests"] != total or s["accepted"] + errs != s["requests"] or errs != s["errors_sent"]:
+if s["requests"] != total or s["accepted"] + errs != s["requests"] or \
+        errs != s["errors_sent"] + s["errors_rate_limited"]:
     bad.append("requests != accepted + errors, or not every request seen")
 if s["accepted"] != s["answered_nic"] + s["answered_host"] or s["in_use"]:
     bad.append("accepted != answered")
 if rss2 - rss1 > 2048:
     bad.append(f"RSS grew {rss2 - rss1} kB")
-if bad:
-    print("FAIL: " + "; ".join(bad))
-    sys.exit(1)
+sys.path.insert(0, "tests/integration")
+from host_check import verdict
+verdict(bad)
 EOF
 stop_host
 fi
 stop_nic
-echo "pass: splitnic-host over memif with splitnic-nic: coproc, host-only and fallback modes give the classes of splitnic run on $N Fashion-MNIST images; NIC killed mid-run: every request answered (host fallback); overload: every request answered or errored, counters consistent, RSS flat; graceful SIGTERM"
+echo "pass: splitnic-host over memif with splitnic-nic: coproc, host-only and fallback modes give the classes of splitnic run on $N Fashion-MNIST images; NIC killed mid-run: every request answered (host fallback); two workers: colliding request ids answered right, forged notices dropped; overload: every request answered or errored, counters consistent, RSS flat; graceful SIGTERM"
 exit 0

@@ -332,11 +332,12 @@ with Client("10.89.1.1") as c:
         time.sleep(0.005)
 EOF
 prober_pid=$!
+r0=$(host_stats 1:requests) # the counter is cumulative: 300 more than before this load
 ip netns exec "$ns_c" "$S" client 10.89.1.1 --images "$IMG" --count 3000 --outstanding 256 \
 	--timeout-ms 5000 --json >"$tmp/drain-load.json" 2>/dev/null & # refused once draining
 load_pid=$!
 for _ in $(seq 200); do
-	[ "$(host_stats 1:requests)" -ge 300 ] && grep -q serving "$tmp/states" 2>/dev/null && break
+	[ "$(host_stats 1:requests)" -ge $((r0 + 300)) ] && grep -q serving "$tmp/states" 2>/dev/null && break
 	sleep 0.05
 done
 kill -TERM "${host_pid[1]}"

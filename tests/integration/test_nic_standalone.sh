@@ -13,9 +13,11 @@
 #      client's whole run);
 #   2. 500 requests again with a 256-byte payload (5 fragments each: the reassembly path);
 #   3. a few hundred crafted bad and foreign datagrams (python3 + scapy): each parser verdict,
-#      unknown model, RESPONSE/ERROR passed up, bad shape, lone IP fragments, bad UDP length,
+#      unknown model, RESPONSE/ERROR/ACTIVATION from the wire (dropped, never passed up), bad
+#      shape (the element count right but not (C,H,W)), lone IP fragments, bad UDP length,
 #      random junk; the telemetry endpoint /splitnic/nic/stats (read from the DPDK telemetry
-#      socket) must count them by reason; then 200 more requests must still be answered;
+#      socket) must count them by reason, every ERROR decided either sent or rate-limited;
+#      then 200 more requests must still be answered;
 #   4. SIGTERM: graceful exit, final counters written.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
@@ -214,9 +216,15 @@ put("frag", req(off=8, frag_len=784, total=784))
 put("format", req(fmt=77))
 put("shape", req(c=0))
 put("bad_shape_error", req(c=1, h=1, w=10, count=10, total=10, frag_len=10, body=bytes(10)))
+put("bad_shape_chw", req(c=1, h=784, w=1))
 put("unknown_model", req(model=0xDEADBEEF))
-put("response_passed_up", common(typ=3, hdr_len=80, frag_len=80, total=80)
+put("response_from_wire", common(typ=3, hdr_len=80, frag_len=80, total=80)
     + struct.pack(">IHBB", 0, 10, 6, 4) + bytes(40) + bytes(80))
+put("error_from_wire", common(typ=4, hdr_len=40, frag_len=4, total=4) + struct.pack(">HHI", 4, 0, 0)
+    + b"busy")
+put("activation_from_wire", common(typ=2, hdr_len=112, frag_len=784, total=784) + tensor(fmt=1)
+    + bytes(10) + b"\xff\xff" + bytes([10, 88, 0, 77]) + struct.pack(">HBB", 7777, 0, 0)
+    + bytes(28) + bytes(784))
 for i in range(40):
     s.sendto(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 1400))), (NIC, PORT))
 sent["junk"] = 40
@@ -248,9 +256,16 @@ def want(key, n, exact=False):
 for k in ("short", "magic", "version", "type", "hdr_len", "short_ext", "truncated", "trailing",
           "total_len", "frag", "format", "shape"):
     want(f"verdict_{k}", sent[k])
-want("error_bad_shape", sent["bad_shape_error"], True)
+want("error_bad_shape", sent["bad_shape_error"] + sent["bad_shape_chw"], True)
 want("passed_up_unknown_model", sent["unknown_model"], True)
-want("passed_up_type", sent["response_passed_up"], True)
+want("passed_up_type", 0, True)
+want("dropped_wire_replies", sent["response_from_wire"] + sent["error_from_wire"], True)
+want("dropped_wire_activations", sent["activation_from_wire"], True)
+decided = sum(v for k, v in d.items() if k.startswith("error_") and
+              k not in ("error_rate_limited", "error_notices", "error_internal"))
+if d.get("errors_sent", 0) + d.get("error_rate_limited", 0) + d.get("refused_larger_reply", 0) != decided:
+    bad.append(f"ERRORs decided {decided} != sent {d.get('errors_sent', 0)} + rate-limited "
+               f"{d.get('error_rate_limited', 0)} + too large {d.get('refused_larger_reply', 0)}")
 # lone IP fragments never reach it: net_af_packet joins a PACKET_FANOUT group with the DEFRAG
 # flag, so the kernel holds them for reassembly; they are sent only to show they do no harm
 want("ip_bad", sent["udp_len"], True)

@@ -76,6 +76,23 @@ if bad:
     sys.exit(1)
 EOF
 
+# a REQUEST with the element count right but the shape (1,784,1): ERROR bad_shape from XDP, as
+# splitnic-nic and splitnic-host answer it, no longer than the request
+ip netns exec "$ns_c" $PY - <<'EOF' || fail "bad shape over the veth"
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+req = (struct.pack(">HBBHHIHHQII", 0x534E, 1, 1, 64, 784, 0, 0, 0, 77, 784, 0)
+       + struct.pack(">BBHIIIIIiI", 1, 0, 0, 1, 784, 1, 784, 0, 0, 0) + bytes(784))
+s.sendto(req, ("10.77.0.1", 21326))
+d = s.recv(2048)
+typ, rid, code = d[3], struct.unpack(">Q", d[16:24])[0], struct.unpack(">H", d[32:34])[0]
+print(f"bad shape: type {typ}, request {rid}, code {code}, {len(d)} bytes for {len(req)}")
+assert typ == 4 and rid == 77 and code == 3 and len(d) <= len(req), "not ERROR bad_shape"
+EOF
+ip netns exec "$ns_s" "$S" xdp stats vxs | grep -q "^error_bad_shape *1$" ||
+	fail "xdp stats: error_bad_shape is not 1"
+
 "$S" run "$MODEL" --images "$IMG" --scores "$tmp/cpu.csv" >/dev/null || fail "splitnic run --scores"
 "$S" xdp test "$MODEL" --images "$IMG" --scores "$tmp/xdp.csv" --quiet | tail -3 ||
 	fail "splitnic xdp test"
@@ -99,5 +116,5 @@ if cli["responses"] != 1000 or cli["executors"]["xdp"] != 1000 or cli["correct"]
     sys.exit(1)
 EOF
 ip netns exec "$ns_s" "$S" xdp detach vxs >/dev/null || fail "xdp detach (generic)"
-echo "pass: 10000 Fashion-MNIST requests answered in XDP over veth (native), 1000 more in generic mode; classes and scores equal the CPU kernels"
+echo "pass: 10000 Fashion-MNIST requests answered in XDP over veth (native), 1000 more in generic mode; classes and scores equal the CPU kernels; a bad shape answered ERROR bad_shape"
 exit 0
