@@ -27,52 +27,6 @@ struct conf_parse {
 	int err;
 };
 
-static const struct conf_opt nic_opts[] = {
-    {"executors", false},   {"platform", false},   {"port", false},    {"ip", false},
-    {"wire-port", false},   {"host-port", false},  {"payload", false}, {"duration", false},
-    {"stats-file", false},  {"notify-host", true}, {"allow", false},   {"error-rate", false},
-    {"error-burst", false},
-};
-
-static const struct conf_opt host_opts[] = {
-    {"port", false},	   {"ip", false},      {"nic-ip", false},	 {"nic-timeout-us", false},
-    {"nic-window", false}, {"queue", false},   {"batch", false},	 {"batch-wait-us", false},
-    {"allow", false},	   {"payload", false}, {"drain-ms", false},	 {"idle-sleep-us", false},
-    {"stats-file", false}, {"nic", false},     {"nic-executors", false}, {"error-rate", false},
-    {"queues", false},	   {"name", false},
-};
-
-static const struct conf_model_key nic_model_keys[] = {
-    {"file", true}, {"id", false}, {"first-op", false}};
-static const struct conf_model_key host_model_keys[] = {
-    {"file", true}, {"mode", false}, {"split", false}};
-
-static int nic_model_spec(const char *const *v, char *out, size_t outlen)
-{
-	int n = snprintf(out, outlen, "%s%s%s%s%s", v[1] ? v[1] : "", v[1] ? "=" : "", v[0],
-			 v[2] ? "@" : "", v[2] ? v[2] : "");
-
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
-}
-
-static int host_model_spec(const char *const *v, char *out, size_t outlen)
-{
-	int n = snprintf(out, outlen, "%s%s%s%s%s", v[0], v[1] || v[2] ? ":" : "", v[1] ? v[1] : "",
-			 v[2] ? ":" : "", v[2] ? v[2] : "");
-
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
-}
-
-const struct conf_server conf_nic = {
-    "splitnic-nic", nic_opts, sizeof(nic_opts) / sizeof(nic_opts[0]),
-    nic_model_keys, 3,	      nic_model_spec,
-};
-
-const struct conf_server conf_host = {
-    "splitnic-host", host_opts, sizeof(host_opts) / sizeof(host_opts[0]),
-    host_model_keys, 3,		host_model_spec,
-};
-
 static int args_push(struct conf_args *a, const char *s)
 {
 	char **v = realloc(a->argv, (size_t)(a->argc + 2) * sizeof(*v));
@@ -155,13 +109,15 @@ static int on_eal(struct conf_parse *p, const char *key, const char *value)
 
 static int on_server(struct conf_parse *p, const char *key, const char *value)
 {
-	const struct conf_server *srv = p->srv;
+	const struct conf_cmd *cmd = p->srv->cmd;
 	int b;
 
-	for (size_t i = 0; i < srv->n_opts; i++) {
-		if (strcmp(key, srv->opts[i].name))
+	for (size_t i = 0; i < cmd->n_opts; i++) {
+		const struct conf_opt *r = &cmd->opts[i];
+
+		if (strcmp(key, r->name) || !strcmp(key, "model"))
 			continue;
-		if (!srv->opts[i].flag)
+		if (r->arg)
 			return args_push_opt(&p->server, key, value)
 				   ? fail(p, -ENOMEM, "out of memory")
 				   : 1;
@@ -171,7 +127,7 @@ static int on_server(struct conf_parse *p, const char *key, const char *value)
 		return b && args_push_opt(&p->server, key, NULL) ? fail(p, -ENOMEM, "out of memory")
 								 : 1;
 	}
-	return fail(p, -EINVAL, "[server] '%s' is not an option of %s", key, srv->prog);
+	return fail(p, -EINVAL, "[server] '%s' is not an option of %s", key, cmd->prog);
 }
 
 static int on_model(struct conf_parse *p, const char *name, const char *key, const char *value)
@@ -198,7 +154,7 @@ static int on_model(struct conf_parse *p, const char *name, const char *key, con
 			break;
 	if (k == srv->n_model_keys)
 		return fail(p, -EINVAL, "[model %s] '%s' is not a model key of %s", name, key,
-			    srv->prog);
+			    srv->cmd->prog);
 	if (m->values[k])
 		return fail(p, -EINVAL, "[model %s] '%s' given twice", name, key);
 	if (!*value || strpbrk(value, ":@="))
@@ -219,7 +175,7 @@ static int on_value(void *user, const char *section, const char *key, const char
 	if (!strncmp(section, "model", 5) && (!section[5] || section[5] == ' '))
 		return on_model(p, section[5] ? section + 6 : "", key, value);
 	return fail(p, -EINVAL, "[%s]: not a section of %s (eal, server, model NAME)", section,
-		    p->srv->prog);
+		    p->srv->cmd->prog);
 }
 
 static bool is_model_opt(const char *s)
@@ -273,6 +229,15 @@ int conf_argv(const struct conf_server *srv, int argc, char **argv, struct conf_
 	memset(out, 0, sizeof(*out));
 	if (errlen)
 		err[0] = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--eal-help"))
+			continue;
+		if (!args_push(out, argv[0]) && !args_push(out, "--help"))
+			return 0;
+		conf_args_free(out);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--") && dd == argc)
 			dd = i;
@@ -349,13 +314,31 @@ out:
 	return ret;
 }
 
+int conf_server_parse(const struct conf_server *srv, int argc, char **argv, void *o,
+		      int (*on_opt)(void *o, const struct conf_opt *opt, const char *arg))
+{
+	struct conf_cmd cmd = *srv->cmd;
+
+	cmd.on_opt = on_opt;
+	return conf_parse(&cmd, argc, argv, o);
+}
+
 int conf_apply(const struct conf_server *srv, int *argc, char ***argv)
 {
+	const char *h = conf_help_arg(*argc, *argv, false);
 	struct conf_args a;
 	char err[512] = "";
 
+	if (h && !strcmp(h, "--version")) {
+		printf("%s %s\n", srv->cmd->prog, CONF_VERSION);
+		return 1;
+	}
+	if (h) {
+		conf_help(stdout, srv->cmd);
+		return 1;
+	}
 	if (conf_argv(srv, *argc, *argv, &a, err, sizeof(err))) {
-		fprintf(stderr, "%s: --config: %s\n", srv->prog, err);
+		fprintf(stderr, "%s: --config: %s\n", srv->cmd->prog, err);
 		return -1;
 	}
 	*argc = a.argc;

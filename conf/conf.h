@@ -19,8 +19,9 @@
  *     KEY = VALUE           --KEY=VALUE (repeatable: vdev = ..., file-prefix = ...);
  *                           VALUE true: --KEY alone; false: nothing
  *     [server]
- *     KEY = VALUE           --KEY=VALUE for each of the server's options (conf_nic, conf_host
- *                           list them); flags (notify-host) take true or false
+ *     KEY = VALUE           --KEY=VALUE for each of the server's options but --model (its
+ *                           option table, conf/servers.c: `PROG --help` lists them); flags
+ *                           (notify-host) take true or false
  *     [model NAME]          one model and its mode, NAME only names the section
  *     file = PATH           the model file (required)
  *     splitnic-nic:  id = NUMBER|NAME (default: the model's name), first-op = K (the NIC part
@@ -37,10 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct conf_opt {
-	const char *name; /* the server's long option */
-	bool flag;	  /* takes no argument */
-};
+#include "conf/opts.h"
 
 struct conf_model_key {
 	const char *name;
@@ -48,9 +46,7 @@ struct conf_model_key {
 };
 
 struct conf_server {
-	const char *prog; /* splitnic-nic, splitnic-host: in messages */
-	const struct conf_opt *opts;
-	size_t n_opts;
+	const struct conf_cmd *cmd; /* the server's options (conf/opts.h), its --help */
 	const struct conf_model_key *model_keys;
 	size_t n_model_keys;
 	/* a model section's values (indexed like model_keys, NULL if absent) -> --model's value */
@@ -58,6 +54,46 @@ struct conf_server {
 };
 
 extern const struct conf_server conf_nic, conf_host;
+
+/* What splitnic-nic's option callback switches on: the keys of conf_nic's rows. */
+enum conf_nic_key {
+	CONF_NIC_MODEL = 1,
+	CONF_NIC_EXECUTORS,
+	CONF_NIC_PLATFORM,
+	CONF_NIC_PORT,
+	CONF_NIC_IP,
+	CONF_NIC_WIRE_PORT,
+	CONF_NIC_HOST_PORT,
+	CONF_NIC_PAYLOAD,
+	CONF_NIC_DURATION,
+	CONF_NIC_STATS_FILE,
+	CONF_NIC_NOTIFY_HOST,
+	CONF_NIC_NAME,
+	CONF_NIC_IDLE_SLEEP_US,
+	CONF_NIC_DRAIN_MS,
+	CONF_NIC_ALLOW,
+	CONF_NIC_ERROR_RATE,
+	CONF_NIC_ERROR_BURST,
+};
+
+/* What splitnic-host's option callback switches on: the keys of conf_host's rows. */
+enum conf_host_key {
+	CONF_HOST_MODEL = 1,
+	CONF_HOST_IP,
+	CONF_HOST_NIC_IP,
+	CONF_HOST_ALLOW,
+	CONF_HOST_STATS_FILE,
+	CONF_HOST_NIC,
+	CONF_HOST_NAME,
+	CONF_HOST_NUMBER, /* a whole number of the host's table of ranges, by the row's name */
+};
+
+/*
+ * conf_parse (conf/opts.h) of a server's own arguments (after EAL's) into o, with its option
+ * callback: the index of the first positional argument, or -1 after a message and the usage.
+ */
+int conf_server_parse(const struct conf_server *srv, int argc, char **argv, void *o,
+		      int (*on_opt)(void *o, const struct conf_opt *opt, const char *arg));
 
 /* A built argument vector: argv[argc] is NULL; every string owned. */
 struct conf_args {
@@ -67,16 +103,19 @@ struct conf_args {
 
 /*
  * If argv (argc entries) holds --config FILE or --config=FILE, read FILE for server srv and set
- * *out to the combined vector above; else *out is a copy of argv. Returns 0, or -EINVAL /
- * -errno with a message naming the file, line, section and key in err.
+ * *out to the combined vector above; else *out is a copy of argv. --eal-help anywhere makes *out
+ * PROG --help (what EAL answers with its own options). Returns 0, or -EINVAL / -errno with a
+ * message naming the file, line, section and key in err.
  */
 int conf_argv(const struct conf_server *srv, int argc, char **argv, struct conf_args *out,
 	      char *err, size_t errlen);
 void conf_args_free(struct conf_args *a);
 
 /*
- * The hook in a server's main(): conf_argv of argc/argv, replaced by the result (which lives
- * until the process exits). Returns 0, or -1 after printing the error on stderr.
+ * The hook in a server's main(), before rte_eal_init: --help (or -h) and --version anywhere on
+ * the command line, before or after "--", are answered here (the server's own options from its
+ * table; returns 1: exit 0); else argc/argv are replaced by conf_argv's vector (which lives
+ * until the process exits). Returns 0, 1, or -1 after printing the error on stderr.
  */
 int conf_apply(const struct conf_server *srv, int *argc, char ***argv);
 

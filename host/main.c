@@ -65,8 +65,8 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -100,22 +100,6 @@ static void on_signal(int sig)
 }
 
 /* --- options ------------------------------------------------------------------------------- */
-
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: splitnic-host EAL-ARGS -- --model FILE[:MODE[:SPLIT]] [--model ...]\n"
-	    "         --ip A.B.C.D [--port UDP (%u)] [--nic-ip A.B.C.D (--ip)]\n"
-	    "         [--nic-timeout-us US (200000)] [--nic-window N (32)] [--queue N (64)]\n"
-	    "         [--batch MAX (1)] [--batch-wait-us US (0)] [--allow CIDR ...]\n"
-	    "         [--payload BYTES (1400)] [--drain-ms MS (5000)] [--idle-sleep-us US (0)]\n"
-	    "         [--error-rate N (10000)] [--queues N (one per worker lcore)]\n"
-	    "         [--stats-file FILE] [--nic port|inproc (port)] [--nic-executors E (16)]\n"
-	    "         [--name NAME (splitnic-host@IP)]\n"
-	    "  MODE coproc|host-only|fallback; SPLIT: op index or plan file (splitnic plan -o)\n",
-	    PROTO_DEFAULT_PORT);
-}
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
 {
@@ -169,8 +153,7 @@ static const struct num_opt num_opts[] = {
     NUM_OPT("queues", 1, HOST_MAX_WORKERS, 1, queues),
 };
 
-#define N_NUM_OPTS  (sizeof(num_opts) / sizeof(num_opts[0]))
-#define NUM_OPT_VAL 256 /* getopt's value of num_opts[i]: NUM_OPT_VAL + i */
+#define N_NUM_OPTS (sizeof(num_opts) / sizeof(num_opts[0]))
 
 static int set_num_opt(struct host_opts *o, const struct num_opt *n, const char *arg)
 {
@@ -192,96 +175,74 @@ static int set_num_opt(struct host_opts *o, const struct num_opt *n, const char 
 	return 0;
 }
 
+/* One option of conf_host's table (conf/servers.c), or its default: 0, or -1 after a message. */
+static int host_opt(void *p, const struct conf_opt *opt, const char *arg)
+{
+	struct host_opts *o = p;
+
+	switch (opt->key) {
+	case CONF_HOST_MODEL:
+		if (o->n_models == HOST_MAX_MODELS) {
+			fprintf(stderr, "host: at most %u models\n", HOST_MAX_MODELS);
+			return -1;
+		}
+		o->model_spec[o->n_models++] = arg;
+		return 0;
+	case CONF_HOST_IP:
+	case CONF_HOST_NIC_IP:
+		if (!parse_ip(arg, opt->key == CONF_HOST_IP ? &o->ip : &o->nic_ip))
+			return 0;
+		fprintf(stderr, "host: --%s: an IPv4 address, got '%s'\n", opt->name, arg);
+		return -1;
+	case CONF_HOST_ALLOW:
+		if (o->n_allow < HOST_MAX_ALLOW && !host_cidr_parse(arg, &o->allow[o->n_allow])) {
+			o->n_allow++;
+			return 0;
+		}
+		fprintf(stderr, "host: --allow: A.B.C.D/N (at most %u), got '%s'\n", HOST_MAX_ALLOW,
+			arg);
+		return -1;
+	case CONF_HOST_STATS_FILE:
+		o->stats_file = arg;
+		return 0;
+	case CONF_HOST_NAME:
+		if (!*arg || strlen(arg) > PROTO_HEALTH_IDENT_LEN) {
+			fprintf(stderr, "host: --name: 1 to %u characters, got '%s'\n",
+				PROTO_HEALTH_IDENT_LEN, arg);
+			return -1;
+		}
+		o->name = arg;
+		return 0;
+	case CONF_HOST_NIC:
+		if (strcmp(arg, "port") && strcmp(arg, "inproc")) {
+			fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", arg);
+			return -1;
+		}
+		o->inproc = !strcmp(arg, "inproc");
+		return 0;
+	default: /* a number of num_opts, by its name */
+		for (size_t i = 0; i < N_NUM_OPTS; i++)
+			if (!strcmp(num_opts[i].name, opt->name))
+				return set_num_opt(o, &num_opts[i], arg) ? -1 : 0;
+		assert(!"a numeric option of conf_host without its range in num_opts");
+		return -1;
+	}
+}
+
 static int parse_opts(int argc, char **argv, struct host_opts *o)
 {
-	static const struct option fixed[] = {
-	    {"model", required_argument, NULL, 'm'},	  {"ip", required_argument, NULL, 'i'},
-	    {"nic-ip", required_argument, NULL, 'I'},	  {"allow", required_argument, NULL, 'a'},
-	    {"stats-file", required_argument, NULL, 's'}, {"nic", required_argument, NULL, 'n'},
-	    {"name", required_argument, NULL, 'N'},	  {"help", no_argument, NULL, 'h'},
-	};
-	struct option lopts[sizeof(fixed) / sizeof(fixed[0]) + N_NUM_OPTS + 1] = {{0}};
-	const size_t nf = sizeof(fixed) / sizeof(fixed[0]);
-	int c;
+	int arg;
 
-	memcpy(lopts, fixed, sizeof(fixed));
-	for (size_t i = 0; i < N_NUM_OPTS; i++)
-		lopts[nf + i] = (struct option){num_opts[i].name, required_argument, NULL,
-						(int)(NUM_OPT_VAL + i)};
 	memset(o, 0, sizeof(*o));
-	o->udp_port = PROTO_DEFAULT_PORT;
-	o->nic_timeout_ns = 200000000ull;
-	o->window = 32;
-	o->queue = 64;
-	o->batch = 1;
-	o->payload = PROTO_DEFAULT_PAYLOAD;
-	o->drain_ns = 5000000000ull;
-	o->nic_executors = 16;
-	o->error_rate = 10000;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-		if (c >= NUM_OPT_VAL && c < NUM_OPT_VAL + (int)N_NUM_OPTS) {
-			if (set_num_opt(o, &num_opts[c - NUM_OPT_VAL], optarg))
-				return -EINVAL;
-			continue;
-		}
-		switch (c) {
-		case 'm':
-			if (o->n_models == HOST_MAX_MODELS) {
-				fprintf(stderr, "host: at most %u models\n", HOST_MAX_MODELS);
-				return -EINVAL;
-			}
-			o->model_spec[o->n_models++] = optarg;
-			break;
-		case 'i':
-		case 'I':
-			if (parse_ip(optarg, c == 'i' ? &o->ip : &o->nic_ip)) {
-				fprintf(stderr, "host: %s: an IPv4 address, got '%s'\n",
-					c == 'i' ? "--ip" : "--nic-ip", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'a':
-			if (o->n_allow == HOST_MAX_ALLOW ||
-			    host_cidr_parse(optarg, &o->allow[o->n_allow])) {
-				fprintf(stderr, "host: --allow: A.B.C.D/N (at most %u), got '%s'\n",
-					HOST_MAX_ALLOW, optarg);
-				return -EINVAL;
-			}
-			o->n_allow++;
-			break;
-		case 's':
-			o->stats_file = optarg;
-			break;
-		case 'N':
-			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
-				fprintf(stderr, "host: --name: 1 to %u characters, got '%s'\n",
-					PROTO_HEALTH_IDENT_LEN, optarg);
-				return -EINVAL;
-			}
-			o->name = optarg;
-			break;
-		case 'n':
-			if (strcmp(optarg, "port") && strcmp(optarg, "inproc")) {
-				fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			o->inproc = !strcmp(optarg, "inproc");
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc || !o->n_models || !o->ip) {
+	arg = conf_server_parse(&conf_host, argc, argv, o, host_opt);
+	if (arg < 0)
+		return -EINVAL;
+	if (arg < argc || !o->n_models || !o->ip) {
 		fprintf(stderr, "host: %s\n",
-			optind < argc  ? "unexpected argument"
+			arg < argc     ? "unexpected argument"
 			: !o->n_models ? "give at least one --model"
 				       : "give --ip (the server address, splitnic-nic's --ip)");
-		usage(stderr);
+		conf_usage(stderr, conf_host.cmd);
 		return -EINVAL;
 	}
 	if (!o->nic_ip)
@@ -683,8 +644,9 @@ int main(int argc, char **argv)
 	if (ret)
 		fprintf(stderr, "host: cannot restart with one OpenBLAS thread: %s\n",
 			strerror(-ret));
-	if (conf_apply(&conf_host, &argc, &argv))
-		return 1;
+	ret = conf_apply(&conf_host, &argc, &argv);
+	if (ret)
+		return ret < 0 ? 1 : 0;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "host: rte_eal_init: %s\n", rte_strerror(rte_errno));

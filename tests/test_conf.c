@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "conf/opts.h"
 
 static char path[64];
 
@@ -125,21 +126,29 @@ static void expect_error(const struct conf_server *srv, const char *text, const 
 
 static void test_conf_errors(void **state)
 {
+	static const struct {
+		const struct conf_server *srv;
+		const char *text, *needle;
+	} bad[] = {
+	    {&conf_nic, "[server]\nip = 1.2.3.4\nqueue = 3\n",
+	     ":3: [server] 'queue' is not an option of splitnic-nic"},
+	    {&conf_nic, "[server]\nnotify-host = maybe\n",
+	     ":2: [server] notify-host: true or false, got 'maybe'"},
+	    {&conf_nic, "[server]\nmodel = x.snm\n",
+	     ":2: [server] 'model' is not an option of splitnic-nic"},
+	    {&conf_host, "[servers]\nip = 1.2.3.4\n", ":2: [servers]: not a section"},
+	    {&conf_host, "[model a]\nmode = coproc\n", "[model a]: 'file' is missing"},
+	    {&conf_host, "[model a]\nfile = x\nfile = y\n", ":3: [model a] 'file' given twice"},
+	    {&conf_nic, "[model a]\nfile = x\nmode = coproc\n",
+	     ":3: [model a] 'mode' is not a model key of splitnic-nic"},
+	    {&conf_host, "[model]\nfile = x\n", ":2: [model]: give the section a name"},
+	    {&conf_host, "[model a]\nfile = x:y\n", "holds ':'"},
+	    {&conf_host, "[server]\nip 1.2.3.4\n", ":2: not 'key = value'"},
+	};
 	char out[1024], err[256];
 
-	expect_error(&conf_nic, "[server]\nip = 1.2.3.4\nqueue = 3\n",
-		     ":3: [server] 'queue' is not an option of splitnic-nic");
-	expect_error(&conf_nic, "[server]\nnotify-host = maybe\n",
-		     ":2: [server] notify-host: true or false, got 'maybe'");
-	expect_error(&conf_host, "[servers]\nip = 1.2.3.4\n", ":2: [servers]: not a section");
-	expect_error(&conf_host, "[model a]\nmode = coproc\n", "[model a]: 'file' is missing");
-	expect_error(&conf_host, "[model a]\nfile = x\nfile = y\n",
-		     ":3: [model a] 'file' given twice");
-	expect_error(&conf_nic, "[model a]\nfile = x\nmode = coproc\n",
-		     ":3: [model a] 'mode' is not a model key of splitnic-nic");
-	expect_error(&conf_host, "[model]\nfile = x\n", ":2: [model]: give the section a name");
-	expect_error(&conf_host, "[model a]\nfile = x:y\n", "holds ':'");
-	expect_error(&conf_host, "[server]\nip 1.2.3.4\n", ":2: not 'key = value'");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_error(bad[i].srv, bad[i].text, bad[i].needle);
 	assert_int_equal(run(&conf_host, "prog --config /nonexistent/x.conf", out, sizeof(out), err,
 			     sizeof(err)),
 			 -2);
@@ -153,12 +162,200 @@ static void test_conf_errors(void **state)
 	assert_string_equal(err, "--config: give a file");
 }
 
+/* Every option of a server's table but --model is a [server] key (none is left out). */
+static void expect_all_keys(const struct conf_server *srv)
+{
+	const struct conf_cmd *c = srv->cmd;
+	char text[2048] = "[server]\n", want[2048] = "prog --", out[2048], err[256];
+	size_t n = strlen(text), w = strlen(want);
+
+	for (unsigned i = 0; i < c->n_opts; i++) {
+		const struct conf_opt *r = &c->opts[i];
+
+		if (!strcmp(r->name, "model"))
+			continue;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s = %s\n", r->name,
+				      r->arg ? "v" : "true");
+		w += (size_t)snprintf(want + w, sizeof(want) - w, " --%s%s", r->name,
+				      r->arg ? "=v" : "");
+	}
+	write_conf(text);
+	assert_int_equal(run(srv, "prog --config %s", out, sizeof(out), err, sizeof(err)), 0);
+	assert_string_equal(out, want);
+}
+
+static void test_conf_server_keys(void **state)
+{
+	static const char *const nic_keys[] = {"name",	"idle-sleep-us", "drain-ms",
+					       "allow", "error-rate",	 "error-burst"};
+	char out[256], err[256];
+
+	expect_all_keys(&conf_nic);
+	expect_all_keys(&conf_host);
+	/* the keys the file once lacked */
+	for (size_t i = 0; i < sizeof(nic_keys) / sizeof(nic_keys[0]); i++) {
+		snprintf(out, sizeof(out), "[server]\n%s = 1\n", nic_keys[i]);
+		write_conf(out);
+		assert_int_equal(
+		    run(&conf_nic, "prog --config %s", out, sizeof(out), err, sizeof(err)), 0);
+	}
+	write_conf("[server]\nname = h1\n");
+	assert_int_equal(run(&conf_host, "prog --config %s", out, sizeof(out), err, sizeof(err)),
+			 0);
+	assert_string_equal(out, "prog -- --name=h1");
+}
+
+/* --eal-help anywhere: EAL's own --help, nothing else (the file is not read). */
+static void test_conf_eal_help(void **state)
+{
+	char out[256], err[256];
+
+	assert_int_equal(run(&conf_nic, "splitnic-nic -l 0 -- --model x --eal-help --config /no",
+			     out, sizeof(out), err, sizeof(err)),
+			 0);
+	assert_string_equal(out, "splitnic-nic --help");
+}
+
+/* ---- option tables (conf/opts.h) ------------------------------------------------------- */
+
+struct t_opts {
+	bool flag;
+	const char *str, *out, *choice;
+	long num;
+	int calls;
+	const char *last;
+};
+
+static int t_call(void *p, const struct conf_opt *opt, const char *arg)
+{
+	struct t_opts *o = p;
+
+	o->calls++;
+	o->last = arg;
+	return strcmp(arg, "bad") ? 0 : -1;
+}
+
+#define T_OPT(f) offsetof(struct t_opts, f)
+
+static const struct conf_opt t_rows[] = {
+    CONF_FLAG_ROW("flag", T_OPT(flag), "a flag"),
+    CONF_STR_ROW("str", "S", T_OPT(str), "dflt", "a string"),
+    CONF_LONG_ROW("num", "N", T_OPT(num), 2, 9, "3", "a number"),
+    CONF_CHOICE_ROW("choice", "a|bb|c", T_OPT(choice), NULL, "one of three"),
+    CONF_CALL_ROW("call", "X", 7, "first", "the callback's"),
+    CONF_OUTPUT_ROW("FILE", T_OPT(out), "an output"),
+};
+
+static const struct conf_cmd t_cmd = {
+    CONF_CMD("prog sub", "ARG [OPTIONS]\nARG ARG", "what it does", t_rows, 1, 2, t_call),
+    .notes = "a note\n"};
+
+/* conf_parse of the words of line (split on spaces) into o: its result. */
+static int t_parse(const char *line, struct t_opts *o, char ***argv_out)
+{
+	static char buf[256], *argv[32];
+	char *save, *tok;
+	int argc = 0;
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	memset(o, 0, sizeof(*o));
+	*argv_out = argv;
+	return conf_parse(&t_cmd, argc, argv, o);
+}
+
+static void test_conf_opts_parse(void **state)
+{
+	struct t_opts o;
+	char **argv;
+	int arg;
+
+	/* the defaults, applied through the same paths */
+	arg = t_parse("sub pos", &o, &argv);
+	assert_int_equal(arg, 1);
+	assert_string_equal(argv[arg], "pos");
+	assert_false(o.flag);
+	assert_string_equal(o.str, "dflt");
+	assert_int_equal(o.num, 3);
+	assert_null(o.choice);
+	assert_int_equal(o.calls, 1);
+	assert_string_equal(o.last, "first");
+	/* every kind, -o, permuted positionals, the last value winning */
+	arg = t_parse("sub p1 --flag --str=x --num 9 --choice bb --call y -o f p2 --num 2", &o,
+		      &argv);
+	assert_int_equal(arg, 13);
+	assert_string_equal(argv[arg], "p1");
+	assert_string_equal(argv[arg + 1], "p2");
+	assert_true(o.flag);
+	assert_string_equal(o.str, "x");
+	assert_int_equal(o.num, 2);
+	assert_string_equal(o.choice, "bb");
+	assert_int_equal(o.calls, 2);
+	assert_string_equal(o.last, "y");
+	assert_string_equal(o.out, "f");
+	assert_string_equal(argv[0], "prog sub");
+	/* refused: range, choice, callback, unknown option, argument counts */
+	assert_int_equal(t_parse("sub p --num 10", &o, &argv), -1);
+	assert_int_equal(t_parse("sub p --num 3x", &o, &argv), -1);
+	assert_int_equal(t_parse("sub p --choice b", &o, &argv), -1);
+	assert_int_equal(t_parse("sub p --call bad", &o, &argv), -1);
+	assert_int_equal(t_parse("sub p --nope", &o, &argv), -1);
+	assert_int_equal(t_parse("sub p --flag=1", &o, &argv), -1);
+	assert_int_equal(t_parse("sub", &o, &argv), -1);
+	assert_int_equal(t_parse("sub a b c", &o, &argv), -1);
+}
+
+static void test_conf_opts_help(void **state)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	conf_help(f, &t_cmd);
+	fclose(f);
+	assert_non_null(strstr(text, "usage: prog sub ARG [OPTIONS]\n       prog sub ARG ARG\n"));
+	assert_non_null(strstr(text, "\nwhat it does\n"));
+	for (unsigned i = 0; i < t_cmd.n_opts; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "--%s%s%s", t_rows[i].name, t_rows[i].arg ? " " : "",
+			 t_rows[i].arg ? t_rows[i].arg : "");
+		if (!strstr(text, want))
+			fail_msg("help lacks '%s':\n%s", want, text);
+	}
+	assert_non_null(strstr(text, "-o, --output FILE"));
+	assert_non_null(strstr(text, "a number (default 3)"));
+	assert_non_null(strstr(text, "--help, --version"));
+	assert_non_null(strstr(text, "\na note\n"));
+	free(text);
+}
+
+static void test_conf_opts_help_arg(void **state)
+{
+	char *a[] = {"p", "x", "--", "--help", NULL}, *b[] = {"p", "-h", NULL},
+	     *c[] = {"p", "--model", "--versions", NULL}, *d[] = {"p", "--", "--version", NULL};
+
+	assert_null(conf_help_arg(4, a, true));
+	assert_string_equal(conf_help_arg(4, a, false), "--help");
+	assert_string_equal(conf_help_arg(2, b, true), "-h");
+	assert_null(conf_help_arg(3, c, false));
+	assert_string_equal(conf_help_arg(3, d, false), "--version");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_conf_nic_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_conf_command_line_overrides, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_conf_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_conf_server_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_conf_eal_help, setup, teardown),
+	    cmocka_unit_test(test_conf_opts_parse),
+	    cmocka_unit_test(test_conf_opts_help),
+	    cmocka_unit_test(test_conf_opts_help_arg),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -47,7 +47,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -271,22 +270,6 @@ static const struct nicfw_engine_ops lcore_engine_ops = {.submit = lc_submit, .p
 
 /* --- options ----------------------------------------------------------------------------- */
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...]\n"
-		"         [--executors E (1..256, default 16)] [--platform lcore|emu]\n"
-		"         [--port UDP (default %u)] [--ip A.B.C.D (answer ARP for it)]\n"
-		"         [--wire-port N (0)] [--host-port N (1)] [--payload BYTES (1400)]\n"
-		"         [--duration S] [--stats-file FILE] [--notify-host]\n"
-		"         [--name NAME (splitnic-nic@IP)] [--idle-sleep-us US (0)]\n"
-		"         [--drain-ms MS (1000)]\n"
-		"         [--allow CIDR ... (front-ends answered; default: all, no reply larger\n"
-		"          than its request)] [--error-rate N (%u per s per source)]\n"
-		"         [--error-burst N (%u)]\n",
-		PROTO_DEFAULT_PORT, PROTO_RL_RATE, PROTO_RL_BURST);
-}
-
 static int parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *v)
 {
 	char *end;
@@ -300,182 +283,144 @@ static int parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t
 	return 0;
 }
 
+/* One option of conf_nic's table (conf/servers.c), or its default: 0, or -1 after a message. */
+static int nic_opt(void *p, const struct conf_opt *opt, const char *arg)
+{
+	struct nic_opts *o = p;
+	struct in_addr a;
+	char *eq, *at, *end;
+	uint32_t v;
+
+	switch (opt->key) {
+	case CONF_NIC_MODEL:
+		if (o->n_models == NICFW_DISP_MAX_MODELS) {
+			fprintf(stderr, "nic: at most %u models\n", NICFW_DISP_MAX_MODELS);
+			return -1;
+		}
+		o->first[o->n_models] = UINT32_MAX;
+		at = strrchr(arg, '@');
+		if (at) {
+			if (parse_u32(at + 1, 0, UINT16_MAX, &o->first[o->n_models])) {
+				fprintf(stderr, "nic: --model: @K: an op index, got '%s'\n",
+					at + 1);
+				return -1;
+			}
+			*at = 0;
+		}
+		eq = strchr(arg, '=');
+		o->model_path[o->n_models] = eq ? eq + 1 : arg;
+		if (eq) {
+			*eq = 0;
+			if (parse_u32(arg, 0, UINT32_MAX, &v))
+				v = proto_model_id(arg);
+			o->model_id[o->n_models] = v;
+			o->id_given[o->n_models] = true;
+		}
+		o->n_models++;
+		return 0;
+	case CONF_NIC_EXECUTORS:
+		if (!parse_u32(arg, 1, NICFW_MAX_EXEC, &o->executors))
+			return 0;
+		fprintf(stderr, "nic: --executors: 1 to %u, got '%s'\n", NICFW_MAX_EXEC, arg);
+		return -1;
+	case CONF_NIC_PLATFORM:
+		if (strcmp(arg, "emu") && strcmp(arg, "lcore")) {
+			fprintf(stderr, "nic: --platform: lcore or emu, got '%s'\n", arg);
+			return -1;
+		}
+		o->emu = !strcmp(arg, "emu");
+		return 0;
+	case CONF_NIC_PORT:
+		if (parse_u32(arg, 1, 65535, &v)) {
+			fprintf(stderr, "nic: --port: 1 to 65535, got '%s'\n", arg);
+			return -1;
+		}
+		o->udp_port = (uint16_t)v;
+		return 0;
+	case CONF_NIC_IP:
+		if (inet_pton(AF_INET, arg, &a) != 1) {
+			fprintf(stderr, "nic: --ip: an IPv4 address, got '%s'\n", arg);
+			return -1;
+		}
+		o->ip = ntohl(a.s_addr);
+		return 0;
+	case CONF_NIC_WIRE_PORT:
+	case CONF_NIC_HOST_PORT:
+		if (parse_u32(arg, 0, RTE_MAX_ETHPORTS - 1, &v)) {
+			fprintf(stderr, "nic: --%s: a port index, got '%s'\n", opt->name, arg);
+			return -1;
+		}
+		*(opt->key == CONF_NIC_WIRE_PORT ? &o->wire : &o->host) = (uint16_t)v;
+		return 0;
+	case CONF_NIC_PAYLOAD:
+		if (!parse_u32(arg, PROTO_MIN_PAYLOAD, 1472, &o->payload))
+			return 0;
+		fprintf(stderr, "nic: --payload: %u to 1472, got '%s'\n", PROTO_MIN_PAYLOAD, arg);
+		return -1;
+	case CONF_NIC_DURATION:
+		o->duration = strtod(arg, &end);
+		if (!*end && o->duration > 0)
+			return 0;
+		fprintf(stderr, "nic: --duration: seconds > 0, got '%s'\n", arg);
+		return -1;
+	case CONF_NIC_STATS_FILE:
+		o->stats_file = arg;
+		return 0;
+	case CONF_NIC_NOTIFY_HOST:
+		o->notify_host = true;
+		return 0;
+	case CONF_NIC_ALLOW:
+		if (o->n_allow < NICFW_DISP_MAX_ALLOW &&
+		    !proto_cidr_parse(arg, &o->allow[o->n_allow])) {
+			o->n_allow++;
+			return 0;
+		}
+		fprintf(stderr, "nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
+			NICFW_DISP_MAX_ALLOW, arg);
+		return -1;
+	case CONF_NIC_ERROR_RATE:
+	case CONF_NIC_ERROR_BURST:
+		if (!parse_u32(arg, 1, 1000000,
+			       opt->key == CONF_NIC_ERROR_RATE ? &o->err_rate : &o->err_burst))
+			return 0;
+		fprintf(stderr, "nic: --%s: 1 to 1000000, got '%s'\n", opt->name, arg);
+		return -1;
+	case CONF_NIC_NAME:
+		if (!*arg || strlen(arg) > PROTO_HEALTH_IDENT_LEN) {
+			fprintf(stderr, "nic: --name: 1 to %u characters, got '%s'\n",
+				PROTO_HEALTH_IDENT_LEN, arg);
+			return -1;
+		}
+		o->name = arg;
+		return 0;
+	default: /* --idle-sleep-us, --drain-ms */
+		if (parse_u32(arg, 0, opt->key == CONF_NIC_IDLE_SLEEP_US ? 100000 : 600000, &v)) {
+			fprintf(stderr, "nic: --%s: 0 to %u, got '%s'\n", opt->name,
+				opt->key == CONF_NIC_IDLE_SLEEP_US ? 100000 : 600000, arg);
+			return -1;
+		}
+		if (opt->key == CONF_NIC_IDLE_SLEEP_US)
+			o->idle_sleep_us = v;
+		else
+			o->drain_ns = (uint64_t)v * 1000000;
+		return 0;
+	}
+}
+
 static int parse_opts(int argc, char **argv, struct nic_opts *o)
 {
-	static const struct option lopts[] = {
-	    {"model", required_argument, NULL, 'm'},
-	    {"executors", required_argument, NULL, 'e'},
-	    {"platform", required_argument, NULL, 'P'},
-	    {"port", required_argument, NULL, 'p'},
-	    {"ip", required_argument, NULL, 'i'},
-	    {"wire-port", required_argument, NULL, 'w'},
-	    {"host-port", required_argument, NULL, 'H'},
-	    {"payload", required_argument, NULL, 'L'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"stats-file", required_argument, NULL, 's'},
-	    {"notify-host", no_argument, NULL, 'N'},
-	    {"name", required_argument, NULL, 'n'},
-	    {"idle-sleep-us", required_argument, NULL, 'S'},
-	    {"drain-ms", required_argument, NULL, 'D'},
-	    {"allow", required_argument, NULL, 'a'},
-	    {"error-rate", required_argument, NULL, 'r'},
-	    {"error-burst", required_argument, NULL, 'b'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct in_addr a;
-	uint32_t v;
-	char *eq, *at, *end;
-	int c;
+	int arg;
 
 	memset(o, 0, sizeof(*o));
-	o->executors = 16;
-	o->udp_port = PROTO_DEFAULT_PORT;
-	o->wire = 0;
-	o->host = 1;
-	o->payload = PROTO_DEFAULT_PAYLOAD;
-	o->drain_ns = 1000000000ull;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			if (o->n_models == NICFW_DISP_MAX_MODELS) {
-				fprintf(stderr, "nic: at most %u models\n", NICFW_DISP_MAX_MODELS);
-				return -EINVAL;
-			}
-			o->first[o->n_models] = UINT32_MAX;
-			at = strrchr(optarg, '@');
-			if (at) {
-				if (parse_u32(at + 1, 0, UINT16_MAX, &o->first[o->n_models])) {
-					fprintf(stderr, "nic: --model: @K: an op index, got '%s'\n",
-						at + 1);
-					return -EINVAL;
-				}
-				*at = 0;
-			}
-			eq = strchr(optarg, '=');
-			o->model_path[o->n_models] = eq ? eq + 1 : optarg;
-			if (eq) {
-				*eq = 0;
-				if (parse_u32(optarg, 0, UINT32_MAX, &v))
-					v = proto_model_id(optarg);
-				o->model_id[o->n_models] = v;
-				o->id_given[o->n_models] = true;
-			}
-			o->n_models++;
-			break;
-		case 'e':
-			if (parse_u32(optarg, 1, NICFW_MAX_EXEC, &o->executors)) {
-				fprintf(stderr, "nic: --executors: 1 to %u, got '%s'\n",
-					NICFW_MAX_EXEC, optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'P':
-			if (strcmp(optarg, "emu") && strcmp(optarg, "lcore")) {
-				fprintf(stderr, "nic: --platform: lcore or emu, got '%s'\n",
-					optarg);
-				return -EINVAL;
-			}
-			o->emu = !strcmp(optarg, "emu");
-			break;
-		case 'p':
-			if (parse_u32(optarg, 1, 65535, &v)) {
-				fprintf(stderr, "nic: --port: 1 to 65535, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			o->udp_port = (uint16_t)v;
-			break;
-		case 'i':
-			if (inet_pton(AF_INET, optarg, &a) != 1) {
-				fprintf(stderr, "nic: --ip: an IPv4 address, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			o->ip = ntohl(a.s_addr);
-			break;
-		case 'w':
-		case 'H':
-			if (parse_u32(optarg, 0, RTE_MAX_ETHPORTS - 1, &v)) {
-				fprintf(stderr, "nic: %s: a port index, got '%s'\n",
-					c == 'w' ? "--wire-port" : "--host-port", optarg);
-				return -EINVAL;
-			}
-			*(c == 'w' ? &o->wire : &o->host) = (uint16_t)v;
-			break;
-		case 'L':
-			if (parse_u32(optarg, PROTO_MIN_PAYLOAD, 1472, &o->payload)) {
-				fprintf(stderr, "nic: --payload: %u to 1472, got '%s'\n",
-					PROTO_MIN_PAYLOAD, optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'd':
-			o->duration = strtod(optarg, &end);
-			if (*end || !(o->duration > 0)) {
-				fprintf(stderr, "nic: --duration: seconds > 0, got '%s'\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 's':
-			o->stats_file = optarg;
-			break;
-		case 'N':
-			o->notify_host = true;
-			break;
-		case 'a':
-			if (o->n_allow == NICFW_DISP_MAX_ALLOW ||
-			    proto_cidr_parse(optarg, &o->allow[o->n_allow])) {
-				fprintf(stderr,
-					"nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
-					NICFW_DISP_MAX_ALLOW, optarg);
-				return -EINVAL;
-			}
-			o->n_allow++;
-			break;
-		case 'r':
-		case 'b':
-			if (parse_u32(optarg, 1, 1000000,
-				      c == 'r' ? &o->err_rate : &o->err_burst)) {
-				fprintf(stderr, "nic: %s: 1 to 1000000, got '%s'\n",
-					c == 'r' ? "--error-rate" : "--error-burst", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'n':
-			if (!*optarg || strlen(optarg) > PROTO_HEALTH_IDENT_LEN) {
-				fprintf(stderr, "nic: --name: 1 to %u characters, got '%s'\n",
-					PROTO_HEALTH_IDENT_LEN, optarg);
-				return -EINVAL;
-			}
-			o->name = optarg;
-			break;
-		case 'S':
-		case 'D':
-			if (parse_u32(optarg, 0, c == 'S' ? 100000 : 600000, &v)) {
-				fprintf(stderr, "nic: %s: 0 to %u, got '%s'\n",
-					c == 'S' ? "--idle-sleep-us" : "--drain-ms",
-					c == 'S' ? 100000 : 600000, optarg);
-				return -EINVAL;
-			}
-			if (c == 'S')
-				o->idle_sleep_us = v;
-			else
-				o->drain_ns = (uint64_t)v * 1000000;
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc || !o->n_models || o->wire == o->host) {
+	arg = conf_server_parse(&conf_nic, argc, argv, o, nic_opt);
+	if (arg < 0)
+		return -EINVAL;
+	if (arg < argc || !o->n_models || o->wire == o->host) {
 		fprintf(stderr, "nic: %s\n",
-			optind < argc  ? "unexpected argument"
+			arg < argc     ? "unexpected argument"
 			: !o->n_models ? "give at least one --model"
 				       : "--wire-port and --host-port must differ");
-		usage(stderr);
+		conf_usage(stderr, conf_nic.cmd);
 		return -EINVAL;
 	}
 	return 0;
@@ -1289,8 +1234,9 @@ int main(int argc, char **argv)
 	if (ret)
 		fprintf(stderr, "nic: cannot restart with one OpenBLAS thread: %s\n",
 			strerror(-ret));
-	if (conf_apply(&conf_nic, &argc, &argv))
-		return 1;
+	ret = conf_apply(&conf_nic, &argc, &argv);
+	if (ret)
+		return ret < 0 ? 1 : 0;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "nic: rte_eal_init: %s\n", rte_strerror(rte_errno));
