@@ -94,4 +94,24 @@ for c in $("$S" --help | awk '/^commands:/ {on=1; next} on && NF {print $1} on &
 done
 [ "$("$S" --help | awk '/^commands:/ {on=1; next} on && NF {n++} on && !NF {exit} END {print n+0}')" -ge 12 ] ||
 	{ echo "FAIL: splitnic --help lists fewer than 12 commands"; fail=1; }
+# the servers answer --help and --version before DPDK starts (no EAL line, exit 0), anywhere on
+# the command line, with their own options from their table; --eal-help is EAL's own help
+for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
+	name=${srv##*/}
+	for args in "--help" "-l 0 --no-huge -- --model x --help" "--version" "-- --version"; do
+		# shellcheck disable=SC2086
+		out=$("$srv" $args 2>&1)
+		rc=$?
+		want="^usage: $name EAL-ARGS --"
+		[[ "$args" == *--version ]] && want="^$name [0-9]"
+		if [ $rc -ne 0 ] || ! [[ "$out" =~ $want ]] || grep -q "^EAL:" <<<"$out"; then
+			echo "FAIL: $name $args (exit $rc):"; head -3 <<<"$out"; fail=1
+		else
+			echo "ok: $name $args -> $(head -1 <<<"$out")"
+		fi
+	done
+	[[ "$("$srv" --help)" == *"--stats-file FILE"* ]] || { echo "FAIL: $name --help lacks --stats-file"; fail=1; }
+	[[ "$("$srv" --eal-help 2>&1)" == *"EAL common options"* ]] ||
+		{ echo "FAIL: $name --eal-help does not show EAL's options"; fail=1; }
+done
 exit $fail
