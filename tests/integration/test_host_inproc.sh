@@ -24,15 +24,8 @@
 # NIC stage inline on the main lcore.
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-HOST=${SPLITNIC_HOST:-$B/splitnic-host}
+. tests/integration/paths.sh
 CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
 N=${INPROC_COUNT:-10000}
 . tests/integration/netns.sh
 

@@ -38,16 +38,8 @@
 # only those parts (debugging).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-NIC=${SPLITNIC_NIC:-$B/splitnic-nic}
-HOST=${SPLITNIC_HOST:-$B/splitnic-host}
+. tests/integration/paths.sh
 CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
 N=${HOST_COUNT:-10000}
 PARTS=" ${HOST_PARTS:-1 2 3 4 5 6 7} "
 part() { [[ $PARTS == *" $1 "* ]]; }

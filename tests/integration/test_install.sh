@@ -19,13 +19,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
+. tests/integration/paths.sh
 N=${INSTALL_COUNT:-2000}
 . tests/integration/netns.sh
 

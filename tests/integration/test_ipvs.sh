@@ -26,16 +26,8 @@
 # IPVS_COUNT=N: fewer images (debugging).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-NIC=${SPLITNIC_NIC:-$B/splitnic-nic}
-HOST=${SPLITNIC_HOST:-$B/splitnic-host}
+. tests/integration/paths.sh
 CNN=$B/models/fmnist-bcnn.snm
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
 N=${IPVS_COUNT:-10000}
 VIP=10.89.0.100
 . tests/integration/netns.sh

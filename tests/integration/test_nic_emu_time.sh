@@ -19,14 +19,9 @@
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-NIC=${SPLITNIC_NIC:-$B/splitnic-nic}
+. tests/integration/paths.sh
 MODEL=${NIC_MODEL:-$B/models/fmnist-bmlp.snm}
 EXEC=${NIC_EMU_EXECUTORS:-16}
-IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
-PY=/usr/bin/python3
 . tests/integration/netns.sh
 
 netns_need_root af_packet

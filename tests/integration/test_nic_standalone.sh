@@ -22,18 +22,11 @@
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-NIC=${SPLITNIC_NIC:-$B/splitnic-nic}
+. tests/integration/paths.sh
 MODEL=${NIC_MODEL:-$B/models/fmnist-bmlp.snm}
 EXEC=${NIC_EXECUTORS:-16}
 PLATFORM=${NIC_PLATFORM:-lcore}
 RATE=${NIC_FWD_RATE:-2000}
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
 . tests/integration/netns.sh
 
 netns_need_root af_packet

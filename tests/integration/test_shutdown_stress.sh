@@ -28,17 +28,9 @@
 # test's may be left. Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-NIC=${SPLITNIC_NIC:-$B/splitnic-nic}
-HOST=${SPLITNIC_HOST:-$B/splitnic-host}
+. tests/integration/paths.sh
 CNN=${STRESS_MODEL:-$B/models/fmnist-bcnn.snm}
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
 N=${STRESS_N:-8}
-PY=/usr/bin/python3
 . tests/integration/netns.sh
 . tests/integration/coproc.sh
 

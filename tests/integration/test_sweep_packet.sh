@@ -13,11 +13,8 @@
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
+. tests/integration/paths.sh
 CNN=$B/models/fmnist-bcnn.snm
-PY=/usr/bin/python3
 . tests/integration/netns.sh
 netns_need_root "af_packet and tc"
 netns_need_files FAIL: "make all" "$S" "$B/splitnic-nic" "$B/splitnic-host" "$CNN"

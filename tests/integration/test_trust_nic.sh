@@ -29,16 +29,8 @@
 # TRUST_COUNT=N: fewer images (default 3000).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
-NIC=${SPLITNIC_NIC:-$B/splitnic-nic}
-HOST=${SPLITNIC_HOST:-$B/splitnic-host}
+. tests/integration/paths.sh
 CNN=${TRUST_MODEL:-$B/models/fmnist-bcnn.snm}
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
 N=${TRUST_COUNT:-3000}
 . tests/integration/netns.sh
 . tests/integration/coproc.sh

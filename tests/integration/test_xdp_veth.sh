@@ -9,14 +9,8 @@
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
-S=${SPLITNIC:-build/splitnic}
-S=$(realpath "$S")
-B=$(dirname "$S")
+. tests/integration/paths.sh
 MODEL=${XDP_MODEL:-$B/models/fmnist-bmlp.snm}
-D=/usr/share/datasets/fashion-mnist
-IMG=$D/t10k-images-idx3-ubyte.gz
-LAB=$D/t10k-labels-idx1-ubyte.gz
-PY=/usr/bin/python3
 . tests/integration/netns.sh
 
 netns_need_root XDP
