@@ -19,6 +19,10 @@
 #                                 (EAL and telemetry lines left out), then exit 1
 #   classes_of_scores CSV         one class a line: the arg-max of each line of scores (the lowest
 #                                 index on ties), as `splitnic run --scores` writes them
+#   netns_run_classes MODEL PFX ARG...  `$S run MODEL ARG...` (the reference): its scores in
+#                                 PFX.csv, its --json report in PFX.json, classes in PFX.classes
+#   netns_term PID WHAT           SIGTERM PID and reap it: 0 when it exited 0, else 1 with
+#                                 NETNS_WHY set
 #   netns_wait_log FILE RE PID WHAT  up to 10 s for a line matching RE in FILE while PID runs
 #                                 (no PID: no check); 1 with NETNS_WHY set when it never comes
 #   netns_kill PID...             SIGTERM and reap each non-empty PID, in order
@@ -98,6 +102,24 @@ import sys
 for line in open(sys.argv[1]):
     v = [float(x) for x in line.split(",")]
     print(max(range(len(v)), key=lambda k: (v[k], -k)))' "$1"
+}
+
+netns_run_classes() {
+	local model=$1 pfx=$2
+	shift 2
+	"$S" run "$model" "$@" --scores "$pfx.csv" --json >"$pfx.json" &&
+		classes_of_scores "$pfx.csv" >"$pfx.classes"
+}
+
+# shellcheck disable=SC2034 # NETNS_WHY is the callers'
+netns_term() {
+	local rc
+	kill -TERM "$1"
+	wait "$1"
+	rc=$?
+	[ "$rc" -eq 0 ] && return 0
+	NETNS_WHY="$2 exited $rc on SIGTERM"
+	return 1
 }
 
 # shellcheck disable=SC2034 # NETNS_WHY is the callers'

@@ -87,9 +87,8 @@ client() { # client OUT-PREFIX [ARGS...]
 		--timeout-ms 3000 --json --classes "$out.classes" "$@" >"$out.json"
 }
 
-"$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --scores "$tmp/cpu.csv" --json \
-	>"$tmp/run.json" || fail "splitnic run"
-classes_of_scores "$tmp/cpu.csv" >"$tmp/cpu.classes"
+netns_run_classes "$CNN" "$tmp/cpu" --images "$IMG" --labels "$LAB" --count "$N" ||
+	fail "splitnic run"
 
 # check NAME OUT-PREFIX STATS: every request answered, classes equal; prints the breakdown
 check() {

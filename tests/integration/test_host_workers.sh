@@ -28,10 +28,8 @@
 # WORKERS_COUNT=N: images per front-end (default 1000).
 set -u
 cd "$(dirname "$0")/../.."
-S=$(realpath "${SPLITNIC:-build/splitnic}") && B=$(dirname "$S")
-HOST=${SPLITNIC_HOST:-$B/splitnic-host} CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
-IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
-PY=/usr/bin/python3 N=${WORKERS_COUNT:-1000}
+. tests/integration/paths.sh
+CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm} N=${WORKERS_COUNT:-1000}
 . tests/integration/netns.sh
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG"
@@ -43,8 +41,7 @@ fail() { netns_fail "$*" "$tmp/host.log"; }
 { netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.6.2/24 "$ns_s" vw 10.88.6.1 &&
 	ip -n "$ns_c" addr add 10.88.6.3/24 dev vc; } || fail "namespaces, veth, addresses"
 K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
-"$S" run "$CNN" --images "$IMG" --count "$N" --scores "$tmp/cpu.csv" >/dev/null || fail "splitnic run"
-classes_of_scores "$tmp/cpu.csv" >"$tmp/cpu.classes"
+netns_run_classes "$CNN" "$tmp/cpu" --images "$IMG" --count "$N" || fail "splitnic run"
 
 # start_host EAL-LCORES QPAIRS MODEL-SPEC [HOST-ARGS...]
 start_host() {

@@ -152,14 +152,8 @@ rs_count() { ip netns exec "$ns_r" ipvsadm -Ln -u "$VIP:21326" 2>/dev/null | gre
 
 K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on=1; next} on && $2 == "flatten" {print $1 + 1; exit}')
 [ -n "$K" ] || fail "split point of $CNN"
-"$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --scores "$tmp/cpu.csv" \
-	>/dev/null || fail "splitnic run"
-$PY - "$tmp/cpu.csv" >"$tmp/cpu.classes" <<'EOF'
-import sys
-for line in open(sys.argv[1]):
-    v = [float(x) for x in line.split(",")]
-    print(max(range(len(v)), key=lambda k: (v[k], -k)))
-EOF
+netns_run_classes "$CNN" "$tmp/cpu" --images "$IMG" --labels "$LAB" --count "$N" ||
+	fail "splitnic run"
 
 mark "reference classes"
 start_nic 1; start_host 1; start_nic 2; start_host 2; start_nic 3

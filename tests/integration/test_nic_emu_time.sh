@@ -129,11 +129,8 @@ if bad:
     sys.exit(1)
 EOF
 
-kill -TERM "$nic_pid"
-wait "$nic_pid"
-nrc=$?
+netns_term "$nic_pid" splitnic-nic || { nic_pid=; fail "$NETNS_WHY"; }
 nic_pid=
-[ "$nrc" -eq 0 ] || fail "splitnic-nic exited $nrc on SIGTERM"
 grep -E "^timing_m0_(requests|nic_ns_p50|modeled_ns_per_request|late_releases) " "$tmp/final.txt" |
 	tr '\n' ' '
 echo

@@ -76,8 +76,8 @@ stats() { dpdk_telemetry "$prefix" /splitnic/nic/stats; } # the telemetry endpoi
 # --- 1. the whole test set, with non-inference traffic alongside ----------------------------
 # NIC_COUNT=N: a shorter first run (debugging); the test proper sends all 10,000 images
 count=${NIC_COUNT:+--count $NIC_COUNT}
-"$S" run "$MODEL" --images "$IMG" --labels "$LAB" --scores "$tmp/cpu.csv" --json $count \
-	>"$tmp/run.json" || fail "splitnic run"
+# shellcheck disable=SC2086 # $count: none, or two words
+netns_run_classes "$MODEL" "$tmp/cpu" --images "$IMG" --labels "$LAB" $count || fail "splitnic run"
 ip netns exec "$ns_h" $PY - "$tmp/sink.count" <<'EOF' &
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -121,7 +121,7 @@ for _ in $(seq 50); do [ -s "$tmp/sink.count" ] && break; sleep 0.1; done
 [ "$crc" -eq 0 ] || fail "splitnic client exited $crc"
 [ -s "$tmp/sink.count" ] || fail "UDP sink wrote no count"
 
-$PY - "$tmp/run.json" "$tmp/client.json" "$tmp/cpu.csv" "$tmp/nic.classes" \
+$PY - "$tmp/cpu.json" "$tmp/client.json" "$tmp/cpu.csv" "$tmp/nic.classes" \
 	"$tmp/sent.count" "$tmp/sink.count" "$RATE" <<'EOF' || fail "stand-alone run"
 import json, sys
 run, cli = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -273,11 +273,8 @@ if bad:
 EOF
 
 # --- 4. graceful shutdown -----------------------------------------------------------------------
-kill -TERM "$nic_pid"
-wait "$nic_pid"
-nrc=$?
+netns_term "$nic_pid" splitnic-nic || { nic_pid=; fail "$NETNS_WHY"; }
 nic_pid=
-[ "$nrc" -eq 0 ] || fail "splitnic-nic exited $nrc on SIGTERM"
 grep -q "SIGTERM" "$tmp/nic.log" || fail "no graceful-shutdown message"
 grep -E "^(answered|forwarded_to_host|forwarded_to_wire|arp_replies|tx_drop_host|wire_imissed) " \
 	"$tmp/final.txt" | tr '\n' ' '

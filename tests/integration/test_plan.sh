@@ -16,10 +16,8 @@
 # PLAN_COUNT=N: fewer images (default 2000).
 set -u
 cd "$(dirname "$0")/../.."
-S=$(realpath "${SPLITNIC:-build/splitnic}") && B=$(dirname "$S")
-HOST=${SPLITNIC_HOST:-$B/splitnic-host} CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
-IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz LAB=${IMG/images-idx3/labels-idx1}
-PY=/usr/bin/python3 N=${PLAN_COUNT:-2000} NS=200 # NS: images whose scores are checked over packets
+. tests/integration/paths.sh
+CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm} N=${PLAN_COUNT:-2000} NS=200 # NS: images whose scores are checked over packets
 . tests/integration/netns.sh
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG" "$LAB"
@@ -40,8 +38,8 @@ else
 fi
 
 # --- 1. in process ---------------------------------------------------------------------------------
-"$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --batch 8 --scores "$tmp/cpu.csv" \
-	>"$tmp/run.txt" || fail "splitnic run"
+netns_run_classes "$CNN" "$tmp/cpu" --images "$IMG" --labels "$LAB" --count "$N" --batch 8 ||
+	fail "splitnic run"
 "$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --batch 8 --plan "$tmp/cnn.plan" \
 	--scores "$tmp/plan.csv" >"$tmp/plan.txt" 2>"$tmp/plan.err" || fail "splitnic run --plan: $(cat "$tmp/plan.err")"
 cat "$tmp/plan.txt" "$tmp/plan.err"
@@ -55,7 +53,6 @@ else
 	grep -q "no usable GPU" "$tmp/plan.err" && fail "run --plan: a GPU is present but the stage fell back"
 	grep -q "; 0 requests of GPU stages ran on the CPU" "$tmp/plan.txt" || fail "run --plan: GPU stage ran on the CPU"
 fi
-classes_of_scores "$tmp/cpu.csv" >"$tmp/cpu.classes"
 
 # --- 2. splitnic-host over packets -------------------------------------------------------------------
 { netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.3.2/24 "$ns_s" vw 10.88.3.1; } ||

@@ -82,8 +82,8 @@ host_stats | grep -q '"link_up": 1' || fail "memif link did not come up"
 mid=$(sed -n 's/^host: model [^ ]* id \(0x[0-9a-f]*\):.*/\1/p' "$tmp/host.log")
 [ -n "$mid" ] || fail "no model id in the host's log"
 
-"$S" run "$CNN" --images "$IMG" --labels "$LAB" --count "$N" --scores "$tmp/cpu.csv" --json \
-	>"$tmp/run.json" || fail "splitnic run"
+netns_run_classes "$CNN" "$tmp/cpu" --images "$IMG" --labels "$LAB" --count "$N" ||
+	fail "splitnic run"
 
 ip netns exec "$ns_c" tshark -i vc -f "udp and src host 10.88.9.1" -w "$tmp/wire.pcapng" \
 	>"$tmp/tshark.log" 2>&1 &
@@ -165,7 +165,7 @@ tshark -r "$tmp/wire.pcapng" -T fields -e ip.src -e ip.dst -e udp.srcport -e udp
 	>"$tmp/wire.txt" 2>"$tmp/tshark.err" || fail "reading the capture: $(tail -2 "$tmp/tshark.err")"
 
 $PY - "$tmp/nic.before" "$tmp/nic.after" "$tmp/host.after" "$tmp/forged.json" \
-	"$tmp/wire.txt" "$tmp/run.json" "$tmp/client.json" "$tmp/cpu.csv" "$tmp/client.classes" \
+	"$tmp/wire.txt" "$tmp/cpu.json" "$tmp/client.json" "$tmp/cpu.csv" "$tmp/client.classes" \
 	"$N" <<'EOF' || fail "trust boundary"
 import json, sys
 b, a, h, sent = (json.load(open(f)) for f in sys.argv[1:5])
