@@ -87,7 +87,7 @@ do_install() {
 		put 644 "$m" "$DATADIR/models/$n.snm"
 		put 644 models/fashion-mnist.labels "$DATADIR/models/$n.labels"
 	done
-	for n in predict.c client.c client.py; do
+	for n in predict.c client.c read_file.h client.py; do
 		put 644 "examples/$n" "$DATADIR/examples/$n"
 	done
 	for n in splitnic-nic splitnic-host; do
