@@ -27,6 +27,21 @@
 		}                                                                                  \
 	} while (0)
 
+/*
+ * The fuzz input as a read-only stream (what the text parsers read); an empty input is an empty
+ * stream (fmemopen takes no empty buffer: one byte, read past).
+ */
+static inline FILE *fuzz_stream(const uint8_t *data, size_t size)
+{
+	static char none[1];
+	FILE *f = fmemopen(size ? (void *)data : none, size ? size : 1, "r");
+
+	CHECK(f);
+	if (!size)
+		CHECK(fgetc(f) == 0);
+	return f;
+}
+
 /* Synthesized weights in all, and the work a forward pass may do, before a case is skipped. */
 #define FUZZ_MAX_WEIGHTS (1u << 16)
 #define FUZZ_MAX_ACT	 (1u << 16)

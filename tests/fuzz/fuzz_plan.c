@@ -32,15 +32,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct split_plan plan;
-	static char none[1];
 	char err[512] = "";
 	FILE *f;
 	int ret;
 
-	f = size ? fmemopen((void *)data, size, "r") : fmemopen(none, 1, "r");
-	CHECK(f);
-	if (!size)
-		CHECK(fgetc(f) == 0); /* an empty stream: fmemopen takes no empty buffer */
+	f = fuzz_stream(data, size);
 	ret = split_plan_read(f, "(fuzz)", model, &plan, err, sizeof(err));
 	fclose(f);
 	if (ret) {

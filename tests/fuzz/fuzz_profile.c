@@ -27,15 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct split_problem problem;
 	struct split_profile pr;
 	struct split_plan plan;
-	static char none[1];
 	char err[512] = "";
 	FILE *f;
 	int ret;
 
-	f = size ? fmemopen((void *)data, size, "r") : fmemopen(none, 1, "r");
-	CHECK(f);
-	if (!size)
-		CHECK(fgetc(f) == 0); /* an empty stream: fmemopen takes no empty buffer */
+	f = fuzz_stream(data, size);
 	ret = split_profile_read(f, "(fuzz)", &pr, err, sizeof(err));
 	fclose(f);
 	if (ret) {
