@@ -34,55 +34,52 @@
 static unsigned workers[RTE_MAX_LCORE];
 static uint32_t n_workers;
 
+struct lc_chain {
+	struct nicfw_lcore *p;
+	int idx;
+};
+
+static void *lc_open(void *arg, const struct kern_model *m, uint32_t first, uint32_t execs)
+{
+	const bool inline_runner = *(const bool *)arg;
+	struct lc_chain *c = calloc(1, sizeof(*c));
+	char err[512];
+
+	assert_non_null(c);
+	c->p = nicfw_lcore_create(workers, inline_runner ? 0 : n_workers, err, sizeof(err));
+	if (!c->p)
+		fail_msg("%s", err);
+	c->idx = nicfw_lcore_add(c->p, m, first, execs, err, sizeof(err));
+	if (c->idx < 0)
+		fail_msg("E=%u: %s", execs, err);
+	if (nicfw_lcore_start(c->p, err, sizeof(err)))
+		fail_msg("start: %s", err);
+	return c;
+}
+
+static int lc_infer(void *h, const void *in, double *scores)
+{
+	struct lc_chain *c = h;
+
+	return nicfw_lcore_infer(c->p, (uint32_t)c->idx, in, scores);
+}
+
+static void lc_close(void *h)
+{
+	struct lc_chain *c = h;
+
+	nicfw_lcore_free(c->p);
+	free(c);
+}
+
 /* The lcore chain against kern_forward on `count` inputs for every E in execs. */
 static void expect_bit_exact(const struct kern_model *m, const void *inputs, uint32_t count,
 			     bool inline_runner, const uint32_t *execs, size_t n_execs)
 {
-	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
-	const size_t in_bytes = kern_shape_bytes(&m->input);
-	struct kern_ctx *ctx = kern_ctx_create(m, 1);
-	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
-	void *act = calloc(1, kern_shape_bytes(&m->layers[first].in) + 8);
-	char err[512];
+	const struct test_nic_platform lc = {inline_runner ? "lcore (inline)" : "lcore (workers)",
+					     lc_open, lc_infer, lc_close, &inline_runner};
 
-	assert_non_null(ctx);
-	assert_non_null(cpu);
-	assert_non_null(nic);
-	assert_non_null(act);
-	for (size_t k = 0; k < n_execs; k++) {
-		struct nicfw_lcore *p =
-		    nicfw_lcore_create(workers, inline_runner ? 0 : n_workers, err, sizeof(err));
-		int idx;
-
-		if (!p)
-			fail_msg("%s", err);
-		idx = nicfw_lcore_add(p, m, first, execs[k], err, sizeof(err));
-		if (idx < 0)
-			fail_msg("E=%u: %s", execs[k], err);
-		if (nicfw_lcore_start(p, err, sizeof(err)))
-			fail_msg("start: %s", err);
-		for (uint32_t i = 0; i < count; i++) {
-			const uint8_t *x = (const uint8_t *)inputs + i * in_bytes;
-
-			assert_int_equal(kern_forward(ctx, x, 1, cpu), 0);
-			if (first)
-				assert_int_equal(kern_forward_range(ctx, 0, first, x, 1, act), 0);
-			assert_int_equal(nicfw_lcore_infer(p, (uint32_t)idx, first ? act : x, nic),
-					 0);
-			for (uint32_t c = 0; c < classes; c++)
-				if (memcmp(&nic[c], &cpu[c], sizeof(double)))
-					fail_msg("%s, E=%u (%s), input %u, class %u: lcore %.17g, "
-						 "cpu %.17g",
-						 m->name, execs[k],
-						 inline_runner ? "inline" : "workers", i, c, nic[c],
-						 cpu[c]);
-		}
-		nicfw_lcore_free(p);
-	}
-	free(act);
-	free(nic);
-	free(cpu);
-	kern_ctx_free(ctx);
+	test_nic_expect_exact(&lc, m, inputs, count, execs, n_execs);
 }
 
 /* The chain as an executor (kernels/kexec.h): two batches in flight, completions in order,

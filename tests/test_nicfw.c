@@ -32,54 +32,44 @@
 
 static const uint32_t test_execs[] = {1, 2, 3, 7, 64, 255, 256};
 
+static void *emu_open(void *arg, const struct kern_model *m, uint32_t first, uint32_t execs)
+{
+	struct nicfw_emu_params p;
+	struct nicfw_emu *e;
+	char err[512];
+
+	nicfw_emu_params_default(&p);
+	e = nicfw_emu_create(m, first, execs, &p, err, sizeof(err));
+	if (!e)
+		fail_msg("E=%u: %s", execs, err);
+	return e;
+}
+
+static int emu_infer(void *h, const void *in, double *scores)
+{
+	struct nicfw_emu_report rep;
+	int ret = nicfw_emu_infer(h, in, scores, &rep);
+
+	assert_true(ret || rep.latency_us > 0);
+	return ret;
+}
+
+static void emu_close(void *h)
+{
+	nicfw_emu_free(h);
+}
+
+static const struct test_nic_platform emu = {"emu", emu_open, emu_infer, emu_close, NULL};
+
 /*
- * The emulator against kern_forward on `count` inputs for every E of test_execs: the host part
- * (ops before kexec_nic_first) on the CPU, then the NIC part on the emulator.
+ * The emulator against kern_forward on `count` inputs for every E of test_execs, the NIC part
+ * starting at want_first.
  */
 static void expect_bit_exact(const struct kern_model *m, const void *inputs, uint32_t count,
 			     uint32_t want_first)
 {
-	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
-	const size_t in_bytes = kern_shape_bytes(&m->input);
-	struct kern_ctx *ctx = kern_ctx_create(m, 1);
-	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
-	void *act = calloc(1, kern_shape_bytes(&m->layers[first].in) + 8);
-	struct nicfw_emu_params p;
-	char err[512];
-
-	assert_int_equal(first, want_first);
-	assert_non_null(ctx);
-	assert_non_null(cpu);
-	assert_non_null(nic);
-	assert_non_null(act);
-	nicfw_emu_params_default(&p);
-	for (size_t k = 0; k < NA(test_execs); k++) {
-		struct nicfw_emu *e =
-		    nicfw_emu_create(m, first, test_execs[k], &p, err, sizeof(err));
-
-		if (!e)
-			fail_msg("E=%u: %s", test_execs[k], err);
-		for (uint32_t i = 0; i < count; i++) {
-			const uint8_t *x = (const uint8_t *)inputs + i * in_bytes;
-			struct nicfw_emu_report rep;
-
-			assert_int_equal(kern_forward(ctx, x, 1, cpu), 0);
-			if (first)
-				assert_int_equal(kern_forward_range(ctx, 0, first, x, 1, act), 0);
-			assert_int_equal(nicfw_emu_infer(e, first ? act : x, nic, &rep), 0);
-			for (uint32_t c = 0; c < classes; c++)
-				if (memcmp(&nic[c], &cpu[c], sizeof(double)))
-					fail_msg(
-					    "%s, E=%u, input %u, class %u: emu %.17g, cpu %.17g",
-					    m->name, test_execs[k], i, c, nic[c], cpu[c]);
-			assert_true(rep.latency_us > 0);
-		}
-		nicfw_emu_free(e);
-	}
-	free(act);
-	free(nic);
-	free(cpu);
-	kern_ctx_free(ctx);
+	assert_int_equal(kexec_nic_first(m), want_first);
+	test_nic_expect_exact(&emu, m, inputs, count, test_execs, NA(test_execs));
 }
 
 /* u8 MLP, widths 63, 130, 1000, 1: BDENSE_U8 + BDENSE with thresholds, scores + bias + bn. */

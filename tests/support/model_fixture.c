@@ -6,9 +6,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "kernels/kexec.h"
 #include "tests/support/model_fixture.h"
 #include "tests/support/rng.h"
 
@@ -283,4 +285,42 @@ void *test_random_inputs(const struct kern_model *m, uint32_t count)
 			((float *)x)[i] = i % 11 == 4 ? 0.0f : (float)test_urand(-1, 1);
 	}
 	return x;
+}
+
+void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_model *m,
+			   const void *inputs, uint32_t count, const uint32_t *execs,
+			   size_t n_execs)
+{
+	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
+	const size_t in_bytes = kern_shape_bytes(&m->input);
+	struct kern_ctx *ctx = kern_ctx_create(m, 1);
+	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
+	void *act = calloc(1, kern_shape_bytes(&m->layers[first].in) + 8);
+
+	assert_non_null(ctx);
+	assert_non_null(cpu);
+	assert_non_null(nic);
+	assert_non_null(act);
+	for (size_t k = 0; k < n_execs; k++) {
+		void *h = p->open(p->arg, m, first, execs[k]);
+
+		for (uint32_t i = 0; i < count; i++) {
+			const uint8_t *x = (const uint8_t *)inputs + i * in_bytes;
+
+			assert_int_equal(kern_forward(ctx, x, 1, cpu), 0);
+			if (first)
+				assert_int_equal(kern_forward_range(ctx, 0, first, x, 1, act), 0);
+			assert_int_equal(p->infer(h, first ? act : x, nic), 0);
+			for (uint32_t c = 0; c < classes; c++)
+				if (memcmp(&nic[c], &cpu[c], sizeof(double)))
+					fail_msg(
+					    "%s, E=%u, input %u, class %u: %s %.17g, cpu %.17g",
+					    m->name, execs[k], i, c, p->name, nic[c], cpu[c]);
+		}
+		p->close(h);
+	}
+	free(act);
+	free(nic);
+	free(cpu);
+	kern_ctx_free(ctx);
 }

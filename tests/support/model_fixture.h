@@ -96,6 +96,27 @@ struct kern_model *test_model_bits_in(struct test_fx *f);
  */
 struct kern_model *test_model_conv_flat(struct test_fx *f);
 
+/*
+ * A NIC platform under test: open its chain of execs executors for the NIC part of m (ops from
+ * first on; fails the test on error), infer one input through it (0, or an error), close it.
+ */
+struct test_nic_platform {
+	const char *name; /* in failure messages */
+	void *(*open)(void *arg, const struct kern_model *m, uint32_t first, uint32_t execs);
+	int (*infer)(void *h, const void *in, double *scores);
+	void (*close)(void *h);
+	void *arg;
+};
+
+/*
+ * The platform against kern_forward on count inputs of m, for every E of execs[0..n_execs): the
+ * host part (ops before kexec_nic_first) on the CPU, the NIC part on the platform; every score
+ * equal bit for bit, else the test fails naming the model, E, the input and the class.
+ */
+void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_model *m,
+			   const void *inputs, uint32_t count, const uint32_t *execs,
+			   size_t n_execs);
+
 /* count random inputs in m's input format: u8 bytes, or floats in [-1, 1]; malloc'd. */
 void *test_random_inputs(const struct kern_model *m, uint32_t count);
 
