@@ -210,38 +210,12 @@ static void test_lcore_busy(void **state)
 static void test_lcore_bundled_mlp(void **state)
 {
 	static const uint32_t execs[] = {1, 16, 256};
-	const char *bin = getenv("SPLITNIC");
-	const char *images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
-	char path[512], err[512];
-	struct dataset ds = {0};
-	struct kern_model *m;
+	struct kern_model *m = test_bundled_mlp();
+	uint32_t count = 64;
+	void *x = test_fmnist_inputs(m, &count);
 
-	(void)state;
-	if (bin && strrchr(bin, '/'))
-		snprintf(path, sizeof(path), "%.*s/models/fmnist-bmlp.snm",
-			 (int)(strrchr(bin, '/') - bin), bin);
-	else
-		snprintf(path, sizeof(path), "build/models/fmnist-bmlp.snm");
-	if (getenv("NIC_MODEL"))
-		snprintf(path, sizeof(path), "%s", getenv("NIC_MODEL"));
-	if (access(path, R_OK)) {
-		print_message("skip: %s absent (make builds it from models/fmnist-bmlp)\n", path);
-		skip();
-	}
-	m = kern_model_load(path, err, sizeof(err));
-	if (!m)
-		fail_msg("%s", err);
-	if (dataset_open(&ds, m, images, NULL, err, sizeof(err))) {
-		void *x = test_random_inputs(m, 16);
-
-		print_message("%s; random inputs instead\n", err);
-		expect_bit_exact(m, x, 16, false, execs, NA(execs));
-		free(x);
-	} else {
-		expect_bit_exact(m, ds.data, ds.count < 64 ? ds.count : 64, false, execs,
-				 NA(execs));
-		dataset_close(&ds);
-	}
+	expect_bit_exact(m, x, count, false, execs, NA(execs));
+	free(x);
 	kern_model_free(m);
 }
 

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "kernels/kexec.h"
+#include "tools/dataset.h"
 #include "tests/support/model_fixture.h"
 #include "tests/support/rng.h"
 
@@ -323,4 +325,47 @@ void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_
 	free(nic);
 	free(cpu);
 	kern_ctx_free(ctx);
+}
+
+struct kern_model *test_bundled_mlp(void)
+{
+	const char *bin = getenv("SPLITNIC");
+	char path[512], err[512];
+	struct kern_model *m;
+
+	if (getenv("NIC_MODEL"))
+		snprintf(path, sizeof(path), "%s", getenv("NIC_MODEL"));
+	else if (bin && strrchr(bin, '/'))
+		snprintf(path, sizeof(path), "%.*s/models/fmnist-bmlp.snm",
+			 (int)(strrchr(bin, '/') - bin), bin);
+	else
+		snprintf(path, sizeof(path), "build/models/fmnist-bmlp.snm");
+	if (access(path, R_OK)) {
+		print_message("skip: %s absent (make builds it from models/fmnist-bmlp)\n", path);
+		skip();
+	}
+	m = kern_model_load(path, err, sizeof(err));
+	if (!m)
+		fail_msg("%s", err);
+	return m;
+}
+
+void *test_fmnist_inputs(const struct kern_model *m, uint32_t *count)
+{
+	const char *images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+	struct dataset ds = {0};
+	char err[512];
+	void *x;
+
+	if (dataset_open(&ds, m, images, NULL, err, sizeof(err))) {
+		print_message("%s; random inputs instead\n", err);
+		return test_random_inputs(m, *count);
+	}
+	if (ds.count < *count)
+		*count = ds.count;
+	x = malloc((size_t)*count * ds.item_bytes);
+	assert_non_null(x);
+	memcpy(x, ds.data, (size_t)*count * ds.item_bytes);
+	dataset_close(&ds);
+	return x;
 }

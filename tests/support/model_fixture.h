@@ -117,6 +117,20 @@ void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_
 			   const void *inputs, uint32_t count, const uint32_t *execs,
 			   size_t n_execs);
 
+/*
+ * The bundled binary MLP: $NIC_MODEL, else models/fmnist-bmlp.snm of the build that holds
+ * $SPLITNIC (BUILD/splitnic), else build/models/fmnist-bmlp.snm; the test is skipped when it is
+ * absent, fails when it does not load.
+ */
+struct kern_model *test_bundled_mlp(void);
+
+/*
+ * The first count Fashion-MNIST test images in m's input format (fewer when the set is
+ * smaller: *count says how many), or count random inputs (said) when the data set is absent;
+ * malloc'd.
+ */
+void *test_fmnist_inputs(const struct kern_model *m, uint32_t *count);
+
 /* count random inputs in m's input format: u8 bytes, or floats in [-1, 1]; malloc'd. */
 void *test_random_inputs(const struct kern_model *m, uint32_t count);
 
