@@ -55,16 +55,9 @@ die() {
 	exit 1
 }
 
-netns_add "$ns_c" "$ns_n" || die "ip netns add"
-netns_veth "$ns_c" vc "$ns_n" vw || die "veth"
-netns_no_ipv6 "$ns_n"
-netns_link "$ns_c" vc 10.88.2.2/24
-netns_link "$ns_n" vw
-netns_tx_csum_off "$ns_c" vc
-
+netns_wire "$ns_c" "$ns_n" 10.88.2.2/24 || die "namespaces and veth"
 # the split: after the flatten that opens the CNN's NIC part (splitnic-host's default)
-K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
-[ -n "$K" ] || die "no flatten in $CNN"
+K=$(netns_split "$S" "$CNN") || die "no flatten in $CNN"
 
 ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "sndn$tag" --no-pci \
 	--vdev net_af_packet0,iface=vw \

@@ -46,12 +46,8 @@ die() {
 	exit 1
 }
 
-netns_add "$ns_c" "$ns_n" || die "ip netns add"
-netns_veth "$ns_c" vc "$ns_n" vw || die "veth"
-netns_link "$ns_c" vc 10.88.3.2/24
-netns_link "$ns_n" vw
-netns_tx_csum_off "$ns_c" vc
-K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {print $1 + 1; exit}')
+netns_wire "$ns_c" "$ns_n" 10.88.3.2/24 || die "namespaces and veth"
+K=$(netns_split "$S" "$CNN") || die "no flatten in $CNN"
 
 # the in-process baseline while no server runs
 "$S" run "$CNN" --images "$IMG" --count "$N" --json >"$tmp/inproc.json" || die "splitnic run"

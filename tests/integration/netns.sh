@@ -10,6 +10,11 @@
 #   netns_no_ipv6 NS...           IPv6 off in those namespaces (nothing but our IPv4 on the wire)
 #   netns_link NS IF [CIDR]       the address (if given), then the link up
 #   netns_tx_csum_off NS IF       complete UDP checksums on IF (no offload af_packet would finish)
+#   netns_wire NS_C NS_N CIDR     the lab's wire: namespaces NS_C (a front-end, vc at CIDR) and
+#                                 NS_N (a DPDK wire port vw) joined by a veth, IPv6 off,
+#                                 checksums complete on vc
+#   netns_split S MODEL           the op after MODEL's flatten: where its NIC part starts by
+#                                 default (`S inspect MODEL --ops`)
 #   netns_direct NS_C IF_C CIDR NS_S IF_S SRV_IP
 #                                 a front-end namespace facing a DPDK port directly: a veth IF_C
 #                                 (NS_C, address CIDR) <-> IF_S (NS_S, no address), IPv6 off,
@@ -17,6 +22,7 @@
 #                                 (a DPDK port answers no ARP)
 #   netns_fail MSG LOG...         print "FAIL: MSG" and the last lines of each LOG that exists
 #                                 (EAL and telemetry lines left out), then exit 1
+#   netns_logs DIR NAME...        the last lines of DIR/NAME.log each, EAL's chatter left out
 #   classes_of_scores CSV         one class a line: the arg-max of each line of scores (the lowest
 #                                 index on ties), as `splitnic run --scores` writes them
 #   netns_run_classes MODEL PFX ARG...  `$S run MODEL ARG...` (the reference): its scores in
@@ -78,6 +84,20 @@ netns_tx_csum_off() {
 	ip netns exec "$1" ethtool -K "$2" tx off >/dev/null
 }
 
+netns_wire() {
+	netns_add "$1" "$2" || return 1
+	netns_veth "$1" vc "$2" vw || return 1
+	netns_no_ipv6 "$2" "$1"
+	netns_link "$1" vc "$3"
+	netns_link "$2" vw
+	netns_tx_csum_off "$1" vc
+}
+
+netns_split() {
+	"$1" inspect "$2" --ops |
+		awk '/compiled ops:/ {on = 1} on && $2 == "flatten" {k = $1 + 1; exit} END {if (!k) exit 1; print k}'
+}
+
 netns_direct() {
 	netns_veth "$1" "$2" "$4" "$5" || return 1
 	netns_no_ipv6 "$1" "$4"
@@ -94,6 +114,15 @@ netns_fail() {
 		[ -f "$l" ] && grep -v '^EAL\|^TELEMETRY' "$l" | tail -15
 	done
 	exit 1
+}
+
+netns_logs() {
+	local dir=$1 l
+	shift
+	for l; do
+		[ -f "$dir/$l.log" ] && { echo "--- $l.log"; grep -v '^EAL\|^TELEMETRY' "$dir/$l.log" | tail -15; }
+	done
+	return 0
 }
 
 classes_of_scores() {

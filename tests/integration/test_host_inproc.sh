@@ -53,14 +53,7 @@ fail() {
 { netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.2.2/24 "$ns_s" vw 10.88.2.1; } ||
 	fail "namespaces, veth, addresses"
 
-K=$("$PY" - "$S" "$CNN" <<'EOF'
-import subprocess, sys
-out = subprocess.run([sys.argv[1], "inspect", sys.argv[2], "--ops"], capture_output=True, text=True).stdout
-ops = [l.split() for l in out.split("compiled ops:")[1].splitlines()[2:] if l.strip()]
-k = next(int(o[0]) for o in ops if o[1] == "flatten")
-print(k + 1)
-EOF
-) || fail "split point"
+K=$(netns_split "$S" "$CNN") || fail "split point"
 
 # start_host [HOST-ARGS...]: splitnic-host with the in-process NIC stage
 start_host() {

@@ -66,23 +66,9 @@ fail() {
 	exit 1
 }
 
-netns_add "$ns_c" "$ns_n" || fail "ip netns add"
-netns_veth "$ns_c" vc "$ns_n" vw || fail "veth"
-netns_no_ipv6 "$ns_n" "$ns_c"
-netns_link "$ns_c" vc 10.88.1.2/24
+netns_wire "$ns_c" "$ns_n" 10.88.1.2/24 || fail "namespaces and veth"
 ip -n "$ns_c" addr add 10.88.1.3/24 dev vc
-netns_link "$ns_n" vw
-netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
-
-K=$("$PY" - "$S" "$CNN" <<'EOF'
-import subprocess, sys
-# the split: the op after the flatten that starts the NIC part (host/model.c's default)
-out = subprocess.run([sys.argv[1], "inspect", sys.argv[2], "--ops"], capture_output=True, text=True).stdout
-ops = [l.split() for l in out.split("compiled ops:")[1].splitlines()[2:] if l.strip()]
-k = next(int(o[0]) for o in ops if o[1] == "flatten")
-print(k + 1)
-EOF
-) || fail "split point"
+K=$(netns_split "$S" "$CNN") || fail "split point"
 
 # start_nic [NIC-MODEL-ARGS...]: splitnic-nic on core 0
 start_nic() {

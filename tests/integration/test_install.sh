@@ -118,12 +118,7 @@ sed -i -e 's/^ip = 192.0.2.1/ip = 10.88.5.1/; s|^allow = 192.0.2.0/24|allow = 10
 
 ns_c=sninst-cli-$tag
 ns_n=sninst-nic-$tag
-netns_add "$ns_c" "$ns_n" || fail "ip netns add"
-netns_veth "$ns_c" vc "$ns_n" vw || fail "veth"
-netns_no_ipv6 "$ns_n" "$ns_c"
-netns_link "$ns_c" vc 10.88.5.2/24
-netns_link "$ns_n" vw
-netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
+netns_wire "$ns_c" "$ns_n" 10.88.5.2/24 || fail "namespaces and veth"
 
 exec_start() { sed -n 's/^ExecStart=//p' "$units/$1.service"; }
 # shellcheck disable=SC2046 # the ExecStart line's words

@@ -150,8 +150,7 @@ EOF
 }
 rs_count() { ip netns exec "$ns_r" ipvsadm -Ln -u "$VIP:21326" 2>/dev/null | grep -c -- '->.*Masq'; }
 
-K=$("$S" inspect "$CNN" --ops | awk '/compiled ops:/ {on=1; next} on && $2 == "flatten" {print $1 + 1; exit}')
-[ -n "$K" ] || fail "split point of $CNN"
+K=$(netns_split "$S" "$CNN") || fail "split point of $CNN"
 netns_run_classes "$CNN" "$tmp/cpu" --images "$IMG" --labels "$LAB" --count "$N" ||
 	fail "splitnic run"
 

@@ -44,12 +44,7 @@ fail() {
 	exit 1
 }
 
-netns_add "$ns_c" "$ns_n" || fail "ip netns add"
-netns_veth "$ns_c" vc "$ns_n" vw || fail "veth cli-nic"
-netns_no_ipv6 "$ns_n"
-netns_link "$ns_c" vc 10.89.0.2/24
-netns_link "$ns_n" vw
-netns_tx_csum_off "$ns_c" vc || fail "ethtool -K vc tx off"
+netns_wire "$ns_c" "$ns_n" 10.89.0.2/24 || fail "namespaces and veth"
 
 ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "$prefix" --no-pci \
 	--vdev net_af_packet0,iface=vw --vdev net_null0,no-rx=1 -- \

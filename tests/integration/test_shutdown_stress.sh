@@ -32,7 +32,6 @@ cd "$(dirname "$0")/../.."
 CNN=${STRESS_MODEL:-$B/models/fmnist-bcnn.snm}
 N=${STRESS_N:-8}
 . tests/integration/netns.sh
-. tests/integration/coproc.sh
 
 netns_need_root "af_packet and memif"
 netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"
@@ -51,13 +50,13 @@ cleanup() {
 trap cleanup EXIT
 fail() {
 	echo "FAIL: round $round ($how): $*"
-	coproc_logs "$tmp" nic host
+	netns_logs "$tmp" nic host
 	exit 1
 }
 
-coproc_net "$ns_c" "$ns_n" 10.88.7.2/24 || fail "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.88.7.2/24 || fail "namespaces and veth"
 
-K=$(coproc_split "$S" "$CNN") || fail "split point"
+K=$(netns_split "$S" "$CNN") || fail "split point"
 
 start_pair() {
 	rm -f "$tmp/memif.sock"

@@ -33,7 +33,6 @@ cd "$(dirname "$0")/../.."
 CNN=${TRUST_MODEL:-$B/models/fmnist-bcnn.snm}
 N=${TRUST_COUNT:-3000}
 . tests/integration/netns.sh
-. tests/integration/coproc.sh
 
 netns_need_root "af_packet, memif and packet capture"
 netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"
@@ -53,13 +52,13 @@ cleanup() {
 trap cleanup EXIT
 fail() {
 	echo "FAIL: $*"
-	coproc_logs "$tmp" nic host forger
+	netns_logs "$tmp" nic host forger
 	exit 1
 }
 
-coproc_net "$ns_c" "$ns_n" 10.88.9.2/24 || fail "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.88.9.2/24 || fail "namespaces and veth"
 
-K=$(coproc_split "$S" "$CNN") || fail "split point"
+K=$(netns_split "$S" "$CNN") || fail "split point"
 
 ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "sntrn$tag" --no-pci \
 	--vdev net_af_packet0,iface=vw \
