@@ -32,7 +32,7 @@ void host_rx_health(struct host_worker *w, const struct proto_msg *m, const stru
 	uint8_t *p;
 	int n;
 
-	if (!host_health_asks_me(m) || !host_cidr_allowed(a->o.allow, a->o.n_allow, from->sip)) {
+	if (!host_health_asks_me(m) || !host_allowed(a, from->sip)) {
 		w->c[HOST_C_HEALTH_DROPPED]++;
 		return;
 	}

@@ -54,9 +54,7 @@ static void pass_to(struct host_worker *w, unsigned o, struct rte_mbuf *mb)
 /* The RESPONSE's size on the wire (UDP payloads), to compare with its REQUEST's. */
 static uint32_t reply_bytes(const struct host_app *a, const struct host_model *hm)
 {
-	const uint32_t body = hm->classes * 8;
-
-	return proto_frag_count(PROTO_RESP_HDR_LEN, body, a->o.payload) * PROTO_RESP_HDR_LEN + body;
+	return proto_wire_bytes(PROTO_RESP_HDR_LEN, hm->classes * 8, a->o.payload);
 }
 
 /* A complete REQUEST (its tensor at data, held by mb or reassembly slot ra_slot): admitted into
@@ -85,8 +83,7 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 		return false;
 	}
 	hm = &a->hm[k];
-	if (unlikely(m->tensor.fmt != hm->in_fmt || m->tensor.c != hm->in_c ||
-		     m->tensor.h != hm->in_h || m->tensor.w != hm->in_w ||
+	if (unlikely(!proto_input_matches(&m->tensor, hm->in_fmt, hm->in_c, hm->in_h, hm->in_w) ||
 		     m->total_len != hm->in_bytes)) {
 		host_tx_error(w, from, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE,
 			      hm->in_count, HOST_C_ERR_BAD_SHAPE, req_bytes, now);
@@ -233,8 +230,7 @@ void host_rx_frame(struct host_worker *w, struct rte_mbuf *mb, enum host_src src
 	if (unlikely(v != PROTO_OK)) {
 		w->c[HOST_C_RX_REJECTED]++;
 		if (plen >= PROTO_COMMON_LEN && proto_get16(p) == PROTO_MAGIC &&
-		    p[2] == PROTO_VERSION && p[3] == PROTO_REQUEST &&
-		    host_cidr_allowed(a->o.allow, a->o.n_allow, from.sip))
+		    p[2] == PROTO_VERSION && p[3] == PROTO_REQUEST && host_allowed(a, from.sip))
 			host_tx_error(w, &from, 0, 0, PROTO_ERR_BAD_REQUEST, v,
 				      HOST_C_ERR_BAD_REQUEST, plen, now);
 		goto out_free;
@@ -244,7 +240,7 @@ void host_rx_frame(struct host_worker *w, struct rte_mbuf *mb, enum host_src src
 		if (src == HOST_SRC_NIC)
 			break;
 		if (src == HOST_SRC_PORT) {
-			if (!host_cidr_allowed(a->o.allow, a->o.n_allow, from.sip)) {
+			if (!host_allowed(a, from.sip)) {
 				w->c[HOST_C_NOT_ALLOWED]++;
 				goto out_free;
 			}

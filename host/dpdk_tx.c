@@ -176,35 +176,29 @@ void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   uint32_t req_bytes, uint64_t now)
 {
-	static const char prefix[] = "host: ";
-	char reason[PROTO_REASON_MAX + 1];
 	struct host_app *a = w->a;
+	/* no reply larger than its request to a front-end the operator has not allowed */
+	const uint32_t cap = a->o.n_allow || req_bytes > PROTO_FRAME_MAX - PROTO_FRAME_HDRS
+				 ? PROTO_FRAME_MAX - PROTO_FRAME_HDRS
+				 : req_bytes;
 	struct proto_addr to;
 	struct rte_mbuf *mb;
-	size_t cut = PROTO_REASON_MAX;
 	uint8_t *p;
 	int n;
 
 	w->c[why]++;
-	if (!host_rl_take(&w->rl, from->sip, now)) {
+	if (a->rl_interval_ns && !proto_rl_take(&w->rl[proto_rl_slot(from->sip)], now,
+						a->rl_interval_ns, a->o.error_rate)) {
 		w->c[HOST_C_ERRORS_LIMITED]++;
 		return;
 	}
-	/* no reply larger than its request to a front-end the operator has not allowed: the reason
-	 * cut to fit, and no ERROR at all for a datagram shorter than an ERROR's header */
-	if (!a->o.n_allow) {
-		if (req_bytes < PROTO_ERROR_HDR_LEN)
-			return;
-		cut = req_bytes - PROTO_ERROR_HDR_LEN;
-	}
-	snprintf(reason, sizeof(reason), "%s%s", prefix,
-		 err_reason[why] ? err_reason[why] : "error");
-	reason[cut < PROTO_REASON_MAX ? cut : PROTO_REASON_MAX] = 0;
+	if (cap < PROTO_ERROR_HDR_LEN) /* not even an ERROR's header fits: none sent */
+		return;
 	mb = tx_mbuf(w, &p);
 	if (!mb)
 		return;
-	n = proto_build_error_text(p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS,
-				   model_id, rid, code, detail, "", reason);
+	n = proto_build_error_text(p + PROTO_FRAME_HDRS, cap, model_id, rid, code, detail,
+				   "host: ", err_reason[why] ? err_reason[why] : "error");
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);
 		return;

@@ -2,8 +2,9 @@
 /*
  * host/host.h — splitnic-host: the parts that do not depend on DPDK (request table, plan
  * execution, the NIC over packets as an executor, reply templates with incremental checksums,
- * cookies, source checks), so that they build and test without it. host/main.c and
- * host/dpdk_*.c are the DPDK application around them.
+ * cookies), so that they build and test without it. The source checks are the protocol's own
+ * (protocol/frame.h's allow-list prefixes, protocol/ratelimit.h, proto_input_matches()).
+ * host/main.c and host/dpdk_*.c are the DPDK application around them.
  *
  * A request's life (one struct host_req, a slot of its worker's request table): one worker
  * lcore owns it from its first datagram to its hand-off, run to completion as in DPDK's l2fwd:
@@ -98,7 +99,7 @@ struct host_model {
 /*
  * Fill hm for model m in `mode` split at k (UINT32_MAX: the default, kexec_nic_first(m), moved
  * past a FLATTEN of multi-pixel bits so that the activation crosses flat, in the protocol's
- * C-major bit order). The NIC stage [k, n) must start at a flat BITS input the NIC can run.
+ * C-major bit order). The NIC stage [k, n) must start where kexec_nic_handoff_ok(m, k).
  * 0 or -EINVAL with a message in err.
  */
 int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, uint32_t k,
@@ -345,36 +346,6 @@ enum proto_health_state host_health_state(const struct host_model *hm, uint32_t 
 					  bool nic_up);
 /* A probe the host answers: for any role (0) or for splitnic-host. */
 bool host_health_asks_me(const struct proto_msg *m);
-
-/* --- source checks --------------------------------------------------------------------------- */
-
-struct host_cidr {
-	uint32_t net, mask; /* host order */
-};
-
-/* "A.B.C.D/N" or "A.B.C.D"; 0 or -EINVAL. */
-int host_cidr_parse(const char *s, struct host_cidr *c);
-/* true if ip is in one of the n prefixes, or n == 0 (no allow-list). */
-bool host_cidr_allowed(const struct host_cidr *c, uint32_t n, uint32_t ip);
-
-#define HOST_RL_SLOTS 256u /* a power of two */
-
-/*
- * ERRORs rate-limited per source: a token bucket per slot of a hash of the source address
- * (sources that share a slot share its bucket), `rate` tokens per second up to `burst`.
- * rate 0: no limit. Allocates nothing.
- */
-struct host_rl {
-	uint32_t rate, burst;
-	struct {
-		uint32_t tokens;
-		uint64_t t_ns; /* last refill */
-	} slot[HOST_RL_SLOTS];
-};
-
-void host_rl_init(struct host_rl *rl, uint32_t rate, uint32_t burst);
-/* May an ERROR go to ip at now_ns? Takes a token when it may. */
-bool host_rl_take(struct host_rl *rl, uint32_t ip, uint64_t now_ns);
 
 /* Which of n workers handles the request (sip, sport, request_id) when the spread is done in
  * software: every fragment of a request and every retransmission of it meet in one worker. */

@@ -47,6 +47,7 @@
 #include "host/host.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/lcore/lcore.h"
+#include "protocol/ratelimit.h"
 #include "protocol/reasm.h"
 
 #define HOST_BURST	    32
@@ -134,7 +135,7 @@ struct host_opts {
 	uint32_t queue;
 	uint32_t batch;
 	uint64_t batch_wait_ns;
-	struct host_cidr allow[HOST_MAX_ALLOW];
+	struct proto_cidr allow[HOST_MAX_ALLOW];
 	uint32_t n_allow;
 	uint32_t payload;
 	uint64_t drain_ns;
@@ -181,8 +182,8 @@ struct host_worker {
 	bool io;	     /* this turn may touch the port (host_port_enter) */
 	uint32_t seen_epoch; /* the port epoch it last acted under (host_port_enter) */
 	uint64_t reasm_checked;
-	uint8_t *body; /* RESPONSE scores, little-endian */
-	struct host_rl rl;
+	uint8_t *body;			/* RESPONSE scores, little-endian */
+	uint64_t rl[PROTO_RL_SLOTS];	/* ERRORs per source (protocol/ratelimit.h): GCRA times */
 	struct proto_neigh_table neigh; /* front-ends' MACs, for the in-process NIC's frames */
 	uint64_t c[HOST_C__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
@@ -220,6 +221,7 @@ struct host_app {
 	volatile bool started; /* the port is started (a restart may fail while the NIC is away) */
 	uint32_t port_epoch;   /* odd while worker 0 restarts the port */
 	uint64_t link_checked, link_restarted;
+	uint64_t rl_interval_ns; /* 1e9 / --error-rate (0: no limit); the burst is the rate */
 	struct host_inproc inproc;
 } __rte_cache_aligned;
 
@@ -249,6 +251,12 @@ bool host_port_enter(struct host_worker *w);
 int host_tx_setup(struct host_worker *w, char *err, size_t errlen);
 void host_tx_frame(struct host_worker *w, struct rte_mbuf *mb);
 void host_tx_flush(struct host_worker *w, uint64_t now, bool more);
+/* May the front-end at ip (host order) be answered? Everyone when no --allow was given. */
+static inline bool host_allowed(const struct host_app *a, uint32_t ip)
+{
+	return !a->o.n_allow || proto_cidr_contains(a->o.allow, a->o.n_allow, ip);
+}
+
 /* An ERROR to from (sent if the source's rate allows; cut to req_bytes unless the front-end is
  * on the allow-list); counted under why. */
 void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,

@@ -195,7 +195,7 @@ static int host_opt(void *p, const struct conf_opt *opt, const char *arg)
 		fprintf(stderr, "host: --%s: an IPv4 address, got '%s'\n", opt->name, arg);
 		return -1;
 	case CONF_HOST_ALLOW:
-		if (o->n_allow < HOST_MAX_ALLOW && !host_cidr_parse(arg, &o->allow[o->n_allow])) {
+		if (o->n_allow < HOST_MAX_ALLOW && !proto_cidr_parse(arg, &o->allow[o->n_allow])) {
 			o->n_allow++;
 			return 0;
 		}
@@ -421,7 +421,6 @@ static int worker_setup(struct host_app *a, struct host_worker *w, uint32_t max_
 	w->ra = proto_reasm_create(&rac);
 	if (ret || !w->held || !w->body || !w->ra)
 		goto err_nomem;
-	host_rl_init(&w->rl, a->o.error_rate, a->o.error_rate);
 	for (uint32_t k = 0; k < a->n_models; k++) {
 		struct host_rq *q = &w->q[k];
 
@@ -474,6 +473,7 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	count_workers(a);
+	a->rl_interval_ns = a->o.error_rate ? 1000000000ull / a->o.error_rate : 0;
 	a->w = rte_zmalloc("snhost_workers", sizeof(*a->w) * a->n_workers, RTE_CACHE_LINE_SIZE);
 	if (!a->w)
 		return -ENOMEM;

@@ -47,9 +47,9 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 	}
 	if (k == UINT32_MAX) {
 		k = nic_first;
+		/* a flatten of bits that are not flat yet: hand over after it */
 		if (k < m->n_layers && m->layers[k].op == KERN_OP_FLATTEN &&
-		    m->layers[k].in.fmt == KERN_FMT_BITS &&
-		    m->layers[k].in.h * m->layers[k].in.w > 1)
+		    m->layers[k].in.fmt == KERN_FMT_BITS && !kexec_nic_handoff_ok(m, k))
 			k++;
 	}
 	if (k == 0 || !kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers)) {
@@ -59,8 +59,7 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 			 m->name, k, nic_first, m->n_layers - 1);
 		return -EINVAL;
 	}
-	if (m->layers[k].in.fmt != KERN_FMT_BITS || m->layers[k].in.h != 1 ||
-	    m->layers[k].in.w != 1) {
+	if (!kexec_nic_handoff_ok(m, k)) {
 		snprintf(err, errlen,
 			 "model %s: split at op %u: its input is %s %ux%ux%u; the activation must "
 			 "cross as flat bits (split after the flatten)",

@@ -87,6 +87,16 @@ bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, ui
 	return false;
 }
 
+bool kexec_nic_handoff_ok(const struct kern_model *m, uint32_t k)
+{
+	const struct kern_shape *in;
+
+	if (!kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers))
+		return false;
+	in = &m->layers[k].in;
+	return k == 0 || (in->fmt == KERN_FMT_BITS && in->h == 1 && in->w == 1);
+}
+
 int kexec_open(struct kexec *x, const struct kexec_ops *ops, const void *conf, char *err,
 	       size_t errlen)
 {

@@ -26,9 +26,10 @@
  *
  * Capabilities (kexec_caps): the executor's kind, which op ranges of a model it can run
  * (kexec_can_run: the one question the planner, the sweep, the NIC chain and the host all ask)
- * and its memory limit. The NIC's rule is defined here once (kexec_nic_op, kexec_nic_first,
- * kexec_nic_range): the trailing run of a model's ops that the firmware's executor chain
- * supports, entered at a flatten or a binary dense op.
+ * and its memory limit. The NIC's rule is defined here once (kexec_nic_op, kexec_nic_entry,
+ * kexec_nic_first): the trailing run of a model's ops that the firmware's executor chain
+ * supports, entered at a flatten or a binary dense op; over packets, only where the activation
+ * crosses as flat bits (kexec_nic_handoff_ok).
  */
 #ifndef KEXEC_H
 #define KEXEC_H
@@ -130,6 +131,14 @@ uint32_t kexec_nic_first(const struct kern_model *m);
 /* Can an executor of `kind` run ops [first, last) of m? The NIC only a tail [first, n) that
  * starts at or after kexec_nic_first(m) on an entry op; the CPU and GPU any range. */
 bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, uint32_t last);
+/*
+ * Where an ACTIVATION may start: can the NIC take m at op k over packets? k == 0: the NIC
+ * answers the REQUEST itself (stand-alone), if it can run the whole model; else the host runs
+ * ops [0, k) and the activation at k crosses as flat bits, a (c,1,1) bits tensor in the
+ * protocol's C-major bit order (the ACTIVATION's only format), from which the NIC must be able
+ * to run the rest (kexec_can_run). The host, the planner and the packet sweep ask this.
+ */
+bool kexec_nic_handoff_ok(const struct kern_model *m, uint32_t k);
 
 /* ---- a pipeline: stages run one after the other -------------------------------------------- */
 

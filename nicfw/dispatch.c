@@ -172,9 +172,7 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 			md->in_c = md->in_count;
 			md->in_h = md->in_w = 1;
 		}
-		d->resp_bytes[m] =
-		    proto_frag_count(PROTO_RESP_HDR_LEN, body, cfg->payload) * PROTO_RESP_HDR_LEN +
-		    body;
+		d->resp_bytes[m] = proto_wire_bytes(PROTO_RESP_HDR_LEN, body, cfg->payload);
 	}
 	d->rl_interval_ns = 1000000000ull / (cfg->err_rate ? cfg->err_rate : PROTO_RL_RATE);
 	d->rl_burst = cfg->err_burst ? cfg->err_burst : PROTO_RL_BURST;
@@ -217,10 +215,7 @@ static void send_udp(struct nicfw_disp *d, const struct disp_reply *to, uint32_t
 static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail)
 {
-	static const char prefix[] = "nic: ";
-	const char *name = proto_error_name(code);
-	char text[PROTO_REASON_MAX];
-	size_t a = sizeof(prefix) - 1, b = strnlen(name, PROTO_REASON_MAX - a), len = a + b;
+	const size_t room = sizeof(d->frame) - PROTO_FRAME_HDRS;
 	struct proto_msg m;
 
 	proto_msg_init(&m, PROTO_ERROR, model_id, request_id);
@@ -231,15 +226,8 @@ static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		m.err.host_ref = to->host_ref;
 		m.err.cookie = to->cookie;
 	}
-	if (to->cap < m.hdr_len)
-		return -EMSGSIZE;
-	if (len > to->cap - m.hdr_len)
-		len = to->cap - m.hdr_len;
-	memcpy(text, prefix, a);
-	memcpy(text + a, name, b);
-	m.total_len = (uint32_t)len;
-	return proto_build(&m, text, len, d->frame + PROTO_FRAME_HDRS,
-			   sizeof(d->frame) - PROTO_FRAME_HDRS);
+	return proto_build_error_cut(&m, "nic: ", proto_error_name(code),
+				     d->frame + PROTO_FRAME_HDRS, to->cap < room ? to->cap : room);
 }
 
 /* Decide an ERROR (counted by code) and send it, unless the source is refused (outside the

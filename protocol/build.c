@@ -85,22 +85,35 @@ int proto_build(const struct proto_msg *m, const void *body, size_t body_len, vo
 	return (int)(tmp.hdr_len + body_len);
 }
 
-int proto_build_error_text(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
-			   enum proto_error_code code, uint32_t detail, const char *prefix,
-			   const char *reason)
+int proto_build_error_cut(struct proto_msg *m, const char *prefix, const char *reason, void *buf,
+			  size_t cap)
 {
 	char text[PROTO_REASON_MAX];
 	size_t a = strnlen(prefix, PROTO_REASON_MAX);
 	size_t b = strnlen(reason, PROTO_REASON_MAX - a);
-	struct proto_msg m;
 
+	if (cap < m->hdr_len)
+		return -EMSGSIZE;
+	if (a + b > cap - m->hdr_len) {
+		a = a < cap - m->hdr_len ? a : cap - m->hdr_len;
+		b = cap - m->hdr_len - a;
+	}
 	memcpy(text, prefix, a);
 	memcpy(text + a, reason, b);
+	m->total_len = (uint32_t)(a + b);
+	return proto_build(m, text, a + b, buf, cap);
+}
+
+int proto_build_error_text(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
+			   enum proto_error_code code, uint32_t detail, const char *prefix,
+			   const char *reason)
+{
+	struct proto_msg m;
+
 	proto_msg_init(&m, PROTO_ERROR, model_id, request_id);
 	m.err.code = (uint16_t)code;
 	m.err.detail = detail;
-	m.total_len = (uint32_t)(a + b);
-	return proto_build(&m, text, a + b, buf, cap);
+	return proto_build_error_cut(&m, prefix, reason, buf, cap);
 }
 
 int proto_build_error(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,

@@ -25,6 +25,11 @@ uint32_t proto_frag_count(uint32_t hdr_len, size_t body_len, size_t payload)
 	return body_len == 0 ? 1 : (uint32_t)((body_len + step - 1) / step);
 }
 
+uint32_t proto_wire_bytes(uint32_t hdr_len, size_t body_len, size_t payload)
+{
+	return proto_frag_count(hdr_len, body_len, payload) * hdr_len + (uint32_t)body_len;
+}
+
 int proto_frag_init(struct proto_frag *f, const struct proto_msg *m, const void *body,
 		    size_t body_len, size_t payload)
 {

@@ -211,6 +211,9 @@ int proto_frag_init(struct proto_frag *f, const struct proto_msg *m, const void 
 int proto_frag_next(struct proto_frag *f, void *buf, size_t cap);
 /* Number of datagrams for body_len bytes with this header length and payload limit. */
 uint32_t proto_frag_count(uint32_t hdr_len, size_t body_len, size_t payload);
+/* UDP payload bytes of all those datagrams (headers repeated in each): what a reply weighs
+ * against the request that caused it (no amplification). */
+uint32_t proto_wire_bytes(uint32_t hdr_len, size_t body_len, size_t payload);
 
 /*
  * Build a whole single-datagram message (headers + body) into buf; total_len = frag_len =
@@ -219,8 +222,16 @@ uint32_t proto_frag_count(uint32_t hdr_len, size_t body_len, size_t payload);
  */
 int proto_build(const struct proto_msg *m, const void *body, size_t body_len, void *buf,
 		size_t cap);
-/* An ERROR with the reason prefix + reason (truncated to PROTO_REASON_MAX): no formatting, for
- * the packet path, where reasons come from static tables. Bytes written or -errno. */
+/*
+ * An ERROR whose headers m holds (ids, code, detail; for a notice, hdr_len and host_ref/cookie)
+ * with the reason prefix + reason, cut to PROTO_REASON_MAX and to what fits in cap bytes: with
+ * cap the size of what caused it, the no-amplification rule's ERROR (docs/wire-protocol.md).
+ * Sets m->total_len. Bytes written, or -EMSGSIZE when not even the headers fit (send nothing).
+ * No formatting: for the packet path, where reasons come from static tables.
+ */
+int proto_build_error_cut(struct proto_msg *m, const char *prefix, const char *reason, void *buf,
+			  size_t cap);
+/* proto_build_error_cut for a plain ERROR (hdr_len PROTO_ERROR_HDR_LEN) to a front-end. */
 int proto_build_error_text(void *buf, size_t cap, uint32_t model_id, uint64_t request_id,
 			   enum proto_error_code code, uint32_t detail, const char *prefix,
 			   const char *reason);

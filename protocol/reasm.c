@@ -348,6 +348,11 @@ void proto_reasm_release(struct proto_reasm *ra, struct proto_reasm_msg *msg)
 	msg->data = NULL;
 }
 
+bool proto_reasm_holds(const struct proto_reasm *ra, uint64_t src, const struct proto_msg *frag)
+{
+	return lookup(ra, src, frag) >= 0;
+}
+
 void proto_reasm_stats(const struct proto_reasm *ra, struct proto_reasm_stats *st)
 {
 	*st = ra->st;

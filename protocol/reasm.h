@@ -28,6 +28,7 @@
 #ifndef PROTO_REASM_H
 #define PROTO_REASM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "protocol/proto.h"
@@ -73,6 +74,9 @@ enum proto_ra_verdict proto_reasm_push(struct proto_reasm *ra, uint64_t src,
 				       const struct proto_msg *frag, uint64_t now_ns,
 				       struct proto_reasm_msg *out);
 void proto_reasm_release(struct proto_reasm *ra, struct proto_reasm_msg *msg);
+/* Does the table hold a message of frag's key (src, type, request_id), in progress or complete
+ * and not released? (A server that drains finishes those and takes no new ones.) */
+bool proto_reasm_holds(const struct proto_reasm *ra, uint64_t src, const struct proto_msg *frag);
 /* Free the slots whose time is up; returns how many. */
 uint32_t proto_reasm_expire(struct proto_reasm *ra, uint64_t now_ns);
 void proto_reasm_stats(const struct proto_reasm *ra, struct proto_reasm_stats *st);

@@ -251,15 +251,6 @@ static double cut_best(const struct kern_shape *s, unsigned a, unsigned b,
 	return best;
 }
 
-bool split_packet_handoff_ok(const struct kern_model *m, uint32_t k)
-{
-	const struct kern_shape *in = k < m->n_layers ? &m->layers[k].in : NULL;
-
-	if (!kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers))
-		return false;
-	return k == 0 || (in->fmt == KERN_FMT_BITS && in->h == 1 && in->w == 1);
-}
-
 int split_problem_from_model(struct split_problem *p, const struct kern_model *m,
 			     const struct split_profile *pr, const struct split_opts *o)
 {
@@ -279,7 +270,7 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
 		const struct kern_layer *l = &m->layers[i];
 
 		p->start_ok[i] = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_GPU);
-		if (o->packet ? split_packet_handoff_ok(m, i)
+		if (o->packet ? kexec_nic_handoff_ok(m, i)
 			      : kexec_can_run(KEXEC_KIND_NIC, m, i, m->n_layers))
 			p->start_ok[i] |= SPLIT_EXM(SPLIT_EX_NIC);
 		for (unsigned e = 0; e < SPLIT_EX__COUNT; e++) {

@@ -259,14 +259,6 @@ struct split_opts {
 	double load_rps;    /* offered load in requests/s (Poisson); 0: no queueing */
 };
 
-/*
- * Can the packet path hand m to the NIC at op k? k == 0: the NIC answers the REQUEST itself
- * (stand-alone), if it can run the whole model; else splitnic-host runs ops [0, k) and sends an
- * ACTIVATION of flat bits (a (c,1,1) bits tensor: host/model.c's rule), from which the NIC must
- * be able to run the rest (kexec_can_run).
- */
-bool split_packet_handoff_ok(const struct kern_model *m, uint32_t k);
-
 /* Predicted seconds of op i of m on executor e under profile pr (INFINITY if unsupported). */
 double split_op_cost(const struct kern_model *m, uint32_t i, unsigned e,
 		     const struct split_profile *pr, uint32_t nic_first);
@@ -293,7 +285,7 @@ void split_link_parts(const struct split_profile *pr, double link_gbps, unsigned
 /*
  * Build the chain problem for m: op costs per executor from the profile, NIC support from
  * o->nic_first (a NIC stage may start at a FLATTEN or binary op at or after it; on the packet
- * path only where split_packet_handoff_ok), weight bytes per executor (NIC: packed records), cut
+ * path only where kexec_nic_handoff_ok), weight bytes per executor (NIC: packed records), cut
  * costs with the cheapest allowed format.
  */
 int split_problem_from_model(struct split_problem *p, const struct kern_model *m,

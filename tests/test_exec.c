@@ -70,6 +70,15 @@ static void test_exec_nic_rule(void **state)
 	assert_int_equal(cnn->layers[t + 3].op, KERN_OP_BIAS);
 	assert_true(kexec_nic_op(&cnn->layers[t + 3]));
 	assert_false(kexec_nic_op(&cnn->layers[4])); /* bconv */
+	/* over packets: stand-alone from op 0, else an ACTIVATION of flat bits */
+	assert_true(kexec_nic_handoff_ok(mlp, 0));
+	assert_false(kexec_nic_handoff_ok(cnn, 0));
+	assert_false(kexec_nic_handoff_ok(cnn, t)); /* the flatten's input: c x h x w bits */
+	assert_true(cnn->layers[t].in.h * cnn->layers[t].in.w > 1);
+	assert_true(kexec_nic_handoff_ok(cnn, t + 1));
+	assert_true(kexec_nic_handoff_ok(cnn, t + 2));
+	assert_false(kexec_nic_handoff_ok(cnn, t + 3));
+	assert_false(kexec_nic_handoff_ok(cnn, n));
 	assert_true(kexec_can_run(KEXEC_KIND_CPU, cnn, 3, 7));
 	assert_true(kexec_can_run(KEXEC_KIND_GPU, cnn, 0, n));
 	assert_false(kexec_can_run(KEXEC_KIND_CPU, cnn, 7, 7));

@@ -2,9 +2,10 @@
 /*
  * splitnic-host's DPDK-free parts (host/host.h): the request table, the NIC over packets as an
  * executor (window, notices checked by host_ref, ids and cookie, deadlines, the link), reply
- * templates (checksums updated incrementally equal the full ones), cookies, the ERROR rate
- * limit, the spread, plan execution (host stage + NIC stage equal the whole model, bit for bit,
- * with the NIC stage on the host or on the NIC emulator) and the allow-list.
+ * templates (checksums updated incrementally equal the full ones), cookies, the spread, plan
+ * execution (host stage + NIC stage equal the whole model, bit for bit, with the NIC stage on the
+ * host or on the NIC emulator). The allow-list and the ERROR rate limit are protocol/'s
+ * (tests/test_protocol.c); the NIC's completion notices are tests/test_dispatch.c's.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,8 +21,6 @@
 
 #include "kernels/kexec.h"
 #include "host/host.h"
-#include "nicfw/chain.h"
-#include "nicfw/dispatch.h"
 #include "nicfw/emu/emu.h"
 #include "tests/support/model_fixture.h"
 
@@ -489,26 +488,6 @@ static void test_host_cookie(void **state)
 	assert_int_not_equal(host_cookie_next(&b), seen[0]);
 }
 
-static void test_host_rate_limit(void **state)
-{
-	struct host_rl rl;
-	int ok = 0;
-
-	(void)state;
-	host_rl_init(&rl, 10, 10);
-	for (int i = 0; i < 50; i++)
-		ok += host_rl_take(&rl, 0x0a000001, 1000);
-	assert_int_equal(ok, 10); /* the burst, then nothing */
-	assert_false(host_rl_take(&rl, 0x0a000001, 1000 + 50000000));
-	assert_true(host_rl_take(&rl, 0x0a000001, 1000 + 100000000)); /* one token per 100 ms */
-	assert_false(host_rl_take(&rl, 0x0a000001, 1000 + 100000000));
-	assert_true(host_rl_take(&rl, 0x0a000002, 1000)); /* another source, its own bucket */
-	assert_true(host_rl_take(&rl, 0x0a000001, 5000000000ull)); /* idle: full again */
-	host_rl_init(&rl, 0, 0);
-	for (int i = 0; i < 1000; i++)
-		assert_true(host_rl_take(&rl, 0x0a000001, 0)); /* rate 0: no limit */
-}
-
 static void test_host_spread(void **state)
 {
 	uint32_t n[3] = {0};
@@ -675,28 +654,6 @@ static void test_host_plan_standalone_mlp(void **state)
 	kern_model_free(m);
 }
 
-/* --- the allow-list ------------------------------------------------------------------
- */
-
-static void test_host_cidr(void **state)
-{
-	struct host_cidr c[2];
-
-	(void)state;
-	assert_int_equal(host_cidr_parse("10.88.1.0/24", &c[0]), 0);
-	assert_int_equal(host_cidr_parse("192.168.0.7", &c[1]), 0);
-	assert_int_equal(host_cidr_parse("10.0.0.0/33", &c[1]), -EINVAL);
-	assert_int_equal(host_cidr_parse("nope", &c[1]), -EINVAL);
-	assert_true(host_cidr_allowed(c, 0, 0x01020304)); /* no list: everyone */
-	assert_true(host_cidr_allowed(c, 1, 0x0a5801fe));
-	assert_false(host_cidr_allowed(c, 1, 0x0a5802fe));
-	assert_int_equal(host_cidr_parse("192.168.0.7", &c[1]), 0);
-	assert_true(host_cidr_allowed(c, 2, 0xc0a80007));
-	assert_false(host_cidr_allowed(c, 2, 0xc0a80008));
-	assert_int_equal(host_cidr_parse("0.0.0.0/0", &c[0]), 0);
-	assert_true(host_cidr_allowed(c, 1, 0xdeadbeef));
-}
-
 static void test_host_hist(void **state)
 {
 	struct host_hist h = {0};
@@ -713,104 +670,6 @@ static void test_host_hist(void **state)
 	assert_int_equal(h.count, 4);
 }
 
-/* --- the completion notice: splitnic-nic --notify-host, as the host relies on it ----------- */
-
-static uint8_t out_frame[4][PROTO_FRAME_MAX];
-static uint32_t out_len[4], out_port[4], n_out;
-
-static int fake_submit(void *engine, uint32_t model, const void *in)
-{
-	return 0;
-}
-
-static int fake_poll(void *engine, uint32_t model, double *scores)
-{
-	scores[0] = -1.0;
-	scores[1] = 3.0;
-	return 1;
-}
-
-static int capture_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
-{
-	assert_true(n_out < 4 && len <= PROTO_FRAME_MAX);
-	memcpy(out_frame[n_out], frame, len);
-	out_len[n_out] = len;
-	out_port[n_out++] = port;
-	return 0;
-}
-
-static void test_host_nic_notice(void **state)
-{
-	static const struct nicfw_engine_ops ops = {.submit = fake_submit, .poll = fake_poll};
-	struct nicfw_disp_config c = {0};
-	struct proto_addr to_nic = {.smac = {2, 0, 0, 0, 0, 3},
-				    .dmac = {2, 0, 0, 0, 0, 1},
-				    .sip = 0x0a580101,
-				    .dip = 0x0a580101,
-				    .sport = PROTO_DEFAULT_PORT,
-				    .dport = PROTO_DEFAULT_PORT},
-			  a;
-	uint8_t f[PROTO_FRAME_MAX], body[8] = {0xff};
-	struct nicfw_disp *d;
-	struct proto_msg m;
-	const uint8_t *p;
-	uint32_t plen, len, ihl;
-	char err[256];
-	int n;
-
-	(void)state;
-	c.mac[0] = 2, c.mac[5] = 1;
-	c.ip = 0x0a580101;
-	c.port = PROTO_DEFAULT_PORT;
-	c.payload = PROTO_DEFAULT_PAYLOAD;
-	c.reasm_slots = 4;
-	c.reasm_timeout_ns = 1000000;
-	c.notify_host = true;
-	c.n_models = 1;
-	c.model[0] = (struct nicfw_disp_model){.model_id = 0x99,
-					       .layer = 3,
-					       .in_fmt = PROTO_FMT_BITS,
-					       .in_count = 64,
-					       .in_bytes = 8,
-					       .classes = 2};
-	c.eng_ops = &ops;
-	c.tx = capture_tx;
-	d = nicfw_disp_create(&c, err, sizeof(err));
-	assert_non_null(d);
-	proto_msg_init(&m, PROTO_ACTIVATION, 0x99, 4242);
-	proto_msg_set_tensor(&m, PROTO_FMT_BITS, 64, 1, 1, 0, 0);
-	m.tensor.layer = 3;
-	memcpy(m.act.reply_addr, (uint8_t[16]){[10] = 0xff, [11] = 0xff, 10, 88, 1, 2}, 16);
-	m.act.reply_port = 40000;
-	m.act.executors = PROTO_EX_CPU;
-	n = proto_build(&m, body, sizeof(body), f + PROTO_FRAME_HDRS, sizeof(f) - PROTO_FRAME_HDRS);
-	assert_true(n > 0);
-	len = proto_frame_udp(f, &to_nic, (uint32_t)n, false);
-	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
-	assert_int_equal(nicfw_disp_poll(d, 10), 1);
-	assert_int_equal(n_out, 2);
-	/* the RESPONSE to the front-end, out of the wire port */
-	assert_int_equal(out_port[0], NICFW_PORT_WIRE);
-	assert_int_equal(proto_frame_parse(out_frame[0], out_len[0], &a, &p, &plen, &ihl),
-			 PROTO_FRAME_UDP);
-	assert_int_equal(a.dip, 0x0a580102);
-	assert_int_equal(a.dport, 40000);
-	/* the same RESPONSE back to the host: the notice the fallback logic waits for */
-	assert_int_equal(out_port[1], NICFW_PORT_HOST);
-	assert_int_equal(proto_frame_parse(out_frame[1], out_len[1], &a, &p, &plen, &ihl),
-			 PROTO_FRAME_UDP);
-	assert_int_equal(a.dip, to_nic.sip);
-	assert_int_equal(a.dport, to_nic.sport);
-	assert_memory_equal(a.dmac, to_nic.smac, 6);
-	assert_int_equal(proto_parse(p, plen, &m), PROTO_OK);
-	assert_int_equal(m.type, PROTO_RESPONSE);
-	assert_int_equal(m.request_id, 4242);
-	assert_int_equal(m.model_id, 0x99);
-	assert_int_equal(m.resp.cls, 1);
-	assert_int_equal(m.resp.executors, PROTO_EX_CPU | PROTO_EX_NIC);
-	nicfw_disp_free(d);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -821,13 +680,10 @@ int main(void)
 	    cmocka_unit_test(test_host_remote_wrap),
 	    cmocka_unit_test(test_host_tpl_checksums),
 	    cmocka_unit_test(test_host_cookie),
-	    cmocka_unit_test(test_host_rate_limit),
 	    cmocka_unit_test(test_host_spread),
 	    cmocka_unit_test(test_host_plan_bundled_cnn),
 	    cmocka_unit_test(test_host_plan_standalone_mlp),
-	    cmocka_unit_test(test_host_cidr),
 	    cmocka_unit_test(test_host_hist),
-	    cmocka_unit_test(test_host_nic_notice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

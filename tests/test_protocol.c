@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * protocol/: build and parse of every message type and tensor format, the verdict of every
- * truncation point, field checks, helpers. test_proto_pcap writes a capture of sample messages
- * to $PROTO_PCAP_OUT (tests/integration/test_dissector.sh decodes it with tshark), or to a
+ * truncation point, field checks, helpers; the source checks every server shares (the ERROR cut
+ * to fit, the ERROR rate limit, allow-list prefixes). test_proto_pcap writes a capture of sample
+ * messages to $PROTO_PCAP_OUT (tests/integration/test_dissector.sh decodes it with tshark), or to a
  * temporary file it removes.
  */
 #include <errno.h>
@@ -20,6 +21,7 @@
 
 #include "protocol/frame.h"
 #include "protocol/proto.h"
+#include "protocol/ratelimit.h"
 
 #define BUF 70000
 
@@ -385,6 +387,120 @@ static void test_proto_error(void **state)
 	assert_int_equal(n, PROTO_ERROR_HDR_LEN + PROTO_REASON_MAX);
 	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
 	assert_string_equal(proto_error_name(PROTO_ERR_BUSY), "busy");
+}
+
+/* No amplification: an ERROR's reason cut to fit what caused it, none when its header does not
+ * fit; the notice form keeps its host_ref and cookie. */
+static void test_proto_error_cut(void **state)
+{
+	struct proto_msg m, out;
+	int n;
+
+	(void)state;
+	n = proto_build_error_text(buf, PROTO_ERROR_HDR_LEN + 10, 3, 4, PROTO_ERR_TOO_LARGE, 592,
+				   "host: ", "reply larger than the request");
+	assert_int_equal(n, PROTO_ERROR_HDR_LEN + 10);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_int_equal(out.err.code, PROTO_ERR_TOO_LARGE);
+	assert_int_equal(out.err.detail, 592);
+	assert_memory_equal(out.data, "host: repl", 10);
+	n = proto_build_error_text(buf, PROTO_ERROR_HDR_LEN + 3, 3, 4, PROTO_ERR_BUSY, 1,
+				   "serve: ", "shutting down");
+	assert_int_equal(n, PROTO_ERROR_HDR_LEN + 3); /* the prefix cut too */
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_memory_equal(out.data, "ser", 3);
+	assert_int_equal(
+	    proto_build_error_text(buf, PROTO_ERROR_HDR_LEN, 3, 4, PROTO_ERR_BUSY, 1, "x: ", "y"),
+	    PROTO_ERROR_HDR_LEN);
+	assert_int_equal(proto_build_error_text(buf, PROTO_ERROR_HDR_LEN - 1, 3, 4, PROTO_ERR_BUSY,
+						1, "x: ", "y"),
+			 -EMSGSIZE);
+	/* room enough: the whole reason, at most PROTO_REASON_MAX bytes */
+	n = proto_build_error_text(buf, sizeof(buf), 3, 4, PROTO_ERR_BUSY, 1, "nic: ", "busy");
+	assert_int_equal(n, PROTO_ERROR_HDR_LEN + 9);
+	proto_msg_init(&m, PROTO_ERROR, 7, 8);
+	m.hdr_len = PROTO_ERROR_NOTICE_HDR_LEN;
+	m.err.code = PROTO_ERR_UNKNOWN_MODEL;
+	m.err.host_ref = 0x02000007;
+	m.err.cookie = 0x1122334455667788ull;
+	n = proto_build_error_cut(&m, "nic: ", "unknown_model", buf,
+				  PROTO_ERROR_NOTICE_HDR_LEN + 6);
+	assert_int_equal(n, PROTO_ERROR_NOTICE_HDR_LEN + 6);
+	assert_int_equal(m.total_len, 6);
+	assert_int_equal(proto_parse(buf, (size_t)n, &out), PROTO_OK);
+	assert_int_equal(out.err.host_ref, 0x02000007);
+	assert_true(out.err.cookie == 0x1122334455667788ull);
+	assert_memory_equal(out.data, "nic: u", 6);
+	assert_int_equal(proto_build_error_cut(&m, "nic: ", "unknown_model", buf,
+					       PROTO_ERROR_NOTICE_HDR_LEN - 1),
+			 -EMSGSIZE);
+}
+
+/* What a reply weighs on the wire, headers repeated in every datagram. */
+static void test_proto_wire_bytes(void **state)
+{
+	(void)state;
+	assert_int_equal(proto_wire_bytes(PROTO_RESP_HDR_LEN, 80, 1400), PROTO_RESP_HDR_LEN + 80);
+	assert_int_equal(proto_wire_bytes(PROTO_RESP_HDR_LEN, 512, 1400), 592);
+	/* 8000 bytes of scores: 1320 bytes per datagram, 7 datagrams */
+	assert_int_equal(proto_wire_bytes(PROTO_RESP_HDR_LEN, 8000, 1400),
+			 7 * PROTO_RESP_HDR_LEN + 8000);
+	assert_int_equal(proto_wire_bytes(PROTO_ERROR_HDR_LEN, 0, 1400), PROTO_ERROR_HDR_LEN);
+}
+
+/* protocol/ratelimit.h: `burst` at once, then one per interval; sources in other buckets
+ * untouched; a bucket idle long enough is full again. */
+static void test_proto_ratelimit(void **state)
+{
+	const uint64_t iv = 100000000ull; /* 10 a second */
+	const uint32_t a = 0x0a000001, b = 0x0a000002;
+	uint64_t rl[PROTO_RL_SLOTS] = {0};
+	int ok = 0;
+
+	(void)state;
+	assert_int_not_equal(proto_rl_slot(a), proto_rl_slot(b));
+	for (uint32_t ip = 0; ip < 100000; ip += 97)
+		assert_true(proto_rl_slot(ip * 40503u) < PROTO_RL_SLOTS);
+	for (int i = 0; i < 50; i++)
+		ok += proto_rl_take(&rl[proto_rl_slot(a)], 1000, iv, 10);
+	assert_int_equal(ok, 10); /* the burst, then nothing */
+	assert_false(proto_rl_take(&rl[proto_rl_slot(a)], 1000 + iv / 2, iv, 10));
+	assert_true(proto_rl_take(&rl[proto_rl_slot(a)], 1000 + iv, iv, 10)); /* one per 100 ms */
+	assert_false(proto_rl_take(&rl[proto_rl_slot(a)], 1000 + iv, iv, 10));
+	assert_true(proto_rl_take(&rl[proto_rl_slot(b)], 1000, iv, 10)); /* its own bucket */
+	ok = 0;
+	for (int i = 0; i < 50; i++) /* idle for 5 s: the whole burst again */
+		ok += proto_rl_take(&rl[proto_rl_slot(a)], 5000000000ull, iv, 10);
+	assert_int_equal(ok, 10);
+	ok = 0;
+	for (int i = 0; i < 50; i++) /* burst 1: one at a time */
+		ok += proto_rl_take(&rl[proto_rl_slot(b)], 9000000000ull, iv, 1);
+	assert_int_equal(ok, 1);
+}
+
+/* protocol/frame.h's allow-list prefixes. */
+static void test_proto_cidr(void **state)
+{
+	struct proto_cidr c[2];
+
+	(void)state;
+	assert_int_equal(proto_cidr_parse("10.88.1.0/24", &c[0]), 0);
+	assert_int_equal(proto_cidr_parse("192.168.0.7", &c[1]), 0);
+	assert_int_equal(proto_cidr_parse("10.0.0.0/33", &c[1]), -EINVAL);
+	assert_int_equal(proto_cidr_parse("nope", &c[1]), -EINVAL);
+	assert_int_equal(proto_cidr_parse("10.0.0.256", &c[1]), -EINVAL);
+	assert_int_equal(proto_cidr_parse("10.0.0.1/", &c[1]), -EINVAL);
+	assert_int_equal(proto_cidr_parse("10.0.0.1 ", &c[1]), -EINVAL);
+	assert_false(proto_cidr_contains(c, 0, 0x01020304)); /* no prefixes: nothing contained */
+	assert_true(proto_cidr_contains(c, 1, 0x0a5801fe));
+	assert_false(proto_cidr_contains(c, 1, 0x0a5802fe));
+	assert_int_equal(proto_cidr_parse("192.168.0.7", &c[1]), 0);
+	assert_true(proto_cidr_contains(c, 2, 0xc0a80007));
+	assert_false(proto_cidr_contains(c, 2, 0xc0a80008));
+	assert_int_equal(proto_cidr_parse("10.88.1.77/24", &c[0]), 0); /* host bits dropped */
+	assert_true(proto_cidr_contains(c, 1, 0x0a580101));
+	assert_int_equal(proto_cidr_parse("0.0.0.0/0", &c[0]), 0);
+	assert_true(proto_cidr_contains(c, 1, 0xdeadbeef));
 }
 
 /* Every message type, whole and as a middle fragment, cut at every length. */
@@ -858,6 +974,10 @@ int main(void)
 	    cmocka_unit_test(test_proto_activation),
 	    cmocka_unit_test(test_proto_response),
 	    cmocka_unit_test(test_proto_error),
+	    cmocka_unit_test(test_proto_error_cut),
+	    cmocka_unit_test(test_proto_wire_bytes),
+	    cmocka_unit_test(test_proto_ratelimit),
+	    cmocka_unit_test(test_proto_cidr),
 	    cmocka_unit_test(test_proto_notice_cookie),
 	    cmocka_unit_test(test_proto_health),
 	    cmocka_unit_test(test_proto_health_bad),

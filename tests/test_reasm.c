@@ -172,15 +172,22 @@ static void test_reasm_loss_timeout_frees_slot(void **state)
 	struct proto_reasm_msg out;
 	struct proto_reasm_stats st;
 	uint32_t nf = make_frags(5000, 9, 1);
+	struct proto_msg m;
 
 	assert_int_equal(nf, 4);
+	assert_int_equal(proto_parse(dgrams, (size_t)dlen[0], &m), PROTO_OK);
+	assert_false(proto_reasm_holds(ra, 1, &m));
 	for (uint32_t i = 0; i < nf - 1; i++) /* the last fragment is lost */
 		assert_int_equal(push(ra, 1, i, 100, &out), PROTO_RA_PARTIAL);
 	proto_reasm_stats(ra, &st);
 	assert_int_equal(st.in_use, 1);
+	assert_true(proto_reasm_holds(ra, 1, &m)); /* by (source, type, request id) */
+	assert_false(proto_reasm_holds(ra, 2, &m));
 	/* the only slot is busy: another request cannot start */
 	make_frags(5000, 10, 1);
 	assert_int_equal(push(ra, 1, 0, 500, &out), PROTO_RA_TABLE_FULL);
+	assert_int_equal(proto_parse(dgrams, (size_t)dlen[0], &m), PROTO_OK);
+	assert_false(proto_reasm_holds(ra, 1, &m));
 	assert_int_equal(proto_reasm_expire(ra, 1099), 0);
 	assert_int_equal(proto_reasm_expire(ra, 1100), 1);
 	proto_reasm_stats(ra, &st);

@@ -17,10 +17,27 @@
  *   ACTIVATION, RESPONSE, ERROR  not answered (counted): never reflect replies
  *   unknown model                ERROR unknown_model (detail: the model id); model id 0 is the
  *                                first model
- *   format or shape differs      ERROR bad_shape (detail: the model's input elements)
+ *   format or shape differs      ERROR bad_shape (detail: the model's input elements), by
+ *                                proto_input_matches(), the check every executor shares
  *   reassembly table full        ERROR busy (detail 0); message too large: ERROR too_large
  *                                (detail: the limit in bytes)
+ *   reply above request          ERROR too_large (detail: the RESPONSE's bytes), no --allow
+ *   draining                     ERROR busy (detail 1)
  *   the executor failed          ERROR internal
+ *
+ * Trust, as splitnic-nic and splitnic-host (docs/wire-protocol.md): with --allow, datagrams from
+ * other sources are dropped and counted (not_allowed), never answered; without it every source
+ * is answered, never with a reply larger than what caused it (the ERROR's reason cut to fit,
+ * none for a datagram shorter than an ERROR's header; a RESPONSE larger than its REQUEST
+ * refused with ERROR too_large). ERRORs are rate-limited per source address
+ * (protocol/ratelimit.h, --error-rate and --error-burst; IPv6 sources folded to 32 bits for the
+ * bucket, never on an allow-list).
+ *
+ * HEALTH: probes for any role or serve's are answered with the identity (--name), the models
+ * (whole, from op 0), the messages held in reassembly (in_flight) and the state, never longer
+ * than the probe. SIGINT/SIGTERM: draining; new REQUESTs (and fragments of messages not held)
+ * are refused with ERROR busy (detail 1), the messages held are finished (or expire, 1 s after
+ * their first fragment), then the counters are printed and serve exits 0.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +53,8 @@
 
 #include "kernels/kexec.h"
 #include "kernels/kern.h"
+#include "protocol/frame.h"
+#include "protocol/ratelimit.h"
 #include "protocol/reasm.h"
 #include "tools/cli_util.h"
 #include "tools/cmds.h"
@@ -47,6 +66,8 @@
 #define SERVE_SLOTS	 64
 #define SERVE_MAX_MSG	 (16u << 20)
 #define SERVE_REASM_NS	 1000000000ull
+#define SERVE_MAX_ALLOW	 16
+#define SERVE_IDLE_MS	 100 /* a receive waits at most this long: reassembly expiry, the drain */
 
 /* The counters: their enum and their names in the report, from one list. */
 #define SERVE_COUNTERS(X)                                                                          \
@@ -62,7 +83,14 @@
 	X(ERR_BUSY, "error_busy")                                                                  \
 	X(ERR_TOO_LARGE, "error_too_large")                                                        \
 	X(ERR_INTERNAL, "error_internal")                                                          \
-	X(SEND_FAIL, "send_fail")
+	X(SEND_FAIL, "send_fail")                                                                  \
+	X(NOT_ALLOWED, "not_allowed")                                                              \
+	X(ERR_REPLY_LARGER, "error_reply_larger")                                                  \
+	X(ERR_DRAINING, "error_draining")                                                          \
+	X(ERRORS_SENT, "errors_sent")                                                              \
+	X(ERRORS_LIMITED, "errors_rate_limited")                                                   \
+	X(HEALTH_ANSWERED, "health_answered")                                                      \
+	X(HEALTH_DROPPED, "health_dropped")
 
 #define SC_ENUM(id, name) SC_##id,
 #define SC_NAME(id, name) name,
@@ -75,9 +103,10 @@ struct serve_model {
 	struct kern_model *m;
 	struct kexec x;
 	uint32_t id, in_fmt, in_bytes, in_count, classes;
-	void *in;	/* in_bytes, 64-byte aligned: the executor's input */
-	double *scores; /* classes */
-	uint8_t *body;	/* classes * 8: the RESPONSE's data section */
+	uint32_t resp_bytes; /* the RESPONSE's UDP payload bytes, all datagrams */
+	void *in;	     /* in_bytes, 64-byte aligned: the executor's input */
+	double *scores;	     /* classes */
+	uint8_t *body;	     /* classes * 8: the RESPONSE's data section */
 };
 
 struct serve {
@@ -86,6 +115,14 @@ struct serve {
 	struct serve_model sm[SERVE_MAX_MODELS];
 	struct proto_reasm *ra;
 	uint8_t *out; /* one reply datagram */
+	bool draining;
+	uint64_t now; /* ns: the current burst's receive */
+	uint32_t n_allow;
+	struct proto_cidr allow[SERVE_MAX_ALLOW];
+	uint64_t rl[PROTO_RL_SLOTS]; /* ERRORs per source: GCRA times */
+	uint64_t rl_interval_ns, rl_burst;
+	char ident[PROTO_HEALTH_IDENT_LEN + 1];
+	struct proto_health_model health[SERVE_MAX_MODELS];
 	uint64_t c[SC__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	uint64_t ra_verdicts[PROTO_RA__COUNT];
@@ -104,14 +141,36 @@ static void serve_send(struct serve *sv, const struct sockaddr *to, socklen_t to
 		sv->c[SC_SEND_FAIL]++;
 }
 
-static void serve_error(struct serve *sv, const struct sockaddr *to, socklen_t tolen,
-			uint32_t model_id, uint64_t request_id, enum proto_error_code code,
-			uint32_t detail, enum serve_counter why, const char *reason)
+/* Who sent a datagram, and what may go back (no amplification). */
+struct serve_src {
+	const struct sockaddr *sa;
+	socklen_t len;
+	uint32_t ip;  /* IPv4 (host order), or an IPv6 address folded to 32 bits */
+	bool listed;  /* on the allow-list: any reply */
+	uint32_t cap; /* else no reply larger than this: the UDP payload that caused it */
+	uint64_t key; /* the reassembly table's name for it */
+};
+
+/* An ERROR to src, if its rate allows, its reason cut to src->cap. */
+static void serve_error(struct serve *sv, const struct serve_src *src, uint32_t model_id,
+			uint64_t request_id, enum proto_error_code code, uint32_t detail,
+			enum serve_counter why, const char *reason)
 {
+	int n;
+
 	sv->c[why]++;
-	serve_send(sv, to, tolen,
-		   proto_build_error_text(sv->out, sv->payload, model_id, request_id, code, detail,
-					  "serve: ", reason));
+	if (!proto_rl_take(&sv->rl[proto_rl_slot(src->ip)], sv->now, sv->rl_interval_ns,
+			   sv->rl_burst)) {
+		sv->c[SC_ERRORS_LIMITED]++;
+		return;
+	}
+	n = proto_build_error_text(sv->out,
+				   src->listed || src->cap > sv->payload ? sv->payload : src->cap,
+				   model_id, request_id, code, detail, "serve: ", reason);
+	if (n == -EMSGSIZE) /* not even an ERROR's header fits: none */
+		return;
+	serve_send(sv, src->sa, src->len, n);
+	sv->c[SC_ERRORS_SENT]++;
 }
 
 static struct serve_model *find_model(struct serve *sv, uint32_t id)
@@ -122,9 +181,10 @@ static struct serve_model *find_model(struct serve *sv, uint32_t id)
 	return id == 0 && sv->n_models ? &sv->sm[0] : NULL;
 }
 
-/* A complete REQUEST: checked against the model, run, answered. */
+/* A complete REQUEST: checked against the model, run, answered (no reply larger than src->cap
+ * unless the source is listed). */
 static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
-			  const struct sockaddr *from, socklen_t fromlen, uint64_t t_in)
+			  const struct serve_src *src, uint64_t t_in)
 {
 	struct serve_model *s = find_model(sv, m->model_id);
 	struct proto_msg resp;
@@ -135,22 +195,27 @@ static void serve_request(struct serve *sv, const struct proto_msg *m, const uin
 
 	sv->c[SC_REQUESTS]++;
 	if (!s) {
-		serve_error(sv, from, fromlen, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
 			    m->model_id, SC_ERR_UNKNOWN_MODEL, "unknown model");
 		return;
 	}
-	if (m->tensor.fmt != s->in_fmt || m->tensor.c != s->m->input.c ||
-	    m->tensor.h != s->m->input.h || m->tensor.w != s->m->input.w ||
+	if (!proto_input_matches(&m->tensor, s->in_fmt, s->m->input.c, s->m->input.h,
+				 s->m->input.w) ||
 	    m->total_len != s->in_bytes) {
-		serve_error(sv, from, fromlen, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE,
-			    s->in_count, SC_ERR_BAD_SHAPE,
-			    "input format or shape differs from the model's");
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE, s->in_count,
+			    SC_ERR_BAD_SHAPE, "input format or shape differs from the model's");
+		return;
+	}
+	if (!src->listed && s->resp_bytes > src->cap) {
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE, s->resp_bytes,
+			    SC_ERR_REPLY_LARGER,
+			    "reply larger than the request: front-end not allowed");
 		return;
 	}
 	memcpy(s->in, data, s->in_bytes);
 	t_run = lat_now_ns();
 	if (kexec_run(&s->x, s->in, 1, s->scores)) {
-		serve_error(sv, from, fromlen, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
 			    SC_ERR_INTERNAL, "executor failed");
 		return;
 	}
@@ -170,31 +235,73 @@ static void serve_request(struct serve *sv, const struct proto_msg *m, const uin
 	resp.resp.t_ns[PROTO_T_TX] = (uint32_t)(lat_now_ns() - t_done);
 	resp.resp.t_ns[PROTO_T_TOTAL] = (uint32_t)(lat_now_ns() - t_in);
 	if (proto_frag_init(&f, &resp, s->body, (size_t)s->classes * 8, sv->payload)) {
-		serve_error(sv, from, fromlen, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
 			    SC_ERR_INTERNAL, "response does not fit");
 		return;
 	}
 	while ((n = proto_frag_next(&f, sv->out, sv->payload)) > 0)
-		serve_send(sv, from, fromlen, n);
+		serve_send(sv, src->sa, src->len, n);
 	sv->c[SC_ANSWERED]++;
 }
 
-/* A source key for the reassembly table: the sender's address and port. */
-static uint64_t src_key(const struct sockaddr *a)
+/* The source of a datagram of len bytes: its address for the rate limit and the allow-list, a
+ * key for the reassembly table (address and port). */
+static void serve_source(const struct serve *sv, const struct sockaddr *a, socklen_t alen,
+			 size_t len, struct serve_src *src)
 {
 	const uint8_t *p = (const uint8_t *)a;
 	uint64_t h = 14695981039346656037ull;
-	size_t n =
-	    a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	size_t n = alen < sizeof(struct sockaddr_in6) ? alen : sizeof(struct sockaddr_in6);
+	bool v4 = false;
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
+	src->sa = a;
+	src->len = alen;
+	src->key = h;
+	src->cap = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	if (a->sa_family == AF_INET) {
+		src->ip = ntohl(((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr);
+		v4 = true;
+	} else {
+		const struct in6_addr *a6 =
+		    &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr;
+
+		src->ip = proto_get32(a6->s6_addr + 12);
+		v4 = IN6_IS_ADDR_V4MAPPED(a6);
+		for (int i = 0; !v4 && i < 12; i += 4)
+			src->ip ^= proto_get32(a6->s6_addr + i);
+	}
+	src->listed = v4 && proto_cidr_contains(sv->allow, sv->n_allow, src->ip);
+}
+
+/* A HEALTH probe for any role or serve's: the report, never longer than the probe. */
+static void serve_health(struct serve *sv, const struct proto_msg *m, const struct serve_src *src)
+{
+	struct proto_reasm_stats st;
+	int n;
+
+	if (m->health.kind != PROTO_HEALTH_PROBE ||
+	    (m->health.role != 0 && m->health.role != PROTO_ROLE_SERVE)) {
+		sv->c[SC_HEALTH_DROPPED]++;
+		return;
+	}
+	proto_reasm_stats(sv->ra, &st);
+	n = proto_build_health_report(sv->out, sv->payload, src->cap, m->request_id,
+				      PROTO_ROLE_SERVE,
+				      sv->draining ? PROTO_HEALTH_DRAINING : PROTO_HEALTH_SERVING,
+				      st.in_use, sv->ident, sv->health, sv->n_models);
+	if (n <= 0) {
+		sv->c[SC_HEALTH_DROPPED]++;
+		return;
+	}
+	serve_send(sv, src->sa, src->len, n);
+	sv->c[SC_HEALTH_ANSWERED]++;
 }
 
 /*
- * One datagram from `from`, received at t_in: every message type and verdict is handled here
- * (a HEALTH message would be one more case of the type switch).
+ * One datagram from `from`, received at t_in: the source checks first (allow-list), then every
+ * message type and verdict.
  */
 static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 			   const struct sockaddr *from, socklen_t fromlen, uint64_t t_in)
@@ -202,16 +309,22 @@ static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 	struct proto_reasm_msg msg;
 	enum proto_ra_verdict rv;
 	enum proto_verdict v;
+	struct serve_src src;
 	struct proto_msg m;
 
 	sv->c[SC_DATAGRAMS]++;
+	serve_source(sv, from, fromlen, len, &src);
+	if (sv->n_allow && !src.listed) {
+		sv->c[SC_NOT_ALLOWED]++;
+		return;
+	}
 	v = proto_parse(p, len, &m);
 	sv->verdicts[v]++;
 	if (v != PROTO_OK) {
 		sv->c[SC_REJECTED]++;
 		if (len >= PROTO_COMMON_LEN && proto_get16(p) == PROTO_MAGIC &&
 		    p[2] == PROTO_VERSION && p[3] == PROTO_REQUEST)
-			serve_error(sv, from, fromlen, proto_get32(p + 8), proto_get64(p + 16),
+			serve_error(sv, &src, proto_get32(p + 8), proto_get64(p + 16),
 				    PROTO_ERR_BAD_REQUEST, v, SC_ERR_BAD_REQUEST,
 				    proto_verdict_name(v));
 		return;
@@ -219,31 +332,44 @@ static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 	switch (m.type) {
 	case PROTO_REQUEST:
 		break;
+	case PROTO_HEALTH:
+		serve_health(sv, &m, &src);
+		return;
 	default:
 		sv->c[SC_OTHER_TYPE]++;
 		return;
 	}
-	if (m.frag_len == m.total_len) {
-		serve_request(sv, &m, m.data, from, fromlen, t_in);
+	if (m.frag_len != m.total_len)
+		sv->c[SC_FRAGMENTS]++;
+	/* draining: only the messages held are finished */
+	if (sv->draining &&
+	    (m.frag_len == m.total_len || !proto_reasm_holds(sv->ra, src.key, &m))) {
+		sv->c[SC_REQUESTS]++;
+		serve_error(sv, &src, m.model_id, m.request_id, PROTO_ERR_BUSY, 1, SC_ERR_DRAINING,
+			    "shutting down");
 		return;
 	}
-	sv->c[SC_FRAGMENTS]++;
-	rv = proto_reasm_push(sv->ra, src_key(from), &m, t_in, &msg);
+	if (m.frag_len == m.total_len) {
+		serve_request(sv, &m, m.data, &src, t_in);
+		return;
+	}
+	rv = proto_reasm_push(sv->ra, src.key, &m, t_in, &msg);
 	sv->ra_verdicts[rv]++;
 	switch (rv) {
 	case PROTO_RA_COMPLETE:
-		serve_request(sv, &msg.hdr, msg.data, from, fromlen, t_in);
+		src.cap = msg.len + m.hdr_len; /* at least what the whole REQUEST weighed */
+		serve_request(sv, &msg.hdr, msg.data, &src, t_in);
 		proto_reasm_release(sv->ra, &msg);
 		break;
 	case PROTO_RA_TABLE_FULL:
 		sv->c[SC_REQUESTS]++;
-		serve_error(sv, from, fromlen, m.model_id, m.request_id, PROTO_ERR_BUSY, 0,
-			    SC_ERR_BUSY, "reassembly table full");
+		serve_error(sv, &src, m.model_id, m.request_id, PROTO_ERR_BUSY, 0, SC_ERR_BUSY,
+			    "reassembly table full");
 		break;
 	case PROTO_RA_TOO_LARGE:
 		sv->c[SC_REQUESTS]++;
-		serve_error(sv, from, fromlen, m.model_id, m.request_id, PROTO_ERR_TOO_LARGE,
-			    SERVE_MAX_MSG, SC_ERR_TOO_LARGE, "request too large");
+		serve_error(sv, &src, m.model_id, m.request_id, PROTO_ERR_TOO_LARGE, SERVE_MAX_MSG,
+			    SC_ERR_TOO_LARGE, "request too large");
 		break;
 	default:
 		break;
@@ -294,6 +420,18 @@ static int serve_load(struct serve *sv, const char *spec)
 	s->in_count = (uint32_t)kern_shape_elems(&s->m->input);
 	s->in_bytes = (uint32_t)kern_shape_bytes(&s->m->input);
 	s->classes = kern_model_classes(s->m);
+	s->resp_bytes = proto_wire_bytes(PROTO_RESP_HDR_LEN, (size_t)s->classes * 8, sv->payload);
+	sv->health[sv->n_models] = (struct proto_health_model){
+	    .model_id = s->id,
+	    .mode = PROTO_MODE_WHOLE,
+	    .in_fmt = (uint8_t)s->in_fmt,
+	    .c = s->m->input.c,
+	    .h = s->m->input.h,
+	    .w = s->m->input.w,
+	    .classes = (uint16_t)s->classes,
+	};
+	snprintf(sv->health[sv->n_models].name, sizeof(sv->health[0].name), "%.*s",
+		 (int)PROTO_HEALTH_NAME_LEN, s->m->name);
 	if (kexec_open(&s->x, &kexec_cpu_ops, NULL, err, sizeof(err)) ||
 	    kexec_load(&s->x, s->m, 0, s->m->n_layers, 1, err, sizeof(err))) {
 		fprintf(stderr, "serve: %s\n", err);
@@ -313,6 +451,24 @@ static int serve_load(struct serve *sv, const char *spec)
 	return 0;
 }
 
+/* The HEALTH identity: --name, else serve@HOST:PORT (HOST: the bound address, or this
+ * machine's name when bound to every address), cut at 32 bytes. */
+static void serve_ident(struct serve *sv, const char *name, const char *bind_addr, const char *port)
+{
+	char host[256];
+
+	if (name) {
+		snprintf(sv->ident, sizeof(sv->ident), "%s", name);
+		return;
+	}
+	snprintf(host, sizeof(host), "%s", bind_addr);
+	if ((!strcmp(bind_addr, "0.0.0.0") || !strcmp(bind_addr, "::")) &&
+	    gethostname(host, sizeof(host) - 1))
+		snprintf(host, sizeof(host), "%s", bind_addr);
+	host[sizeof(host) - 1] = 0;
+	snprintf(sv->ident, sizeof(sv->ident), "serve@%.20s:%.5s", host, port);
+}
+
 static int serve_socket(struct serve *sv, const char *bind_addr, const char *port)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM, .ai_flags = AI_PASSIVE}, *ai;
@@ -330,6 +486,12 @@ static int serve_socket(struct serve *sv, const char *bind_addr, const char *por
 	}
 	freeaddrinfo(ai);
 	net_grow_buffers(sv->fd, 4 << 20);
+	if (setsockopt(sv->fd, SOL_SOCKET, SO_RCVTIMEO,
+		       &(struct timeval){.tv_usec = SERVE_IDLE_MS * 1000},
+		       sizeof(struct timeval))) {
+		fprintf(stderr, "serve: SO_RCVTIMEO: %s\n", strerror(errno));
+		return -errno;
+	}
 	return 0;
 }
 
@@ -356,27 +518,47 @@ static void serve_report(const struct serve *sv, FILE *f, bool json)
 struct serve_opts {
 	const char *models[SERVE_MAX_MODELS];
 	uint32_t n_models;
-	const char *bind, *port, *stats, *ready;
-	long payload;
+	const char *bind, *port, *stats, *ready, *name;
+	struct proto_cidr allow[SERVE_MAX_ALLOW];
+	uint32_t n_allow;
+	long payload, err_rate, err_burst;
 };
 
-enum { SO_MODEL = 'm', SO_PORT = 'p' };
+enum { SO_MODEL = 'm', SO_PORT = 'p', SO_NAME = 'n', SO_ALLOW = 'a' };
 
 static int serve_opt(void *p, const struct conf_opt *opt, const char *arg)
 {
 	struct serve_opts *o = p;
 	uint16_t port;
 
-	if (opt->key == SO_PORT) {
+	switch (opt->key) {
+	case SO_PORT:
 		o->port = arg;
 		return cli_port("serve", "--port", arg, &port) ? -1 : 0;
+	case SO_NAME:
+		if (!*arg || strlen(arg) > PROTO_HEALTH_IDENT_LEN) {
+			fprintf(stderr, "serve: --name: 1 to %u characters, got '%s'\n",
+				PROTO_HEALTH_IDENT_LEN, arg);
+			return -1;
+		}
+		o->name = arg;
+		return 0;
+	case SO_ALLOW:
+		if (o->n_allow == SERVE_MAX_ALLOW || proto_cidr_parse(arg, &o->allow[o->n_allow])) {
+			fprintf(stderr, "serve: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
+				SERVE_MAX_ALLOW, arg);
+			return -1;
+		}
+		o->n_allow++;
+		return 0;
+	default:
+		if (o->n_models == SERVE_MAX_MODELS) {
+			fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
+			return -1;
+		}
+		o->models[o->n_models++] = arg;
+		return 0;
 	}
-	if (o->n_models == SERVE_MAX_MODELS) {
-		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
-		return -1;
-	}
-	o->models[o->n_models++] = arg;
-	return 0;
 }
 
 #define SERVE_OPT(f) offsetof(struct serve_opts, f)
@@ -390,6 +572,14 @@ static const struct conf_opt serve_opts[] = {
 		  "UDP payload per datagram"),
     CONF_STR_ROW("stats-file", "FILE", SERVE_OPT(stats), NULL, "the counters as JSON, at exit"),
     CONF_STR_ROW("ready-file", "FILE", SERVE_OPT(ready), NULL, "created once the socket is bound"),
+    CONF_CALL_ROW("name", "NAME", SO_NAME, NULL,
+		  "its identity in HEALTH reports (default serve@ADDR:PORT)"),
+    CONF_CALL_ROW("allow", "CIDR", SO_ALLOW, NULL,
+		  "front-ends answered (up to 16; default: all, no reply larger than its request)"),
+    CONF_LONG_ROW("error-rate", "N", SERVE_OPT(err_rate), 1, 1000000000, "1000",
+		  "ERRORs per second per source"),
+    CONF_LONG_ROW("error-burst", "N", SERVE_OPT(err_burst), 1, 1000000, "100",
+		  "ERRORs a source may get at once"),
 };
 
 const struct conf_cmd cmd_serve_spec = {
@@ -397,8 +587,9 @@ const struct conf_cmd cmd_serve_spec = {
 	     "--model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [OPTIONS]",
 	     "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)",
 	     serve_opts, 0, 0, serve_opt),
-    .notes = "Answers REQUESTs on a kernel UDP socket with the CPU kernels until SIGINT or\n"
-	     "SIGTERM; prints its counters then (and writes them to --stats-file as JSON).\n"};
+    .notes = "Answers REQUESTs and HEALTH probes on a kernel UDP socket with the CPU kernels;\n"
+	     "on SIGINT or SIGTERM it drains (finishes the fragmented requests it holds, takes\n"
+	     "no new ones) and prints its counters (and writes them to --stats-file as JSON).\n"};
 
 int cmd_serve(int argc, char **argv)
 {
@@ -408,7 +599,10 @@ int cmd_serve(int argc, char **argv)
 	struct sockaddr_storage from[SERVE_BURST];
 	struct mmsghdr mm[SERVE_BURST];
 	struct iovec iov[SERVE_BURST];
+	struct proto_reasm_stats st;
 	uint8_t *rx = NULL;
+	uint32_t held = 0;
+	uint64_t expired = 0;
 	struct serve *sv;
 	int ret = 1;
 
@@ -426,6 +620,11 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	sv->fd = -1;
 	sv->payload = (uint32_t)o.payload;
+	sv->n_allow = o.n_allow;
+	memcpy(sv->allow, o.allow, sizeof(o.allow));
+	sv->rl_interval_ns = 1000000000ull / (uint64_t)o.err_rate;
+	sv->rl_burst = (uint64_t)o.err_burst;
+	serve_ident(sv, o.name, o.bind, o.port);
 	for (uint32_t k = 0; k < o.n_models; k++)
 		if (serve_load(sv, o.models[k]))
 			goto out;
@@ -457,27 +656,40 @@ int cmd_serve(int argc, char **argv)
 		mm[i].msg_hdr =
 		    (struct msghdr){.msg_name = &from[i], .msg_iov = &iov[i], .msg_iovlen = 1};
 	}
-	while (!serve_stop) {
-		uint64_t t_in;
+	for (;;) {
 		int n;
 
+		proto_reasm_expire(sv->ra, lat_now_ns());
+		proto_reasm_stats(sv->ra, &st);
+		if (serve_stop && !sv->draining) {
+			sv->draining = true;
+			held = st.in_use;
+			expired = st.expired;
+			printf("serve: %s: draining %u request(s)\n",
+			       serve_stop == SIGINT ? "SIGINT" : "SIGTERM", held);
+			fflush(stdout);
+		}
+		if (sv->draining && !st.in_use)
+			break;
 		for (uint32_t i = 0; i < SERVE_BURST; i++)
 			mm[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		n = recvmmsg(sv->fd, mm, SERVE_BURST, MSG_WAITFORONE, NULL);
 		if (n < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
 				continue;
 			fprintf(stderr, "serve: recvmmsg: %s\n", strerror(errno));
 			goto out;
 		}
-		t_in = lat_now_ns();
+		sv->now = lat_now_ns();
 		for (int i = 0; i < n; i++)
 			serve_datagram(sv, iov[i].iov_base, mm[i].msg_len,
 				       (const struct sockaddr *)&from[i], mm[i].msg_hdr.msg_namelen,
-				       t_in);
-		proto_reasm_expire(sv->ra, lat_now_ns());
+				       sv->now);
 	}
 	ret = 0;
+	expired = st.expired - expired;
+	printf("serve: stopped: %lu of %u held request(s) finished, %lu expired\n",
+	       (unsigned long)(held - expired), held, (unsigned long)expired);
 	serve_report(sv, stderr, false);
 	if (o.stats) {
 		FILE *f = fopen(o.stats, "w");

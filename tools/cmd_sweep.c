@@ -471,7 +471,7 @@ static int parse_splits(const char *arg, const struct kern_model *m, struct swee
 		if (!strcmp(tok, "host"))
 			k = m->n_layers;
 		else if (*end || end == tok || k > m->n_layers ||
-			 (k < m->n_layers && !split_packet_handoff_ok(m, (uint32_t)k)))
+			 (k < m->n_layers && !kexec_nic_handoff_ok(m, (uint32_t)k)))
 			ret = -EINVAL;
 		if (!ret && po->n_splits == sizeof(po->splits) / sizeof(po->splits[0]))
 			ret = -EINVAL;

@@ -646,7 +646,7 @@ static int candidates(struct pk *p)
 		const uint32_t k = i ? i - 1 : m->n_layers;
 		struct pk_cand *c = &p->cand[p->n_cand];
 
-		if ((k < m->n_layers && !split_packet_handoff_ok(m, k)) || !wanted(p->o, k))
+		if ((k < m->n_layers && !kexec_nic_handoff_ok(m, k)) || !wanted(p->o, k))
 			continue;
 		c->k = k;
 		if (k)
