@@ -75,6 +75,8 @@ static const struct conf_opt host_rows[] = {
     CONF_CALL_ROW("payload", "BYTES", CONF_HOST_NUMBER, "1400", "UDP payload per datagram"),
     CONF_CALL_ROW("drain-ms", "MS", CONF_HOST_NUMBER, "5000",
 		  "at SIGINT/SIGTERM, at most MS to finish the requests in hand"),
+    CONF_CALL_ROW("drain-hold-ms", "MS", CONF_HOST_NUMBER, "0",
+		  "and at least MS answering HEALTH as draining (a balancer's check sees it)"),
     CONF_CALL_ROW("idle-sleep-us", "US", CONF_HOST_NUMBER, "0",
 		  "an idle worker sleeps (a shared core)"),
     CONF_CALL_ROW("error-rate", "N", CONF_HOST_NUMBER, "10000",

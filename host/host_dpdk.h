@@ -139,6 +139,7 @@ struct host_opts {
 	uint32_t n_allow;
 	uint32_t payload;
 	uint64_t drain_ns;
+	uint64_t drain_hold_ns; /* the drain lasts at least this long (HEALTH says draining) */
 	uint32_t idle_sleep_us;
 	uint32_t error_rate; /* ERRORs per second per source and worker; 0: no limit */
 	uint32_t queues;     /* RX/TX queue pairs asked for; 0: as many as fit */

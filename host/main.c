@@ -6,7 +6,7 @@
  *   splitnic-host EAL-ARGS -- --model FILE[:MODE[:SPLIT]] [--model ...] --ip A.B.C.D
  *       [--port UDP] [--nic-ip A.B.C.D] [--nic-timeout-us US] [--nic-window N] [--queue N]
  *       [--batch MAX] [--batch-wait-us US] [--allow CIDR ...] [--payload BYTES]
- *       [--drain-ms MS] [--idle-sleep-us US] [--error-rate N] [--queues N]
+ *       [--drain-ms MS] [--drain-hold-ms MS] [--idle-sleep-us US] [--error-rate N] [--queues N]
  *       [--stats-file FILE] [--nic port|inproc] [--nic-executors E] [--name NAME]
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
@@ -51,7 +51,8 @@
  * A fragmented REQUEST that does not complete within 1 s is dropped (reasm_expired).
  *
  * Shutdown: SIGINT/SIGTERM stop admission and drain every request in the tables (NIC notices
- * awaited until their deadline, then the fallback), for at most --drain-ms; then exit 0.
+ * awaited until their deadline, then the fallback), for at most --drain-ms (and at least
+ * --drain-hold-ms, while HEALTH says draining); then exit 0.
  *
  * HEALTH: probes for any role or splitnic-host's (the NIC passes up those for the host's role)
  * from allowed addresses are answered, by the worker that receives them, with the host's identity
@@ -147,6 +148,7 @@ static const struct num_opt num_opts[] = {
     NUM_OPT("batch-wait-us", 0, 1000000, 1000, batch_wait_ns),
     NUM_OPT("payload", PROTO_MIN_PAYLOAD, 1472, 1, payload),
     NUM_OPT("drain-ms", 0, 600000, 1000000, drain_ns),
+    NUM_OPT("drain-hold-ms", 0, 600000, 1000000, drain_hold_ns),
     NUM_OPT("idle-sleep-us", 0, 100000, 1, idle_sleep_us),
     NUM_OPT("nic-executors", 1, NICFW_MAX_EXEC, 1, nic_executors),
     NUM_OPT("error-rate", 0, 10000000, 1, error_rate),
@@ -543,19 +545,21 @@ uint32_t host_in_use(const struct host_app *a)
  * of its own, and the drain at shutdown. */
 static void host_loop(struct host_app *a)
 {
-	uint64_t now, drain_end = 0;
+	uint64_t now, drain_end = 0, hold_end = 0;
 	uint32_t idle = 0, work;
 
 	for (;;) {
 		now = host_now_ns(a);
 		if (unlikely(host_quit && !a->draining)) {
 			a->draining = true;
-			drain_end = now + a->o.drain_ns;
+			hold_end = now + a->o.drain_hold_ns;
+			drain_end = now + RTE_MAX(a->o.drain_ns, a->o.drain_hold_ns);
 			printf("host: %s: draining %u request(s)\n",
 			       host_quit == SIGINT ? "SIGINT" : "SIGTERM", host_in_use(a));
 			fflush(stdout);
 		}
-		if (unlikely(a->draining) && (host_drained(a) || now >= drain_end))
+		if (unlikely(a->draining) &&
+		    ((now >= hold_end && host_drained(a)) || now >= drain_end))
 			break;
 		host_link_check(a, now);
 		work = host_worker_step(&a->w[0], now);

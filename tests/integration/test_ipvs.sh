@@ -19,8 +19,8 @@
 #      slack: 3 s), the client's retransmissions (same request id) are answered by the other two; every request answered exactly once to the application
 #      (duplicates counted, never delivered), correct classes; no reassembly expired on the
 #      others (the fragments of a request stayed together);
-#   3. draining: a server's splitnic-host gets SIGTERM while loaded; HEALTH says draining until
-#      it exits 0 with its table empty.
+#   3. draining: a server's splitnic-host (--drain-hold-ms 2500) gets SIGTERM while loaded;
+#      HEALTH says draining until it exits 0 with its table empty, no sooner than 2.5 s.
 # This kernel without IPVS: the test runs in User-Mode Linux (tests/integration/uml.sh).
 # Exit 0 pass, 1 fail, 77 skip (not root, or no IPVS anywhere; never under CI=true).
 # IPVS_COUNT=N: fewer images (debugging).
@@ -120,7 +120,7 @@ start_host() {
 	ip netns exec "$ns" "$HOST" -l $lc_host --no-huge -m 128 --file-prefix "snipvsh$k$tag" \
 		--no-pci --vdev "net_memif0,role=client,socket=$tmp/memif$k.sock,socket-abstract=no" \
 		-- --model "$CNN:coproc:$K" --ip "10.89.$k.1" --allow 10.89.0.0/16 --queue 512 --idle-sleep-us $idle_us \
-		--nic-timeout-us 2000000 \
+		--nic-timeout-us 2000000 --drain-hold-ms 2500 \
 		--name "server-$k-host" --stats-file "$tmp/host$k.final" >"$tmp/host$k.log" 2>&1 &
 	host_pid[$k]=$!
 	netns_wait_log "$tmp/host$k.log" "^host: serving" "${host_pid[$k]}" "splitnic-host $k" ||
@@ -325,9 +325,11 @@ for _ in $(seq 200); do
 	[ "$(host_stats 1:requests)" -ge $((r0 + 300)) ] && grep -q serving "$tmp/states" 2>/dev/null && break
 	sleep 0.05
 done
+t=$EPOCHREALTIME
 kill -TERM "${host_pid[1]}"
 wait "${host_pid[1]}"
 rc=$?
+held_ms=$(((${EPOCHREALTIME/./} - ${t/./}) / 1000))
 host_pid[1]=
 wait "$load_pid" "$prober_pid"
 cat "$tmp/states"
@@ -335,7 +337,9 @@ cat "$tmp/states"
 grep -q "stopped, 0 request(s) left" "$tmp/host1.log" || fail "splitnic-host left requests"
 grep -q "^draining server-1-host" "$tmp/states" ||
 	fail "HEALTH never said draining while splitnic-host drained"
-echo "drain: $(grep 'draining' "$tmp/host1.log" | head -1), exited 0 with its table empty"
+[ "$held_ms" -ge 2500 ] || fail "splitnic-host left after $held_ms ms, before --drain-hold-ms 2500"
+echo "drain: $(grep 'draining' "$tmp/host1.log" | head -1), exited 0 after $held_ms ms" \
+	"(--drain-hold-ms 2500) with its table empty"
 
 echo "pass: IPVS (mh, mh-port, NAT) over three co-processor servers checked by keepalived:" \
 	"$N requests x 2 answered with the classes of splitnic run, spread within 20%," \
