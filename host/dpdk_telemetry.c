@@ -124,7 +124,7 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 	put(arg, "in_use", in_use);
 	put(arg, "in_flight_nic", in_flight);
 	for (uint32_t k = 0; k < a->n_models; k++) {
-		snprintf(key, sizeof(key), "queued_%s", a->hm[k].m->name);
+		snprintf(key, sizeof(key), "m%u_queued", k); /* /splitnic/host/models names m<k> */
 		put(arg, key, queued[k]);
 	}
 	put(arg, "link_up", a->link_up);
@@ -174,15 +174,27 @@ static int tel_latency(const char *cmd, const char *params, struct rte_tel_data 
 	return 0;
 }
 
+/*
+ * The models, keyed m<i>_<what> (m<i>_queued in /splitnic/host/stats is the same i): DPDK's
+ * dictionary keys take only letters, digits, '_' and '/', so names and modes are values.
+ */
 static int tel_models(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	char key[96];
+	char key[32];
 
 	rte_tel_data_start_dict(d);
-	for (uint32_t i = 0; host_g && i < host_g->n_models; i++) {
-		snprintf(key, sizeof(key), "%s:%s:%u", host_g->hm[i].m->name,
-			 host_mode_name(host_g->hm[i].mode), host_g->hm[i].split);
+	if (!host_g)
+		return 0;
+	rte_tel_data_add_dict_u64(d, "models", host_g->n_models);
+	for (uint32_t i = 0; i < host_g->n_models; i++) {
+		snprintf(key, sizeof(key), "m%u_name", i);
+		rte_tel_data_add_dict_string(d, key, host_g->hm[i].m->name);
+		snprintf(key, sizeof(key), "m%u_id", i);
 		rte_tel_data_add_dict_u64(d, key, host_g->hm[i].model_id);
+		snprintf(key, sizeof(key), "m%u_mode", i);
+		rte_tel_data_add_dict_string(d, key, host_mode_name(host_g->hm[i].mode));
+		snprintf(key, sizeof(key), "m%u_split", i);
+		rte_tel_data_add_dict_u64(d, key, host_g->hm[i].split);
 	}
 	return 0;
 }
@@ -200,7 +212,7 @@ void host_telemetry_register(void)
 	    "/splitnic/host/latency", tel_latency,
 	    "splitnic-host latency histograms: bucket b = [2^(b-1), 2^b) us");
 	rte_telemetry_register_cmd("/splitnic/host/models", tel_models,
-				   "models served: name:mode:split -> model id");
+				   "models served: m<i>_name, _id, _mode, _split");
 }
 
 void host_stats_write(struct host_app *a, FILE *f)

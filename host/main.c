@@ -361,7 +361,7 @@ static int load_models(struct host_app *a, uint32_t *max_in, uint32_t *max_act, 
 		       "classes\n",
 		       hm->m->name, hm->model_id, host_mode_name(hm->mode),
 		       hm->split ? hm->split - 1 : 0,
-		       hm->mode == HOST_MODE_HOST_ONLY ? " (whole model)" : ", NIC from op",
+		       hm->mode == HOST_MODE_HOST_ONLY ? " (whole model)" : ", the NIC the rest",
 		       hm->in_fmt == PROTO_FMT_U8 ? "u8" : "f32", hm->in_c, hm->in_h, hm->in_w,
 		       hm->classes);
 		for (uint32_t s = 0; s < hm->n_stages; s++)

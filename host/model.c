@@ -45,13 +45,8 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 		hm->stage[0] = (struct host_plan_stage){KEXEC_KIND_CPU, 0, m->n_layers};
 		return 0;
 	}
-	if (k == UINT32_MAX) {
-		k = nic_first;
-		/* a flatten of bits that are not flat yet: hand over after it */
-		if (k < m->n_layers && m->layers[k].op == KERN_OP_FLATTEN &&
-		    m->layers[k].in.fmt == KERN_FMT_BITS && !kexec_nic_handoff_ok(m, k))
-			k++;
-	}
+	if (k == UINT32_MAX)
+		k = kexec_nic_split(m);
 	if (k == 0 || !kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers)) {
 		snprintf(err, errlen,
 			 "model %s: split at op %u: the NIC stage must start in ops %u..%u (and "

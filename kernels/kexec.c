@@ -97,6 +97,16 @@ bool kexec_nic_handoff_ok(const struct kern_model *m, uint32_t k)
 	return k == 0 || (in->fmt == KERN_FMT_BITS && in->h == 1 && in->w == 1);
 }
 
+uint32_t kexec_nic_split(const struct kern_model *m)
+{
+	uint32_t k = kexec_nic_first(m);
+
+	if (k + 1 < m->n_layers && m->layers[k].op == KERN_OP_FLATTEN &&
+	    !kexec_nic_handoff_ok(m, k) && kexec_nic_handoff_ok(m, k + 1))
+		k++;
+	return k;
+}
+
 int kexec_open(struct kexec *x, const struct kexec_ops *ops, const void *conf, char *err,
 	       size_t errlen)
 {

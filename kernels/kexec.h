@@ -139,6 +139,12 @@ bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, ui
  * to run the rest (kexec_can_run). The host, the planner and the packet sweep ask this.
  */
 bool kexec_nic_handoff_ok(const struct kern_model *m, uint32_t k);
+/*
+ * The default split, one for every process (splitnic-nic's @K, splitnic-host's :coproc:K):
+ * kexec_nic_first(m), moved past a flatten whose bits are not flat yet, so that the ACTIVATION
+ * the host sends is the one the NIC's part expects. m->n_layers: the NIC runs none of m.
+ */
+uint32_t kexec_nic_split(const struct kern_model *m);
 
 /* ---- a pipeline: stages run one after the other -------------------------------------------- */
 

@@ -619,6 +619,7 @@ static void test_host_plan_bundled_cnn(void **state)
 			 0);
 	assert_int_equal(m->layers[hm.split - 1].op, KERN_OP_FLATTEN);
 	assert_true(hm.split > kexec_nic_first(m));
+	assert_int_equal(hm.split, kexec_nic_split(m)); /* splitnic-nic's default @K too */
 	assert_int_equal(hm.act_bytes, (hm.act_count + 63) / 64 * 8);
 	expect_split_exact(m, UINT32_MAX, 1);
 	expect_split_exact(m, UINT32_MAX, 4);

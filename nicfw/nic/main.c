@@ -18,8 +18,9 @@
  *       [--allow CIDR ...] [--error-rate N] [--error-burst N]
  *
  * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
- * default kexec_nic_first. --notify-host: each RESPONSE to an ACTIVATION is also sent to the
- * host port in the notice form (splitnic-host's completion notice, see nicfw/dispatch.h).
+ * default kexec_nic_split (splitnic-host's default too). --notify-host: each RESPONSE to an
+ * ACTIVATION is also sent to the host port in the notice form (splitnic-host's completion notice,
+ * see nicfw/dispatch.h).
  * --allow: the front-ends the NIC answers itself (others: dropped, counted; without it every
  * front-end is answered, never with a reply larger than its request); --error-rate/--error-burst:
  * ERRORs per second, and at once, per front-end address (nicfw/dispatch.h).
@@ -95,7 +96,7 @@ enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
 struct nic_opts {
 	const char *model_path[NICFW_DISP_MAX_MODELS];
 	uint32_t model_id[NICFW_DISP_MAX_MODELS];
-	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_first */
+	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_split */
 	bool id_given[NICFW_DISP_MAX_MODELS];
 	bool notify_host;
 	uint32_t n_allow;
@@ -493,14 +494,27 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
+/*
+ * The models, keyed m<i>_<what> as in /splitnic/nic/timing: DPDK's dictionary keys take only
+ * letters, digits, '_' and '/', so a model's name (fmnist-bmlp) is a value, never a key.
+ */
 static int tel_models(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	char key[64];
+	char key[32];
 
 	rte_tel_data_start_dict(d);
-	for (uint32_t i = 0; nic_g && i < nic_g->o.n_models; i++) {
-		snprintf(key, sizeof(key), "%s", nic_g->m[i]->name);
+	if (!nic_g || !nic_g->disp)
+		return 0;
+	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
+	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
+		snprintf(key, sizeof(key), "m%u_name", i);
+		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
+		snprintf(key, sizeof(key), "m%u_id", i);
 		rte_tel_data_add_dict_u64(d, key, nic_g->o.model_id[i]);
+		snprintf(key, sizeof(key), "m%u_first_op", i);
+		rte_tel_data_add_dict_u64(d, key, nic_g->o.first[i]);
+		snprintf(key, sizeof(key), "m%u_ops", i);
+		rte_tel_data_add_dict_u64(d, key, nic_g->m[i]->n_layers - nic_g->o.first[i]);
 	}
 	return 0;
 }
@@ -748,7 +762,9 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 				 n->o.model_path[i], m->name);
 			return -EINVAL;
 		}
-		if (n->o.first[i] != UINT32_MAX) {
+		if (n->o.first[i] == UINT32_MAX) {
+			first = kexec_nic_split(m); /* splitnic-host's default too */
+		} else {
 			if (n->o.first[i] < first || n->o.first[i] >= m->n_layers) {
 				snprintf(err, errlen,
 					 "%s: @%u: the NIC can run ops %u..%u of model %s",
@@ -771,6 +787,7 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 				return ret;
 			ch = nicfw_lcore_chain(n->lc, (uint32_t)ret);
 		}
+		n->o.first[i] = first; /* resolved: /splitnic/nic/models says it */
 		md->model_id = n->o.model_id[i];
 		md->layer = first;
 		md->standalone = first == 0;
@@ -896,7 +913,7 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 				   "splitnic-nic counters: dispatcher reasons, parser verdicts, "
 				   "reassembly, ports");
 	rte_telemetry_register_cmd("/splitnic/nic/models", tel_models,
-				   "models held by splitnic-nic: name -> model id");
+				   "models held: m<i>_name, _id, _first_op, _ops");
 	/* help strings: at most RTE_TEL_MAX_STRING_LEN - 1 characters, else no command */
 	rte_telemetry_register_cmd(
 	    "/splitnic/nic/timing", tel_timing,

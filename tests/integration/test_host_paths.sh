@@ -7,8 +7,9 @@
 # splitnic-nic: wire port net_af_packet on vw, host port net_memif (server), server address
 # 10.88.1.1 (it answers ARP), --notify-host (completion notices to the host). splitnic-host:
 # net_memif (client), the same server address (the NIC and its host are one server).
-#   1. co-processor mode: the binary CNN, host ops [0, k) and NIC ops [k, n) with k from
-#      split/NIC (nicfw_nic_first past the flatten); every request answered by the NIC
+#   1. co-processor mode: the binary CNN, host ops [0, k) and NIC ops [k, n) with k the default
+#      split of both servers (neither given @K nor :K; kexec_nic_split), which their
+#      /models telemetry (read with dpdk-telemetry.py) reports; every request answered by the NIC
 #      (executors cpu|nic) with exactly the classes of `splitnic run`, its timing total the
 #      server-side total (mean total >= mean host + pack + nic);
 #   2. host-only mode: the same, every answer from the host (cpu);
@@ -141,13 +142,33 @@ verdict(bad)
 EOF
 }
 
-start_nic --model "$CNN@$K"
+start_nic --model "$CNN" # the default split: op K, as splitnic-host's (part 1)
 grep "^nic: model" "$tmp/nic.log"
 
 # --- 1. co-processor ----------------------------------------------------------------------
 if part 1; then
-start_host "$CNN:coproc:$K" --nic-timeout-us 2000000 # every request the NIC's, even on a loaded box
+# both default splits (no @K, no :K): the NIC must take every ACTIVATION the host sends
+start_host "$CNN:coproc" --nic-timeout-us 2000000 # every request the NIC's, even on a loaded box
 grep "^host:" "$tmp/host.log"
+# the models as an operator reads them, with DPDK's own dpdk-telemetry.py
+echo /splitnic/nic/models | dpdk-telemetry.py -f "snhn$tag" >"$tmp/nic.models" &&
+	echo /splitnic/host/models | dpdk-telemetry.py -f "snhh$tag" >"$tmp/host.models" ||
+	fail "dpdk-telemetry.py"
+$PY - "$tmp/nic.models" "$tmp/host.models" "$(basename "$CNN" .snm)" "$K" <<'EOF' ||
+import json, sys
+nic = json.load(open(sys.argv[1]))["/splitnic/nic/models"]
+host = json.load(open(sys.argv[2]))["/splitnic/host/models"]
+name, k = sys.argv[3], int(sys.argv[4])
+print("telemetry: nic", nic, "host", host)
+want_nic = {"models": 1, "m0_name": name, "m0_first_op": k}
+want_host = {"models": 1, "m0_name": name, "m0_mode": "coproc", "m0_split": k}
+bad = [f"{key} {d.get(key)!r}, want {v!r}" for d, w in ((nic, want_nic), (host, want_host))
+       for key, v in w.items() if d.get(key) != v]
+if bad or nic.get("m0_id") != host.get("m0_id"):
+    print("FAIL: /models: " + "; ".join(bad or ["the model ids differ"]))
+    sys.exit(1)
+EOF
+	fail "telemetry /models (the default splits)"
 client "$tmp/coproc" --outstanding 4 || fail "client (coproc) exited $?"
 check_mode coproc "$tmp/coproc" nic
 host_stats >"$tmp/coproc.stats"
