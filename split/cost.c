@@ -276,9 +276,12 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
 		for (unsigned e = 0; e < SPLIT_EX__COUNT; e++) {
 			double ops, wb;
 
-			p->op[i][e] = (o->exec_mask & SPLIT_EXM(e)) || e == SPLIT_EX_CPU
-					  ? split_op_cost(m, i, e, pr, o->nic_first)
-					  : INFINITY;
+			if (e == SPLIT_EX_CPU && o->cpu_op_s)
+				p->op[i][e] = o->cpu_op_s[i];
+			else
+				p->op[i][e] = (o->exec_mask & SPLIT_EXM(e)) || e == SPLIT_EX_CPU
+						  ? split_op_cost(m, i, e, pr, o->nic_first)
+						  : INFINITY;
 			op_work(l, &ops, &wb);
 			p->wbytes[i][e] = e == SPLIT_EX_CPU ? 0 : (uint64_t)wb;
 			if (e == SPLIT_EX_NIC && (l->flags & KERN_LF_THRESH))

@@ -257,6 +257,9 @@ struct split_opts {
 	uint32_t nic_first; /* kexec_nic_first(m): ops [nic_first, n) are NIC-runnable */
 	bool packet;	    /* predict the packet path (see split_plan_pipeline), not in process */
 	double load_rps;    /* offered load in requests/s (Poisson); 0: no queueing */
+	/* seconds of each op of the model on the CPU as measured on this machine (one image, the
+	 * median of timed runs), or NULL: the profile's model of them (split_op_cost) */
+	const double *cpu_op_s;
 };
 
 /* Predicted seconds of op i of m on executor e under profile pr (INFINITY if unsupported). */

@@ -8,6 +8,7 @@
 #include "kernels/kexec.h"
 #include "nicfw/chain.h"
 #include "tools/split_tools.h"
+#include "tools/stats.h"
 
 int split_tools_usage(const char *usage, bool help)
 {
@@ -86,6 +87,73 @@ int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 	    !split_plan_pipeline(p, m, pr, o, plan, &pl))
 		split_pipeline_predict(&pl, o->load_rps, pred);
 	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int split_tools_measure_ops(const struct kern_model *m, uint32_t rounds, double *op_s, char *err,
+			    size_t errlen)
+{
+	const uint32_t n = m->n_layers, warm = 2;
+	struct kern_ctx *ctx = kern_ctx_create(m, 1);
+	size_t bytes = kern_shape_bytes(&m->input);
+	uint64_t *ns = NULL, rng = 0x9e3779b97f4a7c15ull;
+	uint8_t *in = NULL, *buf[2] = {NULL, NULL};
+	int ret = -ENOMEM;
+
+	for (uint32_t j = 0; j < n; j++)
+		if (kern_shape_bytes(&m->layers[j].out) > bytes)
+			bytes = kern_shape_bytes(&m->layers[j].out);
+	in = malloc(bytes);
+	buf[0] = malloc(bytes);
+	buf[1] = malloc(bytes);
+	ns = calloc((size_t)n * rounds, sizeof(*ns));
+	if (!ctx || !in || !buf[0] || !buf[1] || !ns || !rounds) {
+		snprintf(err, errlen, "model %s: timing its ops: %s", m->name,
+			 rounds ? "out of memory" : "no rounds");
+		goto out;
+	}
+	for (uint32_t r = 0; r < rounds + warm; r++) {
+		const void *cur = in;
+
+		for (size_t i = 0; i < kern_shape_elems(&m->input); i++) {
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			if (m->input.fmt == KERN_FMT_U8)
+				in[i] = (uint8_t)rng;
+			else
+				((float *)in)[i] = (float)(rng >> 40) / (float)(1u << 24);
+		}
+		for (uint32_t j = 0; j < n; j++) {
+			const uint64_t t0 = lat_now_ns();
+
+			ret = kern_forward_range(ctx, j, j + 1, cur, 1, buf[j & 1]);
+			if (ret) {
+				snprintf(err, errlen, "model %s: op %u: %s", m->name, j,
+					 strerror(-ret));
+				goto out;
+			}
+			if (r >= warm)
+				ns[(size_t)j * rounds + r - warm] = lat_now_ns() - t0;
+			cur = buf[j & 1];
+		}
+	}
+	for (uint32_t j = 0; j < n; j++) {
+		qsort(ns + (size_t)j * rounds, rounds, sizeof(*ns), cmp_u64);
+		op_s[j] = (double)ns[(size_t)j * rounds + rounds / 2] * 1e-9;
+	}
+	ret = 0;
+out:
+	kern_ctx_free(ctx);
+	free(in);
+	free(buf[0]);
+	free(buf[1]);
+	free(ns);
+	return ret;
 }
 
 void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan)

@@ -45,6 +45,15 @@ int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 		     struct split_plan *plan, struct split_load_pred *pred, char *err,
 		     size_t errlen);
 
+/*
+ * Each op of m timed on this CPU, one image at a time (random inputs of m's input format, the
+ * executor's kernels, the median of `rounds` runs after two untimed ones) into op_s[n_layers],
+ * in seconds: what split_opts.cpu_op_s takes. Run it while nothing else loads the machine.
+ * Returns 0, or -errno with a message in err.
+ */
+int split_tools_measure_ops(const struct kern_model *m, uint32_t rounds, double *op_s, char *err,
+			    size_t errlen);
+
 /* Print a plan's stages and predicted breakdown. */
 void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan);
 /* Print a plan's servers (service time, utilisation, waits) and its MODELED end-to-end at

@@ -21,8 +21,9 @@
 #   start TAG DIR NIC-ARGS -- [HOST-ARGS]
 #                            splitnic-nic (EAL: $LAB_NIC_EAL, default -l 0) with NIC-ARGS
 #                            after its "--", then, when HOST-ARGS are given, splitnic-host
-#                            (EAL: $LAB_HOST_EAL, default -l 1) with them and the front-end's
-#                            network allowed (replies larger than requests); both answer for
+#                            (EAL: $LAB_HOST_EAL, default -l 1) with them; both with the
+#                            front-end's network allowed (replies larger than requests: a
+#                            stand-alone model's scores outweigh a small input); both answer for
 #                            10.89.0.1. Waits (up to a minute each) until both serve and the
 #                            host's link is up. Logs, pid files and --stats-file outputs in DIR.
 #   stop TAG DIR             SIGTERM to both (SIGKILL after 5 s), their DPDK runtime folders
@@ -128,7 +129,7 @@ start() {
 	ip netns exec "$ns_n" "$B/splitnic-nic" ${LAB_NIC_EAL:--l 0} --no-huge -m 512 \
 		--file-prefix "$pfx_n" --no-pci --vdev net_af_packet0,iface=vw \
 		--vdev net_af_packet1,iface=vn,qdisc_bypass=0 -- "${nic_args[@]}" --ip "$ADDR" \
-		--stats-file "$dir/nic.stats" >>"$dir/nic.log" 2>&1 &
+		--allow 10.89.0.0/24 --stats-file "$dir/nic.stats" >>"$dir/nic.log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$dir/nic.pid"
 	wait_ready "$dir/nic.log" "^nic: forwarding" "$pid" splitnic-nic ||

@@ -41,6 +41,8 @@ struct pk_cand {
 	struct split_plan plan;	 /* its stages */
 };
 
+#define SWEEP_OP_ROUNDS 101 /* timed runs of each op for the cost model (their median) */
+
 struct pk {
 	const struct kern_model *m;
 	const struct sweep_pk_opts *o;
@@ -54,6 +56,8 @@ struct pk {
 	struct sweep_lab lab;
 	uint32_t points, points_done;
 	uint64_t t_start;
+	double *op_s; /* each op's CPU time, MEASURED in process before the servers start */
+	double op_total_us;
 };
 
 static volatile sig_atomic_t pk_stop;
@@ -74,8 +78,10 @@ static int start_servers(struct pk *p, const struct pk_cand *c)
 			  "--executors", execs,	    "--platform", (char *)p->o->platform};
 	size_t n = 8;
 
-	snprintf(nic_model, sizeof(nic_model), "%s@%u", p->o->model_path,
-		 all_host ? (nf < m->n_layers ? nf : 0) : c->k);
+	/* all-host: splitnic-nic needs a model to start, but must not answer this one's REQUESTs
+	 * (a model it can run whole would be stand-alone): it holds it under another id */
+	snprintf(nic_model, sizeof(nic_model), "%s%s@%u", all_host ? "sweep-all-host=" : "",
+		 p->o->model_path, all_host ? (nf < m->n_layers ? nf : 0) : c->k);
 	snprintf(execs, sizeof(execs), "%u", p->o->executors);
 	snprintf(queue, sizeof(queue), "%.0f", p->pr.v[SPLIT_P_HOST_QUEUE]);
 	snprintf(window, sizeof(window), "%.0f", p->pr.v[SPLIT_P_NIC_WINDOW]);
@@ -138,7 +144,8 @@ static int predict(struct pk *p)
 			struct split_opts o = {.link_gbps = gbps,
 					       .objective = p->o->objective,
 					       .packet = true,
-					       .load_rps = p->load[b][l]};
+					       .load_rps = p->load[b][l],
+					       .cpu_op_s = p->op_s};
 			struct split_problem prob;
 			struct split_plan plan;
 			const struct split_stage *last;
@@ -365,8 +372,9 @@ static void report_text(struct pk *p)
 	printf("model %s: %u ops, the NIC can start at op %u; packet path (splitnic client -> "
 	       "splitnic-nic %s -> splitnic-host -> NIC), MEASURED end to end by the client; "
 	       "per-stage medians from the RESPONSE timing fields (MEASURED by the servers); pred: "
-	       "the cost model's MODELED p50 at that load\n",
-	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform);
+	       "the cost model's MODELED p50 at that load, from each op's CPU time MEASURED "
+	       "in process before the servers started (all ops: %.1f us)\n",
+	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform, p->op_total_us);
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
 		for (uint32_t l = 0; l < p->o->n_load; l++) {
 			uint32_t best = UINT32_MAX, pj = UINT32_MAX;
@@ -683,6 +691,22 @@ int sweep_packet_run(const struct kern_model *m, const struct split_profile *pr,
 	ret = candidates(&p);
 	if (ret)
 		goto out;
+	p.op_s = calloc(m->n_layers, sizeof(*p.op_s));
+	if (!p.op_s) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	{
+		char err[512];
+
+		ret = split_tools_measure_ops(m, SWEEP_OP_ROUNDS, p.op_s, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "splitnic sweep: %s\n", err);
+			goto out;
+		}
+		for (uint32_t j = 0; j < m->n_layers; j++)
+			p.op_total_us += p.op_s[j] * 1e6;
+	}
 	ret = sweep_lab_init(&p.lab, o->lab, o->tag, o->servers, o->netns);
 	if (ret)
 		goto out;
@@ -735,6 +759,7 @@ out:
 		free(p.cand[j].rnd);
 	}
 	free(p.cand);
+	free(p.op_s);
 	return ret ? 1 : 0;
 }
 

@@ -292,6 +292,17 @@ def bench_pair(p, ort, rounds):
            "per-round ratios")
 
 
+def help_rss():
+    """Peak RSS of `splitnic --help` (issue 13: at most 30 MiB without a GPU), by wait4's rusage."""
+    with open(os.devnull, "w") as null:
+        p = subprocess.Popen([SPLITNIC, "--help"], stdout=null)
+        _, status, ru = os.wait4(p.pid, 0)
+    if status:
+        sys.exit("splitnic --help exited %d" % status)
+    record("splitnic_help_peak_rss", ru.ru_maxrss / 1024.0, "MiB",
+           "ru_maxrss of `splitnic --help` from wait4 (target <= 30 MiB)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -299,6 +310,7 @@ def main():
     ap.add_argument("--only", help="pair names, comma-separated")
     args = ap.parse_args()
     os.makedirs(PEERS, exist_ok=True)
+    help_rss()
     blas = one_thread_blas()
     print("PyTorch: torch.set_num_threads(1); openblas_set_num_threads(1) through %s"
           % (", ".join(blas) or "no OpenBLAS found"))
