@@ -10,7 +10,9 @@ mkdir -p /dev/shm /dev/pts
 mount -t tmpfs shm /dev/shm
 mount -t devpts pts /dev/pts
 mount -t tmpfs run /run
-mount -t tmpfs tmp /tmp
+dir=$(sed -n 's/.*snuml=\([^ ]*\).*/\1/p' /proc/cmdline)
+# a tmpfs on /tmp, unless the tree lies there (a clone in /tmp): it would hide DIR
+case $dir in /tmp/*) ;; *) mount -t tmpfs tmp /tmp ;; esac
 kv=$(uname -r)
 if [ -d "/usr/lib/uml/modules/$kv" ]; then
 	mount -t tmpfs mods /lib/modules
@@ -18,7 +20,6 @@ if [ -d "/usr/lib/uml/modules/$kv" ]; then
 	mount --bind "/usr/lib/uml/modules/$kv" "/lib/modules/$kv"
 fi
 ip link set lo up
-dir=$(sed -n 's/.*snuml=\([^ ]*\).*/\1/p' /proc/cmdline)
 bash "$dir/run.sh" >"$dir/out" 2>&1
 echo $? >"$dir/rc"
 sync

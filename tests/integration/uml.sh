@@ -6,7 +6,7 @@
 #       modprobe ip_vs); otherwise runs SCRIPT inside User-Mode Linux (Debian's user-mode-linux:
 #       a Linux 6.1 kernel built with IPVS as modules, running as a process) with this machine's
 #       root file system through hostfs (read-write: the build tree, the packages), tmpfs on
-#       /tmp, /run and /dev/shm, and exits with SCRIPT's status. Needs root and linux.uml; a
+#       /tmp (unless the tree lies under /tmp), /run and /dev/shm, and exits with SCRIPT's status. Needs root and linux.uml; a
 #       kernel without IPVS and no linux.uml: exit 77 (skip), 1 under CI=true.
 # UML_MEM (default 3G): the guest's memory. Inside the guest UML_GUEST=1.
 #
