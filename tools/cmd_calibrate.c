@@ -510,8 +510,9 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 		return -EIO;
 	}
 	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
-		char *cargs[] = {"--model", paths[g],	    "--count", cnt, "--outstanding",
-				 "1",	    "--timeout-ms", "5000",    NULL};
+		/* open loop at a low rate, as the sweeps load it (see cal_pk_host) */
+		char *cargs[] = {"--model", paths[g],	 "--count",	 cnt,	 "--rate",
+				 "300",	    "--poisson", "--timeout-ms", "5000", NULL};
 		struct sweep_point pt;
 
 		if (sweep_lab_client(lab, cargs, &pt) || pt.responses < pt.requests * 0.95) {
@@ -565,8 +566,8 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 /*
  * The host's packet path with a model whose compute is negligible (the 256-32-16-2 traffic MLP,
  * host-only): host.req_s from its capacity (closed loop, 16 outstanding: 1 / throughput less the
- * compute the host reports), path.fixed_s from the end-to-end p50 at one outstanding less the
- * host's service time. Link not shaped.
+ * compute the host reports), path.fixed_s from the end-to-end p50 at 500 requests/s open loop
+ * (Poisson, as the sweeps offer their loads) less the host's service time. Link not shaped.
  */
 static int cal_pk_host(struct sweep_lab *lab, const char *dir, struct split_profile *pr)
 {
@@ -574,8 +575,10 @@ static int cal_pk_host(struct sweep_lab *lab, const char *dir, struct split_prof
 	char path[300], model_nic[310], model_host[320], err[512], cnt1[] = "500", cnt16[] = "3000";
 	char *args[] = {lab->dir,   "--model",	       model_nic, "--", "--model",
 			model_host, "--idle-sleep-us", "20",	  NULL};
-	char *lat[] = {"--model", path,		  "--count", cnt1, "--outstanding",
-		       "1",	  "--timeout-ms", "5000",    NULL};
+	/* the path as the sweeps load it: open loop, Poisson, at a rate far below capacity (idle
+	 * servers between requests, as at low load), not back to back */
+	char *lat[] = {"--model", path,	       "--count",      cnt1,   "--rate",
+		       "500",	  "--poisson", "--timeout-ms", "5000", NULL};
 	char *cap[] = {"--model", path,		  "--count", cnt16, "--outstanding",
 		       "16",	  "--timeout-ms", "5000",    NULL};
 	double lat50[CAL_PK_ROUNDS], thr[CAL_PK_ROUNDS], comp[CAL_PK_ROUNDS], tot[CAL_PK_ROUNDS];
@@ -614,10 +617,11 @@ static int cal_pk_host(struct sweep_lab *lab, const char *dir, struct split_prof
 	pr->v[SPLIT_P_HOST_REQ] = fmax(0, service - compute);
 	pr->v[SPLIT_P_PATH_FIXED] = fmax(0, p50 - service);
 	pr->v[SPLIT_P_HOST_OVERLAP] = fmax(0, service - p50);
-	printf("host (packet path, MEASURED): traffic MLP host-only, medians of %d rounds: end to "
-	       "end p50 %.1f us at one outstanding (compute %.1f us); %.0f responses/s at 16 "
-	       "outstanding\n",
-	       CAL_PK_ROUNDS, p50 * 1e6, compute * 1e6, capacity);
+	printf(
+	    "host (packet path, MEASURED): traffic MLP host-only, medians of %d rounds: end to "
+	    "end p50 %.1f us at 500 requests/s, Poisson (compute %.1f us); %.0f responses/s at 16 "
+	    "outstanding\n",
+	    CAL_PK_ROUNDS, p50 * 1e6, compute * 1e6, capacity);
 	printf(
 	    "host fit: %.1f us per request on the host core (%.1f us of it off the request's own "
 	    "path); the path around it %.1f us (p50)\n",

@@ -46,10 +46,12 @@ int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
 		     size_t errlen);
 
 /*
- * Each op of m timed on this CPU, one image at a time (random inputs of m's input format, the
- * executor's kernels, the median of `rounds` runs after two untimed ones) into op_s[n_layers],
- * in seconds: what split_opts.cpu_op_s takes. Run it while nothing else loads the machine.
- * Returns 0, or -errno with a message in err.
+ * Each op of m timed on this CPU into op_s[n_layers], in seconds (what split_opts.cpu_op_s
+ * takes): every prefix [0, k) run as the host runs it, one image at a time (random inputs of
+ * m's input format, the executor's kernels, the median of `rounds` interleaved runs after two
+ * untimed ones); op j costs the difference of its prefixes, on their lower envelope (a prefix
+ * that cuts a fused float32 conv off its sign costs more than the longer one). Run it while
+ * nothing else loads the machine. Returns 0, or -errno with a message in err.
  */
 int split_tools_measure_ops(const struct kern_model *m, uint32_t rounds, double *op_s, char *err,
 			    size_t errlen);

@@ -41,7 +41,7 @@ struct pk_cand {
 	struct split_plan plan;	 /* its stages */
 };
 
-#define SWEEP_OP_ROUNDS 101 /* timed runs of each op for the cost model (their median) */
+#define SWEEP_OP_ROUNDS 31 /* timed runs of each prefix for the cost model (their median) */
 
 struct pk {
 	const struct kern_model *m;
