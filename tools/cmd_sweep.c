@@ -360,9 +360,9 @@ static int sweep_plot(const struct sweep *s, const char *out, bool normalize)
 		fprintf(f, "EOD\n");
 	}
 	fprintf(f,
-		"set datafile missing '?'\nset multiplot layout 2,%u title 'splitnic sweep IN "
+		"set datafile missing '?'\nset multiplot layout 2,%u title \"splitnic sweep IN "
 		"PROCESS: %s%s\\nsolid: MEASURED in process; hatched: MODELED transfer and NIC "
-		"compute; points: MODELED total' font ',10'\nset style fill solid 0.8 "
+		"compute; points: MODELED total\" font ',10'\nset style fill solid 0.8 "
 		"border -1\nset boxwidth 0.8\nset xtics rotate by -60 font ',8'\nset grid ytics\n"
 		"set key top right font ',8' samplen 1 spacing 0.9\nset lmargin 12\n",
 		s->n_bw, s->m->name,

@@ -606,9 +606,9 @@ static int report_plot(const struct pk *p)
 		}
 	fprintf(
 	    f,
-	    "set multiplot layout %u,%u title 'splitnic sweep --packet: %s (NIC platform %s)%s\\n"
-	    "bars: the MEASURED end-to-end p50 (triangle), split by the servers medians per "
-	    "stage; circles: MODELED p50' font ',10'\n"
+	    "set multiplot layout %u,%u title \"splitnic sweep --packet: %s (NIC platform %s)%s\\n"
+	    "bars: the MEASURED end-to-end p50 (triangle), split by the servers' medians per "
+	    "stage; circles: MODELED p50\" font ',10'\n"
 	    "set style fill solid 0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 "
 	    "font ',8'\nset grid ytics\nset key top left font ',7' samplen 1 spacing 0.8\n"
 	    "set style data histogram\nset style histogram rowstacked\nset yrange [0:*]\n",
