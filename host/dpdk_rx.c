@@ -132,8 +132,23 @@ static void on_notice(struct host_worker *w, const struct proto_msg *m)
 	v = k >= 0 && w->nic[k].priv ? host_remote_notice(&w->nic[k], m) : HOST_NOTICE_STALE;
 	switch (v) {
 	case HOST_NOTICE_OK:
-		if (m->type == PROTO_ERROR)
-			w->c[HOST_C_NIC_ERRORS]++;
+		if (m->type != PROTO_ERROR)
+			break;
+		w->c[HOST_C_NIC_ERRORS]++;
+		if (m->err.code != PROTO_ERR_UNSUPPORTED)
+			break;
+		/* the NIC holds the model from another op (its @K is not our split): say so once,
+		 * every such request is finished here and counted */
+		w->c[HOST_C_NIC_REFUSED_LAYER]++;
+		if (!__atomic_exchange_n(&w->a->refusal_said[k], true, __ATOMIC_RELAXED)) {
+			printf("host: warning: the NIC refused model %s's ACTIVATION at op %u "
+			       "(ERROR unsupported, detail %u: its part starts there): give "
+			       "splitnic-nic @%u or this server :coproc:%u; such requests are "
+			       "finished here (nic_refused_layer, fallback_nic_error)\n",
+			       w->a->hm[k].m->name, w->a->hm[k].split, m->err.detail,
+			       w->a->hm[k].split, m->err.detail);
+			fflush(stdout);
+		}
 		break;
 	case HOST_NOTICE_STALE:
 		w->c[HOST_C_LATE_NOTICES]++;

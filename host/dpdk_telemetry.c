@@ -41,6 +41,7 @@ static const char *const counter_names[HOST_C__COUNT] = {
     "answered_host",
     "late_notices",
     "nic_errors",
+    "nic_refused_layer",
     "fallback_forced",
     "fallback_link_down",
     "fallback_window_full",

@@ -97,7 +97,8 @@ enum host_counter {
 	HOST_C_ANSWERED_HOST, /* RESPONSEs sent by the host (host-only and fallback) */
 	HOST_C_LATE_NOTICES,  /* notices for requests no longer in flight (already fallen back) */
 	HOST_C_NIC_ERRORS,    /* ERROR notices from the NIC for a request in flight */
-	HOST_C_FB_FORCED,     /* fallbacks by reason: order of enum host_fb_reason */
+	HOST_C_NIC_REFUSED_LAYER, /* of them, ERROR unsupported: the NIC's part starts elsewhere */
+	HOST_C_FB_FORCED,	  /* fallbacks by reason: order of enum host_fb_reason */
 	HOST_C_FB_LINK_DOWN,
 	HOST_C_FB_WINDOW,
 	HOST_C_FB_TIMEOUT,
@@ -205,6 +206,7 @@ struct host_app {
 	struct host_opts o;
 	struct host_model hm[HOST_MAX_MODELS];
 	uint32_t n_models;
+	bool refusal_said[HOST_MAX_MODELS]; /* the NIC's first ERROR unsupported, logged once */
 	struct rte_mempool *pool;
 	uint16_t port;
 	uint8_t mac[6];

@@ -21,6 +21,9 @@
 #      longer forwarded to the wire); a front-end that retransmits a request
 #      unanswered for 1 s (same request id) gets every request answered, with the classes of
 #      `splitnic run`;
+#   8. (run before 4) splits that disagree: the NIC from op k, the host handing over at k + 1:
+#      every ACTIVATION refused (ERROR unsupported), every request finished by the host with the
+#      classes of `splitnic run`, counted (nic_refused_layer) and said once in the host's log;
 #   6. (run before 5) a worker lcore with dynamic batching (--batch 8): classes unchanged,
 #      batches above 1;
 #   7. (run before 5) two worker lcores on the one memif queue pair (the software spread; the
@@ -42,7 +45,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
 N=${HOST_COUNT:-10000}
-PARTS=" ${HOST_PARTS:-1 2 3 4 5 6 7} "
+PARTS=" ${HOST_PARTS:-1 2 3 8 4 5 6 7} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 . tests/integration/netns.sh
 
@@ -202,6 +205,19 @@ if part 3; then
 	start_host "$CNN:fallback:$K"
 	client "$tmp/fallback" --outstanding 4 || fail "client (fallback) exited $?"
 	check_mode fallback "$tmp/fallback" host_fallback
+	stop_host
+fi
+
+# --- 8. splits that disagree: the NIC from op K, the host handing over at K + 1 ----------------
+if part 8; then
+	start_host "$CNN:coproc:$((K + 1))" --nic-timeout-us 2000000
+	client "$tmp/mismatch" --outstanding 4 || fail "client (mismatch) exited $?"
+	check_mode mismatch "$tmp/mismatch" host_fallback
+	refused=$(host_stat nic_refused_layer)
+	warned=$(grep -c "^host: warning: the NIC refused model" "$tmp/host.log")
+	echo "mismatched splits: $refused ACTIVATIONs refused by the NIC, $warned warning(s)"
+	[ "$refused" = "$N" ] || fail "nic_refused_layer $refused, want $N"
+	[ "$warned" = 1 ] || fail "$warned warnings about the refusal, want exactly 1"
 	stop_host
 fi
 
