@@ -12,6 +12,17 @@
 /* getopt's value of row i (its short_name when it has one) */
 #define ROW_VAL(i) (256 + (int)(i))
 
+int conf_text(const char *who, const struct conf_opt *opt, const char *s, size_t max,
+	      const char **out)
+{
+	if (*s && strlen(s) <= max) {
+		*out = s;
+		return 0;
+	}
+	fprintf(stderr, "%s: --%s: 1 to %zu characters, got '%s'\n", who, opt->name, max, s);
+	return -1;
+}
+
 int conf_long(const char *s, long *out, long min, long max, const char *what)
 {
 	char *end;

@@ -124,4 +124,11 @@ const char *conf_help_arg(int argc, char **argv, bool before_dd);
  */
 int conf_long(const char *s, long *out, long min, long max, const char *what);
 
+/*
+ * A text of 1 to max characters (a server's --name) into *out: 0, or -1 after
+ * "WHO: --NAME: 1 to MAX characters, got 'S'" on stderr.
+ */
+int conf_text(const char *who, const struct conf_opt *opt, const char *s, size_t max,
+	      const char **out);
+
 #endif /* CONF_OPTS_H */

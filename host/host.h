@@ -97,10 +97,9 @@ struct host_model {
 };
 
 /*
- * Fill hm for model m in `mode` split at k (UINT32_MAX: the default, kexec_nic_first(m), moved
- * past a FLATTEN of multi-pixel bits so that the activation crosses flat, in the protocol's
- * C-major bit order). The NIC stage [k, n) must start where kexec_nic_handoff_ok(m, k).
- * 0 or -EINVAL with a message in err.
+ * Fill hm for model m in `mode` split at k (UINT32_MAX: the default, kexec_nic_split(m), which
+ * splitnic-nic takes too: the activation crosses flat, in the protocol's C-major bit order). The
+ * NIC stage [k, n) must start where kexec_nic_handoff_ok(m, k). 0 or -EINVAL with a message in err.
  */
 int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, uint32_t k,
 		    char *err, size_t errlen);

@@ -208,13 +208,7 @@ static int host_opt(void *p, const struct conf_opt *opt, const char *arg)
 		o->stats_file = arg;
 		return 0;
 	case CONF_HOST_NAME:
-		if (!*arg || strlen(arg) > PROTO_HEALTH_IDENT_LEN) {
-			fprintf(stderr, "host: --name: 1 to %u characters, got '%s'\n",
-				PROTO_HEALTH_IDENT_LEN, arg);
-			return -1;
-		}
-		o->name = arg;
-		return 0;
+		return conf_text("host", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
 	case CONF_HOST_NIC:
 		if (strcmp(arg, "port") && strcmp(arg, "inproc")) {
 			fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", arg);

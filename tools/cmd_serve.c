@@ -536,13 +536,7 @@ static int serve_opt(void *p, const struct conf_opt *opt, const char *arg)
 		o->port = arg;
 		return cli_port("serve", "--port", arg, &port) ? -1 : 0;
 	case SO_NAME:
-		if (!*arg || strlen(arg) > PROTO_HEALTH_IDENT_LEN) {
-			fprintf(stderr, "serve: --name: 1 to %u characters, got '%s'\n",
-				PROTO_HEALTH_IDENT_LEN, arg);
-			return -1;
-		}
-		o->name = arg;
-		return 0;
+		return conf_text("serve", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
 	case SO_ALLOW:
 		if (o->n_allow == SERVE_MAX_ALLOW || proto_cidr_parse(arg, &o->allow[o->n_allow])) {
 			fprintf(stderr, "serve: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",

@@ -84,94 +84,15 @@
 #define NIC_TX_TRIES	  64
 #define NIC_RUN_SLICE	  64	      /* inline runner: handlers per loop turn */
 #define NIC_EMU_WARM	  32	      /* emu: most warm-up requests to find the steady state */
-#define NIC_SAMPLES	  4096	      /* per model: the last NIC times kept for percentiles */
 #define NIC_LINK_POLL_NS  10000000ull /* HEALTH state: link and signals checked this often */
 #define NIC_CTL_PERIOD_US 2000000     /* memif's control plane let go at least this often, */
 #define NIC_CTL_QUIET_US  20000	      /* when the port has been quiet this long, ... */
 #define NIC_CTL_GAP_US	  100	      /* ... for this long at least (see ctl_hold()) */
 #define NIC_BACKLOG	  4096	      /* frames a gated port keeps while it is not usable */
 
-enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
-
-struct nic_opts {
-	const char *model_path[NICFW_DISP_MAX_MODELS];
-	uint32_t model_id[NICFW_DISP_MAX_MODELS];
-	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_split */
-	bool id_given[NICFW_DISP_MAX_MODELS];
-	bool notify_host;
-	uint32_t n_allow;
-	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
-	uint32_t err_rate, err_burst;
-	uint32_t n_models;
-	uint32_t executors;
-	bool emu;
-	uint16_t udp_port;
-	uint32_t ip;
-	uint16_t wire, host;
-	uint32_t payload;
-	double duration;
-	const char *stats_file;
-	const char *name;
-	uint32_t idle_sleep_us;
-	uint64_t drain_ns;
-};
-
-/* Platform emu, per model: the emulator and its modeled schedule (ns on the loop's clock). */
-struct nic_emu_model {
-	struct nicfw_emu *e;
-	double *scores;
-	uint64_t modeled_ns; /* per request, steady state (modeled) */
-	uint32_t warmed;     /* warm-up requests it took */
-	uint64_t free_at;    /* modeled completion of the last request started */
-	uint64_t release;    /* of the running one */
-	bool running;
-	uint64_t compute_ns_max;    /* the longest computation of a result (wall) */
-	uint64_t overruns;	    /* computations longer than the modeled time */
-	uint64_t late, late_ns_max; /* released over 5% of the modeled time after completion */
-};
-
-/* Per model, measured by the engine wrapper: submit to result collected (the RESPONSE's nic). */
-struct nic_timing {
-	uint64_t t_submit;
-	uint64_t requests, ns_sum;
-	uint32_t ns[NIC_SAMPLES]; /* the last NIC_SAMPLES, saturated at UINT32_MAX */
-};
-
-struct nic {
-	struct nic_opts o;
-	struct kern_model *m[NICFW_DISP_MAX_MODELS];
-	struct nicfw_disp *disp;
-	struct nicfw_health health;
-	struct nicfw_lcore *lc;
-	struct nic_emu_model emu[NICFW_DISP_MAX_MODELS];
-	struct nic_timing *tm; /* n_models */
-	uint64_t tsc0;
-	double ns_per_tsc;
-	struct rte_mempool *pool;
-	struct rte_eth_dev_tx_buffer *txb[2];
-	uint16_t port_id[2];
-	bool link_gated[2]; /* memif: used only while its link is up and ctl_hold() holds */
-	bool link_up[2];    /* this loop turn: the link (always true for other ports) */
-	bool usable[2];	    /* this loop turn: the port may be polled and sent to */
-	struct rte_ring *backlog[2]; /* a gated port's frames while it is up but not usable */
-	bool ports_closed;	     /* set by the alarm that closes them */
-	bool intr_parked;	     /* set by the last alarm (intr_park()) */
-	sem_t ctl_sem;		     /* memif's control plane held: see ctl_hold() */
-	int ctl_state;		     /* enum nic_ctl */
-	bool ctl_armed, ctl_rearm;
-	uint64_t ctl_next;		 /* TSC of the next release */
-	uint64_t ctl_quiet;		 /* TSC since which the gated ports moved no frame */
-	uint64_t gated_frames;		 /* frames received from and sent to the gated ports */
-	uint64_t gated_seen, drops_seen; /* gated_frames and tx_drop at the last check */
-	uint64_t tx_drop[2];		 /* frames a port would not take after NIC_TX_TRIES */
-	uint64_t link_down_drop[2]; /* frames for a gated port dropped while its link was down */
-	uint64_t backlogged[2];	    /* frames that waited in the backlog */
-	uint64_t loops;
-	uint64_t rx_frames; /* both ports */
-};
+#include "nicfw/nic/nic.h"
 
 static volatile sig_atomic_t nic_quit;
-static struct nic *nic_g; /* for the telemetry callbacks */
 
 static void on_signal(int sig)
 {
@@ -387,13 +308,7 @@ static int nic_opt(void *p, const struct conf_opt *opt, const char *arg)
 		fprintf(stderr, "nic: --%s: 1 to 1000000, got '%s'\n", opt->name, arg);
 		return -1;
 	case CONF_NIC_NAME:
-		if (!*arg || strlen(arg) > PROTO_HEALTH_IDENT_LEN) {
-			fprintf(stderr, "nic: --name: 1 to %u characters, got '%s'\n",
-				PROTO_HEALTH_IDENT_LEN, arg);
-			return -1;
-		}
-		o->name = arg;
-		return 0;
+		return conf_text("nic", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
 	default: /* --idle-sleep-us, --drain-ms */
 		if (parse_u32(arg, 0, opt->key == CONF_NIC_IDLE_SLEEP_US ? 100000 : 600000, &v)) {
 			fprintf(stderr, "nic: --%s: 0 to %u, got '%s'\n", opt->name,
@@ -425,187 +340,6 @@ static int parse_opts(int argc, char **argv, struct nic_opts *o)
 		return -EINVAL;
 	}
 	return 0;
-}
-
-/* --- telemetry and stats ----------------------------------------------------------------- */
-
-static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, uint64_t v),
-		       void *arg)
-{
-	uint64_t c[NICFW_C__COUNT], verd[PROTO_VERDICT__COUNT];
-	struct proto_reasm_stats ra;
-	struct rte_eth_stats es;
-	char key[64];
-
-	nicfw_disp_counters(n->disp, c, verd);
-	for (unsigned i = 0; i < NICFW_C__COUNT; i++)
-		put(arg, nicfw_disp_counter_name(i), c[i]);
-	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++) {
-		snprintf(key, sizeof(key), "verdict_%s", v ? proto_verdict_name(v) : "ok");
-		put(arg, key, verd[v]);
-	}
-	nicfw_disp_reasm_stats(n->disp, &ra);
-	for (unsigned v = 0; v < PROTO_RA__COUNT; v++) {
-		snprintf(key, sizeof(key), "reasm_%s", proto_ra_verdict_name(v));
-		put(arg, key, ra.verdicts[v]);
-	}
-	put(arg, "reasm_expired", ra.expired);
-	put(arg, "queued", nicfw_disp_pending(n->disp));
-	put(arg, "tx_drop_wire", __atomic_load_n(&n->tx_drop[0], __ATOMIC_RELAXED));
-	put(arg, "tx_drop_host", __atomic_load_n(&n->tx_drop[1], __ATOMIC_RELAXED));
-	put(arg, "link_down_drop_wire", __atomic_load_n(&n->link_down_drop[0], __ATOMIC_RELAXED));
-	put(arg, "link_down_drop_host", __atomic_load_n(&n->link_down_drop[1], __ATOMIC_RELAXED));
-	put(arg, "backlogged_host", __atomic_load_n(&n->backlogged[1], __ATOMIC_RELAXED));
-	for (int p = 0; p < 2; p++) {
-		const char *pn = p ? "host" : "wire";
-
-		if (rte_eth_stats_get(n->port_id[p], &es))
-			continue;
-		snprintf(key, sizeof(key), "%s_ipackets", pn);
-		put(arg, key, es.ipackets);
-		snprintf(key, sizeof(key), "%s_opackets", pn);
-		put(arg, key, es.opackets);
-		snprintf(key, sizeof(key), "%s_imissed", pn);
-		put(arg, key, es.imissed);
-		snprintf(key, sizeof(key), "%s_ierrors", pn);
-		put(arg, key, es.ierrors);
-		snprintf(key, sizeof(key), "%s_oerrors", pn);
-		put(arg, key, es.oerrors);
-	}
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-static void tel_put(void *arg, const char *key, uint64_t v)
-{
-	rte_tel_data_add_dict_u64(arg, key, v);
-}
-
-static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	rte_tel_data_start_dict(d);
-	if (nic_g && nic_g->disp)
-		stats_each(nic_g, tel_put, d);
-	return 0;
-}
-
-/*
- * The models, keyed m<i>_<what> as in /splitnic/nic/timing: DPDK's dictionary keys take only
- * letters, digits, '_' and '/', so a model's name (fmnist-bmlp) is a value, never a key.
- */
-static int tel_models(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	char key[32];
-
-	rte_tel_data_start_dict(d);
-	if (!nic_g || !nic_g->disp)
-		return 0;
-	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
-	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
-		snprintf(key, sizeof(key), "m%u_name", i);
-		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
-		snprintf(key, sizeof(key), "m%u_id", i);
-		rte_tel_data_add_dict_u64(d, key, nic_g->o.model_id[i]);
-		snprintf(key, sizeof(key), "m%u_first_op", i);
-		rte_tel_data_add_dict_u64(d, key, nic_g->o.first[i]);
-		snprintf(key, sizeof(key), "m%u_ops", i);
-		rte_tel_data_add_dict_u64(d, key, nic_g->m[i]->n_layers - nic_g->o.first[i]);
-	}
-	return 0;
-}
-
-/* One model's timing figures (docs/operator-guide.md, "Calibrating the NIC"); names are keys. */
-static void timing_each(struct nic *n, uint32_t i,
-			void (*put)(void *arg, const char *key, uint64_t v), void *arg)
-{
-	const struct nic_timing *t = &n->tm[i];
-	const uint64_t reqs = __atomic_load_n(&t->requests, __ATOMIC_RELAXED);
-	const uint32_t k = reqs < NIC_SAMPLES ? (uint32_t)reqs : NIC_SAMPLES;
-	uint32_t *v = malloc((k ? k : 1) * sizeof(*v));
-	static const struct {
-		const char *key;
-		uint32_t per_mille;
-	} pct[] = {{"nic_ns_p50", 500}, {"nic_ns_p90", 900}, {"nic_ns_p99", 990}};
-
-	put(arg, "model_id", n->o.model_id[i]);
-	put(arg, "executors", n->o.executors);
-	put(arg, "requests", reqs);
-	put(arg, "nic_ns_mean", reqs ? __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED) / reqs : 0);
-	put(arg, "samples", k);
-	if (v) {
-		for (uint32_t j = 0; j < k; j++)
-			v[j] = __atomic_load_n(&t->ns[j], __ATOMIC_RELAXED);
-		qsort(v, k, sizeof(*v), cmp_u32);
-		for (size_t j = 0; j < sizeof(pct) / sizeof(pct[0]); j++)
-			put(arg, pct[j].key,
-			    k ? v[(uint64_t)(k - 1) * pct[j].per_mille / 1000] : 0);
-		put(arg, "nic_ns_min", k ? v[0] : 0);
-		put(arg, "nic_ns_max", k ? v[k - 1] : 0);
-		free(v);
-	}
-	if (n->o.emu) {
-		put(arg, "modeled_ns_per_request", n->emu[i].modeled_ns);
-		put(arg, "modeled_warmup_requests", n->emu[i].warmed);
-		put(arg, "compute_ns_max",
-		    __atomic_load_n(&n->emu[i].compute_ns_max, __ATOMIC_RELAXED));
-		put(arg, "overruns", __atomic_load_n(&n->emu[i].overruns, __ATOMIC_RELAXED));
-		put(arg, "late_releases", __atomic_load_n(&n->emu[i].late, __ATOMIC_RELAXED));
-		put(arg, "late_ns_max", __atomic_load_n(&n->emu[i].late_ns_max, __ATOMIC_RELAXED));
-	}
-}
-
-/* Keys of model i's figures: PREFIXm<i>_<key> (DPDK's keys are flat: letters, digits, _). */
-struct model_put {
-	void (*put)(void *arg, const char *key, uint64_t v);
-	void *arg;
-	const char *prefix;
-	uint32_t model;
-};
-
-static void put_model_key(void *arg, const char *key, uint64_t v)
-{
-	const struct model_put *mp = arg;
-	char k[64];
-
-	snprintf(k, sizeof(k), "%sm%u_%s", mp->prefix, mp->model, key);
-	mp->put(mp->arg, k, v);
-}
-
-static void timing_all(struct nic *n, const char *prefix,
-		       void (*put)(void *arg, const char *key, uint64_t v), void *arg)
-{
-	for (uint32_t i = 0; i < n->o.n_models; i++) {
-		struct model_put mp = {put, arg, prefix, i};
-
-		timing_each(n, i, put_model_key, &mp);
-	}
-}
-
-static int tel_timing(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	char key[32];
-
-	rte_tel_data_start_dict(d);
-	if (!nic_g || !nic_g->disp)
-		return 0;
-	rte_tel_data_add_dict_string(d, "platform", nic_g->o.emu ? "emu" : "lcore");
-	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
-	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
-		snprintf(key, sizeof(key), "m%u_name", i);
-		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
-	}
-	timing_all(nic_g, "", tel_put, d);
-	return 0;
-}
-
-static void file_put(void *arg, const char *key, uint64_t v)
-{
-	fprintf(arg, "%s %lu\n", key, (unsigned long)v);
 }
 
 /* --- ports ------------------------------------------------------------------------------- */
@@ -908,17 +642,7 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	n->disp = nicfw_disp_create(&dc, err, errlen);
 	if (!n->disp)
 		return -EINVAL;
-	nic_g = n;
-	rte_telemetry_register_cmd("/splitnic/nic/stats", tel_stats,
-				   "splitnic-nic counters: dispatcher reasons, parser verdicts, "
-				   "reassembly, ports");
-	rte_telemetry_register_cmd("/splitnic/nic/models", tel_models,
-				   "models held: m<i>_name, _id, _first_op, _ops");
-	/* help strings: at most RTE_TEL_MAX_STRING_LEN - 1 characters, else no command */
-	rte_telemetry_register_cmd(
-	    "/splitnic/nic/timing", tel_timing,
-	    "per model (m0_*, ...): NIC time per request measured, submit to "
-	    "result; emu: modeled time (modeled)");
+	nic_telemetry_register(n);
 	return 0;
 }
 
@@ -1204,7 +928,7 @@ static bool nic_teardown(struct nic *n)
 {
 	bool parked;
 
-	nic_g = NULL;
+	nic_telemetry_register(NULL);
 	if (n->lc)
 		nicfw_lcore_stop(n->lc);
 	ctl_stop(n);
@@ -1283,8 +1007,7 @@ int main(int argc, char **argv)
 	f = n->o.stats_file ? fopen(n->o.stats_file, "w") : NULL;
 	if (n->o.stats_file && !f)
 		fprintf(stderr, "nic: %s: %s\n", n->o.stats_file, strerror(errno));
-	stats_each(n, file_put, f ? f : stdout);
-	timing_all(n, "timing_", file_put, f ? f : stdout);
+	nic_stats_write(n, f ? f : stdout);
 	if (f)
 		fclose(f);
 	fflush(stdout);

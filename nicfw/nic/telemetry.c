@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+/* splitnic-nic's telemetry and counters (nicfw/nic/nic.h); docs/operator-guide.md lists the keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_telemetry.h>
+
+#include "nicfw/nic/nic.h"
+
+static struct nic *nic_g; /* for the telemetry callbacks */
+
+static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, uint64_t v),
+		       void *arg)
+{
+	uint64_t c[NICFW_C__COUNT], verd[PROTO_VERDICT__COUNT];
+	struct proto_reasm_stats ra;
+	struct rte_eth_stats es;
+	char key[64];
+
+	nicfw_disp_counters(n->disp, c, verd);
+	for (unsigned i = 0; i < NICFW_C__COUNT; i++)
+		put(arg, nicfw_disp_counter_name(i), c[i]);
+	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++) {
+		snprintf(key, sizeof(key), "verdict_%s", v ? proto_verdict_name(v) : "ok");
+		put(arg, key, verd[v]);
+	}
+	nicfw_disp_reasm_stats(n->disp, &ra);
+	for (unsigned v = 0; v < PROTO_RA__COUNT; v++) {
+		snprintf(key, sizeof(key), "reasm_%s", proto_ra_verdict_name(v));
+		put(arg, key, ra.verdicts[v]);
+	}
+	put(arg, "reasm_expired", ra.expired);
+	put(arg, "queued", nicfw_disp_pending(n->disp));
+	put(arg, "tx_drop_wire", __atomic_load_n(&n->tx_drop[0], __ATOMIC_RELAXED));
+	put(arg, "tx_drop_host", __atomic_load_n(&n->tx_drop[1], __ATOMIC_RELAXED));
+	put(arg, "link_down_drop_wire", __atomic_load_n(&n->link_down_drop[0], __ATOMIC_RELAXED));
+	put(arg, "link_down_drop_host", __atomic_load_n(&n->link_down_drop[1], __ATOMIC_RELAXED));
+	put(arg, "backlogged_host", __atomic_load_n(&n->backlogged[1], __ATOMIC_RELAXED));
+	for (int p = 0; p < 2; p++) {
+		const char *pn = p ? "host" : "wire";
+
+		if (rte_eth_stats_get(n->port_id[p], &es))
+			continue;
+		snprintf(key, sizeof(key), "%s_ipackets", pn);
+		put(arg, key, es.ipackets);
+		snprintf(key, sizeof(key), "%s_opackets", pn);
+		put(arg, key, es.opackets);
+		snprintf(key, sizeof(key), "%s_imissed", pn);
+		put(arg, key, es.imissed);
+		snprintf(key, sizeof(key), "%s_ierrors", pn);
+		put(arg, key, es.ierrors);
+		snprintf(key, sizeof(key), "%s_oerrors", pn);
+		put(arg, key, es.oerrors);
+	}
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void tel_put(void *arg, const char *key, uint64_t v)
+{
+	rte_tel_data_add_dict_u64(arg, key, v);
+}
+
+static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	rte_tel_data_start_dict(d);
+	if (nic_g && nic_g->disp)
+		stats_each(nic_g, tel_put, d);
+	return 0;
+}
+
+/*
+ * The models, keyed m<i>_<what> as in /splitnic/nic/timing: DPDK's dictionary keys take only
+ * letters, digits, '_' and '/', so a model's name (fmnist-bmlp) is a value, never a key.
+ */
+static int tel_models(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char key[32];
+
+	rte_tel_data_start_dict(d);
+	if (!nic_g || !nic_g->disp)
+		return 0;
+	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
+	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
+		snprintf(key, sizeof(key), "m%u_name", i);
+		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
+		snprintf(key, sizeof(key), "m%u_id", i);
+		rte_tel_data_add_dict_u64(d, key, nic_g->o.model_id[i]);
+		snprintf(key, sizeof(key), "m%u_first_op", i);
+		rte_tel_data_add_dict_u64(d, key, nic_g->o.first[i]);
+		snprintf(key, sizeof(key), "m%u_ops", i);
+		rte_tel_data_add_dict_u64(d, key, nic_g->m[i]->n_layers - nic_g->o.first[i]);
+	}
+	return 0;
+}
+
+/* One model's timing figures (docs/operator-guide.md, "Calibrating the NIC"); names are keys. */
+static void timing_each(struct nic *n, uint32_t i,
+			void (*put)(void *arg, const char *key, uint64_t v), void *arg)
+{
+	const struct nic_timing *t = &n->tm[i];
+	const uint64_t reqs = __atomic_load_n(&t->requests, __ATOMIC_RELAXED);
+	const uint32_t k = reqs < NIC_SAMPLES ? (uint32_t)reqs : NIC_SAMPLES;
+	uint32_t *v = malloc((k ? k : 1) * sizeof(*v));
+	static const struct {
+		const char *key;
+		uint32_t per_mille;
+	} pct[] = {{"nic_ns_p50", 500}, {"nic_ns_p90", 900}, {"nic_ns_p99", 990}};
+
+	put(arg, "model_id", n->o.model_id[i]);
+	put(arg, "executors", n->o.executors);
+	put(arg, "requests", reqs);
+	put(arg, "nic_ns_mean", reqs ? __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED) / reqs : 0);
+	put(arg, "samples", k);
+	if (v) {
+		for (uint32_t j = 0; j < k; j++)
+			v[j] = __atomic_load_n(&t->ns[j], __ATOMIC_RELAXED);
+		qsort(v, k, sizeof(*v), cmp_u32);
+		for (size_t j = 0; j < sizeof(pct) / sizeof(pct[0]); j++)
+			put(arg, pct[j].key,
+			    k ? v[(uint64_t)(k - 1) * pct[j].per_mille / 1000] : 0);
+		put(arg, "nic_ns_min", k ? v[0] : 0);
+		put(arg, "nic_ns_max", k ? v[k - 1] : 0);
+		free(v);
+	}
+	if (n->o.emu) {
+		put(arg, "modeled_ns_per_request", n->emu[i].modeled_ns);
+		put(arg, "modeled_warmup_requests", n->emu[i].warmed);
+		put(arg, "compute_ns_max",
+		    __atomic_load_n(&n->emu[i].compute_ns_max, __ATOMIC_RELAXED));
+		put(arg, "overruns", __atomic_load_n(&n->emu[i].overruns, __ATOMIC_RELAXED));
+		put(arg, "late_releases", __atomic_load_n(&n->emu[i].late, __ATOMIC_RELAXED));
+		put(arg, "late_ns_max", __atomic_load_n(&n->emu[i].late_ns_max, __ATOMIC_RELAXED));
+	}
+}
+
+/* Keys of model i's figures: PREFIXm<i>_<key> (DPDK's keys are flat: letters, digits, _). */
+struct model_put {
+	void (*put)(void *arg, const char *key, uint64_t v);
+	void *arg;
+	const char *prefix;
+	uint32_t model;
+};
+
+static void put_model_key(void *arg, const char *key, uint64_t v)
+{
+	const struct model_put *mp = arg;
+	char k[64];
+
+	snprintf(k, sizeof(k), "%sm%u_%s", mp->prefix, mp->model, key);
+	mp->put(mp->arg, k, v);
+}
+
+static void timing_all(struct nic *n, const char *prefix,
+		       void (*put)(void *arg, const char *key, uint64_t v), void *arg)
+{
+	for (uint32_t i = 0; i < n->o.n_models; i++) {
+		struct model_put mp = {put, arg, prefix, i};
+
+		timing_each(n, i, put_model_key, &mp);
+	}
+}
+
+static int tel_timing(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char key[32];
+
+	rte_tel_data_start_dict(d);
+	if (!nic_g || !nic_g->disp)
+		return 0;
+	rte_tel_data_add_dict_string(d, "platform", nic_g->o.emu ? "emu" : "lcore");
+	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
+	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
+		snprintf(key, sizeof(key), "m%u_name", i);
+		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
+	}
+	timing_all(nic_g, "", tel_put, d);
+	return 0;
+}
+
+static void file_put(void *arg, const char *key, uint64_t v)
+{
+	fprintf(arg, "%s %lu\n", key, (unsigned long)v);
+}
+
+void nic_telemetry_register(struct nic *n)
+{
+	static bool registered;
+
+	nic_g = n;
+	if (!n || registered)
+		return;
+	registered = true;
+	rte_telemetry_register_cmd("/splitnic/nic/stats", tel_stats,
+				   "splitnic-nic counters: dispatcher reasons, parser verdicts, "
+				   "reassembly, ports");
+	rte_telemetry_register_cmd("/splitnic/nic/models", tel_models,
+				   "models held: m<i>_name, _id, _first_op, _ops");
+	/* help strings: at most RTE_TEL_MAX_STRING_LEN - 1 characters, else no command */
+	rte_telemetry_register_cmd(
+	    "/splitnic/nic/timing", tel_timing,
+	    "per model (m0_*, ...): NIC time per request measured, submit to "
+	    "result; emu: modeled time (modeled)");
+}
+
+void nic_stats_write(struct nic *n, FILE *f)
+{
+	stats_each(n, file_put, f);
+	timing_all(n, "timing_", file_put, f);
+}
