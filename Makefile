@@ -63,31 +63,59 @@ FLAGS_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vpopcntdq -mp
 isa_flags = $(if $(findstring _avx512,$(1)),$(FLAGS_avx512),$(if $(findstring _avx2,$(1)),$(FLAGS_avx2)))
 
 # --- modules ----------------------------------------------------------------------------------
+# One folder, one archive: $(B)/libsn<module>.a from its objects ($(B)/<folder>/*.o, the tree
+# mirrored). The modules with flags or targets of their own have a fragment, mk/<module>.mk,
+# which builds its archive the same way, adds its external libraries to MODULE_EXT_LIBS and
+# its own targets.
 PROTO_SRC := $(sort $(wildcard protocol/*.c))
+MODEL_SRC := $(sort $(wildcard model/*.c))
 KERN_SRC := $(sort $(wildcard kernels/*.c))
+EXEC_SRC := $(sort $(wildcard exec/*.c))
 SPLIT_SRC := $(sort $(wildcard split/*.c))
-TOOLS_SRC := $(sort $(wildcard tools/*.c))
-
-PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
-KERN_OBJ := $(KERN_SRC:%.c=$(B)/%.o)
-SPLIT_OBJ := $(SPLIT_SRC:%.c=$(B)/%.o)
-TOOLS_OBJ := $(TOOLS_SRC:%.c=$(B)/%.o)
+SERVE_SRC := $(sort $(wildcard serve/*.c))
+LAB_SRC := $(sort $(wildcard lab/*.c))
+CLI_SRC := $(filter-out cli/splitnic.c,$(sort $(wildcard cli/*.c)))
 
 LIBPROTO := $(B)/libsnproto.a
+LIBMODEL := $(B)/libsnmodel.a
 LIBKERN := $(B)/libsnkern.a
+LIBEXEC := $(B)/libsnexec.a
 LIBSPLIT := $(B)/libsnsplit.a
-LIBTOOLS := $(B)/libsntools.a
-
-MOD_CFLAGS := $(BLAS_CFLAGS) $(JSON_CFLAGS) $(ZIP_CFLAGS) $(ZLIB_CFLAGS)
+LIBSERVE := $(B)/libsnserve.a
+LIBLAB := $(B)/libsnlab.a
+LIBCLI := $(B)/libsncli.a
 SPLITNIC := $(B)/splitnic
 
-# Fragments (mk/*.mk) add their module's library to MODULE_LIBS (linked between the tools and
-# the lower modules), its external libraries to MODULE_EXT_LIBS, and their own targets.
-MODULE_LIBS :=
+$(LIBPROTO): $(PROTO_SRC:%.c=$(B)/%.o)
+$(LIBMODEL): $(MODEL_SRC:%.c=$(B)/%.o)
+$(LIBKERN): $(KERN_SRC:%.c=$(B)/%.o)
+$(LIBEXEC): $(EXEC_SRC:%.c=$(B)/%.o)
+$(LIBSPLIT): $(SPLIT_SRC:%.c=$(B)/%.o)
+$(LIBSERVE): $(SERVE_SRC:%.c=$(B)/%.o)
+$(LIBLAB): $(LAB_SRC:%.c=$(B)/%.o)
+$(LIBCLI): $(CLI_SRC:%.c=$(B)/%.o)
+MODULE_OBJ := $(patsubst %.c,$(B)/%.o,$(PROTO_SRC) $(MODEL_SRC) $(KERN_SRC) $(EXEC_SRC) \
+	$(SPLIT_SRC) $(SERVE_SRC) $(LAB_SRC) $(CLI_SRC) cli/splitnic.c)
+
+define archive
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+endef
+
+$(LIBPROTO) $(LIBMODEL) $(LIBKERN) $(LIBEXEC) $(LIBSPLIT) $(LIBSERVE) $(LIBLAB) $(LIBCLI):
+	$(archive)
+
+MOD_CFLAGS := $(BLAS_CFLAGS) $(JSON_CFLAGS) $(ZIP_CFLAGS) $(ZLIB_CFLAGS)
 MODULE_EXT_LIBS :=
+
 include mk/*.mk
 
-PROJECT_LIBS := $(LIBTOOLS) $(MODULE_LIBS) $(LIBSPLIT) $(LIBKERN) $(LIBCUDA) $(LIBPROTO)
+# The archives every program and test links, each before the ones it uses (static linking
+# resolves left to right): protocol <- model <- kernels <- exec <- split <- nicfw, serve <- cli,
+# lab; lib/ and client/ beside them; conf/ under everything that parses a command line.
+PROJECT_LIBS := $(LIBCLI) $(LIBLAB) $(LIBSERVE) $(LIBSNCLIENT) $(LIBSNAPI) $(LIBNICFW) $(LIBXDP) \
+	$(LIBSPLIT) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBONNX) $(LIBMODEL) $(LIBCONF) $(LIBPROTO)
 EXT_LIBS := $(MODULE_EXT_LIBS) $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) $(LDFLAGS_ALL)
 
 # tests: tests/test_<module>.c, each its own cmocka binary
@@ -99,7 +127,7 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(B)/%.o)
 BENCH_SRC := $(sort $(wildcard tests/bench/*.c))
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
 
-ALL_OBJ := $(PROTO_OBJ) $(KERN_OBJ) $(SPLIT_OBJ) $(TOOLS_OBJ) $(TEST_SUPPORT_OBJ)
+ALL_OBJ := $(MODULE_OBJ) $(TEST_SUPPORT_OBJ)
 
 .PHONY: all deps test test-unit test-py demo bench fuzz clean format check-format models
 
@@ -111,16 +139,7 @@ $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(call isa_flags,$<) $(DEPFLAGS) -c $< -o $@
 
-$(LIBPROTO): $(PROTO_OBJ)
-$(LIBKERN): $(KERN_OBJ)
-$(LIBSPLIT): $(SPLIT_OBJ)
-$(LIBTOOLS): $(filter-out $(B)/tools/splitnic.o,$(TOOLS_OBJ))
-$(LIBPROTO) $(LIBKERN) $(LIBSPLIT) $(LIBTOOLS):
-	$(call say,AR,$@)
-	@mkdir -p $(@D)
-	$(Q)rm -f $@ && ar rcs $@ $^
-
-$(SPLITNIC): $(B)/tools/splitnic.o $(PROJECT_LIBS)
+$(SPLITNIC): $(B)/cli/splitnic.o $(PROJECT_LIBS)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS)
 

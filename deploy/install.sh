@@ -90,6 +90,12 @@ do_install() {
 	for n in predict.c client.c read_file.h client.py; do
 		put 644 "examples/$n" "$DATADIR/examples/$n"
 	done
+	# the lab: `splitnic sweep --packet` and `calibrate --packet` find sweep_lab.sh here
+	for n in lab/*.sh; do
+		case $n in */netns.sh) m=644 ;; *) m=755 ;; esac # netns.sh is sourced, never run
+		put $m "$n" "$DATADIR/lab/$(basename "$n")"
+	done
+	put 644 contrib/wireshark/splitnic.lua "$DATADIR/wireshark/splitnic.lua"
 	for n in splitnic-nic splitnic-host; do
 		put_text 644 "deploy/$n.service.in" "$UNITDIR/$n.service"
 		if [ -e "$D$SYSCONFDIR/splitnic/$n.conf" ]; then

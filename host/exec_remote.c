@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The NIC reached over packets as an executor (host/host.h, kernels/kexec.h): the in-flight
+ * The NIC reached over packets as an executor (host/host.h, exec/kexec.h): the in-flight
  * window of ACTIVATIONs, notices matched by host_ref and cookie, deadlines and the fallback
  * decisions they lead to.
  */

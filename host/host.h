@@ -57,8 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exec/kexec.h"
 #include "kernels/kern.h"
-#include "kernels/kexec.h"
 #include "protocol/frame.h"
 #include "protocol/proto.h"
 
@@ -187,7 +187,7 @@ enum host_stage_kind {
 };
 
 /*
- * One worker's executors for one model (kernels/kexec.h): the model's host stages as a
+ * One worker's executors for one model (exec/kexec.h): the model's host stages as a
  * pipeline (FRONT, or WHOLE in host-only mode), a CPU executor for ops [split, n) (BACK, the
  * fallback), and the batch buffers for at most max_batch requests. Inputs are gathered into
  * `bin` (the one copy of a request's input, from wherever r->in points); a batch of one writes
@@ -233,7 +233,7 @@ uint64_t host_cookie_next(struct host_cookie *c);
 /* SipHash-2-4 of one 64-bit word (little-endian bytes) under (k0, k1). */
 uint64_t host_siphash64(uint64_t k0, uint64_t k1, uint64_t m);
 
-/* --- the NIC over packets: an executor of kernels/kexec.h ------------------------------------ */
+/* --- the NIC over packets: an executor of exec/kexec.h ------------------------------------ */
 
 /*
  * host_exec_remote_ops: the NIC stage [first, n) of a model on a NIC reached over packets

@@ -11,7 +11,7 @@
  *
  * MODE: coproc (default), host-only or fallback; SPLIT: the op index where the NIC stage starts
  * (ops before it on the CPU), or a plan file (`splitnic plan -o`), run as planned: its cpu and gpu
- * stages on the host, in order, through the executor interface (kernels/kexec.h), its nic stage
+ * stages on the host, in order, through the executor interface (exec/kexec.h), its nic stage
  * on the NIC through the same interface (the NIC over packets, host_exec_remote_ops); a plan
  * without a nic stage is served host-only. A gpu stage without a usable GPU runs on the CPU
  * kernels: said once at start-up, counted (gpu_fallback_requests). One port (port 0; any PMD,

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "exec/kexec.h"
 #include "host/host.h"
-#include "kernels/kexec.h"
 
 static const char *const mode_names[] = {
     [HOST_MODE_COPROC] = "coproc",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Plan execution on the host: a model's host stages over a batch of requests, through the
- * executor interface (kernels/kexec.h). */
+ * executor interface (exec/kexec.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

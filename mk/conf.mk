@@ -6,7 +6,6 @@ INIH_LIBS := $(call pc_libs,inih)
 CONF_SRC := $(sort $(wildcard conf/*.c))
 CONF_OBJ := $(CONF_SRC:%.c=$(B)/%.o)
 LIBCONF := $(B)/libsnconf.a
-MODULE_LIBS += $(LIBCONF)
 MODULE_EXT_LIBS += $(INIH_LIBS)
 
 $(CONF_OBJ): MOD_CFLAGS += $(INIH_CFLAGS)

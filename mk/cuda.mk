@@ -46,7 +46,6 @@ $(LIBCUDA): $(B)/kernels/cuda/kcuda_dl.o
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-MODULE_LIBS += $(LIBCUDA)
 
 -include $(CUDA_OBJ:.o=.d) $(B)/kernels/cuda/kcuda_dl.d
 

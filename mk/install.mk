@@ -3,9 +3,11 @@
 #
 #   make install PREFIX=/usr/local DESTDIR=     binaries, libraries (.so with soname, .a),
 #       headers, pkg-config files (splitnic, splitnic-client), man pages, the bundled models
-#       and their labels (share/splitnic/models), examples, systemd units for splitnic-nic
-#       and splitnic-host, their configuration files (SYSCONFDIR/splitnic/), and
-#       splitnic_client.py in Python's dist-packages
+#       and their labels (share/splitnic/models), examples, the lab's scripts
+#       (share/splitnic/lab: namespaces, packet sweeps, IPVS, demos), the Wireshark dissector
+#       (share/splitnic/wireshark), systemd units for splitnic-nic and splitnic-host, their
+#       configuration files (SYSCONFDIR/splitnic/), and splitnic_client.py in Python's
+#       dist-packages
 #   make uninstall PREFIX=... DESTDIR=...
 
 PREFIX ?= /usr/local

@@ -14,7 +14,6 @@ LIBSNAPI := $(B)/libsnapi.a
 SNCLIENT_SRC := $(sort $(wildcard client/*.c))
 SNCLIENT_OBJ := $(SNCLIENT_SRC:%.c=$(B)/%.o)
 LIBSNCLIENT := $(B)/libsnclient.a
-MODULE_LIBS += $(LIBSNCLIENT) $(LIBSNAPI)
 
 $(LIBSNAPI): $(SNAPI_OBJ)
 $(LIBSNCLIENT): $(SNCLIENT_OBJ)
@@ -26,9 +25,7 @@ $(LIBSNAPI) $(LIBSNCLIENT):
 SN_SOVERSION := 1
 SN_VERSION := 1.0.0
 SN_LIBDIR := $(B)/lib
-# the executor interface (kernels/kexec*.c) reaches the GPU and the NIC: not the library's
-PIC_SN_OBJ := $(patsubst %.c,$(B)/pic/%.o,$(SNAPI_SRC) $(filter-out kernels/kexec%,$(KERN_SRC)) \
-	$(PROTO_SRC))
+PIC_SN_OBJ := $(patsubst %.c,$(B)/pic/%.o,$(SNAPI_SRC) $(KERN_SRC) $(MODEL_SRC) $(PROTO_SRC))
 PIC_CLIENT_OBJ := $(patsubst %.c,$(B)/pic/%.o,$(SNCLIENT_SRC) lib/error.c $(PROTO_SRC))
 SN_EXT_LIBS := $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -pthread -lm
 SN_LIBS := $(SN_LIBDIR)/libsplitnic.so.$(SN_VERSION) $(SN_LIBDIR)/libsplitnic.a \

@@ -29,11 +29,13 @@ $(SPLITNIC_NIC): $(NIC_OBJ) $(LIBNICLC) $$(PROJECT_LIBS)
 # (mk/nicfw.mk is read after this file: its library is named by path here)
 # test_lcore: the generic test rule, plus the lcore library and DPDK after the project libraries
 $(B)/tests/test_lcore: $(LIBNICLC)
-LDFLAGS_test_lcore = $(LIBNICLC) $(LIBNICFW) $(LIBKERN) $(LIBPROTO) $(DPDK_LIBS)
+LDFLAGS_test_lcore = $(LIBNICLC) $(LIBNICFW) $(LIBEXEC) $(LIBKERN) $(LIBMODEL) $(LIBPROTO) \
+	$(DPDK_LIBS)
 # bench_lcore: the generic bench rule, with DPDK's flags (EAL, rings) and the lcore library
 $(B)/bench/bench_lcore: MOD_CFLAGS += $(DPDK_CFLAGS)
 $(B)/bench/bench_lcore: $(LIBNICLC)
-LDFLAGS_bench_lcore = $(LIBNICLC) $(LIBNICFW) $(LIBKERN) $(LIBPROTO) $(DPDK_LIBS)
+LDFLAGS_bench_lcore = $(LIBNICLC) $(LIBNICFW) $(LIBEXEC) $(LIBKERN) $(LIBMODEL) $(LIBPROTO) \
+	$(DPDK_LIBS)
 
 all: $(SPLITNIC_NIC)
 

@@ -5,7 +5,6 @@
 NICFW_SRC := $(sort $(wildcard nicfw/*.c nicfw/emu/*.c))
 NICFW_OBJ := $(NICFW_SRC:%.c=$(B)/%.o)
 LIBNICFW := $(B)/libsnnicfw.a
-MODULE_LIBS += $(LIBNICFW)
 
 $(LIBNICFW): $(NICFW_OBJ)
 	$(call say,AR,$@)

@@ -1,14 +1,15 @@
-# onnx/: the ONNX / QONNX importer (`splitnic import`), depending on kernels only. onnx.proto
-# comes from Debian's libonnx-dev and is compiled with protoc-c into $(B)/onnx/ at build time.
+# model/onnx/: the ONNX / QONNX importer (`splitnic import`), depending on model/ only. onnx.proto
+# comes from Debian's libonnx-dev and is compiled with protoc-c into $(B)/model/onnx/gen/ at
+# build time.
 #
 #   make B=... $(B)/libsnonnx.a      (linked into the splitnic CLI and the tests)
 
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 PROTOC_C ?= protoc-c
-ONNX_GEN_DIR := $(B)/onnx/gen
+ONNX_GEN_DIR := $(B)/model/onnx/gen
 ONNX_PB_C := $(ONNX_GEN_DIR)/onnx.pb-c.c
 ONNX_PB_H := $(ONNX_GEN_DIR)/onnx.pb-c.h
-ONNX_SRC := $(sort $(wildcard onnx/*.c))
+ONNX_SRC := $(sort $(wildcard model/onnx/*.c))
 ONNX_OBJ := $(ONNX_SRC:%.c=$(B)/%.o) $(ONNX_GEN_DIR)/onnx.pb-c.o
 LIBONNX := $(B)/libsnonnx.a
 PROTOBUF_C_CFLAGS := $(call pc_cflags,libprotobuf-c)
@@ -31,7 +32,6 @@ $(LIBONNX): $(ONNX_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-MODULE_LIBS += $(LIBONNX)
 MODULE_EXT_LIBS += $(PROTOBUF_C_LIBS)
 
 -include $(ONNX_OBJ:.o=.d)
@@ -39,10 +39,10 @@ MODULE_EXT_LIBS += $(PROTOBUF_C_LIBS)
 # libFuzzer target for the importer (built and run by `make fuzz`, see mk/fuzz.mk): the
 # importer, the compiler and the model-file validator, with ASan + UBSan.
 FUZZ_TARGETS += fuzz_onnx
-ONNX_FUZZ_KERN := kernels/compile.c kernels/model.c kernels/model_write.c kernels/crc32c.c
+ONNX_FUZZ_KERN := model/compile.c model/model.c model/model_write.c model/crc32c.c
 
 $(B)/fuzz/fuzz_onnx: tests/fuzz/fuzz_onnx.c $(ONNX_SRC) $(ONNX_PB_C) $(ONNX_FUZZ_KERN) \
-		$(wildcard onnx/*.h kernels/*.h)
+		$(wildcard model/onnx/*.h model/*.h)
 	$(call say,FUZZCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(PROTOBUF_C_CFLAGS) -I$(ONNX_GEN_DIR) -o $@ $< $(ONNX_SRC) \

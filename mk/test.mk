@@ -11,7 +11,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory demo-run
 
 demo-run: $(SPLITNIC) $(SPLITNIC_NIC) $(SPLITNIC_HOST)
-	$(Q)B=$(B) tools/demo.sh
+	$(Q)B=$(B) lab/demo.sh
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-run

@@ -33,7 +33,6 @@ $(LIBXDP): $(XDP_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-MODULE_LIBS += $(LIBXDP)
 MODULE_EXT_LIBS += $(shell $(PKG_CONFIG) --libs libbpf) -lelf -lz
 
 -include $(XDP_BPF_OBJ:.o=.d) $(XDP_OBJ:.o=.d)

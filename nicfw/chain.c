@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/kexec.h"
+#include "exec/kexec.h"
 #include "nicfw/chain.h"
 
 #define SIG_W  0u /* memory signal of the weight read */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kexec.h"
+#include "exec/kexec.h"
 #include "split/split.h"
 
 #define ARCH_MAX_DIM (1u << 28)

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/kexec.h"
+#include "exec/kexec.h"
 #include "protocol/proto.h"
 #include "split/split.h"
 

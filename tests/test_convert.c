@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "kernels/kern.h"
-#include "kernels/npy.h"
+#include "model/npy.h"
 #include "tests/support/model_fixture.h"
 
 #define J(...) #__VA_ARGS__

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The executor interface (kernels/kexec.h) and its implementations: the NIC capability rule
+ * The executor interface (exec/kexec.h) and its implementations: the NIC capability rule
  * (one definition, asked by chain, planner, sweep and host), the completion FIFO, the CPU
  * executor against kern_forward, the GPU executor's CPU fallback (its message and counter),
  * the NIC emulator executor bit-exact with the CPU (the lcore one: tests/test_lcore.c), and a
@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
+#include "exec/kexec.h"
 #include "kernels/cuda/kcuda.h"
-#include "kernels/kexec.h"
-#include "nicfw/exec.h"
+#include "nicfw/emu/exec_emu.h"
 #include "tests/support/model_fixture.h"
 
 static struct kern_model *bundled(const char *name)

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "kernels/kexec.h"
+#include "exec/kexec.h"
 #include "host/host.h"
 #include "nicfw/emu/emu.h"
 #include "tests/support/model_fixture.h"

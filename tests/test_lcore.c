@@ -22,12 +22,12 @@
 #include <rte_eal.h>
 #include <rte_lcore.h>
 
-#include "kernels/kexec.h"
+#include "cli/dataset.h"
+#include "exec/kexec.h"
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/lcore/lcore.h"
 #include "tests/support/model_fixture.h"
-#include "tools/dataset.h"
 
 #define NA(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -82,7 +82,7 @@ static void expect_bit_exact(const struct kern_model *m, const void *inputs, uin
 	test_nic_expect_exact(&lc, m, inputs, count, execs, n_execs);
 }
 
-/* The chain as an executor (kernels/kexec.h): two batches in flight, completions in order,
+/* The chain as an executor (exec/kexec.h): two batches in flight, completions in order,
  * scores equal to kern_forward's; on the worker lcores and inline. */
 static void test_lcore_executor(void **state)
 {

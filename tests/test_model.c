@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "kernels/crc32c.h"
 #include "kernels/kern.h"
-#include "kernels/model_file.h"
+#include "model/crc32c.h"
+#include "model/model_file.h"
 #include "tests/support/npz_write.h"
 
 #define NA(a) (sizeof(a) / sizeof((a)[0]))

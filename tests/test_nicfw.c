@@ -21,12 +21,12 @@
 
 #include <cmocka.h>
 
-#include "kernels/kexec.h"
+#include "cli/dataset.h"
+#include "exec/kexec.h"
 #include "kernels/kern.h"
 #include "nicfw/chain.h"
 #include "nicfw/emu/emu.h"
 #include "tests/support/model_fixture.h"
-#include "tools/dataset.h"
 
 #define NA(a) (sizeof(a) / sizeof((a)[0]))
 

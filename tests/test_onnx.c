@@ -18,9 +18,10 @@
 
 #include <cmocka.h>
 
-#include "kernels/model_file.h"
+#include "kernels/kern.h"
+#include "model/model_file.h"
 #include "onnx.pb-c.h"
-#include "onnx/onnx_import.h"
+#include "model/onnx/onnx_import.h"
 
 /* One graph: input x (N, 1, 4, 4) float, nodes as given, output named `out`. */
 struct tg {

@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
+#include "exec/kexec.h"
 #include "kernels/kern_ops.h"
-#include "kernels/kexec.h"
 #include "split/split.h"
 #include "tests/support/model_fixture.h"
 

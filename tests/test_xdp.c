@@ -26,11 +26,11 @@
 #include <linux/bpf.h>
 
 #include "kernels/kern.h"
+#include "model/idx.h"
 #include "nicfw/xdp/xdp_infer.h"
 #include "protocol/frame.h"
 #include "protocol/proto.h"
 #include "tests/support/model_fixture.h"
-#include "tools/idx.h"
 
 #define FMNIST_IMAGES "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
 #define PORT	      PROTO_DEFAULT_PORT

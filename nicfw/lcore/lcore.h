@@ -33,8 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exec/kexec.h"
 #include "kernels/kern.h"
-#include "kernels/kexec.h"
 #include "nicfw/chain.h"
 
 #define NICFW_LCORE_MAX_CHAINS	16
@@ -78,7 +78,7 @@ uint32_t nicfw_lcore_run(struct nicfw_lcore *p, uint32_t max);
 /* submit, then wait for the result (running the inline runner meanwhile). 0 or -errno. */
 int nicfw_lcore_infer(struct nicfw_lcore *p, uint32_t chain, const void *in, double *scores);
 
-/* ---- the chain as an executor (kernels/kexec.h) ------------------------------------------ */
+/* ---- the chain as an executor (exec/kexec.h) ------------------------------------------ */
 
 struct nicfw_exec_lcore_conf {
 	const unsigned *lcores; /* runner lcores (as nicfw_lcore_create); none: run inline from

@@ -68,7 +68,7 @@
 #include <rte_telemetry.h>
 
 #include "conf/conf.h"
-#include "kernels/kexec.h"
+#include "exec/kexec.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
 #include "nicfw/chain.h"

@@ -18,11 +18,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/dataset.h"
 #include "kernels/cuda/kcuda.h"
 #include "kernels/kern.h"
+#include "split/stats.h"
 #include "tests/bench/bench.h"
-#include "tools/dataset.h"
-#include "tools/stats.h"
 
 #define GEMM_DIM     8192u
 #define GEMM_ITERS   10

@@ -21,7 +21,7 @@ ROUNDS=${BENCH_4W_ROUNDS:-3}
 export BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
 PY=/usr/bin/python3
 MLP=$B/models/fmnist-bmlp.snm
-. tests/integration/netns.sh
+. lab/netns.sh
 
 [ "$(id -u)" = 0 ] || { echo "bench_fourway: skip: not root (namespaces, XDP, af_packet)"; exit 0; }
 netns_need_files bench_fourway: "make all" "$S" "$B/splitnic-nic" "$B/splitnic-host" "$MLP"

@@ -29,7 +29,7 @@ N=${BENCH_HOST_N:-2000}
 export BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
 IMG=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 PY=/usr/bin/python3
-. tests/integration/netns.sh
+. lab/netns.sh
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bench_host: skip: not root (needs network namespaces and af_packet)"

@@ -18,12 +18,12 @@
 #include <rte_eal.h>
 
 #include "conf/opts.h"
+#include "exec/kexec.h"
 #include "kernels/kern.h"
-#include "kernels/kexec.h"
 #include "nicfw/lcore/lcore.h"
+#include "split/stats.h"
 #include "tests/bench/bench.h"
 #include "tests/support/rng.h"
-#include "tools/stats.h"
 
 #define MAX_ROUNDS 101
 #define MAX_EXECS  8

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench-split: the host <-> NIC link made real, measured. A binary MLP split so that its
-# ACTIVATION is 65,536 bits (8 KiB, 7 datagrams) runs over the lab of tools/sweep_lab.sh
+# ACTIVATION is 65,536 bits (8 KiB, 7 datagrams) runs over the lab of lab/sweep_lab.sh
 # (splitnic-host and splitnic-nic joined by a veth, net_af_packet through the qdisc); the
 # client's p50 at one outstanding with the link not shaped, at 50 and at 200 Mbit/s (tc tbf, a
 # 1,600-byte burst), in BENCH_LINK_ROUNDS interleaved rounds of 150 requests (medians of the
@@ -13,7 +13,7 @@ B=${B:-build}
 S=$(realpath "$B/splitnic")
 export SPLITNIC=$S BENCH_JSONL=${BENCH_JSONL:-$PWD/$B/bench.jsonl}
 PY=/usr/bin/python3
-LAB=tools/sweep_lab.sh
+LAB=lab/sweep_lab.sh
 ROUNDS=${BENCH_LINK_ROUNDS:-7}
 [ "$(id -u)" = 0 ] || { echo "bench_link: skip: not root (namespaces, tc)"; exit 0; }
 tag=bl$$

@@ -14,11 +14,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/dataset.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
+#include "split/stats.h"
 #include "tests/bench/bench.h"
-#include "tools/dataset.h"
-#include "tools/stats.h"
 
 #define MAX_ROUNDS 64
 

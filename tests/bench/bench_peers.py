@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "models", "scripts"))
 import refeval  # noqa: E402
 
 B = os.path.join(ROOT, os.environ.get("B", "build"))

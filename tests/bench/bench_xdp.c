@@ -14,13 +14,13 @@
 
 #include <linux/bpf.h>
 
-#include "kernels/compile.h"
+#include "cli/dataset.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
+#include "model/compile.h"
 #include "nicfw/xdp/xdp_infer.h"
 #include "protocol/proto.h"
 #include "tests/bench/bench.h"
-#include "tools/dataset.h"
 
 #define BENCH_N 2000u
 

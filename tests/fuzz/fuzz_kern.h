@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/compile.h"
 #include "kernels/kern.h"
-#include "kernels/model_file.h"
+#include "model/compile.h"
+#include "model/model_file.h"
 
 #define CHECK(c)                                                                                   \
 	do {                                                                                       \

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/crc32c.h"
+#include "model/crc32c.h"
 #include "tests/fuzz/fuzz_kern.h"
 
 #define LABEL "(fuzz)"

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/model_file.h"
-#include "onnx/onnx_import.h"
+#include "model/model_file.h"
+#include "model/onnx/onnx_import.h"
 
 #define CHECK(c)                                                                                   \
 	do {                                                                                       \

@@ -98,7 +98,7 @@ check "fragmented requests and responses" "$out" \
 out=$("$S" client "127.0.0.1:$port" --shape 1,28,28 --count 20 --payload 300 --json)
 check "payload 300" "$out" "j['responses']==20 and j['timeouts']==0"
 # random tensors of a model's input shape (an f32 model of the spec's hard cases)
-"$PY" tools/genmodel.py --out "$work/gm" --seed 2 --kind hard >/dev/null
+"$PY" models/scripts/genmodel.py --out "$work/gm" --seed 2 --kind hard >/dev/null
 "$S" convert "$work/gm/arch.json" "$work/gm/weights.npz" -o "$work/gm/m.snm"
 out=$("$S" client "127.0.0.1:$port" --model "$work/gm/m.snm" --count 12 --payload 300 --json)
 check "random inputs of --model's shape" "$out" "j['responses']==12 and j['timeouts']==0"

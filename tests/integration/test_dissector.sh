@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Lua dissector (tools/splitnic.lua) decodes a capture written by the protocol test suite
+# The Lua dissector (contrib/wireshark/splitnic.lua) decodes a capture written by the protocol test suite
 # (build/tests/test_protocol, test_proto_pcap): every message type, a fragmented request, an
 # int8 request on a non-default port (heuristic) and a malformed datagram.
 # Exit 0 pass, 1 fail, 77 skip (no tshark: `make deps` installs it).
@@ -15,7 +15,7 @@ PROTO_PCAP_OUT="$work/proto.pcap" "$T" >"$work/test.log" 2>&1 ||
 	{ echo "FAIL: $T"; cat "$work/test.log"; exit 1; }
 
 fields() {
-	tshark -X lua_script:tools/splitnic.lua -r "$work/proto.pcap" -T fields -E 'separator=|' "$@" \
+	tshark -X lua_script:contrib/wireshark/splitnic.lua -r "$work/proto.pcap" -T fields -E 'separator=|' "$@" \
 		2>"$work/tshark.err"
 }
 
@@ -52,7 +52,7 @@ want_scores='0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9|1|1050000|400000'
 [ "$scores" = "$want_scores" ] || { echo "FAIL: scores '$scores' != '$want_scores'"; fail=1; }
 
 # the malformed datagram is flagged, and the summary lines read well
-summary=$(tshark -X lua_script:tools/splitnic.lua -r "$work/proto.pcap" 2>/dev/null)
+summary=$(tshark -X lua_script:contrib/wireshark/splitnic.lua -r "$work/proto.pcap" 2>/dev/null)
 echo "$summary"
 echo "$summary" | grep -q 'malformed: unknown version 9' || { echo "FAIL: no malformed"; fail=1; }
 echo "$summary" | grep -q 'REQUEST id=0x0000000000000002 .*frag 1336+1336/3136 f32 1x28x28' ||

@@ -27,7 +27,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
 N=${INPROC_COUNT:-10000}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG" "$LAB"

@@ -47,7 +47,7 @@ CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm}
 N=${HOST_COUNT:-10000}
 PARTS=" ${HOST_PARTS:-1 2 3 8 4 5 6 7} "
 part() { [[ $PARTS == *" $1 "* ]]; }
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"

@@ -30,7 +30,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm} N=${WORKERS_COUNT:-1000}
-. tests/integration/netns.sh
+. lab/netns.sh
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG"
 

@@ -13,7 +13,8 @@
 #      by their units' ExecStart lines run directly; the C front-end (examples/client.c, built
 #      with `pkg-config splitnic-client`) and the Python one (examples/client.py with the
 #      installed splitnic_client.py) get the classes of `splitnic run` from the NIC
-#      (fmnist-bmlp, stand-alone) and from host + NIC (fmnist-bcnn, co-processor).
+#      (fmnist-bmlp, stand-alone) and from host + NIC (fmnist-bcnn, co-processor); the installed
+#      `splitnic sweep --packet` runs the installed lab (share/splitnic/lab/sweep_lab.sh).
 # Exit 0 pass, 1 fail, 77 skip (part 2 needs root; never skipped under CI=true).
 # INSTALL_COUNT=N: images per model (default 2000).
 set -u
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 . tests/integration/paths.sh
 N=${INSTALL_COUNT:-2000}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_files FAIL: "make all" "$S" "$B/splitnic-nic" "$B/splitnic-host" "$IMG" "$LAB" \
 	"$B/lib/libsplitnic.so" "$B/lib/libsplitnic-client.so"
@@ -33,6 +34,7 @@ nic_pid=
 host_pid=
 cleanup() {
 	netns_kill "$host_pid" "$nic_pid"
+	[ "$(id -u)" = 0 ] && bash lab/sweep_lab.sh down "i$tag" 2>/dev/null # the sweep's, if left
 	netns_cleanup "/var/run/dpdk/sninsn$tag" "/var/run/dpdk/sninsh$tag" "$tmp"
 }
 trap cleanup EXIT
@@ -162,6 +164,13 @@ kill -TERM "$host_pid" && wait "$host_pid" || fail "splitnic-host exit status on
 host_pid=
 kill -TERM "$nic_pid" && wait "$nic_pid"
 nic_pid=
+# the installed lab: `splitnic sweep --packet` runs PREFIX/share/splitnic/lab/sweep_lab.sh and the
+# servers beside the installed splitnic
+"$prefix/bin/splitnic" sweep "$prefix/share/splitnic/models/fmnist-bmlp.snm" --packet --splits host \
+	--load 100 --duration 0.3 --rounds 1 --tag "i$tag" >"$tmp/sweep.txt" 2>"$tmp/sweep.err" ||
+	{ tail -5 "$tmp/sweep.err"; fail "the installed splitnic sweep --packet"; }
+grep -q '^SWEEP mode=packet' "$tmp/sweep.txt" || fail "the installed sweep --packet: no SWEEP line"
+echo "pass: the installed splitnic sweep --packet ran the installed lab"
 mk uninstall PREFIX="$prefix" >/dev/null 2>&1 || fail "make uninstall PREFIX"
 [ -z "$(find "$prefix" -type f 2>/dev/null)" ] || fail "files left under $prefix"
 echo "pass: install"

@@ -8,7 +8,7 @@
 #                       == s3 (10.89.3.1)   "
 # The router is each server's gateway (IPVS NAT: replies go back through it). Each splitnic-nic
 # answers ARP for its server address and HEALTH on its wire port (and passes the host's probes
-# up); keepalived's conf comes from tools/ipvs-setup.sh.
+# up); keepalived's conf comes from lab/ipvs-setup.sh.
 #   1. spread: the whole Fashion-MNIST test set (10,000 images) over 2048 client sockets: every
 #      request answered once, with the classes of `splitnic run`; per-server counts (the hosts'
 #      requests) within 20% of even;
@@ -30,7 +30,7 @@ cd "$(dirname "$0")/../.."
 CNN=$B/models/fmnist-bcnn.snm
 N=${IPVS_COUNT:-10000}
 VIP=10.89.0.100
-. tests/integration/netns.sh
+. lab/netns.sh
 . tests/integration/uml.sh
 
 netns_need_root "IPVS"
@@ -43,8 +43,8 @@ for bad in "--vip 10.89.0.300 10.89.1.1|--vip: an IPv4 address" \
 	"--vip 10.89.0.100 --scheduler rr 10.89.1.1|--scheduler: sh or mh" \
 	"--vip 10.89.0.100 10.89.1.1:0|port 1 to 65535" "--vip 10.89.0.100|at least one SERVER"; do
 	# shellcheck disable=SC2086
-	if msg=$(tools/ipvs-setup.sh ${bad%%|*} 2>&1); then
-		echo "FAIL: tools/ipvs-setup.sh ${bad%%|*} accepted"; exit 1
+	if msg=$(lab/ipvs-setup.sh ${bad%%|*} 2>&1); then
+		echo "FAIL: lab/ipvs-setup.sh ${bad%%|*} accepted"; exit 1
 	fi
 	[[ $msg == *"${bad#*|}"* ]] || { echo "FAIL: ipvs-setup.sh said '$msg'"; exit 1; }
 done
@@ -176,9 +176,9 @@ for k in 1 2 3; do # each server healthy as a prober sees it (NIC, then its host
 done
 cat "$tmp/health1.txt"
 
-tools/ipvs-setup.sh --vip "$VIP" --scheduler mh --method nat --delay-loop 1 \
+lab/ipvs-setup.sh --vip "$VIP" --scheduler mh --method nat --delay-loop 1 \
 	--check-timeout-ms 1000 --misc-timeout 10 --splitnic "$S" --keepalived "$tmp/keepalived.conf" \
-	10.89.1.1 10.89.2.1 10.89.3.1 || fail "tools/ipvs-setup.sh"
+	10.89.1.1 10.89.2.1 10.89.3.1 || fail "lab/ipvs-setup.sh"
 ip netns exec "$ns_r" keepalived --dont-fork --log-console --log-detail --check \
 	--use-file "$tmp/keepalived.conf" --pid "$tmp/ka.pid" --checkers_pid "$tmp/kac.pid" \
 	>"$tmp/keepalived.log" 2>&1 &

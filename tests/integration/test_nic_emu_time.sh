@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 MODEL=${NIC_MODEL:-$B/models/fmnist-bmlp.snm}
 EXEC=${NIC_EMU_EXECUTORS:-16}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$NIC" "$MODEL" "$IMG"

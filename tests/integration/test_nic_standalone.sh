@@ -27,7 +27,7 @@ MODEL=${NIC_MODEL:-$B/models/fmnist-bmlp.snm}
 EXEC=${NIC_EXECUTORS:-16}
 PLATFORM=${NIC_PLATFORM:-lcore}
 RATE=${NIC_FWD_RATE:-2000}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$NIC" "$MODEL" "$IMG" "$LAB"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A plan with CPU, GPU and NIC stages, run as a plan (issue 11): the binary CNN as
 #   cpu ops [0, 4) -> gpu ops [4, 9) -> nic ops [9, 13)     (activation: 3136 bits at op 9)
-#   1. in process: `splitnic run --plan` (executors through kernels/kexec.h, the NIC stage on the
+#   1. in process: `splitnic run --plan` (executors through exec/kexec.h, the NIC stage on the
 #      emulator) gives the classes and the scores of `splitnic run`, bit for bit;
 #   2. over packets: splitnic-host serving the plan (its cpu and gpu stages on the host, its nic
 #      stage in-process behind the ACTIVATION path, --nic inproc, front-end over a veth): every
@@ -18,7 +18,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 CNN=${HOST_MODEL:-$B/models/fmnist-bcnn.snm} N=${PLAN_COUNT:-2000} NS=200 # NS: images whose scores are checked over packets
-. tests/integration/netns.sh
+. lab/netns.sh
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$HOST" "$CNN" "$IMG" "$LAB"
 

@@ -6,7 +6,7 @@
 #   - A block runs alone, from the clone's root, as root, under `bash -e -o pipefail`, within
 #     README_BLOCK_TIMEOUT seconds (default 120): it defines every variable it uses, and a
 #     command that fails fails the test. Blocks run in README order, so a block may use what
-#     an earlier one left (the lab network of `tools/lab.sh up`, a file it wrote).
+#     an earlier one left (the lab network of `lab/lab.sh up`, a file it wrote).
 #   - A line `# expect: REGEX` (an extended regex, grep -E) must match a line of the block's
 #     output (stdout and stderr together). Show counts small enough for the test's time budget
 #     (`--count 1000`, not the whole test set over the packet path).
@@ -14,12 +14,12 @@
 #     (`kill %1; wait`); whatever is left in the block's process group is killed afterwards.
 #   - `make` lines are not run, with one exception: the test runs inside `make test`, after
 #     `make deps` and the build, so `make test` would recurse and builds are make's own test;
-#     `make demo` is run as what `make demo-run` runs, `tools/demo.sh`, with
+#     `make demo` is run as what `make demo-run` runs, `lab/demo.sh`, with
 #     DEMO_COUNT=README_DEMO_COUNT (default 200) images.
 #
 # The clone is `git clone` of this repository plus the working tree's uncommitted changes
 # (tracked diff and untracked files), with build outputs (the programs and the converted models)
-# hard-linked from $B: nothing is rebuilt. `tools/lab.sh down` runs at the end.
+# hard-linked from $B: nothing is rebuilt. `lab/lab.sh down` runs at the end.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
@@ -28,7 +28,7 @@ B=${B:-build}
 PY=/usr/bin/python3
 TIMEOUT=${README_BLOCK_TIMEOUT:-120}
 DEMO_COUNT=${README_DEMO_COUNT:-200}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root "the README's packet-path blocks"
 netns_need_files FAIL: "make all" "$B/splitnic" "$B/splitnic-nic" "$B/splitnic-host" \
@@ -38,7 +38,7 @@ command -v git >/dev/null || { echo "FAIL: git missing"; exit 1; }
 tmp=$(mktemp -d "$root/$B/readme-test.XXXXXX")
 clone=$tmp/clone
 cleanup() {
-	[ -x "$clone/tools/lab.sh" ] && (cd "$clone" && tools/lab.sh down >/dev/null 2>&1)
+	[ -x "$clone/lab/lab.sh" ] && (cd "$clone" && lab/lab.sh down >/dev/null 2>&1)
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -88,8 +88,8 @@ echo "README.md: ${#blocks[@]} sh blocks"
 bad=0
 for blk in "${blocks[@]}"; do
 	name=$(basename "$blk" .sh)
-	# make lines: `make demo` runs as tools/demo.sh; any other make line is left out
-	sed -E -e "s|^make demo\\b.*|B=build DEMO_COUNT=$DEMO_COUNT tools/demo.sh|" \
+	# make lines: `make demo` runs as lab/demo.sh; any other make line is left out
+	sed -E -e "s|^make demo\\b.*|B=build DEMO_COUNT=$DEMO_COUNT lab/demo.sh|" \
 		-e 's|^make\b.*|: "(make line not run by test_readme.sh)"|' "$blk" >"$blk.run"
 	echo "--- $name"
 	sed 's/^/    /' "$blk"

@@ -34,7 +34,7 @@ LAB=$D/t10k-labels-idx1-ubyte.gz
 MLP=$B/models/fmnist-bmlp.snm
 CNN=$B/models/fmnist-bcnn.snm
 PY=/usr/bin/python3
-. tests/integration/netns.sh
+. lab/netns.sh
 netns_need_files FAIL: "make all" "$S" "$MLP" "$CNN" "$IMG" "$LAB"
 tmp=$(mktemp -d)
 pid=

@@ -31,7 +31,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 CNN=${STRESS_MODEL:-$B/models/fmnist-bcnn.snm}
 N=${STRESS_N:-8}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root "af_packet and memif"
 netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"

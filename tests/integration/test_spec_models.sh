@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# splitnic convert + run against the float64 evaluation of the spec (tools/refeval.py) on random
-# models that cover the spec's hard cases (tools/genmodel.py), with every kernel table, batch
+# splitnic convert + run against the float64 evaluation of the spec (models/scripts/refeval.py) on random
+# models that cover the spec's hard cases (models/scripts/genmodel.py), with every kernel table, batch
 # sizes that do not divide the input count, and several threads.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -12,10 +12,10 @@ n=0
 for kind in mlp cnn hard; do
 	for seed in 1 2 3 4 5 6; do
 		d=$tmp/$kind-$seed
-		$PY tools/genmodel.py --out "$d" --seed "$seed" --kind "$kind" >/dev/null
+		$PY models/scripts/genmodel.py --out "$d" --seed "$seed" --kind "$kind" >/dev/null
 		$S convert "$d/arch.json" "$d/weights.npz" -o "$d/m.snm"
 		if [ -f "$d/images.idx" ]; then in=(--images "$d/images.idx"); else in=(--npy "$d/inputs.npy"); fi
-		$PY tools/refeval.py "$d/arch.json" "$d/weights.npz" "${in[@]}" --scores "$d/ref.csv" >/dev/null
+		$PY models/scripts/refeval.py "$d/arch.json" "$d/weights.npz" "${in[@]}" --scores "$d/ref.csv" >/dev/null
 		for isa in ref avx2 avx512; do
 			for opt in "--batch 1" "--batch 7 --threads 2"; do
 				# shellcheck disable=SC2086

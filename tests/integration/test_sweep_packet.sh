@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The packet path that `splitnic sweep --packet` measures (tools/sweep_lab.sh), as root:
+# The packet path that `splitnic sweep --packet` measures (lab/sweep_lab.sh), as root:
 #   1. the link made real: a binary MLP split so that its ACTIVATION is 65,536 bits (8 KiB, 7
 #      datagrams); splitnic-host and splitnic-nic joined by a veth (net_af_packet both, through
 #      the qdisc), shaped by tc tbf at 50 Mbit/s: every request answered by the NIC, and tbf's
@@ -15,11 +15,11 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 CNN=$B/models/fmnist-bcnn.snm
-. tests/integration/netns.sh
+. lab/netns.sh
 netns_need_root "af_packet and tc"
 netns_need_files FAIL: "make all" "$S" "$B/splitnic-nic" "$B/splitnic-host" "$CNN"
 command -v tc >/dev/null || { echo "FAIL: tc missing (make deps: iproute2)"; exit 1; }
-LAB=tools/sweep_lab.sh
+LAB=lab/sweep_lab.sh
 tag=t$$
 tag=${tag:0:8}
 tmp=$(mktemp -d)

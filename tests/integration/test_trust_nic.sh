@@ -32,7 +32,7 @@ cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 CNN=${TRUST_MODEL:-$B/models/fmnist-bcnn.snm}
 N=${TRUST_COUNT:-3000}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root "af_packet, memif and packet capture"
 netns_need_files FAIL: "make all" "$S" "$NIC" "$HOST" "$CNN" "$IMG" "$LAB"

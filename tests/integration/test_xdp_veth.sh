@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
 MODEL=${XDP_MODEL:-$B/models/fmnist-bmlp.snm}
-. tests/integration/netns.sh
+. lab/netns.sh
 
 netns_need_root XDP
 netns_need_files FAIL: "make all; make models" "$S" "$MODEL" "$IMG" "$LAB"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checks of tools/genmodel.py: deterministic, files per the spec, hard cases covered.
+"""Checks of models/scripts/genmodel.py: deterministic, files per the spec, hard cases covered.
 Run: /usr/bin/python3 tests/py/test_genmodel.py"""
 import json
 import os
@@ -10,10 +10,10 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "models", "scripts"))
 import refeval  # noqa: E402
 
-GEN = os.path.join(ROOT, "tools", "genmodel.py")
+GEN = os.path.join(ROOT, "models", "scripts", "genmodel.py")
 HARD = {"width not multiple of 64", "binary conv with zero padding", "batchnorm gamma < 0",
         "batchnorm gamma == 0", "maxpool before sign", "maxpool after sign", "stride > 1",
         "overlapping maxpool", "binary layer on u8 input", "binary layer on float input",

@@ -4,7 +4,7 @@ same classes and scores as its interchange files (`splitnic convert`), bit for b
 Fashion-MNIST test set (10,000 images).
 
 The binarized models ship models/NAME/model.onnx; the float ones (fmlp, fcnn: 3 to 7 MB of
-float32 weights, too big to commit) are exported here with tools/train_fmnist.py --onnx-from.
+float32 weights, too big to commit) are exported here with models/scripts/train_fmnist.py --onnx-from.
 """
 import glob
 import os
@@ -38,7 +38,7 @@ def main():
             shipped = os.path.exists(onnx_file)
             if not shipped:
                 onnx_file = os.path.join(tmp, name + ".onnx")
-                run(["/usr/bin/python3", "tools/train_fmnist.py", "--onnx-from", d,
+                run(["/usr/bin/python3", "models/scripts/train_fmnist.py", "--onnx-from", d,
                      "--onnx", onnx_file])
             ic = os.path.join(tmp, name + ".ic.snm")
             ox = os.path.join(tmp, name + ".onnx.snm")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Sanity checks of tools/refeval.py on tiny hand-computed models.
+"""Sanity checks of models/scripts/refeval.py on tiny hand-computed models.
 Run: /usr/bin/python3 tests/py/test_refeval_selfcheck.py"""
 import os
 import subprocess
@@ -11,7 +11,7 @@ import numpy as np
 from runner import run_tests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "models", "scripts"))
 import refeval  # noqa: E402
 
 
@@ -135,7 +135,7 @@ def test_idx_roundtrip_and_cli():
         with open(os.path.join(d, "a.json"), "w") as f:
             json.dump(a, f)
         np.savez(os.path.join(d, "w.npz"), **{"1.weight": wt, "1.bias": bias})
-        subprocess.check_call([sys.executable, os.path.join(ROOT, "tools", "refeval.py"),
+        subprocess.check_call([sys.executable, os.path.join(ROOT, "models", "scripts", "refeval.py"),
                                os.path.join(d, "a.json"), os.path.join(d, "w.npz"),
                                "--images", os.path.join(d, "im.idx"),
                                "--scores", os.path.join(d, "s.csv")],

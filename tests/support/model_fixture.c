@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "kernels/kexec.h"
-#include "tools/dataset.h"
+#include "cli/dataset.h"
+#include "exec/kexec.h"
 #include "tests/support/model_fixture.h"
 #include "tests/support/rng.h"
 

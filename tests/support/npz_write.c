@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <zip.h>
 
-#include "kernels/npy.h"
+#include "model/npy.h"
 #include "tests/support/npz_write.h"
 
 uint8_t *test_npy_raw(const char *dict, const void *data, size_t data_len, size_t *len)

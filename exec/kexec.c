@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/* The executor interface: the calls every caller makes, the completion FIFO, capabilities. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/kexec.h"
+
+_Static_assert((KEXEC_FIFO & (KEXEC_FIFO - 1)) == 0, "KEXEC_FIFO must be a power of two");
+
+static const char *const kind_names[KEXEC_KIND__COUNT] = {"cpu", "gpu", "nic"};
+
+const char *kexec_kind_name(unsigned kind)
+{
+	return kind < KEXEC_KIND__COUNT ? kind_names[kind] : "?";
+}
+
+int kexec_kind_from_name(const char *name)
+{
+	for (unsigned k = 0; k < KEXEC_KIND__COUNT; k++)
+		if (!strcmp(name, kind_names[k]))
+			return (int)k;
+	return -1;
+}
+
+static bool nic_float_op(const struct kern_layer *l)
+{
+	return (l->op == KERN_OP_BIAS || l->op == KERN_OP_BATCHNORM) && l->in.fmt == KERN_FMT_F64;
+}
+
+static bool nic_binary_op(const struct kern_layer *l)
+{
+	return (l->op == KERN_OP_BDENSE && l->in.fmt == KERN_FMT_BITS) ||
+	       (l->op == KERN_OP_BDENSE_U8 && l->in.fmt == KERN_FMT_U8);
+}
+
+static bool nic_flatten_op(const struct kern_layer *l)
+{
+	return l->op == KERN_OP_FLATTEN && (l->in.fmt == KERN_FMT_U8 || l->in.fmt == KERN_FMT_BITS);
+}
+
+bool kexec_nic_op(const struct kern_layer *l)
+{
+	return nic_float_op(l) || nic_binary_op(l) || nic_flatten_op(l);
+}
+
+bool kexec_nic_entry(const struct kern_layer *l)
+{
+	return nic_flatten_op(l) || nic_binary_op(l);
+}
+
+uint32_t kexec_nic_first(const struct kern_model *m)
+{
+	uint32_t n = m->n_layers, j = n;
+	const struct kern_layer *l;
+
+	while (j && nic_float_op(&m->layers[j - 1]))
+		j--;
+	if (!j)
+		return n;
+	l = &m->layers[j - 1];
+	if (!nic_binary_op(l) || (j < n && (l->flags & KERN_LF_THRESH)))
+		return n;
+	j--;
+	while (j) {
+		l = &m->layers[j - 1];
+		if (!nic_flatten_op(l) && !(nic_binary_op(l) && (l->flags & KERN_LF_THRESH)))
+			break;
+		j--;
+	}
+	return j;
+}
+
+bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, uint32_t last)
+{
+	if (first >= last || last > m->n_layers)
+		return false;
+	switch (kind) {
+	case KEXEC_KIND_CPU:
+	case KEXEC_KIND_GPU:
+		return true;
+	case KEXEC_KIND_NIC:
+		return last == m->n_layers && first >= kexec_nic_first(m) &&
+		       kexec_nic_entry(&m->layers[first]);
+	}
+	return false;
+}
+
+bool kexec_nic_handoff_ok(const struct kern_model *m, uint32_t k)
+{
+	const struct kern_shape *in;
+
+	if (!kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers))
+		return false;
+	in = &m->layers[k].in;
+	return k == 0 || (in->fmt == KERN_FMT_BITS && in->h == 1 && in->w == 1);
+}
+
+uint32_t kexec_nic_split(const struct kern_model *m)
+{
+	uint32_t k = kexec_nic_first(m);
+
+	if (k + 1 < m->n_layers && m->layers[k].op == KERN_OP_FLATTEN &&
+	    !kexec_nic_handoff_ok(m, k) && kexec_nic_handoff_ok(m, k + 1))
+		k++;
+	return k;
+}
+
+int kexec_open(struct kexec *x, const struct kexec_ops *ops, const void *conf, char *err,
+	       size_t errlen)
+{
+	int ret;
+
+	memset(x, 0, sizeof(*x));
+	x->ops = ops;
+	ret = ops->init ? ops->init(x, conf, err, errlen) : 0;
+	if (ret)
+		kexec_close(x);
+	return ret;
+}
+
+int kexec_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+	       uint32_t max_batch, char *err, size_t errlen)
+{
+	struct kexec_caps c;
+	uint64_t ib, ob;
+	int ret;
+
+	if (!max_batch) {
+		snprintf(err, errlen, "%s executor: batch of 0", x->ops->name);
+		return -EINVAL;
+	}
+	x->m = m;
+	kexec_get_caps(x, &c);
+	if (!kexec_can_run(c.kind, m, first, last)) {
+		snprintf(err, errlen, "model %s: the %s executor cannot run ops [%u, %u) of %u",
+			 m->name, x->ops->name, first, last, m->n_layers);
+		x->m = NULL;
+		return -EINVAL;
+	}
+	ib = first ? kern_shape_bytes(&m->layers[first].in) : kern_shape_bytes(&m->input);
+	ob = kern_shape_bytes(&m->layers[last - 1].out);
+	if (last == m->n_layers)
+		ob = (uint64_t)kern_model_classes(m) * sizeof(double);
+	if (ib > UINT32_MAX || ob > UINT32_MAX) {
+		snprintf(err, errlen, "model %s: ops [%u, %u): tensors too large", m->name, first,
+			 last);
+		x->m = NULL;
+		return -EINVAL;
+	}
+	x->first = first;
+	x->last = last;
+	x->max_batch = max_batch;
+	x->in_bytes = (uint32_t)ib;
+	x->out_bytes = (uint32_t)ob;
+	ret = x->ops->load(x, m, first, last, max_batch, err, errlen);
+	if (ret)
+		x->m = NULL;
+	return ret;
+}
+
+int kexec_submit(struct kexec *x, const void *in, uint32_t n, void *out, uint64_t tag)
+{
+	int ret;
+
+	if (!x->m || !n || n > x->max_batch)
+		return -EINVAL;
+	if (x->pending == KEXEC_FIFO)
+		return -EBUSY;
+	ret = x->ops->submit(x, in, n, out, tag);
+	if (ret)
+		return ret;
+	x->pending++;
+	x->submitted++;
+	return 0;
+}
+
+void kexec_complete(struct kexec *x, uint64_t tag, int status)
+{
+	struct kexec_done *d = &x->fifo[x->tail++ & (KEXEC_FIFO - 1)];
+
+	d->tag = tag;
+	d->status = status;
+	x->completed++;
+	if (status)
+		x->errors++;
+}
+
+uint32_t kexec_poll(struct kexec *x, struct kexec_done *done, uint32_t max)
+{
+	uint32_t n = 0;
+
+	if (x->ops->progress && x->head == x->tail)
+		x->ops->progress(x);
+	while (n < max && x->head != x->tail)
+		done[n++] = x->fifo[x->head++ & (KEXEC_FIFO - 1)];
+	x->pending -= n;
+	return n;
+}
+
+int kexec_run(struct kexec *x, const void *in, uint32_t n, void *out)
+{
+	struct kexec_done d;
+	int ret = kexec_submit(x, in, n, out, 0);
+
+	if (ret)
+		return ret;
+	while (!kexec_poll(x, &d, 1))
+		;
+	return d.status;
+}
+
+void kexec_get_caps(const struct kexec *x, struct kexec_caps *c)
+{
+	memset(c, 0, sizeof(*c));
+	x->ops->caps(x, c);
+}
+
+void kexec_close(struct kexec *x)
+{
+	if (x->ops && x->ops->close)
+		x->ops->close(x);
+	x->priv = NULL;
+	x->m = NULL;
+}
+
+void kexec_pipe_init(struct kexec_pipe *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+int kexec_pipe_add(struct kexec_pipe *p, const struct kexec_ops *ops, const void *conf,
+		   const struct kern_model *m, uint32_t first, uint32_t last, uint32_t max_batch,
+		   char *err, size_t errlen)
+{
+	const uint32_t want = p->n ? p->x[p->n - 1].last : 0;
+	struct kexec *x = &p->x[p->n];
+	size_t cut;
+	int ret;
+
+	if (p->n == KEXEC_PIPE_MAX || first != want) {
+		snprintf(err, errlen, "model %s: stage %u at ops [%u, %u): %s", m->name, p->n,
+			 first, last,
+			 p->n == KEXEC_PIPE_MAX ? "too many stages"
+						: "does not start where the "
+						  "previous stage ended");
+		return -EINVAL;
+	}
+	if (p->n && p->x[0].max_batch != max_batch) {
+		snprintf(err, errlen, "model %s: stage %u: batch %u, the pipeline's is %u", m->name,
+			 p->n, max_batch, p->x[0].max_batch);
+		return -EINVAL;
+	}
+	ret = kexec_open(x, ops, conf, err, errlen);
+	if (ret)
+		return ret;
+	ret = kexec_load(x, m, first, last, max_batch, err, errlen);
+	if (ret) {
+		kexec_close(x);
+		return ret;
+	}
+	cut = first ? (size_t)max_batch * x->in_bytes : 0;
+	if (cut > p->buf_bytes) {
+		for (int i = 0; i < 2; i++) {
+			free(p->buf[i]);
+			p->buf[i] = aligned_alloc(64, (cut + 63) / 64 * 64);
+		}
+		p->buf_bytes = p->buf[0] && p->buf[1] ? cut : 0;
+		if (!p->buf_bytes) {
+			snprintf(err, errlen, "model %s: no memory for the cut at op %u", m->name,
+				 first);
+			kexec_close(x);
+			return -ENOMEM;
+		}
+	}
+	p->n++;
+	return 0;
+}
+
+int kexec_pipe_run(struct kexec_pipe *p, const void *in, uint32_t n, void *out)
+{
+	const void *src = in;
+	int ret;
+
+	if (!p->n)
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->n; i++) {
+		void *dst = i + 1 == p->n ? out : p->buf[i & 1];
+
+		ret = kexec_run(&p->x[i], src, n, dst);
+		if (ret)
+			return ret;
+		src = dst;
+	}
+	return 0;
+}
+
+void kexec_pipe_fini(struct kexec_pipe *p)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		kexec_close(&p->x[i]);
+	free(p->buf[0]);
+	free(p->buf[1]);
+	memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lab/sweep.h — splitnic sweep over the packet path (lab/sweep_packet.c); the in-process
+ * sweep is cli/cmd_sweep.c, which parses the options of both.
+ */
+#ifndef LAB_SWEEP_H
+#define LAB_SWEEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "kernels/kern.h"
+#include "protocol/proto.h"
+#include "split/split.h"
+
+#define SWEEP_MAX_BW	 8
+#define SWEEP_MAX_LOAD	 8
+#define SWEEP_MAX_ROUNDS 9
+
+struct sweep_pk_opts {
+	const char *model_path;
+	const char *images; /* IDX inputs for the client; NULL: random tensors of the model's */
+	const char *json;   /* --json FILE */
+	const char *plot;   /* --plot FILE */
+	bool normalize;	    /* --normalize: bars over the all-host bar of their panel */
+	double rate[SWEEP_MAX_BW]; /* Gbit/s on the host <-> NIC link; 0: not shaped */
+	uint32_t n_rate;
+	double load[SWEEP_MAX_LOAD]; /* requests/s, or a multiple of the all-host capacity */
+	bool load_rel[SWEEP_MAX_LOAD];
+	uint32_t n_load;
+	double duration;      /* seconds of offered load per point and round */
+	uint32_t rounds;      /* interleaved rounds, 1..SWEEP_MAX_ROUNDS */
+	uint32_t objective;   /* the planner's: enum split_objective */
+	const char *platform; /* splitnic-nic --platform */
+	uint32_t executors;   /* splitnic-nic --executors */
+	const char *host_opt; /* extra splitnic-host options, space-separated */
+	const char *lab;      /* lab/sweep_lab.sh; NULL: beside the executable's tree */
+	const char *tag;      /* the lab's namespaces; NULL: from the pid */
+	const char *servers;  /* --servers: running servers at this address, no lab */
+	const char *netns;    /* --netns: the front-end's namespace for --servers */
+	int64_t split;	      /* the op where the NIC starts (m->n_layers: all-host); -1 */
+	uint32_t splits[64];  /* --splits: the candidates to measure (none: every one) */
+	uint32_t n_splits;
+};
+
+/* ---- the lab (lab/sweep_lab.c, the C side of lab/sweep_lab.sh) ------------------------ */
+
+/* What the client measured (MEASURED) and, for the sweep, what the cost model says (MODELED). */
+struct sweep_point {
+	double load; /* offered, requests/s; 0: closed loop */
+	bool done;
+	double p50, p99, mean, thr; /* us, us, us, responses/s; NAN without answers */
+	uint64_t requests, responses, errors, busy, timeouts, ex_nic, ex_fallback;
+	double srv[PROTO_T_COUNT];     /* mean ns of the RESPONSE timing fields */
+	double srv_p50[PROTO_T_COUNT]; /* their medians */
+	struct split_load_pred pred;
+};
+
+struct sweep_lab {
+	char exe[4096];	   /* this executable (SPLITNIC for the script) */
+	char script[4096]; /* lab/sweep_lab.sh */
+	char tag[16];	   /* its namespaces: snsw-TAG-{c,n,h} */
+	char dir[64];	   /* logs, pid and stats files of the servers */
+	bool up;
+	const char *servers, *netns; /* running servers instead (no lab) */
+};
+
+/*
+ * script: lab/sweep_lab.sh (NULL: the one of the tree holding this executable, BUILD/..);
+ * tag: NULL for one from the pid; servers: an address of running servers (no lab; the client
+ * in namespace netns when not NULL). 0, or -errno after a message.
+ */
+int sweep_lab_init(struct sweep_lab *l, const char *script, const char *tag, const char *servers,
+		   const char *netns);
+int sweep_lab_up(struct sweep_lab *l);
+/* lab/sweep_lab.sh VERB TAG ARGS... (args NULL-terminated, or NULL); its exit status. */
+int sweep_lab_verb(struct sweep_lab *l, const char *verb, char *const args[]);
+/* The link at gbps (<= 0: not shaped). */
+int sweep_lab_shape(struct sweep_lab *l, double gbps);
+/* Stop the servers, delete the namespaces and the servers' folder (when up). */
+void sweep_lab_down(struct sweep_lab *l);
+/* The files of a flat folder, then the folder (what is left is left quietly). */
+void sweep_remove_dir(const char *dir);
+/* `splitnic client ADDR ARGS... --json` against the lab (or --servers); into pt. */
+int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point *pt);
+
+/*
+ * --json: the root object of a sweep's report (model, mode, method) to fill; sweep_json_write
+ * writes it to path and frees it: 0, or -EIO after a message.
+ */
+json_t *sweep_json_root(const char *model, const char *mode, const char *method);
+int sweep_json_write(json_t *root, const char *path);
+
+/* Measure and report; 0, or 1 after a message (the sweep failed or was interrupted). */
+int sweep_packet_run(const struct kern_model *m, const struct split_profile *pr,
+		     const struct sweep_pk_opts *o);
+
+/* "0.1,1,10" (or "none" entries with allow_none) into v; -EINVAL on anything else. */
+int sweep_parse_list(const char *arg, double *v, bool *rel, uint32_t *n, uint32_t max,
+		     bool allow_none);
+
+#endif /* LAB_SWEEP_H */

@@ -1,0 +1,796 @@
+// SPDX-License-Identifier: MIT
+/*
+ * splitnic sweep --packet: every split point of a model measured through the packet path.
+ *
+ * For each candidate (the NIC from op k, for every k where it can start, and all-host):
+ * splitnic-nic and splitnic-host started in the namespaces of lab/sweep_lab.sh (or the
+ * running servers of --servers), then for each link rate (tc tbf on the veth between them) and
+ * each offered load: `splitnic client` open loop with Poisson arrivals for --duration seconds.
+ * Recorded per point: end-to-end p50/p99/mean and throughput (the client's clock), the servers'
+ * per-stage breakdown (medians and means of the RESPONSE timing fields), errors. Beside each, the
+ * planner's MODELED prediction for that plan at that load (split_plan_pipeline) and its error; per
+ * rate and load, the planner's own choice and how far its measured p50 is from the measured best.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/kexec.h"
+#include "lab/sweep.h"
+#include "protocol/proto.h"
+#include "split/stats.h"
+#include "split/verbs.h"
+
+/* The lab's link: tbf counts a frame from its Ethernet header (14 + 20 + 8 bytes before the
+ * UDP payload) and lets LAB_BURST bytes through at once (lab/sweep_lab.sh). */
+#define LAB_BURST    1600
+#define LAB_OVERHEAD 42
+#define UNSHAPED     1000.0 /* Gbit/s standing for an unshaped veth in the model */
+
+enum pk_time { PT_TOTAL, PT_RX, PT_QUEUE, PT_HOST, PT_PACK, PT_XFER, PT_NIC, PT_TX };
+
+struct pk_cand {
+	uint32_t k;		 /* NIC from op k; m->n_layers: all-host */
+	struct sweep_point *pt;	 /* [rate][load]: the medians over the rounds */
+	struct sweep_point *rnd; /* [rate][load][round] */
+	struct split_plan plan;	 /* its stages */
+};
+
+#define SWEEP_OP_ROUNDS 31 /* timed runs of each prefix for the cost model (their median) */
+
+struct pk {
+	const struct kern_model *m;
+	const struct sweep_pk_opts *o;
+	struct split_profile pr;
+	struct pk_cand *cand;
+	uint32_t n_cand;
+	double load[SWEEP_MAX_BW][SWEEP_MAX_LOAD]; /* absolute, per rate */
+	double cap[SWEEP_MAX_BW];		   /* measured all-host capacity */
+	uint32_t plan_k[SWEEP_MAX_BW][SWEEP_MAX_LOAD];
+	struct split_load_pred plan_pred[SWEEP_MAX_BW][SWEEP_MAX_LOAD];
+	struct sweep_lab lab;
+	uint32_t points, points_done;
+	uint64_t t_start;
+	double *op_s; /* each op's CPU time, MEASURED in process before the servers start */
+	double op_total_us;
+};
+
+static volatile sig_atomic_t pk_stop;
+
+static void on_signal(int sig)
+{
+	pk_stop = sig;
+}
+
+/* The servers for candidate c (NIC from op k, or all-host), in the lab. */
+static int start_servers(struct pk *p, const struct pk_cand *c)
+{
+	const struct kern_model *m = p->m;
+	const uint32_t nf = kexec_nic_first(m);
+	const bool all_host = c->k == m->n_layers, standalone = c->k == 0;
+	char nic_model[4200], host_model[4200], execs[16], queue[16], window[16], opt[512];
+	char *args[64] = {p->lab.dir,	 "--model", nic_model,	  "--notify-host",
+			  "--executors", execs,	    "--platform", (char *)p->o->platform};
+	size_t n = 8;
+
+	/* all-host: splitnic-nic needs a model to start, but must not answer this one's REQUESTs
+	 * (a model it can run whole would be stand-alone): it holds it under another id */
+	snprintf(nic_model, sizeof(nic_model), "%s%s@%u", all_host ? "sweep-all-host=" : "",
+		 p->o->model_path, all_host ? (nf < m->n_layers ? nf : 0) : c->k);
+	snprintf(execs, sizeof(execs), "%u", p->o->executors);
+	snprintf(queue, sizeof(queue), "%.0f", p->pr.v[SPLIT_P_HOST_QUEUE]);
+	snprintf(window, sizeof(window), "%.0f", p->pr.v[SPLIT_P_NIC_WINDOW]);
+	args[n++] = "--";
+	if (!standalone) {
+		if (all_host)
+			snprintf(host_model, sizeof(host_model), "%s:host-only", p->o->model_path);
+		else
+			snprintf(host_model, sizeof(host_model), "%s:coproc:%u", p->o->model_path,
+				 c->k);
+		args[n++] = "--model";
+		args[n++] = host_model;
+		args[n++] = "--queue";
+		args[n++] = queue;
+		args[n++] = "--nic-window";
+		args[n++] = window;
+		snprintf(opt, sizeof(opt), "%s", p->o->host_opt ? p->o->host_opt : "");
+		for (char *save = NULL, *t = strtok_r(opt, " ", &save); t && n < 62;
+		     t = strtok_r(NULL, " ", &save))
+			args[n++] = t;
+	}
+	args[n] = NULL;
+	return sweep_lab_verb(&p->lab, "start", args);
+}
+
+/* ---- predictions --------------------------------------------------------------------------- */
+
+static const char *cand_name(const struct pk *p, uint32_t k, char *buf, size_t len)
+{
+	if (k == p->m->n_layers)
+		snprintf(buf, len, "all-host");
+	else if (k == 0)
+		snprintf(buf, len, "nic-alone");
+	else
+		snprintf(buf, len, "nic@%u:%s", k, kern_op_name(p->m->layers[k].op));
+	return buf;
+}
+
+/* The profile as the lab's link makes it at rate r (Gbit/s; 0: not shaped). */
+static void lab_profile(const struct pk *p, double r, struct split_profile *pr)
+{
+	*pr = p->pr;
+	if (p->o->servers)
+		return;
+	pr->v[SPLIT_P_LINK_OVERHEAD] = LAB_OVERHEAD;
+	pr->v[SPLIT_P_LINK_BURST] = r > 0 ? LAB_BURST : 0;
+}
+
+static int predict(struct pk *p)
+{
+	const struct kern_model *m = p->m;
+	char err[512];
+
+	for (uint32_t b = 0; b < p->o->n_rate; b++) {
+		const double gbps = p->o->rate[b] > 0 ? p->o->rate[b] : UNSHAPED;
+		struct split_profile pr;
+
+		lab_profile(p, p->o->rate[b], &pr);
+		for (uint32_t l = 0; l < p->o->n_load; l++) {
+			struct split_opts o = {.link_gbps = gbps,
+					       .objective = p->o->objective,
+					       .packet = true,
+					       .load_rps = p->load[b][l],
+					       .cpu_op_s = p->op_s};
+			struct split_problem prob;
+			struct split_plan plan;
+			const struct split_stage *last;
+
+			if (split_tools_plan(m, &pr, &o, false, &prob, &plan, &p->plan_pred[b][l],
+					     err, sizeof(err))) {
+				fprintf(stderr, "splitnic sweep: %s\n", err);
+				return -EINVAL;
+			}
+			last = &plan.stage[plan.n_stages - 1];
+			p->plan_k[b][l] = last->exec == SPLIT_EX_NIC ? last->first : m->n_layers;
+			for (uint32_t j = 0; j < p->n_cand; j++) {
+				struct pk_cand *c = &p->cand[j];
+				struct split_pipeline pl;
+
+				if (split_plan_pipeline(&prob, m, &pr, &o, &c->plan, &pl)) {
+					fprintf(stderr,
+						"splitnic sweep: split at op %u: not a plan of the "
+						"cost model\n",
+						c->k);
+					split_problem_free(&prob);
+					return -EINVAL;
+				}
+				split_pipeline_predict(&pl, p->load[b][l],
+						       &c->pt[b * SWEEP_MAX_LOAD + l].pred);
+			}
+			split_problem_free(&prob);
+		}
+	}
+	return 0;
+}
+
+/* ---- measuring ----------------------------------------------------------------------------- */
+
+static uint32_t point_count(const struct pk *p, double load)
+{
+	double n = load * p->o->duration;
+
+	return n < 100 ? 100 : n > 50000 ? 50000 : (uint32_t)n;
+}
+
+static void progress(struct pk *p, const struct pk_cand *c, uint32_t b,
+		     const struct sweep_point *pt)
+{
+	const double el = (double)(lat_now_ns() - p->t_start) * 1e-9;
+	char name[48];
+
+	p->points_done++;
+	fprintf(stderr,
+		"sweep %s: [%u/%u] %s, link %g Gbit/s (0: not shaped), %.0f req/s: p50 %.0f us "
+		"(MODELED %.0f us), %lu/%lu answered; %.0f s so far, about %.0f s left\n",
+		p->m->name, p->points_done, p->points, cand_name(p, c->k, name, sizeof(name)),
+		p->o->rate[b], pt->load, pt->p50, pt->pred.p50 * 1e6, (unsigned long)pt->responses,
+		(unsigned long)pt->requests, el,
+		el / p->points_done * (p->points - p->points_done));
+}
+
+/* The client at `load` (open loop, Poisson) or, with load 0, closed loop with 16 outstanding. */
+static int run_point(struct pk *p, double load, struct sweep_point *pt)
+{
+	char cnt[32], rate[32];
+	char *args[16] = {"--model", (char *)p->o->model_path, "--count",
+			  cnt,	     "--timeout-ms",	       "5000"};
+	size_t n = 6;
+
+	snprintf(cnt, sizeof(cnt), "%u", point_count(p, load > 0 ? load : 2000));
+	snprintf(rate, sizeof(rate), "%.3f", load);
+	if (p->o->images) {
+		args[n++] = "--images";
+		args[n++] = (char *)p->o->images;
+	}
+	args[n++] = load > 0 ? "--rate" : "--outstanding";
+	args[n++] = load > 0 ? rate : "16";
+	if (load > 0)
+		args[n++] = "--poisson";
+	args[n] = NULL;
+	return sweep_lab_client(&p->lab, args, pt);
+}
+
+/* The MODELED capacity (requests/s) of candidate c at rate index b; 0 if it has none. */
+static double modeled_capacity(const struct pk *p, const struct pk_cand *c, uint32_t b)
+{
+	struct split_opts o = {.link_gbps = p->o->rate[b] > 0 ? p->o->rate[b] : UNSHAPED,
+			       .packet = true};
+	struct split_profile pr;
+	struct split_problem prob;
+	struct split_pipeline pl;
+	struct split_load_pred lp = {0};
+
+	lab_profile(p, p->o->rate[b], &pr);
+	o.nic_first = kexec_nic_first(p->m);
+	o.exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC);
+	if (split_problem_from_model(&prob, p->m, &pr, &o))
+		return 0;
+	if (!split_plan_pipeline(&prob, p->m, &pr, &o, &c->plan, &pl))
+		split_pipeline_predict(&pl, 0, &lp);
+	split_problem_free(&prob);
+	return lp.throughput;
+}
+
+/* The all-host capacity at each rate (for loads given as multiples of it). */
+static int measure_capacity(struct pk *p)
+{
+	for (uint32_t b = 0; b < p->o->n_rate && !pk_stop; b++) {
+		struct sweep_point pt;
+
+		if (sweep_lab_shape(&p->lab, p->o->rate[b]) || run_point(p, 0, &pt))
+			return -EIO;
+		p->cap[b] = pt.thr;
+		fprintf(stderr,
+			"sweep %s: %s capacity at link %g Gbit/s (0: not shaped): %.0f responses/s "
+			"(closed loop, 16 outstanding; MODELED %.0f/s)\n",
+			p->m->name, p->o->servers ? "the servers'" : "all-host", p->o->rate[b],
+			pt.thr, modeled_capacity(p, &p->cand[0], b));
+		for (uint32_t l = 0; l < p->o->n_load; l++)
+			p->load[b][l] =
+			    p->o->load_rel[l] ? p->o->load[l] * p->cap[b] : p->o->load[l];
+	}
+	return pk_stop ? -EINTR : 0;
+}
+
+/* A point from its rounds: the medians of each figure, the counts summed. */
+static void combine_rounds(struct sweep_point *pt, const struct sweep_point *r, uint32_t n)
+{
+	const struct split_load_pred pred = pt->pred;
+	double v[SWEEP_MAX_ROUNDS];
+
+#define MEDIAN_OF(field)                                                                           \
+	do {                                                                                       \
+		uint32_t m_ = 0;                                                                   \
+		for (uint32_t i_ = 0; i_ < n; i_++)                                                \
+			if (isfinite(r[i_].field))                                                 \
+				v[m_++] = r[i_].field;                                             \
+		pt->field = stats_median(v, m_);                                                   \
+	} while (0)
+	memset(pt, 0, sizeof(*pt));
+	pt->pred = pred;
+	pt->load = r[0].load;
+	pt->done = true;
+	MEDIAN_OF(p50);
+	MEDIAN_OF(p99);
+	MEDIAN_OF(mean);
+	MEDIAN_OF(thr);
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
+		MEDIAN_OF(srv[k]);
+		MEDIAN_OF(srv_p50[k]);
+	}
+#undef MEDIAN_OF
+	for (uint32_t i = 0; i < n; i++) {
+		pt->requests += r[i].requests;
+		pt->responses += r[i].responses;
+		pt->errors += r[i].errors;
+		pt->busy += r[i].busy;
+		pt->timeouts += r[i].timeouts;
+		pt->ex_nic += r[i].ex_nic;
+		pt->ex_fallback += r[i].ex_fallback;
+	}
+}
+
+/*
+ * Every candidate at every rate and load, in --rounds interleaved rounds (the candidates one
+ * after the other in each round, so that a machine whose load drifts sees them alike); each
+ * point is the medians over its rounds.
+ */
+static int measure(struct pk *p)
+{
+	const uint32_t R = p->o->rounds;
+	int ret = 0;
+
+	for (uint32_t r = 0; r < R && !ret && !pk_stop; r++) {
+		for (uint32_t j = 0; j < p->n_cand && !ret && !pk_stop; j++) {
+			struct pk_cand *c = &p->cand[j];
+
+			if (!p->o->servers && start_servers(p, c)) {
+				fprintf(stderr,
+					"splitnic sweep: the servers did not start (split at %u)\n",
+					c->k);
+				return -EIO;
+			}
+			for (uint32_t b = 0; b < p->o->n_rate && !ret && !pk_stop; b++) {
+				if (sweep_lab_shape(&p->lab, p->o->rate[b]))
+					return -EIO;
+				for (uint32_t l = 0; l < p->o->n_load && !ret && !pk_stop; l++) {
+					const uint32_t i = b * SWEEP_MAX_LOAD + l;
+					struct sweep_point *pt = &c->rnd[i * SWEEP_MAX_ROUNDS + r];
+
+					ret = run_point(p, p->load[b][l], pt);
+					pt->load = p->load[b][l];
+					pt->pred = c->pt[i].pred;
+					if (!ret)
+						progress(p, c, b, pt);
+					/* let a saturated queue drain before the next point */
+					usleep(300000);
+				}
+			}
+		}
+	}
+	for (uint32_t j = 0; j < p->n_cand && !ret; j++)
+		for (uint32_t b = 0; b < p->o->n_rate; b++)
+			for (uint32_t l = 0; l < p->o->n_load; l++) {
+				const uint32_t i = b * SWEEP_MAX_LOAD + l;
+
+				combine_rounds(&p->cand[j].pt[i],
+					       &p->cand[j].rnd[i * SWEEP_MAX_ROUNDS], R);
+			}
+	return ret ? ret : pk_stop ? -EINTR : 0;
+}
+
+/* ---- report -------------------------------------------------------------------------------- */
+
+static double rel_err(double pred_s, double meas_us)
+{
+	return meas_us > 0 && isfinite(pred_s) ? (pred_s * 1e6 - meas_us) / meas_us : NAN;
+}
+
+static void report_text(struct pk *p)
+{
+	const struct kern_model *m = p->m;
+	const uint32_t n_pts = p->n_cand * p->o->n_rate * p->o->n_load;
+	double *errs = calloc(n_pts + 1, sizeof(double)), *perr = calloc(n_pts + 1, sizeof(double));
+	uint32_t ne = 0, npe = 0, ok = 0, cases = 0;
+	char name[48], name2[48];
+
+	printf("model %s: %u ops, the NIC can start at op %u; packet path (splitnic client -> "
+	       "splitnic-nic %s -> splitnic-host -> NIC), MEASURED end to end by the client; "
+	       "per-stage medians from the RESPONSE timing fields (MEASURED by the servers); pred: "
+	       "the cost model's MODELED p50 at that load, from each op's CPU time MEASURED "
+	       "in process before the servers started (all ops: %.1f us)\n",
+	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform, p->op_total_us);
+	for (uint32_t b = 0; b < p->o->n_rate; b++) {
+		for (uint32_t l = 0; l < p->o->n_load; l++) {
+			uint32_t best = UINT32_MAX, pj = UINT32_MAX;
+			double regret;
+
+			for (uint32_t j = 0; j < p->n_cand; j++) {
+				const struct sweep_point *pt =
+				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+
+				if (pt->done && p->cand[j].k == p->plan_k[b][l])
+					pj = j;
+				if (!pt->done || !(pt->p50 > 0))
+					continue;
+				if (best == UINT32_MAX ||
+				    pt->p50 < p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50)
+					best = j;
+			}
+			printf("\nlink %g Gbit/s%s, offered %.0f requests/s (Poisson)",
+			       p->o->rate[b], p->o->rate[b] > 0 ? "" : " (not shaped)",
+			       p->load[b][l]);
+			if (p->o->load_rel[l])
+				printf(" = %gx the all-host capacity %.0f/s (measured)",
+				       p->o->load[l], p->cap[b]);
+			printf("\n%-22s %9s %9s %9s %8s %7s %8s %8s %8s %8s %9s %9s %7s %s\n",
+			       "split", "p50_us", "p99_us", "resp/s", "busy", "host_us", "pack_us",
+			       "nic_us", "total_us", "net_us", "pred_p50*", "pred_p99*", "err", "");
+			for (uint32_t j = 0; j < p->n_cand; j++) {
+				const struct sweep_point *pt =
+				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+				const double e = rel_err(pt->pred.p50, pt->p50);
+
+				if (!pt->done)
+					continue;
+				if (isfinite(e))
+					errs[ne++] = fabs(e);
+				printf("%-22s %9.1f %9.1f %9.0f %8lu %7.1f %8.1f %8.1f %8.1f %8.1f "
+				       "%9.1f %9.1f %6.1f%% %s%s\n",
+				       cand_name(p, p->cand[j].k, name, sizeof(name)), pt->p50,
+				       pt->p99, pt->thr, (unsigned long)pt->busy,
+				       pt->srv_p50[PT_HOST] / 1e3, pt->srv_p50[PT_PACK] / 1e3,
+				       pt->srv_p50[PT_NIC] / 1e3, pt->srv_p50[PT_TOTAL] / 1e3,
+				       (pt->p50 * 1e3 - pt->srv_p50[PT_TOTAL]) / 1e3,
+				       pt->pred.p50 * 1e6, pt->pred.p99 * 1e6, 100 * e,
+				       j == best ? "measured-best " : "", j == pj ? "planner" : "");
+			}
+			if (best == UINT32_MAX)
+				continue;
+			if (pj == UINT32_MAX) {
+				printf("SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
+				       "planner_measured=no (not among --splits)\n",
+				       m->name, p->o->rate[b], p->load[b][l],
+				       cand_name(p, p->plan_k[b][l], name, sizeof(name)));
+				continue;
+			}
+			cases++;
+			if (!(p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50 > 0)) {
+				printf("SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
+				       "measured_p50_us=none within5=no (no answers)\n",
+				       m->name, p->o->rate[b], p->load[b][l],
+				       cand_name(p, p->plan_k[b][l], name, sizeof(name)));
+				continue;
+			}
+			regret = p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50 /
+				     p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50 -
+				 1;
+			ok += regret <= 0.05;
+			perr[npe] = fabs(rel_err(p->plan_pred[b][l].p50,
+						 p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50));
+			npe += isfinite(perr[npe]);
+			printf("SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
+			       "predicted_p50_us=%.1f measured_p50_us=%.1f best=%s best_us=%.1f "
+			       "regret=%.2f%% within5=%s best_is_all_host=%s pred_err=%.1f%%\n",
+			       m->name, p->o->rate[b], p->load[b][l],
+			       cand_name(p, p->plan_k[b][l], name, sizeof(name)),
+			       p->plan_pred[b][l].p50 * 1e6,
+			       p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50,
+			       cand_name(p, p->cand[best].k, name2, sizeof(name2)),
+			       p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50, 100 * regret,
+			       regret <= 0.05 ? "yes" : "no",
+			       p->cand[best].k == m->n_layers ? "yes" : "no",
+			       100 * rel_err(p->plan_pred[b][l].p50,
+					     p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50));
+		}
+	}
+	printf("\nhost_us .. total_us: medians of the servers' RESPONSE timing fields; net_us: the "
+	       "end-to-end p50 minus the servers' median total: the wire both ways and the host -> "
+	       "NIC "
+	       "transfer (no server clock holds it); err: (MODELED p50 - MEASURED p50) / MEASURED "
+	       "p50\n");
+	printf(
+	    "SWEEPSUM mode=packet model=%s cases=%u planner_within5=%u median_abs_pred_err=%.1f%% "
+	    "median_abs_pred_err_planner=%.1f%% points=%u\n",
+	    m->name, cases, ok, 100 * stats_median(errs, ne), 100 * stats_median(perr, npe), ne);
+	free(errs);
+	free(perr);
+}
+
+/* A number, or null where there is none (no answers: no latency). */
+static json_t *jreal(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *point_json(const struct pk *p, const struct pk_cand *c, const struct sweep_point *pt)
+{
+	static const char *const t_names[PROTO_T_COUNT] = {"total", "rx",   "queue", "host",
+							   "pack",  "xfer", "nic",   "tx"};
+	json_t *j = json_object(), *meas = json_object(), *srv = json_object(),
+	       *srv50 = json_object(), *pred = json_object();
+	char name[48];
+
+	json_object_set_new(j, "split", json_string(cand_name(p, c->k, name, sizeof(name))));
+	json_object_set_new(j, "k", json_integer(c->k));
+	json_object_set_new(meas, "p50_us", jreal(pt->p50));
+	json_object_set_new(meas, "p99_us", jreal(pt->p99));
+	json_object_set_new(meas, "mean_us", jreal(pt->mean));
+	json_object_set_new(meas, "throughput_rps", jreal(pt->thr));
+	json_object_set_new(meas, "requests", json_integer((json_int_t)pt->requests));
+	json_object_set_new(meas, "responses", json_integer((json_int_t)pt->responses));
+	json_object_set_new(meas, "errors", json_integer((json_int_t)pt->errors));
+	json_object_set_new(meas, "busy", json_integer((json_int_t)pt->busy));
+	json_object_set_new(meas, "timeouts", json_integer((json_int_t)pt->timeouts));
+	json_object_set_new(meas, "answered_by_nic", json_integer((json_int_t)pt->ex_nic));
+	json_object_set_new(meas, "host_fallback", json_integer((json_int_t)pt->ex_fallback));
+	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
+		json_object_set_new(srv, t_names[k], jreal(pt->srv[k]));
+		json_object_set_new(srv50, t_names[k], jreal(pt->srv_p50[k]));
+	}
+	json_object_set_new(meas, "server_mean_ns", srv);
+	json_object_set_new(meas, "server_p50_ns", srv50);
+	json_object_set_new(pred, "label", json_string("MODELED"));
+	json_object_set_new(pred, "p50_us", jreal(pt->pred.p50 * 1e6));
+	json_object_set_new(pred, "p99_us", jreal(pt->pred.p99 * 1e6));
+	json_object_set_new(pred, "mean_us", jreal(pt->pred.mean * 1e6));
+	json_object_set_new(pred, "throughput_rps", jreal(pt->pred.throughput));
+	json_object_set_new(pred, "bottleneck_rho", jreal(pt->pred.rho_max));
+	json_object_set_new(j, "measured", meas);
+	json_object_set_new(j, "predicted", pred);
+	return j;
+}
+
+static const char pk_method[] =
+    "MEASURED: end to end by splitnic client (open loop, Poisson arrivals), per stage by the "
+    "servers' RESPONSE timing fields (means, ns); MODELED: every field under \"predicted\" "
+    "(split_plan_pipeline, queues per stage)";
+
+static int report_json(const struct pk *p)
+{
+	json_t *rates = json_array(), *root;
+	char name[48];
+
+	root = sweep_json_root(p->m->name, "packet", pk_method);
+	json_object_set_new(root, "platform", json_string(p->o->platform));
+	for (uint32_t b = 0; b < p->o->n_rate; b++) {
+		json_t *rb = json_object(), *loads = json_array();
+
+		json_object_set_new(rb, "link_gbps",
+				    p->o->rate[b] > 0 ? json_real(p->o->rate[b]) : json_null());
+		json_object_set_new(rb, "all_host_capacity_rps", jreal(p->cap[b]));
+		for (uint32_t l = 0; l < p->o->n_load; l++) {
+			json_t *lo = json_object(), *cands = json_array();
+
+			json_object_set_new(lo, "offered_rps", jreal(p->load[b][l]));
+			json_object_set_new(
+			    lo, "planner",
+			    json_string(cand_name(p, p->plan_k[b][l], name, sizeof(name))));
+			for (uint32_t j = 0; j < p->n_cand; j++) {
+				const struct sweep_point *pt =
+				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+
+				if (!pt->done)
+					continue;
+				json_array_append_new(cands, point_json(p, &p->cand[j], pt));
+			}
+			json_object_set_new(lo, "splits", cands);
+			json_array_append_new(loads, lo);
+		}
+		json_object_set_new(rb, "loads", loads);
+		json_array_append_new(rates, rb);
+	}
+	json_object_set_new(root, "rates", rates);
+	return sweep_json_write(root, p->o->json);
+}
+
+/*
+ * The seed's Figure 5 over the packet path: one panel per link rate (columns) and load (rows);
+ * per split a bar of the MEASURED end-to-end p50 (its top also an open triangle), split by the
+ * servers' per-stage medians (host compute, pack, NIC, the servers' other time, and the rest up
+ * to the p50: wire and link), beside the MODELED p50 (a filled circle). Medians, not means: on a
+ * shared machine a few descheduled requests would make the means meaningless.
+ */
+static int report_plot(const struct pk *p)
+{
+	const char *unit = p->o->normalize ? "x all-host p50" : "us";
+	char script[64], name[48];
+	FILE *f = split_tools_plot_open("sweep", p->o->plot, script, sizeof(script));
+
+	if (!f)
+		return -EINVAL;
+	for (uint32_t b = 0; b < p->o->n_rate; b++)
+		for (uint32_t l = 0; l < p->o->n_load; l++) {
+			double scale = 1e-3;
+
+			for (uint32_t j = 0; p->o->normalize && j < p->n_cand; j++) {
+				const struct sweep_point *pt =
+				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+
+				if (p->cand[j].k == p->m->n_layers && pt->p50 > 0)
+					scale = 1 / (pt->p50 * 1e3);
+			}
+			fprintf(f, "$d%u_%u << EOD\n", b, l);
+			for (uint32_t j = 0; j < p->n_cand; j++) {
+				const struct sweep_point *pt =
+				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+				const double *m = pt->srv_p50;
+				const double other =
+				    m[PT_TOTAL] - m[PT_HOST] - m[PT_PACK] - m[PT_NIC];
+
+				if (!pt->done)
+					continue;
+				fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
+					cand_name(p, p->cand[j].k, name, sizeof(name)),
+					m[PT_HOST] * scale, m[PT_PACK] * scale, m[PT_NIC] * scale,
+					fmax(0, other) * scale,
+					fmax(0, pt->p50 * 1e3 - m[PT_TOTAL]) * scale,
+					pt->p50 * 1e3 * scale, pt->pred.p50 * 1e9 * scale);
+			}
+			fprintf(f, "EOD\n");
+		}
+	fprintf(
+	    f,
+	    "set multiplot layout %u,%u title \"splitnic sweep --packet: %s (NIC platform %s)%s\\n"
+	    "bars: the MEASURED end-to-end p50 (triangle), split by the servers' medians per "
+	    "stage; circles: MODELED p50\" font ',10'\n"
+	    "set style fill solid 0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 "
+	    "font ',8'\nset grid ytics\nset key top left font ',7' samplen 1 spacing 0.8\n"
+	    "set style data histogram\nset style histogram rowstacked\nset yrange [0:*]\n",
+	    p->o->n_load, p->o->n_rate, p->m->name, p->o->platform,
+	    p->o->normalize ? ", normalised to the all-host p50" : "");
+	for (uint32_t l = 0; l < p->o->n_load; l++)
+		for (uint32_t b = 0; b < p->o->n_rate; b++)
+			fprintf(
+			    f,
+			    "set title 'link %g Gbit/s%s, %.0f req/s' font ',9'\nset ylabel "
+			    "'latency (%s)'\nplot $d%u_%u using 2:xtic(1) title 'host compute', "
+			    "'' using 3 title 'pack', '' using 4 title 'NIC', '' using 5 title "
+			    "'servers, other', '' using 6 title 'wire + link', '' using 0:7 with "
+			    "points pt 8 ps 1.2 lc rgb 'black' title 'p50 (measured)', '' using "
+			    "0:8 with points pt 7 ps 1 lc rgb 'red' title 'p50 (MODELED)'\n",
+			    p->o->rate[b], p->o->rate[b] > 0 ? "" : " (not shaped)", p->load[b][l],
+			    unit, b, l);
+	fprintf(f, "unset multiplot\n");
+	return split_tools_plot_run("sweep", f, script);
+}
+
+/* ---- set-up -------------------------------------------------------------------------------- */
+
+static bool wanted(const struct sweep_pk_opts *o, uint32_t k)
+{
+	if (o->split >= 0)
+		return (uint32_t)o->split == k;
+	for (uint32_t i = 0; i < o->n_splits; i++)
+		if (o->splits[i] == k)
+			return true;
+	return !o->n_splits;
+}
+
+static int candidates(struct pk *p)
+{
+	const struct kern_model *m = p->m;
+
+	p->cand = calloc(m->n_layers + 1, sizeof(*p->cand));
+	if (!p->cand)
+		return -ENOMEM;
+	/* all-host first: the capacity runs use it */
+	for (uint32_t i = 0; i <= m->n_layers; i++) {
+		const uint32_t k = i ? i - 1 : m->n_layers;
+		struct pk_cand *c = &p->cand[p->n_cand];
+
+		if ((k < m->n_layers && !kexec_nic_handoff_ok(m, k)) || !wanted(p->o, k))
+			continue;
+		c->k = k;
+		if (k)
+			c->plan.stage[c->plan.n_stages++] =
+			    (struct split_stage){.exec = SPLIT_EX_CPU, .first = 0, .last = k};
+		if (k < m->n_layers)
+			c->plan.stage[c->plan.n_stages++] = (struct split_stage){
+			    .exec = SPLIT_EX_NIC, .first = k, .last = m->n_layers};
+		c->pt = calloc(SWEEP_MAX_BW * SWEEP_MAX_LOAD, sizeof(*c->pt));
+		c->rnd = calloc(SWEEP_MAX_BW * SWEEP_MAX_LOAD * SWEEP_MAX_ROUNDS, sizeof(*c->rnd));
+		if (!c->pt || !c->rnd)
+			return -ENOMEM;
+		p->n_cand++;
+	}
+	if (!p->n_cand) {
+		fprintf(stderr,
+			"splitnic sweep: no split to measure (--split/--splits: ops where the "
+			"packet path can hand over to the NIC, or 'host')\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int sweep_packet_run(const struct kern_model *m, const struct split_profile *pr,
+		     const struct sweep_pk_opts *o)
+{
+	struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+	struct pk p = {.m = m, .o = o, .pr = *pr};
+	bool need_cap = false;
+	int ret;
+
+	for (uint32_t l = 0; l < o->n_load; l++)
+		need_cap |= o->load_rel[l];
+	ret = candidates(&p);
+	if (ret)
+		goto out;
+	p.op_s = calloc(m->n_layers, sizeof(*p.op_s));
+	if (!p.op_s) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	{
+		char err[512];
+
+		ret = split_tools_measure_ops(m, SWEEP_OP_ROUNDS, p.op_s, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "splitnic sweep: %s\n", err);
+			goto out;
+		}
+		for (uint32_t j = 0; j < m->n_layers; j++)
+			p.op_total_us += p.op_s[j] * 1e6;
+	}
+	ret = sweep_lab_init(&p.lab, o->lab, o->tag, o->servers, o->netns);
+	if (ret)
+		goto out;
+	for (uint32_t b = 0; b < o->n_rate; b++)
+		for (uint32_t l = 0; l < o->n_load; l++)
+			p.load[b][l] = o->load_rel[l] ? 0 : o->load[l];
+	p.points = p.n_cand * o->n_rate * o->n_load * o->rounds;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	p.t_start = lat_now_ns();
+	ret = sweep_lab_up(&p.lab);
+	if (ret)
+		goto out_sig;
+	if (need_cap) {
+		if (p.cand[0].k != m->n_layers && !o->servers) {
+			fprintf(stderr,
+				"splitnic sweep: loads as multiples of the all-host capacity "
+				"need the all-host split among --splits\n");
+			ret = -EINVAL;
+			goto out_lab;
+		}
+		if (!o->servers && (ret = start_servers(&p, &p.cand[0])) != 0) {
+			ret = -EIO;
+			goto out_lab;
+		}
+		ret = measure_capacity(&p);
+		if (ret)
+			goto out_lab;
+	}
+	ret = predict(&p);
+	if (!ret)
+		ret = measure(&p);
+out_lab:
+	sweep_lab_down(&p.lab);
+	if (ret == -EINTR)
+		fprintf(stderr, "splitnic sweep: interrupted; the lab is down\n");
+	if (!ret) {
+		report_text(&p);
+		if (o->json)
+			ret = report_json(&p);
+		if (!ret && o->plot)
+			ret = report_plot(&p);
+	}
+out_sig:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+out:
+	for (uint32_t j = 0; p.cand && j < p.n_cand; j++) {
+		free(p.cand[j].pt);
+		free(p.cand[j].rnd);
+	}
+	free(p.cand);
+	free(p.op_s);
+	return ret ? 1 : 0;
+}
+
+int sweep_parse_list(const char *arg, double *v, bool *rel, uint32_t *n, uint32_t max,
+		     bool allow_none)
+{
+	const char *tok = arg;
+
+	*n = 0;
+	for (;;) {
+		const char *comma = strchr(tok, ',');
+		const size_t len = comma ? (size_t)(comma - tok) : strlen(tok);
+		char buf[64], *end;
+		double x;
+		bool r;
+
+		if (!len || len >= sizeof(buf) || *n == max)
+			return -EINVAL;
+		memcpy(buf, tok, len);
+		buf[len] = 0;
+		x = strtod(buf, &end);
+		r = rel && *end == 'x' && end[1] == 0;
+		if (allow_none && !strcmp(buf, "none"))
+			x = 0;
+		else if ((*end && !r) || end == buf || !(x > 0) || !isfinite(x))
+			return -EINVAL;
+		if (rel)
+			rel[*n] = r;
+		v[(*n)++] = x;
+		if (!comma)
+			return 0;
+		tok = comma + 1;
+	}
+}

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: MIT
+/* ONNX graph -> interchange layers (model/compile.h): constants, layers, the chain walk. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model/model_file.h"
+#include "model/onnx/onnx_impl.h"
+#include "model/onnx/onnx_import.h"
+
+#define ONNX_MAX_FILE (1ull << 31)
+
+static const char *const qonnx_domains[] = {"qonnx.custom_op.general", "finn.custom_op.general"};
+
+bool onnx_default_domain(const char *d)
+{
+	return !d || !*d || !strcmp(d, "ai.onnx");
+}
+
+bool onnx_qonnx_domain(const char *d)
+{
+	return d && (!strcmp(d, qonnx_domains[0]) || !strcmp(d, qonnx_domains[1]));
+}
+
+bool onnx_op_is(const Onnx__NodeProto *n, const char *op)
+{
+	return n->op_type && !strcmp(n->op_type, op) && onnx_default_domain(n->domain);
+}
+
+int onnx_nomem(struct onnx_walk *x)
+{
+	snprintf(x->e.err, x->e.errlen, "%s: out of memory", x->e.label);
+	return -ENOMEM;
+}
+
+const struct onnx_const *onnx_const_find(const struct onnx_walk *x, const char *name)
+{
+	if (!name || !*name)
+		return NULL;
+	for (uint32_t i = x->n_consts; i-- > 0;)
+		if (!strcmp(x->consts[i].name, name))
+			return &x->consts[i];
+	return NULL;
+}
+
+static int ox_add_const(struct onnx_walk *x, struct onnx_const *c)
+{
+	if (x->n_consts == x->cap_consts) {
+		uint32_t cap = x->cap_consts ? 2 * x->cap_consts : 32;
+		struct onnx_const *nc = realloc(x->consts, cap * sizeof(*nc));
+
+		if (!nc) {
+			free(c->data);
+			return onnx_nomem(x);
+		}
+		x->consts = nc;
+		x->cap_consts = cap;
+	}
+	x->consts[x->n_consts++] = *c;
+	return 0;
+}
+
+/* Input i of node n as a constant, or an error naming it. */
+const struct onnx_const *onnx_input_const(struct onnx_walk *x, const Onnx__NodeProto *n, size_t i,
+					  const char *role)
+{
+	const struct onnx_const *c;
+
+	if (i >= n->n_input || !*n->input[i]) {
+		onnx_fail(&x->e, n, "input %zu (%s) missing", i, role);
+		return NULL;
+	}
+	c = onnx_const_find(x, n->input[i]);
+	if (!c)
+		onnx_fail(&x->e, n,
+			  "input %zu (%s) '%s' is not a constant (initializer or Constant): only a "
+			  "chain from the one data input is supported",
+			  i, role, n->input[i]);
+	return c;
+}
+
+bool onnx_const_all(const struct onnx_const *c, double v)
+{
+	for (uint64_t i = 0; i < c->count; i++)
+		if (c->data[i] != v)
+			return false;
+	return c->count > 0;
+}
+
+bool onnx_const_binary(const struct onnx_const *c)
+{
+	for (uint64_t i = 0; i < c->count; i++)
+		if (c->data[i] != 1.0 && c->data[i] != -1.0)
+			return false;
+	return true;
+}
+
+/* --- constant folding ------------------------------------------------------------------- */
+
+static int fold_constant_node(struct onnx_walk *x, const Onnx__NodeProto *n, struct onnx_const *c)
+{
+	static const char *const known[] = {"value", "value_float", "value_int", "value_ints",
+					    NULL};
+	const Onnx__AttributeProto *a;
+	int ret = onnx_attrs_known(&x->e, n, known);
+
+	if (ret)
+		return ret;
+	if (n->n_attribute != 1)
+		return onnx_fail(&x->e, n,
+				 "needs exactly one attribute (value, value_float, "
+				 "value_int or value_ints)");
+	a = n->attribute[0];
+	memset(c, 0, sizeof(*c));
+	if (!strcmp(a->name, "value")) {
+		if (!a->t)
+			return onnx_fail(&x->e, n, "attribute 'value' must be a tensor");
+		return onnx_tensor_decode(&x->e, n, a->t, "attribute 'value'", c);
+	}
+	c->count = !strcmp(a->name, "value_ints") ? a->n_ints : 1;
+	c->ndim = !strcmp(a->name, "value_ints") ? 1 : 0;
+	c->dims[0] = (int64_t)c->count;
+	if (c->count > KERN_MF_MAX_ELEMS)
+		return onnx_fail(&x->e, n, "attribute '%s' too large", a->name);
+	c->data = malloc((c->count ? c->count : 1) * sizeof(double));
+	if (!c->data)
+		return onnx_nomem(x);
+	if (!strcmp(a->name, "value_float"))
+		c->data[0] = a->f;
+	else if (!strcmp(a->name, "value_int"))
+		c->data[0] = (double)a->i;
+	else
+		for (uint64_t i = 0; i < c->count; i++)
+			c->data[i] = (double)a->ints[i];
+	return 0;
+}
+
+static int copy_const(struct onnx_walk *x, const struct onnx_const *from, struct onnx_const *c)
+{
+	*c = *from;
+	c->data = malloc((from->count ? from->count : 1) * sizeof(double));
+	if (!c->data)
+		return onnx_nomem(x);
+	memcpy(c->data, from->data, from->count * sizeof(double));
+	return 0;
+}
+
+/* Is node n foldable now (every input constant, an op that folds)? Fills *c. 1 = folded. */
+static int fold_node(struct onnx_walk *x, const Onnx__NodeProto *n, struct onnx_const *c)
+{
+	const struct onnx_const *in;
+	int ret;
+
+	if (n->n_output < 1 || !n->output[0] || !*n->output[0])
+		return 0;
+	if (onnx_op_is(n, "Constant") && n->n_input == 0) {
+		ret = fold_constant_node(x, n, c);
+		return ret ? ret : 1;
+	}
+	for (size_t i = 0; i < n->n_input; i++)
+		if (*n->input[i] && !onnx_const_find(x, n->input[i]))
+			return 0;
+	if (n->n_input < 1 || !(in = onnx_const_find(x, n->input[0])))
+		return 0;
+	if (onnx_op_is(n, "Identity")) {
+		ret = copy_const(x, in, c);
+		return ret ? ret : 1;
+	}
+	if (onnx_op_is(n, "Cast")) {
+		int64_t to;
+
+		ret = onnx_attr_int(&x->e, n, "to", 0, &to);
+		if (ret)
+			return ret;
+		if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+		    to != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+			return 0;
+		ret = copy_const(x, in, c);
+		if (!ret && to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+			for (uint64_t i = 0; i < c->count; i++)
+				c->data[i] = (float)c->data[i];
+		return ret ? ret : 1;
+	}
+	if (n->op_type && !strcmp(n->op_type, "BipolarQuant") && onnx_qonnx_domain(n->domain)) {
+		const struct onnx_const *sc =
+		    n->n_input == 2 ? onnx_const_find(x, n->input[1]) : NULL;
+
+		if (!sc || sc->count != 1)
+			return onnx_fail(&x->e, n, "input 1 (scale) must be one constant value");
+		ret = copy_const(x, in, c);
+		if (ret)
+			return ret;
+		for (uint64_t i = 0; i < c->count; i++)
+			c->data[i] = (c->data[i] >= 0 ? 1.0 : -1.0) * sc->data[0];
+		return 1;
+	}
+	return 0;
+}
+
+static int fold_constants(struct onnx_walk *x)
+{
+	const Onnx__GraphProto *g = x->g;
+	int ret;
+
+	for (size_t i = 0; i < g->n_initializer; i++) {
+		struct onnx_const c;
+
+		if (!g->initializer[i]->name || !*g->initializer[i]->name)
+			return onnx_fail(&x->e, NULL, "initializer %zu has no name", i);
+		ret = onnx_tensor_decode(&x->e, NULL, g->initializer[i], "initializer", &c);
+		if (!ret)
+			ret = ox_add_const(x, &c);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < g->n_node; i++) {
+		struct onnx_const c;
+
+		ret = fold_node(x, g->node[i], &c);
+		if (ret < 0)
+			return ret;
+		if (ret == 1) {
+			c.name = g->node[i]->output[0];
+			ret = ox_add_const(x, &c);
+			if (ret)
+				return ret;
+			x->folded[i] = true;
+		}
+	}
+	return 0;
+}
+
+/* --- layers ----------------------------------------------------------------------------- */
+
+struct kern_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto *n, uint32_t type)
+{
+	struct onnx_import *imp = x->imp;
+	char label[160];
+
+	if (imp->ic.n_layers == x->cap_layers) {
+		uint32_t cap = x->cap_layers ? 2 * x->cap_layers : 16;
+		struct kern_ic_layer *nl = realloc(imp->ic.layers, cap * sizeof(*nl));
+		char **nn;
+
+		if (!nl)
+			return NULL;
+		imp->ic.layers = nl;
+		nn = realloc(imp->layer_node, cap * sizeof(*nn));
+		if (!nn)
+			return NULL;
+		imp->layer_node = nn;
+		x->cap_layers = cap;
+	}
+	if (imp->ic.n_layers >= KERN_MF_MAX_SRC) {
+		onnx_fail(&x->e, n, "more than %d layers", KERN_MF_MAX_SRC);
+		return NULL;
+	}
+	snprintf(label, sizeof(label), "node '%s' (%s)",
+		 n->name && *n->name ? n->name : "(unnamed)", n->op_type ? n->op_type : "?");
+	imp->layer_node[imp->ic.n_layers] = strdup(label);
+	if (!imp->layer_node[imp->ic.n_layers])
+		return NULL;
+	imp->ic.layers[imp->ic.n_layers] = (struct kern_ic_layer){.type = type, .eps = 1e-5};
+	return &imp->ic.layers[imp->ic.n_layers++];
+}
+
+/* Append array "L.name" of the last layer, taking ownership of data. */
+int onnx_array_add(struct onnx_walk *x, const char *name, uint32_t ndim, const uint64_t *shape,
+		   double *data)
+{
+	struct onnx_import *imp = x->imp;
+	struct kern_ic_array *a;
+	char key[32];
+
+	if (imp->ic.n_arrays == x->cap_arrays) {
+		uint32_t cap = x->cap_arrays ? 2 * x->cap_arrays : 16;
+		struct kern_ic_array *na = realloc(imp->ic.arrays, cap * sizeof(*na));
+
+		if (!na) {
+			free(data);
+			return onnx_nomem(x);
+		}
+		imp->ic.arrays = na;
+		x->cap_arrays = cap;
+	}
+	snprintf(key, sizeof(key), "%u.%s", imp->ic.n_layers - 1, name);
+	a = &imp->ic.arrays[imp->ic.n_arrays];
+	*a = (struct kern_ic_array){.key = strdup(key), .ndim = ndim, .count = 1, .data = data};
+	if (!a->key) {
+		free(data);
+		return onnx_nomem(x);
+	}
+	for (uint32_t d = 0; d < ndim; d++) {
+		a->shape[d] = shape[d];
+		a->count *= shape[d];
+	}
+	imp->ic.n_arrays++;
+	return 0;
+}
+
+int onnx_array_copy(struct onnx_walk *x, const char *name, uint32_t ndim, const uint64_t *shape,
+		    const double *src, uint64_t count, double scale)
+{
+	double *d = malloc((count ? count : 1) * sizeof(double));
+
+	if (!d)
+		return onnx_nomem(x);
+	for (uint64_t i = 0; i < count; i++)
+		d[i] = scale == 1.0 ? src[i] : scale * src[i];
+	return onnx_array_add(x, name, ndim, shape, d);
+}
+
+/* --- the graph -------------------------------------------------------------------------- */
+
+static bool is_initializer(const Onnx__GraphProto *g, const char *name)
+{
+	for (size_t i = 0; i < g->n_initializer; i++)
+		if (g->initializer[i]->name && !strcmp(g->initializer[i]->name, name))
+			return true;
+	return false;
+}
+
+static int check_versions(struct onnx_walk *x, const Onnx__ModelProto *mp)
+{
+	int64_t opset = -1;
+
+	if (!mp->has_ir_version || mp->ir_version < 3 || mp->ir_version > 9)
+		return onnx_fail(&x->e, NULL, "ir_version %lld: 3 to 9 are supported",
+				 (long long)mp->ir_version);
+	for (size_t i = 0; i < mp->n_opset_import; i++)
+		if (onnx_default_domain(mp->opset_import[i]->domain))
+			opset = mp->opset_import[i]->version;
+	if (opset < 9 || opset > 18)
+		return onnx_fail(&x->e, NULL, "default-domain opset %lld: 9 to 18 are supported",
+				 (long long)opset);
+	if (!mp->graph)
+		return onnx_fail(&x->e, NULL, "no graph");
+	return 0;
+}
+
+/* The one data input: its element type and shape (first dimension the batch). */
+static int take_input(struct onnx_walk *x)
+{
+	const Onnx__GraphProto *g = x->g;
+	const Onnx__ValueInfoProto *in = NULL;
+	const Onnx__TypeProto__Tensor *tt;
+	uint32_t dims[3] = {1, 1, 1};
+
+	for (size_t i = 0; i < g->n_input; i++) {
+		if (!g->input[i]->name || is_initializer(g, g->input[i]->name))
+			continue;
+		if (in)
+			return onnx_fail(&x->e, NULL,
+					 "graph inputs '%s' and '%s': exactly one data input is "
+					 "supported (give the others as initializers)",
+					 in->name, g->input[i]->name);
+		in = g->input[i];
+	}
+	if (!in)
+		return onnx_fail(&x->e, NULL, "the graph has no data input");
+	if (!in->type || in->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+	    !(tt = in->type->tensor_type) || !tt->shape)
+		return onnx_fail(&x->e, NULL, "input '%s': a tensor with a known shape is needed",
+				 in->name);
+	if (tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT &&
+	    tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+		return onnx_fail(&x->e, NULL,
+				 "input '%s': element type %d; float or uint8 (then "
+				 "Cast to float) is supported",
+				 in->name, tt->elem_type);
+	if (tt->shape->n_dim < 1 || tt->shape->n_dim > 4)
+		return onnx_fail(&x->e, NULL,
+				 "input '%s': %zu dimensions; (batch, ...) with 1 to 3 "
+				 "more is supported",
+				 in->name, tt->shape->n_dim);
+	x->batch = -1;
+	for (size_t d = 0; d < tt->shape->n_dim; d++) {
+		const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[d];
+		bool val = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+
+		if (d == 0) {
+			x->batch = val ? dm->dim_value : -1;
+			continue;
+		}
+		if (!val || dm->dim_value < 1 || (uint64_t)dm->dim_value > KERN_MF_MAX_ELEMS)
+			return onnx_fail(
+			    &x->e, NULL,
+			    "input '%s': dimension %zu must be a fixed size >= 1 (only the "
+			    "batch dimension may be symbolic)",
+			    in->name, d);
+		dims[d - 1] = (uint32_t)dm->dim_value;
+	}
+	x->cur = in->name;
+	x->rank = (uint32_t)tt->shape->n_dim - 1;
+	x->s = (struct kern_shape){KERN_FMT_F32, dims[0], dims[1], dims[2]};
+	if (kern_shape_elems(&x->s) > KERN_MF_MAX_ELEMS)
+		return onnx_fail(&x->e, NULL, "input '%s' too large", in->name);
+	if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) {
+		x->s.fmt = KERN_FMT_U8;
+		x->u8_cast = true;
+	}
+	return 0;
+}
+
+static int walk(struct onnx_walk *x)
+{
+	const Onnx__GraphProto *g = x->g;
+	const Onnx__NodeProto *prev = NULL;
+	int ret;
+
+	for (size_t i = 0; i < g->n_node; i++) {
+		const Onnx__NodeProto *n = g->node[i];
+		size_t span;
+
+		if (x->folded[i])
+			continue;
+		if (n->n_input < 1 || strcmp(n->input[0], x->cur))
+			return onnx_fail(
+			    &x->e, n,
+			    "not a chain: input 0 is '%s', not '%s' (the output of %s); "
+			    "branches, residual connections and ops on constants only are "
+			    "not supported",
+			    n->n_input ? n->input[0] : "(none)", x->cur,
+			    prev ? "the previous node" : "the graph input");
+		if (!onnx_has_output(n))
+			return onnx_fail(&x->e, n, "output 0 missing");
+		ret = onnx_chain_node(x, i, &span);
+		if (ret)
+			return ret;
+		i += span - 1;
+		prev = g->node[i];
+		x->cur = prev->output[0];
+	}
+	if (g->n_output != 1)
+		return onnx_fail(&x->e, NULL, "the graph has %zu outputs; exactly one is supported",
+				 g->n_output);
+	if (!g->output[0]->name || strcmp(g->output[0]->name, x->cur))
+		return onnx_fail(&x->e, NULL, "graph output '%s' is not the end of the chain '%s'",
+				 g->output[0]->name ? g->output[0]->name : "", x->cur);
+	if (x->u8_cast)
+		return onnx_fail(&x->e, NULL, "the uint8 input is never Cast to float");
+	if (!x->imp->ic.n_layers)
+		return onnx_fail(&x->e, NULL, "no layers between the input and the output");
+	return 0;
+}
+
+void onnx_import_free(struct onnx_import *imp)
+{
+	for (uint32_t i = 0; i < imp->ic.n_arrays; i++) {
+		free(imp->ic.arrays[i].key);
+		free(imp->ic.arrays[i].data);
+	}
+	for (uint32_t i = 0; i < imp->ic.n_layers; i++)
+		free(imp->layer_node[i]);
+	free(imp->ic.arrays);
+	free(imp->ic.layers);
+	free(imp->layer_node);
+	free((char *)imp->ic.arch_path);
+	memset(imp, 0, sizeof(*imp));
+}
+
+int onnx_import_buffer(const void *buf, size_t len, const char *label, struct onnx_import *imp,
+		       char *err, size_t errlen)
+{
+	struct onnx_walk x = {.e = {label, err, errlen}, .imp = imp};
+	Onnx__ModelProto *mp;
+	const char *base = strrchr(label, '/');
+	int ret;
+
+	memset(imp, 0, sizeof(*imp));
+	mp = onnx__model_proto__unpack(NULL, len, buf);
+	if (!mp)
+		return onnx_fail(&x.e, NULL, "not a valid ONNX protobuf (ModelProto)");
+	ret = check_versions(&x, mp);
+	if (ret)
+		goto out;
+	x.g = mp->graph;
+	x.folded = calloc(x.g->n_node ? x.g->n_node : 1, sizeof(*x.folded));
+	imp->ic.arch_path = strdup(label);
+	if (!x.folded || !imp->ic.arch_path) {
+		ret = onnx_nomem(&x);
+		goto out;
+	}
+	imp->ic.weights_path = imp->ic.arch_path;
+	snprintf(imp->ic.name, sizeof(imp->ic.name), "%s",
+		 x.g->name && *x.g->name ? x.g->name
+		 : base			 ? base + 1
+					 : label);
+	ret = fold_constants(&x);
+	if (!ret)
+		ret = take_input(&x);
+	if (!ret)
+		imp->ic.input = x.s;
+	if (!ret)
+		ret = walk(&x);
+out:
+	for (uint32_t i = 0; i < x.n_consts; i++)
+		free(x.consts[i].data);
+	free(x.consts);
+	free(x.folded);
+	onnx__model_proto__free_unpacked(mp, NULL);
+	if (ret)
+		onnx_import_free(imp);
+	return ret;
+}
+
+int onnx_import_file(const char *path, struct onnx_import *imp, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	void *buf;
+	int ret;
+
+	memset(imp, 0, sizeof(*imp));
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > ONNX_MAX_FILE) {
+		fclose(f);
+		snprintf(err, errlen, "%s: not a regular file of at most %llu bytes", path,
+			 (unsigned long long)ONNX_MAX_FILE);
+		return -EINVAL;
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf || fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+		ret = buf ? -EIO : -ENOMEM;
+		snprintf(err, errlen, "%s: %s", path, buf ? "read error" : "out of memory");
+		free(buf);
+		fclose(f);
+		return ret;
+	}
+	fclose(f);
+	ret = onnx_import_buffer(buf, (size_t)st.st_size, path, imp, err, errlen);
+	free(buf);
+	return ret;
+}
+
+int onnx_import_compile(const struct onnx_import *imp, struct kern_model *m, FILE *notes, char *err,
+			size_t errlen)
+{
+	int ret = kern_compile(&imp->ic, m, err, errlen);
+
+	if (ret) {
+		/* kern_compile names the layer by index: add the node it came from */
+		const char *p = strstr(err, ": layer ");
+		unsigned int li;
+
+		if (p && sscanf(p, ": layer %u", &li) == 1 && li < imp->ic.n_layers) {
+			size_t l = strlen(err);
+
+			snprintf(err + l, errlen > l ? errlen - l : 0, " [layer %u is %s]", li,
+				 imp->layer_node[li]);
+		}
+		return ret;
+	}
+	for (uint32_t i = 0; notes && i < m->n_layers; i++)
+		if (m->layers[i].op == KERN_OP_SIGN3)
+			fprintf(
+			    notes,
+			    "import: %s: Sign runs three-valued (Sign(0) = 0): no proof that its "
+			    "input is never 0, so it is not a 1-bit sign\n",
+			    imp->layer_node[m->layers[i].src_first]);
+	return 0;
+}

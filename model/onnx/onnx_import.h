@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * model/onnx/onnx_import.h — ONNX / QONNX models into the converter's layer description.
+ *
+ * The importer reads an ONNX ModelProto (protobuf-c, code generated at build time from Debian's
+ * /usr/include/onnx/onnx.proto), checks it and walks its graph from the one data input to the
+ * one output as a chain, producing the interchange layers of model/compile.h (the arrays in
+ * float64), which kern_compile turns into a model like any arch.json + weights.npz.
+ *
+ * Accepted: IR version 3..9, default-domain opset 9..18; the batch dimension (first) fixed or
+ * symbolic; initializers as raw_data or typed fields (float, double, int8/16/32/64, uint8, bool);
+ * constants from initializers, Constant nodes and their Cast/Identity/BipolarQuant. Operators:
+ * Conv, MaxPool, BatchNormalization (inference), Gemm, MatMul (+ Add as its bias), Relu,
+ * Flatten, Reshape to (batch, n), LRN, Sign, Identity, Dropout, and a leading Cast of a uint8
+ * input. Binarizers: QONNX BipolarQuant (qonnx.custom_op.general, finn.custom_op.general; scale
+ * 1), Where(GreaterOrEqual(x, 0), 1, -1) and Sub|Add(Mul(Cast(GreaterOrEqual(x, 0)), 2), 1|-1),
+ * all meaning x >= 0 -> +1 (so -0.0 -> +1). Weights whose values are all +-1 become binary
+ * weights. ONNX Sign keeps Sign(0) = 0: it becomes a layer `sign3` (model/compile.h).
+ *
+ * Every refusal names the file, the node (name and op type) and the attribute, input or
+ * tensor at fault; malformed protobuf is an error, never a crash.
+ */
+#ifndef MODEL_ONNX_IMPORT_H
+#define MODEL_ONNX_IMPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "model/compile.h"
+#include "model/model.h"
+
+struct onnx_import {
+	struct kern_ic_model ic; /* arch_path and weights_path name the ONNX file */
+	char **layer_node;	 /* per ic layer: "node 'NAME' (OP)", for messages */
+	bool extended;		 /* uses a layer the interchange spec lacks (pad, sign3) */
+};
+
+/*
+ * Parse and translate len bytes of an ONNX model; `label` names it in messages. Returns 0, or
+ * -EINVAL / -ENOMEM with the message in err; *imp is then empty (onnx_import_free is safe).
+ */
+int onnx_import_buffer(const void *buf, size_t len, const char *label, struct onnx_import *imp,
+		       char *err, size_t errlen);
+/* The same from a file. */
+int onnx_import_file(const char *path, struct onnx_import *imp, char *err, size_t errlen);
+
+/*
+ * Compile an import into *m (release with kern_compiled_free). Each ONNX Sign that runs as the
+ * three-valued op is reported once on `notes` (may be NULL), naming its node. Returns 0 or
+ * -EINVAL / -ENOMEM with the message in err.
+ */
+int onnx_import_compile(const struct onnx_import *imp, struct kern_model *m, FILE *notes, char *err,
+			size_t errlen);
+
+void onnx_import_free(struct onnx_import *imp);
+
+#endif /* MODEL_ONNX_IMPORT_H */

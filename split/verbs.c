@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/kexec.h"
+#include "split/stats.h"
+#include "split/verbs.h"
+
+int split_tools_usage(const char *usage, bool help)
+{
+	fprintf(help ? stdout : stderr, "%s", usage);
+	return help ? 0 : 2;
+}
+
+int split_tools_is_json(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 5 && !strcmp(path + n - 5, ".json");
+}
+
+int split_tools_load_arch(const char *path, struct split_arch *a, char *err, size_t errlen)
+{
+	struct kern_model *m;
+	int ret;
+
+	if (split_tools_is_json(path))
+		return split_arch_load(path, a, err, errlen);
+	m = kern_model_load(path, err, errlen);
+	ret = m ? split_arch_from_model(m, kexec_nic_first(m), a, err, errlen) : -EINVAL;
+	kern_model_free(m);
+	return ret;
+}
+
+int split_tools_load_profile(const char *verb, const char *path, struct split_profile *pr)
+{
+	char err[512];
+	int ret;
+
+	if (!path) {
+		split_profile_default(pr);
+		fprintf(stderr,
+			"splitnic %s: no --profile: using the built-in defaults (run `splitnic "
+			"calibrate -o PROFILE`)\n",
+			verb);
+		return 0;
+	}
+	ret = split_profile_load(path, pr, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "splitnic %s: %s\n", verb, err);
+	return ret;
+}
+
+int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
+		     struct split_opts *o, bool use_gpu, struct split_problem *p,
+		     struct split_plan *plan, struct split_load_pred *pred, char *err,
+		     size_t errlen)
+{
+	struct split_pipeline pl;
+	int ret;
+
+	o->nic_first = kexec_nic_first(m);
+	o->exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC) |
+		       (use_gpu && pr->v[SPLIT_P_GPU_PRESENT] ? SPLIT_EXM(SPLIT_EX_GPU) : 0);
+	ret = split_problem_from_model(p, m, pr, o);
+	if (ret) {
+		snprintf(err, errlen, "model %s: cannot build the cost model: %s", m->name,
+			 strerror(-ret));
+		return ret;
+	}
+	if (o->packet || o->load_rps > 0 || o->objective == SPLIT_OBJ_P99)
+		ret = split_plan_solve_load(p, m, pr, o, plan, pred);
+	else
+		ret = split_plan_solve(p, plan);
+	if (ret) {
+		snprintf(err, errlen, "model %s: %s", m->name,
+			 ret == -E2BIG ? "too many ops to enumerate the plans under load"
+				       : "no feasible plan");
+		split_problem_free(p);
+		return ret;
+	}
+	if (pred && !(o->packet || o->load_rps > 0 || o->objective == SPLIT_OBJ_P99) &&
+	    !split_plan_pipeline(p, m, pr, o, plan, &pl))
+		split_pipeline_predict(&pl, o->load_rps, pred);
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int split_tools_measure_ops(const struct kern_model *m, uint32_t rounds, double *op_s, char *err,
+			    size_t errlen)
+{
+	const uint32_t n = m->n_layers, warm = 2;
+	struct kern_ctx *ctx = kern_ctx_create(m, 1);
+	size_t bytes = kern_shape_bytes(&m->input);
+	uint64_t *ns = NULL, rng = 0x9e3779b97f4a7c15ull;
+	uint8_t *in = NULL, *out = NULL;
+	double *pre = NULL;
+	int ret = -ENOMEM;
+
+	for (uint32_t j = 0; j < n; j++)
+		if (kern_shape_bytes(&m->layers[j].out) > bytes)
+			bytes = kern_shape_bytes(&m->layers[j].out);
+	in = malloc(bytes);
+	out = malloc(bytes);
+	ns = calloc((size_t)n * rounds, sizeof(*ns));
+	pre = calloc(n + 1, sizeof(*pre));
+	if (!ctx || !in || !out || !ns || !pre || !rounds) {
+		snprintf(err, errlen, "model %s: timing its ops: %s", m->name,
+			 rounds ? "out of memory" : "no rounds");
+		goto out;
+	}
+	/* every prefix [0, k) as the host runs it, rounds interleaved over k */
+	for (uint32_t r = 0; r < rounds + warm; r++) {
+		for (size_t i = 0; i < kern_shape_elems(&m->input); i++) {
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			if (m->input.fmt == KERN_FMT_U8)
+				in[i] = (uint8_t)rng;
+			else
+				((float *)in)[i] = (float)(rng >> 40) / (float)(1u << 24);
+		}
+		for (uint32_t k = 1; k <= n; k++) {
+			const uint64_t t0 = lat_now_ns();
+
+			ret = kern_forward_range(ctx, 0, k, in, 1, out);
+			if (ret) {
+				snprintf(err, errlen, "model %s: ops 0..%u: %s", m->name, k - 1,
+					 strerror(-ret));
+				goto out;
+			}
+			if (r >= warm)
+				ns[(size_t)(k - 1) * rounds + r - warm] = lat_now_ns() - t0;
+		}
+	}
+	for (uint32_t k = 1; k <= n; k++) {
+		qsort(ns + (size_t)(k - 1) * rounds, rounds, sizeof(*ns), cmp_u64);
+		pre[k] = (double)ns[(size_t)(k - 1) * rounds + rounds / 2] * 1e-9;
+	}
+	/*
+	 * A prefix can cost more than a longer one (a float conv whose consumer is cut off runs
+	 * in float64, kernels/fconv.c): the costs per op follow the lower envelope from the right,
+	 * so that they are never negative and the whole model costs what it measured.
+	 */
+	for (uint32_t k = n; k-- > 1;)
+		if (pre[k] > pre[k + 1])
+			pre[k] = pre[k + 1];
+	for (uint32_t j = 0; j < n; j++)
+		op_s[j] = pre[j + 1] - pre[j];
+	ret = 0;
+out:
+	kern_ctx_free(ctx);
+	free(in);
+	free(out);
+	free(ns);
+	free(pre);
+	return ret;
+}
+
+void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan)
+{
+	for (uint32_t s = 0; s < plan->n_stages; s++) {
+		const struct split_stage *st = &plan->stage[s];
+
+		printf("  stage %u: %-3s ops %2u..%-2u (%s .. %s)", s, split_exec_name(st->exec),
+		       st->first, st->last - 1, kern_op_name(m->layers[st->first].op),
+		       kern_op_name(m->layers[st->last - 1].op));
+		if (st->fmt_in)
+			printf("  cut in: %s %.1f us", split_fmt_name(st->fmt_in),
+			       st->cut_in * 1e6);
+		printf("  compute %.1f us\n", st->compute * 1e6);
+	}
+	printf("  predicted latency %.1f us\n", plan->latency * 1e6);
+}
+
+FILE *split_tools_plot_open(const char *verb, const char *out, char *script, size_t len)
+{
+	const char *term = split_plot_terminal(out);
+	FILE *f;
+	int fd;
+
+	if (!term) {
+		fprintf(stderr, "splitnic %s: --plot %s: use a .png or .svg file\n", verb, out);
+		return NULL;
+	}
+	snprintf(script, len, "/tmp/splitnic-%s-XXXXXX", verb);
+	fd = mkstemp(script);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		fprintf(stderr, "splitnic %s: temporary file: %s\n", verb, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(script);
+		}
+		return NULL;
+	}
+	fprintf(f, "set terminal %s\nset termoption noenhanced\nset output '%s'\n", term, out);
+	return f;
+}
+
+int split_tools_plot_run(const char *verb, FILE *f, const char *script)
+{
+	char err[256];
+	int ret;
+
+	fclose(f);
+	ret = split_gnuplot(script, err, sizeof(err));
+	unlink(script);
+	if (ret)
+		fprintf(stderr, "splitnic %s: %s\n", verb, err);
+	return ret;
+}
+
+void split_tools_print_load(const struct kern_model *m, const struct split_profile *pr,
+			    const struct split_opts *o, const struct split_problem *p,
+			    const struct split_plan *plan)
+{
+	struct split_load_pred lp;
+	struct split_pipeline pl;
+
+	if (split_plan_pipeline(p, m, pr, o, plan, &pl))
+		return;
+	split_pipeline_predict(&pl, o->load_rps, &lp);
+	printf("  MODELED %s at %g requests/s: each stage a FIFO queue (M/D/1, bounded), quantiles "
+	       "summed over stages\n",
+	       o->packet ? "packet path" : "in process", o->load_rps);
+	for (uint32_t k = 0; k < pl.n; k++) {
+		const struct split_server *v = &pl.srv[k];
+
+		printf("    %-10s service %9.1f us  rho %5.2f  queue %7u  wait p50 %9.1f us  p99 "
+		       "%9.1f us\n",
+		       v->name, v->s * 1e6, o->load_rps * v->s, v->cap,
+		       split_wait_quantile(v, o->load_rps, 0.5) * 1e6,
+		       split_wait_quantile(v, o->load_rps, 0.99) * 1e6);
+	}
+	printf("    %-10s %9.1f us (no queue)\n", "fixed", pl.fixed * 1e6);
+	printf("  predicted p50 %.1f us  p99 %.1f us  mean %.1f us  throughput %.0f responses/s "
+	       "(bottleneck %s, rho %.2f)\n",
+	       lp.p50 * 1e6, lp.p99 * 1e6, lp.mean * 1e6, lp.throughput, pl.srv[lp.bottleneck].name,
+	       lp.rho_max);
+}
