@@ -708,7 +708,7 @@ int cmd_calibrate(int argc, char **argv)
 	if (!o.packet && (o.in || o.lab || o.tag))
 		return conf_usage_error(&cmd_calibrate_spec);
 	snprintf(execs, sizeof(execs), "%ld", o.executors);
-	if (o.out && cli_output_ok("calibrate", "-o", o.out))
+	if (o.out && conf_output_ok("calibrate", "-o", o.out))
 		return 1;
 	split_profile_default(&pr);
 	ret = 0;

@@ -267,9 +267,9 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		if (colon)
 			o->port = colon + 1;
 	}
-	if (o->port && cli_port("client", "port", o->port, &port))
+	if (o->port && conf_port("client", "port", o->port, &port))
 		return -EINVAL;
-	if (o->classes && cli_output_ok("client", "--classes", o->classes))
+	if (o->classes && conf_output_ok("client", "--classes", o->classes))
 		return -EINVAL;
 	if (!o->host) {
 		fprintf(stderr, "client: no server address\n");

@@ -210,7 +210,7 @@ int cmd_gen(int argc, char **argv)
 		return 2;
 	if (!o.out)
 		return conf_usage_error(&cmd_gen_spec);
-	if (cli_output_ok("gen", "-o", o.out))
+	if (conf_output_ok("gen", "-o", o.out))
 		return 1;
 	if (split_tools_gen(argv[arg], o.out, o.seed, err, sizeof(err))) {
 		fprintf(stderr, "splitnic gen: %s\n", err);

@@ -34,7 +34,7 @@ int cmd_convert(int argc, char **argv)
 		return 2;
 	if (!o.out)
 		return conf_usage_error(&cmd_convert_spec);
-	if (cli_output_ok("convert", "-o", o.out))
+	if (conf_output_ok("convert", "-o", o.out))
 		return 1;
 	if (kern_convert(argv[arg], argv[arg + 1], o.out, err, sizeof(err))) {
 		fprintf(stderr, "splitnic convert: %s\n", err);

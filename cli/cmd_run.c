@@ -177,7 +177,7 @@ int cmd_run(int argc, char **argv)
 			"splitnic run: --plan and --exec gpu: the plan names the executors\n");
 		return 2;
 	}
-	if (o.scores && cli_output_ok("run", "--scores", o.scores))
+	if (o.scores && conf_output_ok("run", "--scores", o.scores))
 		return 1;
 	if (gpu && kcuda_probe(gpu_name, sizeof(gpu_name))) {
 		fprintf(stderr, "splitnic run: --exec gpu: %s; falling back to the CPU kernels\n",

@@ -253,7 +253,7 @@ int cmd_analyze(int argc, char **argv)
 		return 2;
 	if (o.csv && o.json)
 		return conf_usage_error(&cmd_analyze_spec);
-	if (o.plot && cli_output_ok("analyze", "--plot", o.plot))
+	if (o.plot && conf_output_ok("analyze", "--plot", o.plot))
 		return 1;
 	if (split_tools_is_json(argv[arg])) {
 		ret = split_arch_load(argv[arg], &a, err, sizeof(err));
@@ -357,7 +357,7 @@ int cmd_plan(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	op->packet = !po.in_process;
-	if (po.out && cli_output_ok("plan", "-o", po.out))
+	if (po.out && conf_output_ok("plan", "-o", po.out))
 		return 1;
 	if (split_tools_load_profile("plan", po.profile, &pr))
 		return 1;

@@ -615,8 +615,8 @@ int cmd_sweep(int argc, char **argv)
 		fprintf(stderr, "splitnic sweep: --load, --servers, --split(s) need --packet\n");
 		return 2;
 	}
-	if ((po->plot && cli_output_ok("sweep", "--plot", po->plot)) ||
-	    (po->json && cli_output_ok("sweep", "--json", po->json)))
+	if ((po->plot && conf_output_ok("sweep", "--plot", po->plot)) ||
+	    (po->json && conf_output_ok("sweep", "--json", po->json)))
 		return 1;
 	if (o.link && sweep_parse_list(o.link, o.packet ? po->rate : s.bw, NULL,
 				       o.packet ? &po->n_rate : &s.n_bw, SWEEP_MAX_BW, o.packet)) {

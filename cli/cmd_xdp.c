@@ -246,7 +246,7 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 	FILE *sf = NULL;
 	int len, ret = 1;
 
-	if (o->scores && cli_output_ok("xdp test", "--scores", o->scores))
+	if (o->scores && conf_output_ok("xdp test", "--scores", o->scores))
 		return 1;
 	x = load_prog("test", pos[0], o, &m);
 	if (!x)

@@ -10,7 +10,7 @@
 
 #include "conf/args.h"
 
-int cli_port(const char *verb, const char *opt, const char *s, uint16_t *port)
+int conf_port(const char *verb, const char *opt, const char *s, uint16_t *port)
 {
 	unsigned long v;
 	char *end;
@@ -33,7 +33,7 @@ static int output_fail(const char *verb, const char *opt, const char *path, cons
 	return -err;
 }
 
-int cli_output_ok(const char *verb, const char *opt, const char *path)
+int conf_output_ok(const char *verb, const char *opt, const char *path)
 {
 	char buf[PATH_MAX];
 	const char *dir;

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* conf/args.h — argument checks shared by the splitnic sub-commands. */
+/* conf/args.h — argument checks shared by the splitnic verbs (cli/, serve/, lab/). */
 #ifndef CONF_ARGS_H
 #define CONF_ARGS_H
 
 #include <stdint.h>
 
 /*
- * A UDP port given on the command line: decimal 1..65535 (0 is never valid: the tools bind or
+ * A UDP port given on the command line: decimal 1..65535 (0 is never valid: the verbs bind or
  * send to a definite port). Returns 0 with *port set, or -EINVAL after a message on stderr
  * that names the verb, the option and the value.
  */
-int cli_port(const char *verb, const char *opt, const char *s, uint16_t *port);
+int conf_port(const char *verb, const char *opt, const char *s, uint16_t *port);
 
 /*
  * An output file named by opt (e.g. "--plot", "-o"), checked before the work that fills it:
@@ -18,6 +18,6 @@ int cli_port(const char *verb, const char *opt, const char *s, uint16_t *port);
  * writable. The file is neither created nor truncated. Returns 0, or -errno after a message on
  * stderr naming the verb, the option, the path and the reason.
  */
-int cli_output_ok(const char *verb, const char *opt, const char *path);
+int conf_output_ok(const char *verb, const char *opt, const char *path);
 
 #endif /* CONF_ARGS_H */

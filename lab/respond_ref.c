@@ -68,7 +68,7 @@ static int ref_port(void *p, const struct conf_opt *opt, const char *arg)
 	uint16_t port;
 
 	o->port = arg;
-	return cli_port("respond-ref", "--port", arg, &port) ? -1 : 0;
+	return conf_port("respond-ref", "--port", arg, &port) ? -1 : 0;
 }
 
 #define REF_OPT(f) offsetof(struct ref_opts, f)

@@ -534,7 +534,7 @@ static int serve_opt(void *p, const struct conf_opt *opt, const char *arg)
 	switch (opt->key) {
 	case SO_PORT:
 		o->port = arg;
-		return cli_port("serve", "--port", arg, &port) ? -1 : 0;
+		return conf_port("serve", "--port", arg, &port) ? -1 : 0;
 	case SO_NAME:
 		return conf_text("serve", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
 	case SO_ALLOW:
@@ -606,8 +606,8 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "serve: no --model\n");
 		return conf_usage_error(&cmd_serve_spec);
 	}
-	if ((o.stats && cli_output_ok("serve", "--stats-file", o.stats)) ||
-	    (o.ready && cli_output_ok("serve", "--ready-file", o.ready)))
+	if ((o.stats && conf_output_ok("serve", "--stats-file", o.stats)) ||
+	    (o.ready && conf_output_ok("serve", "--ready-file", o.ready)))
 		return 1;
 	sv = calloc(1, sizeof(*sv));
 	if (!sv)
