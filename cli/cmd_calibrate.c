@@ -192,11 +192,11 @@ static void cal_gpu(struct split_profile *pr, int reps)
 }
 
 /* A binary dense n -> out (measured) and out -> 16 (the classes) through the converter. */
-static struct kern_model *cal_nic_model(uint32_t n, uint32_t out, const char *dir, char *err,
-					size_t errlen)
+static struct model *cal_nic_model(uint32_t n, uint32_t out, const char *dir, char *err,
+				   size_t errlen)
 {
 	char arch[256], npz[256], snm[256];
-	struct kern_model *m = NULL;
+	struct model *m = NULL;
 	FILE *f;
 
 	snprintf(arch, sizeof(arch), "%s/cal.json", dir);
@@ -215,8 +215,8 @@ static struct kern_model *cal_nic_model(uint32_t n, uint32_t out, const char *di
 		n, out);
 	fclose(f);
 	if (!split_tools_gen(arch, npz, 1, err, errlen) &&
-	    !kern_convert(arch, npz, snm, err, errlen))
-		m = kern_model_load(snm, err, errlen);
+	    !model_convert(arch, npz, snm, err, errlen))
+		m = model_load(snm, err, errlen);
 	unlink(arch);
 	unlink(npz);
 	unlink(snm);
@@ -235,7 +235,7 @@ static int cal_nic(struct split_profile *pr, bool quick)
 	if (!mkdtemp(dir))
 		return -errno;
 	for (unsigned g = 0; g < npts; g++) {
-		struct kern_model *m = cal_nic_model(grid[g][0], grid[g][1], dir, err, sizeof(err));
+		struct model *m = cal_nic_model(grid[g][0], grid[g][1], dir, err, sizeof(err));
 		struct nicfw_emu *e = NULL;
 		struct nicfw_emu_report rep;
 		double xs, yl;
@@ -255,13 +255,13 @@ static int cal_nic(struct split_profile *pr, bool quick)
 			fprintf(stderr, "splitnic calibrate: emulator: %s\n",
 				e ? "infer failed" : err);
 			nicfw_emu_free(e);
-			kern_model_free(m);
+			model_free(m);
 			free(in);
 			free(scores);
 			rmdir(dir);
 			return -EINVAL;
 		}
-		xs = (double)grid[g][1] * kern_words(grid[g][0]);
+		xs = (double)grid[g][1] * model_words(grid[g][0]);
 		yl = rep.layer_us[0] * 1e-6;
 		stage += (rep.latency_us - rep.layer_us[0] - rep.layer_us[1]) * 1e-6 / npts;
 		sx += xs;
@@ -273,7 +273,7 @@ static int cal_nic(struct split_profile *pr, bool quick)
 		    "%.1f us (modeled)\n",
 		    grid[g][0], grid[g][1], rep.layer_us[0], rep.latency_us);
 		nicfw_emu_free(e);
-		kern_model_free(m);
+		model_free(m);
 		free(in);
 		free(scores);
 	}
@@ -293,8 +293,8 @@ static int cal_nic(struct split_profile *pr, bool quick)
  * per-byte costs from the two points. */
 static int cal_wire(struct split_profile *pr, int reps)
 {
-	const struct kern_shape small = {KERN_FMT_BITS, 4096, 1, 1},
-				large = {KERN_FMT_F64, 65536, 1, 1};
+	const struct model_shape small = {MODEL_FMT_BITS, 4096, 1, 1},
+				 large = {MODEL_FMT_F64, 65536, 1, 1};
 	struct split_wire *w = split_wire_create(8 * 65536, (uint32_t)pr->v[SPLIT_P_PAYLOAD]);
 	uint64_t *buf = cal_alloc(8 * 65536), *out = cal_alloc(8 * 65536);
 	double ts[2], td[2], tc, tq;
@@ -305,11 +305,11 @@ static int cal_wire(struct split_profile *pr, int reps)
 	if (!w || !buf || !out)
 		goto out;
 	for (int s = 0; s < 2; s++) {
-		const struct kern_shape *sh = s ? &large : &small;
+		const struct model_shape *sh = s ? &large : &small;
 
 		CAL_TIME(ts[s], reps, split_wire_send(w, sh, buf, 1));
 		pk[s] = split_wire_sent_packets(w);
-		by[s] = kern_shape_bytes(sh);
+		by[s] = model_shape_bytes(sh);
 		split_wire_copy(w);
 		CAL_TIME(td[s], reps, split_wire_recv(w, sh, out));
 	}
@@ -397,7 +397,7 @@ static int cal_mlp(const char *dir, const char *name, uint32_t in, const uint32_
 	fclose(f);
 	ret = split_tools_gen(arch, npz, 1, err, errlen);
 	if (!ret)
-		ret = kern_convert(arch, npz, out_path, err, errlen);
+		ret = model_convert(arch, npz, out_path, err, errlen);
 	unlink(arch);
 	unlink(npz);
 	return ret ? -EINVAL : 0;
@@ -486,11 +486,11 @@ static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *pl
 		x[g][3] = CAL_PK_CLASS;
 		for (; nh < 4 && cal_pk_nic[g][nh]; nh++) {
 			x[g][1] += 1;
-			x[g][2] += (double)cal_pk_nic[g][nh] * kern_words(prev) * (nh ? 1 : 8);
+			x[g][2] += (double)cal_pk_nic[g][nh] * model_words(prev) * (nh ? 1 : 8);
 			x[g][3] += cal_pk_nic[g][nh];
 			prev = cal_pk_nic[g][nh];
 		}
-		x[g][2] += (double)CAL_PK_CLASS * kern_words(prev) * (nh ? 1 : 8);
+		x[g][2] += (double)CAL_PK_CLASS * model_words(prev) * (nh ? 1 : 8);
 		if (cal_mlp(dir, names[g], CAL_PK_IN, cal_pk_nic[g], nh, CAL_PK_CLASS, paths[g],
 			    sizeof(paths[g]), err, sizeof(err))) {
 			fprintf(stderr, "splitnic calibrate: %s\n", err);

@@ -122,10 +122,10 @@ static int parse_shape(const char *s, uint32_t shape[3])
  */
 static int model_defaults(const char *path, struct client_opts *o, bool id_given)
 {
-	struct kern_model *m;
+	struct model *m;
 	char err[512];
 
-	m = kern_model_load(path, err, sizeof(err));
+	m = model_load(path, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "client: --model: %s\n", err);
 		return -EINVAL;
@@ -134,11 +134,11 @@ static int model_defaults(const char *path, struct client_opts *o, bool id_given
 		o->shape[0] = m->input.c;
 		o->shape[1] = m->input.h;
 		o->shape[2] = m->input.w;
-		o->dtype = m->input.fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+		o->dtype = m->input.fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
 	}
 	if (!id_given)
 		o->model_id = proto_model_id(m->name);
-	kern_model_free(m);
+	model_free(m);
 	return 0;
 }
 

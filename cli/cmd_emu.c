@@ -58,7 +58,7 @@ static void totals_add(struct emu_totals *t, const struct nicfw_emu_report *r)
 
 static const char *const mem_name[NICFW_MEM__COUNT] = {"emem", "ctm", "imem"};
 
-static void report(const struct kern_model *m, const struct nicfw_chain *ch, struct emu_totals *t,
+static void report(const struct model *m, const struct nicfw_chain *ch, struct emu_totals *t,
 		   bool labels, bool json)
 {
 	const struct nicfw_emu_report *s = &t->sum;
@@ -76,11 +76,12 @@ static void report(const struct kern_model *m, const struct nicfw_chain *ch, str
 		       t->agree, s->latency_us / n, lat.p50 / 1e3, lat.p99 / 1e3, s->rx_us,
 		       s->tx_us, n / s->latency_us * 1e6);
 		for (uint32_t i = 0; i < s->n_layers; i++)
-			printf("%s{\"op\":%u,\"kind\":\"%s\",\"neurons\":%llu,\"us\":%.3f}",
-			       i ? "," : "", s->layer_op[i],
-			       kern_op_name(m->layers[s->layer_op[i]].op),
-			       (unsigned long long)kern_shape_elems(&m->layers[s->layer_op[i]].out),
-			       s->layer_us[i] / n);
+			printf(
+			    "%s{\"op\":%u,\"kind\":\"%s\",\"neurons\":%llu,\"us\":%.3f}",
+			    i ? "," : "", s->layer_op[i],
+			    model_op_name(m->layers[s->layer_op[i]].op),
+			    (unsigned long long)model_shape_elems(&m->layers[s->layer_op[i]].out),
+			    s->layer_us[i] / n);
 		printf(
 		    "],\"executor_active\":%.4f,\"me_busy\":%.4f,\"traffic_bytes_per_request\":{",
 		    s->exec_active / n, s->me_busy / n);
@@ -103,8 +104,8 @@ static void report(const struct kern_model *m, const struct nicfw_chain *ch, str
 	printf("throughput %.0f requests/s (modeled, no batching)\n", n / s->latency_us * 1e6);
 	for (uint32_t i = 0; i < s->n_layers; i++)
 		printf("  layer op %-3u %-10s %7llu neurons  %9.1f us\n", s->layer_op[i],
-		       kern_op_name(m->layers[s->layer_op[i]].op),
-		       (unsigned long long)kern_shape_elems(&m->layers[s->layer_op[i]].out),
+		       model_op_name(m->layers[s->layer_op[i]].op),
+		       (unsigned long long)model_shape_elems(&m->layers[s->layer_op[i]].out),
 		       s->layer_us[i] / n);
 	printf("executors  active %.1f%% of the request time; ME pipelines busy %.1f%%\n",
 	       100 * s->exec_active / n, 100 * s->me_busy / n);
@@ -123,8 +124,8 @@ static bool scores_equal(const double *a, const double *b, uint32_t n)
 }
 
 /* One input through the host part (CPU), the NIC part (emulator) and the whole model (CPU). */
-static int emu_one(struct nicfw_emu *e, struct kern_ctx *ctx, const struct kern_model *m,
-		   const void *in, void *act, double *nic, double *cpu, struct nicfw_emu_report *r)
+static int emu_one(struct nicfw_emu *e, struct kern_ctx *ctx, const struct model *m, const void *in,
+		   void *act, double *nic, double *cpu, struct nicfw_emu_report *r)
 {
 	const uint32_t first = nicfw_emu_chain(e)->first;
 	int ret = first ? kern_forward_range(ctx, 0, first, in, 1, act) : 0;
@@ -175,7 +176,7 @@ int cmd_emu(int argc, char **argv)
 {
 	struct emu_opts o = {.ds.count = -1};
 	struct dataset ds = {0};
-	struct kern_model *m = NULL;
+	struct model *m = NULL;
 	struct kern_ctx *ctx = NULL;
 	struct nicfw_emu *e = NULL;
 	struct emu_totals t = {0};
@@ -194,7 +195,7 @@ int cmd_emu(int argc, char **argv)
 	}
 	if (arg == argc || !dataset_opts_valid(&o.ds))
 		return conf_usage_error(&cmd_emu_spec);
-	m = kern_model_load(argv[arg], err, sizeof(err));
+	m = model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic emu: %s\n", err);
 		return 1;
@@ -214,9 +215,9 @@ int cmd_emu(int argc, char **argv)
 		goto out_emu;
 	}
 	ctx = kern_ctx_create(m, 1);
-	nic = calloc(kern_model_classes(m), sizeof(double));
-	cpu = calloc(kern_model_classes(m), sizeof(double));
-	act = calloc(1, kern_shape_bytes(&m->layers[kexec_nic_first(m)].in) + 64);
+	nic = calloc(model_classes(m), sizeof(double));
+	cpu = calloc(model_classes(m), sizeof(double));
+	act = calloc(1, model_shape_bytes(&m->layers[kexec_nic_first(m)].in) + 64);
 	t.lat_ns = calloc((size_t)o.ds.count, sizeof(uint64_t));
 	if (!ctx || !nic || !cpu || !act || !t.lat_ns) {
 		fprintf(stderr, "splitnic emu: out of memory\n");
@@ -232,9 +233,9 @@ int cmd_emu(int argc, char **argv)
 		}
 		totals_add(&t, &r);
 		t.count++;
-		t.agree += scores_equal(nic, cpu, kern_model_classes(m));
+		t.agree += scores_equal(nic, cpu, model_classes(m));
 		if (ds.labels)
-			t.correct += kern_argmax(nic, kern_model_classes(m)) == ds.labels[i];
+			t.correct += kern_argmax(nic, model_classes(m)) == ds.labels[i];
 	}
 	report(m, nicfw_emu_chain(e), &t, ds.labels != NULL, o.json);
 	ret = t.agree == t.count ? 0 : 1;
@@ -251,6 +252,6 @@ out_free:
 out_emu:
 	nicfw_emu_free(e);
 out_model:
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }

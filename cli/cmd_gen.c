@@ -48,7 +48,7 @@ static int gen_array(zip_t *za, uint32_t i, const char *name, const uint64_t *sh
 
 	for (uint32_t k = 0; k < ndim; k++)
 		count *= shape[k];
-	buf = kern_npy_alloc("<f4", shape, ndim, (void **)&d, &len);
+	buf = model_npy_alloc("<f4", shape, ndim, (void **)&d, &len);
 	if (!buf)
 		return -ENOMEM;
 	for (uint64_t k = 0; k < count; k++) {
@@ -98,28 +98,28 @@ static int gen_layers(zip_t *za, const struct split_arch *a, struct gen_rng *r)
 
 	for (uint32_t i = 0; i < a->n && !ret; i++) {
 		const struct split_layer *L = &a->l[i];
-		const bool bin = L->flags & KERN_SF_BINW;
+		const bool bin = L->flags & MODEL_SF_BINW;
 		uint64_t sh[4], bn = c;
 
 		switch (L->type) {
-		case KERN_SRC_DENSE:
+		case MODEL_SRC_DENSE:
 			sh[0] = L->c;
 			sh[1] = (uint64_t)c * h * w;
 			fan = (double)sh[1];
 			ret = gen_array(za, i, "weight", sh, 2, GEN_WEIGHT, bin, fan, r);
-			if (!ret && (L->flags & KERN_SF_BIAS))
+			if (!ret && (L->flags & MODEL_SF_BIAS))
 				ret = gen_array(za, i, "bias", sh, 1, GEN_BIAS, bin, fan, r);
 			break;
-		case KERN_SRC_CONV:
+		case MODEL_SRC_CONV:
 			sh[0] = L->c;
 			sh[1] = c / L->groups;
 			sh[2] = sh[3] = L->kernel;
 			fan = (double)(sh[1] * sh[2] * sh[3]);
 			ret = gen_array(za, i, "weight", sh, 4, GEN_WEIGHT, bin, fan, r);
-			if (!ret && (L->flags & KERN_SF_BIAS))
+			if (!ret && (L->flags & MODEL_SF_BIAS))
 				ret = gen_array(za, i, "bias", sh, 1, GEN_BIAS, bin, fan, r);
 			break;
-		case KERN_SRC_BATCHNORM:
+		case MODEL_SRC_BATCHNORM:
 			if (h == 1 && w == 1)
 				bn = c;
 			/* after a binary layer the dots spread over about sqrt(fan) */
@@ -127,13 +127,13 @@ static int gen_layers(zip_t *za, const struct split_arch *a, struct gen_rng *r)
 			if (!ret)
 				ret = gen_array(za, i, "beta", &bn, 1, GEN_BETA, false, fan, r);
 			if (!ret)
-				ret =
-				    gen_array(za, i, "mean", &bn, 1, GEN_MEAN, false,
-					      i && (a->l[i - 1].flags & KERN_SF_BINW) ? fan : 1, r);
+				ret = gen_array(za, i, "mean", &bn, 1, GEN_MEAN, false,
+						i && (a->l[i - 1].flags & MODEL_SF_BINW) ? fan : 1,
+						r);
 			if (!ret)
-				ret =
-				    gen_array(za, i, "var", &bn, 1, GEN_VAR, false,
-					      i && (a->l[i - 1].flags & KERN_SF_BINW) ? fan : 1, r);
+				ret = gen_array(za, i, "var", &bn, 1, GEN_VAR, false,
+						i && (a->l[i - 1].flags & MODEL_SF_BINW) ? fan : 1,
+						r);
 			break;
 		default:
 			break;

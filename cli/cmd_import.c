@@ -14,29 +14,29 @@
 #include "model/npy.h"
 #include "model/onnx/onnx_import.h"
 
-static json_t *layer_json(const struct kern_ic_layer *L)
+static json_t *layer_json(const struct model_ic_layer *L)
 {
-	json_t *j = json_pack("{s:s}", "type", kern_src_type_name(L->type));
+	json_t *j = json_pack("{s:s}", "type", model_src_type_name(L->type));
 
 	switch (L->type) {
-	case KERN_SRC_CONV:
+	case MODEL_SRC_CONV:
 		json_object_set_new(j, "kernel", json_integer(L->kernel));
 		json_object_set_new(j, "stride", json_integer(L->stride));
 		json_object_set_new(j, "pad", json_integer(L->pad));
 		/* fall through */
-	case KERN_SRC_DENSE:
+	case MODEL_SRC_DENSE:
 		json_object_set_new(j, "out", json_integer(L->out));
 		json_object_set_new(j, "bias", json_boolean(L->bias));
 		json_object_set_new(j, "binary_weights", json_boolean(L->binw));
 		break;
-	case KERN_SRC_BATCHNORM:
+	case MODEL_SRC_BATCHNORM:
 		json_object_set_new(j, "eps", json_real(L->eps));
 		break;
-	case KERN_SRC_MAXPOOL:
+	case MODEL_SRC_MAXPOOL:
 		json_object_set_new(j, "kernel", json_integer(L->kernel));
 		json_object_set_new(j, "stride", json_integer(L->stride));
 		break;
-	case KERN_SRC_LRN:
+	case MODEL_SRC_LRN:
 		json_object_set_new(j, "size", json_integer(L->lrn_size));
 		json_object_set_new(j, "alpha", json_real(L->lrn_alpha));
 		json_object_set_new(j, "beta", json_real(L->lrn_beta));
@@ -46,9 +46,9 @@ static json_t *layer_json(const struct kern_ic_layer *L)
 	return j;
 }
 
-static int write_arch(const struct kern_ic_model *ic, const char *path)
+static int write_arch(const struct model_ic_model *ic, const char *path)
 {
-	const struct kern_shape *s = &ic->input;
+	const struct model_shape *s = &ic->input;
 	json_t *layers = json_array(), *arch;
 	int ret;
 
@@ -56,7 +56,7 @@ static int write_arch(const struct kern_ic_model *ic, const char *path)
 		json_array_append_new(layers, layer_json(&ic->layers[i]));
 	arch =
 	    json_pack("{s:s, s:{s:[i,i,i], s:s}, s:o}", "name", ic->name, "input", "shape", s->c,
-		      s->h, s->w, "dtype", s->fmt == KERN_FMT_U8 ? "u8" : "f32", "layers", layers);
+		      s->h, s->w, "dtype", s->fmt == MODEL_FMT_U8 ? "u8" : "f32", "layers", layers);
 	if (!arch)
 		return -ENOMEM;
 	ret = json_dump_file(arch, path, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) ? -EIO : 0;
@@ -65,16 +65,16 @@ static int write_arch(const struct kern_ic_model *ic, const char *path)
 }
 
 /* One float64 .npy (version 1.0) of the array, malloc'd. */
-static void *npy_f64(const struct kern_ic_array *a, size_t *len)
+static void *npy_f64(const struct model_ic_array *a, size_t *len)
 {
-	void *data, *buf = kern_npy_alloc("<f8", a->shape, a->ndim, &data, len);
+	void *data, *buf = model_npy_alloc("<f8", a->shape, a->ndim, &data, len);
 
 	if (buf)
 		memcpy(data, a->data, a->count * sizeof(double));
 	return buf;
 }
 
-static int write_npz(const struct kern_ic_model *ic, const char *path)
+static int write_npz(const struct model_ic_model *ic, const char *path)
 {
 	int zerr;
 	zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
@@ -149,7 +149,7 @@ int cmd_import(int argc, char **argv)
 {
 	struct import_opts o = {0};
 	struct onnx_import imp;
-	struct kern_model m;
+	struct model m;
 	char err[1024];
 	int arg = conf_parse(&cmd_import_spec, argc, argv, &o), rc = 0;
 
@@ -167,8 +167,8 @@ int cmd_import(int argc, char **argv)
 		int ret = onnx_import_compile(&imp, &m, stderr, err, sizeof(err));
 
 		if (!ret) {
-			ret = kern_model_write(&m, o.out, err, sizeof(err));
-			kern_compiled_free(&m);
+			ret = model_write(&m, o.out, err, sizeof(err));
+			model_compiled_free(&m);
 		}
 		if (ret) {
 			fprintf(stderr, "splitnic import: %s\n", err);

@@ -36,7 +36,7 @@ int cmd_convert(int argc, char **argv)
 		return conf_usage_error(&cmd_convert_spec);
 	if (conf_output_ok("convert", "-o", o.out))
 		return 1;
-	if (kern_convert(argv[arg], argv[arg + 1], o.out, err, sizeof(err))) {
+	if (model_convert(argv[arg], argv[arg + 1], o.out, err, sizeof(err))) {
 		fprintf(stderr, "splitnic convert: %s\n", err);
 		return 1;
 	}
@@ -44,14 +44,14 @@ int cmd_convert(int argc, char **argv)
 }
 
 struct layer_stats {
-	struct kern_shape out;
+	struct model_shape out;
 	uint64_t elems, params, weight_bytes, macs;
 };
 
-static void src_stats(const struct kern_model *m, uint32_t i, struct layer_stats *st)
+static void src_stats(const struct model *m, uint32_t i, struct layer_stats *st)
 {
-	const struct kern_src_layer *s = &m->src[i];
-	struct kern_shape in = m->input;
+	const struct model_src_layer *s = &m->src[i];
+	struct model_shape in = m->input;
 	uint64_t in_elems, cin;
 
 	if (i) {
@@ -62,22 +62,22 @@ static void src_stats(const struct kern_model *m, uint32_t i, struct layer_stats
 	in_elems = (uint64_t)in.c * in.h * in.w;
 	cin = in.c;
 	memset(st, 0, sizeof(*st));
-	st->out.fmt = KERN_FMT_F64;
+	st->out.fmt = MODEL_FMT_F64;
 	st->out.c = s->c;
 	st->out.h = s->h;
 	st->out.w = s->w;
 	st->elems = (uint64_t)s->c * s->h * s->w;
 	switch (s->type) {
-	case KERN_SRC_DENSE:
-		st->params = st->elems * in_elems + ((s->flags & KERN_SF_BIAS) ? st->elems : 0);
+	case MODEL_SRC_DENSE:
+		st->params = st->elems * in_elems + ((s->flags & MODEL_SF_BIAS) ? st->elems : 0);
 		st->macs = st->elems * in_elems;
 		break;
-	case KERN_SRC_CONV:
+	case MODEL_SRC_CONV:
 		st->params = (uint64_t)s->c * cin * s->kernel * s->kernel +
-			     ((s->flags & KERN_SF_BIAS) ? s->c : 0);
+			     ((s->flags & MODEL_SF_BIAS) ? s->c : 0);
 		st->macs = st->elems * cin * s->kernel * s->kernel;
 		break;
-	case KERN_SRC_BATCHNORM:
+	case MODEL_SRC_BATCHNORM:
 		st->params = 4 * (uint64_t)s->c;
 		st->macs = st->elems;
 		break;
@@ -86,11 +86,11 @@ static void src_stats(const struct kern_model *m, uint32_t i, struct layer_stats
 	}
 	for (uint32_t j = 0; j < m->n_layers; j++)
 		if (m->layers[j].src_first == i)
-			for (int b = 0; b < KERN_NBLOB; b++)
+			for (int b = 0; b < MODEL_NBLOB; b++)
 				st->weight_bytes += m->layers[j].blob_size[b];
 }
 
-static void shape_str(const struct kern_shape *s, char *buf, size_t len)
+static void shape_str(const struct model_shape *s, char *buf, size_t len)
 {
 	if (s->h == 1 && s->w == 1)
 		snprintf(buf, len, "%u", s->c);
@@ -98,7 +98,7 @@ static void shape_str(const struct kern_shape *s, char *buf, size_t len)
 		snprintf(buf, len, "%ux%ux%u", s->c, s->h, s->w);
 }
 
-static int inspect_json(const struct kern_model *m, bool with_ops)
+static int inspect_json(const struct model *m, bool with_ops)
 {
 	json_t *root = json_object(), *layers = json_array(), *ops = json_array();
 	char shape[64];
@@ -106,20 +106,20 @@ static int inspect_json(const struct kern_model *m, bool with_ops)
 
 	json_object_set_new(root, "name", json_string(m->name));
 	json_object_set_new(root, "input",
-			    json_pack("{s:s,s:[i,i,i]}", "dtype", kern_fmt_name(m->input.fmt),
+			    json_pack("{s:s,s:[i,i,i]}", "dtype", model_fmt_name(m->input.fmt),
 				      "shape", m->input.c, m->input.h, m->input.w));
-	json_object_set_new(root, "classes", json_integer(kern_model_classes(m)));
+	json_object_set_new(root, "classes", json_integer(model_classes(m)));
 	for (uint32_t i = 0; i < m->n_src; i++) {
-		const struct kern_src_layer *s = &m->src[i];
+		const struct model_src_layer *s = &m->src[i];
 		struct layer_stats st;
 
 		src_stats(m, i, &st);
 		shape_str(&st.out, shape, sizeof(shape));
 		json_array_append_new(
 		    layers, json_pack("{s:i,s:s,s:b,s:[i,i,i],s:I,s:I,s:I,s:I,s:I,s:I}", "index", i,
-				      "type", kern_src_type_name(s->type), "binary_weights",
-				      !!(s->flags & KERN_SF_BINW), "output_shape", s->c, s->h, s->w,
-				      "elements", (json_int_t)st.elems, "bytes_f32",
+				      "type", model_src_type_name(s->type), "binary_weights",
+				      !!(s->flags & MODEL_SF_BINW), "output_shape", s->c, s->h,
+				      s->w, "elements", (json_int_t)st.elems, "bytes_f32",
 				      (json_int_t)(st.elems * 4), "bytes_1bit",
 				      (json_int_t)((st.elems + 7) / 8), "params",
 				      (json_int_t)st.params, "weight_bytes",
@@ -128,14 +128,14 @@ static int inspect_json(const struct kern_model *m, bool with_ops)
 	json_object_set_new(root, "layers", layers);
 	if (with_ops) {
 		for (uint32_t i = 0; i < m->n_layers; i++) {
-			const struct kern_layer *l = &m->layers[i];
+			const struct model_layer *l = &m->layers[i];
 
 			json_array_append_new(
 			    ops, json_pack("{s:i,s:s,s:i,s:i,s:s,s:[i,i,i],s:s,s:[i,i,i]}", "index",
-					   i, "op", kern_op_name(l->op), "src_first", l->src_first,
+					   i, "op", model_op_name(l->op), "src_first", l->src_first,
 					   "src_count", l->src_count, "in_fmt",
-					   kern_fmt_name(l->in.fmt), "in_shape", l->in.c, l->in.h,
-					   l->in.w, "out_fmt", kern_fmt_name(l->out.fmt),
+					   model_fmt_name(l->in.fmt), "in_shape", l->in.c, l->in.h,
+					   l->in.w, "out_fmt", model_fmt_name(l->out.fmt),
 					   "out_shape", l->out.c, l->out.h, l->out.w));
 		}
 		json_object_set_new(root, "ops", ops);
@@ -148,14 +148,14 @@ static int inspect_json(const struct kern_model *m, bool with_ops)
 	return ret;
 }
 
-static void inspect_table(const struct kern_model *m, bool with_ops)
+static void inspect_table(const struct model *m, bool with_ops)
 {
 	uint64_t tot_params = 0, tot_wbytes = 0, tot_macs = 0;
 	char shape[64];
 
 	printf("model %s: input %s %ux%ux%u, %u classes, %u layers compiled to %u ops\n\n", m->name,
-	       kern_fmt_name(m->input.fmt), m->input.c, m->input.h, m->input.w,
-	       kern_model_classes(m), m->n_src, m->n_layers);
+	       model_fmt_name(m->input.fmt), m->input.c, m->input.h, m->input.w, model_classes(m),
+	       m->n_src, m->n_layers);
 	printf("%3s  %-10s %-3s %-12s %10s %12s %10s %12s %12s %14s\n", "#", "layer", "bin",
 	       "output", "elements", "bytes(f32)", "bytes(1b)", "params", "weight B", "MACs");
 	for (uint32_t i = 0; i < m->n_src; i++) {
@@ -165,9 +165,9 @@ static void inspect_table(const struct kern_model *m, bool with_ops)
 		shape_str(&st.out, shape, sizeof(shape));
 		printf("%3u  %-10s %-3s %-12s %10" PRIu64 " %12" PRIu64 " %10" PRIu64 " %12" PRIu64
 		       " %12" PRIu64 " %14" PRIu64 "\n",
-		       i, kern_src_type_name(m->src[i].type),
-		       (m->src[i].flags & KERN_SF_BINW) ? "yes" : "", shape, st.elems, st.elems * 4,
-		       (st.elems + 7) / 8, st.params, st.weight_bytes, st.macs);
+		       i, model_src_type_name(m->src[i].type),
+		       (m->src[i].flags & MODEL_SF_BINW) ? "yes" : "", shape, st.elems,
+		       st.elems * 4, (st.elems + 7) / 8, st.params, st.weight_bytes, st.macs);
 		tot_params += st.params;
 		tot_wbytes += st.weight_bytes;
 		tot_macs += st.macs;
@@ -179,7 +179,7 @@ static void inspect_table(const struct kern_model *m, bool with_ops)
 	printf("\ncompiled ops:\n%3s  %-13s %-7s %-6s %-12s %-6s %-12s %s\n", "#", "op", "layers",
 	       "in", "", "out", "", "flags");
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
+		const struct model_layer *l = &m->layers[i];
 		char ishape[64], range[32];
 
 		shape_str(&l->in, ishape, sizeof(ishape));
@@ -189,11 +189,11 @@ static void inspect_table(const struct kern_model *m, bool with_ops)
 				 l->src_first + l->src_count - 1);
 		else
 			snprintf(range, sizeof(range), "input");
-		printf("%3u  %-13s %-7s %-6s %-12s %-6s %-12s %s%s%s\n", i, kern_op_name(l->op),
-		       range, kern_fmt_name(l->in.fmt), ishape, kern_fmt_name(l->out.fmt), shape,
-		       (l->flags & KERN_LF_BIAS) ? "bias " : "",
-		       (l->flags & KERN_LF_BINW) ? "binary-weights " : "",
-		       (l->flags & KERN_LF_THRESH) ? "thresholds" : "");
+		printf("%3u  %-13s %-7s %-6s %-12s %-6s %-12s %s%s%s\n", i, model_op_name(l->op),
+		       range, model_fmt_name(l->in.fmt), ishape, model_fmt_name(l->out.fmt), shape,
+		       (l->flags & MODEL_LF_BIAS) ? "bias " : "",
+		       (l->flags & MODEL_LF_BINW) ? "binary-weights " : "",
+		       (l->flags & MODEL_LF_THRESH) ? "thresholds" : "");
 	}
 }
 
@@ -213,13 +213,13 @@ const struct conf_cmd cmd_inspect_spec = {CONF_CMD(
 int cmd_inspect(int argc, char **argv)
 {
 	struct inspect_opts o = {0};
-	struct kern_model *m;
+	struct model *m;
 	char err[512];
 	int arg = conf_parse(&cmd_inspect_spec, argc, argv, &o), ret = 0;
 
 	if (arg < 0)
 		return 2;
-	m = kern_model_load(argv[arg], err, sizeof(err));
+	m = model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic inspect: %s\n", err);
 		return 1;
@@ -228,6 +228,6 @@ int cmd_inspect(int argc, char **argv)
 		ret = inspect_json(m, o.ops);
 	else
 		inspect_table(m, o.ops);
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }

@@ -25,7 +25,7 @@
 #include "split/stats.h"
 
 struct run_job {
-	const struct kern_model *m;
+	const struct model *m;
 	const struct dataset *ds;
 	uint32_t count, batch, threads, index;
 	uint32_t classes;
@@ -90,7 +90,7 @@ static const struct kexec_ops *const stage_ops[SPLIT_EX__COUNT] = {
 };
 
 /* The plan's stages as executors on one thread's pipeline; cuts must be exact. */
-static int plan_pipe(struct kexec_pipe *p, const struct kern_model *m, const struct split_plan *pl,
+static int plan_pipe(struct kexec_pipe *p, const struct model *m, const struct split_plan *pl,
 		     uint32_t batch, char *err, size_t errlen)
 {
 	const struct nicfw_exec_emu_conf nic = {.executors = RUN_NIC_EXECUTORS};
@@ -106,7 +106,7 @@ static int plan_pipe(struct kexec_pipe *p, const struct kern_model *m, const str
 			    "stage %u (%s at op %u): the activation crosses as %s, which changes "
 			    "%s values; run --plan takes exact cuts only",
 			    i, split_exec_name(st->exec), st->first, split_fmt_name(st->fmt_in),
-			    kern_fmt_name(m->layers[st->first].in.fmt));
+			    model_fmt_name(m->layers[st->first].in.fmt));
 			kexec_pipe_fini(p);
 			return -EINVAL;
 		}
@@ -156,7 +156,7 @@ int cmd_run(int argc, char **argv)
 	pthread_t *tids = NULL;
 	struct dataset ds = {0};
 	struct splitnic_model *sm = NULL;
-	const struct kern_model *m;
+	const struct model *m;
 	struct splitnic_error se;
 	struct lat_summary lat;
 	uint64_t *lat_ns = NULL;
@@ -206,7 +206,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "splitnic run: %s\n", err);
 		goto out_model;
 	}
-	classes = kern_model_classes(m);
+	classes = model_classes(m);
 	nbatches = (uint32_t)((o.ds.count + o.batch - 1) / o.batch);
 	if (o.threads > nbatches)
 		o.threads = nbatches;

@@ -36,28 +36,28 @@ static void layer_name(const struct split_arch *a, uint32_t i, char *buf, size_t
 	const char *base;
 
 	for (uint32_t k = 0; k <= i; k++)
-		stage += a->l[k].type == KERN_SRC_CONV || a->l[k].type == KERN_SRC_DENSE;
+		stage += a->l[k].type == MODEL_SRC_CONV || a->l[k].type == MODEL_SRC_DENSE;
 	switch (a->l[i].type) {
-	case KERN_SRC_CONV:
+	case MODEL_SRC_CONV:
 		base = "conv";
 		break;
-	case KERN_SRC_DENSE:
+	case MODEL_SRC_DENSE:
 		base = "fc";
 		break;
-	case KERN_SRC_MAXPOOL:
+	case MODEL_SRC_MAXPOOL:
 		base = "pool";
 		break;
-	case KERN_SRC_LRN:
+	case MODEL_SRC_LRN:
 		base = "norm";
 		break;
-	case KERN_SRC_BATCHNORM:
+	case MODEL_SRC_BATCHNORM:
 		base = "bn";
 		break;
-	case KERN_SRC_FLATTEN:
+	case MODEL_SRC_FLATTEN:
 		snprintf(buf, len, "flatten");
 		return;
 	default:
-		base = kern_src_type_name(a->l[i].type);
+		base = model_src_type_name(a->l[i].type);
 		break;
 	}
 	snprintf(buf, len, "%s%u", base, stage);
@@ -67,12 +67,12 @@ static void layer_name(const struct split_arch *a, uint32_t i, char *buf, size_t
  * The compiled ops that implement source layer i of model m, "first-last" (or "-" without a
  * model): the numbering plan, sweep, MODEL@K and MODEL:coproc:K use.
  */
-static void op_range(const struct kern_model *m, uint32_t i, char *buf, size_t len)
+static void op_range(const struct model *m, uint32_t i, char *buf, size_t len)
 {
 	uint32_t first = UINT32_MAX, last = 0;
 
 	for (uint32_t k = 0; m && k < m->n_layers; k++) {
-		const struct kern_layer *L = &m->layers[k];
+		const struct model_layer *L = &m->layers[k];
 
 		if (i >= L->src_first && i < L->src_first + L->src_count) {
 			first = first < k ? first : k;
@@ -87,7 +87,7 @@ static void op_range(const struct kern_model *m, uint32_t i, char *buf, size_t l
 		snprintf(buf, len, "%u-%u", first, last);
 }
 
-static void analyze_table(const struct split_arch *a, const struct kern_model *m, bool csv)
+static void analyze_table(const struct split_arch *a, const struct model *m, bool csv)
 {
 	uint64_t tp = 0, tw = 0, to = 0;
 	char shape[48], ex[16], ops[24], name[32];
@@ -102,14 +102,14 @@ static void analyze_table(const struct split_arch *a, const struct kern_model *m
 		    "  numbered as plan, sweep, MODEL@K and MODEL:coproc:K number them%s\n"
 		    "%3s  %-8s %-5s %-9s %-3s %-12s %10s %11s %11s %10s %9s %11s %11s %14s %-8s "
 		    "%s\n",
-		    a->name, kern_fmt_name(a->input.fmt), a->input.c, a->input.h, a->input.w, a->n,
+		    a->name, model_fmt_name(a->input.fmt), a->input.c, a->input.h, a->input.w, a->n,
 		    m ? "" : " (an ARCH.json has none: `splitnic convert` it first)", "#", "name",
 		    "op", "layer", "bin", "output", "elements", "bytes(f32)", "bytes(fp16)",
 		    "bytes(i8)", "bytes(1b)", "params", "weight B", "ops", "kind", "executors");
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct split_layer *L = &a->l[i];
-		const bool bin = L->flags & KERN_SF_BINW;
-		const char *kind = (L->type == KERN_SRC_DENSE || L->type == KERN_SRC_CONV)
+		const bool bin = L->flags & MODEL_SF_BINW;
+		const char *kind = (L->type == MODEL_SRC_DENSE || L->type == MODEL_SRC_CONV)
 				       ? (bin ? "bit-ops" : "MACs")
 				       : "elem-ops";
 
@@ -120,7 +120,7 @@ static void analyze_table(const struct split_arch *a, const struct kern_model *m
 			printf("%u,%s,%s,%s,%d,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			       ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			       ",%s,\"%s\"\n",
-			       i, name, ops, kern_src_type_name(L->type), bin, L->c, L->h, L->w,
+			       i, name, ops, model_src_type_name(L->type), bin, L->c, L->h, L->w,
 			       L->elems, split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
 			       split_bytes_int8(L->elems), split_bytes_bits(L->elems), L->params,
 			       L->weight_bytes, L->ops, kind, ex);
@@ -133,8 +133,8 @@ static void analyze_table(const struct split_arch *a, const struct kern_model *m
 		printf("%3u  %-8s %-5s %-9s %-3s %-12s %10" PRIu64 " %11" PRIu64 " %11" PRIu64
 		       " %10" PRIu64 " %9" PRIu64 " %11" PRIu64 " %11" PRIu64 " %14" PRIu64
 		       " %-8s %s\n",
-		       i, name, ops, kern_src_type_name(L->type), bin ? "yes" : "", shape, L->elems,
-		       split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
+		       i, name, ops, model_src_type_name(L->type), bin ? "yes" : "", shape,
+		       L->elems, split_bytes_f32(L->elems), split_bytes_fp16(L->elems),
 		       split_bytes_int8(L->elems), split_bytes_bits(L->elems), L->params,
 		       L->weight_bytes, L->ops, kind, ex);
 		tp += L->params;
@@ -147,7 +147,7 @@ static void analyze_table(const struct split_arch *a, const struct kern_model *m
 		       "", "total", "", "", "", "", "", "", "", "", "", tp, tw, to);
 }
 
-static int analyze_json(const struct split_arch *a, const struct kern_model *m)
+static int analyze_json(const struct split_arch *a, const struct model *m)
 {
 	json_t *root = json_object(), *layers = json_array();
 	char ex[16], ops[24], name[32];
@@ -155,7 +155,7 @@ static int analyze_json(const struct split_arch *a, const struct kern_model *m)
 
 	json_object_set_new(root, "name", json_string(a->name));
 	json_object_set_new(root, "input",
-			    json_pack("{s:s,s:[i,i,i]}", "dtype", kern_fmt_name(a->input.fmt),
+			    json_pack("{s:s,s:[i,i,i]}", "dtype", model_fmt_name(a->input.fmt),
 				      "shape", a->input.c, a->input.h, a->input.w));
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct split_layer *L = &a->l[i];
@@ -168,10 +168,10 @@ static int analyze_json(const struct split_arch *a, const struct kern_model *m)
 		    json_pack(
 			"{s:i,s:s,s:s,s:s,s:b,s:[i,i,i],s:I,s:{s:I,s:I,s:I,s:I},s:I,s:I,s:I,s:s}",
 			"index", i, "name", name, "compiled_ops", ops, "type",
-			kern_src_type_name(L->type), "binary_weights", !!(L->flags & KERN_SF_BINW),
-			"output_shape", L->c, L->h, L->w, "elements", (json_int_t)L->elems, "bytes",
-			"f32", (json_int_t)split_bytes_f32(L->elems), "fp16",
-			(json_int_t)split_bytes_fp16(L->elems), "int8",
+			model_src_type_name(L->type), "binary_weights",
+			!!(L->flags & MODEL_SF_BINW), "output_shape", L->c, L->h, L->w, "elements",
+			(json_int_t)L->elems, "bytes", "f32", (json_int_t)split_bytes_f32(L->elems),
+			"fp16", (json_int_t)split_bytes_fp16(L->elems), "int8",
 			(json_int_t)split_bytes_int8(L->elems), "1bit",
 			(json_int_t)split_bytes_bits(L->elems), "params", (json_int_t)L->params,
 			"weight_bytes", (json_int_t)L->weight_bytes, "ops", (json_int_t)L->ops,
@@ -203,7 +203,7 @@ static int analyze_plot(const struct split_arch *a, const char *out)
 
 		layer_name(a, i, name, sizeof(name));
 		fprintf(f, "%s%s %" PRIu64 " %" PRIu64 " ", name,
-			(L->flags & KERN_SF_BINW) ? "*" : "", split_bytes_f32(L->elems),
+			(L->flags & MODEL_SF_BINW) ? "*" : "", split_bytes_f32(L->elems),
 			split_bytes_bits(L->elems));
 		if (L->params)
 			fprintf(f, "%" PRIu64 "\n", L->params);
@@ -244,7 +244,7 @@ const struct conf_cmd cmd_analyze_spec = {
 int cmd_analyze(int argc, char **argv)
 {
 	struct analyze_opts o = {0};
-	struct kern_model *m = NULL;
+	struct model *m = NULL;
 	struct split_arch a;
 	char err[512];
 	int arg = conf_parse(&cmd_analyze_spec, argc, argv, &o), ret;
@@ -258,13 +258,13 @@ int cmd_analyze(int argc, char **argv)
 	if (split_tools_is_json(argv[arg])) {
 		ret = split_arch_load(argv[arg], &a, err, sizeof(err));
 	} else {
-		m = kern_model_load(argv[arg], err, sizeof(err));
+		m = model_load(argv[arg], err, sizeof(err));
 		ret = m ? split_arch_from_model(m, kexec_nic_first(m), &a, err, sizeof(err))
 			: -EINVAL;
 	}
 	if (ret) {
 		fprintf(stderr, "splitnic analyze: %s\n", err);
-		kern_model_free(m);
+		model_free(m);
 		return 1;
 	}
 	if (o.json)
@@ -274,7 +274,7 @@ int cmd_analyze(int argc, char **argv)
 	if (!ret && o.plot)
 		ret = analyze_plot(&a, o.plot) ? 1 : 0;
 	split_arch_free(&a);
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }
 
@@ -350,7 +350,7 @@ int cmd_plan(int argc, char **argv)
 	struct split_profile pr;
 	struct split_problem p;
 	struct split_plan plan;
-	struct kern_model *m;
+	struct model *m;
 	char err[512];
 	int arg = conf_parse(&cmd_plan_spec, argc, argv, &po), ret = 1;
 
@@ -363,7 +363,7 @@ int cmd_plan(int argc, char **argv)
 		return 1;
 	if (op->link_gbps <= 0)
 		op->link_gbps = pr.v[SPLIT_P_LINK_GBPS];
-	m = kern_model_load(argv[arg], err, sizeof(err));
+	m = model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic plan: %s\n", err);
 		return 1;
@@ -389,6 +389,6 @@ int cmd_plan(int argc, char **argv)
 	}
 	split_problem_free(&p);
 out_model:
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }

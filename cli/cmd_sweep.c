@@ -45,7 +45,7 @@ struct sweep_cand {
 };
 
 struct sweep {
-	const struct kern_model *m;
+	const struct model *m;
 	struct kern_ctx *ctx;
 	struct split_wire *wire;
 	struct split_profile pr;
@@ -62,7 +62,7 @@ struct sweep {
 
 static int run_one(struct sweep *s, struct sweep_cand *c, const void *in, uint32_t i)
 {
-	const struct kern_model *m = s->m;
+	const struct model *m = s->m;
 	uint64_t t1, t2, t3, t4;
 	struct nicfw_emu_report rep;
 	int ret;
@@ -76,8 +76,7 @@ static int run_one(struct sweep *s, struct sweep_cand *c, const void *in, uint32
 	if (ret)
 		return ret;
 	if (c->k == m->n_layers) {
-		c->mismatches +=
-		    !!memcmp(s->scores, s->ref, kern_model_classes(m) * sizeof(double));
+		c->mismatches += !!memcmp(s->scores, s->ref, model_classes(m) * sizeof(double));
 		return 0;
 	}
 	ret = split_wire_send(s->wire, &m->layers[c->k].in, c->k ? s->act : in, c->k);
@@ -99,7 +98,7 @@ static int run_one(struct sweep *s, struct sweep_cand *c, const void *in, uint32
 	if (ret)
 		return ret;
 	c->ns[SP_NIC][i] = (uint64_t)(rep.latency_us * 1e3 + 0.5);
-	c->mismatches += !!memcmp(s->scores, s->ref, kern_model_classes(m) * sizeof(double));
+	c->mismatches += !!memcmp(s->scores, s->ref, model_classes(m) * sizeof(double));
 	return 0;
 }
 
@@ -166,7 +165,7 @@ static int sweep_measure(struct sweep *s, const struct dataset *ds, const uint8_
 
 static int sweep_predict(struct sweep *s)
 {
-	const struct kern_model *m = s->m;
+	const struct model *m = s->m;
 	char err[256];
 
 	for (uint32_t j = 0; j < s->n_cand; j++) {
@@ -197,15 +196,15 @@ static int sweep_predict(struct sweep *s)
 				cp.stage[cp.n_stages++] = (struct split_stage){
 				    .exec = SPLIT_EX_CPU, .first = 0, .last = c->k};
 			if (c->k < m->n_layers) {
-				const struct kern_shape *in = &m->layers[c->k].in;
+				const struct model_shape *in = &m->layers[c->k].in;
 
 				cp.stage[cp.n_stages++] = (struct split_stage){
 				    .exec = SPLIT_EX_NIC, .first = c->k, .last = m->n_layers};
 				split_link_parts(&s->pr, s->bw[b],
-						 in->fmt == KERN_FMT_BITS ? SPLIT_FMT_BITS
-									  : SPLIT_FMT_U8,
-						 kern_shape_elems(in),
-						 in->fmt == KERN_FMT_BITS && in->h * in->w > 1,
+						 in->fmt == MODEL_FMT_BITS ? SPLIT_FMT_BITS
+									   : SPLIT_FMT_U8,
+						 model_shape_elems(in),
+						 in->fmt == MODEL_FMT_BITS && in->h * in->w > 1,
 						 PROTO_ACT_HDR_LEN, &x);
 			}
 			split_plan_eval(&p, &cp);
@@ -225,7 +224,7 @@ static const char *cand_name(const struct sweep *s, const struct sweep_cand *c, 
 	if (c->k == s->m->n_layers)
 		snprintf(buf, len, "all-cpu");
 	else
-		snprintf(buf, len, "nic@%u:%s", c->k, kern_op_name(s->m->layers[c->k].op));
+		snprintf(buf, len, "nic@%u:%s", c->k, model_op_name(s->m->layers[c->k].op));
 	return buf;
 }
 
@@ -392,7 +391,7 @@ static int sweep_plot(const struct sweep *s, const char *out, bool normalize)
 
 static int sweep_setup(struct sweep *s)
 {
-	const struct kern_model *m = s->m;
+	const struct model *m = s->m;
 	struct nicfw_emu_params ep;
 	uint64_t max_act = 8, max_op = 8;
 	char err[512];
@@ -413,8 +412,8 @@ static int sweep_setup(struct sweep *s)
 				fprintf(stderr, "splitnic sweep: %s\n", err);
 				return -EINVAL;
 			}
-			if (kern_shape_bytes(&m->layers[k].in) > max_act)
-				max_act = kern_shape_bytes(&m->layers[k].in);
+			if (model_shape_bytes(&m->layers[k].in) > max_act)
+				max_act = model_shape_bytes(&m->layers[k].in);
 		}
 		for (int p = 0; p < SP__COUNT; p++)
 			if (!(c->ns[p] = calloc(s->count, sizeof(uint64_t))))
@@ -426,13 +425,13 @@ static int sweep_setup(struct sweep *s)
 	s->act = aligned_alloc(64, (max_act + 63) / 64 * 64);
 	s->nic_in = aligned_alloc(64, (max_act + 63) / 64 * 64);
 	for (uint32_t j = 0; j < m->n_layers; j++)
-		if (kern_shape_bytes(&m->layers[j].out) > max_op)
-			max_op = kern_shape_bytes(&m->layers[j].out);
+		if (model_shape_bytes(&m->layers[j].out) > max_op)
+			max_op = model_shape_bytes(&m->layers[j].out);
 	s->opbuf[0] = aligned_alloc(64, (max_op + 63) / 64 * 64);
 	s->opbuf[1] = aligned_alloc(64, (max_op + 63) / 64 * 64);
 	s->prefix_ns = calloc(m->n_layers + 1, sizeof(uint64_t));
-	s->ref = calloc(kern_model_classes(m), sizeof(double));
-	s->scores = calloc(kern_model_classes(m), sizeof(double));
+	s->ref = calloc(model_classes(m), sizeof(double));
+	s->scores = calloc(model_classes(m), sizeof(double));
 	return s->ctx && s->wire && s->act && s->nic_in && s->opbuf[0] && s->opbuf[1] &&
 		       s->prefix_ns && s->ref && s->scores
 		   ? 0
@@ -459,7 +458,7 @@ static void sweep_free(struct sweep *s)
 }
 
 /* --splits K,K,...|host (host: all-host, m->n_layers); -EINVAL on anything else. */
-static int parse_splits(const char *arg, const struct kern_model *m, struct sweep_pk_opts *po)
+static int parse_splits(const char *arg, const struct model *m, struct sweep_pk_opts *po)
 {
 	char *dup = strdup(arg), *tok, *save = NULL, *end;
 	int ret = dup ? 0 : -ENOMEM;
@@ -594,7 +593,7 @@ int cmd_sweep(int argc, char **argv)
 	struct sweep_pk_opts *po = &o.po;
 	struct sweep s = {.count = 5};
 	struct dataset ds = {0};
-	struct kern_model *m = NULL;
+	struct model *m = NULL;
 	uint8_t *rnd = NULL;
 	const char *inputs;
 	char err[512];
@@ -635,7 +634,7 @@ int cmd_sweep(int argc, char **argv)
 				 SWEEP_MAX_LOAD, false);
 	if (split_tools_load_profile("sweep", o.profile, &s.pr))
 		return 1;
-	m = kern_model_load(argv[arg], err, sizeof(err));
+	m = model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic sweep: %s\n", err);
 		return 1;
@@ -655,7 +654,7 @@ int cmd_sweep(int argc, char **argv)
 		goto out_model;
 	}
 	if (!inputs) {
-		const size_t in_bytes = kern_shape_bytes(&m->input);
+		const size_t in_bytes = model_shape_bytes(&m->input);
 
 		rnd = malloc(4 * in_bytes);
 		if (!rnd)
@@ -663,15 +662,15 @@ int cmd_sweep(int argc, char **argv)
 		srand(1);
 		for (size_t k = 0; k < 4 * in_bytes; k++)
 			rnd[k] = (uint8_t)rand();
-		if (m->input.fmt == KERN_FMT_F32)
+		if (m->input.fmt == MODEL_FMT_F32)
 			for (size_t k = 0; k < 4 * in_bytes / 4; k++)
 				((float *)rnd)[k] = (float)rand() / RAND_MAX * 2 - 1;
 		fprintf(stderr, "splitnic sweep: no --images/--npy: %s random inputs\n",
-			kern_fmt_name(m->input.fmt));
+			model_fmt_name(m->input.fmt));
 	}
 	ret = sweep_setup(&s);
 	if (!ret)
-		ret = sweep_measure(&s, inputs ? &ds : NULL, rnd, kern_shape_bytes(&m->input));
+		ret = sweep_measure(&s, inputs ? &ds : NULL, rnd, model_shape_bytes(&m->input));
 	if (!ret)
 		ret = sweep_predict(&s);
 	if (ret) {
@@ -702,6 +701,6 @@ out_data:
 	if (inputs)
 		dataset_close(&ds);
 out_model:
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }

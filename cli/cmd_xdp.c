@@ -92,16 +92,16 @@ static int iface_index(const char *name)
  * message naming the verb (*m is then NULL).
  */
 static struct xdp_infer *load_prog(const char *verb, const char *path, const struct xdp_opts *o,
-				   struct kern_model **m)
+				   struct model **m)
 {
 	char err[1024];
 	struct xdp_infer *x;
 
-	*m = kern_model_load(path, err, sizeof(err));
+	*m = model_load(path, err, sizeof(err));
 	x = *m ? xdp_infer_load(*m, (uint32_t)o->port, o->model_id, err, sizeof(err)) : NULL;
 	if (!x) {
 		fprintf(stderr, "splitnic xdp %s: %s\n", verb, err);
-		kern_model_free(*m);
+		model_free(*m);
 		*m = NULL;
 	}
 	return x;
@@ -125,7 +125,7 @@ static void print_plan(const struct xdp_infer *x)
 
 static int verb_attach(const struct xdp_opts *o, char **pos)
 {
-	struct kern_model *m;
+	struct model *m;
 	struct xdp_infer *x;
 	int ifindex, ret;
 
@@ -146,7 +146,7 @@ static int verb_attach(const struct xdp_opts *o, char **pos)
 		       xdp_infer_get_plan(x)->cfg.port, xdp_infer_get_plan(x)->cfg.model_id);
 	}
 	xdp_infer_free(x);
-	kern_model_free(m);
+	model_free(m);
 	return ret ? 1 : 0;
 }
 
@@ -203,10 +203,10 @@ static int verb_stats(const struct xdp_opts *o, char **pos)
 }
 
 /* Inputs for `test`: the IDX images, or `count` random tensors of the model's input shape. */
-static uint8_t *test_inputs(const struct kern_model *m, const struct xdp_opts *o,
-			    struct dataset *ds, uint32_t *n)
+static uint8_t *test_inputs(const struct model *m, const struct xdp_opts *o, struct dataset *ds,
+			    uint32_t *n)
 {
-	size_t in_bytes = kern_shape_bytes(&m->input);
+	size_t in_bytes = model_shape_bytes(&m->input);
 	uint32_t rng = 12345;
 	char err[512];
 	uint8_t *x;
@@ -236,7 +236,7 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 	uint64_t st[XDP_INFER_ST__COUNT], total_ns = 0;
 	struct dataset ds = {0};
 	char err[1024];
-	struct kern_model *m;
+	struct model *m;
 	struct kern_ctx *ctx = NULL;
 	struct xdp_infer *x = NULL;
 	double *cpu = NULL, *xs = NULL;
@@ -252,13 +252,13 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 	if (!x)
 		return 1;
 	print_plan(x);
-	classes = kern_model_classes(m);
+	classes = model_classes(m);
 	inputs = test_inputs(m, o, &ds, &n);
 	ctx = kern_ctx_create(m, 1);
 	cpu = calloc(classes, sizeof(double));
 	xs = calloc(classes, sizeof(double));
-	body = calloc(kern_shape_elems(&m->input) + 8, 4);
-	dx = calloc(kern_shape_elems(&m->input), sizeof(double));
+	body = calloc(model_shape_elems(&m->input) + 8, 4);
+	dx = calloc(model_shape_elems(&m->input), sizeof(double));
 	if (!inputs || !ctx || !cpu || !xs || !body || !dx)
 		goto out_free;
 	if (o->scores) {
@@ -269,16 +269,16 @@ static int verb_test(const struct xdp_opts *o, char **pos)
 		}
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		const uint8_t *img = inputs + (size_t)i * kern_shape_bytes(&m->input);
+		const uint8_t *img = inputs + (size_t)i * model_shape_bytes(&m->input);
 		const struct xdp_infer_cfg *c = &xdp_infer_get_plan(x)->cfg;
 
-		if (m->input.fmt != KERN_FMT_F32) {
+		if (m->input.fmt != MODEL_FMT_F32) {
 			len = xdp_infer_build_request_hdr(
 			    frame, sizeof(frame), c->port, c->model_id, i + 1, PROTO_FMT_U8,
 			    m->input.c, m->input.h, m->input.w, img,
 			    xdp_infer_request_hdr_len(x, PROTO_FMT_U8));
 		} else {
-			uint64_t ne = kern_shape_elems(&m->input);
+			uint64_t ne = model_shape_elems(&m->input);
 
 			for (uint64_t k = 0; k < ne; k++) {
 				float f;
@@ -348,7 +348,7 @@ out_free:
 	else
 		free(inputs);
 	xdp_infer_free(x);
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }
 

@@ -8,10 +8,10 @@
 
 #include "model/npy.h"
 
-static int open_idx(struct dataset *ds, const struct kern_model *m, const char *path, char *err,
+static int open_idx(struct dataset *ds, const struct model *m, const char *path, char *err,
 		    size_t errlen)
 {
-	const struct kern_shape *s = &m->input;
+	const struct model_shape *s = &m->input;
 	const struct idx_data *d = &ds->images;
 	bool ok;
 	int ret;
@@ -73,12 +73,12 @@ out_close:
 	return ret;
 }
 
-static int open_npy(struct dataset *ds, const struct kern_model *m, const char *path, char *err,
+static int open_npy(struct dataset *ds, const struct model *m, const char *path, char *err,
 		    size_t errlen)
 {
-	const struct kern_shape *s = &m->input;
+	const struct model_shape *s = &m->input;
 	char msg[256];
-	struct kern_npy a;
+	struct model_npy a;
 	double *vals = NULL;
 	float *data = NULL;
 	size_t len = 0;
@@ -88,7 +88,7 @@ static int open_npy(struct dataset *ds, const struct kern_model *m, const char *
 	ret = read_file(path, &buf, &len, err, errlen);
 	if (ret)
 		return ret;
-	ret = kern_npy_parse(buf, len, &a, msg, sizeof(msg));
+	ret = model_npy_parse(buf, len, &a, msg, sizeof(msg));
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", path, msg);
 		goto out_free;
@@ -107,11 +107,11 @@ static int open_npy(struct dataset *ds, const struct kern_model *m, const char *
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out_free;
 	}
-	kern_npy_to_f64(&a, vals);
+	model_npy_to_f64(&a, vals);
 	for (size_t i = 0; i < a.count; i++)
 		data[i] = (float)vals[i];
 	ds->count = (uint32_t)a.shape[0];
-	ds->item_bytes = kern_shape_elems(s) * sizeof(float);
+	ds->item_bytes = model_shape_elems(s) * sizeof(float);
 	ds->data = (const uint8_t *)data;
 	ds->owned = data;
 	data = NULL;
@@ -123,13 +123,13 @@ out_free:
 	return ret;
 }
 
-int dataset_open(struct dataset *ds, const struct kern_model *m, const char *inputs,
-		 const char *labels, char *err, size_t errlen)
+int dataset_open(struct dataset *ds, const struct model *m, const char *inputs, const char *labels,
+		 char *err, size_t errlen)
 {
 	int ret;
 
 	memset(ds, 0, sizeof(*ds));
-	if (m->input.fmt == KERN_FMT_U8)
+	if (m->input.fmt == MODEL_FMT_U8)
 		ret = open_idx(ds, m, inputs, err, errlen);
 	else
 		ret = open_npy(ds, m, inputs, err, errlen);
@@ -170,8 +170,8 @@ bool dataset_opts_valid(const struct dataset_opts *o)
 	return !o->images != !o->npy;
 }
 
-int dataset_open_opts(struct dataset *ds, const struct kern_model *m, struct dataset_opts *o,
-		      char *err, size_t errlen)
+int dataset_open_opts(struct dataset *ds, const struct model *m, struct dataset_opts *o, char *err,
+		      size_t errlen)
 {
 	int ret = dataset_open(ds, m, o->images ? o->images : o->npy, o->labels, err, errlen);
 

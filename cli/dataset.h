@@ -25,8 +25,8 @@ struct dataset {
 };
 
 /* Returns 0 or -errno / -EINVAL with a message naming the file and what does not match. */
-int dataset_open(struct dataset *ds, const struct kern_model *m, const char *inputs,
-		 const char *labels, char *err, size_t errlen);
+int dataset_open(struct dataset *ds, const struct model *m, const char *inputs, const char *labels,
+		 char *err, size_t errlen);
 void dataset_close(struct dataset *ds);
 
 /* The data set options of the verbs that run a model over inputs (run, emu). */
@@ -53,8 +53,8 @@ struct dataset_opts {
 bool dataset_opts_valid(const struct dataset_opts *o);
 
 /* dataset_open of o's inputs and labels for m; then o->count is at most the data set's size. */
-int dataset_open_opts(struct dataset *ds, const struct kern_model *m, struct dataset_opts *o,
-		      char *err, size_t errlen);
+int dataset_open_opts(struct dataset *ds, const struct model *m, struct dataset_opts *o, char *err,
+		      size_t errlen);
 
 static inline const void *dataset_item(const struct dataset *ds, uint32_t i)
 {

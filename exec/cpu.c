@@ -5,7 +5,7 @@
 
 #include "exec/kexec.h"
 
-static int cpu_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+static int cpu_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
 		    uint32_t max_batch, char *err, size_t errlen)
 {
 	x->priv = kern_ctx_create(m, max_batch);

@@ -24,55 +24,57 @@ int kexec_kind_from_name(const char *name)
 	return -1;
 }
 
-static bool nic_float_op(const struct kern_layer *l)
+static bool nic_float_op(const struct model_layer *l)
 {
-	return (l->op == KERN_OP_BIAS || l->op == KERN_OP_BATCHNORM) && l->in.fmt == KERN_FMT_F64;
+	return (l->op == MODEL_OP_BIAS || l->op == MODEL_OP_BATCHNORM) &&
+	       l->in.fmt == MODEL_FMT_F64;
 }
 
-static bool nic_binary_op(const struct kern_layer *l)
+static bool nic_binary_op(const struct model_layer *l)
 {
-	return (l->op == KERN_OP_BDENSE && l->in.fmt == KERN_FMT_BITS) ||
-	       (l->op == KERN_OP_BDENSE_U8 && l->in.fmt == KERN_FMT_U8);
+	return (l->op == MODEL_OP_BDENSE && l->in.fmt == MODEL_FMT_BITS) ||
+	       (l->op == MODEL_OP_BDENSE_U8 && l->in.fmt == MODEL_FMT_U8);
 }
 
-static bool nic_flatten_op(const struct kern_layer *l)
+static bool nic_flatten_op(const struct model_layer *l)
 {
-	return l->op == KERN_OP_FLATTEN && (l->in.fmt == KERN_FMT_U8 || l->in.fmt == KERN_FMT_BITS);
+	return l->op == MODEL_OP_FLATTEN &&
+	       (l->in.fmt == MODEL_FMT_U8 || l->in.fmt == MODEL_FMT_BITS);
 }
 
-bool kexec_nic_op(const struct kern_layer *l)
+bool kexec_nic_op(const struct model_layer *l)
 {
 	return nic_float_op(l) || nic_binary_op(l) || nic_flatten_op(l);
 }
 
-bool kexec_nic_entry(const struct kern_layer *l)
+bool kexec_nic_entry(const struct model_layer *l)
 {
 	return nic_flatten_op(l) || nic_binary_op(l);
 }
 
-uint32_t kexec_nic_first(const struct kern_model *m)
+uint32_t kexec_nic_first(const struct model *m)
 {
 	uint32_t n = m->n_layers, j = n;
-	const struct kern_layer *l;
+	const struct model_layer *l;
 
 	while (j && nic_float_op(&m->layers[j - 1]))
 		j--;
 	if (!j)
 		return n;
 	l = &m->layers[j - 1];
-	if (!nic_binary_op(l) || (j < n && (l->flags & KERN_LF_THRESH)))
+	if (!nic_binary_op(l) || (j < n && (l->flags & MODEL_LF_THRESH)))
 		return n;
 	j--;
 	while (j) {
 		l = &m->layers[j - 1];
-		if (!nic_flatten_op(l) && !(nic_binary_op(l) && (l->flags & KERN_LF_THRESH)))
+		if (!nic_flatten_op(l) && !(nic_binary_op(l) && (l->flags & MODEL_LF_THRESH)))
 			break;
 		j--;
 	}
 	return j;
 }
 
-bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, uint32_t last)
+bool kexec_can_run(unsigned kind, const struct model *m, uint32_t first, uint32_t last)
 {
 	if (first >= last || last > m->n_layers)
 		return false;
@@ -87,21 +89,21 @@ bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, ui
 	return false;
 }
 
-bool kexec_nic_handoff_ok(const struct kern_model *m, uint32_t k)
+bool kexec_nic_handoff_ok(const struct model *m, uint32_t k)
 {
-	const struct kern_shape *in;
+	const struct model_shape *in;
 
 	if (!kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers))
 		return false;
 	in = &m->layers[k].in;
-	return k == 0 || (in->fmt == KERN_FMT_BITS && in->h == 1 && in->w == 1);
+	return k == 0 || (in->fmt == MODEL_FMT_BITS && in->h == 1 && in->w == 1);
 }
 
-uint32_t kexec_nic_split(const struct kern_model *m)
+uint32_t kexec_nic_split(const struct model *m)
 {
 	uint32_t k = kexec_nic_first(m);
 
-	if (k + 1 < m->n_layers && m->layers[k].op == KERN_OP_FLATTEN &&
+	if (k + 1 < m->n_layers && m->layers[k].op == MODEL_OP_FLATTEN &&
 	    !kexec_nic_handoff_ok(m, k) && kexec_nic_handoff_ok(m, k + 1))
 		k++;
 	return k;
@@ -120,7 +122,7 @@ int kexec_open(struct kexec *x, const struct kexec_ops *ops, const void *conf, c
 	return ret;
 }
 
-int kexec_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+int kexec_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
 	       uint32_t max_batch, char *err, size_t errlen)
 {
 	struct kexec_caps c;
@@ -139,10 +141,10 @@ int kexec_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint
 		x->m = NULL;
 		return -EINVAL;
 	}
-	ib = first ? kern_shape_bytes(&m->layers[first].in) : kern_shape_bytes(&m->input);
-	ob = kern_shape_bytes(&m->layers[last - 1].out);
+	ib = first ? model_shape_bytes(&m->layers[first].in) : model_shape_bytes(&m->input);
+	ob = model_shape_bytes(&m->layers[last - 1].out);
 	if (last == m->n_layers)
-		ob = (uint64_t)kern_model_classes(m) * sizeof(double);
+		ob = (uint64_t)model_classes(m) * sizeof(double);
 	if (ib > UINT32_MAX || ob > UINT32_MAX) {
 		snprintf(err, errlen, "model %s: ops [%u, %u): tensors too large", m->name, first,
 			 last);
@@ -231,7 +233,7 @@ void kexec_pipe_init(struct kexec_pipe *p)
 }
 
 int kexec_pipe_add(struct kexec_pipe *p, const struct kexec_ops *ops, const void *conf,
-		   const struct kern_model *m, uint32_t first, uint32_t last, uint32_t max_batch,
+		   const struct model *m, uint32_t first, uint32_t last, uint32_t max_batch,
 		   char *err, size_t errlen)
 {
 	const uint32_t want = p->n ? p->x[p->n - 1].last : 0;

@@ -64,7 +64,7 @@ struct kexec;
 struct kexec_ops {
 	const char *name;
 	int (*init)(struct kexec *x, const void *conf, char *err, size_t errlen);
-	int (*load)(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+	int (*load)(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
 		    uint32_t max_batch, char *err, size_t errlen);
 	int (*submit)(struct kexec *x, const void *in, uint32_t n, void *out, uint64_t tag);
 	/* Completions the executor finished since the last call, through kexec_complete(). */
@@ -83,7 +83,7 @@ struct kexec_ops {
 struct kexec {
 	const struct kexec_ops *ops;
 	void *priv;
-	const struct kern_model *m;
+	const struct model *m;
 	uint32_t first, last, max_batch;
 	uint32_t in_bytes, out_bytes; /* per request */
 	uint32_t head, tail;	      /* completion FIFO, masked by KEXEC_FIFO - 1 */
@@ -99,7 +99,7 @@ int kexec_open(struct kexec *x, const struct kexec_ops *ops, const void *conf, c
 	       size_t errlen);
 /* load ops [first, last) of m (m outlives x); 0 or -EINVAL/-ENOMEM/-ENODEV with a message. The
  * range is checked against kexec_can_run() first. */
-int kexec_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+int kexec_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
 	       uint32_t max_batch, char *err, size_t errlen);
 /* 0, -EBUSY (the FIFO is full, or the executor's own queue), or -EINVAL (n not in
  * 1..max_batch, nothing loaded). */
@@ -121,16 +121,16 @@ const char *kexec_kind_name(unsigned kind);
 int kexec_kind_from_name(const char *name);
 
 /* Can the NIC's executor chain run compiled op l (its op, input format and flags)? */
-bool kexec_nic_op(const struct kern_layer *l);
+bool kexec_nic_op(const struct model_layer *l);
 /* Can the NIC's part of a model start at op l (a flatten or a binary dense op)? */
-bool kexec_nic_entry(const struct kern_layer *l);
+bool kexec_nic_entry(const struct model_layer *l);
 /* The first op of the trailing run the NIC can run (m->n_layers: none): float bias/batch-norm
  * at the tail, a binary dense op before them (thresholded unless it is the last), binary dense
  * ops with thresholds and flattens before that. */
-uint32_t kexec_nic_first(const struct kern_model *m);
+uint32_t kexec_nic_first(const struct model *m);
 /* Can an executor of `kind` run ops [first, last) of m? The NIC only a tail [first, n) that
  * starts at or after kexec_nic_first(m) on an entry op; the CPU and GPU any range. */
-bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, uint32_t last);
+bool kexec_can_run(unsigned kind, const struct model *m, uint32_t first, uint32_t last);
 /*
  * Where an ACTIVATION may start: can the NIC take m at op k over packets? k == 0: the NIC
  * answers the REQUEST itself (stand-alone), if it can run the whole model; else the host runs
@@ -138,13 +138,13 @@ bool kexec_can_run(unsigned kind, const struct kern_model *m, uint32_t first, ui
  * protocol's C-major bit order (the ACTIVATION's only format), from which the NIC must be able
  * to run the rest (kexec_can_run). The host, the planner and the packet sweep ask this.
  */
-bool kexec_nic_handoff_ok(const struct kern_model *m, uint32_t k);
+bool kexec_nic_handoff_ok(const struct model *m, uint32_t k);
 /*
  * The default split, one for every process (splitnic-nic's @K, splitnic-host's :coproc:K):
  * kexec_nic_first(m), moved past a flatten whose bits are not flat yet, so that the ACTIVATION
  * the host sends is the one the NIC's part expects. m->n_layers: the NIC runs none of m.
  */
-uint32_t kexec_nic_split(const struct kern_model *m);
+uint32_t kexec_nic_split(const struct model *m);
 
 /* ---- a pipeline: stages run one after the other -------------------------------------------- */
 
@@ -168,7 +168,7 @@ void kexec_pipe_init(struct kexec_pipe *p);
 /* Open and load the next stage: ops [first, last) of m on ops (conf for its init); first must
  * be where the previous stage ended (0 for the first). 0 or -errno with a message in err. */
 int kexec_pipe_add(struct kexec_pipe *p, const struct kexec_ops *ops, const void *conf,
-		   const struct kern_model *m, uint32_t first, uint32_t last, uint32_t max_batch,
+		   const struct model *m, uint32_t first, uint32_t last, uint32_t max_batch,
 		   char *err, size_t errlen);
 /* Run n requests through every stage: in at the first stage's input, out at the last's
  * output. 0 or the first failing stage's status. */

@@ -110,8 +110,8 @@ int host_inproc_setup(struct host_app *a, char *err, size_t errlen)
 		ch = nicfw_lcore_chain(x->lc, (uint32_t)ret);
 		md->model_id = hm->model_id;
 		md->layer = hm->split;
-		md->in_fmt = ch->in_fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
-		md->in_count = (uint32_t)kern_shape_elems(&hm->m->layers[hm->split].in);
+		md->in_fmt = ch->in_fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
+		md->in_count = (uint32_t)model_shape_elems(&hm->m->layers[hm->split].in);
 		md->in_bytes = ch->in_bytes;
 		md->classes = ch->classes;
 		dc.n_models++;

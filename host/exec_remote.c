@@ -68,17 +68,17 @@ static int remote_init(struct kexec *x, const void *conf, char *err, size_t errl
 	return ret;
 }
 
-static int remote_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+static int remote_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
 		       uint32_t max_batch, char *err, size_t errlen)
 {
-	const struct kern_shape *in = &m->layers[first].in;
+	const struct model_shape *in = &m->layers[first].in;
 	struct remote *r = x->priv;
 
-	if (max_batch != 1 || in->fmt != KERN_FMT_BITS || in->h != 1 || in->w != 1) {
+	if (max_batch != 1 || in->fmt != MODEL_FMT_BITS || in->h != 1 || in->w != 1) {
 		snprintf(err, errlen,
 			 "model %s: the NIC over packets takes one flat bit vector per ACTIVATION "
 			 "(op %u's input is %s %ux%ux%u, batch %u)",
-			 m->name, first, kern_fmt_name(in->fmt), in->c, in->h, in->w, max_batch);
+			 m->name, first, model_fmt_name(in->fmt), in->c, in->h, in->w, max_batch);
 		return -EINVAL;
 	}
 	r->act_count = in->c;

@@ -84,7 +84,7 @@ struct host_plan_stage {
 
 /* One model as served: the loaded file, where it is split, and the host's stages before. */
 struct host_model {
-	struct kern_model *m;
+	struct model *m;
 	uint32_t model_id; /* proto_model_id(name) */
 	uint32_t mode;	   /* enum host_mode */
 	uint32_t split;	   /* k: first op of the NIC stage; m->n_layers in host-only mode */
@@ -101,8 +101,8 @@ struct host_model {
  * splitnic-nic takes too: the activation crosses flat, in the protocol's C-major bit order). The
  * NIC stage [k, n) must start where kexec_nic_handoff_ok(m, k). 0 or -EINVAL with a message in err.
  */
-int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, uint32_t k,
-		    char *err, size_t errlen);
+int host_model_init(struct host_model *hm, struct model *m, uint32_t mode, uint32_t k, char *err,
+		    size_t errlen);
 /*
  * Replace the default host stage (one CPU stage [0, split)) by n stages of a plan, which must
  * cover [0, hm->split) in order on CPU or GPU executors. 0 or -EINVAL with a message.

@@ -253,7 +253,7 @@ static int load_model(struct host_model *hm, char *spec, char *err, size_t errle
 	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX, n_hs = 0;
 	struct host_plan_stage hs[SPLIT_EX__COUNT];
 	struct split_plan plan;
-	struct kern_model *m;
+	struct model *m;
 	int ret;
 
 	if (mode_s) {
@@ -273,7 +273,7 @@ static int load_model(struct host_model *hm, char *spec, char *err, size_t errle
 			return -EINVAL;
 		}
 	}
-	m = kern_model_load(spec, err, errlen);
+	m = model_load(spec, err, errlen);
 	if (!m)
 		return -EINVAL;
 	if (split_s && *split_s) {
@@ -320,7 +320,7 @@ static int load_model(struct host_model *hm, char *spec, char *err, size_t errle
 	if (!ret)
 		return 0;
 out_free:
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }
 
@@ -606,7 +606,7 @@ static void host_teardown(struct host_app *a)
 	}
 	rte_free(a->w);
 	for (uint32_t k = 0; k < a->n_models; k++)
-		kern_model_free(a->hm[k].m);
+		model_free(a->hm[k].m);
 	rte_mempool_free(a->pool);
 }
 

@@ -17,27 +17,27 @@ const char *host_mode_name(unsigned mode)
 	return mode < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[mode] : "?";
 }
 
-int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, uint32_t k,
-		    char *err, size_t errlen)
+int host_model_init(struct host_model *hm, struct model *m, uint32_t mode, uint32_t k, char *err,
+		    size_t errlen)
 {
-	const struct kern_shape *in = &m->input;
+	const struct model_shape *in = &m->input;
 	uint32_t nic_first = kexec_nic_first(m);
 
 	hm->m = m;
 	hm->model_id = proto_model_id(m->name);
 	hm->mode = mode;
-	hm->in_fmt = in->fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
-	if (in->fmt != KERN_FMT_U8 && in->fmt != KERN_FMT_F32) {
+	hm->in_fmt = in->fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	if (in->fmt != MODEL_FMT_U8 && in->fmt != MODEL_FMT_F32) {
 		snprintf(err, errlen, "model %s: input format %s is not u8 or f32", m->name,
-			 kern_fmt_name(in->fmt));
+			 model_fmt_name(in->fmt));
 		return -EINVAL;
 	}
 	hm->in_c = in->c;
 	hm->in_h = in->h;
 	hm->in_w = in->w;
-	hm->in_count = (uint32_t)kern_shape_elems(in);
-	hm->in_bytes = (uint32_t)kern_shape_bytes(in);
-	hm->classes = kern_model_classes(m);
+	hm->in_count = (uint32_t)model_shape_elems(in);
+	hm->in_bytes = (uint32_t)model_shape_bytes(in);
+	hm->classes = model_classes(m);
 	hm->act_count = hm->act_bytes = 0;
 	if (mode == HOST_MODE_HOST_ONLY) {
 		hm->split = m->n_layers;
@@ -58,13 +58,13 @@ int host_model_init(struct host_model *hm, struct kern_model *m, uint32_t mode, 
 		snprintf(err, errlen,
 			 "model %s: split at op %u: its input is %s %ux%ux%u; the activation must "
 			 "cross as flat bits (split after the flatten)",
-			 m->name, k, kern_fmt_name(m->layers[k].in.fmt), m->layers[k].in.c,
+			 m->name, k, model_fmt_name(m->layers[k].in.fmt), m->layers[k].in.c,
 			 m->layers[k].in.h, m->layers[k].in.w);
 		return -EINVAL;
 	}
 	hm->split = k;
 	hm->act_count = m->layers[k].in.c;
-	hm->act_bytes = (uint32_t)kern_shape_bytes(&m->layers[k].in);
+	hm->act_bytes = (uint32_t)model_shape_bytes(&m->layers[k].in);
 	hm->n_stages = 1;
 	hm->stage[0] = (struct host_plan_stage){KEXEC_KIND_CPU, 0, k};
 	return 0;

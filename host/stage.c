@@ -24,7 +24,7 @@ int host_stage_init(struct host_stage *st, const struct host_model *hm, uint32_t
 	const uint32_t sc = hm->classes * (uint32_t)sizeof(double);
 	const size_t in_sz = (size_t)max_batch * max3(hm->in_bytes, hm->act_bytes, 1);
 	const size_t out_sz = (size_t)max_batch * max3(hm->act_bytes, sc, 1);
-	const struct kern_model *m = hm->m;
+	const struct model *m = hm->m;
 	int ret;
 
 	memset(st, 0, sizeof(*st));

@@ -121,7 +121,7 @@ void kern_avx512_bconv32(const uint64_t *x, uint32_t batch, const struct kern_co
 void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k, ow = kern_words(g->o), ylo, yhi, xlo, xhi;
+	uint32_t taps = g->k * g->k, ow = model_words(g->o), ylo, yhi, xlo, xhi;
 	size_t in_words = (size_t)g->h * g->w, ohw = (size_t)g->oh * g->ow;
 	uint32_t tile[KERN_BCONV_TILE_TAPS * 16] __attribute__((aligned(64)));
 

@@ -52,7 +52,7 @@ static void tile_load64(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t ta
 static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
 {
-	uint32_t wpp = kern_words(g->c), ky0, ky1, kx0, kx1;
+	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
 	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
 	__m512i a6 = a0, a7 = a0, n;
@@ -78,7 +78,7 @@ static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g
 static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom *g,
 				  const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
 {
-	const uint32_t wpp = kern_words(g->c), len = 3 * wpp;
+	const uint32_t wpp = model_words(g->c), len = 3 * wpp;
 	const uint64_t *x0 =
 	    x + (((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad) * wpp;
 	const uint64_t *tr = tile;
@@ -100,14 +100,14 @@ static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom
 
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
 {
-	return g->c > 32 && (size_t)g->k * g->k * kern_words(g->c) <= TILE_TAPS;
+	return g->c > 32 && (size_t)g->k * g->k * model_words(g->c) <= TILE_TAPS;
 }
 
 void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o), ylo, yhi, xlo, xhi;
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	uint32_t taps = g->k * g->k * model_words(g->c), ow = model_words(g->o), ylo, yhi, xlo, xhi;
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[TILE_TAPS * BLK64] __attribute__((aligned(64)));
 
 	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);

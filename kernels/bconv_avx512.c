@@ -22,7 +22,7 @@ static void tile_load(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps
 static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = kern_words(g->c), ky0, ky1, kx0, kx1;
+	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
 	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i acc = _mm512_setzero_si512();
 
@@ -61,7 +61,7 @@ static void tile_load_blk(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t 
 static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom *g,
 				 const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
 {
-	uint32_t wpp = kern_words(g->c), ky0, ky1, kx0, kx1;
+	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
 	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
 
@@ -100,8 +100,8 @@ static bool blk_fits(uint32_t taps)
 static void bconv_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		      const uint64_t *w, int32_t *y, uint64_t *tile)
 {
-	uint32_t taps = g->k * g->k * kern_words(g->c);
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	uint32_t taps = g->k * g->k * model_words(g->c);
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	int32_t d[BLK];
 
 	for (uint32_t o = 0; o < g->o; o += BLK) {
@@ -130,8 +130,8 @@ static void bconv_blk(const uint64_t *x, uint32_t batch, const struct kern_conv_
 void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		       const uint64_t *w, int32_t *y)
 {
-	uint32_t taps = g->k * g->k * kern_words(g->c);
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	uint32_t taps = g->k * g->k * model_words(g->c);
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 8] __attribute__((aligned(64)));
 	int32_t d[8];
 
@@ -171,8 +171,8 @@ void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv
 void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			   const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o);
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	uint32_t taps = g->k * g->k * model_words(g->c), ow = model_words(g->o);
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 8] __attribute__((aligned(64)));
 
 	if (kern_avx512_bconv32_fits(g)) {
@@ -219,7 +219,7 @@ static void pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32
 		 const struct kern_thresh *t, uint64_t *y)
 {
 	size_t hw = (size_t)h * w;
-	uint32_t wpp = kern_words(c);
+	uint32_t wpp = model_words(c);
 
 	memset(y, 0, (size_t)batch * hw * wpp * sizeof(*y));
 	for (uint32_t b = 0; b < batch; b++, x += c * hw, y += hw * wpp) {

@@ -96,7 +96,7 @@ static ALWAYS_INLINE void gemm_block(const uint64_t *x, const uint64_t *w, uint3
 static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out, uint32_t n,
 		 int32_t *y, size_t ldy)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 
 	for (uint32_t o = 0; o < out; o += 2) {
 		const uint64_t *wo = w + (size_t)o * nw;
@@ -133,7 +133,7 @@ static void avx2_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, ui
 static void avx2_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			    uint32_t n, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 	int32_t dot[THR_BATCH][64];
 
 	for (uint32_t o = 0; o < out; o += 64) {
@@ -151,7 +151,7 @@ static void avx2_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w
 
 static void u8_planes(const uint8_t *x, uint32_t n, uint64_t *p, int32_t *sumx)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 	__m256i sum = _mm256_setzero_si256();
 	uint8_t last[64] __attribute__((aligned(32)));
 
@@ -200,7 +200,7 @@ static int32_t u8_dot(const uint64_t *p, const uint64_t *w, uint32_t nw, int32_t
 static void avx2_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			   uint32_t n, int32_t *y, void *scratch)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 	uint64_t *p = scratch;
 	int32_t sumx;
 
@@ -214,7 +214,7 @@ static void avx2_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, 
 static void avx2_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			       uint32_t n, const struct kern_thresh *t, uint64_t *y, void *scratch)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 	uint64_t *p = scratch;
 	int32_t sumx;
 
@@ -240,7 +240,7 @@ static void tile_load(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps
 static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = kern_words(g->c), ky0, ky1, kx0, kx1;
+	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
 	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m256i acc = _mm256_setzero_si256();
 
@@ -271,8 +271,8 @@ static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 void kern_avx2_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		     const uint64_t *w, int32_t *y)
 {
-	uint32_t taps = g->k * g->k * kern_words(g->c);
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	uint32_t taps = g->k * g->k * model_words(g->c);
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 4] __attribute__((aligned(32)));
 	int64_t d[4];
 
@@ -304,8 +304,8 @@ void kern_avx2_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_g
 void kern_avx2_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			 const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k * kern_words(g->c), ow = kern_words(g->o);
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c), ohw = (size_t)g->oh * g->ow;
+	uint32_t taps = g->k * g->k * model_words(g->c), ow = model_words(g->o);
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[KERN_BCONV_TILE_TAPS * 4] __attribute__((aligned(32)));
 	int64_t d[4];
 

@@ -116,7 +116,7 @@ static void gemm_dispatch(const uint64_t *x, const uint64_t *w, uint32_t nw, uin
 static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out, uint32_t n,
 		 int32_t *y, size_t ldy)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 
 	for (uint32_t o = 0; o < out; o += 4) {
 		uint32_t r = out - o < 4 ? out - o : 4;
@@ -157,7 +157,7 @@ static uint64_t thr_word(const int32_t *dot, const struct kern_thresh *t, uint32
 static void avx512_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			      uint32_t n, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 	int32_t dot[THR_BATCH][64] __attribute__((aligned(64)));
 
 	for (uint32_t o = 0; o < out; o += 64) {
@@ -175,7 +175,7 @@ static void avx512_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t 
 
 static void u8_planes(const uint8_t *x, uint32_t n, uint64_t *p, int32_t *sumx)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 	__m512i sum = _mm512_setzero_si512();
 
 	for (uint32_t j = 0; j < nw; j++) {
@@ -309,7 +309,7 @@ static VNNI void vnni_block(const uint8_t *x, uint32_t n, uint32_t imgs, const i
 static VNNI void vnni_gemm(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			   uint32_t n, int32_t *y, size_t ldy)
 {
-	const uint32_t nw = kern_words(n), nb = nw * 64;
+	const uint32_t nw = model_words(n), nb = nw * 64;
 	int8_t wb[VNNI_ROWS * 64 * 64] __attribute__((aligned(64)));
 
 	for (uint32_t o = 0; o < out; o += VNNI_ROWS) {
@@ -334,13 +334,13 @@ static VNNI void vnni_gemm(const uint8_t *x, uint32_t batch, const uint64_t *w, 
 /* The int8 GEMM when the batch amortizes the expansion and the row block fits its buffer. */
 static bool use_vnni(uint32_t batch, uint32_t n)
 {
-	return batch >= 4 && kern_words(n) <= 64 && __builtin_cpu_supports("avx512vnni");
+	return batch >= 4 && model_words(n) <= 64 && __builtin_cpu_supports("avx512vnni");
 }
 
 static void avx512_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			     uint32_t n, int32_t *y, void *scratch)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 	uint64_t *p = scratch;
 	int32_t sumx;
 
@@ -358,7 +358,7 @@ static void avx512_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_
 				 uint32_t n, const struct kern_thresh *t, uint64_t *y,
 				 void *scratch)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 	uint64_t *p = scratch;
 	int32_t dot[64] __attribute__((aligned(64)));
 	int32_t sumx;

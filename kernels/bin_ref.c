@@ -18,7 +18,7 @@ static uint32_t popc_xor(const uint64_t *a, const uint64_t *b, uint32_t nw)
 static void ref_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 		       uint32_t n, int32_t *y)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 
 	for (uint32_t b = 0; b < batch; b++)
 		for (uint32_t o = 0; o < out; o++)
@@ -30,7 +30,7 @@ static void ref_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, uin
 static void ref_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			   uint32_t n, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 
 	memset(y, 0, (size_t)batch * ow * sizeof(*y));
 	for (uint32_t b = 0; b < batch; b++)
@@ -48,7 +48,7 @@ static void ref_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w,
  */
 static void ref_u8_planes(const uint8_t *x, uint32_t n, uint64_t *p)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 
 	memset(p, 0, kern_u8_plane_words(n) * sizeof(*p));
 	for (uint32_t i = 0; i < n; i++)
@@ -82,7 +82,7 @@ static int32_t ref_u8_sum(const uint8_t *x, uint32_t n)
 static void ref_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			  uint32_t n, int32_t *y, void *scratch)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 	uint64_t *p = scratch;
 
 	for (uint32_t b = 0; b < batch; b++) {
@@ -98,7 +98,7 @@ static void ref_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, u
 static void ref_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			      uint32_t n, const struct kern_thresh *t, uint64_t *y, void *scratch)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 	uint64_t *p = scratch;
 
 	memset(y, 0, (size_t)batch * ow * sizeof(*y));
@@ -124,7 +124,7 @@ size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch)
 static int32_t ref_bconv_dot(const uint64_t *x, const struct kern_conv_geom *g, const uint64_t *wo,
 			     uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = kern_words(g->c), ky0, ky1, kx0, kx1;
+	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
 	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	int32_t cnt = 0;
 
@@ -141,8 +141,8 @@ static int32_t ref_bconv_dot(const uint64_t *x, const struct kern_conv_geom *g, 
 void kern_ref_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		    const uint64_t *w, int32_t *y)
 {
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c);
-	size_t wsz = (size_t)g->k * g->k * kern_words(g->c);
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c);
+	size_t wsz = (size_t)g->k * g->k * model_words(g->c);
 
 	for (uint32_t b = 0; b < batch; b++) {
 		const uint64_t *xb = x + b * in_words;
@@ -157,9 +157,9 @@ void kern_ref_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_ge
 void kern_ref_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	size_t in_words = (size_t)g->h * g->w * kern_words(g->c);
-	size_t wsz = (size_t)g->k * g->k * kern_words(g->c);
-	uint32_t ow = kern_words(g->o);
+	size_t in_words = (size_t)g->h * g->w * model_words(g->c);
+	size_t wsz = (size_t)g->k * g->k * model_words(g->c);
+	uint32_t ow = model_words(g->o);
 
 	memset(y, 0, (size_t)batch * g->oh * g->ow * ow * sizeof(*y));
 	for (uint32_t b = 0; b < batch; b++) {
@@ -179,7 +179,7 @@ static void ref_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, ui
 		     const struct kern_thresh *t, uint64_t *y)
 {
 	size_t hw = (size_t)h * w;
-	uint32_t wpp = kern_words(c);
+	uint32_t wpp = model_words(c);
 
 	memset(y, 0, (size_t)batch * hw * wpp * sizeof(*y));
 	for (uint32_t b = 0; b < batch; b++, x += c * hw, y += hw * wpp)
@@ -208,7 +208,7 @@ void kern_ref_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32
 void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			   uint32_t k, uint32_t stride, uint64_t *y)
 {
-	uint32_t wpp = kern_words(c), oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+	uint32_t wpp = model_words(c), oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 
 	for (uint32_t b = 0; b < batch; b++, x += (size_t)h * w * wpp)
 		for (uint32_t oy = 0; oy < oh; oy++)
@@ -230,7 +230,7 @@ void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, ui
 			       uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
 			       uint64_t *y)
 {
-	uint32_t wpp = kern_words(c), oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+	uint32_t wpp = model_words(c), oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 
 	for (uint32_t b = 0; b < batch; b++, x += (size_t)h * w * wpp)
 		for (uint32_t oy = 0; oy < oh; oy++)
@@ -277,7 +277,7 @@ void kern_ref_sconv(const float *xp, const struct kern_conv_geom *g, const float
 uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const struct kern_decide *d,
 			      uint64_t *bits, uint32_t *unsure)
 {
-	uint32_t wpp = kern_words(o), n = 0;
+	uint32_t wpp = model_words(o), n = 0;
 
 	memset(bits, 0, (size_t)np * wpp * sizeof(*bits));
 	for (uint32_t p = 0; p < np; p++)

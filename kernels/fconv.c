@@ -55,14 +55,14 @@ static double gam(double n, double u)
 	return n * u / (1.0 - n * u);
 }
 
-static const double *conv_weights(const struct kern_layer *l)
+static const double *conv_weights(const struct model_layer *l)
 {
-	return (l->flags & KERN_LF_BINW) ? l->wexp : l->blob[0];
+	return (l->flags & MODEL_LF_BINW) ? l->wexp : l->blob[0];
 }
 
-static const double *conv_bias(const struct kern_layer *l)
+static const double *conv_bias(const struct model_layer *l)
 {
-	return (l->flags & KERN_LF_BIAS) ? l->blob[1] : NULL;
+	return (l->flags & MODEL_LF_BIAS) ? l->blob[1] : NULL;
 }
 
 /*
@@ -71,15 +71,15 @@ static const double *conv_bias(const struct kern_layer *l)
  */
 static double chain(const struct kern_fconv *f, uint32_t c, double v)
 {
-	const struct kern_layer *L = f->m->layers;
+	const struct model_layer *L = f->m->layers;
 
 	for (uint32_t i = f->conv + 1; i < f->last; i++) {
 		const double *p = L[i].blob[0];
 		const uint32_t n = L[i].in.c;
 
-		if (L[i].op == KERN_OP_BIAS)
+		if (L[i].op == MODEL_OP_BIAS)
 			v = v + p[c];
-		else if (L[i].op == KERN_OP_BATCHNORM)
+		else if (L[i].op == MODEL_OP_BATCHNORM)
 			v = (v - p[c]) / p[n + c] * p[2 * n + c] + p[3 * n + c];
 	}
 	return v;
@@ -88,10 +88,10 @@ static double chain(const struct kern_fconv *f, uint32_t c, double v)
 /* The bit of channel c for the conv op's output value v, as the ops one by one give it. */
 static bool chain_bit(const struct kern_fconv *f, uint32_t c, double v)
 {
-	const struct kern_layer *last = &f->m->layers[f->last];
+	const struct model_layer *last = &f->m->layers[f->last];
 
 	v = chain(f, c, v);
-	if (last->op == KERN_OP_SIGN)
+	if (last->op == MODEL_OP_SIGN)
 		return v >= 0.0;
 	return (v >= (double)((const int32_t *)last->blob[0])[c]) ^
 	       (((const uint8_t *)last->blob[1])[c] != 0);
@@ -157,34 +157,34 @@ static bool fold_channel(const struct kern_fconv *f, uint32_t c, double *thr, ui
 }
 
 /* The run's ops: [CAST U8] CONV [MAXPOOL] (BIAS|BATCHNORM)* (SIGN|THRESHOLD), sd > 0. */
-static uint32_t match(const struct kern_model *m, uint32_t first, uint32_t *conv, uint32_t *pool)
+static uint32_t match(const struct model *m, uint32_t first, uint32_t *conv, uint32_t *pool)
 {
-	const struct kern_layer *L = m->layers;
+	const struct model_layer *L = m->layers;
 	uint32_t i = first, j;
 
-	if (L[i].op == KERN_OP_CAST) {
-		if (L[i].in.fmt != KERN_FMT_U8)
+	if (L[i].op == MODEL_OP_CAST) {
+		if (L[i].in.fmt != MODEL_FMT_U8)
 			return 0;
 		i++;
 	}
-	if (i >= m->n_layers || L[i].op != KERN_OP_CONV || L[i].in.fmt != KERN_FMT_F64)
+	if (i >= m->n_layers || L[i].op != MODEL_OP_CONV || L[i].in.fmt != MODEL_FMT_F64)
 		return 0;
 	*conv = i;
 	*pool = 0;
-	if (i + 1 < m->n_layers && L[i + 1].op == KERN_OP_MAXPOOL)
+	if (i + 1 < m->n_layers && L[i + 1].op == MODEL_OP_MAXPOOL)
 		*pool = ++i;
 	for (j = i + 1; j < m->n_layers; j++) {
-		if (L[j].op == KERN_OP_BATCHNORM) {
+		if (L[j].op == MODEL_OP_BATCHNORM) {
 			const double *sd = (const double *)L[j].blob[0] + L[j].in.c;
 
 			for (uint32_t c = 0; c < L[j].in.c; c++)
 				if (!(sd[c] > 0.0))
 					return 0;
-		} else if (L[j].op != KERN_OP_BIAS) {
+		} else if (L[j].op != MODEL_OP_BIAS) {
 			break;
 		}
 	}
-	if (j >= m->n_layers || (L[j].op != KERN_OP_SIGN && L[j].op != KERN_OP_THRESHOLD))
+	if (j >= m->n_layers || (L[j].op != MODEL_OP_SIGN && L[j].op != MODEL_OP_THRESHOLD))
 		return 0;
 	return j;
 }
@@ -199,9 +199,9 @@ static void set_bound(struct kern_fconv *f, double xmax)
 	}
 }
 
-int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_fconv *f)
+int kern_fconv_prepare(const struct model *m, uint32_t first, struct kern_fconv *f)
 {
-	const struct kern_layer *l;
+	const struct model_layer *l;
 	const double *w;
 	double wall = 0.0, coef;
 	uint32_t conv, pool, last = match(m, first, &conv, &pool);
@@ -217,7 +217,7 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 	f->taps = l->in.c * l->kernel * l->kernel;
 	if (f->taps > FC_MAXTAP)
 		return 0;
-	f->exact = first != conv && (l->flags & KERN_LF_BINW) && f->taps * 255.0 <= 0x1p24;
+	f->exact = first != conv && (l->flags & MODEL_LF_BINW) && f->taps * 255.0 <= 0x1p24;
 	f->w32 = malloc((size_t)f->g.o * f->taps * sizeof(*f->w32));
 	f->thr = malloc(f->g.o * sizeof(*f->thr));
 	f->thr64 = malloc(f->g.o * sizeof(*f->thr64));
@@ -225,7 +225,7 @@ int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_f
 	f->e0 = malloc(f->g.o * sizeof(*f->e0));
 	f->ea0 = malloc(f->g.o * sizeof(*f->ea0));
 	f->e = malloc(f->g.o * sizeof(*f->e));
-	f->and_mask = calloc(kern_words(f->g.o), sizeof(*f->and_mask));
+	f->and_mask = calloc(model_words(f->g.o), sizeof(*f->and_mask));
 	if (!f->w32 || !f->thr || !f->thr64 || !f->flip || !f->e0 || !f->ea0 || !f->e ||
 	    !f->and_mask) {
 		kern_fconv_free(f);
@@ -301,7 +301,7 @@ static void fc_sizes(const struct kern_fconv *f, size_t sz[7])
 	sz[3] = kern_conv_scratch(g) * sizeof(double);
 	sz[4] = out * sizeof(double);
 	sz[5] = out * sizeof(uint32_t);
-	sz[6] = np * kern_words(g->o) * sizeof(uint64_t);
+	sz[6] = np * model_words(g->o) * sizeof(uint64_t);
 }
 
 static void fc_carve(const struct kern_fconv *f, void *scratch, struct fc_scratch *s)
@@ -377,7 +377,7 @@ static uint32_t refine(const struct kern_fconv *f, const double *x, uint64_t *y,
 {
 	const struct kern_conv_geom *g = &f->g;
 	const double *w = conv_weights(&f->m->layers[f->conv]);
-	const uint32_t wpp = kern_words(g->o);
+	const uint32_t wpp = model_words(g->o);
 	const double coef = 2.0 * gam(f->taps, 0x1p-53) * (1.0 + 0x1p-19);
 	uint32_t left = 0;
 
@@ -415,8 +415,8 @@ static void decide_image(struct kern_fconv *f, const struct kern_bin_ops *ops, c
 			 const double *xd, uint64_t *y, const struct fc_scratch *s)
 {
 	const struct kern_conv_geom *g = &f->g;
-	const struct kern_layer *l = &f->m->layers[f->conv];
-	const uint32_t np = g->oh * g->ow, wpp = kern_words(g->o);
+	const struct model_layer *l = &f->m->layers[f->conv];
+	const uint32_t np = g->oh * g->ow, wpp = model_words(g->o);
 	const struct kern_decide d = {f->thr, f->e, f->flip};
 	double xmax = pad32(f, xu, xd, s->xp);
 	bool huge = !(xmax * f->taps <= f->guard); /* also NaN: every output from float64 */
@@ -462,7 +462,7 @@ static void decide_image(struct kern_fconv *f, const struct kern_bin_ops *ops, c
 static void run_image(struct kern_fconv *f, const struct kern_bin_ops *ops, const uint8_t *xu,
 		      const double *xd, uint64_t *y, const struct fc_scratch *s)
 {
-	const struct kern_layer *p = &f->m->layers[f->pool];
+	const struct model_layer *p = &f->m->layers[f->pool];
 
 	if (!f->pool) {
 		decide_image(f, ops, xu, xd, y, s);
@@ -477,7 +477,7 @@ void kern_fconv_run(struct kern_fconv *f, const struct kern_bin_ops *ops, const 
 		    uint32_t batch, uint64_t *y, void *scratch)
 {
 	const size_t in = (size_t)f->g.c * f->g.h * f->g.w;
-	const size_t out = kern_shape_bytes(&f->m->layers[f->last].out) / sizeof(*y);
+	const size_t out = model_shape_bytes(&f->m->layers[f->last].out) / sizeof(*y);
 	struct fc_scratch s;
 
 	fc_carve(f, scratch, &s);

@@ -24,7 +24,7 @@
 #include "kernels/kern_ops.h"
 
 struct kern_fconv {
-	const struct kern_model *m;
+	const struct model *m;
 	uint32_t first, conv, last; /* ops: first is the CAST or the CONV */
 	uint32_t pool;		    /* the MAXPOOL's op, 0 if none */
 	uint64_t *and_mask;	    /* [words(o)]: channels pooled by AND (flip 1) */
@@ -46,7 +46,7 @@ struct kern_fconv {
  * Plan ops [first, ...] of m as a float32 run if they have the form above; returns the run's
  * last op (> first), 0 if they do not, -ENOMEM.
  */
-int kern_fconv_prepare(const struct kern_model *m, uint32_t first, struct kern_fconv *f);
+int kern_fconv_prepare(const struct model *m, uint32_t first, struct kern_fconv *f);
 void kern_fconv_free(struct kern_fconv *f);
 
 /* Scratch bytes for one image of the run (64-byte aligned pieces). */

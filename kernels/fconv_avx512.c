@@ -94,7 +94,7 @@ uint32_t kern_avx512_decide_pack(const float *y, uint32_t o, uint32_t np,
 {
 	const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
 	const __m512 zero = _mm512_setzero_ps();
-	const uint32_t wpp = kern_words(o), groups = (o + 15) / 16;
+	const uint32_t wpp = model_words(o), groups = (o + 15) / 16;
 	__mmask16 flip[64], live[64], valid[64];
 	uint32_t n = 0;
 

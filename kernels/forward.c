@@ -10,7 +10,7 @@
 #include "kernels/kern_ops.h"
 
 struct kern_ctx {
-	const struct kern_model *m;
+	const struct model *m;
 	const struct kern_bin_ops *ops;
 	uint32_t max_batch;
 	uint32_t chunk;	  /* images per pass, so that a pass's activations stay in L2 */
@@ -43,7 +43,7 @@ static void *zalloc64(size_t n)
 	return p;
 }
 
-static void conv_geom(const struct kern_layer *l, struct kern_conv_geom *g)
+static void conv_geom(const struct model_layer *l, struct kern_conv_geom *g)
 {
 	g->c = l->in.c;
 	g->h = l->in.h;
@@ -56,14 +56,14 @@ static void conv_geom(const struct kern_layer *l, struct kern_conv_geom *g)
 	g->pad = l->pad;
 }
 
-static size_t op_scratch_bytes(const struct kern_layer *l, uint32_t batch)
+static size_t op_scratch_bytes(const struct model_layer *l, uint32_t batch)
 {
 	struct kern_conv_geom g;
 
 	switch (l->op) {
-	case KERN_OP_BDENSE_U8:
-		return kern_bdense_u8_scratch((uint32_t)kern_shape_elems(&l->in), batch);
-	case KERN_OP_CONV:
+	case MODEL_OP_BDENSE_U8:
+		return kern_bdense_u8_scratch((uint32_t)model_shape_elems(&l->in), batch);
+	case MODEL_OP_CONV:
 		conv_geom(l, &g);
 		return kern_conv_scratch(&g) * sizeof(double);
 	default:
@@ -77,38 +77,38 @@ static size_t op_scratch_bytes(const struct kern_layer *l, uint32_t batch)
  */
 static size_t pass_bytes(const struct kern_ctx *ctx)
 {
-	size_t n = kern_shape_bytes(&ctx->m->input);
+	size_t n = model_shape_bytes(&ctx->m->input);
 	uint32_t skip_to = 0;
 
 	for (uint32_t i = 0; i < ctx->m->n_layers; i++) {
 		if (ctx->fc[i].last > skip_to)
 			skip_to = ctx->fc[i].last;
-		if (i >= skip_to && kern_shape_bytes(&ctx->m->layers[i].out) > n)
-			n = kern_shape_bytes(&ctx->m->layers[i].out);
+		if (i >= skip_to && model_shape_bytes(&ctx->m->layers[i].out) > n)
+			n = model_shape_bytes(&ctx->m->layers[i].out);
 	}
 	return n;
 }
 
-struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
+struct kern_ctx *kern_ctx_create(const struct model *m, uint32_t max_batch)
 {
 	size_t act = 0, ibuf = 0, scratch = 0;
 	struct kern_ctx *ctx;
 
 	if (!m || !m->n_layers || !max_batch)
 		return NULL;
-	act = kern_shape_bytes(&m->input);
+	act = model_shape_bytes(&m->input);
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
+		const struct model_layer *l = &m->layers[i];
 		size_t s = op_scratch_bytes(l, max_batch);
 
-		if (kern_shape_bytes(&l->out) > act)
-			act = kern_shape_bytes(&l->out);
+		if (model_shape_bytes(&l->out) > act)
+			act = model_shape_bytes(&l->out);
 		if (s > scratch)
 			scratch = s;
-		if ((l->op == KERN_OP_BDENSE || l->op == KERN_OP_BDENSE_U8 ||
-		     l->op == KERN_OP_BCONV) &&
-		    !(l->flags & KERN_LF_THRESH) && kern_shape_elems(&l->out) * 4 > ibuf)
-			ibuf = kern_shape_elems(&l->out) * 4;
+		if ((l->op == MODEL_OP_BDENSE || l->op == MODEL_OP_BDENSE_U8 ||
+		     l->op == MODEL_OP_BCONV) &&
+		    !(l->flags & MODEL_LF_THRESH) && model_shape_elems(&l->out) * 4 > ibuf)
+			ibuf = model_shape_elems(&l->out) * 4;
 	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
@@ -134,7 +134,7 @@ struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch)
 	ctx->act[1] = zalloc64(ctx->act_bytes);
 	ctx->ibuf = zalloc64(ibuf * max_batch);
 	ctx->scratch = zalloc64(scratch);
-	ctx->final = zalloc64(kern_shape_bytes(&m->layers[m->n_layers - 1].out) * max_batch);
+	ctx->final = zalloc64(model_shape_bytes(&m->layers[m->n_layers - 1].out) * max_batch);
 	if (!ctx->act[0] || !ctx->act[1] || !ctx->ibuf || !ctx->scratch || !ctx->final)
 		goto err_free;
 	return ctx;
@@ -175,45 +175,45 @@ static void ints_to_f64(const int32_t *x, size_t n, double *y)
 		y[i] = (double)x[i];
 }
 
-static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void *x, uint32_t batch,
+static void run_op(struct kern_ctx *ctx, const struct model_layer *l, const void *x, uint32_t batch,
 		   void *y)
 {
 	const struct kern_bin_ops *ops = ctx->ops;
 	const struct kern_thresh t = {l->blob[1], l->blob[2]};
-	const bool thr = l->flags & KERN_LF_THRESH;
-	const uint64_t in_elems = kern_shape_elems(&l->in);
-	const uint64_t out_elems = kern_shape_elems(&l->out);
+	const bool thr = l->flags & MODEL_LF_THRESH;
+	const uint64_t in_elems = model_shape_elems(&l->in);
+	const uint64_t out_elems = model_shape_elems(&l->out);
 	const uint32_t hw_in = l->in.h * l->in.w;
 	struct kern_conv_geom g;
 	const double *w;
 
 	switch (l->op) {
-	case KERN_OP_CAST:
-		if (l->in.fmt == KERN_FMT_U8)
+	case MODEL_OP_CAST:
+		if (l->in.fmt == MODEL_FMT_U8)
 			for (uint64_t i = 0; i < in_elems * batch; i++)
 				((double *)y)[i] = ((const uint8_t *)x)[i];
 		else
 			for (uint64_t i = 0; i < in_elems * batch; i++)
 				((double *)y)[i] = ((const float *)x)[i];
 		break;
-	case KERN_OP_FLATTEN:
-		if (l->in.fmt == KERN_FMT_BITS)
+	case MODEL_OP_FLATTEN:
+		if (l->in.fmt == MODEL_FMT_BITS)
 			kern_flatten_bits(x, batch, l->in.c, l->in.h, l->in.w, y);
 		else
-			memcpy(y, x, kern_shape_bytes(&l->in) * batch);
+			memcpy(y, x, model_shape_bytes(&l->in) * batch);
 		break;
-	case KERN_OP_DENSE:
-		w = (l->flags & KERN_LF_BINW) ? l->wexp : l->blob[0];
+	case MODEL_OP_DENSE:
+		w = (l->flags & MODEL_LF_BINW) ? l->wexp : l->blob[0];
 		kern_dense_f64(x, batch, (uint32_t)in_elems, w, (uint32_t)out_elems,
-			       (l->flags & KERN_LF_BIAS) ? l->blob[1] : NULL, y);
+			       (l->flags & MODEL_LF_BIAS) ? l->blob[1] : NULL, y);
 		break;
-	case KERN_OP_CONV:
+	case MODEL_OP_CONV:
 		conv_geom(l, &g);
-		w = (l->flags & KERN_LF_BINW) ? l->wexp : l->blob[0];
-		kern_conv_f64(x, batch, &g, w, (l->flags & KERN_LF_BIAS) ? l->blob[1] : NULL,
+		w = (l->flags & MODEL_LF_BINW) ? l->wexp : l->blob[0];
+		kern_conv_f64(x, batch, &g, w, (l->flags & MODEL_LF_BIAS) ? l->blob[1] : NULL,
 			      ctx->scratch, y);
 		break;
-	case KERN_OP_BDENSE:
+	case MODEL_OP_BDENSE:
 		if (thr) {
 			ops->bdense_thr(x, batch, l->blob[0], (uint32_t)out_elems,
 					(uint32_t)in_elems, &t, y);
@@ -223,7 +223,7 @@ static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void 
 			ints_to_f64(ctx->ibuf, out_elems * batch, y);
 		}
 		break;
-	case KERN_OP_BDENSE_U8:
+	case MODEL_OP_BDENSE_U8:
 		if (thr) {
 			ops->bdense_u8_thr(x, batch, l->blob[0], (uint32_t)out_elems,
 					   (uint32_t)in_elems, &t, y, ctx->scratch);
@@ -233,7 +233,7 @@ static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void 
 			ints_to_f64(ctx->ibuf, out_elems * batch, y);
 		}
 		break;
-	case KERN_OP_BCONV:
+	case MODEL_OP_BCONV:
 		conv_geom(l, &g);
 		if (thr) {
 			ops->bconv_thr(x, batch, &g, l->blob[0], &t, y);
@@ -242,52 +242,52 @@ static void run_op(struct kern_ctx *ctx, const struct kern_layer *l, const void 
 			ints_to_f64(ctx->ibuf, out_elems * batch, y);
 		}
 		break;
-	case KERN_OP_BIAS:
-		memcpy(y, x, kern_shape_bytes(&l->in) * batch);
+	case MODEL_OP_BIAS:
+		memcpy(y, x, model_shape_bytes(&l->in) * batch);
 		kern_bias_f64(y, batch, l->in.c, hw_in, l->blob[0]);
 		break;
-	case KERN_OP_BATCHNORM: {
+	case MODEL_OP_BATCHNORM: {
 		const double *p = l->blob[0];
 		const uint32_t c = l->in.c;
 
 		kern_batchnorm_f64(x, batch, c, hw_in, p, p + c, p + 2 * c, p + 3 * c, y);
 		break;
 	}
-	case KERN_OP_THRESHOLD: {
+	case MODEL_OP_THRESHOLD: {
 		const struct kern_thresh tt = {l->blob[0], l->blob[1]};
 
 		ops->threshold_pack(x, batch, l->in.c, l->in.h, l->in.w, &tt, y);
 		break;
 	}
-	case KERN_OP_SIGN:
+	case MODEL_OP_SIGN:
 		ops->sign_pack(x, batch, l->in.c, l->in.h, l->in.w, y);
 		break;
-	case KERN_OP_UNPACK:
+	case MODEL_OP_UNPACK:
 		kern_unpack_bits(x, batch, l->in.c, l->in.h, l->in.w, y);
 		break;
-	case KERN_OP_RELU:
+	case MODEL_OP_RELU:
 		kern_relu_f64(x, in_elems * batch, y);
 		break;
-	case KERN_OP_MAXPOOL:
+	case MODEL_OP_MAXPOOL:
 		kern_maxpool_f64(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride, y);
 		break;
-	case KERN_OP_MAXPOOL_BITS:
-		if (l->flags & KERN_LF_ANDPOOL)
+	case MODEL_OP_MAXPOOL_BITS:
+		if (l->flags & MODEL_LF_ANDPOOL)
 			ops->maxpool_bits_and(x, batch, l->in.c, l->in.h, l->in.w, l->kernel,
 					      l->stride, l->blob[0], y);
 		else
 			ops->maxpool_bits(x, batch, l->in.c, l->in.h, l->in.w, l->kernel, l->stride,
 					  y);
 		break;
-	case KERN_OP_LRN:
+	case MODEL_OP_LRN:
 		kern_lrn_f64(x, batch, l->in.c, hw_in, l->lrn_size, l->lrn_alpha, l->lrn_beta,
 			     l->lrn_k, y);
 		break;
-	case KERN_OP_PAD:
+	case MODEL_OP_PAD:
 		kern_pad_f64(x, batch, l->in.c, l->in.h, l->in.w, l->blob[0],
-			     (l->flags & KERN_LF_PADNEG) ? -INFINITY : 0.0, y);
+			     (l->flags & MODEL_LF_PADNEG) ? -INFINITY : 0.0, y);
 		break;
-	case KERN_OP_SIGN3:
+	case MODEL_OP_SIGN3:
 		kern_sign3_f64(x, in_elems * batch, y);
 		break;
 	}
@@ -322,8 +322,8 @@ int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, cons
 	if (!ctx || first >= last || last > ctx->m->n_layers || !batch || batch > ctx->max_batch ||
 	    !in || !out)
 		return -EINVAL;
-	in_bytes = kern_shape_bytes(&ctx->m->layers[first].in);
-	out_bytes = kern_shape_bytes(&ctx->m->layers[last - 1].out);
+	in_bytes = model_shape_bytes(&ctx->m->layers[first].in);
+	out_bytes = model_shape_bytes(&ctx->m->layers[last - 1].out);
 	for (uint32_t b = 0; b < batch; b += ctx->chunk) {
 		uint32_t n = batch - b < ctx->chunk ? batch - b : ctx->chunk;
 
@@ -335,7 +335,7 @@ int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, cons
 
 int kern_forward(struct kern_ctx *ctx, const void *in, uint32_t batch, double *scores)
 {
-	const struct kern_shape *s;
+	const struct model_shape *s;
 	uint64_t n;
 	int ret;
 
@@ -345,15 +345,15 @@ int kern_forward(struct kern_ctx *ctx, const void *in, uint32_t batch, double *s
 	if (ret)
 		return ret;
 	s = &ctx->m->layers[ctx->m->n_layers - 1].out;
-	n = kern_shape_elems(s) * batch;
+	n = model_shape_elems(s) * batch;
 	switch (s->fmt) {
-	case KERN_FMT_F64:
+	case MODEL_FMT_F64:
 		memcpy(scores, ctx->final, n * sizeof(double));
 		break;
-	case KERN_FMT_BITS:
+	case MODEL_FMT_BITS:
 		kern_unpack_bits(ctx->final, batch, s->c, s->h, s->w, scores);
 		break;
-	case KERN_FMT_U8:
+	case MODEL_FMT_U8:
 		for (uint64_t i = 0; i < n; i++)
 			scores[i] = ((const uint8_t *)ctx->final)[i];
 		break;

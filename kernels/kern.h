@@ -17,13 +17,13 @@
  * allocates nothing. One context per thread; the model is shared read-only.
  */
 struct kern_ctx;
-struct kern_ctx *kern_ctx_create(const struct kern_model *m, uint32_t max_batch);
+struct kern_ctx *kern_ctx_create(const struct model *m, uint32_t max_batch);
 void kern_ctx_free(struct kern_ctx *ctx);
 
 /*
  * Run ops [first, last) on `batch` images. `in` is in layers[first].in's format (the model's
  * input format when first == 0), `out` receives layers[last-1].out's format; both hold
- * batch * kern_shape_bytes() bytes. Returns 0 or -EINVAL.
+ * batch * model_shape_bytes() bytes. Returns 0 or -EINVAL.
  */
 int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
 		       uint32_t batch, void *out);

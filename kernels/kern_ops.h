@@ -73,7 +73,7 @@ struct kern_bin_ops {
 	void (*sign_pack)(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			  uint64_t *y);
 
-	/* Integer-valued F64 -> BITS with per-channel thresholds (KERN_OP_THRESHOLD). */
+	/* Integer-valued F64 -> BITS with per-channel thresholds (MODEL_OP_THRESHOLD). */
 	void (*threshold_pack)(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			       const struct kern_thresh *t, uint64_t *y);
 

@@ -10,7 +10,7 @@ void kern_unpack_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
 		      double *y)
 {
 	size_t hw = (size_t)h * w;
-	uint32_t wpp = kern_words(c);
+	uint32_t wpp = model_words(c);
 
 	for (uint32_t b = 0; b < batch; b++, x += hw * wpp, y += c * hw)
 		for (uint32_t ch = 0; ch < c; ch++)
@@ -33,8 +33,8 @@ static inline void put_bits(uint64_t *y, size_t at, uint64_t v, uint32_t n)
 void kern_flatten_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 		       uint64_t *y)
 {
-	size_t hw = (size_t)h * w, nw = kern_words((uint64_t)c * hw);
-	uint32_t wpp = kern_words(c);
+	size_t hw = (size_t)h * w, nw = model_words((uint64_t)c * hw);
+	uint32_t wpp = model_words(c);
 
 	memset(y, 0, batch * nw * sizeof(*y));
 	for (uint32_t b = 0; b < batch; b++, x += hw * wpp, y += nw)

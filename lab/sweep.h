@@ -94,7 +94,7 @@ json_t *sweep_json_root(const char *model, const char *mode, const char *method)
 int sweep_json_write(json_t *root, const char *path);
 
 /* Measure and report; 0, or 1 after a message (the sweep failed or was interrupted). */
-int sweep_packet_run(const struct kern_model *m, const struct split_profile *pr,
+int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 		     const struct sweep_pk_opts *o);
 
 /* "0.1,1,10" (or "none" entries with allow_none) into v; -EINVAL on anything else. */

@@ -44,7 +44,7 @@ struct pk_cand {
 #define SWEEP_OP_ROUNDS 31 /* timed runs of each prefix for the cost model (their median) */
 
 struct pk {
-	const struct kern_model *m;
+	const struct model *m;
 	const struct sweep_pk_opts *o;
 	struct split_profile pr;
 	struct pk_cand *cand;
@@ -70,7 +70,7 @@ static void on_signal(int sig)
 /* The servers for candidate c (NIC from op k, or all-host), in the lab. */
 static int start_servers(struct pk *p, const struct pk_cand *c)
 {
-	const struct kern_model *m = p->m;
+	const struct model *m = p->m;
 	const uint32_t nf = kexec_nic_first(m);
 	const bool all_host = c->k == m->n_layers, standalone = c->k == 0;
 	char nic_model[4200], host_model[4200], execs[16], queue[16], window[16], opt[512];
@@ -116,7 +116,7 @@ static const char *cand_name(const struct pk *p, uint32_t k, char *buf, size_t l
 	else if (k == 0)
 		snprintf(buf, len, "nic-alone");
 	else
-		snprintf(buf, len, "nic@%u:%s", k, kern_op_name(p->m->layers[k].op));
+		snprintf(buf, len, "nic@%u:%s", k, model_op_name(p->m->layers[k].op));
 	return buf;
 }
 
@@ -132,7 +132,7 @@ static void lab_profile(const struct pk *p, double r, struct split_profile *pr)
 
 static int predict(struct pk *p)
 {
-	const struct kern_model *m = p->m;
+	const struct model *m = p->m;
 	char err[512];
 
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
@@ -363,7 +363,7 @@ static double rel_err(double pred_s, double meas_us)
 
 static void report_text(struct pk *p)
 {
-	const struct kern_model *m = p->m;
+	const struct model *m = p->m;
 	const uint32_t n_pts = p->n_cand * p->o->n_rate * p->o->n_load;
 	double *errs = calloc(n_pts + 1, sizeof(double)), *perr = calloc(n_pts + 1, sizeof(double));
 	uint32_t ne = 0, npe = 0, ok = 0, cases = 0;
@@ -644,7 +644,7 @@ static bool wanted(const struct sweep_pk_opts *o, uint32_t k)
 
 static int candidates(struct pk *p)
 {
-	const struct kern_model *m = p->m;
+	const struct model *m = p->m;
 
 	p->cand = calloc(m->n_layers + 1, sizeof(*p->cand));
 	if (!p->cand)
@@ -678,7 +678,7 @@ static int candidates(struct pk *p)
 	return 0;
 }
 
-int sweep_packet_run(const struct kern_model *m, const struct split_profile *pr,
+int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 		     const struct sweep_pk_opts *o)
 {
 	struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;

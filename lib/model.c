@@ -32,7 +32,7 @@ int snlib_model_check(const struct splitnic_model *m, struct splitnic_error *err
 	return SPLITNIC_OK;
 }
 
-const struct kern_model *snlib_model_kern(const struct splitnic_model *m)
+const struct model *snlib_model_kern(const struct splitnic_model *m)
 {
 	return snlib_model_check(m, NULL) ? NULL : m->km;
 }
@@ -65,19 +65,19 @@ int splitnic_model_load(const char *path, struct splitnic_model **model, struct 
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return snlib_fail(err, SPLITNIC_E_NOMEM, "%s: out of memory", path);
-	m->km = kern_model_load(path, msg, sizeof(msg));
+	m->km = model_load(path, msg, sizeof(msg));
 	if (!m->km) {
 		free(m);
 		return snlib_fail(err, SPLITNIC_E_BAD_MODEL, "%s", msg);
 	}
-	m->input.dtype = m->km->input.fmt == KERN_FMT_U8 ? SPLITNIC_DTYPE_U8 : SPLITNIC_DTYPE_F32;
+	m->input.dtype = m->km->input.fmt == MODEL_FMT_U8 ? SPLITNIC_DTYPE_U8 : SPLITNIC_DTYPE_F32;
 	m->input.c = m->km->input.c;
 	m->input.h = m->km->input.h;
 	m->input.w = m->km->input.w;
-	m->input.item_bytes = kern_shape_bytes(&m->km->input);
-	m->classes = kern_model_classes(m->km);
+	m->input.item_bytes = model_shape_bytes(&m->km->input);
+	m->classes = model_classes(m->km);
 	if (set_numbers(m)) {
-		kern_model_free(m->km);
+		model_free(m->km);
 		free(m);
 		return snlib_fail(err, SPLITNIC_E_NOMEM, "%s: out of memory", path);
 	}
@@ -102,7 +102,7 @@ int splitnic_model_free(struct splitnic_model *m, struct splitnic_error *err)
 		return snlib_fail(err, SPLITNIC_E_BUSY,
 				  "model %s still has %u live context(s): free them first",
 				  m->km->name, live);
-	kern_model_free(m->km);
+	model_free(m->km);
 	free(m->labels);
 	m->km = NULL;
 	m->labels = NULL;

@@ -12,7 +12,7 @@
 #include "splitnic/splitnic.h"
 
 /* The compiled model behind a live splitnic model (NULL if it is not one). */
-const struct kern_model *snlib_model_kern(const struct splitnic_model *model);
+const struct model *snlib_model_kern(const struct splitnic_model *model);
 
 /* Set *err (if not NULL) to code and the formatted message; returns code. */
 int snlib_fail(struct splitnic_error *err, int code, const char *fmt, ...)

@@ -19,7 +19,7 @@
 struct splitnic_model {
 	uint32_t magic;
 	atomic_uint n_ctx; /* live contexts */
-	struct kern_model *km;
+	struct model *km;
 	struct splitnic_shape input;
 	uint32_t classes;
 	char *labels; /* classes x 64 bytes, NUL-terminated each */

@@ -16,16 +16,16 @@ struct cc_bn {
 };
 
 struct cc {
-	const struct kern_ic_model *ic;
-	struct kern_model *m;
+	const struct model_ic_model *ic;
+	struct model *m;
 	uint32_t cap;
 	char *err;
 	size_t errlen;
 	uint32_t layer; /* the arch layer being compiled, for messages */
 
-	struct kern_shape s; /* the tensor after the ops emitted so far */
-	bool flat;	     /* a vector (after dense or flatten), not a (C,H,W) image */
-	bool exact;	     /* integer values held exactly, in [lo, hi] */
+	struct model_shape s; /* the tensor after the ops emitted so far */
+	bool flat;	      /* a vector (after dense or flatten), not a (C,H,W) image */
+	bool exact;	      /* integer values held exactly, in [lo, hi] */
 	int64_t lo, hi;
 	int64_t prod; /* index of the binary op producing these integers, if the last op; else -1 */
 
@@ -40,7 +40,7 @@ struct cc {
 __attribute__((format(printf, 3, 4))) static int cc_fail(struct cc *c, const char *file,
 							 const char *fmt, ...)
 {
-	const struct kern_ic_layer *L = &c->ic->layers[c->layer];
+	const struct model_ic_layer *L = &c->ic->layers[c->layer];
 	char msg[320];
 	va_list ap;
 
@@ -48,7 +48,7 @@ __attribute__((format(printf, 3, 4))) static int cc_fail(struct cc *c, const cha
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	snprintf(c->err, c->errlen, "%s: layer %u (%s): %s", file, c->layer,
-		 kern_src_type_name(L->type), msg);
+		 model_src_type_name(L->type), msg);
 	return -EINVAL;
 }
 
@@ -58,19 +58,20 @@ static int cc_nomem(struct cc *c)
 	return -ENOMEM;
 }
 
-static struct kern_layer *cc_last(struct cc *c)
+static struct model_layer *cc_last(struct cc *c)
 {
 	return &c->m->layers[c->m->n_layers - 1];
 }
 
 /* Append an op taking the current tensor to `out`; it implements arch layers [first, +count). */
-static int cc_emit(struct cc *c, uint32_t op, uint32_t first, uint32_t count, struct kern_shape out)
+static int cc_emit(struct cc *c, uint32_t op, uint32_t first, uint32_t count,
+		   struct model_shape out)
 {
-	struct kern_layer *l;
+	struct model_layer *l;
 
 	if (c->m->n_layers == c->cap) {
 		uint32_t cap = c->cap ? 2 * c->cap : 16;
-		struct kern_layer *nl = realloc(c->m->layers, cap * sizeof(*nl));
+		struct model_layer *nl = realloc(c->m->layers, cap * sizeof(*nl));
 
 		if (!nl)
 			return cc_nomem(c);
@@ -78,7 +79,7 @@ static int cc_emit(struct cc *c, uint32_t op, uint32_t first, uint32_t count, st
 		c->cap = cap;
 	}
 	l = &c->m->layers[c->m->n_layers++];
-	*l = (struct kern_layer){
+	*l = (struct model_layer){
 	    .op = op, .src_first = first, .src_count = count, .in = c->s, .out = out};
 	c->s = out;
 	c->prod = -1;
@@ -87,7 +88,7 @@ static int cc_emit(struct cc *c, uint32_t op, uint32_t first, uint32_t count, st
 
 static void *cc_blob(struct cc *c, unsigned int i, uint64_t size)
 {
-	struct kern_layer *l = cc_last(c);
+	struct model_layer *l = cc_last(c);
 	void *p = calloc(1, size);
 
 	l->blob[i] = p;
@@ -95,13 +96,13 @@ static void *cc_blob(struct cc *c, unsigned int i, uint64_t size)
 	return p;
 }
 
-static struct kern_shape shape_fmt(struct kern_shape s, uint32_t fmt)
+static struct model_shape shape_fmt(struct model_shape s, uint32_t fmt)
 {
 	s.fmt = fmt;
 	return s;
 }
 
-static const struct kern_ic_array *cc_find(const struct cc *c, uint32_t layer, const char *name)
+static const struct model_ic_array *cc_find(const struct cc *c, uint32_t layer, const char *name)
 {
 	char key[32];
 
@@ -118,7 +119,7 @@ enum cc_check { CC_FINITE, CC_NO_NAN };
 static const double *cc_array(struct cc *c, const char *name, uint32_t ndim, const uint64_t *dims,
 			      enum cc_check check)
 {
-	struct kern_ic_array *a = (struct kern_ic_array *)cc_find(c, c->layer, name);
+	struct model_ic_array *a = (struct model_ic_array *)cc_find(c, c->layer, name);
 	const char *wp = c->ic->weights_path;
 	char want[96] = "", got[96] = "";
 	bool ok;
@@ -153,11 +154,11 @@ static const double *cc_array(struct cc *c, const char *name, uint32_t ndim, con
 	return a->data;
 }
 
-static int cc_check_size(struct cc *c, const struct kern_shape *s)
+static int cc_check_size(struct cc *c, const struct model_shape *s)
 {
-	if (!s->c || !s->h || !s->w || kern_shape_elems(s) > KERN_MF_MAX_ELEMS)
+	if (!s->c || !s->h || !s->w || model_shape_elems(s) > MODEL_FILE_MAX_ELEMS)
 		return cc_fail(c, c->ic->arch_path, "output (%u,%u,%u) empty or over %llu elements",
-			       s->c, s->h, s->w, (unsigned long long)KERN_MF_MAX_ELEMS);
+			       s->c, s->h, s->w, (unsigned long long)MODEL_FILE_MAX_ELEMS);
 	return 0;
 }
 
@@ -167,10 +168,10 @@ static int cc_to_f64(struct cc *c, uint32_t first, uint32_t count)
 	int ret;
 
 	switch (c->s.fmt) {
-	case KERN_FMT_U8:
-		return cc_emit(c, KERN_OP_CAST, first, count, shape_fmt(c->s, KERN_FMT_F64));
-	case KERN_FMT_BITS:
-		ret = cc_emit(c, KERN_OP_UNPACK, first, count, shape_fmt(c->s, KERN_FMT_F64));
+	case MODEL_FMT_U8:
+		return cc_emit(c, MODEL_OP_CAST, first, count, shape_fmt(c->s, MODEL_FMT_F64));
+	case MODEL_FMT_BITS:
+		ret = cc_emit(c, MODEL_OP_UNPACK, first, count, shape_fmt(c->s, MODEL_FMT_F64));
 		c->exact = true;
 		c->lo = -1;
 		c->hi = 1;
@@ -195,7 +196,7 @@ static int cc_flush(struct cc *c)
 	if (c->pb) {
 		double *b;
 
-		ret = cc_emit(c, KERN_OP_BIAS, c->pb_src, 1, c->s);
+		ret = cc_emit(c, MODEL_OP_BIAS, c->pb_src, 1, c->s);
 		if (ret)
 			return ret;
 		b = cc_blob(c, 0, ch * sizeof(double));
@@ -207,7 +208,7 @@ static int cc_flush(struct cc *c)
 		const struct cc_bn *bn = &c->bn[c->pbn[k]];
 		double *p;
 
-		ret = cc_emit(c, KERN_OP_BATCHNORM, c->pbn[k], 1, c->s);
+		ret = cc_emit(c, MODEL_OP_BATCHNORM, c->pbn[k], 1, c->s);
 		if (ret)
 			return ret;
 		p = cc_blob(c, 0, 4ull * ch * sizeof(double));
@@ -324,20 +325,20 @@ err_nomem:
 static int cc_place_thresholds(struct cc *c, uint32_t sign, int32_t *thr, uint8_t *flip)
 {
 	uint32_t ch = c->s.c, first = cc_pending(c) ? c->pend_first : sign;
-	struct kern_layer *l;
+	struct model_layer *l;
 	unsigned int bt;
 	int ret;
 
 	if (c->prod >= 0 && c->prod == (int64_t)c->m->n_layers - 1) {
 		l = cc_last(c);
-		l->flags |= KERN_LF_THRESH;
-		l->out.fmt = KERN_FMT_BITS;
+		l->flags |= MODEL_LF_THRESH;
+		l->out.fmt = MODEL_FMT_BITS;
 		l->src_count = sign - l->src_first + 1;
-		c->s.fmt = KERN_FMT_BITS;
+		c->s.fmt = MODEL_FMT_BITS;
 		bt = 1;
 	} else {
-		ret = cc_emit(c, KERN_OP_THRESHOLD, first, sign - first + 1,
-			      shape_fmt(c->s, KERN_FMT_BITS));
+		ret = cc_emit(c, MODEL_OP_THRESHOLD, first, sign - first + 1,
+			      shape_fmt(c->s, MODEL_FMT_BITS));
 		if (ret) {
 			free(thr);
 			free(flip);
@@ -366,7 +367,7 @@ static int cc_sign(struct cc *c, uint32_t sign)
 	uint8_t *flip;
 	int ret;
 
-	if (c->s.fmt == KERN_FMT_BITS)
+	if (c->s.fmt == MODEL_FMT_BITS)
 		return 0;
 	ret = cc_to_f64(c, sign, 1);
 	if (ret)
@@ -377,7 +378,7 @@ static int cc_sign(struct cc *c, uint32_t sign)
 	if (!thr) {
 		ret = cc_flush(c);
 		if (!ret)
-			ret = cc_emit(c, KERN_OP_SIGN, sign, 1, shape_fmt(c->s, KERN_FMT_BITS));
+			ret = cc_emit(c, MODEL_OP_SIGN, sign, 1, shape_fmt(c->s, MODEL_FMT_BITS));
 		return ret;
 	}
 	return cc_place_thresholds(c, sign, thr, flip);
@@ -395,7 +396,7 @@ static bool cc_zero_reachable(const struct cc *c, uint32_t ch, int32_t thr, uint
 
 /*
  * ONNX Sign (layer `sign3`): one bit where no reachable input is 0, else three-valued
- * (KERN_OP_SIGN3), whose -1/0/+1 are again exact integers.
+ * (MODEL_OP_SIGN3), whose -1/0/+1 are again exact integers.
  */
 static int cc_sign3(struct cc *c, uint32_t sign)
 {
@@ -404,7 +405,7 @@ static int cc_sign3(struct cc *c, uint32_t sign)
 	uint8_t *flip;
 	int ret;
 
-	if (c->s.fmt == KERN_FMT_BITS)
+	if (c->s.fmt == MODEL_FMT_BITS)
 		return 0;
 	ret = cc_to_f64(c, sign, 1);
 	if (!ret)
@@ -422,7 +423,7 @@ static int cc_sign3(struct cc *c, uint32_t sign)
 		return cc_sign(c, sign);
 	ret = cc_flush(c);
 	if (!ret)
-		ret = cc_emit(c, KERN_OP_SIGN3, sign, 1, c->s);
+		ret = cc_emit(c, MODEL_OP_SIGN3, sign, 1, c->s);
 	c->exact = true;
 	c->lo = -1;
 	c->hi = 1;
@@ -430,17 +431,17 @@ static int cc_sign3(struct cc *c, uint32_t sign)
 }
 
 /* An explicit padding (layer `pad`): 0, or -inf before a max-pool. */
-static int cc_pad(struct cc *c, const struct kern_ic_layer *L)
+static int cc_pad(struct cc *c, const struct model_ic_layer *L)
 {
-	struct kern_shape os = c->s;
+	struct model_shape os = c->s;
 	uint32_t *p;
 	int ret;
 
 	if (c->flat)
 		return cc_fail(c, c->ic->arch_path,
 			       "needs a (C,H,W) input, got a flat vector of %llu",
-			       (unsigned long long)kern_shape_elems(&c->s));
-	os.fmt = KERN_FMT_F64;
+			       (unsigned long long)model_shape_elems(&c->s));
+	os.fmt = MODEL_FMT_F64;
 	os.h = c->s.h + L->pads[0] + L->pads[2];
 	os.w = c->s.w + L->pads[1] + L->pads[3];
 	if (os.h < c->s.h || os.w < c->s.w || cc_check_size(c, &os))
@@ -450,7 +451,7 @@ static int cc_pad(struct cc *c, const struct kern_ic_layer *L)
 	if (!ret)
 		ret = cc_flush(c);
 	if (!ret)
-		ret = cc_emit(c, KERN_OP_PAD, c->layer, 1, os);
+		ret = cc_emit(c, MODEL_OP_PAD, c->layer, 1, os);
 	if (ret)
 		return ret;
 	p = cc_blob(c, 0, 4 * sizeof(*p));
@@ -458,7 +459,7 @@ static int cc_pad(struct cc *c, const struct kern_ic_layer *L)
 		return cc_nomem(c);
 	memcpy(p, L->pads, 4 * sizeof(*p));
 	if (L->pad_neginf) {
-		cc_last(c)->flags = KERN_LF_PADNEG;
+		cc_last(c)->flags = MODEL_LF_PADNEG;
 		c->exact = false;
 	} else {
 		c->lo = c->lo < 0 ? c->lo : 0;
@@ -467,10 +468,10 @@ static int cc_pad(struct cc *c, const struct kern_ic_layer *L)
 	return 0;
 }
 
-/* Pack rows of len reals into signs, kern_words(len) u64 per row (bit 1 where W >= 0). */
+/* Pack rows of len reals into signs, model_words(len) u64 per row (bit 1 where W >= 0). */
 static void pack_rows(const double *w, uint64_t rows, uint64_t len, uint64_t *out)
 {
-	uint32_t wpr = kern_words(len);
+	uint32_t wpr = model_words(len);
 
 	for (uint64_t r = 0; r < rows; r++)
 		for (uint64_t j = 0; j < len; j++)
@@ -481,7 +482,7 @@ static void pack_rows(const double *w, uint64_t rows, uint64_t len, uint64_t *ou
 /* Binary conv weights [O][C][k][k] -> [O][k][k][words(C)], channel-packed per tap. */
 static void pack_taps(const double *w, uint32_t o, uint32_t ch, uint32_t k, uint64_t *out)
 {
-	uint32_t wpc = kern_words(ch);
+	uint32_t wpc = model_words(ch);
 
 	for (uint64_t oc = 0; oc < o; oc++)
 		for (uint64_t c = 0; c < ch; c++)
@@ -504,7 +505,7 @@ static void cc_exact_after(struct cc *c, uint64_t n)
 
 static int cc_no_bias_array(struct cc *c)
 {
-	const struct kern_ic_array *a = cc_find(c, c->layer, "bias");
+	const struct model_ic_array *a = cc_find(c, c->layer, "bias");
 
 	if (a)
 		return cc_fail(c, c->ic->weights_path,
@@ -512,11 +513,11 @@ static int cc_no_bias_array(struct cc *c)
 	return 0;
 }
 
-static int cc_dense(struct cc *c, const struct kern_ic_layer *L)
+static int cc_dense(struct cc *c, const struct model_ic_layer *L)
 {
 	uint32_t i = c->layer, out = L->out;
-	uint64_t n = kern_shape_elems(&c->s);
-	struct kern_shape os = {KERN_FMT_F64, out, 1, 1};
+	uint64_t n = model_shape_elems(&c->s);
+	struct model_shape os = {MODEL_FMT_F64, out, 1, 1};
 	const double *w, *b = NULL;
 	uint64_t *pw;
 	int ret;
@@ -536,15 +537,15 @@ static int cc_dense(struct cc *c, const struct kern_ic_layer *L)
 	}
 	ret = cc_flush(c);
 	if (!ret && (c->s.h != 1 || c->s.w != 1))
-		ret = cc_emit(c, KERN_OP_FLATTEN, i, 1,
-			      (struct kern_shape){c->s.fmt, (uint32_t)n, 1, 1});
+		ret = cc_emit(c, MODEL_OP_FLATTEN, i, 1,
+			      (struct model_shape){c->s.fmt, (uint32_t)n, 1, 1});
 	if (ret)
 		return ret;
 	if (L->binw &&
-	    (c->s.fmt == KERN_FMT_BITS || (c->s.fmt == KERN_FMT_U8 && n * 255 <= INT32_MAX))) {
-		bool u8 = c->s.fmt == KERN_FMT_U8;
+	    (c->s.fmt == MODEL_FMT_BITS || (c->s.fmt == MODEL_FMT_U8 && n * 255 <= INT32_MAX))) {
+		bool u8 = c->s.fmt == MODEL_FMT_U8;
 
-		ret = cc_emit(c, u8 ? KERN_OP_BDENSE_U8 : KERN_OP_BDENSE, i, 1, os);
+		ret = cc_emit(c, u8 ? MODEL_OP_BDENSE_U8 : MODEL_OP_BDENSE, i, 1, os);
 		if (ret)
 			return ret;
 		c->prod = c->m->n_layers - 1;
@@ -554,11 +555,11 @@ static int cc_dense(struct cc *c, const struct kern_ic_layer *L)
 	} else {
 		ret = cc_to_f64(c, i, 1);
 		if (!ret)
-			ret = cc_emit(c, KERN_OP_DENSE, i, 1, os);
+			ret = cc_emit(c, MODEL_OP_DENSE, i, 1, os);
 		if (ret)
 			return ret;
 		if (L->binw) {
-			cc_last(c)->flags = KERN_LF_BINW;
+			cc_last(c)->flags = MODEL_LF_BINW;
 			cc_exact_after(c, n);
 		} else {
 			double *pd = cc_blob(c, 0, out * n * sizeof(double));
@@ -572,13 +573,13 @@ static int cc_dense(struct cc *c, const struct kern_ic_layer *L)
 				if (!pb)
 					return cc_nomem(c);
 				memcpy(pb, b, out * sizeof(double));
-				cc_last(c)->flags = KERN_LF_BIAS;
+				cc_last(c)->flags = MODEL_LF_BIAS;
 			}
 			c->exact = false;
 		}
 	}
 	if (L->binw) {
-		pw = cc_blob(c, 0, (uint64_t)out * kern_words(n) * 8);
+		pw = cc_blob(c, 0, (uint64_t)out * model_words(n) * 8);
 		if (!pw)
 			return cc_nomem(c);
 		pack_rows(w, out, n, pw);
@@ -592,19 +593,19 @@ static int cc_dense(struct cc *c, const struct kern_ic_layer *L)
 	return 0;
 }
 
-static int cc_conv(struct cc *c, const struct kern_ic_layer *L)
+static int cc_conv(struct cc *c, const struct model_ic_layer *L)
 {
 	uint32_t i = c->layer, o = L->out, k = L->kernel, ch = c->s.c;
 	uint64_t ph = (uint64_t)c->s.h + 2ull * L->pad, pw = (uint64_t)c->s.w + 2ull * L->pad;
 	uint64_t taps = (uint64_t)ch * k * k;
-	struct kern_shape os;
+	struct model_shape os;
 	const double *w, *b = NULL;
 	int ret;
 
 	if (c->flat)
 		return cc_fail(c, c->ic->arch_path,
 			       "needs a (C,H,W) input, got a flat vector of %llu",
-			       (unsigned long long)kern_shape_elems(&c->s));
+			       (unsigned long long)model_shape_elems(&c->s));
 	if (L->pad >= k)
 		return cc_fail(c, c->ic->arch_path, "pad %u >= kernel %u is not supported", L->pad,
 			       k);
@@ -612,11 +613,11 @@ static int cc_conv(struct cc *c, const struct kern_ic_layer *L)
 		return cc_fail(c, c->ic->arch_path,
 			       "kernel %u larger than the padded input %llux%llu", k,
 			       (unsigned long long)ph, (unsigned long long)pw);
-	if (taps > KERN_MF_MAX_ELEMS)
+	if (taps > MODEL_FILE_MAX_ELEMS)
 		return cc_fail(c, c->ic->arch_path, "kernel %u: %llu taps per output, too many", k,
 			       (unsigned long long)taps);
-	os = (struct kern_shape){KERN_FMT_F64, o, (uint32_t)((ph - k) / L->stride + 1),
-				 (uint32_t)((pw - k) / L->stride + 1)};
+	os = (struct model_shape){MODEL_FMT_F64, o, (uint32_t)((ph - k) / L->stride + 1),
+				  (uint32_t)((pw - k) / L->stride + 1)};
 	ret = cc_check_size(c, &os);
 	if (ret)
 		return ret;
@@ -633,13 +634,13 @@ static int cc_conv(struct cc *c, const struct kern_ic_layer *L)
 	ret = cc_flush(c);
 	if (ret)
 		return ret;
-	if (L->binw && c->s.fmt == KERN_FMT_BITS) {
+	if (L->binw && c->s.fmt == MODEL_FMT_BITS) {
 		uint64_t *p;
 
-		ret = cc_emit(c, KERN_OP_BCONV, i, 1, os);
+		ret = cc_emit(c, MODEL_OP_BCONV, i, 1, os);
 		if (ret)
 			return ret;
-		p = cc_blob(c, 0, (uint64_t)o * k * k * kern_words(ch) * 8);
+		p = cc_blob(c, 0, (uint64_t)o * k * k * model_words(ch) * 8);
 		if (!p)
 			return cc_nomem(c);
 		pack_taps(w, o, ch, k, p);
@@ -650,16 +651,16 @@ static int cc_conv(struct cc *c, const struct kern_ic_layer *L)
 	} else {
 		ret = cc_to_f64(c, i, 1);
 		if (!ret)
-			ret = cc_emit(c, KERN_OP_CONV, i, 1, os);
+			ret = cc_emit(c, MODEL_OP_CONV, i, 1, os);
 		if (ret)
 			return ret;
 		if (L->binw) {
-			uint64_t *p = cc_blob(c, 0, (uint64_t)o * kern_words(taps) * 8);
+			uint64_t *p = cc_blob(c, 0, (uint64_t)o * model_words(taps) * 8);
 
 			if (!p)
 				return cc_nomem(c);
 			pack_rows(w, o, taps, p);
-			cc_last(c)->flags = KERN_LF_BINW;
+			cc_last(c)->flags = MODEL_LF_BINW;
 			cc_exact_after(c, taps);
 		} else {
 			double *p = cc_blob(c, 0, o * taps * sizeof(double));
@@ -673,7 +674,7 @@ static int cc_conv(struct cc *c, const struct kern_ic_layer *L)
 				if (!pb)
 					return cc_nomem(c);
 				memcpy(pb, b, o * sizeof(double));
-				cc_last(c)->flags = KERN_LF_BIAS;
+				cc_last(c)->flags = MODEL_LF_BIAS;
 			}
 			c->exact = false;
 		}
@@ -689,7 +690,7 @@ static int cc_conv(struct cc *c, const struct kern_ic_layer *L)
 	return 0;
 }
 
-static int cc_batchnorm(struct cc *c, const struct kern_ic_layer *L)
+static int cc_batchnorm(struct cc *c, const struct model_ic_layer *L)
 {
 	uint32_t i = c->layer, ch = c->s.c;
 	uint64_t dims[1] = {ch};
@@ -723,17 +724,17 @@ static int cc_batchnorm(struct cc *c, const struct kern_ic_layer *L)
 	return c->exact ? 0 : cc_flush(c);
 }
 
-static int cc_window(struct cc *c, const struct kern_ic_layer *L, struct kern_shape *os)
+static int cc_window(struct cc *c, const struct model_ic_layer *L, struct model_shape *os)
 {
 	if (c->flat)
 		return cc_fail(c, c->ic->arch_path,
 			       "needs a (C,H,W) input, got a flat vector of %llu",
-			       (unsigned long long)kern_shape_elems(&c->s));
+			       (unsigned long long)model_shape_elems(&c->s));
 	if (L->kernel > c->s.h || L->kernel > c->s.w)
 		return cc_fail(c, c->ic->arch_path, "kernel %u larger than the input %ux%u",
 			       L->kernel, c->s.h, c->s.w);
-	*os = (struct kern_shape){c->s.fmt, c->s.c, (c->s.h - L->kernel) / L->stride + 1,
-				  (c->s.w - L->kernel) / L->stride + 1};
+	*os = (struct model_shape){c->s.fmt, c->s.c, (c->s.h - L->kernel) / L->stride + 1,
+				   (c->s.w - L->kernel) / L->stride + 1};
 	return 0;
 }
 
@@ -769,22 +770,22 @@ static bool cc_post_pool_decreasing(const struct cc *c, uint32_t first_bn, uint3
 	return dir < 0;
 }
 
-static int cc_pool_fold(struct cc *c, const struct kern_ic_layer *L, struct kern_shape os)
+static int cc_pool_fold(struct cc *c, const struct model_ic_layer *L, struct model_shape os)
 {
-	const struct kern_ic_model *ic = c->ic;
-	uint32_t i = c->layer, j = i + 1, saved = c->n_pbn, wpp = kern_words(os.c);
-	struct kern_layer *l;
+	const struct model_ic_model *ic = c->ic;
+	uint32_t i = c->layer, j = i + 1, saved = c->n_pbn, wpp = model_words(os.c);
+	struct model_layer *l;
 	uint64_t *mask;
 	int32_t *thr;
 	uint8_t *flip;
 	bool any_and = false;
 	int ret;
 
-	if (c->s.fmt == KERN_FMT_BITS || !c->exact)
+	if (c->s.fmt == MODEL_FMT_BITS || !c->exact)
 		return 0;
-	while (j < ic->n_layers && ic->layers[j].type == KERN_SRC_BATCHNORM)
+	while (j < ic->n_layers && ic->layers[j].type == MODEL_SRC_BATCHNORM)
 		j++;
-	if (j == i + 1 || j == ic->n_layers || ic->layers[j].type != KERN_SRC_SIGN)
+	if (j == i + 1 || j == ic->n_layers || ic->layers[j].type != MODEL_SRC_SIGN)
 		return 0;
 	for (uint32_t k = i + 1; k < j; k++) {
 		c->layer = k;
@@ -818,7 +819,7 @@ static int cc_pool_fold(struct cc *c, const struct kern_ic_layer *L, struct kern
 	}
 	ret = cc_place_thresholds(c, j, thr, flip);
 	if (!ret)
-		ret = cc_emit(c, KERN_OP_MAXPOOL_BITS, i, 1, shape_fmt(os, KERN_FMT_BITS));
+		ret = cc_emit(c, MODEL_OP_MAXPOOL_BITS, i, 1, shape_fmt(os, MODEL_FMT_BITS));
 	if (ret) {
 		free(mask);
 		return ret;
@@ -827,7 +828,7 @@ static int cc_pool_fold(struct cc *c, const struct kern_ic_layer *L, struct kern
 	l->kernel = L->kernel;
 	l->stride = L->stride;
 	if (any_and) {
-		l->flags |= KERN_LF_ANDPOOL;
+		l->flags |= MODEL_LF_ANDPOOL;
 		l->blob[0] = mask;
 		l->blob_size[0] = wpp * sizeof(*mask);
 	} else {
@@ -837,10 +838,10 @@ static int cc_pool_fold(struct cc *c, const struct kern_ic_layer *L, struct kern
 }
 
 /* Returns the number of following arch layers the maxpool consumed (a sign, or bn + sign). */
-static int cc_maxpool(struct cc *c, const struct kern_ic_layer *L, bool sign_next)
+static int cc_maxpool(struct cc *c, const struct model_ic_layer *L, bool sign_next)
 {
 	uint32_t i = c->layer;
-	struct kern_shape os = c->s;
+	struct model_shape os = c->s;
 	int ret;
 
 	ret = cc_window(c, L, &os);
@@ -849,21 +850,21 @@ static int cc_maxpool(struct cc *c, const struct kern_ic_layer *L, bool sign_nex
 	ret = cc_pool_fold(c, L, os);
 	if (ret)
 		return ret;
-	if (c->s.fmt != KERN_FMT_BITS && sign_next) {
+	if (c->s.fmt != MODEL_FMT_BITS && sign_next) {
 		/* sign(max(x)) == max(sign(x)): sign is monotone, so sign first, pool bits. */
 		ret = cc_sign(c, i + 1);
 		if (ret)
 			return ret;
 	}
-	if (c->s.fmt == KERN_FMT_BITS) {
-		ret = cc_emit(c, KERN_OP_MAXPOOL_BITS, i, 1, shape_fmt(os, KERN_FMT_BITS));
+	if (c->s.fmt == MODEL_FMT_BITS) {
+		ret = cc_emit(c, MODEL_OP_MAXPOOL_BITS, i, 1, shape_fmt(os, MODEL_FMT_BITS));
 	} else {
 		ret = cc_to_f64(c, i, 1);
 		/* max commutes with a non-decreasing map, even rounded: keep the chain pending. */
 		if (!ret && !cc_chain_nondecreasing(c))
 			ret = cc_flush(c);
 		if (!ret)
-			ret = cc_emit(c, KERN_OP_MAXPOOL, i, 1, shape_fmt(os, KERN_FMT_F64));
+			ret = cc_emit(c, MODEL_OP_MAXPOOL, i, 1, shape_fmt(os, MODEL_FMT_F64));
 	}
 	if (ret)
 		return ret;
@@ -881,27 +882,27 @@ static int cc_relu(struct cc *c)
 	if (!ret)
 		ret = cc_flush(c);
 	if (!ret)
-		ret = cc_emit(c, KERN_OP_RELU, i, 1, c->s);
+		ret = cc_emit(c, MODEL_OP_RELU, i, 1, c->s);
 	c->lo = c->lo > 0 ? c->lo : 0;
 	c->hi = c->hi > 0 ? c->hi : 0;
 	return ret;
 }
 
-static int cc_lrn(struct cc *c, const struct kern_ic_layer *L)
+static int cc_lrn(struct cc *c, const struct model_ic_layer *L)
 {
 	uint32_t i = c->layer;
-	struct kern_layer *l;
+	struct model_layer *l;
 	int ret;
 
 	if (c->flat)
 		return cc_fail(c, c->ic->arch_path,
 			       "needs a (C,H,W) input, got a flat vector of %llu",
-			       (unsigned long long)kern_shape_elems(&c->s));
+			       (unsigned long long)model_shape_elems(&c->s));
 	ret = cc_to_f64(c, i, 1);
 	if (!ret)
 		ret = cc_flush(c);
 	if (!ret)
-		ret = cc_emit(c, KERN_OP_LRN, i, 1, c->s);
+		ret = cc_emit(c, MODEL_OP_LRN, i, 1, c->s);
 	if (ret)
 		return ret;
 	l = cc_last(c);
@@ -915,7 +916,7 @@ static int cc_lrn(struct cc *c, const struct kern_ic_layer *L)
 
 static int cc_flatten(struct cc *c)
 {
-	struct kern_shape os = {c->s.fmt, (uint32_t)kern_shape_elems(&c->s), 1, 1};
+	struct model_shape os = {c->s.fmt, (uint32_t)model_shape_elems(&c->s), 1, 1};
 	int ret = 0;
 
 	c->flat = true;
@@ -923,32 +924,32 @@ static int cc_flatten(struct cc *c)
 		return 0;
 	ret = cc_flush(c);
 	if (!ret)
-		ret = cc_emit(c, KERN_OP_FLATTEN, c->layer, 1, os);
+		ret = cc_emit(c, MODEL_OP_FLATTEN, c->layer, 1, os);
 	return ret;
 }
 
-static int cc_layer(struct cc *c, const struct kern_ic_layer *L, bool sign_next)
+static int cc_layer(struct cc *c, const struct model_ic_layer *L, bool sign_next)
 {
 	switch (L->type) {
-	case KERN_SRC_DENSE:
+	case MODEL_SRC_DENSE:
 		return cc_dense(c, L);
-	case KERN_SRC_CONV:
+	case MODEL_SRC_CONV:
 		return cc_conv(c, L);
-	case KERN_SRC_BATCHNORM:
+	case MODEL_SRC_BATCHNORM:
 		return cc_batchnorm(c, L);
-	case KERN_SRC_SIGN:
+	case MODEL_SRC_SIGN:
 		return cc_sign(c, c->layer);
-	case KERN_SRC_RELU:
+	case MODEL_SRC_RELU:
 		return cc_relu(c);
-	case KERN_SRC_MAXPOOL:
+	case MODEL_SRC_MAXPOOL:
 		return cc_maxpool(c, L, sign_next);
-	case KERN_SRC_FLATTEN:
+	case MODEL_SRC_FLATTEN:
 		return cc_flatten(c);
-	case KERN_SRC_LRN:
+	case MODEL_SRC_LRN:
 		return cc_lrn(c, L);
-	case KERN_SRC_PAD:
+	case MODEL_SRC_PAD:
 		return cc_pad(c, L);
-	case KERN_SRC_SIGN3:
+	case MODEL_SRC_SIGN3:
 		return cc_sign3(c, c->layer);
 	}
 	return cc_fail(c, c->ic->arch_path, "unknown layer type %u", L->type);
@@ -956,34 +957,34 @@ static int cc_layer(struct cc *c, const struct kern_ic_layer *L, bool sign_next)
 
 static void cc_record(struct cc *c, uint32_t i)
 {
-	const struct kern_ic_layer *L = &c->ic->layers[i];
-	struct kern_src_layer *s = &c->m->src[i];
+	const struct model_ic_layer *L = &c->ic->layers[i];
+	struct model_src_layer *s = &c->m->src[i];
 
-	*s = (struct kern_src_layer){.type = L->type, .c = c->s.c, .h = c->s.h, .w = c->s.w};
+	*s = (struct model_src_layer){.type = L->type, .c = c->s.c, .h = c->s.h, .w = c->s.w};
 	if (L->bias)
-		s->flags |= KERN_SF_BIAS;
+		s->flags |= MODEL_SF_BIAS;
 	if (L->binw)
-		s->flags |= KERN_SF_BINW;
-	if (L->type == KERN_SRC_CONV || L->type == KERN_SRC_MAXPOOL) {
+		s->flags |= MODEL_SF_BINW;
+	if (L->type == MODEL_SRC_CONV || L->type == MODEL_SRC_MAXPOOL) {
 		s->kernel = L->kernel;
 		s->stride = L->stride;
 		s->pad = L->pad;
-	} else if (L->type == KERN_SRC_LRN) {
+	} else if (L->type == MODEL_SRC_LRN) {
 		s->kernel = L->lrn_size;
 	}
 }
 
-void kern_compiled_free(struct kern_model *m)
+void model_compiled_free(struct model *m)
 {
 	for (uint32_t i = 0; i < m->n_layers; i++)
-		for (unsigned int b = 0; b < KERN_NBLOB; b++)
+		for (unsigned int b = 0; b < MODEL_NBLOB; b++)
 			free((void *)m->layers[i].blob[b]);
 	free(m->layers);
 	free(m->src);
 	memset(m, 0, sizeof(*m));
 }
 
-int kern_compile(const struct kern_ic_model *ic, struct kern_model *m, char *err, size_t errlen)
+int model_compile(const struct model_ic_model *ic, struct model *m, char *err, size_t errlen)
 {
 	struct cc c = {.ic = ic, .m = m, .err = err, .errlen = errlen, .s = ic->input, .prod = -1};
 	int ret;
@@ -999,8 +1000,8 @@ int kern_compile(const struct kern_ic_model *ic, struct kern_model *m, char *err
 		ret = cc_nomem(&c);
 		goto out_free;
 	}
-	if (ic->input.fmt == KERN_FMT_F32) {
-		ret = cc_emit(&c, KERN_OP_CAST, 0, 0, shape_fmt(c.s, KERN_FMT_F64));
+	if (ic->input.fmt == MODEL_FMT_F32) {
+		ret = cc_emit(&c, MODEL_OP_CAST, 0, 0, shape_fmt(c.s, MODEL_FMT_F64));
 		if (ret)
 			goto out_free;
 	} else {
@@ -1008,14 +1009,14 @@ int kern_compile(const struct kern_ic_model *ic, struct kern_model *m, char *err
 		c.hi = 255;
 	}
 	for (uint32_t i = 0; i < ic->n_layers; i++) {
-		bool sign_next = i + 1 < ic->n_layers && ic->layers[i + 1].type == KERN_SRC_SIGN;
+		bool sign_next = i + 1 < ic->n_layers && ic->layers[i + 1].type == MODEL_SRC_SIGN;
 
 		c.layer = i;
 		ret = cc_layer(&c, &ic->layers[i], sign_next);
 		if (ret < 0)
 			goto out_free;
-		if (c.m->n_layers > KERN_MF_MAX_OPS) {
-			ret = cc_fail(&c, ic->arch_path, "more than %d ops", KERN_MF_MAX_OPS);
+		if (c.m->n_layers > MODEL_FILE_MAX_OPS) {
+			ret = cc_fail(&c, ic->arch_path, "more than %d ops", MODEL_FILE_MAX_OPS);
 			goto out_free;
 		}
 		cc_record(&c, i);
@@ -1033,6 +1034,6 @@ out_free:
 	free(c.bn);
 	free(c.pbn);
 	if (ret)
-		kern_compiled_free(m);
+		model_compiled_free(m);
 	return ret;
 }

@@ -8,12 +8,12 @@
  * batch-norms) not yet applied. A sign on exact integers folds the chain into per-channel
  * thresholds (found by bisection over the integer range, evaluating the chain in float64 in the
  * spec's order, so the decision is the reference's bit for bit) and, where the integers come
- * straight from a binary op, into that op (KERN_LF_THRESH). Anything else materializes the
+ * straight from a binary op, into that op (MODEL_LF_THRESH). Anything else materializes the
  * chain as BIAS / BATCHNORM ops.
  *
- * Two layer types beyond the spec come only from the ONNX importer: KERN_SRC_PAD (an explicit
- * padding, KERN_OP_PAD) and KERN_SRC_SIGN3 (ONNX Sign: compiled as a sign to bits where the
- * compiler proves that no reachable input is exactly 0, else as KERN_OP_SIGN3).
+ * Two layer types beyond the spec come only from the ONNX importer: MODEL_SRC_PAD (an explicit
+ * padding, MODEL_OP_PAD) and MODEL_SRC_SIGN3 (ONNX Sign: compiled as a sign to bits where the
+ * compiler proves that no reachable input is exactly 0, else as MODEL_OP_SIGN3).
  */
 #ifndef MODEL_COMPILE_H
 #define MODEL_COMPILE_H
@@ -26,59 +26,59 @@
 #include "model/npy.h"
 
 /* One array of weights.npz, converted to double. */
-struct kern_ic_array {
+struct model_ic_array {
 	char *key; /* "i.name" */
 	uint32_t ndim;
-	uint64_t shape[KERN_NPY_MAXDIM];
+	uint64_t shape[MODEL_NPY_MAXDIM];
 	uint64_t count;
 	double *data;
 	bool used; /* set by the compiler when a layer takes it */
 };
 
 /* One arch.json layer, defaults applied, field types and ranges already checked. */
-struct kern_ic_layer {
-	uint32_t type; /* enum kern_src_type */
+struct model_ic_layer {
+	uint32_t type; /* enum model_src_type */
 	uint32_t out, kernel, stride, pad;
 	bool bias, binw;
 	double eps;
 	uint32_t lrn_size;
 	double lrn_alpha, lrn_beta, lrn_k;
-	uint32_t pads[4]; /* KERN_SRC_PAD: top, left, bottom, right */
-	bool pad_neginf;  /* KERN_SRC_PAD: fill with -inf (max-pool padding), else 0 */
+	uint32_t pads[4]; /* MODEL_SRC_PAD: top, left, bottom, right */
+	bool pad_neginf;  /* MODEL_SRC_PAD: fill with -inf (max-pool padding), else 0 */
 };
 
-struct kern_ic_model {
+struct model_ic_model {
 	const char *arch_path, *weights_path; /* for messages */
-	char name[KERN_NAME_MAX];
-	struct kern_shape input; /* fmt U8 or F32 */
+	char name[MODEL_NAME_MAX];
+	struct model_shape input; /* fmt U8 or F32 */
 	uint32_t n_layers;
-	struct kern_ic_layer *layers;
+	struct model_ic_layer *layers;
 	uint32_t n_arrays;
-	struct kern_ic_array *arrays;
+	struct model_ic_array *arrays;
 };
 
 /*
  * Compile ic into *m (n_src = ic->n_layers source records, the ops in layers[], every blob
- * malloc'd and owned by m: release with kern_compiled_free). Shapes and values of the arrays
+ * malloc'd and owned by m: release with model_compiled_free). Shapes and values of the arrays
  * are checked as layers take them (marking them used). Returns 0, or -EINVAL / -ENOMEM with a
  * message naming the file, layer and key in err.
  */
 /*
- * The converter's parsers, on bytes in memory (kern_convert maps the two files and calls them):
- * kern_ic_parse_arch fills ic's name, input and layers from arch.json text, kern_ic_parse_npz
+ * The converter's parsers, on bytes in memory (model_convert maps the two files and calls them):
+ * model_ic_parse_arch fills ic's name, input and layers from arch.json text, model_ic_parse_npz
  * fills ic's arrays from a weights.npz archive; ic->arch_path and ic->weights_path name the
  * inputs in messages. Both return 0, or -EINVAL / -ENOMEM with a message naming the file, key,
- * layer or field in err; kern_ic_free releases what they filled (also after a failure).
+ * layer or field in err; model_ic_free releases what they filled (also after a failure).
  */
-int kern_ic_parse_arch(struct kern_ic_model *ic, const void *json, size_t len, char *err,
+int model_ic_parse_arch(struct model_ic_model *ic, const void *json, size_t len, char *err,
+			size_t errlen);
+int model_ic_parse_npz(struct model_ic_model *ic, const void *npz, size_t len, char *err,
 		       size_t errlen);
-int kern_ic_parse_npz(struct kern_ic_model *ic, const void *npz, size_t len, char *err,
-		      size_t errlen);
-void kern_ic_free(struct kern_ic_model *ic);
-/* After kern_compile: -EINVAL with a message naming the first array no layer used, else 0. */
-int kern_ic_check_used(const struct kern_ic_model *ic, char *err, size_t errlen);
+void model_ic_free(struct model_ic_model *ic);
+/* After model_compile: -EINVAL with a message naming the first array no layer used, else 0. */
+int model_ic_check_used(const struct model_ic_model *ic, char *err, size_t errlen);
 
-int kern_compile(const struct kern_ic_model *ic, struct kern_model *m, char *err, size_t errlen);
-void kern_compiled_free(struct kern_model *m);
+int model_compile(const struct model_ic_model *ic, struct model *m, char *err, size_t errlen);
+void model_compiled_free(struct model *m);
 
 #endif /* MODEL_COMPILE_H */

@@ -18,7 +18,7 @@
 #include "model/npy.h"
 
 #define CONV_MAX_WINDOW	 65536u /* kernel, stride, pad, lrn size */
-#define CONV_MAX_MEMBER	 (8 * KERN_NPY_MAX_ELEMS + 65536)
+#define CONV_MAX_MEMBER	 (8 * MODEL_NPY_MAX_ELEMS + 65536)
 #define CONV_MAX_DEFLATE 1032 /* deflate's largest expansion: 258 bytes from 2 bits */
 
 struct conv {
@@ -47,14 +47,14 @@ static const struct {
 	uint32_t type;
 	const char *fields[7];
 } layer_kinds[] = {
-    {"dense", KERN_SRC_DENSE, {"out", "bias", "binary_weights"}},
-    {"conv", KERN_SRC_CONV, {"out", "kernel", "stride", "pad", "bias", "binary_weights"}},
-    {"batchnorm", KERN_SRC_BATCHNORM, {"eps"}},
-    {"sign", KERN_SRC_SIGN, {NULL}},
-    {"relu", KERN_SRC_RELU, {NULL}},
-    {"maxpool", KERN_SRC_MAXPOOL, {"kernel", "stride"}},
-    {"flatten", KERN_SRC_FLATTEN, {NULL}},
-    {"lrn", KERN_SRC_LRN, {"size", "alpha", "beta", "k"}},
+    {"dense", MODEL_SRC_DENSE, {"out", "bias", "binary_weights"}},
+    {"conv", MODEL_SRC_CONV, {"out", "kernel", "stride", "pad", "bias", "binary_weights"}},
+    {"batchnorm", MODEL_SRC_BATCHNORM, {"eps"}},
+    {"sign", MODEL_SRC_SIGN, {NULL}},
+    {"relu", MODEL_SRC_RELU, {NULL}},
+    {"maxpool", MODEL_SRC_MAXPOOL, {"kernel", "stride"}},
+    {"flatten", MODEL_SRC_FLATTEN, {NULL}},
+    {"lrn", MODEL_SRC_LRN, {"size", "alpha", "beta", "k"}},
 };
 
 struct field_ctx {
@@ -132,7 +132,7 @@ static int check_keys(struct field_ctx *f, const char *const *allowed, size_t n)
 	return 0;
 }
 
-static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct kern_ic_layer *L)
+static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct model_ic_layer *L)
 {
 	struct field_ctx f = {.cv = cv, .obj = jl};
 	const char *type;
@@ -152,7 +152,7 @@ static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct kern_ic_l
 	if (k == sizeof(layer_kinds) / sizeof(layer_kinds[0]))
 		return conv_fail(cv, cv->arch, "%s: unknown type \"%.32s\"", f.where, type);
 	snprintf(f.where, sizeof(f.where), "layer %u (%s)", i, layer_kinds[k].name);
-	*L = (struct kern_ic_layer){.type = layer_kinds[k].type};
+	*L = (struct model_ic_layer){.type = layer_kinds[k].type};
 	{
 		const char *allowed[8] = {"type"};
 
@@ -162,14 +162,14 @@ static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct kern_ic_l
 			return ret;
 	}
 	switch (L->type) {
-	case KERN_SRC_DENSE:
-	case KERN_SRC_CONV:
-		ret = field_uint(&f, "out", true, 0, 1, KERN_MF_MAX_ELEMS, &L->out);
+	case MODEL_SRC_DENSE:
+	case MODEL_SRC_CONV:
+		ret = field_uint(&f, "out", true, 0, 1, MODEL_FILE_MAX_ELEMS, &L->out);
 		if (!ret)
 			ret = field_bool(&f, "bias", &L->bias);
 		if (!ret)
 			ret = field_bool(&f, "binary_weights", &L->binw);
-		if (ret || L->type == KERN_SRC_DENSE)
+		if (ret || L->type == MODEL_SRC_DENSE)
 			return ret;
 		ret = field_uint(&f, "kernel", true, 0, 1, CONV_MAX_WINDOW, &L->kernel);
 		if (!ret)
@@ -177,15 +177,15 @@ static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct kern_ic_l
 		if (!ret)
 			ret = field_uint(&f, "pad", false, 0, 0, CONV_MAX_WINDOW, &L->pad);
 		return ret;
-	case KERN_SRC_MAXPOOL:
+	case MODEL_SRC_MAXPOOL:
 		ret = field_uint(&f, "kernel", true, 0, 1, CONV_MAX_WINDOW, &L->kernel);
 		if (!ret)
 			ret = field_uint(&f, "stride", false, L->kernel, 1, CONV_MAX_WINDOW,
 					 &L->stride);
 		return ret;
-	case KERN_SRC_BATCHNORM:
+	case MODEL_SRC_BATCHNORM:
 		return field_real(&f, "eps", 1e-5, &L->eps);
-	case KERN_SRC_LRN:
+	case MODEL_SRC_LRN:
 		ret = field_uint(&f, "size", false, 5, 1, CONV_MAX_WINDOW, &L->lrn_size);
 		if (!ret && !(L->lrn_size & 1))
 			ret = conv_fail(cv, cv->arch, "%s: field \"size\" %u must be odd", f.where,
@@ -201,7 +201,7 @@ static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct kern_ic_l
 	return 0;
 }
 
-static int parse_input(struct conv *cv, json_t *in, struct kern_shape *s)
+static int parse_input(struct conv *cv, json_t *in, struct model_shape *s)
 {
 	static const char *const allowed[] = {"shape", "dtype"};
 	struct field_ctx f = {.cv = cv, .obj = in, .where = "input"};
@@ -221,22 +221,22 @@ static int parse_input(struct conv *cv, json_t *in, struct kern_shape *s)
 		json_t *v = json_array_get(shape, k);
 
 		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		    json_integer_value(v) > (json_int_t)KERN_MF_MAX_ELEMS)
+		    json_integer_value(v) > (json_int_t)MODEL_FILE_MAX_ELEMS)
 			return conv_fail(cv, cv->arch,
 					 "input: \"shape\"[%u] must be a positive integer", k);
 		d[k] = (uint32_t)json_integer_value(v);
 	}
 	if (!dtype || (strcmp(dtype, "u8") && strcmp(dtype, "f32")))
 		return conv_fail(cv, cv->arch, "input: \"dtype\" must be \"u8\" or \"f32\"");
-	*s =
-	    (struct kern_shape){strcmp(dtype, "u8") ? KERN_FMT_F32 : KERN_FMT_U8, d[0], d[1], d[2]};
-	if (kern_shape_elems(s) > KERN_MF_MAX_ELEMS)
+	*s = (struct model_shape){strcmp(dtype, "u8") ? MODEL_FMT_F32 : MODEL_FMT_U8, d[0], d[1],
+				  d[2]};
+	if (model_shape_elems(s) > MODEL_FILE_MAX_ELEMS)
 		return conv_fail(cv, cv->arch, "input: shape [%u, %u, %u] over %llu elements", d[0],
-				 d[1], d[2], (unsigned long long)KERN_MF_MAX_ELEMS);
+				 d[1], d[2], (unsigned long long)MODEL_FILE_MAX_ELEMS);
 	return 0;
 }
 
-static int parse_arch(struct conv *cv, struct kern_ic_model *ic, const void *json, size_t len)
+static int parse_arch(struct conv *cv, struct model_ic_model *ic, const void *json, size_t len)
 {
 	static const char *const allowed[] = {"name", "input", "layers"};
 	struct field_ctx f = {.cv = cv, .where = "top level"};
@@ -257,10 +257,10 @@ static int parse_arch(struct conv *cv, struct kern_ic_model *ic, const void *jso
 	if (check_keys(&f, allowed, 3))
 		goto out_put;
 	name = json_object_get(root, "name");
-	if (name && (!json_is_string(name) || json_string_length(name) >= KERN_NAME_MAX ||
+	if (name && (!json_is_string(name) || json_string_length(name) >= MODEL_NAME_MAX ||
 		     strlen(json_string_value(name)) != json_string_length(name))) {
 		conv_fail(cv, cv->arch, "\"name\" must be a string of at most %d bytes",
-			  KERN_NAME_MAX - 1);
+			  MODEL_NAME_MAX - 1);
 		goto out_put;
 	}
 	if (name)
@@ -269,9 +269,9 @@ static int parse_arch(struct conv *cv, struct kern_ic_model *ic, const void *jso
 		goto out_put;
 	layers = json_object_get(root, "layers");
 	if (!json_is_array(layers) || !json_array_size(layers) ||
-	    json_array_size(layers) > KERN_MF_MAX_SRC) {
+	    json_array_size(layers) > MODEL_FILE_MAX_SRC) {
 		conv_fail(cv, cv->arch, "\"layers\" must be an array of 1..%d layers",
-			  KERN_MF_MAX_SRC);
+			  MODEL_FILE_MAX_SRC);
 		goto out_put;
 	}
 	ic->n_layers = (uint32_t)json_array_size(layers);
@@ -349,12 +349,12 @@ err_free:
 	return ret;
 }
 
-static int load_member(struct conv *cv, zip_t *za, zip_uint64_t idx, struct kern_ic_array *a)
+static int load_member(struct conv *cv, zip_t *za, zip_uint64_t idx, struct model_ic_array *a)
 {
 	const char *name = zip_get_name(za, idx, ZIP_FL_ENC_RAW);
 	size_t nl, len = 0;
 	uint8_t *buf = NULL;
-	struct kern_npy npy;
+	struct model_npy npy;
 	char msg[160];
 	int ret;
 
@@ -370,7 +370,7 @@ static int load_member(struct conv *cv, zip_t *za, zip_uint64_t idx, struct kern
 	ret = read_member(cv, za, idx, name, &buf, &len);
 	if (ret)
 		return ret;
-	ret = kern_npy_parse(buf, len, &npy, msg, sizeof(msg));
+	ret = model_npy_parse(buf, len, &npy, msg, sizeof(msg));
 	if (ret) {
 		conv_fail(cv, cv->npz, "%s: %s", a->key, msg);
 		goto out_free;
@@ -383,14 +383,14 @@ static int load_member(struct conv *cv, zip_t *za, zip_uint64_t idx, struct kern
 		ret = conv_fail(cv, cv->npz, "%s: out of memory", a->key);
 		goto out_free;
 	}
-	kern_npy_to_f64(&npy, a->data);
+	model_npy_to_f64(&npy, a->data);
 
 out_free:
 	free(buf);
 	return ret;
 }
 
-static int load_npz(struct conv *cv, struct kern_ic_model *ic, const void *npz, size_t len)
+static int load_npz(struct conv *cv, struct model_ic_model *ic, const void *npz, size_t len)
 {
 	zip_source_t *src;
 	zip_error_t ze;
@@ -410,7 +410,7 @@ static int load_npz(struct conv *cv, struct kern_ic_model *ic, const void *npz, 
 	}
 	zip_error_fini(&ze);
 	n = zip_get_num_entries(za, 0);
-	if (n < 0 || n > 4 * KERN_MF_MAX_SRC) {
+	if (n < 0 || n > 4 * MODEL_FILE_MAX_SRC) {
 		ret = conv_fail(cv, cv->npz, "%lld members, too many", (long long)n);
 		goto out_close;
 	}
@@ -437,7 +437,7 @@ out_close:
 	return ret;
 }
 
-void kern_ic_free(struct kern_ic_model *ic)
+void model_ic_free(struct model_ic_model *ic)
 {
 	for (uint32_t i = 0; i < ic->n_arrays; i++) {
 		free(ic->arrays[i].key);
@@ -450,8 +450,8 @@ void kern_ic_free(struct kern_ic_model *ic)
 	ic->n_arrays = ic->n_layers = 0;
 }
 
-int kern_ic_parse_arch(struct kern_ic_model *ic, const void *json, size_t len, char *err,
-		       size_t errlen)
+int model_ic_parse_arch(struct model_ic_model *ic, const void *json, size_t len, char *err,
+			size_t errlen)
 {
 	struct conv cv = {
 	    .arch = ic->arch_path, .npz = ic->weights_path, .err = err, .errlen = errlen};
@@ -459,8 +459,8 @@ int kern_ic_parse_arch(struct kern_ic_model *ic, const void *json, size_t len, c
 	return parse_arch(&cv, ic, json, len);
 }
 
-int kern_ic_parse_npz(struct kern_ic_model *ic, const void *npz, size_t len, char *err,
-		      size_t errlen)
+int model_ic_parse_npz(struct model_ic_model *ic, const void *npz, size_t len, char *err,
+		       size_t errlen)
 {
 	struct conv cv = {
 	    .arch = ic->arch_path, .npz = ic->weights_path, .err = err, .errlen = errlen};
@@ -469,7 +469,7 @@ int kern_ic_parse_npz(struct kern_ic_model *ic, const void *npz, size_t len, cha
 	return load_npz(&cv, ic, npz, len);
 }
 
-int kern_ic_check_used(const struct kern_ic_model *ic, char *err, size_t errlen)
+int model_ic_check_used(const struct model_ic_model *ic, char *err, size_t errlen)
 {
 	struct conv cv = {
 	    .arch = ic->arch_path, .npz = ic->weights_path, .err = err, .errlen = errlen};
@@ -532,34 +532,34 @@ static void conv_unmap(struct conv_file *f)
 		munmap(f->map, f->len);
 }
 
-int kern_convert(const char *arch_json, const char *weights_npz, const char *out_path, char *err,
-		 size_t errlen)
+int model_convert(const char *arch_json, const char *weights_npz, const char *out_path, char *err,
+		  size_t errlen)
 {
-	struct kern_ic_model ic = {.arch_path = arch_json, .weights_path = weights_npz};
+	struct model_ic_model ic = {.arch_path = arch_json, .weights_path = weights_npz};
 	struct conv_file arch, npz = {NULL, 0};
-	struct kern_model m;
+	struct model m;
 	int ret;
 
 	ret = conv_map(arch_json, &arch, err, errlen);
 	if (ret)
 		return ret;
-	ret = kern_ic_parse_arch(&ic, arch.map, arch.len, err, errlen);
+	ret = model_ic_parse_arch(&ic, arch.map, arch.len, err, errlen);
 	if (!ret)
 		ret = conv_map(weights_npz, &npz, err, errlen);
 	if (!ret)
-		ret = kern_ic_parse_npz(&ic, npz.map, npz.len, err, errlen);
+		ret = model_ic_parse_npz(&ic, npz.map, npz.len, err, errlen);
 	if (ret)
 		goto out_free_ic;
-	ret = kern_compile(&ic, &m, err, errlen);
+	ret = model_compile(&ic, &m, err, errlen);
 	if (ret)
 		goto out_free_ic;
-	ret = kern_ic_check_used(&ic, err, errlen);
+	ret = model_ic_check_used(&ic, err, errlen);
 	if (!ret)
-		ret = kern_model_write(&m, out_path, err, errlen);
-	kern_compiled_free(&m);
+		ret = model_write(&m, out_path, err, errlen);
+	model_compiled_free(&m);
 
 out_free_ic:
-	kern_ic_free(&ic);
+	model_ic_free(&ic);
 	conv_unmap(&npz);
 	conv_unmap(&arch);
 	return ret;

@@ -27,7 +27,7 @@ static void crc32c_init(void)
 					     crc32c_table[0][crc32c_table[k - 1][b] & 0xff];
 }
 
-uint32_t kern_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t model_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint32_t c = ~crc;

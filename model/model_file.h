@@ -3,33 +3,33 @@
  * model/model_file.h — the splitnic model file ("*.snm"), byte by byte.
  *
  * Every integer is little-endian, every real an IEEE-754 binary64 (little-endian). The file is
- * mapped read-only by kern_model_load; blobs are used in place, so each starts at a 64-byte
+ * mapped read-only by model_load; blobs are used in place, so each starts at a 64-byte
  * aligned file offset. Order in the file: header, source-layer table, op table, blobs.
  *
  * Header, 128 bytes at offset 0:
  *
  *    0  u8[8] magic            "SNICMDL\0"
- *    8  u32   version          2 (2 added KERN_LF_ANDPOOL; convert a version 1 file again)
+ *    8  u32   version          2 (2 added MODEL_LF_ANDPOOL; convert a version 1 file again)
  *   12  u32   header_size      128
  *   16  u64   file_size        the file's size in bytes
  *   24  u32   crc32c           CRC32C (model/crc32c.h) of the whole file with these 4 bytes
  *                              taken as zero
  *   28  u32   flags            0
- *   32  u32   n_src            source layers (arch.json layers), 1..KERN_MF_MAX_SRC
- *   36  u32   n_ops            compiled ops, 1..KERN_MF_MAX_OPS
+ *   32  u32   n_src            source layers (arch.json layers), 1..MODEL_FILE_MAX_SRC
+ *   36  u32   n_ops            compiled ops, 1..MODEL_FILE_MAX_OPS
  *   40  u64   src_offset       source-layer table, >= header_size, 8-aligned
  *   48  u64   op_offset        op table, 64-aligned, after the source-layer table
- *   56  u32   in_fmt           model input format: KERN_FMT_U8 or KERN_FMT_F32
+ *   56  u32   in_fmt           model input format: MODEL_FMT_U8 or MODEL_FMT_F32
  *   60  u32   in_c
  *   64  u32   in_h
  *   68  u32   in_w
  *   72  char  name[56]         NUL-terminated
  *
- * Source-layer table: n_src records of 32 bytes (struct kern_src_layer), the arch.json layers
+ * Source-layer table: n_src records of 32 bytes (struct model_src_layer), the arch.json layers
  * in order, for inspection and analysis:
  *
- *    0  u32   type             enum kern_src_type
- *    4  u32   flags            KERN_SF_BIAS, KERN_SF_BINW (dense and conv only)
+ *    0  u32   type             enum model_src_type
+ *    4  u32   flags            MODEL_SF_BIAS, MODEL_SF_BINW (dense and conv only)
  *    8  u32   c, h, w          output shape; a flat vector is (n,1,1)
  *   20  u32   kernel           conv, maxpool: the window; lrn: size; else 0
  *   24  u32   stride           conv, maxpool; else 0
@@ -38,8 +38,8 @@
  * Op table: n_ops records of 128 bytes, the ops executed in order (see kern.h for each op's
  * semantics and blob layouts):
  *
- *    0  u16   op               enum kern_op
- *    2  u16   flags            KERN_LF_*
+ *    0  u16   op               enum model_op
+ *    2  u16   flags            MODEL_LF_*
  *    4  u16   src_first        the source layers this op implements:
  *    6  u16   src_count          [src_first, src_first + src_count) within n_src
  *    8  u32   in_fmt, in_c, in_h, in_w
@@ -60,8 +60,8 @@
  * thresholds are i32, flips u8 (0 or 1), and-pool masks u64 (tail bits 0), everything else f64.
  * Bytes between blobs are 0.
  *
- * kern_model_load checks all of it: sizes, magic, version, header_size, crc, flags, counts
- * (bounded by KERN_MF_MAX_*), tables inside the file and aligned, every op known with formats,
+ * model_load checks all of it: sizes, magic, version, header_size, crc, flags, counts
+ * (bounded by MODEL_FILE_MAX_*), tables inside the file and aligned, every op known with formats,
  * flags and unused fields valid for it, chaining (op 0's input is the model input, op i's input
  * is op i-1's output), output shapes (conv/pool formulas, flatten, dense), every blob's
  * alignment, bounds and exact size, packed-weight tail bits 0, flips 0/1, batch-norm sd > 0 and
@@ -77,17 +77,17 @@
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the model file is mapped in place");
 
-#define KERN_MF_MAGIC	    "SNICMDL"
-#define KERN_MF_VERSION	    2
-#define KERN_MF_HEADER_SIZE 128
-#define KERN_MF_SRC_SIZE    32
-#define KERN_MF_OP_SIZE	    128
-#define KERN_MF_ALIGN	    64
-#define KERN_MF_MAX_SRC	    4096
-#define KERN_MF_MAX_OPS	    4096
-#define KERN_MF_MAX_ELEMS   (1ull << 28) /* elements of any tensor, per image */
+#define MODEL_FILE_MAGIC       "SNICMDL"
+#define MODEL_FILE_VERSION     2
+#define MODEL_FILE_HEADER_SIZE 128
+#define MODEL_FILE_SRC_SIZE    32
+#define MODEL_FILE_OP_SIZE     128
+#define MODEL_FILE_ALIGN       64
+#define MODEL_FILE_MAX_SRC     4096
+#define MODEL_FILE_MAX_OPS     4096
+#define MODEL_FILE_MAX_ELEMS   (1ull << 28) /* elements of any tensor, per image */
 
-struct kern_mf_header {
+struct model_file_header {
 	char magic[8];
 	uint32_t version;
 	uint32_t header_size;
@@ -99,15 +99,15 @@ struct kern_mf_header {
 	uint64_t src_offset;
 	uint64_t op_offset;
 	uint32_t in_fmt, in_c, in_h, in_w;
-	char name[KERN_NAME_MAX];
+	char name[MODEL_NAME_MAX];
 };
 
-struct kern_mf_blob {
+struct model_file_blob {
 	uint64_t offset;
 	uint64_t size;
 };
 
-struct kern_mf_op {
+struct model_file_op {
 	uint16_t op;
 	uint16_t flags;
 	uint16_t src_first;
@@ -116,18 +116,18 @@ struct kern_mf_op {
 	uint32_t out_fmt, out_c, out_h, out_w;
 	uint32_t kernel, stride, pad, lrn_size;
 	double lrn_alpha, lrn_beta, lrn_k;
-	struct kern_mf_blob blob[KERN_NBLOB];
+	struct model_file_blob blob[MODEL_NBLOB];
 };
 
-_Static_assert(sizeof(struct kern_mf_header) == KERN_MF_HEADER_SIZE, "header layout");
-_Static_assert(offsetof(struct kern_mf_header, crc32c) == 24, "header layout");
-_Static_assert(offsetof(struct kern_mf_header, in_fmt) == 56, "header layout");
-_Static_assert(offsetof(struct kern_mf_header, name) == 72, "header layout");
-_Static_assert(sizeof(struct kern_src_layer) == KERN_MF_SRC_SIZE, "source record layout");
-_Static_assert(sizeof(struct kern_mf_op) == KERN_MF_OP_SIZE, "op record layout");
-_Static_assert(offsetof(struct kern_mf_op, kernel) == 40, "op record layout");
-_Static_assert(offsetof(struct kern_mf_op, lrn_alpha) == 56, "op record layout");
-_Static_assert(offsetof(struct kern_mf_op, blob) == 80, "op record layout");
+_Static_assert(sizeof(struct model_file_header) == MODEL_FILE_HEADER_SIZE, "header layout");
+_Static_assert(offsetof(struct model_file_header, crc32c) == 24, "header layout");
+_Static_assert(offsetof(struct model_file_header, in_fmt) == 56, "header layout");
+_Static_assert(offsetof(struct model_file_header, name) == 72, "header layout");
+_Static_assert(sizeof(struct model_src_layer) == MODEL_FILE_SRC_SIZE, "source record layout");
+_Static_assert(sizeof(struct model_file_op) == MODEL_FILE_OP_SIZE, "op record layout");
+_Static_assert(offsetof(struct model_file_op, kernel) == 40, "op record layout");
+_Static_assert(offsetof(struct model_file_op, lrn_alpha) == 56, "op record layout");
+_Static_assert(offsetof(struct model_file_op, blob) == 80, "op record layout");
 
 /*
  * Serialize a model to a new malloc'd buffer (*buf, *size). Each layer's blob[i] points to
@@ -135,19 +135,19 @@ _Static_assert(offsetof(struct kern_mf_op, blob) == 80, "op record layout");
  * parameters are written as given (validated only when loaded). Returns 0, -EINVAL (a count or
  * size that does not fit the format) or -ENOMEM.
  */
-int kern_model_serialize(const struct kern_model *m, void **buf, size_t *size);
+int model_serialize(const struct model *m, void **buf, size_t *size);
 
 /* Serialize and write to path (created or truncated). Returns 0 or -errno, message in err. */
-int kern_model_write(const struct kern_model *m, const char *path, char *err, size_t errlen);
+int model_write(const struct model *m, const char *path, char *err, size_t errlen);
 
 /*
  * Validate a model held in memory (buf 64-byte aligned, kept alive and unchanged until
- * kern_model_free); `label` names it in messages. The model's map is NULL (not owned).
+ * model_free); `label` names it in messages. The model's map is NULL (not owned).
  */
-struct kern_model *kern_model_from_buffer(const void *buf, size_t size, const char *label,
-					  char *err, size_t errlen);
+struct model *model_from_buffer(const void *buf, size_t size, const char *label, char *err,
+				size_t errlen);
 
 /* Expected size of blob `i` of a layer for its op, flags and shapes (0: must be unused). */
-uint64_t kern_layer_blob_size(const struct kern_layer *l, unsigned int i);
+uint64_t model_layer_blob_size(const struct model_layer *l, unsigned int i);
 
 #endif /* MODEL_MODEL_FILE_H */

@@ -11,36 +11,37 @@
 
 static uint64_t align_up(uint64_t x)
 {
-	return (x + KERN_MF_ALIGN - 1) & ~(uint64_t)(KERN_MF_ALIGN - 1);
+	return (x + MODEL_FILE_ALIGN - 1) & ~(uint64_t)(MODEL_FILE_ALIGN - 1);
 }
 
-int kern_model_serialize(const struct kern_model *m, void **buf, size_t *size)
+int model_serialize(const struct model *m, void **buf, size_t *size)
 {
-	struct kern_mf_header h = {
-	    .magic = KERN_MF_MAGIC, .version = KERN_MF_VERSION, .header_size = KERN_MF_HEADER_SIZE};
+	struct model_file_header h = {.magic = MODEL_FILE_MAGIC,
+				      .version = MODEL_FILE_VERSION,
+				      .header_size = MODEL_FILE_HEADER_SIZE};
 	uint64_t end;
 	uint8_t *out;
 
-	if (m->n_src > UINT16_MAX || m->n_layers > UINT32_MAX / KERN_MF_OP_SIZE)
+	if (m->n_src > UINT16_MAX || m->n_layers > UINT32_MAX / MODEL_FILE_OP_SIZE)
 		return -EINVAL;
 	h.n_src = m->n_src;
 	h.n_ops = m->n_layers;
-	h.src_offset = KERN_MF_HEADER_SIZE;
-	h.op_offset = align_up(h.src_offset + (uint64_t)m->n_src * KERN_MF_SRC_SIZE);
+	h.src_offset = MODEL_FILE_HEADER_SIZE;
+	h.op_offset = align_up(h.src_offset + (uint64_t)m->n_src * MODEL_FILE_SRC_SIZE);
 	h.in_fmt = m->input.fmt;
 	h.in_c = m->input.c;
 	h.in_h = m->input.h;
 	h.in_w = m->input.w;
 	memcpy(h.name, m->name, sizeof(h.name));
 	h.name[sizeof(h.name) - 1] = '\0';
-	end = h.op_offset + (uint64_t)m->n_layers * KERN_MF_OP_SIZE;
+	end = h.op_offset + (uint64_t)m->n_layers * MODEL_FILE_OP_SIZE;
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
+		const struct model_layer *l = &m->layers[i];
 
 		if (l->src_first > UINT16_MAX || l->src_count > UINT16_MAX || l->op > UINT16_MAX ||
 		    l->flags > UINT16_MAX)
 			return -EINVAL;
-		for (unsigned int b = 0; b < KERN_NBLOB; b++) {
+		for (unsigned int b = 0; b < MODEL_NBLOB; b++) {
 			if (l->blob_size[b] && !l->blob[b])
 				return -EINVAL;
 			if (l->blob_size[b])
@@ -53,11 +54,11 @@ int kern_model_serialize(const struct kern_model *m, void **buf, size_t *size)
 	if (!out)
 		return -ENOMEM;
 	h.file_size = end;
-	memcpy(out + h.src_offset, m->src, (size_t)m->n_src * KERN_MF_SRC_SIZE);
-	end = h.op_offset + (uint64_t)m->n_layers * KERN_MF_OP_SIZE;
+	memcpy(out + h.src_offset, m->src, (size_t)m->n_src * MODEL_FILE_SRC_SIZE);
+	end = h.op_offset + (uint64_t)m->n_layers * MODEL_FILE_OP_SIZE;
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
-		struct kern_mf_op r = {
+		const struct model_layer *l = &m->layers[i];
+		struct model_file_op r = {
 		    .op = (uint16_t)l->op,
 		    .flags = (uint16_t)l->flags,
 		    .src_first = (uint16_t)l->src_first,
@@ -79,31 +80,31 @@ int kern_model_serialize(const struct kern_model *m, void **buf, size_t *size)
 		    .lrn_k = l->lrn_k,
 		};
 
-		for (unsigned int b = 0; b < KERN_NBLOB; b++) {
+		for (unsigned int b = 0; b < MODEL_NBLOB; b++) {
 			if (!l->blob_size[b])
 				continue;
 			end = align_up(end);
-			r.blob[b] = (struct kern_mf_blob){end, l->blob_size[b]};
+			r.blob[b] = (struct model_file_blob){end, l->blob_size[b]};
 			memcpy(out + end, l->blob[b], (size_t)l->blob_size[b]);
 			end += l->blob_size[b];
 		}
-		memcpy(out + h.op_offset + (uint64_t)i * KERN_MF_OP_SIZE, &r, sizeof(r));
+		memcpy(out + h.op_offset + (uint64_t)i * MODEL_FILE_OP_SIZE, &r, sizeof(r));
 	}
 	memcpy(out, &h, sizeof(h));
-	h.crc32c = kern_crc32c(0, out, (size_t)h.file_size);
-	memcpy(out + offsetof(struct kern_mf_header, crc32c), &h.crc32c, sizeof(h.crc32c));
+	h.crc32c = model_crc32c(0, out, (size_t)h.file_size);
+	memcpy(out + offsetof(struct model_file_header, crc32c), &h.crc32c, sizeof(h.crc32c));
 	*buf = out;
 	*size = (size_t)h.file_size;
 	return 0;
 }
 
-int kern_model_write(const struct kern_model *m, const char *path, char *err, size_t errlen)
+int model_write(const struct model *m, const char *path, char *err, size_t errlen)
 {
 	size_t size, done = 0;
 	void *buf;
 	int fd, ret;
 
-	ret = kern_model_serialize(m, &buf, &size);
+	ret = model_serialize(m, &buf, &size);
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", path,
 			 ret == -ENOMEM ? "out of memory" : "model does not fit the file format");

@@ -75,7 +75,7 @@ static int npy_word(struct npy_cursor *c, const char *word)
 	return 0;
 }
 
-static int npy_shape(struct npy_cursor *c, struct kern_npy *a)
+static int npy_shape(struct npy_cursor *c, struct model_npy *a)
 {
 	bool comma = false;
 
@@ -91,19 +91,19 @@ static int npy_shape(struct npy_cursor *c, struct kern_npy *a)
 		start = c->p;
 		while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
 			d = d * 10 + (uint64_t)(*c->p - '0');
-			if (d > KERN_NPY_MAX_ELEMS)
+			if (d > MODEL_NPY_MAX_ELEMS)
 				return npy_fail(c, "npy header: shape dimension too large");
 			c->p++;
 		}
 		if (c->p == start)
 			return npy_fail(c, "npy header: bad 'shape' entry");
-		if (a->ndim == KERN_NPY_MAXDIM)
-			return npy_fail(c, "npy header: more than %d dimensions", KERN_NPY_MAXDIM);
+		if (a->ndim == MODEL_NPY_MAXDIM)
+			return npy_fail(c, "npy header: more than %d dimensions", MODEL_NPY_MAXDIM);
 		a->shape[a->ndim++] = d;
 		a->count *= d;
-		if (a->count > KERN_NPY_MAX_ELEMS)
+		if (a->count > MODEL_NPY_MAX_ELEMS)
 			return npy_fail(c, "npy header: more than %llu elements",
-					(unsigned long long)KERN_NPY_MAX_ELEMS);
+					(unsigned long long)MODEL_NPY_MAX_ELEMS);
 		comma = npy_accept(c, ',');
 		if (!comma) {
 			if (!npy_accept(c, ')'))
@@ -117,7 +117,7 @@ static int npy_shape(struct npy_cursor *c, struct kern_npy *a)
 	return 0;
 }
 
-static int npy_dict(struct npy_cursor *c, struct kern_npy *a)
+static int npy_dict(struct npy_cursor *c, struct model_npy *a)
 {
 	bool seen_descr = false, seen_order = false, seen_shape = false;
 	char key[32], descr[16];
@@ -174,7 +174,7 @@ static int npy_dict(struct npy_cursor *c, struct kern_npy *a)
 	return 0;
 }
 
-int kern_npy_parse(const void *buf, size_t len, struct kern_npy *a, char *err, size_t errlen)
+int model_npy_parse(const void *buf, size_t len, struct model_npy *a, char *err, size_t errlen)
 {
 	static const char magic[6] = "\x93NUMPY";
 	const uint8_t *b = buf;
@@ -210,7 +210,7 @@ int kern_npy_parse(const void *buf, size_t len, struct kern_npy *a, char *err, s
 	return 0;
 }
 
-void kern_npy_to_f64(const struct kern_npy *a, double *out)
+void model_npy_to_f64(const struct model_npy *a, double *out)
 {
 	const uint8_t *p = a->data;
 
@@ -226,7 +226,7 @@ void kern_npy_to_f64(const struct kern_npy *a, double *out)
 	}
 }
 
-void *kern_npy_alloc_raw(const char *dict, size_t data_len, size_t *len)
+void *model_npy_alloc_raw(const char *dict, size_t data_len, size_t *len)
 {
 	const size_t dl = strlen(dict), hl = (10 + dl + 1 + 63) / 64 * 64 - 10;
 	uint8_t *b = malloc(10 + hl + data_len);
@@ -243,11 +243,11 @@ void *kern_npy_alloc_raw(const char *dict, size_t data_len, size_t *len)
 	return b;
 }
 
-void *kern_npy_alloc(const char *descr, const uint64_t *shape, uint32_t ndim, void **data,
-		     size_t *len)
+void *model_npy_alloc(const char *descr, const uint64_t *shape, uint32_t ndim, void **data,
+		      size_t *len)
 {
 	const size_t isz = strlen(descr) == 3 && !strcmp(descr + 1, "f8") ? 8 : 4;
-	char dict[80 + 24 * KERN_NPY_MAXDIM];
+	char dict[80 + 24 * MODEL_NPY_MAXDIM];
 	uint64_t count = 1;
 	size_t n;
 	uint8_t *b;
@@ -260,7 +260,7 @@ void *kern_npy_alloc(const char *descr, const uint64_t *shape, uint32_t ndim, vo
 		count *= shape[d];
 	}
 	snprintf(dict + n, sizeof(dict) - n, "%s), }", ndim == 1 ? "," : "");
-	b = kern_npy_alloc_raw(dict, count * isz, len);
+	b = model_npy_alloc_raw(dict, count * isz, len);
 	if (b)
 		*data = b + *len - count * isz;
 	return b;

@@ -47,12 +47,12 @@ static struct nicfw_stage *chain_add(struct nicfw_chain *ch, uint32_t kind, uint
 	return s;
 }
 
-int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_t first,
-		     uint32_t n_exec, enum nicfw_layout layout, char *err, size_t errlen)
+int nicfw_chain_init(struct nicfw_chain *ch, const struct model *m, uint32_t first, uint32_t n_exec,
+		     enum nicfw_layout layout, char *err, size_t errlen)
 {
 	const bool direct = layout == NICFW_LAYOUT_DIRECT;
 	uint64_t emem = 0, act = 1, out = 1, in_bytes, planes = 0, slice = 1;
-	const struct kern_layer *l;
+	const struct model_layer *l;
 	struct nicfw_stage *s;
 
 	memset(ch, 0, sizeof(*ch));
@@ -66,12 +66,12 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 			 "model %s: op %u (%s) cannot start the NIC part (it can start "
 			 "at op %u of %u)",
 			 m->name, first,
-			 first < m->n_layers ? kern_op_name(m->layers[first].op) : "none",
+			 first < m->n_layers ? model_op_name(m->layers[first].op) : "none",
 			 kexec_nic_first(m), m->n_layers);
 		return -EINVAL;
 	}
 	l = &m->layers[first];
-	in_bytes = kern_shape_bytes(&l->in);
+	in_bytes = model_shape_bytes(&l->in);
 	if (in_bytes > UINT32_MAX) {
 		snprintf(err, errlen, "op %u: input of %llu bytes is too large", first,
 			 (unsigned long long)in_bytes);
@@ -85,12 +85,12 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 	ch->ops = direct ? kern_ops_get() : NULL;
 	ch->in_fmt = l->in.fmt;
 	ch->in_bytes = (uint32_t)in_bytes;
-	ch->classes = kern_model_classes(m);
+	ch->classes = model_classes(m);
 	for (uint32_t i = first; i < m->n_layers; i++) {
 		l = &m->layers[i];
 		switch (l->op) {
-		case KERN_OP_FLATTEN:
-			if (l->in.fmt == KERN_FMT_U8 || l->in.h * l->in.w == 1)
+		case MODEL_OP_FLATTEN:
+			if (l->in.fmt == MODEL_FMT_U8 || l->in.h * l->in.w == 1)
 				break;
 			s = chain_add(ch, NICFW_STAGE_FLATTEN_BITS, i, err, errlen);
 			if (!s)
@@ -98,21 +98,21 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 			s->c = l->in.c;
 			s->h = l->in.h;
 			s->w = l->in.w;
-			act = max_u64(act, (uint64_t)l->in.h * l->in.w * kern_words(l->in.c));
-			act = max_u64(act, kern_words(kern_shape_elems(&l->in)));
+			act = max_u64(act, (uint64_t)l->in.h * l->in.w * model_words(l->in.c));
+			act = max_u64(act, model_words(model_shape_elems(&l->in)));
 			break;
-		case KERN_OP_BDENSE:
-		case KERN_OP_BDENSE_U8:
+		case MODEL_OP_BDENSE:
+		case MODEL_OP_BDENSE_U8:
 			s = chain_add(ch,
-				      l->op == KERN_OP_BDENSE ? NICFW_STAGE_BDENSE
-							      : NICFW_STAGE_BDENSE_U8,
+				      l->op == MODEL_OP_BDENSE ? NICFW_STAGE_BDENSE
+							       : NICFW_STAGE_BDENSE_U8,
 				      i, err, errlen);
 			if (!s)
 				return -EINVAL;
-			s->n = (uint32_t)kern_shape_elems(&l->in);
-			s->out = (uint32_t)kern_shape_elems(&l->out);
-			s->nw = kern_words(s->n);
-			s->thresh = l->flags & KERN_LF_THRESH;
+			s->n = (uint32_t)model_shape_elems(&l->in);
+			s->out = (uint32_t)model_shape_elems(&l->out);
+			s->nw = model_words(s->n);
+			s->thresh = l->flags & MODEL_LF_THRESH;
 			s->stride = s->nw + (s->thresh && !direct ? 1 : 0);
 			s->emem_off = emem;
 			emem += (uint64_t)s->out * s->stride;
@@ -124,26 +124,26 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 			}
 			if (direct) {
 				emem = line_up(emem);
-				if (l->op == KERN_OP_BDENSE_U8)
+				if (l->op == MODEL_OP_BDENSE_U8)
 					planes =
 					    max_u64(planes, kern_bdense_u8_scratch(s->n, 1) / 8);
-				slice = max_u64(slice, s->thresh ? kern_words(s->out)
+				slice = max_u64(slice, s->thresh ? model_words(s->out)
 								 : ((uint64_t)s->out + 1) / 2);
 			}
 			act = max_u64(act, (uint64_t)s->nw *
-					       (l->op == KERN_OP_BDENSE_U8 && !direct ? 8 : 1));
-			out = max_u64(out, s->thresh ? kern_words(s->out) : s->out);
+					       (l->op == MODEL_OP_BDENSE_U8 && !direct ? 8 : 1));
+			out = max_u64(out, s->thresh ? model_words(s->out) : s->out);
 			break;
-		case KERN_OP_BIAS:
-		case KERN_OP_BATCHNORM:
+		case MODEL_OP_BIAS:
+		case MODEL_OP_BATCHNORM:
 			s = chain_add(
-			    ch, l->op == KERN_OP_BIAS ? NICFW_STAGE_BIAS : NICFW_STAGE_BATCHNORM, i,
-			    err, errlen);
+			    ch, l->op == MODEL_OP_BIAS ? NICFW_STAGE_BIAS : NICFW_STAGE_BATCHNORM,
+			    i, err, errlen);
 			if (!s)
 				return -EINVAL;
-			s->out = (uint32_t)kern_shape_elems(&l->in);
+			s->out = (uint32_t)model_shape_elems(&l->in);
 			s->emem_off = emem;
-			emem += (uint64_t)s->out * (l->op == KERN_OP_BIAS ? 1 : 4);
+			emem += (uint64_t)s->out * (l->op == MODEL_OP_BIAS ? 1 : 4);
 			break;
 		}
 	}
@@ -164,11 +164,11 @@ int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_
 	return 0;
 }
 
-void nicfw_chain_load(const struct nicfw_chain *ch, const struct kern_model *m, uint64_t *emem)
+void nicfw_chain_load(const struct nicfw_chain *ch, const struct model *m, uint64_t *emem)
 {
 	for (uint32_t i = 0; i < ch->n_stages; i++) {
 		const struct nicfw_stage *s = &ch->stage[i];
-		const struct kern_layer *l = &m->layers[s->op];
+		const struct model_layer *l = &m->layers[s->op];
 		uint64_t *dst = emem + s->emem_off;
 
 		switch (s->kind) {
@@ -250,7 +250,7 @@ static void disp_flatten(struct nicfw_thread *th, struct nicfw_chain *ch,
 			 const struct nicfw_stage *s)
 {
 	const uint64_t dst = ch->ctm_act[ch->act], hw = (uint64_t)s->h * s->w;
-	const uint64_t total = hw * s->c, wpp = kern_words(s->c);
+	const uint64_t total = hw * s->c, wpp = model_words(s->c);
 	uint64_t cached = UINT64_MAX, word = 0, *ctm;
 
 	if (ch->layout == NICFW_LAYOUT_DIRECT) {
@@ -288,9 +288,9 @@ static void disp_start_layer(struct nicfw_thread *th, struct nicfw_chain *ch,
 	static const uint64_t zero[NICFW_CHUNK_WORDS];
 
 	if (s->thresh)
-		for (uint32_t j = 0; j < kern_words(s->out); j += NICFW_CHUNK_WORDS)
+		for (uint32_t j = 0; j < model_words(s->out); j += NICFW_CHUNK_WORDS)
 			nicfw_write(th, NICFW_MEM_IMEM, ch->imem_out + j, zero,
-				    min_u32(NICFW_CHUNK_WORDS, kern_words(s->out) - j));
+				    min_u32(NICFW_CHUNK_WORDS, model_words(s->out) - j));
 	nicfw_work(th, NICFW_WORK_LAYER, 1);
 	nicfw_sig_send(th, 1, NICFW_SIG_START);
 }
@@ -373,7 +373,7 @@ static void disp_layer_done(struct nicfw_thread *th, struct nicfw_chain *ch)
 {
 	const uint32_t b = ch->cur;
 	const struct nicfw_stage *s = &ch->stage[b];
-	const uint32_t words = kern_words(s->out);
+	const uint32_t words = model_words(s->out);
 	const uint64_t dst = ch->ctm_act[ch->act];
 	uint64_t buf[NICFW_CHUNK_WORDS];
 
@@ -523,7 +523,7 @@ static void exec_slice_direct(struct nicfw_thread *th, const struct nicfw_chain 
 			ch->ops->bdense_u8_thr(x, 1, w, cnt, s->n, &t, y, scr);
 		else
 			ch->ops->bdense_thr(x, 1, w, cnt, s->n, &t, y);
-		for (uint32_t j = 0; j < kern_words(cnt); j++) {
+		for (uint32_t j = 0; j < model_words(cnt); j++) {
 			nicfw_atomic_or(th, NICFW_MEM_IMEM, at + j, y[j] << sh);
 			if (sh && y[j] >> (64 - sh))
 				nicfw_atomic_or(th, NICFW_MEM_IMEM, at + j + 1, y[j] >> (64 - sh));

@@ -5,7 +5,7 @@
  *
  * The NIC part of a model is the trailing run of ops the firmware supports (kexec_nic_first()):
  *   FLATTEN        of U8 (a no-op: the layout is already flat) or of BITS (repacked in CTM);
- *   BDENSE         BITS input, with KERN_LF_THRESH (BITS out) or without (integer scores);
+ *   BDENSE         BITS input, with MODEL_LF_THRESH (BITS out) or without (integer scores);
  *   BDENSE_U8      U8 input (bit-plane decomposition), the same two forms;
  *   BIAS/BATCHNORM on the integer scores of a last BDENSE without thresholds.
  * Its input is layers[first].in (U8 bytes or BITS words); its output, the response, is the
@@ -87,7 +87,7 @@ struct nicfw_chain {
 	struct nicfw_stage stage[NICFW_MAX_STAGES];
 	const struct kern_bin_ops *ops; /* DIRECT: the CPU's kernel table */
 	uint16_t grp_first[NICFW_MAX_EXEC], grp_last[NICFW_MAX_EXEC]; /* executor e's group */
-	uint32_t in_fmt;		 /* KERN_FMT_U8 or KERN_FMT_BITS */
+	uint32_t in_fmt;		 /* MODEL_FMT_U8 or MODEL_FMT_BITS */
 	uint32_t in_bytes;		 /* request payload */
 	uint32_t classes;		 /* doubles in the response */
 	uint64_t need[NICFW_MEM__COUNT]; /* region sizes in words */
@@ -109,8 +109,8 @@ struct nicfw_chain {
  * `layout` (DIRECT only on a platform that fills the HAL's map): stages, region sizes (ch->need)
  * and offsets. Returns 0, or -EINVAL with a message in err naming the op or value at fault.
  */
-int nicfw_chain_init(struct nicfw_chain *ch, const struct kern_model *m, uint32_t first,
-		     uint32_t n_exec, enum nicfw_layout layout, char *err, size_t errlen);
+int nicfw_chain_init(struct nicfw_chain *ch, const struct model *m, uint32_t first, uint32_t n_exec,
+		     enum nicfw_layout layout, char *err, size_t errlen);
 
 /*
  * DIRECT only, after init: executors with equal group[e] (non-decreasing in e; n_exec entries)
@@ -126,7 +126,7 @@ int nicfw_chain_group(struct nicfw_chain *ch, const uint32_t *group);
  * Write the firmware's EMEM image for ch (weight records, thresholds, float parameters) into
  * emem, ch->need[NICFW_MEM_EMEM] words. Control path (the host loading the NIC).
  */
-void nicfw_chain_load(const struct nicfw_chain *ch, const struct kern_model *m, uint64_t *emem);
+void nicfw_chain_load(const struct nicfw_chain *ch, const struct model *m, uint64_t *emem);
 
 /*
  * Data path entry points, run by the platform on the thread that owns th:

@@ -100,7 +100,7 @@ enum serve_counter { SERVE_COUNTERS(SC_ENUM) SC__COUNT };
 static const char *const sc_names[SC__COUNT] = {SERVE_COUNTERS(SC_NAME)};
 
 struct serve_model {
-	struct kern_model *m;
+	struct model *m;
 	struct kexec x;
 	uint32_t id, in_fmt, in_bytes, in_count, classes;
 	uint32_t resp_bytes; /* the RESPONSE's UDP payload bytes, all datagrams */
@@ -387,7 +387,7 @@ static int serve_load(struct serve *sv, const char *spec)
 		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
 		return -EINVAL;
 	}
-	s->m = kern_model_load(path, err, sizeof(err));
+	s->m = model_load(path, err, sizeof(err));
 	if (!s->m) {
 		fprintf(stderr, "serve: %s\n", err);
 		return -EINVAL;
@@ -411,15 +411,15 @@ static int serve_load(struct serve *sv, const char *spec)
 				s->id);
 			return -EINVAL;
 		}
-	if (s->m->input.fmt != KERN_FMT_U8 && s->m->input.fmt != KERN_FMT_F32) {
+	if (s->m->input.fmt != MODEL_FMT_U8 && s->m->input.fmt != MODEL_FMT_F32) {
 		fprintf(stderr, "serve: %s: input format %s has no wire format\n", path,
-			kern_fmt_name(s->m->input.fmt));
+			model_fmt_name(s->m->input.fmt));
 		return -EINVAL;
 	}
-	s->in_fmt = s->m->input.fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
-	s->in_count = (uint32_t)kern_shape_elems(&s->m->input);
-	s->in_bytes = (uint32_t)kern_shape_bytes(&s->m->input);
-	s->classes = kern_model_classes(s->m);
+	s->in_fmt = s->m->input.fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	s->in_count = (uint32_t)model_shape_elems(&s->m->input);
+	s->in_bytes = (uint32_t)model_shape_bytes(&s->m->input);
+	s->classes = model_classes(s->m);
 	s->resp_bytes = proto_wire_bytes(PROTO_RESP_HDR_LEN, (size_t)s->classes * 8, sv->payload);
 	sv->health[sv->n_models] = (struct proto_health_model){
 	    .model_id = s->id,
@@ -702,7 +702,7 @@ out:
 		close(sv->fd);
 	for (uint32_t k = 0; k < sv->n_models + (sv->n_models < SERVE_MAX_MODELS); k++) {
 		kexec_close(&sv->sm[k].x);
-		kern_model_free(sv->sm[k].m);
+		model_free(sv->sm[k].m);
 		free(sv->sm[k].in);
 		free(sv->sm[k].scores);
 		free(sv->sm[k].body);

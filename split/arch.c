@@ -46,16 +46,16 @@ static const struct {
 	uint32_t type;
 	const char *fields[8];
 } kinds[] = {
-    {"dense", KERN_SRC_DENSE, {"type", "out", "bias", "binary_weights"}},
+    {"dense", MODEL_SRC_DENSE, {"type", "out", "bias", "binary_weights"}},
     {"conv",
-     KERN_SRC_CONV,
+     MODEL_SRC_CONV,
      {"type", "out", "kernel", "stride", "pad", "bias", "binary_weights", "groups"}},
-    {"batchnorm", KERN_SRC_BATCHNORM, {"type", "eps"}},
-    {"sign", KERN_SRC_SIGN, {"type"}},
-    {"relu", KERN_SRC_RELU, {"type"}},
-    {"maxpool", KERN_SRC_MAXPOOL, {"type", "kernel", "stride"}},
-    {"flatten", KERN_SRC_FLATTEN, {"type"}},
-    {"lrn", KERN_SRC_LRN, {"type", "size", "alpha", "beta", "k"}},
+    {"batchnorm", MODEL_SRC_BATCHNORM, {"type", "eps"}},
+    {"sign", MODEL_SRC_SIGN, {"type"}},
+    {"relu", MODEL_SRC_RELU, {"type"}},
+    {"maxpool", MODEL_SRC_MAXPOOL, {"type", "kernel", "stride"}},
+    {"flatten", MODEL_SRC_FLATTEN, {"type"}},
+    {"lrn", MODEL_SRC_LRN, {"type", "size", "alpha", "beta", "k"}},
 };
 
 static int get_uint(json_t *o, const char *key, uint32_t def, uint32_t min, uint32_t *out)
@@ -116,7 +116,7 @@ static int parse_layer(json_t *jl, uint32_t i, struct split_layer *L, const char
 	L->type = kinds[k].type;
 	L->groups = 1;
 	switch (L->type) {
-	case KERN_SRC_CONV:
+	case MODEL_SRC_CONV:
 		if (get_uint(jl, "kernel", 0, 1, &L->kernel))
 			bad = "kernel";
 		else if (get_uint(jl, "stride", 1, 1, &L->stride))
@@ -126,21 +126,21 @@ static int parse_layer(json_t *jl, uint32_t i, struct split_layer *L, const char
 		else if (get_uint(jl, "groups", 1, 1, &L->groups))
 			bad = "groups";
 		/* fall through */
-	case KERN_SRC_DENSE:
+	case MODEL_SRC_DENSE:
 		if (!bad && get_uint(jl, "out", 0, 1, &L->c))
 			bad = "out";
-		else if (!bad && get_bool(jl, "bias", KERN_SF_BIAS, &L->flags))
+		else if (!bad && get_bool(jl, "bias", MODEL_SF_BIAS, &L->flags))
 			bad = "bias";
-		else if (!bad && get_bool(jl, "binary_weights", KERN_SF_BINW, &L->flags))
+		else if (!bad && get_bool(jl, "binary_weights", MODEL_SF_BINW, &L->flags))
 			bad = "binary_weights";
 		break;
-	case KERN_SRC_MAXPOOL:
+	case MODEL_SRC_MAXPOOL:
 		if (get_uint(jl, "kernel", 0, 1, &L->kernel))
 			bad = "kernel";
 		else if (get_uint(jl, "stride", L->kernel, 1, &L->stride))
 			bad = "stride";
 		break;
-	case KERN_SRC_LRN:
+	case MODEL_SRC_LRN:
 		if (get_uint(jl, "size", 5, 1, &L->kernel) || !(L->kernel & 1))
 			bad = "size";
 		break;
@@ -164,13 +164,13 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 		uint32_t k = L->kernel;
 
 		switch (L->type) {
-		case KERN_SRC_DENSE:
+		case MODEL_SRC_DENSE:
 			h = w = 1;
 			c = L->c;
 			L->ops = (uint64_t)c * in_elems;
-			L->params = L->ops + ((L->flags & KERN_SF_BIAS) ? c : 0);
+			L->params = L->ops + ((L->flags & MODEL_SF_BIAS) ? c : 0);
 			break;
-		case KERN_SRC_CONV:
+		case MODEL_SRC_CONV:
 			if (c % L->groups || L->c % L->groups)
 				return arch_fail(err, errlen, path,
 						 "layer %u (conv): %u in / %u out channels not "
@@ -186,9 +186,9 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 			c = L->c;
 			taps = cin_g * k * k;
 			L->ops = (uint64_t)c * h * w * taps;
-			L->params = c * taps + ((L->flags & KERN_SF_BIAS) ? c : 0);
+			L->params = c * taps + ((L->flags & MODEL_SF_BIAS) ? c : 0);
 			break;
-		case KERN_SRC_MAXPOOL:
+		case MODEL_SRC_MAXPOOL:
 			if (h < k || w < k)
 				return arch_fail(err, errlen, path,
 						 "layer %u (maxpool): window %u over a %ux%u input",
@@ -197,18 +197,19 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 			w = (w - k) / L->stride + 1;
 			L->ops = (uint64_t)c * h * w * k * k;
 			break;
-		case KERN_SRC_FLATTEN:
+		case MODEL_SRC_FLATTEN:
 			c = (uint32_t)in_elems;
 			h = w = 1;
 			break;
-		case KERN_SRC_BATCHNORM:
+		case MODEL_SRC_BATCHNORM:
 			L->params = 4 * (uint64_t)c;
 			L->ops = in_elems;
 			break;
-		case KERN_SRC_LRN:
+		case MODEL_SRC_LRN:
 			L->ops = in_elems * k;
 			break;
-		case KERN_SRC_PAD: /* only in model files (the ONNX importer): the recorded shape */
+		case MODEL_SRC_PAD: /* only in model files (the ONNX importer): the recorded shape
+				     */
 			h = L->h;
 			w = L->w;
 			L->ops = (uint64_t)c * h * w;
@@ -224,15 +225,15 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 		if (L->elems > ARCH_MAX_DIM)
 			return arch_fail(err, errlen, path, "layer %u: %llu output elements", i,
 					 (unsigned long long)L->elems);
-		if ((L->type == KERN_SRC_DENSE || L->type == KERN_SRC_CONV) &&
-		    (L->flags & KERN_SF_BINW))
+		if ((L->type == MODEL_SRC_DENSE || L->type == MODEL_SRC_CONV) &&
+		    (L->flags & MODEL_SF_BINW))
 			L->weight_bytes =
-			    (L->params - ((L->flags & KERN_SF_BIAS) ? c : 0) + 7) / 8 +
-			    ((L->flags & KERN_SF_BIAS) ? 4 * (uint64_t)c : 0);
+			    (L->params - ((L->flags & MODEL_SF_BIAS) ? c : 0) + 7) / 8 +
+			    ((L->flags & MODEL_SF_BIAS) ? 4 * (uint64_t)c : 0);
 		else
 			L->weight_bytes = 4 * L->params;
 		L->exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_GPU);
-		if (L->type == KERN_SRC_PAD || L->type == KERN_SRC_SIGN3) /* no GPU kernel */
+		if (L->type == MODEL_SRC_PAD || L->type == MODEL_SRC_SIGN3) /* no GPU kernel */
 			L->exec_mask = SPLIT_EXM(SPLIT_EX_CPU);
 	}
 	return 0;
@@ -247,7 +248,7 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
  */
 static void arch_mark_nic(struct split_arch *a)
 {
-	struct kern_model m = {.n_layers = 0};
+	struct model m = {.n_layers = 0};
 	uint32_t fmt = a->input.fmt, prod = UINT32_MAX, n_bn = 0, first;
 	uint32_t *src = calloc(3 * (size_t)a->n + 1, sizeof(*src));
 	bool bias = false;
@@ -257,24 +258,24 @@ static void arch_mark_nic(struct split_arch *a)
 		goto out_free;
 	for (uint32_t i = 0; i <= a->n; i++) {
 		const struct split_layer *L = i < a->n ? &a->l[i] : NULL;
-		const bool binw = L && (L->flags & KERN_SF_BINW);
-		struct kern_layer *o;
+		const bool binw = L && (L->flags & MODEL_SF_BINW);
+		struct model_layer *o;
 
-		if (L && prod != UINT32_MAX && L->type == KERN_SRC_BATCHNORM) {
+		if (L && prod != UINT32_MAX && L->type == MODEL_SRC_BATCHNORM) {
 			n_bn++;
 			continue;
 		}
-		if (L && prod != UINT32_MAX && L->type == KERN_SRC_SIGN) {
-			m.layers[prod].flags |= KERN_LF_THRESH;
+		if (L && prod != UINT32_MAX && L->type == MODEL_SRC_SIGN) {
+			m.layers[prod].flags |= MODEL_LF_THRESH;
 			prod = UINT32_MAX;
-			fmt = KERN_FMT_BITS;
+			fmt = MODEL_FMT_BITS;
 			continue;
 		}
 		for (uint32_t k = 0; prod != UINT32_MAX && k < n_bn + bias; k++) {
 			src[m.n_layers] = i - 1;
-			m.layers[m.n_layers++] =
-			    (struct kern_layer){.op = k < bias ? KERN_OP_BIAS : KERN_OP_BATCHNORM,
-						.in.fmt = KERN_FMT_F64};
+			m.layers[m.n_layers++] = (struct model_layer){
+			    .op = k < bias ? MODEL_OP_BIAS : MODEL_OP_BATCHNORM,
+			    .in.fmt = MODEL_FMT_F64};
 		}
 		prod = UINT32_MAX;
 		n_bn = 0;
@@ -282,34 +283,35 @@ static void arch_mark_nic(struct split_arch *a)
 			break;
 		src[m.n_layers] = i;
 		o = &m.layers[m.n_layers++];
-		o->in.fmt = fmt == KERN_FMT_U8 || fmt == KERN_FMT_BITS ? fmt : KERN_FMT_F64;
+		o->in.fmt = fmt == MODEL_FMT_U8 || fmt == MODEL_FMT_BITS ? fmt : MODEL_FMT_F64;
 		switch (L->type) {
-		case KERN_SRC_DENSE:
-		case KERN_SRC_CONV:
-			o->op = L->type == KERN_SRC_DENSE ? KERN_OP_DENSE : KERN_OP_CONV;
-			if (binw && L->type == KERN_SRC_DENSE &&
-			    (fmt == KERN_FMT_BITS || fmt == KERN_FMT_U8))
-				o->op = fmt == KERN_FMT_BITS ? KERN_OP_BDENSE : KERN_OP_BDENSE_U8;
-			else if (binw && fmt == KERN_FMT_BITS)
-				o->op = KERN_OP_BCONV;
-			if (o->op != KERN_OP_DENSE && o->op != KERN_OP_CONV)
+		case MODEL_SRC_DENSE:
+		case MODEL_SRC_CONV:
+			o->op = L->type == MODEL_SRC_DENSE ? MODEL_OP_DENSE : MODEL_OP_CONV;
+			if (binw && L->type == MODEL_SRC_DENSE &&
+			    (fmt == MODEL_FMT_BITS || fmt == MODEL_FMT_U8))
+				o->op =
+				    fmt == MODEL_FMT_BITS ? MODEL_OP_BDENSE : MODEL_OP_BDENSE_U8;
+			else if (binw && fmt == MODEL_FMT_BITS)
+				o->op = MODEL_OP_BCONV;
+			if (o->op != MODEL_OP_DENSE && o->op != MODEL_OP_CONV)
 				prod = m.n_layers - 1;
-			bias = (L->flags & KERN_SF_BIAS) != 0;
-			fmt = KERN_FMT_F64;
+			bias = (L->flags & MODEL_SF_BIAS) != 0;
+			fmt = MODEL_FMT_F64;
 			break;
-		case KERN_SRC_SIGN:
-			o->op = KERN_OP_SIGN;
-			fmt = KERN_FMT_BITS;
+		case MODEL_SRC_SIGN:
+			o->op = MODEL_OP_SIGN;
+			fmt = MODEL_FMT_BITS;
 			break;
-		case KERN_SRC_MAXPOOL:
-			o->op = fmt == KERN_FMT_BITS ? KERN_OP_MAXPOOL_BITS : KERN_OP_MAXPOOL;
+		case MODEL_SRC_MAXPOOL:
+			o->op = fmt == MODEL_FMT_BITS ? MODEL_OP_MAXPOOL_BITS : MODEL_OP_MAXPOOL;
 			break;
-		case KERN_SRC_FLATTEN:
-			o->op = KERN_OP_FLATTEN;
+		case MODEL_SRC_FLATTEN:
+			o->op = MODEL_OP_FLATTEN;
 			break;
 		default: /* batch-norm, relu, lrn, pad, sign3: float ops the NIC does not run */
-			o->op = L->type == KERN_SRC_BATCHNORM ? KERN_OP_BATCHNORM : KERN_OP_RELU;
-			fmt = KERN_FMT_F64;
+			o->op = L->type == MODEL_SRC_BATCHNORM ? MODEL_OP_BATCHNORM : MODEL_OP_RELU;
+			fmt = MODEL_FMT_F64;
 			break;
 		}
 	}
@@ -338,9 +340,9 @@ int split_arch_load(const char *path, struct split_arch *a, char *err, size_t er
 	shape = json_object_get(in, "shape");
 	dtype = json_string_value(json_object_get(in, "dtype"));
 	layers = json_object_get(root, "layers");
-	if (name && (!json_is_string(name) || json_string_length(name) >= KERN_NAME_MAX)) {
+	if (name && (!json_is_string(name) || json_string_length(name) >= MODEL_NAME_MAX)) {
 		arch_fail(err, errlen, path, "\"name\" must be a string under %d bytes",
-			  KERN_NAME_MAX);
+			  MODEL_NAME_MAX);
 		goto out_put;
 	}
 	snprintf(a->name, sizeof(a->name), "%s", name ? json_string_value(name) : "");
@@ -351,7 +353,7 @@ int split_arch_load(const char *path, struct split_arch *a, char *err, size_t er
 			  "u8 or f32");
 		goto out_put;
 	}
-	a->input.fmt = strcmp(dtype, "u8") ? KERN_FMT_F32 : KERN_FMT_U8;
+	a->input.fmt = strcmp(dtype, "u8") ? MODEL_FMT_F32 : MODEL_FMT_U8;
 	for (unsigned k = 0; k < 3; k++) {
 		json_t *v = json_array_get(shape, k);
 		uint32_t *d = k == 0 ? &a->input.c : k == 1 ? &a->input.h : &a->input.w;
@@ -393,7 +395,7 @@ out_put:
 	return ret;
 }
 
-int split_arch_from_model(const struct kern_model *m, uint32_t nic_first_op, struct split_arch *a,
+int split_arch_from_model(const struct model *m, uint32_t nic_first_op, struct split_arch *a,
 			  char *err, size_t errlen)
 {
 	int ret;
@@ -406,7 +408,7 @@ int split_arch_from_model(const struct kern_model *m, uint32_t nic_first_op, str
 	if (!a->l)
 		return arch_fail(err, errlen, m->name, "out of memory");
 	for (uint32_t i = 0; i < a->n; i++) {
-		const struct kern_src_layer *s = &m->src[i];
+		const struct model_src_layer *s = &m->src[i];
 		struct split_layer *L = &a->l[i];
 
 		L->type = s->type;

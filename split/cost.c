@@ -65,11 +65,11 @@ uint64_t split_fmt_bytes(unsigned fmt, uint64_t n)
 bool split_fmt_exact(uint32_t kfmt, unsigned fmt)
 {
 	switch (kfmt) {
-	case KERN_FMT_BITS:
+	case MODEL_FMT_BITS:
 		return fmt == SPLIT_FMT_BITS;
-	case KERN_FMT_U8:
+	case MODEL_FMT_U8:
 		return fmt == SPLIT_FMT_U8;
-	case KERN_FMT_F32:
+	case MODEL_FMT_F32:
 		return fmt == SPLIT_FMT_F32 || fmt == SPLIT_FMT_F64;
 	default:
 		return fmt == SPLIT_FMT_F64;
@@ -94,38 +94,38 @@ static double max2(double a, double b)
 /* Work of op l: ops for its rate, weight bytes it streams, and which rate applies. */
 enum work_kind { WK_F64, WK_BIN, WK_U8, WK_ELEM };
 
-static enum work_kind op_work(const struct kern_layer *l, double *ops, double *wbytes)
+static enum work_kind op_work(const struct model_layer *l, double *ops, double *wbytes)
 {
-	const uint64_t in = kern_shape_elems(&l->in), out = kern_shape_elems(&l->out);
+	const uint64_t in = model_shape_elems(&l->in), out = model_shape_elems(&l->out);
 	const uint64_t taps = (uint64_t)l->kernel * l->kernel;
 
 	*wbytes = 0;
 	switch (l->op) {
-	case KERN_OP_DENSE:
+	case MODEL_OP_DENSE:
 		*ops = (double)in * out;
 		*wbytes = *ops * 8;
 		return WK_F64;
-	case KERN_OP_CONV:
+	case MODEL_OP_CONV:
 		*ops = (double)out * l->in.c * taps;
 		*wbytes = (double)l->out.c * l->in.c * taps * 8;
 		return WK_F64;
-	case KERN_OP_BDENSE:
-		*ops = (double)out * kern_words(in) * 64;
-		*wbytes = (double)out * kern_words(in) * 8;
+	case MODEL_OP_BDENSE:
+		*ops = (double)out * model_words(in) * 64;
+		*wbytes = (double)out * model_words(in) * 8;
 		return WK_BIN;
-	case KERN_OP_BDENSE_U8:
+	case MODEL_OP_BDENSE_U8:
 		*ops = (double)out * in;
-		*wbytes = (double)out * kern_words(in) * 8;
+		*wbytes = (double)out * model_words(in) * 8;
 		return WK_U8;
-	case KERN_OP_BCONV:
-		*ops = (double)out * taps * kern_words(l->in.c) * 64;
-		*wbytes = (double)l->out.c * taps * kern_words(l->in.c) * 8;
+	case MODEL_OP_BCONV:
+		*ops = (double)out * taps * model_words(l->in.c) * 64;
+		*wbytes = (double)l->out.c * taps * model_words(l->in.c) * 8;
 		return WK_BIN;
-	case KERN_OP_MAXPOOL:
-	case KERN_OP_MAXPOOL_BITS:
+	case MODEL_OP_MAXPOOL:
+	case MODEL_OP_MAXPOOL_BITS:
 		*ops = (double)out * taps;
 		return WK_ELEM;
-	case KERN_OP_LRN:
+	case MODEL_OP_LRN:
 		*ops = (double)in * (l->lrn_size ? l->lrn_size : 1);
 		return WK_ELEM;
 	default:
@@ -134,21 +134,21 @@ static enum work_kind op_work(const struct kern_layer *l, double *ops, double *w
 	}
 }
 
-static double nic_op_cost(const struct kern_layer *l, const struct split_profile *pr)
+static double nic_op_cost(const struct model_layer *l, const struct split_profile *pr)
 {
-	const uint64_t in = kern_shape_elems(&l->in), out = kern_shape_elems(&l->out);
+	const uint64_t in = model_shape_elems(&l->in), out = model_shape_elems(&l->out);
 
 	switch (l->op) {
-	case KERN_OP_BDENSE:
+	case MODEL_OP_BDENSE:
 		return pr->v[SPLIT_P_NIC_LAYER] +
-		       pr->v[SPLIT_P_NIC_NWORD] * (double)out * kern_words(in) +
+		       pr->v[SPLIT_P_NIC_NWORD] * (double)out * model_words(in) +
 		       pr->v[SPLIT_P_NIC_NEURON] * (double)out;
-	case KERN_OP_BDENSE_U8:
+	case MODEL_OP_BDENSE_U8:
 		return pr->v[SPLIT_P_NIC_LAYER] +
-		       pr->v[SPLIT_P_NIC_NWORD] * (double)out * kern_words(in) * 8 +
+		       pr->v[SPLIT_P_NIC_NWORD] * (double)out * model_words(in) * 8 +
 		       pr->v[SPLIT_P_NIC_NEURON] * (double)out;
-	case KERN_OP_FLATTEN:
-		return l->in.fmt == KERN_FMT_BITS && l->in.h * l->in.w > 1
+	case MODEL_OP_FLATTEN:
+		return l->in.fmt == MODEL_FMT_BITS && l->in.h * l->in.w > 1
 			   ? pr->v[SPLIT_P_PACK_ELEM] * (double)in
 			   : 0;
 	default:
@@ -156,10 +156,10 @@ static double nic_op_cost(const struct kern_layer *l, const struct split_profile
 	}
 }
 
-double split_op_cost(const struct kern_model *m, uint32_t i, unsigned e,
-		     const struct split_profile *pr, uint32_t nic_first)
+double split_op_cost(const struct model *m, uint32_t i, unsigned e, const struct split_profile *pr,
+		     uint32_t nic_first)
 {
-	const struct kern_layer *l = &m->layers[i];
+	const struct model_layer *l = &m->layers[i];
 	double ops, wb, bw, rate;
 	enum work_kind wk = op_work(l, &ops, &wb);
 
@@ -216,13 +216,13 @@ double split_link_cost(const struct split_profile *pr, double link_gbps, unsigne
 }
 
 /* Cheapest allowed format and its cost for the activation `s` between executors a and b. */
-static double cut_best(const struct kern_shape *s, unsigned a, unsigned b,
+static double cut_best(const struct model_shape *s, unsigned a, unsigned b,
 		       const struct split_profile *pr, const struct split_opts *o, double link_gbps,
 		       uint8_t *fmt_out)
 {
 	static const unsigned cands[] = {SPLIT_FMT_BITS, SPLIT_FMT_U8,	 SPLIT_FMT_F64,
 					 SPLIT_FMT_F32,	 SPLIT_FMT_FP16, SPLIT_FMT_INT8};
-	const uint64_t n = kern_shape_elems(s);
+	const uint64_t n = model_shape_elems(s);
 	double best = INFINITY;
 
 	*fmt_out = 0;
@@ -231,7 +231,7 @@ static double cut_best(const struct kern_shape *s, unsigned a, unsigned b,
 		const bool exact = split_fmt_exact(s->fmt, f);
 		double c;
 
-		if (!exact && (!o->allow_approx || s->fmt != KERN_FMT_F64 || f == SPLIT_FMT_F64 ||
+		if (!exact && (!o->allow_approx || s->fmt != MODEL_FMT_F64 || f == SPLIT_FMT_F64 ||
 			       f == SPLIT_FMT_BITS || f == SPLIT_FMT_U8))
 			continue;
 		if (b == SPLIT_EX_NIC && f != SPLIT_FMT_BITS && f != SPLIT_FMT_U8)
@@ -251,7 +251,7 @@ static double cut_best(const struct kern_shape *s, unsigned a, unsigned b,
 	return best;
 }
 
-int split_problem_from_model(struct split_problem *p, const struct kern_model *m,
+int split_problem_from_model(struct split_problem *p, const struct model *m,
 			     const struct split_profile *pr, const struct split_opts *o)
 {
 	const double gbps = o->link_gbps > 0 ? o->link_gbps : pr->v[SPLIT_P_LINK_GBPS];
@@ -267,7 +267,7 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
 	p->stage_cost[SPLIT_EX_GPU] = pr->v[SPLIT_P_GPU_STAGE];
 	p->stage_cost[SPLIT_EX_NIC] = pr->v[SPLIT_P_NIC_STAGE];
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
+		const struct model_layer *l = &m->layers[i];
 
 		p->start_ok[i] = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_GPU);
 		if (o->packet ? kexec_nic_handoff_ok(m, i)
@@ -284,8 +284,8 @@ int split_problem_from_model(struct split_problem *p, const struct kern_model *m
 						  : INFINITY;
 			op_work(l, &ops, &wb);
 			p->wbytes[i][e] = e == SPLIT_EX_CPU ? 0 : (uint64_t)wb;
-			if (e == SPLIT_EX_NIC && (l->flags & KERN_LF_THRESH))
-				p->wbytes[i][e] += 8 * (uint64_t)kern_shape_elems(&l->out);
+			if (e == SPLIT_EX_NIC && (l->flags & MODEL_LF_THRESH))
+				p->wbytes[i][e] += 8 * (uint64_t)model_shape_elems(&l->out);
 			for (unsigned a = 0; a < SPLIT_EX__COUNT; a++)
 				if (a != e)
 					p->cut[i][a][e] =

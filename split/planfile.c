@@ -12,7 +12,7 @@
 
 #include "split/split.h"
 
-uint64_t split_model_hash(const struct kern_model *m)
+uint64_t split_model_hash(const struct model *m)
 {
 	const uint8_t *p = m->map;
 	uint64_t h = 14695981039346656037ull;
@@ -22,7 +22,7 @@ uint64_t split_model_hash(const struct kern_model *m)
 	return h;
 }
 
-int split_plan_save(const char *path, const struct kern_model *m, const struct split_plan *plan,
+int split_plan_save(const char *path, const struct model *m, const struct split_plan *plan,
 		    const struct split_opts *o, double link_gbps)
 {
 	FILE *f = fopen(path, "w");
@@ -53,7 +53,7 @@ struct plan_parse {
 	unsigned lineno;
 	char *err;
 	size_t errlen;
-	char name[KERN_NAME_MAX + 8];
+	char name[MODEL_NAME_MAX + 8];
 	uint64_t hash;
 	unsigned n_ops;
 	bool seen[5]; /* model, objective, link_gbps, predicted_us, load_rps */
@@ -148,7 +148,7 @@ static int plan_line(struct plan_parse *pp, const char *line, struct split_plan 
 	return 0;
 }
 
-int split_plan_read(FILE *f, const char *path, const struct kern_model *m, struct split_plan *plan,
+int split_plan_read(FILE *f, const char *path, const struct model *m, struct split_plan *plan,
 		    char *err, size_t errlen)
 {
 	struct plan_parse pp = {.path = path, .err = err, .errlen = errlen};
@@ -200,8 +200,8 @@ int split_plan_read(FILE *f, const char *path, const struct kern_model *m, struc
 	return 0;
 }
 
-int split_plan_load(const char *path, const struct kern_model *m, struct split_plan *plan,
-		    char *err, size_t errlen)
+int split_plan_load(const char *path, const struct model *m, struct split_plan *plan, char *err,
+		    size_t errlen)
 {
 	FILE *f = fopen(path, "r");
 	int ret;

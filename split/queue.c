@@ -190,7 +190,7 @@ static struct split_server *server(struct split_pipeline *pl, const char *name, 
 
 static uint32_t proto_fmt_of(uint32_t kfmt)
 {
-	return kfmt == KERN_FMT_U8 ? SPLIT_FMT_U8 : kfmt == KERN_FMT_F32 ? SPLIT_FMT_F32 : 0;
+	return kfmt == MODEL_FMT_U8 ? SPLIT_FMT_U8 : kfmt == MODEL_FMT_F32 ? SPLIT_FMT_F32 : 0;
 }
 
 /* Requests of `bytes` each that fit a queue of `limit` bytes (at least one). */
@@ -204,7 +204,7 @@ static uint32_t cap_of(double limit, uint64_t bytes)
 static const char *const stage_srv[SPLIT_EX__COUNT] = {"host", "gpu", "nic"};
 
 /* Plan stages already filled (compute, cut_in, fmt_in): the servers. */
-static void build_pipeline(const struct split_problem *p, const struct kern_model *m,
+static void build_pipeline(const struct split_problem *p, const struct model *m,
 			   const struct split_profile *pr, const struct split_opts *o,
 			   const struct split_plan *plan, struct split_pipeline *pl)
 {
@@ -221,9 +221,9 @@ static void build_pipeline(const struct split_problem *p, const struct kern_mode
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
-		split_link_parts(pr, gbps, proto_fmt_of(m->input.fmt), kern_shape_elems(&m->input),
+		split_link_parts(pr, gbps, proto_fmt_of(m->input.fmt), model_shape_elems(&m->input),
 				 false, PROTO_REQUEST_HDR_LEN, &req);
-		split_link_parts(pr, gbps, SPLIT_FMT_F64, kern_model_classes(m), false,
+		split_link_parts(pr, gbps, SPLIT_FMT_F64, model_classes(m), false,
 				 PROTO_RESP_HDR_LEN, &resp);
 		pl->fixed = pr->v[standalone ? SPLIT_P_PATH_NIC : SPLIT_P_PATH_FIXED];
 		if (!standalone) {
@@ -244,10 +244,10 @@ static void build_pipeline(const struct split_problem *p, const struct kern_mode
 		if (!st->fmt_in)
 			continue;
 		if (st->exec == SPLIT_EX_NIC) { /* the NIC is last: never a cut out of it */
-			const struct kern_shape *in = &m->layers[st->first].in;
+			const struct model_shape *in = &m->layers[st->first].in;
 			struct split_xfer x;
 
-			split_link_parts(pr, gbps, st->fmt_in, kern_shape_elems(in),
+			split_link_parts(pr, gbps, st->fmt_in, model_shape_elems(in),
 					 st->fmt_in == SPLIT_FMT_BITS && in->h * in->w > 1,
 					 PROTO_ACT_HDR_LEN, &x);
 			v->s += x.recv;
@@ -289,7 +289,7 @@ static void build_pipeline(const struct split_problem *p, const struct kern_mode
 					  cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes)};
 }
 
-int split_plan_pipeline(const struct split_problem *p, const struct kern_model *m,
+int split_plan_pipeline(const struct split_problem *p, const struct model *m,
 			const struct split_profile *pr, const struct split_opts *o,
 			const struct split_plan *plan, struct split_pipeline *pl)
 {
@@ -305,7 +305,7 @@ int split_plan_pipeline(const struct split_problem *p, const struct kern_model *
 
 struct enum_ctx {
 	const struct split_problem *p;
-	const struct kern_model *m;
+	const struct model *m;
 	const struct split_profile *pr;
 	const struct split_opts *o;
 	double *pre[SPLIT_EX__COUNT];	 /* [e][i]: sum of finite op costs of ops [0, i) */
@@ -403,7 +403,7 @@ static double plan_count(uint32_t n, uint32_t E)
 	return total;
 }
 
-int split_plan_solve_load(const struct split_problem *p, const struct kern_model *m,
+int split_plan_solve_load(const struct split_problem *p, const struct model *m,
 			  const struct split_profile *pr, const struct split_opts *o,
 			  struct split_plan *out, struct split_load_pred *pred)
 {

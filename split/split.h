@@ -36,8 +36,8 @@ int split_exec_from_name(const char *name);
  * convolution, in and out channels divisible by it). The converter does not accept it.
  */
 struct split_layer {
-	uint32_t type;	  /* enum kern_src_type */
-	uint32_t flags;	  /* KERN_SF_* */
+	uint32_t type;	  /* enum model_src_type */
+	uint32_t flags;	  /* MODEL_SF_* */
 	uint32_t c, h, w; /* output shape; a flat vector is (n,1,1) */
 	uint32_t kernel, stride, pad, groups;
 	uint64_t elems;	       /* output elements */
@@ -48,8 +48,8 @@ struct split_layer {
 };
 
 struct split_arch {
-	char name[KERN_NAME_MAX];
-	struct kern_shape input; /* fmt U8 or F32 */
+	char name[MODEL_NAME_MAX];
+	struct model_shape input; /* fmt U8 or F32 */
 	uint32_t n;
 	struct split_layer *l;
 };
@@ -85,7 +85,7 @@ int split_arch_load(const char *path, struct split_arch *a, char *err, size_t er
  * The same analysis from a loaded model file. nic_first_op is kexec_nic_first(m) (m->n_layers
  * if none): the layers its ops implement are marked NIC-runnable.
  */
-int split_arch_from_model(const struct kern_model *m, uint32_t nic_first_op, struct split_arch *a,
+int split_arch_from_model(const struct model *m, uint32_t nic_first_op, struct split_arch *a,
 			  char *err, size_t errlen);
 void split_arch_free(struct split_arch *a);
 
@@ -263,8 +263,8 @@ struct split_opts {
 };
 
 /* Predicted seconds of op i of m on executor e under profile pr (INFINITY if unsupported). */
-double split_op_cost(const struct kern_model *m, uint32_t i, unsigned e,
-		     const struct split_profile *pr, uint32_t nic_first);
+double split_op_cost(const struct model *m, uint32_t i, unsigned e, const struct split_profile *pr,
+		     uint32_t nic_first);
 /* Predicted seconds of moving `elems` elements in fmt over the host <-> NIC link. */
 double split_link_cost(const struct split_profile *pr, double link_gbps, unsigned fmt,
 		       uint64_t elems, bool repack);
@@ -291,7 +291,7 @@ void split_link_parts(const struct split_profile *pr, double link_gbps, unsigned
  * path only where kexec_nic_handoff_ok), weight bytes per executor (NIC: packed records), cut
  * costs with the cheapest allowed format.
  */
-int split_problem_from_model(struct split_problem *p, const struct kern_model *m,
+int split_problem_from_model(struct split_problem *p, const struct model *m,
 			     const struct split_profile *pr, const struct split_opts *o);
 
 /* ---- under load: queueing at each stage (split/queue.c) ---------------------------------- */
@@ -381,7 +381,7 @@ void split_pipeline_predict(const struct split_pipeline *pl, double rps,
  *   by the NIC gets the fallback (fb): the NIC's ops on the CPU (the problem's op costs).
  * -EINVAL if the plan breaks the problem's constraints.
  */
-int split_plan_pipeline(const struct split_problem *p, const struct kern_model *m,
+int split_plan_pipeline(const struct split_problem *p, const struct model *m,
 			const struct split_profile *pr, const struct split_opts *o,
 			const struct split_plan *plan, struct split_pipeline *pl);
 
@@ -394,7 +394,7 @@ int split_plan_pipeline(const struct split_problem *p, const struct kern_model *
  * beyond SPLIT_ENUM_MAX plans.
  */
 #define SPLIT_ENUM_MAX 50000000u
-int split_plan_solve_load(const struct split_problem *p, const struct kern_model *m,
+int split_plan_solve_load(const struct split_problem *p, const struct model *m,
 			  const struct split_profile *pr, const struct split_opts *o,
 			  struct split_plan *out, struct split_load_pred *pred);
 
@@ -416,13 +416,13 @@ int split_plan_solve_load(const struct split_problem *p, const struct kern_model
  * The stages cover [0, N_OPS) without gaps. The host checks NAME, HASH and N_OPS against the
  * model it loaded and refuses a plan made for another.
  */
-uint64_t split_model_hash(const struct kern_model *m);
-int split_plan_save(const char *path, const struct kern_model *m, const struct split_plan *plan,
+uint64_t split_model_hash(const struct model *m);
+int split_plan_save(const char *path, const struct model *m, const struct split_plan *plan,
 		    const struct split_opts *o, double link_gbps);
-int split_plan_load(const char *path, const struct kern_model *m, struct split_plan *plan,
-		    char *err, size_t errlen);
+int split_plan_load(const char *path, const struct model *m, struct split_plan *plan, char *err,
+		    size_t errlen);
 /* The same from an open stream; `path` names it in messages. */
-int split_plan_read(FILE *f, const char *path, const struct kern_model *m, struct split_plan *plan,
+int split_plan_read(FILE *f, const char *path, const struct model *m, struct split_plan *plan,
 		    char *err, size_t errlen);
 
 /* ---- an activation over the wire (the real protocol code) ---------------------------------- */
@@ -437,14 +437,14 @@ struct split_wire;
 struct split_wire *split_wire_create(uint64_t max_bytes, uint32_t payload);
 void split_wire_free(struct split_wire *w);
 /* Pack + build + fragment; `layer` is the op where the receiver resumes. Datagrams or -errno. */
-int split_wire_send(struct split_wire *w, const struct kern_shape *s, const void *in,
+int split_wire_send(struct split_wire *w, const struct model_shape *s, const void *in,
 		    uint32_t layer);
 uint32_t split_wire_sent_packets(const struct split_wire *w);
 uint64_t split_wire_sent_bytes(const struct split_wire *w); /* datagram bytes, headers included */
 /* The in-process transfer: copy every datagram to the receive buffers. */
 void split_wire_copy(struct split_wire *w);
 /* Parse + reassemble the received datagrams and unpack into out (kern format s). 0 / -EPROTO. */
-int split_wire_recv(struct split_wire *w, const struct kern_shape *s, void *out);
+int split_wire_recv(struct split_wire *w, const struct model_shape *s, void *out);
 
 /* ---- plots (gnuplot) ---------------------------------------------------------------------- */
 

@@ -24,14 +24,14 @@ int split_tools_is_json(const char *path)
 
 int split_tools_load_arch(const char *path, struct split_arch *a, char *err, size_t errlen)
 {
-	struct kern_model *m;
+	struct model *m;
 	int ret;
 
 	if (split_tools_is_json(path))
 		return split_arch_load(path, a, err, errlen);
-	m = kern_model_load(path, err, errlen);
+	m = model_load(path, err, errlen);
 	ret = m ? split_arch_from_model(m, kexec_nic_first(m), a, err, errlen) : -EINVAL;
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }
 
@@ -54,10 +54,9 @@ int split_tools_load_profile(const char *verb, const char *path, struct split_pr
 	return ret;
 }
 
-int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
-		     struct split_opts *o, bool use_gpu, struct split_problem *p,
-		     struct split_plan *plan, struct split_load_pred *pred, char *err,
-		     size_t errlen)
+int split_tools_plan(const struct model *m, const struct split_profile *pr, struct split_opts *o,
+		     bool use_gpu, struct split_problem *p, struct split_plan *plan,
+		     struct split_load_pred *pred, char *err, size_t errlen)
 {
 	struct split_pipeline pl;
 	int ret;
@@ -95,20 +94,20 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int split_tools_measure_ops(const struct kern_model *m, uint32_t rounds, double *op_s, char *err,
+int split_tools_measure_ops(const struct model *m, uint32_t rounds, double *op_s, char *err,
 			    size_t errlen)
 {
 	const uint32_t n = m->n_layers, warm = 2;
 	struct kern_ctx *ctx = kern_ctx_create(m, 1);
-	size_t bytes = kern_shape_bytes(&m->input);
+	size_t bytes = model_shape_bytes(&m->input);
 	uint64_t *ns = NULL, rng = 0x9e3779b97f4a7c15ull;
 	uint8_t *in = NULL, *out = NULL;
 	double *pre = NULL;
 	int ret = -ENOMEM;
 
 	for (uint32_t j = 0; j < n; j++)
-		if (kern_shape_bytes(&m->layers[j].out) > bytes)
-			bytes = kern_shape_bytes(&m->layers[j].out);
+		if (model_shape_bytes(&m->layers[j].out) > bytes)
+			bytes = model_shape_bytes(&m->layers[j].out);
 	in = malloc(bytes);
 	out = malloc(bytes);
 	ns = calloc((size_t)n * rounds, sizeof(*ns));
@@ -120,9 +119,9 @@ int split_tools_measure_ops(const struct kern_model *m, uint32_t rounds, double 
 	}
 	/* every prefix [0, k) as the host runs it, rounds interleaved over k */
 	for (uint32_t r = 0; r < rounds + warm; r++) {
-		for (size_t i = 0; i < kern_shape_elems(&m->input); i++) {
+		for (size_t i = 0; i < model_shape_elems(&m->input); i++) {
 			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-			if (m->input.fmt == KERN_FMT_U8)
+			if (m->input.fmt == MODEL_FMT_U8)
 				in[i] = (uint8_t)rng;
 			else
 				((float *)in)[i] = (float)(rng >> 40) / (float)(1u << 24);
@@ -164,14 +163,14 @@ out:
 	return ret;
 }
 
-void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan)
+void split_tools_print_plan(const struct model *m, const struct split_plan *plan)
 {
 	for (uint32_t s = 0; s < plan->n_stages; s++) {
 		const struct split_stage *st = &plan->stage[s];
 
 		printf("  stage %u: %-3s ops %2u..%-2u (%s .. %s)", s, split_exec_name(st->exec),
-		       st->first, st->last - 1, kern_op_name(m->layers[st->first].op),
-		       kern_op_name(m->layers[st->last - 1].op));
+		       st->first, st->last - 1, model_op_name(m->layers[st->first].op),
+		       model_op_name(m->layers[st->last - 1].op));
 		if (st->fmt_in)
 			printf("  cut in: %s %.1f us", split_fmt_name(st->fmt_in),
 			       st->cut_in * 1e6);
@@ -218,7 +217,7 @@ int split_tools_plot_run(const char *verb, FILE *f, const char *script)
 	return ret;
 }
 
-void split_tools_print_load(const struct kern_model *m, const struct split_profile *pr,
+void split_tools_print_load(const struct model *m, const struct split_profile *pr,
 			    const struct split_opts *o, const struct split_problem *p,
 			    const struct split_plan *plan)
 {

@@ -40,10 +40,9 @@ int split_tools_load_profile(const char *verb, const char *path, struct split_pr
  * frees it with split_problem_free), plan and, when not NULL, pred (the plan's MODELED
  * end-to-end at o->load_rps). Returns 0, or -errno with a message in err.
  */
-int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
-		     struct split_opts *o, bool use_gpu, struct split_problem *p,
-		     struct split_plan *plan, struct split_load_pred *pred, char *err,
-		     size_t errlen);
+int split_tools_plan(const struct model *m, const struct split_profile *pr, struct split_opts *o,
+		     bool use_gpu, struct split_problem *p, struct split_plan *plan,
+		     struct split_load_pred *pred, char *err, size_t errlen);
 
 /*
  * Each op of m timed on this CPU into op_s[n_layers], in seconds (what split_opts.cpu_op_s
@@ -53,14 +52,14 @@ int split_tools_plan(const struct kern_model *m, const struct split_profile *pr,
  * that cuts a fused float32 conv off its sign costs more than the longer one). Run it while
  * nothing else loads the machine. Returns 0, or -errno with a message in err.
  */
-int split_tools_measure_ops(const struct kern_model *m, uint32_t rounds, double *op_s, char *err,
+int split_tools_measure_ops(const struct model *m, uint32_t rounds, double *op_s, char *err,
 			    size_t errlen);
 
 /* Print a plan's stages and predicted breakdown. */
-void split_tools_print_plan(const struct kern_model *m, const struct split_plan *plan);
+void split_tools_print_plan(const struct model *m, const struct split_plan *plan);
 /* Print a plan's servers (service time, utilisation, waits) and its MODELED end-to-end at
  * o->load_rps. */
-void split_tools_print_load(const struct kern_model *m, const struct split_profile *pr,
+void split_tools_print_load(const struct model *m, const struct split_profile *pr,
 			    const struct split_opts *o, const struct split_problem *p,
 			    const struct split_plan *plan);
 

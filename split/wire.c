@@ -63,11 +63,11 @@ void split_wire_free(struct split_wire *w)
 static unsigned wire_fmt(uint32_t kfmt)
 {
 	switch (kfmt) {
-	case KERN_FMT_U8:
+	case MODEL_FMT_U8:
 		return PROTO_FMT_U8;
-	case KERN_FMT_F32:
+	case MODEL_FMT_F32:
 		return PROTO_FMT_F32;
-	case KERN_FMT_BITS:
+	case MODEL_FMT_BITS:
 		return PROTO_FMT_BITS;
 	default:
 		return PROTO_FMT_F64;
@@ -77,7 +77,7 @@ static unsigned wire_fmt(uint32_t kfmt)
 /* Channel-packed pixel-major bits -> the wire's C-major bits; and back. */
 static void bits_from_wire(const uint64_t *x, uint32_t c, uint32_t h, uint32_t w, uint64_t *y)
 {
-	const uint32_t hw = h * w, wpp = kern_words(c);
+	const uint32_t hw = h * w, wpp = model_words(c);
 
 	memset(y, 0, (size_t)hw * wpp * 8);
 	for (uint32_t ch = 0; ch < c; ch++)
@@ -89,10 +89,10 @@ static void bits_from_wire(const uint64_t *x, uint32_t c, uint32_t h, uint32_t w
 		}
 }
 
-int split_wire_send(struct split_wire *w, const struct kern_shape *s, const void *in,
+int split_wire_send(struct split_wire *w, const struct model_shape *s, const void *in,
 		    uint32_t layer)
 {
-	const bool repack = s->fmt == KERN_FMT_BITS && s->h * s->w > 1;
+	const bool repack = s->fmt == MODEL_FMT_BITS && s->h * s->w > 1;
 	const unsigned fmt = wire_fmt(s->fmt);
 	const uint8_t *body = in;
 	struct proto_msg m;
@@ -143,7 +143,7 @@ void split_wire_copy(struct split_wire *w)
 		memcpy(w->rx + (size_t)i * w->payload, w->tx + (size_t)i * w->payload, w->len[i]);
 }
 
-int split_wire_recv(struct split_wire *w, const struct kern_shape *s, void *out)
+int split_wire_recv(struct split_wire *w, const struct model_shape *s, void *out)
 {
 	struct proto_reasm_msg rm;
 	int ret = -EPROTO;
@@ -161,7 +161,7 @@ int split_wire_recv(struct split_wire *w, const struct kern_shape *s, void *out)
 		if (v != PROTO_RA_COMPLETE || rm.hdr.tensor.c != s->c || rm.hdr.tensor.h != s->h ||
 		    rm.hdr.tensor.w != s->w || rm.hdr.tensor.fmt != wire_fmt(s->fmt))
 			return -EPROTO;
-		if (s->fmt == KERN_FMT_BITS && s->h * s->w > 1)
+		if (s->fmt == MODEL_FMT_BITS && s->h * s->w > 1)
 			bits_from_wire((const uint64_t *)rm.data, s->c, s->h, s->w, out);
 		else
 			memcpy(out, rm.data, rm.len);

@@ -23,26 +23,26 @@
 #define J(...) #__VA_ARGS__
 #define NA(a)  (sizeof(a) / sizeof((a)[0]))
 
-static void expect_ops(const struct kern_model *m, const uint32_t *ops, const uint32_t *flags,
+static void expect_ops(const struct model *m, const uint32_t *ops, const uint32_t *flags,
 		       uint32_t n)
 {
 	if (m->n_layers != n) {
 		for (uint32_t i = 0; i < m->n_layers; i++)
-			print_message("op %u: %s flags 0x%x\n", i, kern_op_name(m->layers[i].op),
+			print_message("op %u: %s flags 0x%x\n", i, model_op_name(m->layers[i].op),
 				      m->layers[i].flags);
 		fail_msg("%u ops, expected %u", m->n_layers, n);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (m->layers[i].op != ops[i])
-			fail_msg("op %u is %s, expected %s", i, kern_op_name(m->layers[i].op),
-				 kern_op_name(ops[i]));
+			fail_msg("op %u is %s, expected %s", i, model_op_name(m->layers[i].op),
+				 model_op_name(ops[i]));
 		if (m->layers[i].flags != flags[i])
-			fail_msg("op %u (%s) flags 0x%x, expected 0x%x", i, kern_op_name(ops[i]),
+			fail_msg("op %u (%s) flags 0x%x, expected 0x%x", i, model_op_name(ops[i]),
 				 m->layers[i].flags, flags[i]);
 	}
 }
 
-static void expect_thresholds(const struct kern_layer *l, unsigned int b, const int32_t *thr,
+static void expect_thresholds(const struct model_layer *l, unsigned int b, const int32_t *thr,
 			      const uint8_t *flip, uint32_t n)
 {
 	const int32_t *t = l->blob[b];
@@ -57,10 +57,10 @@ static void expect_thresholds(const struct kern_layer *l, unsigned int b, const 
 }
 
 /* Run the model on `batch` inputs and compare every score (tol 0: exact). */
-static void expect_scores(const struct kern_model *m, const void *in, uint32_t batch,
-			  const double *want, double tol)
+static void expect_scores(const struct model *m, const void *in, uint32_t batch, const double *want,
+			  double tol)
 {
-	uint32_t n = kern_model_classes(m) * batch;
+	uint32_t n = model_classes(m) * batch;
 	struct kern_ctx *ctx = kern_ctx_create(m, batch);
 	double *got = calloc(n, sizeof(double));
 
@@ -88,7 +88,7 @@ static void test_convert_tail_bits(void **state)
 	double w[3 * 70];
 	float x[70];
 	struct test_array a[] = {{"1.weight", NULL, 2, {3, 70}, w}};
-	struct kern_model *m;
+	struct model *m;
 	static const double want[] = {24, 26, -20};
 
 	for (int i = 0; i < 70; i++) {
@@ -106,13 +106,13 @@ static void test_convert_tail_bits(void **state)
 				  ]
 			  }),
 			  a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BDENSE},
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_BDENSE},
 		   (uint32_t[]){0, 0, 0}, 3);
 	assert_int_equal(m->layers[2].src_first, 1);
 	assert_int_equal(m->layers[2].src_count, 1);
 	assert_int_equal(((const uint64_t *)m->layers[2].blob[0])[1] >> 6, 0);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Binary conv 3x3, pad 1: padded taps count 0, not -1. */
@@ -122,7 +122,7 @@ static void test_convert_bconv_zero_pad(void **state)
 	double w[9];
 	float x[9];
 	struct test_array a[] = {{"1.weight", NULL, 4, {1, 1, 3, 3}, w}};
-	struct kern_model *m;
+	struct model *m;
 	static const double want[] = {4, 6, 4, 6, 7, 4, 4, 4, 2};
 
 	fill(w, 9, 1);
@@ -140,14 +140,14 @@ static void test_convert_bconv_zero_pad(void **state)
 				  ]
 			  }),
 			  a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV},
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_BCONV},
 		   (uint32_t[]){0, 0, 0}, 3);
 	assert_int_equal(m->layers[2].pad, 1);
 	assert_int_equal(m->layers[2].out.h, 3);
 	for (int i = 0; i < 9; i++)
 		x[i] = 1.0f;
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /*
@@ -186,7 +186,7 @@ static void test_convert_bn_fold_boundaries(void **state)
 	};
 	static const int32_t thr[] = {1, 1, 2, 2, INT32_MIN, INT32_MIN, INT32_MIN, 1};
 	static const uint8_t flip[] = {0, 0, 0, 1, 0, 1, 1, 1};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -198,14 +198,14 @@ static void test_convert_bn_fold_boundaries(void **state)
 		    ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BDENSE},
-		   (uint32_t[]){0, 0, KERN_LF_THRESH}, 3);
-	assert_int_equal(m->layers[2].out.fmt, KERN_FMT_BITS);
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_BDENSE},
+		   (uint32_t[]){0, 0, MODEL_LF_THRESH}, 3);
+	assert_int_equal(m->layers[2].out.fmt, MODEL_FMT_BITS);
 	assert_int_equal(m->layers[2].src_first, 1);
 	assert_int_equal(m->layers[2].src_count, 3);
 	expect_thresholds(&m->layers[2], 1, thr, flip, 8);
 	expect_scores(m, x, 4, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Sign then overlapping 2x2 stride-1 max-pool on bits. */
@@ -214,7 +214,7 @@ static void test_convert_maxpool_after_sign(void **state)
 	struct test_fx *f = *state;
 	static const float x[16] = {-1, -1, 1, -1, -1, -1, -1, -1, 1, -1, -1, -1, -1, -1, -1, 1};
 	static const double want[] = {-1, 1, 1, 1, -1, -1, 1, -1, 1};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -223,10 +223,10 @@ static void test_convert_maxpool_after_sign(void **state)
 			[ {"type" : "sign"}, {"type" : "maxpool", "kernel" : 2, "stride" : 1} ]
 	    }),
 	    NULL, 0);
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_MAXPOOL_BITS},
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_MAXPOOL_BITS},
 		   (uint32_t[]){0, 0, 0}, 3);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /*
@@ -248,7 +248,7 @@ static void test_convert_maxpool_before_sign(void **state)
 	static const double want[] = {1, 1, 1, 1, 1, 1, -1, -1};
 	static const int32_t thr[] = {1, 1}; /* d >= 1; d <= 0 */
 	static const uint8_t flip[] = {0, 1};
-	struct kern_model *m;
+	struct model *m;
 
 	for (int i = 0; i < 25; i++)
 		x[i] = 2.0f;
@@ -265,16 +265,17 @@ static void test_convert_maxpool_before_sign(void **state)
 		    ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_MAXPOOL_BITS},
-		   (uint32_t[]){0, 0, KERN_LF_THRESH, 0}, 4);
+	expect_ops(
+	    m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_BCONV, MODEL_OP_MAXPOOL_BITS},
+	    (uint32_t[]){0, 0, MODEL_LF_THRESH, 0}, 4);
 	expect_thresholds(&m->layers[2], 1, thr, flip, 2);
 	assert_int_equal(m->layers[2].src_count, 4);
 	assert_int_equal(m->layers[3].out.h, 2);
 	assert_int_equal(m->n_src, 5);
-	assert_int_equal(m->src[4].type, KERN_SRC_SIGN);
+	assert_int_equal(m->src[4].type, MODEL_SRC_SIGN);
 	assert_int_equal(m->src[4].h, 2);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* bconv + bias -> max-pool 2x2 stride 2 -> bn -> sign: thresholds ahead of the pool, OR-pool. */
@@ -290,7 +291,7 @@ static void test_convert_maxpool_pending_monotone(void **state)
 	};
 	static const float x[16] = {-1, -1, -1, 1, -1, -1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1};
 	static const double want[] = {-1, 1, 1, -1};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -308,13 +309,14 @@ static void test_convert_maxpool_pending_monotone(void **state)
 		    ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_MAXPOOL_BITS},
-		   (uint32_t[]){0, 0, KERN_LF_THRESH, 0}, 4);
+	expect_ops(
+	    m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_BCONV, MODEL_OP_MAXPOOL_BITS},
+	    (uint32_t[]){0, 0, MODEL_LF_THRESH, 0}, 4);
 	expect_thresholds(&m->layers[2], 1, (int32_t[]){1}, (uint8_t[]){0}, 1);
 	assert_int_equal(m->layers[2].src_first, 1);
 	assert_int_equal(m->layers[2].src_count, 4);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* A negative gamma before a max-pool is not monotone: the chain is materialized first. */
@@ -329,7 +331,7 @@ static void test_convert_maxpool_pending_flushed(void **state)
 	};
 	static const float x[8] = {1, 1, -1, 1, 1, 1, 1, 1};
 	static const double want[] = {-1.5, 0.5};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -347,11 +349,11 @@ static void test_convert_maxpool_pending_flushed(void **state)
 	    }),
 	    a, NA(a));
 	expect_ops(m,
-		   (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_BIAS,
-				KERN_OP_BATCHNORM, KERN_OP_MAXPOOL},
+		   (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_BCONV, MODEL_OP_BIAS,
+				MODEL_OP_BATCHNORM, MODEL_OP_MAXPOOL},
 		   (uint32_t[]){0, 0, 0, 0, 0, 0}, 6);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /*
@@ -405,7 +407,7 @@ static void tp_case(struct test_fx *f, bool pre_bn)
 	double *w, *b;
 	float x[4][TP_C * TP_H * TP_H];
 	double *want = calloc(4 * TP_O * TP_PH * TP_PH, sizeof(double));
-	struct kern_model *m;
+	struct model *m;
 	bool has_and = false;
 
 	assert_non_null(want);
@@ -491,13 +493,13 @@ static void tp_case(struct test_fx *f, bool pre_bn)
 	m = test_fx_build_gen(f, json, &g);
 	/* The whole conv -> pool -> bn -> sign stays in bits. */
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		assert_int_not_equal(m->layers[i].op, KERN_OP_MAXPOOL);
-		assert_int_not_equal(m->layers[i].op, KERN_OP_BATCHNORM);
-		has_and = has_and || (m->layers[i].flags & KERN_LF_ANDPOOL);
+		assert_int_not_equal(m->layers[i].op, MODEL_OP_MAXPOOL);
+		assert_int_not_equal(m->layers[i].op, MODEL_OP_BATCHNORM);
+		has_and = has_and || (m->layers[i].flags & MODEL_LF_ANDPOOL);
 	}
 	assert_true(has_and);
 	expect_scores(m, x, 4, want, 0);
-	kern_model_free(m);
+	model_free(m);
 	free(want);
 }
 
@@ -517,7 +519,7 @@ static void test_convert_maxpool_float_stride(void **state)
 	struct test_fx *f = *state;
 	float x[25];
 	static const double want[] = {12, 50, 22, 50};
-	struct kern_model *m;
+	struct model *m;
 
 	for (int i = 0; i < 25; i++)
 		x[i] = (float)i;
@@ -527,9 +529,9 @@ static void test_convert_maxpool_float_stride(void **state)
 				  "layers" : [ {"type" : "maxpool", "kernel" : 3, "stride" : 2} ]
 			  }),
 			  NULL, 0);
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_MAXPOOL}, (uint32_t[]){0, 0}, 2);
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_MAXPOOL}, (uint32_t[]){0, 0}, 2);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Binary dense on u8 input: bit-plane BDENSE_U8, exact dots up to 255 * n. */
@@ -540,7 +542,7 @@ static void test_convert_u8_bdense(void **state)
 	struct test_array a[] = {{"0.weight", NULL, 2, {3, 10}, w}};
 	static const uint8_t x[10] = {0, 1, 2, 3, 255, 128, 7, 64, 200, 9};
 	static const double want[] = {669, 259, 159};
-	struct kern_model *m;
+	struct model *m;
 
 	for (int i = 0; i < 10; i++) {
 		w[i] = 1;
@@ -553,9 +555,9 @@ static void test_convert_u8_bdense(void **state)
 		    "layers" : [ {"type" : "dense", "out" : 3, "binary_weights" : true} ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_FLATTEN, KERN_OP_BDENSE_U8}, (uint32_t[]){0, 0}, 2);
+	expect_ops(m, (uint32_t[]){MODEL_OP_FLATTEN, MODEL_OP_BDENSE_U8}, (uint32_t[]){0, 0}, 2);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* u8 binary dense + bias + batch-norm + sign fold into BDENSE_U8 thresholds. */
@@ -575,7 +577,7 @@ static void test_convert_u8_bdense_thresh(void **state)
 	static const uint8_t x[20] = {0, 1, 2, 3, 255, 128, 7, 64, 200, 9,
 				      0, 1, 2, 3, 4,   5,   6, 7,  8,	9};
 	static const double want[] = {1, -1, -1, -1};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -586,10 +588,10 @@ static void test_convert_u8_bdense_thresh(void **state)
 		    ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_BDENSE_U8}, (uint32_t[]){KERN_LF_THRESH}, 1);
+	expect_ops(m, (uint32_t[]){MODEL_OP_BDENSE_U8}, (uint32_t[]){MODEL_LF_THRESH}, 1);
 	expect_thresholds(&m->layers[0], 1, (int32_t[]){300, 0}, (uint8_t[]){0, 1}, 2);
 	expect_scores(m, x, 2, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Binary weights on float input: DENSE with packed weights, bias applied after. */
@@ -600,7 +602,7 @@ static void test_convert_binw_float_input(void **state)
 	struct test_array a[] = {{"0.weight", NULL, 2, {2, 4}, w}, {"0.bias", NULL, 1, {2}, b}};
 	static const float x[4] = {0.5f, -1.25f, 2.0f, 0.0f};
 	static const double want[] = {1.5, -4.25};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -609,12 +611,12 @@ static void test_convert_binw_float_input(void **state)
 			[ {"type" : "dense", "out" : 2, "bias" : true, "binary_weights" : true} ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_DENSE, KERN_OP_BIAS},
-		   (uint32_t[]){0, KERN_LF_BINW, 0}, 3);
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_DENSE, MODEL_OP_BIAS},
+		   (uint32_t[]){0, MODEL_LF_BINW, 0}, 3);
 	assert_non_null(m->layers[1].wexp);
 	assert_true(m->layers[1].wexp[4] == -1.0 && m->layers[1].wexp[5] == 1.0);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Binary conv on u8 input: cast, exact float conv of +-1 weights, then a THRESHOLD op. */
@@ -629,7 +631,7 @@ static void test_convert_u8_binw_conv(void **state)
 	};
 	static const uint8_t x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 	static const double want[] = {-1, -1, 1, 1};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -640,11 +642,11 @@ static void test_convert_u8_binw_conv(void **state)
 		    ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_CONV, KERN_OP_THRESHOLD},
-		   (uint32_t[]){0, KERN_LF_BINW, 0}, 3);
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_CONV, MODEL_OP_THRESHOLD},
+		   (uint32_t[]){0, MODEL_LF_BINW, 0}, 3);
 	expect_thresholds(&m->layers[2], 0, (int32_t[]){5}, (uint8_t[]){0}, 1);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Float conv 2x2 stride 2 with bias. */
@@ -656,7 +658,7 @@ static void test_convert_float_conv_stride(void **state)
 				 {"0.bias", "<f8", 1, {1}, b}};
 	float x[16];
 	static const double want[] = {2.5, 8.5, 26.5, 32.5};
-	struct kern_model *m;
+	struct model *m;
 
 	for (int i = 0; i < 16; i++)
 		x[i] = (float)i;
@@ -667,9 +669,10 @@ static void test_convert_float_conv_stride(void **state)
 			[ {"type" : "conv", "out" : 1, "kernel" : 2, "stride" : 2, "bias" : true} ]
 	    }),
 	    a, NA(a));
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_CONV}, (uint32_t[]){0, KERN_LF_BIAS}, 2);
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_CONV}, (uint32_t[]){0, MODEL_LF_BIAS},
+		   2);
 	expect_scores(m, x, 1, want, 1e-12);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* relu then LRN (size 3, alpha/size = 1, beta 1, k 1). */
@@ -678,7 +681,7 @@ static void test_convert_relu_lrn(void **state)
 	struct test_fx *f = *state;
 	static const float x[3] = {1, -2, 2};
 	static const double want[] = {0.5, 0, 0.4};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -689,12 +692,12 @@ static void test_convert_relu_lrn(void **state)
 		    ]
 	    }),
 	    NULL, 0);
-	expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_RELU, KERN_OP_LRN}, (uint32_t[]){0, 0, 0},
-		   3);
+	expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_RELU, MODEL_OP_LRN},
+		   (uint32_t[]){0, 0, 0}, 3);
 	assert_int_equal(m->layers[2].lrn_size, 3);
 	assert_true(m->layers[2].lrn_alpha == 3 && m->layers[2].lrn_beta == 1);
 	expect_scores(m, x, 1, want, 1e-12);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Conv output (2,2,2) bits -> flatten repacks C-major -> binary dense. */
@@ -706,7 +709,7 @@ static void test_convert_flatten_bits(void **state)
 				 {"4.weight", NULL, 2, {1, 8}, wd}};
 	static const float x[4] = {1, -1, -1, -1};
 	static const double want[] = {-4};
-	struct kern_model *m;
+	struct model *m;
 
 	m = test_fx_build(
 	    f, J({
@@ -720,11 +723,11 @@ static void test_convert_flatten_bits(void **state)
 	    }),
 	    a, NA(a));
 	expect_ops(m,
-		   (uint32_t[]){KERN_OP_CAST, KERN_OP_SIGN, KERN_OP_BCONV, KERN_OP_FLATTEN,
-				KERN_OP_BDENSE},
-		   (uint32_t[]){0, 0, KERN_LF_THRESH, 0, 0}, 5);
+		   (uint32_t[]){MODEL_OP_CAST, MODEL_OP_SIGN, MODEL_OP_BCONV, MODEL_OP_FLATTEN,
+				MODEL_OP_BDENSE},
+		   (uint32_t[]){0, 0, MODEL_LF_THRESH, 0, 0}, 5);
 	expect_scores(m, x, 1, want, 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* An archive written by numpy (ZIP64 extra fields), stored and deflated, f4 and f8. */
@@ -737,18 +740,18 @@ static void test_convert_numpy_archive(void **state)
 	static const double want[] = {14.5, -1};
 
 	for (size_t i = 0; i < NA(npz); i++) {
-		struct kern_model *m;
+		struct model *m;
 
-		if (kern_convert("tests/data/npz/arch.json", npz[i], f->out, f->err,
-				 sizeof(f->err)))
+		if (model_convert("tests/data/npz/arch.json", npz[i], f->out, f->err,
+				  sizeof(f->err)))
 			fail_msg("%s", f->err);
-		m = kern_model_load(f->out, f->err, sizeof(f->err));
+		m = model_load(f->out, f->err, sizeof(f->err));
 		assert_non_null(m);
 		assert_string_equal(m->name, "np-tiny");
-		expect_ops(m, (uint32_t[]){KERN_OP_CAST, KERN_OP_DENSE},
-			   (uint32_t[]){0, KERN_LF_BIAS}, 2);
+		expect_ops(m, (uint32_t[]){MODEL_OP_CAST, MODEL_OP_DENSE},
+			   (uint32_t[]){0, MODEL_LF_BIAS}, 2);
 		expect_scores(m, x, 1, want, 1e-12);
-		kern_model_free(m);
+		model_free(m);
 	}
 }
 
@@ -932,15 +935,15 @@ static void test_convert_npz_members(void **state)
 	bufs[0] = test_npy_encode(&a, &lens[0]);
 	bufs[1] = test_npy_encode(&a, &lens[1]);
 	assert_int_equal(test_npz_write_members(f->npz, bad_names, bufs, lens, 2, true), 0);
-	assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(model_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), -EINVAL);
 	assert_non_null(strstr(f->err, "\"readme.txt\""));
 	if (test_npz_write_members(f->npz, dup_names, bufs, lens, 2, false) == 0) {
-		assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)),
+		assert_int_equal(model_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)),
 				 -EINVAL);
 		assert_non_null(strstr(f->err, "0.weight"));
 	}
 	assert_int_equal(test_write_text(f->npz, "not a zip"), 0);
-	assert_int_not_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), 0);
+	assert_int_not_equal(model_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), 0);
 	assert_non_null(strstr(f->err, "weights.npz"));
 	free(bufs[0]);
 	free(bufs[1]);
@@ -981,9 +984,9 @@ static void test_convert_npz_claimed_size(void **state)
 	buf = test_npy_encode(&a, &len);
 	for (int deflate = 0; deflate < 2; deflate++) {
 		assert_int_equal(test_npz_write_members(f->npz, names, &buf, &len, 1, deflate), 0);
-		assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), 0);
+		assert_int_equal(model_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)), 0);
 		zip_claim_size(f->npz, 0x80000000u);
-		assert_int_equal(kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)),
+		assert_int_equal(model_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err)),
 				 -EINVAL);
 		if (!strstr(f->err, "member 0.weight.npy: 2147483648 bytes from") ||
 		    !strstr(f->err, "sizes inconsistent"))
@@ -997,12 +1000,12 @@ static void npy_expect(const char *dict, size_t data_len, const char *want)
 	static const uint8_t zeros[64];
 	size_t len;
 	uint8_t *b = test_npy_raw(dict, zeros, data_len, &len);
-	struct kern_npy a;
+	struct model_npy a;
 	char err[256] = "";
 	int ret;
 
 	assert_non_null(b);
-	ret = kern_npy_parse(b, len, &a, err, sizeof(err));
+	ret = model_npy_parse(b, len, &a, err, sizeof(err));
 	if (!want && ret)
 		fail_msg("%s: %s", dict, err);
 	if (want && (ret != -EINVAL || !strstr(err, want)))
@@ -1012,7 +1015,7 @@ static void npy_expect(const char *dict, size_t data_len, const char *want)
 
 static void test_convert_npy_parser(void **state)
 {
-	struct kern_npy a;
+	struct model_npy a;
 	char err[256];
 	size_t len;
 	uint8_t *b;
@@ -1035,24 +1038,24 @@ static void test_convert_npy_parser(void **state)
 		   "'descr'");
 	b = test_npy_raw("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
 			 (float[]){1.5f, -2}, 8, &len);
-	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(model_npy_parse(b, len, &a, err, sizeof(err)), 0);
 	assert_int_equal(a.ndim, 1);
 	assert_int_equal(a.shape[0], 2);
 	{
 		double v[2];
 
-		kern_npy_to_f64(&a, v);
+		model_npy_to_f64(&a, v);
 		assert_true(v[0] == 1.5 && v[1] == -2);
 	}
 	for (size_t cut = 0; cut < len; cut++)
-		assert_int_equal(kern_npy_parse(b, cut, &a, err, sizeof(err)), -EINVAL);
+		assert_int_equal(model_npy_parse(b, cut, &a, err, sizeof(err)), -EINVAL);
 	b[6] = 4;
-	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(model_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "version"));
 	b[6] = 2; /* 2.0 has a 4-byte header length: the dict no longer lines up */
-	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(model_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
 	b[0] = 'X';
-	assert_int_equal(kern_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(model_npy_parse(b, len, &a, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "magic"));
 	free(b);
 }

@@ -59,7 +59,7 @@ static void need_gpu(void)
 /* Random +-1 vectors packed as kernels/kern.h says: rows of words(bits), tail bits 0. */
 static uint64_t *rand_bits(size_t rows, uint64_t bits)
 {
-	size_t nw = kern_words(bits);
+	size_t nw = model_words(bits);
 	uint64_t *x = xalloc(rows * nw * 8);
 
 	for (size_t r = 0; r < rows; r++)
@@ -186,7 +186,7 @@ static double *rand_array(size_t n, double lo, double hi)
 	return v;
 }
 
-static struct kern_model *mlp_model(char *dir, size_t len)
+static struct model *mlp_model(char *dir, size_t len)
 {
 	struct test_array a[12];
 	size_t n = 0;
@@ -205,7 +205,7 @@ static struct kern_model *mlp_model(char *dir, size_t len)
 static void test_cuda_no_gpu_contract(void **state)
 {
 	char dir[128], err[1024];
-	struct kern_model *m;
+	struct model *m;
 	struct kcuda_model *g;
 	double x = 1.0;
 	uint64_t y = 0;
@@ -227,7 +227,7 @@ static void test_cuda_no_gpu_contract(void **state)
 		assert_non_null(strstr(kcuda_last_error(), kcuda_built ? probe_msg : "without"));
 		assert_int_equal(kcuda_forward(NULL, &x, 1, &x), kcuda_built ? -EINVAL : -ENODEV);
 	}
-	kern_model_free(m);
+	model_free(m);
 	test_rmdir(dir);
 }
 
@@ -243,7 +243,7 @@ static void bdense_case(uint32_t n, uint32_t batch, uint32_t out)
 						 KCUDA_BGEMM_POPC, KCUDA_BGEMM_MMA};
 	static const char *names[] = {"auto", "gemv", "popc", "mma"};
 	uint64_t *x = rand_bits(batch, n), *w = rand_bits(out, n);
-	size_t ny = (size_t)batch * out, nb = (size_t)batch * kern_words(out);
+	size_t ny = (size_t)batch * out, nb = (size_t)batch * model_words(out);
 	int32_t *want = xalloc(ny * 4), *got = xalloc(ny * 4), *thr = xalloc(out * 4);
 	uint64_t *wbits = xalloc(nb * 8), *gbits = xalloc(nb * 8);
 	uint8_t *flip = xalloc(out);
@@ -286,7 +286,7 @@ static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 	const struct kern_bin_ops *ref = &kern_ops_ref;
 	uint8_t *x = xalloc((size_t)batch * n), *flip = xalloc(out);
 	uint64_t *w = rand_bits(out, n);
-	size_t ny = (size_t)batch * out, nb = (size_t)batch * kern_words(out);
+	size_t ny = (size_t)batch * out, nb = (size_t)batch * model_words(out);
 	int32_t *want = xalloc(ny * 4), *got = xalloc(ny * 4), *thr = xalloc(out * 4);
 	uint64_t *wbits = xalloc(nb * 8), *gbits = xalloc(nb * 8);
 	void *scratch = xalloc(kern_bdense_u8_scratch(n, batch));
@@ -352,7 +352,7 @@ static void bconv_case(uint32_t c, uint32_t batch)
 	x = rand_pixels(batch, c, g.h, g.w);
 	w = rand_bits((size_t)g.o * g.k * g.k, c);
 	ny = (size_t)batch * g.o * g.oh * g.ow;
-	nb = (size_t)batch * g.oh * g.ow * kern_words(g.o);
+	nb = (size_t)batch * g.oh * g.ow * model_words(g.o);
 	want = xalloc(ny * 4), got = xalloc(ny * 4), thr = xalloc(g.o * 4), flip = xalloc(g.o);
 	wbits = xalloc(nb * 8), gbits = xalloc(nb * 8);
 	rand_thresh(thr, flip, g.o, (int32_t)(c * g.k * g.k));
@@ -412,10 +412,10 @@ static void test_cuda_pack_pool_layout(void **state)
 				       w = 1 + test_mix_below(9),
 				       k = 1 + test_mix_below(h < w ? h : w),
 				       stride = 1 + test_mix_below(k), oh = (h - k) / stride + 1,
-				       ow = (w - k) / stride + 1, wpp = kern_words(c);
+				       ow = (w - k) / stride + 1, wpp = model_words(c);
 			const size_t n = (size_t)batch * c * h * w,
 				     nb = (size_t)batch * h * w * wpp;
-			const size_t nflat = (size_t)batch * kern_words((uint64_t)c * h * w);
+			const size_t nflat = (size_t)batch * model_words((uint64_t)c * h * w);
 			const size_t npool = (size_t)batch * oh * ow * wpp;
 			double *x = rand_values(n, 1), *du = xalloc(n * 8), *gu = xalloc(n * 8);
 			uint64_t *want = xalloc(nb * 8), *got = xalloc(nb * 8);
@@ -474,11 +474,11 @@ static void test_cuda_float_elementwise(void **state)
 		}
 		for (size_t i = 0; i < n; i++)
 			want[i] = u8[i];
-		assert_int_equal(kcuda_cast_f64(u8, KERN_FMT_U8, n, got), 0);
+		assert_int_equal(kcuda_cast_f64(u8, MODEL_FMT_U8, n, got), 0);
 		check_equal(got, want, n * 8, "cast u8");
 		for (size_t i = 0; i < n; i++)
 			want[i] = f32[i];
-		assert_int_equal(kcuda_cast_f64(f32, KERN_FMT_F32, n, got), 0);
+		assert_int_equal(kcuda_cast_f64(f32, MODEL_FMT_F32, n, got), 0);
 		check_equal(got, want, n * 8, "cast f32");
 		memcpy(want, x, n * 8);
 		kern_bias_f64(want, batch, c, hw, b);
@@ -564,12 +564,12 @@ static void test_cuda_conv_dense(void **state)
 /* ---- models ---------------------------------------------------------------------------- */
 
 /* GPU vs kern_forward on `count` inputs at batch sizes 1, 3 and 64; every op range too. */
-static void compare_model(const struct kern_model *m, const void *inputs, uint32_t count,
+static void compare_model(const struct model *m, const void *inputs, uint32_t count,
 			  const char *label)
 {
 	static const uint32_t bs[] = {1, 3, 64};
-	const uint32_t classes = kern_model_classes(m);
-	const size_t in_bytes = kern_shape_bytes(&m->input);
+	const uint32_t classes = model_classes(m);
+	const size_t in_bytes = model_shape_bytes(&m->input);
 	struct kern_ctx *ctx = kern_ctx_create(m, 64);
 	double *want = xalloc((size_t)64 * classes * 8), *got = xalloc((size_t)64 * classes * 8);
 	char err[1024];
@@ -596,20 +596,20 @@ static void compare_model(const struct kern_model *m, const void *inputs, uint32
 		}
 	/* ranges: [0,k) then [k,n) on the GPU equal [0,n) on the CPU */
 	for (uint32_t k = 1; k < m->n_layers; k++) {
-		const struct kern_layer *mid = &m->layers[k - 1],
-					*last = &m->layers[m->n_layers - 1];
-		void *a = xalloc(kern_shape_bytes(&mid->out) * 3);
-		void *wb = xalloc(kern_shape_bytes(&last->out) * 3);
-		void *gb = xalloc(kern_shape_bytes(&last->out) * 3);
+		const struct model_layer *mid = &m->layers[k - 1],
+					 *last = &m->layers[m->n_layers - 1];
+		void *a = xalloc(model_shape_bytes(&mid->out) * 3);
+		void *wb = xalloc(model_shape_bytes(&last->out) * 3);
+		void *gb = xalloc(model_shape_bytes(&last->out) * 3);
 
 		assert_int_equal(kern_forward_range(ctx, 0, m->n_layers, inputs, 3, wb), 0);
 		if (kcuda_forward_range(g, 0, k, inputs, 3, a) ||
 		    kcuda_forward_range(g, k, m->n_layers, a, 3, gb))
 			fail_msg("%s: range split at %u: %s", label, k, kcuda_last_error());
-		if (last->out.fmt == KERN_FMT_F64)
-			check_close(gb, wb, kern_shape_elems(&last->out) * 3, REL_TOL, label);
+		if (last->out.fmt == MODEL_FMT_F64)
+			check_close(gb, wb, model_shape_elems(&last->out) * 3, REL_TOL, label);
 		else
-			check_equal(gb, wb, kern_shape_bytes(&last->out) * 3, label);
+			check_equal(gb, wb, model_shape_bytes(&last->out) * 3, label);
 		free(a), free(wb), free(gb);
 	}
 	assert_int_equal(kcuda_forward(g, inputs, 65, got), -EINVAL);
@@ -618,13 +618,13 @@ static void compare_model(const struct kern_model *m, const void *inputs, uint32
 	free(want), free(got);
 }
 
-static void *rand_inputs(const struct kern_model *m, uint32_t count)
+static void *rand_inputs(const struct model *m, uint32_t count)
 {
-	const size_t n = kern_shape_elems(&m->input) * count;
-	void *x = xalloc(kern_shape_bytes(&m->input) * count);
+	const size_t n = model_shape_elems(&m->input) * count;
+	void *x = xalloc(model_shape_bytes(&m->input) * count);
 
 	for (size_t i = 0; i < n; i++)
-		if (m->input.fmt == KERN_FMT_U8)
+		if (m->input.fmt == MODEL_FMT_U8)
 			((uint8_t *)x)[i] = (uint8_t)test_mix();
 		else
 			((float *)x)[i] = (float)test_mix_real(0.0, 1.0);
@@ -658,7 +658,7 @@ static void test_cuda_model_random(void **state)
 {
 	char dir[128];
 	struct test_array a[32];
-	struct kern_model *m;
+	struct model *m;
 	void *in;
 	size_t n = 0;
 
@@ -668,7 +668,7 @@ static void test_cuda_model_random(void **state)
 	m = mlp_model(dir, sizeof(dir));
 	in = rand_inputs(m, 70);
 	compare_model(m, in, 70, "random mlp");
-	free(in), kern_model_free(m), test_rmdir(dir);
+	free(in), model_free(m), test_rmdir(dir);
 
 	assert_int_equal(test_tmpdir(dir, sizeof(dir)), 0);
 	a[n++] = (struct test_array){"0.weight", NULL, 4, {65, 3, 3, 3}, rand_array(1755, -.1, .1)};
@@ -686,7 +686,7 @@ static void test_cuda_model_random(void **state)
 	m = test_model_in(dir, "m", bcnn_arch, a, n);
 	in = rand_inputs(m, 70);
 	compare_model(m, in, 70, "random bcnn");
-	free(in), kern_model_free(m), test_rmdir(dir);
+	free(in), model_free(m), test_rmdir(dir);
 
 	n = 0;
 	assert_int_equal(test_tmpdir(dir, sizeof(dir)), 0);
@@ -700,7 +700,7 @@ static void test_cuda_model_random(void **state)
 	m = test_model_in(dir, "m", float_arch, a, n);
 	in = rand_inputs(m, 70);
 	compare_model(m, in, 70, "random float");
-	free(in), kern_model_free(m), test_rmdir(dir);
+	free(in), model_free(m), test_rmdir(dir);
 }
 
 static void test_cuda_model_bundled(void **state)
@@ -714,12 +714,12 @@ static void test_cuda_model_bundled(void **state)
 	test_mix_seed(8);
 	for (size_t i = 0; i < 2; i++) {
 		char path[512], err[512];
-		struct kern_model *m;
+		struct model *m;
 		void *in;
 
 		snprintf(path, sizeof(path), "%s/%s.snm", dir && *dir ? dir : "build/models",
 			 names[i]);
-		m = kern_model_load(path, err, sizeof(err));
+		m = model_load(path, err, sizeof(err));
 		if (!m) {
 			print_message("kcuda: %s not checked: %s\n", names[i], err);
 			continue;
@@ -728,7 +728,7 @@ static void test_cuda_model_bundled(void **state)
 		in = rand_inputs(m, 130);
 		compare_model(m, in, 130, names[i]);
 		free(in);
-		kern_model_free(m);
+		model_free(m);
 	}
 	print_message("kcuda: %u bundled model(s) compared\n", found);
 }

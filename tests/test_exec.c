@@ -24,23 +24,23 @@
 #include "nicfw/emu/exec_emu.h"
 #include "tests/support/model_fixture.h"
 
-static struct kern_model *bundled(const char *name)
+static struct model *bundled(const char *name)
 {
 	const char *dir = getenv("SPLITNIC_MODEL_DIR");
 	char path[512], err[512];
-	struct kern_model *m;
+	struct model *m;
 
 	snprintf(path, sizeof(path), "%s/%s.snm", dir && *dir ? dir : "build/models", name);
-	m = kern_model_load(path, err, sizeof(err));
+	m = model_load(path, err, sizeof(err));
 	if (!m)
 		fail_msg("%s (make builds the bundled models)", err);
 	return m;
 }
 
 /* kern_forward's scores for count inputs (malloc'd). */
-static double *cpu_scores(const struct kern_model *m, const void *in, uint32_t count)
+static double *cpu_scores(const struct model *m, const void *in, uint32_t count)
 {
-	const uint32_t classes = kern_model_classes(m);
+	const uint32_t classes = model_classes(m);
 	double *s = calloc((size_t)count * classes, sizeof(double));
 	struct kern_ctx *ctx = kern_ctx_create(m, count);
 
@@ -54,20 +54,20 @@ static double *cpu_scores(const struct kern_model *m, const void *in, uint32_t c
 static void test_exec_nic_rule(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *mlp = test_model_u8_mlp(f), *cnn = bundled("fmnist-bcnn");
+	struct model *mlp = test_model_u8_mlp(f), *cnn = bundled("fmnist-bcnn");
 	const uint32_t n = cnn->n_layers, t = kexec_nic_first(cnn);
 
 	assert_int_equal(kexec_nic_first(mlp), 0);
 	assert_true(kexec_can_run(KEXEC_KIND_NIC, mlp, 0, mlp->n_layers));
 	assert_false(kexec_can_run(KEXEC_KIND_NIC, mlp, 0, mlp->n_layers - 1)); /* not a tail */
-	assert_int_equal(cnn->layers[t].op, KERN_OP_FLATTEN); /* the dense tail starts there */
-	assert_int_equal(cnn->layers[t - 1].op, KERN_OP_MAXPOOL_BITS);
+	assert_int_equal(cnn->layers[t].op, MODEL_OP_FLATTEN); /* the dense tail starts there */
+	assert_int_equal(cnn->layers[t - 1].op, MODEL_OP_MAXPOOL_BITS);
 	assert_false(kexec_can_run(KEXEC_KIND_NIC, cnn, t - 1, n));
 	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, t, n));
 	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, t + 1, n));
 	assert_true(kexec_can_run(KEXEC_KIND_NIC, cnn, t + 2, n));
 	assert_false(kexec_can_run(KEXEC_KIND_NIC, cnn, t + 3, n)); /* bias: not an entry op */
-	assert_int_equal(cnn->layers[t + 3].op, KERN_OP_BIAS);
+	assert_int_equal(cnn->layers[t + 3].op, MODEL_OP_BIAS);
 	assert_true(kexec_nic_op(&cnn->layers[t + 3]));
 	assert_false(kexec_nic_op(&cnn->layers[4])); /* bconv */
 	/* over packets: stand-alone from op 0, else an ACTIVATION of flat bits */
@@ -86,15 +86,15 @@ static void test_exec_nic_rule(void **state)
 	assert_int_equal(kexec_kind_from_name("gpu"), KEXEC_KIND_GPU);
 	assert_int_equal(kexec_kind_from_name("fpga"), -1);
 	assert_string_equal(kexec_kind_name(KEXEC_KIND_NIC), "nic");
-	kern_model_free(cnn);
-	kern_model_free(mlp);
+	model_free(cnn);
+	model_free(mlp);
 }
 
 static void test_exec_cpu_fifo(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *m = test_model_u8_mlp(f);
-	const uint32_t classes = kern_model_classes(m), in_bytes = kern_shape_bytes(&m->input);
+	struct model *m = test_model_u8_mlp(f);
+	const uint32_t classes = model_classes(m), in_bytes = model_shape_bytes(&m->input);
 	uint8_t *in = test_random_inputs(m, 3 * 4);
 	double *want = cpu_scores(m, in, 12), *out = calloc(12 * classes, sizeof(double));
 	struct kexec_done d[8];
@@ -137,14 +137,14 @@ static void test_exec_cpu_fifo(void **state)
 	assert_int_equal(x.errors, 0);
 	kexec_close(&x);
 	free(out), free(want), free(in);
-	kern_model_free(m);
+	model_free(m);
 }
 
 static void test_exec_gpu_fallback(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *m = test_model_u8_mlp(f);
-	const uint32_t classes = kern_model_classes(m);
+	struct model *m = test_model_u8_mlp(f);
+	const uint32_t classes = model_classes(m);
 	uint8_t *in = test_random_inputs(m, 6);
 	double *want = cpu_scores(m, in, 6), *out = calloc(6 * classes, sizeof(double));
 	struct kexec_caps c;
@@ -175,18 +175,18 @@ static void test_exec_gpu_fallback(void **state)
 	assert_memory_equal(out, want, 2 * classes * sizeof(double));
 	kexec_close(&x);
 	free(out), free(want), free(in);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* The NIC part [k, n) of the bundled CNN on executor ops, against kern_forward. */
 static void nic_exact(const struct kexec_ops *ops, const void *conf, uint32_t k)
 {
-	struct kern_model *m = bundled("fmnist-bcnn");
-	const uint32_t classes = kern_model_classes(m), count = 5;
+	struct model *m = bundled("fmnist-bcnn");
+	const uint32_t classes = model_classes(m), count = 5;
 	uint8_t *in = test_random_inputs(m, count);
 	double *want = cpu_scores(m, in, count), *out = calloc(count * classes, sizeof(double));
 	struct kern_ctx *ctx = kern_ctx_create(m, count);
-	void *act = calloc(count, kern_shape_bytes(&m->layers[k].in));
+	void *act = calloc(count, model_shape_bytes(&m->layers[k].in));
 	struct kexec_done d;
 	struct kexec_caps c;
 	struct kexec x;
@@ -219,17 +219,17 @@ static void nic_exact(const struct kexec_ops *ops, const void *conf, uint32_t k)
 	kexec_close(&x);
 	free(act), free(out), free(want), free(in);
 	kern_ctx_free(ctx);
-	kern_model_free(m);
+	model_free(m);
 }
 
 static void test_exec_nic_emu(void **state)
 {
 	const struct nicfw_exec_emu_conf conf = {.executors = 16};
-	struct kern_model *m = bundled("fmnist-bcnn");
+	struct model *m = bundled("fmnist-bcnn");
 	const uint32_t f = kexec_nic_first(m);
 
 	(void)state;
-	kern_model_free(m);
+	model_free(m);
 	nic_exact(&nicfw_exec_emu_ops, &conf, f + 1); /* the first dense layer */
 	nic_exact(&nicfw_exec_emu_ops, NULL, f);      /* from the flatten */
 }
@@ -239,8 +239,8 @@ static void test_exec_nic_emu(void **state)
  * (every op past 3 is exact on the GPU too). */
 static void test_exec_pipe_cpu_gpu_nic(void **state)
 {
-	struct kern_model *m = bundled("fmnist-bcnn");
-	const uint32_t classes = kern_model_classes(m), count = 7, k = kexec_nic_first(m) + 1;
+	struct model *m = bundled("fmnist-bcnn");
+	const uint32_t classes = model_classes(m), count = 7, k = kexec_nic_first(m) + 1;
 	uint8_t *in = test_random_inputs(m, count);
 	double *want = cpu_scores(m, in, count), *out = calloc(count * classes, sizeof(double));
 	struct kexec_pipe p;
@@ -265,7 +265,7 @@ static void test_exec_pipe_cpu_gpu_nic(void **state)
 	assert_true(nicfw_exec_emu_modeled_us(&p.x[2]) > 0);
 	kexec_pipe_fini(&p);
 	free(out), free(want), free(in);
-	kern_model_free(m);
+	model_free(m);
 }
 
 int main(void)

@@ -95,7 +95,7 @@ static double *rand_array(size_t n, double lo, double hi)
 
 struct fx {
 	char dir[128];
-	struct kern_model *m;
+	struct model *m;
 	uint8_t in[MAXB * IN_ELEMS];
 };
 
@@ -141,7 +141,7 @@ static int fx_teardown(void **state)
 {
 	struct fx *f = *state;
 
-	kern_model_free(f->m);
+	model_free(f->m);
 	test_rmdir(f->dir);
 	free(f);
 	return 0;
@@ -156,7 +156,7 @@ static void test_forward_no_alloc(void **state)
 
 	assert_non_null(ctx);
 	assert_true(n_alloc > before); /* the wrap sees the context's allocations */
-	assert_int_equal(kern_model_classes(f->m), NCLASS);
+	assert_int_equal(model_classes(f->m), NCLASS);
 	before = n_alloc;
 	for (uint32_t b = 1; b <= MAXB; b++)
 		assert_int_equal(kern_forward(ctx, f->in, b, scores), 0);
@@ -169,24 +169,24 @@ static void test_forward_range_composes(void **state)
 {
 	struct fx *f = *state;
 	const uint32_t n = f->m->n_layers;
-	const struct kern_shape *last = &f->m->layers[n - 1].out;
+	const struct model_shape *last = &f->m->layers[n - 1].out;
 	struct kern_ctx *ctx = kern_ctx_create(f->m, MAXB);
 	uint8_t *whole, *split, *mid;
 	size_t mid_max = 0;
 
 	assert_non_null(ctx);
 	for (uint32_t i = 0; i < n; i++)
-		if (kern_shape_bytes(&f->m->layers[i].out) > mid_max)
-			mid_max = kern_shape_bytes(&f->m->layers[i].out);
-	whole = calloc(MAXB, kern_shape_bytes(last));
-	split = calloc(MAXB, kern_shape_bytes(last));
+		if (model_shape_bytes(&f->m->layers[i].out) > mid_max)
+			mid_max = model_shape_bytes(&f->m->layers[i].out);
+	whole = calloc(MAXB, model_shape_bytes(last));
+	split = calloc(MAXB, model_shape_bytes(last));
 	mid = calloc(MAXB, mid_max);
 	assert_int_equal(kern_forward_range(ctx, 0, n, f->in, MAXB, whole), 0);
 	for (uint32_t k = 1; k < n; k++) {
-		memset(split, 0xa5, MAXB * kern_shape_bytes(last));
+		memset(split, 0xa5, MAXB * model_shape_bytes(last));
 		assert_int_equal(kern_forward_range(ctx, 0, k, f->in, MAXB, mid), 0);
 		assert_int_equal(kern_forward_range(ctx, k, n, mid, MAXB, split), 0);
-		assert_memory_equal(whole, split, MAXB * kern_shape_bytes(last));
+		assert_memory_equal(whole, split, MAXB * model_shape_bytes(last));
 	}
 	free(whole);
 	free(split);
@@ -233,8 +233,8 @@ static const char *arch_u8bin =
     "{\"type\":\"dense\",\"out\":10,\"binary_weights\":true},{\"type\":\"batchnorm\"}]}";
 
 /* Layers: conv [maxpool 2] batchnorm sign flatten dense batchnorm (keys by layer index). */
-static struct kern_model *build(const char *dir, const char *arch_text, uint32_t conv_out,
-				bool ties, bool pool)
+static struct model *build(const char *dir, const char *arch_text, uint32_t conv_out, bool ties,
+			   bool pool)
 {
 	static const char *bns[2][2][4] = {
 	    {{"1.gamma", "1.beta", "1.mean", "1.var"}, {"5.gamma", "5.beta", "5.mean", "5.var"}},
@@ -266,7 +266,7 @@ static struct kern_model *build(const char *dir, const char *arch_text, uint32_t
 }
 
 /* Ops [0, n) at once against one op at a time, on inputs with all-zero regions. */
-static void check_against_single_ops(struct kern_model *m, const uint8_t *in, uint32_t batch,
+static void check_against_single_ops(struct model *m, const uint8_t *in, uint32_t batch,
 				     bool want_recomputed)
 {
 	struct kern_ctx *ctx = kern_ctx_create(m, batch);
@@ -276,8 +276,8 @@ static void check_against_single_ops(struct kern_model *m, const uint8_t *in, ui
 
 	assert_non_null(ctx);
 	for (uint32_t i = 0; i < m->n_layers; i++)
-		if (kern_shape_bytes(&m->layers[i].out) > max)
-			max = kern_shape_bytes(&m->layers[i].out);
+		if (model_shape_bytes(&m->layers[i].out) > max)
+			max = model_shape_bytes(&m->layers[i].out);
 	buf[0] = calloc(batch, max);
 	buf[1] = calloc(batch, max);
 	whole = calloc(batch, max);
@@ -287,7 +287,7 @@ static void check_against_single_ops(struct kern_model *m, const uint8_t *in, ui
 		assert_int_equal(kern_forward_range(ctx, i, i + 1, cur, batch, buf[i & 1]), 0);
 		cur = buf[i & 1];
 	}
-	assert_memory_equal(whole, cur, batch * kern_shape_bytes(&m->layers[m->n_layers - 1].out));
+	assert_memory_equal(whole, cur, batch * model_shape_bytes(&m->layers[m->n_layers - 1].out));
 	free(buf[0]);
 	free(buf[1]);
 	free(whole);
@@ -297,9 +297,9 @@ static void check_against_single_ops(struct kern_model *m, const uint8_t *in, ui
 static void test_forward_float32_runs(void **state)
 {
 	struct fx *f = *state;
-	struct kern_model *ties = build(f->dir, arch_ties, 6, true, false);
-	struct kern_model *pool = build(f->dir, arch_pool, 6, true, true);
-	struct kern_model *u8bin = build(f->dir, arch_u8bin, 70, false, false);
+	struct model *ties = build(f->dir, arch_ties, 6, true, false);
+	struct model *pool = build(f->dir, arch_pool, 6, true, true);
+	struct model *u8bin = build(f->dir, arch_u8bin, 70, false, false);
 	uint8_t in[MAXB * IN_ELEMS];
 
 	for (size_t i = 0; i < sizeof(in); i++)
@@ -310,9 +310,9 @@ static void test_forward_float32_runs(void **state)
 	check_against_single_ops(pool, f->in, MAXB, false);
 	check_against_single_ops(u8bin, in, MAXB, false);
 	check_against_single_ops(u8bin, f->in, MAXB, false);
-	kern_model_free(ties);
-	kern_model_free(pool);
-	kern_model_free(u8bin);
+	model_free(ties);
+	model_free(pool);
+	model_free(u8bin);
 }
 
 static void test_forward_bad_args(void **state)

@@ -118,26 +118,30 @@ static uint64_t fake_now(void *arg)
 }
 
 /* A model whose NIC part [2, 4) takes 64 flat bits: flatten of bits, binary dense, batch-norm. */
-static struct kern_model *remote_model(void)
+static struct model *remote_model(void)
 {
-	struct kern_model *m = calloc(1, sizeof(*m));
+	struct model *m = calloc(1, sizeof(*m));
 
 	m->n_layers = 4;
 	m->layers = calloc(4, sizeof(*m->layers));
-	m->input = (struct kern_shape){KERN_FMT_U8, 64, 1, 1};
-	m->layers[0] = (struct kern_layer){
-	    .op = KERN_OP_FLATTEN, .in = {KERN_FMT_F64, 64, 1, 1}, .out = {KERN_FMT_F64, 64, 1, 1}};
-	m->layers[1] = (struct kern_layer){
-	    .op = KERN_OP_SIGN, .in = {KERN_FMT_F64, 64, 1, 1}, .out = {KERN_FMT_BITS, 64, 1, 1}};
-	m->layers[2] = (struct kern_layer){
-	    .op = KERN_OP_BDENSE, .in = {KERN_FMT_BITS, 64, 1, 1}, .out = {KERN_FMT_F64, 2, 1, 1}};
-	m->layers[3] = (struct kern_layer){
-	    .op = KERN_OP_BATCHNORM, .in = {KERN_FMT_F64, 2, 1, 1}, .out = {KERN_FMT_F64, 2, 1, 1}};
+	m->input = (struct model_shape){MODEL_FMT_U8, 64, 1, 1};
+	m->layers[0] = (struct model_layer){.op = MODEL_OP_FLATTEN,
+					    .in = {MODEL_FMT_F64, 64, 1, 1},
+					    .out = {MODEL_FMT_F64, 64, 1, 1}};
+	m->layers[1] = (struct model_layer){.op = MODEL_OP_SIGN,
+					    .in = {MODEL_FMT_F64, 64, 1, 1},
+					    .out = {MODEL_FMT_BITS, 64, 1, 1}};
+	m->layers[2] = (struct model_layer){.op = MODEL_OP_BDENSE,
+					    .in = {MODEL_FMT_BITS, 64, 1, 1},
+					    .out = {MODEL_FMT_F64, 2, 1, 1}};
+	m->layers[3] = (struct model_layer){.op = MODEL_OP_BATCHNORM,
+					    .in = {MODEL_FMT_F64, 2, 1, 1},
+					    .out = {MODEL_FMT_F64, 2, 1, 1}};
 	snprintf(m->name, sizeof(m->name), "remote");
 	return m;
 }
 
-static void remote_open(struct kexec *x, struct fake_net *net, const struct kern_model *m,
+static void remote_open(struct kexec *x, struct fake_net *net, const struct model *m,
 			uint32_t window, uint32_t worker)
 {
 	const struct host_remote_conf c = {.window = window,
@@ -180,7 +184,7 @@ static struct proto_msg notice_for(const struct fake_net *net, uint8_t type, uin
 
 static void test_host_remote_window(void **state)
 {
-	struct kern_model *m = remote_model();
+	struct model *m = remote_model();
 	struct fake_req q[3] = {{7, 100, {0}, {0}}, {7, 101, {0}, {0}}, {7, 102, {0}, {0}}};
 	const struct host_remote_conf bad = {.window = KEXEC_FIFO + 1};
 	struct fake_net net;
@@ -258,7 +262,7 @@ static void test_host_remote_window(void **state)
  * worker), model and request id, and the cookie of that request. */
 static void test_host_remote_notice_checks(void **state)
 {
-	struct kern_model *m = remote_model();
+	struct model *m = remote_model();
 	struct fake_req q = {7, 100, {0}, {0}};
 	struct fake_net net;
 	struct kexec x;
@@ -313,7 +317,7 @@ static void test_host_remote_notice_checks(void **state)
 
 static void test_host_remote_deadline(void **state)
 {
-	struct kern_model *m = remote_model();
+	struct model *m = remote_model();
 	struct fake_req q[4] = {
 	    {7, 1, {0}, {0}}, {7, 2, {0}, {0}}, {7, 3, {0}, {0}}, {7, 4, {0}, {0}}};
 	struct fake_net net;
@@ -364,7 +368,7 @@ static void test_host_remote_deadline(void **state)
 /* The window's ring wraps many times, notices arriving in any order, without losing entries. */
 static void test_host_remote_wrap(void **state)
 {
-	struct kern_model *m = remote_model();
+	struct model *m = remote_model();
 	struct fake_req q[3];
 	struct proto_msg n[3];
 	struct fake_net net;
@@ -508,11 +512,11 @@ static void test_host_spread(void **state)
 /* --- plan execution ----------------------------------------------------------------------------
  */
 
-static struct kern_model *bundled(const char *name)
+static struct model *bundled(const char *name)
 {
 	const char *bin = getenv("SPLITNIC");
 	char path[512], err[512];
-	struct kern_model *m;
+	struct model *m;
 
 	if (bin && strrchr(bin, '/'))
 		snprintf(path, sizeof(path), "%.*s/models/%s.snm", (int)(strrchr(bin, '/') - bin),
@@ -521,14 +525,14 @@ static struct kern_model *bundled(const char *name)
 		snprintf(path, sizeof(path), "build/models/%s.snm", name);
 	if (access(path, R_OK))
 		return NULL;
-	m = kern_model_load(path, err, sizeof(err));
+	m = model_load(path, err, sizeof(err));
 	if (!m)
 		fail_msg("%s", err);
 	return m;
 }
 
 /* front [0, k) + back [k, n) == whole, and back on the NIC emulator == whole, bit for bit. */
-static void expect_split_exact(struct kern_model *m, uint32_t k, uint32_t batch)
+static void expect_split_exact(struct model *m, uint32_t k, uint32_t batch)
 {
 	struct host_model hm_c, hm_w;
 	struct host_stage sc, sw;
@@ -605,7 +609,7 @@ static void expect_split_exact(struct kern_model *m, uint32_t k, uint32_t batch)
 
 static void test_host_plan_bundled_cnn(void **state)
 {
-	struct kern_model *m = bundled("fmnist-bcnn");
+	struct model *m = bundled("fmnist-bcnn");
 	struct host_model hm;
 	char err[512];
 
@@ -617,7 +621,7 @@ static void test_host_plan_bundled_cnn(void **state)
 	/* the default split: the NIC part, moved past the flatten of 64x7x7 bits */
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_COPROC, UINT32_MAX, err, sizeof(err)),
 			 0);
-	assert_int_equal(m->layers[hm.split - 1].op, KERN_OP_FLATTEN);
+	assert_int_equal(m->layers[hm.split - 1].op, MODEL_OP_FLATTEN);
 	assert_true(hm.split > kexec_nic_first(m));
 	assert_int_equal(hm.split, kexec_nic_split(m)); /* splitnic-nic's default @K too */
 	assert_int_equal(hm.act_bytes, (hm.act_count + 63) / 64 * 8);
@@ -632,13 +636,13 @@ static void test_host_plan_bundled_cnn(void **state)
 	assert_non_null(strstr(err, "flat bits"));
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_COPROC, m->n_layers, err, sizeof(err)),
 			 -EINVAL);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* A stand-alone model (the NIC runs all of it) leaves the host nothing in co-processor mode. */
 static void test_host_plan_standalone_mlp(void **state)
 {
-	struct kern_model *m = bundled("fmnist-bmlp");
+	struct model *m = bundled("fmnist-bmlp");
 	struct host_model hm;
 	char err[512];
 
@@ -652,7 +656,7 @@ static void test_host_plan_standalone_mlp(void **state)
 			 -EINVAL);
 	assert_int_equal(host_model_init(&hm, m, HOST_MODE_HOST_ONLY, UINT32_MAX, err, sizeof(err)),
 			 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 static void test_host_hist(void **state)

@@ -45,7 +45,7 @@ static const struct kern_bin_ops *table(const char *name)
 /* Random +-1 values and their packing: count vectors of n values, each ceil(n/64) words. */
 static void rand_signs(int8_t *v, uint64_t *packed, uint32_t n, uint32_t count)
 {
-	uint32_t nw = kern_words(n);
+	uint32_t nw = model_words(n);
 
 	memset(packed, 0, (size_t)count * nw * 8);
 	for (uint32_t k = 0; k < count; k++)
@@ -80,7 +80,7 @@ static void rand_thresh(int32_t *thr, uint8_t *flip, uint32_t out, uint32_t span
 static void plain_pack(const int64_t *dots, uint32_t count, uint32_t out, const int32_t *thr,
 		       const uint8_t *flip, uint64_t *bits)
 {
-	uint32_t ow = kern_words(out);
+	uint32_t ow = model_words(out);
 
 	memset(bits, 0, (size_t)count * ow * 8);
 	for (uint32_t k = 0; k < count; k++)
@@ -116,7 +116,7 @@ static void check_words(const uint64_t *got, const uint64_t *want, size_t count,
 
 static void bdense_case(uint32_t n, uint32_t batch, uint32_t out)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 	int8_t *xv = xalloc((size_t)batch * n), *wv = xalloc((size_t)out * n);
 	uint64_t *x = xalloc((size_t)batch * nw * 8), *w = xalloc((size_t)out * nw * 8);
 	int64_t *dots = xalloc((size_t)batch * out * 8);
@@ -185,7 +185,7 @@ static void test_bdense_random(void **state)
 
 static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 {
-	uint32_t nw = kern_words(n), ow = kern_words(out);
+	uint32_t nw = model_words(n), ow = model_words(out);
 	uint8_t *x = xalloc((size_t)batch * n), *flip = xalloc(out);
 	int8_t *wv = xalloc((size_t)out * n);
 	uint64_t *w = xalloc((size_t)out * nw * 8);
@@ -281,7 +281,7 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 		       uint32_t batch)
 {
 	struct kern_conv_geom g = {.c = c, .k = k, .stride = stride, .pad = pad, .o = o};
-	uint32_t wpp = kern_words(c), ow;
+	uint32_t wpp = model_words(c), ow;
 	int8_t *xv, *wv;
 	uint64_t *x, *w, *bits, *want;
 	int64_t *dots;
@@ -297,7 +297,7 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	g.ow = (g.w + 2 * pad - k) / stride + 1;
 	ohw = (size_t)g.oh * g.ow;
 	in_words = (size_t)g.h * g.w * wpp;
-	ow = kern_words(o);
+	ow = model_words(o);
 
 	xv = xalloc((size_t)batch * c * g.h * g.w);
 	wv = xalloc((size_t)o * c * k * k);
@@ -393,7 +393,7 @@ static void test_bconv_shapes(void **state)
 static void pack_case(uint32_t c, uint32_t h, uint32_t w, uint32_t batch, bool thresh)
 {
 	size_t hw = (size_t)h * w, n = (size_t)batch * c * hw;
-	uint32_t wpp = kern_words(c);
+	uint32_t wpp = model_words(c);
 	double *x = xalloc(n * 8);
 	int32_t *thr = xalloc(c * 4);
 	uint8_t *flip = xalloc(c);
@@ -488,7 +488,7 @@ static int plain_pool_max(const int8_t *xv, uint32_t c, uint32_t w, uint32_t k, 
 static void maxpool_bits_case(uint32_t c, uint32_t k, uint32_t stride)
 {
 	uint32_t h = k + test_mix_below(8), w = k + test_mix_below(8);
-	uint32_t wpp = kern_words(c), batch = 1 + test_mix_below(2);
+	uint32_t wpp = model_words(c), batch = 1 + test_mix_below(2);
 	uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 	size_t in_pix = (size_t)h * w, out_words = (size_t)batch * oh * ow * wpp;
 	int8_t *xv = xalloc(batch * in_pix * c);
@@ -536,7 +536,7 @@ static void test_maxpool_bits_shapes(void **state)
 static void maxpool_bits_and_case(uint32_t c, uint32_t k, uint32_t stride)
 {
 	uint32_t h = k + test_mix_below(8), w = k + test_mix_below(8);
-	uint32_t wpp = kern_words(c), batch = 1 + test_mix_below(3);
+	uint32_t wpp = model_words(c), batch = 1 + test_mix_below(3);
 	uint32_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
 	size_t in_pix = (size_t)h * w, out_words = (size_t)batch * oh * ow * wpp;
 	int8_t *xv = xalloc(batch * in_pix * c), *neg = xalloc(batch * in_pix * c);
@@ -603,8 +603,8 @@ static void test_layout_unpack_flatten(void **state)
 	test_mix_seed(8);
 	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++) {
 		uint32_t c = cs[i], h = 1 + test_mix_below(6), w = 1 + test_mix_below(6), batch = 2;
-		size_t hw = (size_t)h * w, n = (size_t)c * hw, fw = kern_words(n);
-		uint32_t wpp = kern_words(c);
+		size_t hw = (size_t)h * w, n = (size_t)c * hw, fw = model_words(n);
+		uint32_t wpp = model_words(c);
 		int8_t *xv = xalloc(batch * hw * c);
 		uint64_t *x = xalloc(batch * hw * wpp * 8), *flat = xalloc(batch * fw * 8);
 		uint64_t *want = xalloc(batch * fw * 8);
@@ -939,8 +939,8 @@ static void decide_case(uint32_t o, uint32_t np)
 {
 	float *y = xalloc((size_t)o * np * 4), *thr = xalloc(o * 4), *e = xalloc(o * 4);
 	uint8_t *flip = xalloc(o);
-	uint64_t *want = xalloc((size_t)np * kern_words(o) * 8);
-	uint64_t *got = xalloc((size_t)np * kern_words(o) * 8);
+	uint64_t *want = xalloc((size_t)np * model_words(o) * 8);
+	uint64_t *got = xalloc((size_t)np * model_words(o) * 8);
 	uint32_t *uw = xalloc((size_t)o * np * 4), *ug = xalloc((size_t)o * np * 4), nw, ng;
 	struct kern_decide d = {thr, e, flip};
 
@@ -968,12 +968,12 @@ static void decide_case(uint32_t o, uint32_t np)
 
 		if (!ops)
 			continue;
-		memset(got, 0xa5, (size_t)np * kern_words(o) * 8);
+		memset(got, 0xa5, (size_t)np * model_words(o) * 8);
 		ng = ops->decide_pack(y, o, np, &d, got, ug);
 		qsort(ug, ng, 4, cmp_u32);
 		assert_int_equal(ng, nw);
 		assert_memory_equal(ug, uw, (size_t)nw * 4);
-		check_words(got, want, (size_t)np * kern_words(o), "decide_pack", ops->name);
+		check_words(got, want, (size_t)np * model_words(o), "decide_pack", ops->name);
 	}
 	free(y), free(thr), free(e), free(flip), free(want), free(got), free(uw), free(ug);
 }

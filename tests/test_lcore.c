@@ -39,7 +39,7 @@ struct lc_chain {
 	int idx;
 };
 
-static void *lc_open(void *arg, const struct kern_model *m, uint32_t first, uint32_t execs)
+static void *lc_open(void *arg, const struct model *m, uint32_t first, uint32_t execs)
 {
 	const bool inline_runner = *(const bool *)arg;
 	struct lc_chain *c = calloc(1, sizeof(*c));
@@ -73,7 +73,7 @@ static void lc_close(void *h)
 }
 
 /* The lcore chain against kern_forward on `count` inputs for every E in execs. */
-static void expect_bit_exact(const struct kern_model *m, const void *inputs, uint32_t count,
+static void expect_bit_exact(const struct model *m, const void *inputs, uint32_t count,
 			     bool inline_runner, const uint32_t *execs, size_t n_execs)
 {
 	const struct test_nic_platform lc = {inline_runner ? "lcore (inline)" : "lcore (workers)",
@@ -86,8 +86,8 @@ static void expect_bit_exact(const struct kern_model *m, const void *inputs, uin
  * scores equal to kern_forward's; on the worker lcores and inline. */
 static void test_lcore_executor(void **state)
 {
-	struct kern_model *m = test_model_u8_mlp(*state);
-	const uint32_t classes = kern_model_classes(m);
+	struct model *m = test_model_u8_mlp(*state);
+	const uint32_t classes = model_classes(m);
 	uint8_t *x = test_random_inputs(m, 5);
 	double *want = calloc(5 * classes, sizeof(double)), *out = calloc(5 * classes, 8);
 	struct kern_ctx *ctx = kern_ctx_create(m, 5);
@@ -127,44 +127,44 @@ static void test_lcore_executor(void **state)
 	}
 	kern_ctx_free(ctx);
 	free(out), free(want), free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* u8 MLP, widths 63, 130, 1000, 1, executors on the worker lcores; E = 1 .. 256. */
 static void test_lcore_u8_mlp_workers(void **state)
 {
 	static const uint32_t execs[] = {1, 2, 3, 7, 64, 255, 256};
-	struct kern_model *m = test_model_u8_mlp(*state);
+	struct model *m = test_model_u8_mlp(*state);
 	void *x = test_random_inputs(m, 4);
 
 	print_message("%u worker lcore(s); E = 1 .. 256 multiplexed over them\n", n_workers);
 	expect_bit_exact(m, x, 4, false, execs, NA(execs));
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* The same on one inline runner (the caller's own thread drives the chain). */
 static void test_lcore_u8_mlp_inline(void **state)
 {
 	static const uint32_t execs[] = {1, 5, 256};
-	struct kern_model *m = test_model_u8_mlp(*state);
+	struct model *m = test_model_u8_mlp(*state);
 	void *x = test_random_inputs(m, 3);
 
 	expect_bit_exact(m, x, 3, true, execs, NA(execs));
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Float input, sign on the host; BITS into the NIC; a thresholded last layer. */
 static void test_lcore_bits_input(void **state)
 {
 	static const uint32_t execs[] = {1, 2, 63, 256};
-	struct kern_model *m = test_model_bits_in(*state);
+	struct model *m = test_model_bits_in(*state);
 	void *x = test_random_inputs(m, 4);
 
 	expect_bit_exact(m, x, 4, false, execs, NA(execs));
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Binary conv on the host, then a flatten of (5,6,6) channel-packed bits on the NIC (the
@@ -172,20 +172,20 @@ static void test_lcore_bits_input(void **state)
 static void test_lcore_flatten_bits(void **state)
 {
 	static const uint32_t execs[] = {1, 3, 64, 256};
-	struct kern_model *m = test_model_conv_flat(*state);
+	struct model *m = test_model_conv_flat(*state);
 	void *x;
 
-	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
+	assert_int_equal(m->layers[kexec_nic_first(m)].op, MODEL_OP_FLATTEN);
 	x = test_random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, false, execs, NA(execs));
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* One inference at a time per chain: a second submit is refused until the first is polled. */
 static void test_lcore_busy(void **state)
 {
-	struct kern_model *m = test_model_u8_mlp(*state);
+	struct model *m = test_model_u8_mlp(*state);
 	uint8_t *x = test_random_inputs(m, 1);
 	double scores[1];
 	char err[256];
@@ -203,20 +203,20 @@ static void test_lcore_busy(void **state)
 	assert_int_equal(nicfw_lcore_submit(p, 0, x), 0);
 	nicfw_lcore_free(p);
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* The bundled binary MLP on Fashion-MNIST test images. */
 static void test_lcore_bundled_mlp(void **state)
 {
 	static const uint32_t execs[] = {1, 16, 256};
-	struct kern_model *m = test_bundled_mlp();
+	struct model *m = test_bundled_mlp();
 	uint32_t count = 64;
 	void *x = test_fmnist_inputs(m, &count);
 
 	expect_bit_exact(m, x, count, false, execs, NA(execs));
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 int main(void)

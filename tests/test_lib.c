@@ -20,7 +20,7 @@
 #include "tests/support/model_fixture.h"
 
 /* u8 (1,4,4) -> flatten -> float dense 3 with bias: three classes, real-valued scores */
-static struct kern_model *build_small(struct test_fx *f)
+static struct model *build_small(struct test_fx *f)
 {
 	struct test_gen g = {0};
 
@@ -44,7 +44,7 @@ static void expect_err(int ret, const struct splitnic_error *e, int code, const 
 static void test_lib_predict_matches_kernels(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *km = test_model_u8_mlp(f);
+	struct model *km = test_model_u8_mlp(f);
 	struct splitnic_model *m;
 	struct splitnic_ctx *ctx1, *ctx3;
 	struct splitnic_shape sh;
@@ -80,7 +80,7 @@ static void test_lib_predict_matches_kernels(void **state)
 	assert_int_equal(splitnic_model_free(m, &e), 0);
 	free(in);
 	kern_ctx_free(kc);
-	kern_model_free(km);
+	model_free(km);
 }
 
 struct lib_thread {
@@ -107,7 +107,7 @@ static void *lib_thread_run(void *arg)
 static void test_lib_threads_share_a_model(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *km = test_model_u8_mlp(f);
+	struct model *km = test_model_u8_mlp(f);
 	struct kern_ctx *kc = kern_ctx_create(km, 37);
 	uint8_t *in = test_random_inputs(km, 37);
 	struct lib_thread t[4];
@@ -129,13 +129,13 @@ static void test_lib_threads_share_a_model(void **state)
 	assert_int_equal(splitnic_model_free(m, NULL), 0);
 	free(in);
 	kern_ctx_free(kc);
-	kern_model_free(km);
+	model_free(km);
 }
 
 static void test_lib_labels(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *km = build_small(f);
+	struct model *km = build_small(f);
 	struct splitnic_model *m;
 	struct splitnic_error e;
 	char path[400];
@@ -167,13 +167,13 @@ static void test_lib_labels(void **state)
 	expect_err(splitnic_model_load_labels(m, "/nonexistent/labels", &e), &e, SPLITNIC_E_IO,
 		   "/nonexistent/labels");
 	assert_int_equal(splitnic_model_free(m, &e), 0);
-	kern_model_free(km);
+	model_free(km);
 }
 
 static void test_lib_null_pointers(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *km = build_small(f);
+	struct model *km = build_small(f);
 	struct splitnic_model *m;
 	struct splitnic_ctx *ctx;
 	struct splitnic_shape sh;
@@ -207,13 +207,13 @@ static void test_lib_null_pointers(void **state)
 	assert_int_equal(splitnic_model_free(NULL, &e), 0);
 	assert_int_equal(splitnic_ctx_free(ctx, &e), 0);
 	assert_int_equal(splitnic_model_free(m, &e), 0);
-	kern_model_free(km);
+	model_free(km);
 }
 
 static void test_lib_wrong_sizes(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *km = build_small(f);
+	struct model *km = build_small(f);
 	struct splitnic_model *m;
 	struct splitnic_ctx *ctx;
 	struct splitnic_error e;
@@ -239,13 +239,13 @@ static void test_lib_wrong_sizes(void **state)
 	assert_int_equal(splitnic_predict(ctx, in, 2 * 16, 2, scores, 6, NULL, &e), 0);
 	assert_int_equal(splitnic_ctx_free(ctx, &e), 0);
 	assert_int_equal(splitnic_model_free(m, &e), 0);
-	kern_model_free(km);
+	model_free(km);
 }
 
 static void test_lib_bad_model_file(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *km = build_small(f);
+	struct model *km = build_small(f);
 	struct splitnic_model *m = (struct splitnic_model *)1;
 	struct splitnic_error e;
 	char path[400];
@@ -253,7 +253,7 @@ static void test_lib_bad_model_file(void **state)
 	uint8_t *buf;
 	FILE *mf = fopen(f->out, "rb");
 
-	kern_model_free(km);
+	model_free(km);
 	expect_err(splitnic_model_load("/nonexistent/model.snm", &m, &e), &e, SPLITNIC_E_IO,
 		   "/nonexistent/model.snm: No such file");
 	assert_null(m);
@@ -285,7 +285,7 @@ static void test_lib_bad_model_file(void **state)
 static void test_lib_use_after_free(void **state)
 {
 	struct test_fx *f = *state;
-	struct kern_model *km = build_small(f);
+	struct model *km = build_small(f);
 	struct splitnic_model *m;
 	struct splitnic_ctx *ctx;
 	struct splitnic_shape sh;
@@ -313,7 +313,7 @@ static void test_lib_use_after_free(void **state)
 		   &e, SPLITNIC_E_BAD_HANDLE, "not a context made by splitnic_ctx_create");
 	expect_err(splitnic_model_classes((struct splitnic_model *)garbage, garbage, &e), &e,
 		   SPLITNIC_E_BAD_HANDLE, "not a model made by splitnic_model_load");
-	kern_model_free(km);
+	model_free(km);
 }
 
 static void test_lib_status_names(void **state)

@@ -29,30 +29,30 @@ struct fx {
 	char dir[256];
 	char path[320];
 	char err[512];
-	struct kern_model m;
+	struct model m;
 	uint64_t w1[70], w2[10];
 	int32_t thr[70];
 	uint8_t flip[70];
 	double bn[20];
 	uint8_t *buf; /* the serialized model, 64-byte aligned */
 	size_t size;
-	struct kern_mf_header h;
+	struct model_file_header h;
 };
 
-static const struct kern_src_layer src[] = {
-    {KERN_SRC_FLATTEN, 0, 16, 1, 1, 0, 0, 0},
-    {KERN_SRC_DENSE, KERN_SF_BIAS | KERN_SF_BINW, 70, 1, 1, 0, 0, 0},
-    {KERN_SRC_BATCHNORM, 0, 70, 1, 1, 0, 0, 0},
-    {KERN_SRC_SIGN, 0, 70, 1, 1, 0, 0, 0},
-    {KERN_SRC_DENSE, KERN_SF_BINW, 5, 1, 1, 0, 0, 0},
-    {KERN_SRC_LRN, 0, 5, 1, 1, 3, 0, 0},
+static const struct model_src_layer src[] = {
+    {MODEL_SRC_FLATTEN, 0, 16, 1, 1, 0, 0, 0},
+    {MODEL_SRC_DENSE, MODEL_SF_BIAS | MODEL_SF_BINW, 70, 1, 1, 0, 0, 0},
+    {MODEL_SRC_BATCHNORM, 0, 70, 1, 1, 0, 0, 0},
+    {MODEL_SRC_SIGN, 0, 70, 1, 1, 0, 0, 0},
+    {MODEL_SRC_DENSE, MODEL_SF_BINW, 5, 1, 1, 0, 0, 0},
+    {MODEL_SRC_LRN, 0, 5, 1, 1, 3, 0, 0},
 };
 
 /* u8 (1,4,4) -> flatten -> bdense_u8 + thresholds (70) -> bdense (5) -> batchnorm -> lrn. */
 static void fx_model(struct fx *f)
 {
-	static struct kern_layer layers[5];
-	struct kern_model *m = &f->m;
+	static struct model_layer layers[5];
+	struct model *m = &f->m;
 
 	for (int i = 0; i < 70; i++) {
 		f->w1[i] = (0x9e3779b97f4a7c15ull * (uint64_t)(i + 1)) & 0xffff;
@@ -67,48 +67,48 @@ static void fx_model(struct fx *f)
 		f->bn[10 + i] = i % 2 ? -1.25 : 0;
 		f->bn[15 + i] = 1e-3 * i;
 	}
-	layers[0] = (struct kern_layer){.op = KERN_OP_FLATTEN,
-					.src_count = 1,
-					.in = {KERN_FMT_U8, 1, 4, 4},
-					.out = {KERN_FMT_U8, 16, 1, 1}};
+	layers[0] = (struct model_layer){.op = MODEL_OP_FLATTEN,
+					 .src_count = 1,
+					 .in = {MODEL_FMT_U8, 1, 4, 4},
+					 .out = {MODEL_FMT_U8, 16, 1, 1}};
 	layers[1] =
-	    (struct kern_layer){.op = KERN_OP_BDENSE_U8,
-				.flags = KERN_LF_THRESH,
-				.src_first = 1,
-				.src_count = 3,
-				.in = {KERN_FMT_U8, 16, 1, 1},
-				.out = {KERN_FMT_BITS, 70, 1, 1},
-				.blob = {f->w1, f->thr, f->flip},
-				.blob_size = {sizeof(f->w1), sizeof(f->thr), sizeof(f->flip)}};
-	layers[2] = (struct kern_layer){.op = KERN_OP_BDENSE,
-					.src_first = 4,
-					.src_count = 1,
-					.in = {KERN_FMT_BITS, 70, 1, 1},
-					.out = {KERN_FMT_F64, 5, 1, 1},
-					.blob = {f->w2},
-					.blob_size = {sizeof(f->w2)}};
-	layers[3] = (struct kern_layer){.op = KERN_OP_BATCHNORM,
-					.src_first = 4,
-					.src_count = 1,
-					.in = {KERN_FMT_F64, 5, 1, 1},
-					.out = {KERN_FMT_F64, 5, 1, 1},
-					.blob = {f->bn},
-					.blob_size = {sizeof(f->bn)}};
-	layers[4] = (struct kern_layer){.op = KERN_OP_LRN,
-					.src_first = 5,
-					.src_count = 1,
-					.in = {KERN_FMT_F64, 5, 1, 1},
-					.out = {KERN_FMT_F64, 5, 1, 1},
-					.lrn_size = 3,
-					.lrn_alpha = 0.5,
-					.lrn_beta = 0.75,
-					.lrn_k = 2};
-	*m = (struct kern_model){.name = "hand-built",
-				 .input = {KERN_FMT_U8, 1, 4, 4},
-				 .n_src = NA(src),
-				 .n_layers = NA(layers),
-				 .src = (struct kern_src_layer *)src,
-				 .layers = layers};
+	    (struct model_layer){.op = MODEL_OP_BDENSE_U8,
+				 .flags = MODEL_LF_THRESH,
+				 .src_first = 1,
+				 .src_count = 3,
+				 .in = {MODEL_FMT_U8, 16, 1, 1},
+				 .out = {MODEL_FMT_BITS, 70, 1, 1},
+				 .blob = {f->w1, f->thr, f->flip},
+				 .blob_size = {sizeof(f->w1), sizeof(f->thr), sizeof(f->flip)}};
+	layers[2] = (struct model_layer){.op = MODEL_OP_BDENSE,
+					 .src_first = 4,
+					 .src_count = 1,
+					 .in = {MODEL_FMT_BITS, 70, 1, 1},
+					 .out = {MODEL_FMT_F64, 5, 1, 1},
+					 .blob = {f->w2},
+					 .blob_size = {sizeof(f->w2)}};
+	layers[3] = (struct model_layer){.op = MODEL_OP_BATCHNORM,
+					 .src_first = 4,
+					 .src_count = 1,
+					 .in = {MODEL_FMT_F64, 5, 1, 1},
+					 .out = {MODEL_FMT_F64, 5, 1, 1},
+					 .blob = {f->bn},
+					 .blob_size = {sizeof(f->bn)}};
+	layers[4] = (struct model_layer){.op = MODEL_OP_LRN,
+					 .src_first = 5,
+					 .src_count = 1,
+					 .in = {MODEL_FMT_F64, 5, 1, 1},
+					 .out = {MODEL_FMT_F64, 5, 1, 1},
+					 .lrn_size = 3,
+					 .lrn_alpha = 0.5,
+					 .lrn_beta = 0.75,
+					 .lrn_k = 2};
+	*m = (struct model){.name = "hand-built",
+			    .input = {MODEL_FMT_U8, 1, 4, 4},
+			    .n_src = NA(src),
+			    .n_layers = NA(layers),
+			    .src = (struct model_src_layer *)src,
+			    .layers = layers};
 }
 
 static int fx_setup(void **state)
@@ -120,7 +120,7 @@ static int fx_setup(void **state)
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/m.snm", f->dir);
 	fx_model(f);
-	if (kern_model_serialize(&f->m, &buf, &f->size))
+	if (model_serialize(&f->m, &buf, &f->size))
 		return -1;
 	f->buf = aligned_alloc(64, (f->size + 63) / 64 * 64);
 	if (!f->buf)
@@ -147,7 +147,7 @@ static void fix_crc(uint8_t *b, size_t size)
 	uint32_t crc;
 
 	memset(b + 24, 0, 4);
-	crc = kern_crc32c(0, b, size);
+	crc = model_crc32c(0, b, size);
 	memcpy(b + 24, &crc, 4);
 }
 
@@ -163,11 +163,11 @@ static void write_file(const char *path, const void *b, size_t size)
 static void test_model_round_trip(void **state)
 {
 	struct fx *f = *state;
-	const struct kern_model *w = &f->m;
-	struct kern_model *m;
+	const struct model *w = &f->m;
+	struct model *m;
 
-	assert_int_equal(kern_model_write(w, f->path, f->err, sizeof(f->err)), 0);
-	m = kern_model_load(f->path, f->err, sizeof(f->err));
+	assert_int_equal(model_write(w, f->path, f->err, sizeof(f->err)), 0);
+	m = model_load(f->path, f->err, sizeof(f->err));
 	if (!m)
 		fail_msg("%s", f->err);
 	assert_string_equal(m->name, "hand-built");
@@ -177,7 +177,7 @@ static void test_model_round_trip(void **state)
 	assert_int_equal(m->n_layers, w->n_layers);
 	assert_int_equal(m->map_size, f->size);
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		const struct kern_layer *a = &m->layers[i], *b = &w->layers[i];
+		const struct model_layer *a = &m->layers[i], *b = &w->layers[i];
 
 		assert_int_equal(a->op, b->op);
 		assert_int_equal(a->flags, b->flags);
@@ -192,7 +192,7 @@ static void test_model_round_trip(void **state)
 		assert_true(a->lrn_alpha == b->lrn_alpha && a->lrn_beta == b->lrn_beta &&
 			    a->lrn_k == b->lrn_k);
 		assert_null(a->wexp);
-		for (int k = 0; k < KERN_NBLOB; k++) {
+		for (int k = 0; k < MODEL_NBLOB; k++) {
 			assert_int_equal(a->blob_size[k], b->blob_size[k]);
 			if (!b->blob_size[k]) {
 				assert_null(a->blob[k]);
@@ -200,43 +200,43 @@ static void test_model_round_trip(void **state)
 			}
 			assert_int_equal((uintptr_t)a->blob[k] % 64, 0);
 			assert_memory_equal(a->blob[k], b->blob[k], b->blob_size[k]);
-			assert_int_equal(kern_layer_blob_size(a, k), b->blob_size[k]);
+			assert_int_equal(model_layer_blob_size(a, k), b->blob_size[k]);
 		}
 	}
-	assert_int_equal(kern_model_classes(m), 5);
-	kern_model_free(m);
+	assert_int_equal(model_classes(m), 5);
+	model_free(m);
 	assert_int_equal(memcmp(f->buf, "SNICMDL", 8), 0);
 	assert_int_equal(f->h.op_offset % 64, 0);
 	assert_int_equal(f->h.file_size, f->size);
 }
 
-/* DENSE with KERN_LF_BINW: packed signs expanded to +-1.0 at load. */
+/* DENSE with MODEL_LF_BINW: packed signs expanded to +-1.0 at load. */
 static void test_model_binw_expand(void **state)
 {
 	struct fx *f = *state;
 	uint64_t w[2] = {0x5, 0x2};
-	struct kern_layer l = {.op = KERN_OP_DENSE,
-			       .flags = KERN_LF_BINW,
-			       .in = {KERN_FMT_F64, 3, 1, 1},
-			       .out = {KERN_FMT_F64, 2, 1, 1},
-			       .blob = {w},
-			       .blob_size = {sizeof(w)}};
-	struct kern_layer c = {
-	    .op = KERN_OP_CAST, .in = {KERN_FMT_F32, 3, 1, 1}, .out = {KERN_FMT_F64, 3, 1, 1}};
-	struct kern_layer ls[2] = {c, l};
-	struct kern_src_layer s = {KERN_SRC_DENSE, KERN_SF_BINW, 2, 1, 1, 0, 0, 0};
-	struct kern_model mm = {
-	    .input = {KERN_FMT_F32, 3, 1, 1}, .n_src = 1, .n_layers = 2, .src = &s, .layers = ls};
-	struct kern_model *m;
+	struct model_layer l = {.op = MODEL_OP_DENSE,
+				.flags = MODEL_LF_BINW,
+				.in = {MODEL_FMT_F64, 3, 1, 1},
+				.out = {MODEL_FMT_F64, 2, 1, 1},
+				.blob = {w},
+				.blob_size = {sizeof(w)}};
+	struct model_layer c = {
+	    .op = MODEL_OP_CAST, .in = {MODEL_FMT_F32, 3, 1, 1}, .out = {MODEL_FMT_F64, 3, 1, 1}};
+	struct model_layer ls[2] = {c, l};
+	struct model_src_layer s = {MODEL_SRC_DENSE, MODEL_SF_BINW, 2, 1, 1, 0, 0, 0};
+	struct model mm = {
+	    .input = {MODEL_FMT_F32, 3, 1, 1}, .n_src = 1, .n_layers = 2, .src = &s, .layers = ls};
+	struct model *m;
 	static const double want[6] = {1, -1, 1, -1, 1, -1};
 
-	assert_int_equal(kern_model_write(&mm, f->path, f->err, sizeof(f->err)), 0);
-	m = kern_model_load(f->path, f->err, sizeof(f->err));
+	assert_int_equal(model_write(&mm, f->path, f->err, sizeof(f->err)), 0);
+	m = model_load(f->path, f->err, sizeof(f->err));
 	if (!m)
 		fail_msg("%s", f->err);
 	assert_non_null(m->layers[1].wexp);
 	assert_memory_equal(m->layers[1].wexp, want, sizeof(want));
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Every truncation fails cleanly, with the header as written and with it patched to match. */
@@ -244,22 +244,22 @@ static void test_model_truncation(void **state)
 {
 	struct fx *f = *state;
 	uint8_t *b = aligned_alloc(64, (f->size + 63) / 64 * 64);
-	struct kern_model *m;
+	struct model *m;
 
 	assert_non_null(b);
 	for (size_t len = 0; len < f->size; len++) {
 		write_file(f->path, f->buf, len);
-		m = kern_model_load(f->path, f->err, sizeof(f->err));
+		m = model_load(f->path, f->err, sizeof(f->err));
 		if (m)
 			fail_msg("truncated at %zu: loaded", len);
 		assert_non_null(strstr(f->err, f->path));
 		assert_true(strstr(f->err, "file_size") || strstr(f->err, "header"));
-		if (len < KERN_MF_HEADER_SIZE)
+		if (len < MODEL_FILE_HEADER_SIZE)
 			continue;
 		memcpy(b, f->buf, len);
 		memcpy(b + 16, &(uint64_t){len}, 8);
 		fix_crc(b, len);
-		m = kern_model_from_buffer(b, len, "mem", f->err, sizeof(f->err));
+		m = model_from_buffer(b, len, "mem", f->err, sizeof(f->err));
 		if (m)
 			fail_msg("truncated at %zu (header patched): loaded", len);
 	}
@@ -276,15 +276,15 @@ static void test_model_byte_flips(void **state)
 	assert_non_null(b);
 	for (size_t i = 0; i < f->size; i++) {
 		for (unsigned int x = 0; x < 2; x++) {
-			struct kern_model *m;
+			struct model *m;
 
 			memcpy(b, f->buf, f->size);
 			b[i] ^= x ? 0xff : 0x01;
 			if (i < 24 || i >= 28)
 				fix_crc(b, f->size);
-			m = kern_model_from_buffer(b, f->size, "mem", f->err, sizeof(f->err));
+			m = model_from_buffer(b, f->size, "mem", f->err, sizeof(f->err));
 			rejected += !m;
-			kern_model_free(m);
+			model_free(m);
 		}
 	}
 	assert_true(rejected > f->size / 2);
@@ -303,19 +303,19 @@ struct reject_case {
 	const char *want[2];
 };
 
-#define OP(i, field) ((uint32_t)(i)*KERN_MF_OP_SIZE + offsetof(struct kern_mf_op, field))
+#define OP(i, field) ((uint32_t)(i)*MODEL_FILE_OP_SIZE + offsetof(struct model_file_op, field))
 #define OPBASE	     0x80000000u /* field_off relative to the op table */
-#define BLOB0	     offsetof(struct kern_mf_blob, offset)
+#define BLOB0	     offsetof(struct model_file_blob, offset)
 
 static uint8_t *op_rec(struct fx *f, uint8_t *b, unsigned int i)
 {
-	return b + f->h.op_offset + (size_t)i * KERN_MF_OP_SIZE;
+	return b + f->h.op_offset + (size_t)i * MODEL_FILE_OP_SIZE;
 }
 
-static struct kern_mf_blob *op_blob(struct fx *f, uint8_t *b, unsigned int i, unsigned int k)
+static struct model_file_blob *op_blob(struct fx *f, uint8_t *b, unsigned int i, unsigned int k)
 {
-	return (struct kern_mf_blob *)(op_rec(f, b, i) + offsetof(struct kern_mf_op, blob) +
-				       k * sizeof(struct kern_mf_blob));
+	return (struct model_file_blob *)(op_rec(f, b, i) + offsetof(struct model_file_op, blob) +
+					  k * sizeof(struct model_file_blob));
 }
 
 static void *blob_data(struct fx *f, uint8_t *b, unsigned int i, unsigned int k)
@@ -335,17 +335,17 @@ static void mut_crc(struct fx *f, uint8_t *b)
 
 static void mut_name(struct fx *f, uint8_t *b)
 {
-	memset(b + offsetof(struct kern_mf_header, name), 'a', KERN_NAME_MAX);
+	memset(b + offsetof(struct model_file_header, name), 'a', MODEL_NAME_MAX);
 }
 
 static void mut_src_type(struct fx *f, uint8_t *b)
 {
-	b[f->h.src_offset + 2 * KERN_MF_SRC_SIZE] = KERN_SRC_SIGN3 + 1;
+	b[f->h.src_offset + 2 * MODEL_FILE_SRC_SIZE] = MODEL_SRC_SIGN3 + 1;
 }
 
 static void mut_src_flags(struct fx *f, uint8_t *b)
 {
-	b[f->h.src_offset + 3 * KERN_MF_SRC_SIZE + 4] = KERN_SF_BIAS;
+	b[f->h.src_offset + 3 * MODEL_FILE_SRC_SIZE + 4] = MODEL_SF_BIAS;
 }
 
 static void mut_flip(struct fx *f, uint8_t *b)
@@ -405,7 +405,7 @@ static void mut_blob_size(struct fx *f, uint8_t *b)
 
 static void mut_blob_unused_size(struct fx *f, uint8_t *b)
 {
-	*op_blob(f, b, 3, 1) = (struct kern_mf_blob){op_blob(f, b, 3, 0)->offset, 8};
+	*op_blob(f, b, 3, 1) = (struct model_file_blob){op_blob(f, b, 3, 0)->offset, 8};
 }
 
 static void mut_blob_unused_off(struct fx *f, uint8_t *b)
@@ -434,7 +434,7 @@ static const struct reject_case reject_cases[] = {
     {"src_offset in header", 40, 8, 64, NULL, false, {"src_offset 64", NULL}},
     {"op_offset misaligned", 48, 8, 320 + 8, NULL, false, {"op_offset 328", NULL}},
     {"op_offset overlaps", 48, 8, 256, NULL, false, {"op_offset 256", NULL}},
-    {"in_fmt", 56, 4, KERN_FMT_F64, NULL, false, {"in_fmt 2", NULL}},
+    {"in_fmt", 56, 4, MODEL_FMT_F64, NULL, false, {"in_fmt 2", NULL}},
     {"in_c 0", 60, 4, 0, NULL, false, {"input shape (0,4,4)", NULL}},
     {"in_c", 60, 4, 2, NULL, false, {"op 0 (flatten)", "does not chain"}},
     {"in_h huge", 64, 4, 1u << 30, NULL, false, {"input shape", "elements"}},
@@ -446,7 +446,7 @@ static const struct reject_case reject_cases[] = {
     {"op flags",
      OPBASE + OP(2, flags),
      2,
-     KERN_LF_BIAS,
+     MODEL_LF_BIAS,
      NULL,
      false,
      {"op 2 (bdense): flags 0x1", NULL}},
@@ -467,14 +467,14 @@ static const struct reject_case reject_cases[] = {
     {"in fmt",
      OPBASE + OP(0, in_fmt),
      4,
-     KERN_FMT_F64,
+     MODEL_FMT_F64,
      NULL,
      false,
      {"op 0 (flatten)", "does not chain"}},
     {"fmt for op",
      OPBASE + OP(3, in_fmt),
      4,
-     KERN_FMT_BITS,
+     MODEL_FMT_BITS,
      NULL,
      false,
      {"op 3 (batchnorm): in fmt bits invalid", NULL}},
@@ -488,7 +488,7 @@ static const struct reject_case reject_cases[] = {
     {"out fmt",
      OPBASE + OP(1, out_fmt),
      4,
-     KERN_FMT_F64,
+     MODEL_FMT_F64,
      NULL,
      false,
      {"op 1 (bdense_u8): out f64 (70,1,1), expected bits", NULL}},
@@ -601,7 +601,7 @@ static void test_model_rejects(void **state)
 	assert_non_null(b);
 	for (size_t i = 0; i < NA(reject_cases); i++) {
 		const struct reject_case *c = &reject_cases[i];
-		struct kern_model *m;
+		struct model *m;
 
 		memcpy(b, f->buf, f->size);
 		if (c->fn) {
@@ -616,9 +616,9 @@ static void test_model_rejects(void **state)
 		if (!c->keep_crc)
 			fix_crc(b, f->size);
 		write_file(f->path, b, f->size);
-		m = kern_model_load(f->path, f->err, sizeof(f->err));
+		m = model_load(f->path, f->err, sizeof(f->err));
 		if (m) {
-			kern_model_free(m);
+			model_free(m);
 			fail_msg("case %s: loaded", c->name);
 		}
 		if (strncmp(f->err, f->path, strlen(f->path)))
@@ -636,29 +636,29 @@ static void test_model_not_a_file(void **state)
 {
 	struct fx *f = *state;
 
-	assert_null(kern_model_load(f->dir, f->err, sizeof(f->err)));
+	assert_null(model_load(f->dir, f->err, sizeof(f->err)));
 	assert_non_null(strstr(f->err, "not a regular file"));
 	snprintf(f->path, sizeof(f->path), "%s/missing.snm", f->dir);
-	assert_null(kern_model_load(f->path, f->err, sizeof(f->err)));
+	assert_null(model_load(f->path, f->err, sizeof(f->err)));
 	assert_non_null(strstr(f->err, "missing.snm: open"));
 }
 
 static void test_model_names(void **state)
 {
-	struct kern_shape s = {KERN_FMT_BITS, 70, 3, 2};
+	struct model_shape s = {MODEL_FMT_BITS, 70, 3, 2};
 
-	assert_string_equal(kern_op_name(KERN_OP_BDENSE_U8), "bdense_u8");
-	assert_string_equal(kern_op_name(KERN_OP__COUNT), "unknown");
-	assert_string_equal(kern_op_name(0), "unknown");
-	assert_string_equal(kern_fmt_name(KERN_FMT_F64), "f64");
-	assert_string_equal(kern_fmt_name(7), "unknown");
-	assert_string_equal(kern_src_type_name(KERN_SRC_LRN), "lrn");
-	assert_string_equal(kern_src_type_name(KERN_SRC_SIGN3 + 1), "unknown");
-	assert_int_equal(kern_shape_elems(&s), 420);
-	assert_int_equal(kern_shape_bytes(&s), 6 * 2 * 8);
-	s.fmt = KERN_FMT_F32;
-	assert_int_equal(kern_shape_bytes(&s), 420 * 4);
-	assert_int_equal(kern_crc32c(0, "123456789", 9), 0xE3069283u);
+	assert_string_equal(model_op_name(MODEL_OP_BDENSE_U8), "bdense_u8");
+	assert_string_equal(model_op_name(MODEL_OP__COUNT), "unknown");
+	assert_string_equal(model_op_name(0), "unknown");
+	assert_string_equal(model_fmt_name(MODEL_FMT_F64), "f64");
+	assert_string_equal(model_fmt_name(7), "unknown");
+	assert_string_equal(model_src_type_name(MODEL_SRC_LRN), "lrn");
+	assert_string_equal(model_src_type_name(MODEL_SRC_SIGN3 + 1), "unknown");
+	assert_int_equal(model_shape_elems(&s), 420);
+	assert_int_equal(model_shape_bytes(&s), 6 * 2 * 8);
+	s.fmt = MODEL_FMT_F32;
+	assert_int_equal(model_shape_bytes(&s), 420 * 4);
+	assert_int_equal(model_crc32c(0, "123456789", 9), 0xE3069283u);
 }
 
 int main(void)

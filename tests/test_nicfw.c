@@ -32,7 +32,7 @@
 
 static const uint32_t test_execs[] = {1, 2, 3, 7, 64, 255, 256};
 
-static void *emu_open(void *arg, const struct kern_model *m, uint32_t first, uint32_t execs)
+static void *emu_open(void *arg, const struct model *m, uint32_t first, uint32_t execs)
 {
 	struct nicfw_emu_params p;
 	struct nicfw_emu *e;
@@ -65,7 +65,7 @@ static const struct test_nic_platform emu = {"emu", emu_open, emu_infer, emu_clo
  * The emulator against kern_forward on `count` inputs for every E of test_execs, the NIC part
  * starting at want_first.
  */
-static void expect_bit_exact(const struct kern_model *m, const void *inputs, uint32_t count,
+static void expect_bit_exact(const struct model *m, const void *inputs, uint32_t count,
 			     uint32_t want_first)
 {
 	assert_int_equal(kexec_nic_first(m), want_first);
@@ -75,36 +75,36 @@ static void expect_bit_exact(const struct kern_model *m, const void *inputs, uin
 /* u8 MLP, widths 63, 130, 1000, 1: BDENSE_U8 + BDENSE with thresholds, scores + bias + bn. */
 static void test_nicfw_u8_mlp(void **state)
 {
-	struct kern_model *m = test_model_u8_mlp(*state);
+	struct model *m = test_model_u8_mlp(*state);
 	void *x = test_random_inputs(m, 4);
 
 	expect_bit_exact(m, x, 4, 0);
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Float input, sign on the host; BITS into the NIC; the last layer thresholded (+-1 scores). */
 static void test_nicfw_bits_input_sign_out(void **state)
 {
-	struct kern_model *m = test_model_bits_in(*state);
+	struct model *m = test_model_bits_in(*state);
 	void *x = test_random_inputs(m, 4);
 
 	expect_bit_exact(m, x, 4, 2);
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Binary conv on the host, then a flatten of (5,6,6) bits and dense layers on the NIC. */
 static void test_nicfw_flatten_bits(void **state)
 {
-	struct kern_model *m = test_model_conv_flat(*state);
+	struct model *m = test_model_conv_flat(*state);
 	void *x;
 
-	assert_int_equal(m->layers[kexec_nic_first(m)].op, KERN_OP_FLATTEN);
+	assert_int_equal(m->layers[kexec_nic_first(m)].op, MODEL_OP_FLATTEN);
 	x = test_random_inputs(m, 4);
 	expect_bit_exact(m, x, 4, 3);
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* A float layer after the binary ones: nothing for the NIC; a float dense first: a tail only. */
@@ -112,7 +112,7 @@ static void test_nicfw_first(void **state)
 {
 	struct test_fx *f = *state;
 	struct test_gen g = {0};
-	struct kern_model *m;
+	struct model *m;
 	char err[256];
 	struct nicfw_chain *ch = malloc(sizeof(*ch));
 
@@ -130,7 +130,7 @@ static void test_nicfw_first(void **state)
 	assert_int_equal(nicfw_chain_init(ch, m, 0, 4, NICFW_LAYOUT_RECORDS, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "cannot start the NIC part"));
-	kern_model_free(m);
+	model_free(m);
 	free(ch);
 }
 
@@ -139,7 +139,7 @@ static void test_nicfw_chain_errors(void **state)
 	struct test_fx *f = *state;
 	struct test_gen g = {0};
 	struct nicfw_emu_params p;
-	struct kern_model *m;
+	struct model *m;
 	char err[256];
 	struct nicfw_chain *ch = malloc(sizeof(*ch));
 
@@ -170,7 +170,7 @@ static void test_nicfw_chain_errors(void **state)
 	assert_int_equal(nicfw_emu_param_set(&p, "mes=10", err, sizeof(err)), 0);
 	assert_null(nicfw_emu_create(m, 0, 256, &p, err, sizeof(err)));
 	assert_non_null(strstr(err, "need 33 MEs"));
-	kern_model_free(m);
+	model_free(m);
 	free(ch);
 }
 
@@ -200,13 +200,13 @@ static void test_nicfw_params(void **state)
 /* The bundled binary MLP, whole model on the NIC, on Fashion-MNIST test images. */
 static void test_nicfw_bundled_mlp(void **state)
 {
-	struct kern_model *m = test_bundled_mlp();
+	struct model *m = test_bundled_mlp();
 	uint32_t count = 6;
 	void *x = test_fmnist_inputs(m, &count);
 
 	expect_bit_exact(m, x, count, 0);
 	free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* --- serving: steady-state modeled time, results from the DIRECT copy ----------------------- */
@@ -216,16 +216,16 @@ static void test_nicfw_bundled_mlp(void **state)
  * CPU where the model has one) gives the steady-state latency, and nicfw_emu_serve gives the
  * scores of kern_forward and of the traced firmware, bit for bit.
  */
-static void expect_serve(const struct kern_model *m, uint32_t count)
+static void expect_serve(const struct model *m, uint32_t count)
 {
 	static const uint32_t execs[] = {1, 5, 16, 256};
-	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
-	const size_t in_bytes = kern_shape_bytes(&m->input);
+	const uint32_t first = kexec_nic_first(m), classes = model_classes(m);
+	const size_t in_bytes = model_shape_bytes(&m->input);
 	uint8_t *x = test_random_inputs(m, count);
 	struct kern_ctx *ctx = kern_ctx_create(m, 1);
 	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
 	double *srv = calloc(classes, sizeof(double));
-	void *act = calloc(1, kern_shape_bytes(&m->layers[first].in) + 8);
+	void *act = calloc(1, model_shape_bytes(&m->layers[first].in) + 8);
 	struct nicfw_emu_params p;
 	char err[512];
 
@@ -279,16 +279,16 @@ static void expect_serve(const struct kern_model *m, uint32_t count)
 
 static void test_nicfw_serve(void **state)
 {
-	struct kern_model *m = test_model_u8_mlp(*state);
+	struct model *m = test_model_u8_mlp(*state);
 
 	expect_serve(m, 3);
-	kern_model_free(m);
+	model_free(m);
 	m = test_model_bits_in(*state);
 	expect_serve(m, 3);
-	kern_model_free(m);
+	model_free(m);
 	m = test_model_conv_flat(*state);
 	expect_serve(m, 3);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* --- fidelity: modeled time against the seed's figures ---------------------------------- */
@@ -303,14 +303,14 @@ static double fc_latency(uint32_t neurons)
 	int32_t *thr = calloc(neurons, sizeof(int32_t));
 	uint8_t *flip = calloc(neurons, 1);
 	double *scores = malloc(neurons * sizeof(double)), lat;
-	struct kern_layer layer = {
-	    .op = KERN_OP_BDENSE,
-	    .flags = KERN_LF_THRESH,
-	    .in = {KERN_FMT_BITS, FC_INPUTS, 1, 1},
-	    .out = {KERN_FMT_BITS, neurons, 1, 1},
+	struct model_layer layer = {
+	    .op = MODEL_OP_BDENSE,
+	    .flags = MODEL_LF_THRESH,
+	    .in = {MODEL_FMT_BITS, FC_INPUTS, 1, 1},
+	    .out = {MODEL_FMT_BITS, neurons, 1, 1},
 	    .blob = {w, thr, flip},
 	};
-	struct kern_model m = {.name = "fc", .input = layer.in, .n_layers = 1, .layers = &layer};
+	struct model m = {.name = "fc", .input = layer.in, .n_layers = 1, .layers = &layer};
 	struct nicfw_emu_params p;
 	struct nicfw_emu_report rep;
 	struct nicfw_emu *e;

@@ -104,11 +104,11 @@ static void *tg_pack(struct tg *g, size_t *len)
 }
 
 /* A model's file image in a 64-byte aligned buffer, as the loader maps it. */
-static void *serialize_aligned(const struct kern_model *m, size_t *len)
+static void *serialize_aligned(const struct model *m, size_t *len)
 {
 	void *buf, *al;
 
-	assert_int_equal(kern_model_serialize(m, &buf, len), 0);
+	assert_int_equal(model_serialize(m, &buf, len), 0);
 	al = aligned_alloc(64, (*len + 63) / 64 * 64);
 	assert_non_null(al);
 	memcpy(al, buf, *len);
@@ -150,7 +150,7 @@ static void test_onnx_pool_ceil_sign3(void **state)
 	char *pool_in[] = {"x"}, *pool_out[] = {"p"}, *sign_out[] = {"y"};
 	Onnx__NodeProto pool = ONNX__NODE_PROTO__INIT, sign = ONNX__NODE_PROTO__INIT;
 	struct onnx_import imp;
-	struct kern_model m, *back;
+	struct model m, *back;
 	struct kern_ctx *ctx;
 	char err[512] = "", notes[512] = "";
 	float x[16];
@@ -193,16 +193,16 @@ static void test_onnx_pool_ceil_sign3(void **state)
 	fclose(nf);
 	assert_non_null(strstr(notes, "node 'sg' (Sign)"));
 	assert_int_equal(m.n_layers, 4);
-	assert_int_equal(m.layers[0].op, KERN_OP_CAST);
-	assert_int_equal(m.layers[1].op, KERN_OP_PAD);
-	assert_int_equal(m.layers[1].flags, KERN_LF_PADNEG);
+	assert_int_equal(m.layers[0].op, MODEL_OP_CAST);
+	assert_int_equal(m.layers[1].op, MODEL_OP_PAD);
+	assert_int_equal(m.layers[1].flags, MODEL_LF_PADNEG);
 	assert_int_equal(m.layers[1].out.h, 5);
-	assert_int_equal(m.layers[2].op, KERN_OP_MAXPOOL);
-	assert_int_equal(m.layers[3].op, KERN_OP_SIGN3);
+	assert_int_equal(m.layers[2].op, MODEL_OP_MAXPOOL);
+	assert_int_equal(m.layers[3].op, MODEL_OP_SIGN3);
 
 	/* x = 8 - i: window maxima 8, 6, 0, -2 -> Sign 1, 1, 0, -1 (Sign(0) = 0) */
 	buf = serialize_aligned(&m, &len);
-	back = kern_model_from_buffer(buf, len, "t.snm", err, sizeof(err));
+	back = model_from_buffer(buf, len, "t.snm", err, sizeof(err));
 	if (!back)
 		fail_msg("load: %s", err);
 	for (int i = 0; i < 16; i++)
@@ -213,17 +213,17 @@ static void test_onnx_pool_ceil_sign3(void **state)
 	for (int i = 0; i < 4; i++)
 		assert_true(y[i] == want[i]);
 	kern_ctx_free(ctx);
-	kern_model_free(back);
+	model_free(back);
 	free(buf);
 
 	/* pads that do not take the input to the output shape are refused when loaded */
 	((uint32_t *)m.layers[1].blob[0])[2] = 2;
 	buf = serialize_aligned(&m, &len);
-	back = kern_model_from_buffer(buf, len, "t.snm", err, sizeof(err));
+	back = model_from_buffer(buf, len, "t.snm", err, sizeof(err));
 	assert_null(back);
 	assert_non_null(strstr(err, "pads"));
 	free(buf);
-	kern_compiled_free(&m);
+	model_compiled_free(&m);
 	onnx_import_free(&imp);
 }
 

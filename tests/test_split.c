@@ -253,7 +253,7 @@ static int plan_from(const char *text, size_t len, struct split_plan *plan, char
 		     size_t errlen)
 {
 	/* A model validated from memory: its hash is FNV-1a of no bytes. */
-	static const struct kern_model m = {.name = "t", .n_layers = 3};
+	static const struct model m = {.name = "t", .n_layers = 3};
 	FILE *f = fmemopen((void *)text, len ? len : 1, "r");
 	int ret;
 
@@ -404,18 +404,18 @@ static int model_setup(void **state)
 	return 0;
 }
 
-static struct kern_model *fx_model(void **state)
+static struct model *fx_model(void **state)
 {
 	struct test_fx *f = *state;
 	char err[256];
-	struct kern_model *m = kern_model_load(f->out, err, sizeof(err));
+	struct model *m = model_load(f->out, err, sizeof(err));
 
 	assert_non_null(m);
 	return m;
 }
 
 /* Every plan CPU [0, k) + NIC [k, n), all CPU and the NIC alone, evaluated one by one. */
-static double best_single_split(const struct split_problem *p, const struct kern_model *m,
+static double best_single_split(const struct split_problem *p, const struct model *m,
 				const struct split_profile *pr, const struct split_opts *o,
 				uint32_t *best_k)
 {
@@ -447,7 +447,7 @@ static double best_single_split(const struct split_problem *p, const struct kern
 
 static void test_plan_load_enumerates(void **state)
 {
-	struct kern_model *m = fx_model(state);
+	struct model *m = fx_model(state);
 	struct split_profile pr;
 	uint32_t splits = 0;
 
@@ -498,7 +498,7 @@ static void test_plan_load_enumerates(void **state)
 		split_problem_free(&p);
 	}
 	assert_true(splits > 0);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /*
@@ -507,7 +507,7 @@ static void test_plan_load_enumerates(void **state)
  */
 static void test_plan_load_changes_choice(void **state)
 {
-	struct kern_model *m = fx_model(state);
+	struct model *m = fx_model(state);
 	struct split_opts o = {.link_gbps = 10,
 			       .exec_mask = SPLIT_EXM(SPLIT_EX_NIC),
 			       .nic_first = kexec_nic_first(m),
@@ -532,13 +532,13 @@ static void test_plan_load_changes_choice(void **state)
 	assert_true(phi.rho_max < 1);
 	assert_true(phi.p50 < hi.latency + 1e-12 && hi.latency < 0.1);
 	split_problem_free(&p);
-	kern_model_free(m);
+	model_free(m);
 }
 
 static void test_wire_roundtrip_bits(void **state)
 {
-	const struct kern_shape s = {KERN_FMT_BITS, 100, 5, 3};
-	const size_t words = 15 * kern_words(100);
+	const struct model_shape s = {MODEL_FMT_BITS, 100, 5, 3};
+	const size_t words = 15 * model_words(100);
 	struct split_wire *w = split_wire_create(8 * words, 256);
 	uint64_t *in = calloc(words, 8), *out = calloc(words, 8);
 

@@ -82,8 +82,7 @@ static void gen_dense_bn(struct test_gen *g, uint32_t li, uint32_t o, uint32_t i
  * A random binary MLP on u8 input (n,1,1): dense(binary, bias) + batchnorm (+ sign but after the
  * last, unless final_sign) for each width. Written as arch.json + weights.npz and converted.
  */
-static struct kern_model *random_mlp(uint32_t n, const uint32_t *widths, uint32_t nw,
-				     bool final_sign)
+static struct model *random_mlp(uint32_t n, const uint32_t *widths, uint32_t nw, bool final_sign)
 {
 	struct test_gen g = {0};
 	char json[4096];
@@ -115,7 +114,7 @@ static struct kern_model *random_mlp(uint32_t n, const uint32_t *widths, uint32_
 	return test_model_build(json, &g);
 }
 
-static struct xdp_infer *load(const struct kern_model *m)
+static struct xdp_infer *load(const struct model *m)
 {
 	char err[1024];
 	struct xdp_infer *x = xdp_infer_load(m, PORT, 0, err, sizeof(err));
@@ -126,13 +125,13 @@ static struct xdp_infer *load(const struct kern_model *m)
 }
 
 /* One request through the program; the answer must equal kern_forward bit for bit. */
-static void check_one(struct xdp_infer *x, const struct kern_model *m, struct kern_ctx *ctx,
+static void check_one(struct xdp_infer *x, const struct model *m, struct kern_ctx *ctx,
 		      const uint8_t *in, uint64_t rid)
 {
 	const struct xdp_infer_cfg *c = &xdp_infer_get_plan(x)->cfg;
 	uint8_t frame[2048], out[4096];
 	double cpu[MAXC], got[MAXC];
-	uint32_t olen = sizeof(out), verdict, cls, classes = kern_model_classes(m);
+	uint32_t olen = sizeof(out), verdict, cls, classes = model_classes(m);
 	char err[256];
 	int len, nc;
 
@@ -159,7 +158,7 @@ static void check_one(struct xdp_infer *x, const struct kern_model *m, struct ke
 static void check_random_model(uint32_t n, const uint32_t *widths, uint32_t nw, bool final_sign,
 			       uint32_t count)
 {
-	struct kern_model *m;
+	struct model *m;
 	struct kern_ctx *ctx;
 	struct xdp_infer *x;
 	uint64_t st[XDP_INFER_ST__COUNT];
@@ -172,7 +171,7 @@ static void check_random_model(uint32_t n, const uint32_t *widths, uint32_t nw, 
 	if (!xdp_infer_prog_size(x, &verified, &insns, &jited))
 		print_message("%s: %u binary layers, %u classes: verifier processed %u "
 			      "instructions\n",
-			      m->name, nw, kern_model_classes(m), verified);
+			      m->name, nw, model_classes(m), verified);
 	ctx = kern_ctx_create(m, 1);
 	in = malloc(n);
 	assert_non_null(ctx);
@@ -191,7 +190,7 @@ static void check_random_model(uint32_t n, const uint32_t *widths, uint32_t nw, 
 	free(in);
 	kern_ctx_free(ctx);
 	xdp_infer_free(x);
-	kern_model_free(m);
+	model_free(m);
 }
 
 static void test_xdp_random_width1_hidden(void **state)
@@ -239,7 +238,7 @@ static void test_xdp_bundled_mlp(void **state)
 {
 	char exe[512], path[600], err[512];
 	struct idx_data img = {0};
-	struct kern_model *m;
+	struct model *m;
 	struct kern_ctx *ctx;
 	struct xdp_infer *x;
 	ssize_t n;
@@ -258,7 +257,7 @@ static void test_xdp_bundled_mlp(void **state)
 		print_message("skip: bundled model %s missing (make models)\n", path);
 		skip();
 	}
-	m = kern_model_load(path, err, sizeof(err));
+	m = model_load(path, err, sizeof(err));
 	if (!m)
 		fail_msg("%s", err);
 	if (idx_load(FMNIST_IMAGES, &img, err, sizeof(err)))
@@ -266,13 +265,13 @@ static void test_xdp_bundled_mlp(void **state)
 	x = load(m);
 	ctx = kern_ctx_create(m, 1);
 	assert_non_null(ctx);
-	assert_int_equal(img.item_bytes, kern_shape_bytes(&m->input));
+	assert_int_equal(img.item_bytes, model_shape_bytes(&m->input));
 	for (uint32_t i = 0; i < 2000 && i < img.count; i++)
 		check_one(x, m, ctx, img.data + (size_t)i * img.item_bytes, i + 1);
 	kern_ctx_free(ctx);
 	xdp_infer_free(x);
 	idx_free(&img);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* A HEALTH probe of plen bytes asking role through the program: its verdict, the report in m. */
@@ -313,7 +312,7 @@ static void test_xdp_health(void **state)
 {
 	static const uint32_t widths[] = {32, 10};
 	struct proto_health_model e;
-	struct kern_model *mdl;
+	struct model *mdl;
 	struct xdp_infer *x;
 	struct proto_msg m;
 	uint64_t st[XDP_INFER_ST__COUNT];
@@ -358,7 +357,7 @@ static void test_xdp_health(void **state)
 	assert_int_equal(st[XDP_INFER_ST_HEALTH_SHORT], 1);
 	assert_int_equal(st[XDP_INFER_ST_HEALTH_PASS], 2);
 	xdp_infer_free(x);
-	kern_model_free(mdl);
+	model_free(mdl);
 }
 
 /* Models the executor must refuse, each with a message naming the limit. */
@@ -366,38 +365,38 @@ static void test_xdp_budget_refusals(void **state)
 {
 	struct xdp_infer_plan p;
 	char err[512];
-	struct kern_model *m;
+	struct model *m;
 
 	/* one u8 layer on 1024 inputs: table of 2 x (2*255*1024+1) entries is fine ... */
 	m = random_mlp(1024, (uint32_t[]){2}, 1, false);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), 0);
-	kern_model_free(m);
+	model_free(m);
 	/* ... 5 classes are not */
 	m = random_mlp(1024, (uint32_t[]){5}, 1, false);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "XDP_INFER_MAX_TABLE"));
-	kern_model_free(m);
+	model_free(m);
 	/* more input than one packet carries */
 	m = random_mlp(XDP_INFER_MAX_INPUT + 1, (uint32_t[]){3, 2}, 2, false);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "one packet's input"));
-	kern_model_free(m);
+	model_free(m);
 	/* a hidden layer wider than the per-layer limit */
 	m = random_mlp(8, (uint32_t[]){XDP_INFER_MAX_WIDTH + 1, 2}, 2, false);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "XDP_INFER_MAX_WIDTH"));
-	kern_model_free(m);
+	model_free(m);
 	/* too many classes */
 	m = random_mlp(8, (uint32_t[]){4, MAXC + 1}, 2, false);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "XDP_INFER_MAX_CLASSES"));
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* --- malformed and foreign packets ----------------------------------------------------- */
 
 struct pkt_fx {
-	struct kern_model *m;
+	struct model *m;
 	struct kern_ctx *ctx;
 	struct xdp_infer *x;
 	uint8_t good[2048];
@@ -426,7 +425,7 @@ static void pkt_teardown(struct pkt_fx *f)
 {
 	kern_ctx_free(f->ctx);
 	xdp_infer_free(f->x);
-	kern_model_free(f->m);
+	model_free(f->m);
 }
 
 static void fix_lengths(uint8_t *p, int len)
@@ -734,7 +733,7 @@ static void test_xdp_no_larger_reply(void **state)
 		fail_msg("padded request: %s", err);
 	assert_true(olen <= (uint32_t)len);
 	xdp_infer_free(f.x);
-	kern_model_free(f.m);
+	model_free(f.m);
 }
 
 /* --- f32 input: binarized at the input, served as f32 or bits requests ------------------- */
@@ -750,9 +749,9 @@ struct pre_bn {
  * A random MLP on f32 input (c,h,w): [flatten] batchnorm x nbn (gamma positive, negative or
  * zero) sign [flatten], then binary dense + bias + batchnorm (+ sign) per width.
  */
-static struct kern_model *random_f32_mlp(uint32_t c, uint32_t h, uint32_t w, uint32_t nbn,
-					 bool flat_first, const uint32_t *widths, uint32_t nw,
-					 struct pre_bn *pb)
+static struct model *random_f32_mlp(uint32_t c, uint32_t h, uint32_t w, uint32_t nbn,
+				    bool flat_first, const uint32_t *widths, uint32_t nw,
+				    struct pre_bn *pb)
 {
 	struct test_gen g = {0};
 	char json[4096];
@@ -887,13 +886,13 @@ static float hard_value(const struct pre_bn *pb, uint32_t i)
 }
 
 /* One request of format fmt (body in wire order); the answer must equal kern_forward(in). */
-static void check_fmt(struct xdp_infer *x, const struct kern_model *m, struct kern_ctx *ctx,
+static void check_fmt(struct xdp_infer *x, const struct model *m, struct kern_ctx *ctx,
 		      uint32_t fmt, const void *body, const void *in, uint64_t rid)
 {
 	const struct xdp_infer_cfg *c = &xdp_infer_get_plan(x)->cfg;
 	uint8_t frame[2048], out[4096];
 	double cpu[MAXC], got[MAXC];
-	uint32_t olen = sizeof(out), verdict, cls, classes = kern_model_classes(m);
+	uint32_t olen = sizeof(out), verdict, cls, classes = model_classes(m);
 	char err[256];
 	int len, nc;
 
@@ -935,9 +934,9 @@ static void pack_signs(const float *x, uint32_t n, uint8_t *out)
  * count random hard inputs as f32 requests (if served) and, for a plain-sign model, as bits
  * requests too; every answer equals kern_forward on the f32 input.
  */
-static void check_f32_model(struct kern_model *m, const struct pre_bn *pb, uint32_t count)
+static void check_f32_model(struct model *m, const struct pre_bn *pb, uint32_t count)
 {
-	uint32_t n = (uint32_t)kern_shape_elems(&m->input), verified, insns, jited;
+	uint32_t n = (uint32_t)model_shape_elems(&m->input), verified, insns, jited;
 	uint64_t st[XDP_INFER_ST__COUNT], want = 0;
 	const struct xdp_infer_cfg *c;
 	struct kern_ctx *ctx;
@@ -957,7 +956,7 @@ static void check_f32_model(struct kern_model *m, const struct pre_bn *pb, uint3
 	ctx = kern_ctx_create(m, 1);
 	in = malloc(sizeof(float) * n);
 	body = malloc(4u * n);
-	bits = calloc(kern_words(n), 8);
+	bits = calloc(model_words(n), 8);
 	assert_non_null(ctx);
 	assert_non_null(in);
 	assert_non_null(body);
@@ -980,7 +979,7 @@ static void check_f32_model(struct kern_model *m, const struct pre_bn *pb, uint3
 			pack_signs(in, n, bits);
 			/* a sloppy front end's tail bits are ignored */
 			if ((it & 1) && n % 64)
-				bits[8 * (kern_words(n) - 1) + 7] |= 0x80;
+				bits[8 * (model_words(n) - 1) + 7] |= 0x80;
 			check_fmt(x, m, ctx, PROTO_FMT_BITS, bits, in, 2 * it + 2);
 			want++;
 		}
@@ -998,14 +997,14 @@ static void f32_case(uint32_t c, uint32_t h, uint32_t w, uint32_t nbn, bool flat
 		     const uint32_t *widths, uint32_t nw, uint32_t count)
 {
 	static struct pre_bn pb;
-	struct kern_model *m;
+	struct model *m;
 
 	need_bpf();
 	m = random_f32_mlp(c, h, w, nbn, flat_first, widths, nw, &pb);
 	for (uint32_t i = 0; i < m->n_layers && i < 6; i++)
-		print_message("  op %u %s\n", i, kern_op_name(m->layers[i].op));
+		print_message("  op %u %s\n", i, model_op_name(m->layers[i].op));
 	check_f32_model(m, &pb, count);
-	kern_model_free(m);
+	model_free(m);
 }
 
 /* Batch-norm (gamma > 0, < 0, == 0) before the first sign: f32 requests only. */
@@ -1053,7 +1052,7 @@ static void test_xdp_f32_refused_requests(void **state)
 					  65, 2, 1, in);
 	expect_bad_shape(&f, frame, len, "f32, shape 65x2x1");
 	xdp_infer_free(f.x);
-	kern_model_free(f.m);
+	model_free(f.m);
 	/* f32 to a u8 model */
 	f.m = random_mlp(130, (uint32_t[]){3}, 1, false);
 	f.x = load(f.m);
@@ -1065,53 +1064,53 @@ static void test_xdp_f32_refused_requests(void **state)
 					  PROTO_FMT_BITS, 130, 1, 1, bits);
 	expect_bad_shape(&f, frame, len, "bits request, u8 model");
 	xdp_infer_free(f.x);
-	kern_model_free(f.m);
+	model_free(f.m);
 }
 
 /* Every limit at once, for f32 and for bits input; the verifier stays well under 1M. */
 static void test_xdp_f32_at_limits(void **state)
 {
 	static struct pre_bn pb;
-	struct kern_model *m;
+	struct model *m;
 
 	need_bpf();
 	m = random_f32_mlp(XDP_INFER_MAX_F32_INPUT, 1, 1, 2, false,
 			   (uint32_t[]){3, 3, 3, 3, 3, 3, 3, MAXC}, XDP_INFER_MAX_LAYERS, &pb);
 	check_f32_model(m, &pb, 20);
-	kern_model_free(m);
+	model_free(m);
 	m = random_f32_mlp(XDP_INFER_MAX_BITS_INPUT, 1, 1, 0, false,
 			   (uint32_t[]){3, 3, 3, 3, 3, 3, 3, MAXC}, XDP_INFER_MAX_LAYERS, NULL);
 	check_f32_model(m, NULL, 10);
-	kern_model_free(m);
+	model_free(m);
 	m = random_f32_mlp(64, 1, 1, 0, false,
 			   (uint32_t[]){XDP_INFER_MAX_WIDTH, XDP_INFER_MAX_WIDTH - 1, 5}, 3, NULL);
 	check_f32_model(m, NULL, 5);
-	kern_model_free(m);
+	model_free(m);
 }
 
 static void test_xdp_f32_refusals(void **state)
 {
 	struct xdp_infer_plan p;
 	char err[512];
-	struct kern_model *m;
+	struct model *m;
 
 	m = random_f32_mlp(XDP_INFER_MAX_F32_INPUT + 1, 1, 1, 1, false, (uint32_t[]){3}, 1, NULL);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "XDP_INFER_MAX_F32_INPUT"));
-	kern_model_free(m);
+	model_free(m);
 	m = random_f32_mlp(XDP_INFER_MAX_F32_INPUT + 1, 1, 1, 0, false, (uint32_t[]){3}, 1, NULL);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), 0);
 	assert_true(!p.cfg.in_f32 && p.cfg.in_bits);
-	kern_model_free(m);
+	model_free(m);
 	m = random_f32_mlp(XDP_INFER_MAX_BITS_INPUT + 1, 1, 1, 0, false, (uint32_t[]){3}, 1, NULL);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "XDP_INFER_MAX_BITS_INPUT"));
-	kern_model_free(m);
+	model_free(m);
 	/* a hidden layer wider than the limit still names it */
 	m = random_f32_mlp(8, 1, 1, 1, false, (uint32_t[]){XDP_INFER_MAX_WIDTH + 1, 2}, 2, NULL);
 	assert_int_equal(xdp_infer_plan(m, &p, err, sizeof(err)), -E2BIG);
 	assert_non_null(strstr(err, "XDP_INFER_MAX_WIDTH"));
-	kern_model_free(m);
+	model_free(m);
 }
 
 int main(void)
@@ -1145,14 +1144,14 @@ int main(void)
 		snprintf(no_bpf, sizeof(no_bpf), "not root: BPF_PROG_TEST_RUN needs root");
 	} else {
 		uint32_t w[] = {3, 2};
-		struct kern_model *m = random_mlp(5, w, 2, false);
+		struct model *m = random_mlp(5, w, 2, false);
 		char err[1024];
 		struct xdp_infer *x = xdp_infer_load(m, PORT, 0, err, sizeof(err));
 
 		if (!x)
 			snprintf(no_bpf, sizeof(no_bpf), "BPF unavailable: %.200s", err);
 		xdp_infer_free(x);
-		kern_model_free(m);
+		model_free(m);
 	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,11 +59,11 @@ int kcuda_device_info(struct kcuda_info *info);
 /*
  * A loaded model on the GPU: weights uploaded once, device activation buffers and scratch for
  * up to max_batch images, pinned host staging buffers for input and output, one stream and one
- * cuBLAS handle. kcuda_forward then allocates nothing. The kern_model must outlive it. One
+ * cuBLAS handle. kcuda_forward then allocates nothing. The model must outlive it. One
  * kcuda_model per thread. NULL on failure, with a message in err.
  */
 struct kcuda_model;
-struct kcuda_model *kcuda_model_upload(const struct kern_model *m, uint32_t max_batch, char *err,
+struct kcuda_model *kcuda_model_upload(const struct model *m, uint32_t max_batch, char *err,
 				       size_t errlen);
 void kcuda_model_free(struct kcuda_model *g);
 

@@ -161,7 +161,7 @@ const char *kcuda_last_error(void)
 	return kdl_load() ? kdl_msg : kdl.kcuda_last_error();
 }
 
-struct kcuda_model *kcuda_model_upload(const struct kern_model *m, uint32_t max_batch, char *err,
+struct kcuda_model *kcuda_model_upload(const struct model *m, uint32_t max_batch, char *err,
 				       size_t errlen)
 {
 	if (kdl_load()) {

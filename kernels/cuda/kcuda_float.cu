@@ -24,9 +24,9 @@ template <typename T> __global__ void k_cast(const T *__restrict__ x, size_t n, 
 
 int kcuda_d_cast(cudaStream_t s, const void *x, uint32_t fmt, size_t n, double *y)
 {
-	if (fmt == KERN_FMT_U8)
+	if (fmt == MODEL_FMT_U8)
 		k_cast<uint8_t><<<kcuda_blocks(n, TPB), TPB, 0, s>>>((const uint8_t *)x, n, y);
-	else if (fmt == KERN_FMT_F32)
+	else if (fmt == MODEL_FMT_F32)
 		k_cast<float><<<kcuda_blocks(n, TPB), TPB, 0, s>>>((const float *)x, n, y);
 	else
 		return kcuda_fail(-EINVAL, "kcuda: cast from format %u", fmt);

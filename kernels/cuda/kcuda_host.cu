@@ -267,7 +267,7 @@ extern "C" int kcuda_flatten_bits(const uint64_t *x, uint32_t batch, uint32_t c,
 extern "C" int kcuda_cast_f64(const void *x, uint32_t fmt, size_t n, double *y)
 {
 	BEGIN(t);
-	const size_t esz = fmt == KERN_FMT_F32 ? sizeof(float) : 1;
+	const size_t esz = fmt == MODEL_FMT_F32 ? sizeof(float) : 1;
 	const void *dx = tmp_in(&t, x, n * esz);
 	double *dy = (double *)tmp_out(&t, n * sizeof(double));
 

@@ -42,7 +42,7 @@ struct onnx_walk {
 
 	/* the tensor flowing along the chain, per batch item */
 	const char *cur;
-	struct kern_shape s;
+	struct model_shape s;
 	uint32_t rank; /* dimensions after the batch one */
 	int64_t batch; /* the input's first dimension, -1 if symbolic */
 	bool u8_cast;  /* the input is uint8 and its Cast to float has not come yet */
@@ -65,7 +65,7 @@ bool onnx_const_all(const struct onnx_const *c, double v);
 bool onnx_const_binary(const struct onnx_const *c);
 
 /* Append a layer made by node n (NULL when out of memory or over the limit, message set). */
-struct kern_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto *n, uint32_t type);
+struct model_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto *n, uint32_t type);
 /* Add array "LAYER.name" to the last layer: _add takes ownership of data, _copy scales a copy. */
 int onnx_array_add(struct onnx_walk *x, const char *name, uint32_t ndim, const uint64_t *shape,
 		   double *data);

@@ -123,7 +123,7 @@ static int fold_constant_node(struct onnx_walk *x, const Onnx__NodeProto *n, str
 	c->count = !strcmp(a->name, "value_ints") ? a->n_ints : 1;
 	c->ndim = !strcmp(a->name, "value_ints") ? 1 : 0;
 	c->dims[0] = (int64_t)c->count;
-	if (c->count > KERN_MF_MAX_ELEMS)
+	if (c->count > MODEL_FILE_MAX_ELEMS)
 		return onnx_fail(&x->e, n, "attribute '%s' too large", a->name);
 	c->data = malloc((c->count ? c->count : 1) * sizeof(double));
 	if (!c->data)
@@ -235,14 +235,14 @@ static int fold_constants(struct onnx_walk *x)
 
 /* --- layers ----------------------------------------------------------------------------- */
 
-struct kern_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto *n, uint32_t type)
+struct model_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto *n, uint32_t type)
 {
 	struct onnx_import *imp = x->imp;
 	char label[160];
 
 	if (imp->ic.n_layers == x->cap_layers) {
 		uint32_t cap = x->cap_layers ? 2 * x->cap_layers : 16;
-		struct kern_ic_layer *nl = realloc(imp->ic.layers, cap * sizeof(*nl));
+		struct model_ic_layer *nl = realloc(imp->ic.layers, cap * sizeof(*nl));
 		char **nn;
 
 		if (!nl)
@@ -254,8 +254,8 @@ struct kern_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto 
 		imp->layer_node = nn;
 		x->cap_layers = cap;
 	}
-	if (imp->ic.n_layers >= KERN_MF_MAX_SRC) {
-		onnx_fail(&x->e, n, "more than %d layers", KERN_MF_MAX_SRC);
+	if (imp->ic.n_layers >= MODEL_FILE_MAX_SRC) {
+		onnx_fail(&x->e, n, "more than %d layers", MODEL_FILE_MAX_SRC);
 		return NULL;
 	}
 	snprintf(label, sizeof(label), "node '%s' (%s)",
@@ -263,7 +263,7 @@ struct kern_ic_layer *onnx_layer_add(struct onnx_walk *x, const Onnx__NodeProto 
 	imp->layer_node[imp->ic.n_layers] = strdup(label);
 	if (!imp->layer_node[imp->ic.n_layers])
 		return NULL;
-	imp->ic.layers[imp->ic.n_layers] = (struct kern_ic_layer){.type = type, .eps = 1e-5};
+	imp->ic.layers[imp->ic.n_layers] = (struct model_ic_layer){.type = type, .eps = 1e-5};
 	return &imp->ic.layers[imp->ic.n_layers++];
 }
 
@@ -272,12 +272,12 @@ int onnx_array_add(struct onnx_walk *x, const char *name, uint32_t ndim, const u
 		   double *data)
 {
 	struct onnx_import *imp = x->imp;
-	struct kern_ic_array *a;
+	struct model_ic_array *a;
 	char key[32];
 
 	if (imp->ic.n_arrays == x->cap_arrays) {
 		uint32_t cap = x->cap_arrays ? 2 * x->cap_arrays : 16;
-		struct kern_ic_array *na = realloc(imp->ic.arrays, cap * sizeof(*na));
+		struct model_ic_array *na = realloc(imp->ic.arrays, cap * sizeof(*na));
 
 		if (!na) {
 			free(data);
@@ -288,7 +288,7 @@ int onnx_array_add(struct onnx_walk *x, const char *name, uint32_t ndim, const u
 	}
 	snprintf(key, sizeof(key), "%u.%s", imp->ic.n_layers - 1, name);
 	a = &imp->ic.arrays[imp->ic.n_arrays];
-	*a = (struct kern_ic_array){.key = strdup(key), .ndim = ndim, .count = 1, .data = data};
+	*a = (struct model_ic_array){.key = strdup(key), .ndim = ndim, .count = 1, .data = data};
 	if (!a->key) {
 		free(data);
 		return onnx_nomem(x);
@@ -385,7 +385,7 @@ static int take_input(struct onnx_walk *x)
 			x->batch = val ? dm->dim_value : -1;
 			continue;
 		}
-		if (!val || dm->dim_value < 1 || (uint64_t)dm->dim_value > KERN_MF_MAX_ELEMS)
+		if (!val || dm->dim_value < 1 || (uint64_t)dm->dim_value > MODEL_FILE_MAX_ELEMS)
 			return onnx_fail(
 			    &x->e, NULL,
 			    "input '%s': dimension %zu must be a fixed size >= 1 (only the "
@@ -395,11 +395,11 @@ static int take_input(struct onnx_walk *x)
 	}
 	x->cur = in->name;
 	x->rank = (uint32_t)tt->shape->n_dim - 1;
-	x->s = (struct kern_shape){KERN_FMT_F32, dims[0], dims[1], dims[2]};
-	if (kern_shape_elems(&x->s) > KERN_MF_MAX_ELEMS)
+	x->s = (struct model_shape){MODEL_FMT_F32, dims[0], dims[1], dims[2]};
+	if (model_shape_elems(&x->s) > MODEL_FILE_MAX_ELEMS)
 		return onnx_fail(&x->e, NULL, "input '%s' too large", in->name);
 	if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) {
-		x->s.fmt = KERN_FMT_U8;
+		x->s.fmt = MODEL_FMT_U8;
 		x->u8_cast = true;
 	}
 	return 0;
@@ -540,13 +540,13 @@ int onnx_import_file(const char *path, struct onnx_import *imp, char *err, size_
 	return ret;
 }
 
-int onnx_import_compile(const struct onnx_import *imp, struct kern_model *m, FILE *notes, char *err,
+int onnx_import_compile(const struct onnx_import *imp, struct model *m, FILE *notes, char *err,
 			size_t errlen)
 {
-	int ret = kern_compile(&imp->ic, m, err, errlen);
+	int ret = model_compile(&imp->ic, m, err, errlen);
 
 	if (ret) {
-		/* kern_compile names the layer by index: add the node it came from */
+		/* model_compile names the layer by index: add the node it came from */
 		const char *p = strstr(err, ": layer ");
 		unsigned int li;
 
@@ -559,7 +559,7 @@ int onnx_import_compile(const struct onnx_import *imp, struct kern_model *m, FIL
 		return ret;
 	}
 	for (uint32_t i = 0; notes && i < m->n_layers; i++)
-		if (m->layers[i].op == KERN_OP_SIGN3)
+		if (m->layers[i].op == MODEL_OP_SIGN3)
 			fprintf(
 			    notes,
 			    "import: %s: Sign runs three-valued (Sign(0) = 0): no proof that its "

@@ -5,7 +5,7 @@
  * The importer reads an ONNX ModelProto (protobuf-c, code generated at build time from Debian's
  * /usr/include/onnx/onnx.proto), checks it and walks its graph from the one data input to the
  * one output as a chain, producing the interchange layers of model/compile.h (the arrays in
- * float64), which kern_compile turns into a model like any arch.json + weights.npz.
+ * float64), which model_compile turns into a model like any arch.json + weights.npz.
  *
  * Accepted: IR version 3..9, default-domain opset 9..18; the batch dimension (first) fixed or
  * symbolic; initializers as raw_data or typed fields (float, double, int8/16/32/64, uint8, bool);
@@ -31,9 +31,9 @@
 #include "model/model.h"
 
 struct onnx_import {
-	struct kern_ic_model ic; /* arch_path and weights_path name the ONNX file */
-	char **layer_node;	 /* per ic layer: "node 'NAME' (OP)", for messages */
-	bool extended;		 /* uses a layer the interchange spec lacks (pad, sign3) */
+	struct model_ic_model ic; /* arch_path and weights_path name the ONNX file */
+	char **layer_node;	  /* per ic layer: "node 'NAME' (OP)", for messages */
+	bool extended;		  /* uses a layer the interchange spec lacks (pad, sign3) */
 };
 
 /*
@@ -46,11 +46,11 @@ int onnx_import_buffer(const void *buf, size_t len, const char *label, struct on
 int onnx_import_file(const char *path, struct onnx_import *imp, char *err, size_t errlen);
 
 /*
- * Compile an import into *m (release with kern_compiled_free). Each ONNX Sign that runs as the
+ * Compile an import into *m (release with model_compiled_free). Each ONNX Sign that runs as the
  * three-valued op is reported once on `notes` (may be NULL), naming its node. Returns 0 or
  * -EINVAL / -ENOMEM with the message in err.
  */
-int onnx_import_compile(const struct onnx_import *imp, struct kern_model *m, FILE *notes, char *err,
+int onnx_import_compile(const struct onnx_import *imp, struct model *m, FILE *notes, char *err,
 			size_t errlen);
 
 void onnx_import_free(struct onnx_import *imp);

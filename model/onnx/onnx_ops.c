@@ -11,7 +11,7 @@
 
 static uint64_t cur_elems(const struct onnx_walk *x)
 {
-	return kern_shape_elems(&x->s);
+	return model_shape_elems(&x->s);
 }
 
 static int need_image(struct onnx_walk *x, const Onnx__NodeProto *n)
@@ -155,7 +155,7 @@ static bool pads_symmetric(const struct win *w)
 
 static int add_pad(struct onnx_walk *x, const Onnx__NodeProto *n, const struct win *w, bool neginf)
 {
-	struct kern_ic_layer *L = onnx_layer_add(x, n, KERN_SRC_PAD);
+	struct model_ic_layer *L = onnx_layer_add(x, n, MODEL_SRC_PAD);
 
 	if (!L)
 		return onnx_nomem(x);
@@ -174,7 +174,7 @@ static int op_conv(struct onnx_walk *x, const Onnx__NodeProto *n)
 	static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape",
 					    "pads",	"strides",   NULL};
 	const struct onnx_const *W, *B = NULL;
-	struct kern_ic_layer *L;
+	struct model_ic_layer *L;
 	struct win w;
 	int64_t group;
 	uint64_t o, oh, ow;
@@ -216,7 +216,7 @@ static int op_conv(struct onnx_walk *x, const Onnx__NodeProto *n)
 	if (x->s.h + 2ull * w.pads[0] < w.k || x->s.w + 2ull * w.pads[0] < w.k)
 		return onnx_fail(&x->e, n, "kernel %u larger than the padded input %ux%u", w.k,
 				 x->s.h + 2 * w.pads[0], x->s.w + 2 * w.pads[0]);
-	L = onnx_layer_add(x, n, KERN_SRC_CONV);
+	L = onnx_layer_add(x, n, MODEL_SRC_CONV);
 	if (!L)
 		return onnx_nomem(x);
 	o = (uint64_t)W->dims[0];
@@ -243,7 +243,7 @@ static int op_maxpool(struct onnx_walk *x, const Onnx__NodeProto *n)
 	static const char *const known[] = {"auto_pad",	    "ceil_mode", "dilations",
 					    "kernel_shape", "pads",	 "storage_order",
 					    "strides",	    NULL};
-	struct kern_ic_layer *L;
+	struct model_ic_layer *L;
 	struct win w;
 	int64_t so;
 	int ret;
@@ -269,7 +269,7 @@ static int op_maxpool(struct onnx_walk *x, const Onnx__NodeProto *n)
 	if (x->s.h < w.k || x->s.w < w.k)
 		return onnx_fail(&x->e, n, "kernel %u larger than the (padded) input %ux%u", w.k,
 				 x->s.h, x->s.w);
-	L = onnx_layer_add(x, n, KERN_SRC_MAXPOOL);
+	L = onnx_layer_add(x, n, MODEL_SRC_MAXPOOL);
 	if (!L)
 		return onnx_nomem(x);
 	L->kernel = w.k;
@@ -286,7 +286,7 @@ static int op_batchnorm(struct onnx_walk *x, const Onnx__NodeProto *n)
 	static const char *const roles[4] = {"scale", "B", "input_mean", "input_var"};
 	static const char *const keys[4] = {"gamma", "beta", "mean", "var"};
 	const struct onnx_const *p[4];
-	struct kern_ic_layer *L;
+	struct model_ic_layer *L;
 	int64_t tm, spatial;
 	double eps;
 	int ret;
@@ -323,7 +323,7 @@ static int op_batchnorm(struct onnx_walk *x, const Onnx__NodeProto *n)
 			    &x->e, n, "input %d (%s) '%s' has %llu values, expected %u", i + 1,
 			    roles[i], p[i]->name, (unsigned long long)p[i]->count, x->s.c);
 	}
-	L = onnx_layer_add(x, n, KERN_SRC_BATCHNORM);
+	L = onnx_layer_add(x, n, MODEL_SRC_BATCHNORM);
 	if (!L)
 		return onnx_nomem(x);
 	L->eps = eps;
@@ -341,7 +341,7 @@ static int add_dense(struct onnx_walk *x, const Onnx__NodeProto *n, const double
 		     uint64_t out, double alpha)
 {
 	uint64_t in = cur_elems(x);
-	struct kern_ic_layer *L = onnx_layer_add(x, n, KERN_SRC_DENSE);
+	struct model_ic_layer *L = onnx_layer_add(x, n, MODEL_SRC_DENSE);
 	double *d;
 
 	if (!L)
@@ -460,17 +460,17 @@ static int op_matmul(struct onnx_walk *x, const Onnx__NodeProto *n)
 static int op_add(struct onnx_walk *x, const Onnx__NodeProto *n)
 {
 	struct onnx_import *imp = x->imp;
-	struct kern_ic_layer *L = imp->ic.n_layers ? &imp->ic.layers[imp->ic.n_layers - 1] : NULL;
+	struct model_ic_layer *L = imp->ic.n_layers ? &imp->ic.layers[imp->ic.n_layers - 1] : NULL;
 	const struct onnx_const *c;
 
 	c = onnx_input_const(x, n, 1, "B");
 	if (!c)
 		return -EINVAL;
-	if (!L || L->bias || (L->type != KERN_SRC_DENSE && L->type != KERN_SRC_CONV))
+	if (!L || L->bias || (L->type != MODEL_SRC_DENSE && L->type != MODEL_SRC_CONV))
 		return onnx_fail(&x->e, n,
 				 "only an Add right after a MatMul, Gemm or Conv without "
 				 "bias is supported (as its bias)");
-	if (L->type == KERN_SRC_DENSE)
+	if (L->type == MODEL_SRC_DENSE)
 		return add_dense_bias(x, n, c, 1, 1.0);
 	if (c->count != x->s.c ||
 	    !((c->ndim == 3 && c->dims[1] == 1 && c->dims[2] == 1) ||
@@ -484,7 +484,7 @@ static int op_add(struct onnx_walk *x, const Onnx__NodeProto *n)
 static int op_lrn(struct onnx_walk *x, const Onnx__NodeProto *n)
 {
 	static const char *const known[] = {"alpha", "beta", "bias", "size", NULL};
-	struct kern_ic_layer *L;
+	struct model_ic_layer *L;
 	double alpha, beta, bias;
 	int64_t size;
 	int ret;
@@ -507,7 +507,7 @@ static int op_lrn(struct onnx_walk *x, const Onnx__NodeProto *n)
 				 "attribute 'size' = %lld: an odd size is supported "
 				 "(an even one has an asymmetric window)",
 				 (long long)size);
-	L = onnx_layer_add(x, n, KERN_SRC_LRN);
+	L = onnx_layer_add(x, n, MODEL_SRC_LRN);
 	if (!L)
 		return onnx_nomem(x);
 	L->lrn_size = (uint32_t)size;
@@ -519,7 +519,7 @@ static int op_lrn(struct onnx_walk *x, const Onnx__NodeProto *n)
 
 static int add_flatten(struct onnx_walk *x, const Onnx__NodeProto *n)
 {
-	if (!onnx_layer_add(x, n, KERN_SRC_FLATTEN))
+	if (!onnx_layer_add(x, n, MODEL_SRC_FLATTEN))
 		return onnx_nomem(x);
 	set_flat(x, (uint32_t)cur_elems(x));
 	return 0;
@@ -578,7 +578,7 @@ static int add_sign(struct onnx_walk *x, const Onnx__NodeProto *n, uint32_t type
 {
 	if (!onnx_layer_add(x, n, type))
 		return onnx_nomem(x);
-	if (type == KERN_SRC_SIGN3)
+	if (type == MODEL_SRC_SIGN3)
 		x->imp->extended = true;
 	return 0;
 }
@@ -594,7 +594,7 @@ static int op_bipolar(struct onnx_walk *x, const Onnx__NodeProto *n)
 				 "input 1 (scale) '%s': only scale 1 is supported on "
 				 "activations",
 				 sc->name);
-	return add_sign(x, n, KERN_SRC_SIGN);
+	return add_sign(x, n, MODEL_SRC_SIGN);
 }
 
 /* Does node n take `v` as input 0 and a constant equal to `val` everywhere as input 1 (either
@@ -719,7 +719,7 @@ int onnx_chain_node(struct onnx_walk *x, size_t i, size_t *span)
 					 "only Where(GreaterOrEqual(x, 0), 1, -1) or "
 					 "Mul(Cast(GreaterOrEqual(x, 0)), 2) - 1 is supported");
 		*span = (size_t)m;
-		return add_sign(x, n, KERN_SRC_SIGN);
+		return add_sign(x, n, MODEL_SRC_SIGN);
 	}
 	if (!strcmp(op, "Conv"))
 		return op_conv(x, n);
@@ -745,8 +745,8 @@ int onnx_chain_node(struct onnx_walk *x, size_t i, size_t *span)
 		if (ret)
 			return ret;
 		if (!strcmp(op, "Sign"))
-			return add_sign(x, n, KERN_SRC_SIGN3);
-		return onnx_layer_add(x, n, KERN_SRC_RELU) ? 0 : onnx_nomem(x);
+			return add_sign(x, n, MODEL_SRC_SIGN3);
+		return onnx_layer_add(x, n, MODEL_SRC_RELU) ? 0 : onnx_nomem(x);
 	}
 	if (!strcmp(op, "Identity"))
 		return 0;

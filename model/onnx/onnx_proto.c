@@ -108,8 +108,8 @@ int onnx_tensor_decode(const struct onnx_msg *e, const Onnx__NodeProto *n,
 		return onnx_fail(e, n, "%s '%s': %zu dimensions, at most %d", what, tn, t->n_dims,
 				 ONNX_MAXDIM);
 	for (size_t d = 0; d < t->n_dims; d++) {
-		if (t->dims[d] < 0 || (uint64_t)t->dims[d] > KERN_MF_MAX_ELEMS ||
-		    count * (uint64_t)t->dims[d] > KERN_MF_MAX_ELEMS)
+		if (t->dims[d] < 0 || (uint64_t)t->dims[d] > MODEL_FILE_MAX_ELEMS ||
+		    count * (uint64_t)t->dims[d] > MODEL_FILE_MAX_ELEMS)
 			return onnx_fail(e, n, "%s '%s': dims[%zu] = %lld invalid or too large",
 					 what, tn, d, (long long)t->dims[d]);
 		count *= (uint64_t)t->dims[d];

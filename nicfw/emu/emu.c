@@ -193,7 +193,7 @@ static int emu_place(struct nicfw_emu *e, char *err, size_t errlen)
 	return 0;
 }
 
-struct nicfw_emu *nicfw_emu_create(const struct kern_model *m, uint32_t first, uint32_t n_exec,
+struct nicfw_emu *nicfw_emu_create(const struct model *m, uint32_t first, uint32_t n_exec,
 				   const struct nicfw_emu_params *p, char *err, size_t errlen)
 {
 	struct nicfw_emu *e = calloc(1, sizeof(*e));

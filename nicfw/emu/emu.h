@@ -98,7 +98,7 @@ struct nicfw_emu;
  * n_exec executors: regions allocated, the firmware's EMEM image written, the cache cold.
  * m may be freed afterwards. Returns NULL with a message in err.
  */
-struct nicfw_emu *nicfw_emu_create(const struct kern_model *m, uint32_t first, uint32_t n_exec,
+struct nicfw_emu *nicfw_emu_create(const struct model *m, uint32_t first, uint32_t n_exec,
 				   const struct nicfw_emu_params *p, char *err, size_t errlen);
 void nicfw_emu_free(struct nicfw_emu *e);
 
@@ -132,7 +132,7 @@ int nicfw_emu_infer(struct nicfw_emu *e, const void *in, double *scores,
  * DIRECT copy: whole slices on the CPU kernels, no trace, no replay, nothing allocated. Its
  * modeled time is rep->latency_us. Returns 0, -EINVAL before prepare, -EIO if no response.
  */
-int nicfw_emu_serve_prepare(struct nicfw_emu *e, const struct kern_model *m, uint32_t max_warm,
+int nicfw_emu_serve_prepare(struct nicfw_emu *e, const struct model *m, uint32_t max_warm,
 			    struct nicfw_emu_report *rep, uint32_t *warmed, char *err,
 			    size_t errlen);
 int nicfw_emu_serve(struct nicfw_emu *e, const void *in, double *scores);

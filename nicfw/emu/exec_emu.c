@@ -32,7 +32,7 @@ static int emu_init(struct kexec *x, const void *conf, char *err, size_t errlen)
 	return 0;
 }
 
-static int emu_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+static int emu_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
 		    uint32_t max_batch, char *err, size_t errlen)
 {
 	struct emu_exec *ee = x->priv;

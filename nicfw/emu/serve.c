@@ -85,7 +85,7 @@ void emu_serve_free(struct emu_serve *sv)
 	free(sv);
 }
 
-static int serve_chain(struct nicfw_emu *e, const struct kern_model *m, char *err, size_t errlen)
+static int serve_chain(struct nicfw_emu *e, const struct model *m, char *err, size_t errlen)
 {
 	struct emu_serve *sv = calloc(1, sizeof(*sv));
 	uint32_t group[NICFW_MAX_EXEC];
@@ -123,7 +123,7 @@ static bool same_latency(double a, double b)
 	return fabs(a - b) <= 1e-9 * fabs(b);
 }
 
-int nicfw_emu_serve_prepare(struct nicfw_emu *e, const struct kern_model *m, uint32_t max_warm,
+int nicfw_emu_serve_prepare(struct nicfw_emu *e, const struct model *m, uint32_t max_warm,
 			    struct nicfw_emu_report *rep, uint32_t *warmed, char *err,
 			    size_t errlen)
 {

@@ -43,7 +43,7 @@ static int lc_init(struct kexec *x, const void *conf, char *err, size_t errlen)
 	return le->p ? 0 : -EINVAL;
 }
 
-static int lc_load(struct kexec *x, const struct kern_model *m, uint32_t first, uint32_t last,
+static int lc_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
 		   uint32_t max_batch, char *err, size_t errlen)
 {
 	struct lcore_exec *le = x->priv;

@@ -211,8 +211,8 @@ void nicfw_lcore_free(struct nicfw_lcore *p)
 	free(p);
 }
 
-int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t first,
-		    uint32_t n_exec, char *err, size_t errlen)
+int nicfw_lcore_add(struct nicfw_lcore *p, const struct model *m, uint32_t first, uint32_t n_exec,
+		    char *err, size_t errlen)
 {
 	uint32_t idx = p->n_chains, group[NICFW_MAX_EXEC];
 	struct lc_chain *c;

@@ -56,8 +56,8 @@ void nicfw_lcore_free(struct nicfw_lcore *p);
  * image is written here (m may be freed afterwards). Returns the chain's index, or -EINVAL /
  * -ENOMEM with a message in err.
  */
-int nicfw_lcore_add(struct nicfw_lcore *p, const struct kern_model *m, uint32_t first,
-		    uint32_t n_exec, char *err, size_t errlen);
+int nicfw_lcore_add(struct nicfw_lcore *p, const struct model *m, uint32_t first, uint32_t n_exec,
+		    char *err, size_t errlen);
 const struct nicfw_chain *nicfw_lcore_chain(const struct nicfw_lcore *p, uint32_t chain);
 
 /* Create the rings and launch the runners on their lcores. 0 or -errno (message in err). */

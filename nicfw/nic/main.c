@@ -484,10 +484,10 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 	for (uint32_t i = 0; i < n->o.n_models; i++) {
 		struct nicfw_disp_model *md = &dc->model[i];
 		const struct nicfw_chain *ch;
-		struct kern_model *m;
+		struct model *m;
 		uint32_t first;
 
-		m = n->m[i] = kern_model_load(n->o.model_path[i], err, errlen);
+		m = n->m[i] = model_load(n->o.model_path[i], err, errlen);
 		if (!m)
 			return -EINVAL;
 		first = kexec_nic_first(m);
@@ -525,8 +525,8 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		md->model_id = n->o.model_id[i];
 		md->layer = first;
 		md->standalone = first == 0;
-		md->in_fmt = ch->in_fmt == KERN_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
-		md->in_count = (uint32_t)kern_shape_elems(&m->layers[first].in);
+		md->in_fmt = ch->in_fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
+		md->in_count = (uint32_t)model_shape_elems(&m->layers[first].in);
 		if (md->standalone) { /* REQUESTs: the model's input shape, checked in full */
 			md->in_c = m->input.c;
 			md->in_h = m->input.h;
@@ -565,7 +565,7 @@ static int nic_health_setup(struct nic *n, struct nicfw_disp_config *dc, char *e
 	nicfw_health_init(&n->health, n->o.name ? n->o.name : ident);
 	for (uint32_t i = 0; i < dc->n_models; i++) {
 		const struct nicfw_disp_model *md = &dc->model[i];
-		const struct kern_shape *in = &n->m[i]->layers[md->layer].in;
+		const struct model_shape *in = &n->m[i]->layers[md->layer].in;
 		bool bits = md->in_fmt == PROTO_FMT_BITS;
 
 		if (nicfw_health_add(&n->health, md->model_id, md->layer, md->in_fmt,
@@ -956,7 +956,7 @@ static bool nic_teardown(struct nic *n)
 	for (uint32_t i = 0; i < NICFW_DISP_MAX_MODELS; i++) {
 		nicfw_emu_free(n->emu[i].e);
 		free(n->emu[i].scores);
-		kern_model_free(n->m[i]);
+		model_free(n->m[i]);
 	}
 	free(n->tm);
 	rte_mempool_free(n->pool);

@@ -71,7 +71,7 @@ struct nic_timing {
 
 struct nic {
 	struct nic_opts o;
-	struct kern_model *m[NICFW_DISP_MAX_MODELS];
+	struct model *m[NICFW_DISP_MAX_MODELS];
 	struct nicfw_disp *disp;
 	struct nicfw_health health;
 	struct nicfw_lcore *lc;

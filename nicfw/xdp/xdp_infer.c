@@ -73,19 +73,19 @@ const char *xdp_infer_stat_name(unsigned st)
 static bool trailing_op_ok(uint32_t op)
 {
 	switch (op) {
-	case KERN_OP_BIAS:
-	case KERN_OP_BATCHNORM:
-	case KERN_OP_RELU:
-	case KERN_OP_SIGN:
-	case KERN_OP_THRESHOLD:
-	case KERN_OP_UNPACK:
-	case KERN_OP_FLATTEN:
+	case MODEL_OP_BIAS:
+	case MODEL_OP_BATCHNORM:
+	case MODEL_OP_RELU:
+	case MODEL_OP_SIGN:
+	case MODEL_OP_THRESHOLD:
+	case MODEL_OP_UNPACK:
+	case MODEL_OP_FLATTEN:
 		return true;
 	}
 	return false;
 }
 
-static bool is_flat(const struct kern_shape *s)
+static bool is_flat(const struct model_shape *s)
 {
 	return s->h == 1 && s->w == 1;
 }
@@ -102,41 +102,41 @@ static bool is_flat(const struct kern_shape *s)
  * input fits one packet as f32; bits requests when the prefix is a plain sign (the front end's
  * bits are then exactly sign(x)). *next is the op after the prefix.
  */
-static int plan_f32_prefix(const struct kern_model *m, struct xdp_infer_plan *p, uint32_t *next,
+static int plan_f32_prefix(const struct model *m, struct xdp_infer_plan *p, uint32_t *next,
 			   char *err, size_t errlen)
 {
 	struct xdp_infer_cfg *c = &p->cfg;
-	uint64_t in_n = kern_shape_elems(&m->input);
+	uint64_t in_n = model_shape_elems(&m->input);
 	bool plain = true;
 	uint32_t i = 0;
 
-	if (m->n_layers == 0 || m->layers[0].op != KERN_OP_CAST)
+	if (m->n_layers == 0 || m->layers[0].op != MODEL_OP_CAST)
 		REFUSE(EOPNOTSUPP, "model %s: f32 input: op 0 (%s) is not a cast", m->name,
-		       m->n_layers ? kern_op_name(m->layers[0].op) : "none");
+		       m->n_layers ? model_op_name(m->layers[0].op) : "none");
 	for (i = 1; i < m->n_layers; i++) {
 		uint32_t op = m->layers[i].op;
 
-		if (op == KERN_OP_FLATTEN)
+		if (op == MODEL_OP_FLATTEN)
 			continue;
-		if (op != KERN_OP_BIAS && op != KERN_OP_BATCHNORM)
+		if (op != MODEL_OP_BIAS && op != MODEL_OP_BATCHNORM)
 			break;
 		plain = false;
 	}
 	if (i >= m->n_layers ||
-	    (m->layers[i].op != KERN_OP_SIGN && m->layers[i].op != KERN_OP_THRESHOLD))
+	    (m->layers[i].op != MODEL_OP_SIGN && m->layers[i].op != MODEL_OP_THRESHOLD))
 		REFUSE(EOPNOTSUPP,
 		       "model %s: f32 input: op %u (%s): the XDP executor serves f32 models only "
 		       "when the input is binarized first (cast [flatten] [bias|batchnorm]* "
 		       "sign|threshold, then binary dense layers)",
-		       m->name, i, i < m->n_layers ? kern_op_name(m->layers[i].op) : "none");
-	if (m->layers[i].op == KERN_OP_THRESHOLD)
+		       m->name, i, i < m->n_layers ? model_op_name(m->layers[i].op) : "none");
+	if (m->layers[i].op == MODEL_OP_THRESHOLD)
 		plain = false;
 	p->sign_op = i++;
-	if (i < m->n_layers && m->layers[i].op == KERN_OP_FLATTEN)
+	if (i < m->n_layers && m->layers[i].op == MODEL_OP_FLATTEN)
 		i++;
 	if (i < m->n_layers && !is_flat(&m->layers[i].in))
 		REFUSE(EOPNOTSUPP, "model %s: f32 input: op %u (%s) does not take a flat vector",
-		       m->name, i, kern_op_name(m->layers[i].op));
+		       m->name, i, model_op_name(m->layers[i].op));
 	c->in_kind = XDP_INFER_IN_F32;
 	c->in_f32 = in_n <= XDP_INFER_MAX_F32_INPUT;
 	c->in_bits = plain && in_n <= XDP_INFER_MAX_BITS_INPUT;
@@ -159,7 +159,7 @@ static int plan_f32_prefix(const struct kern_model *m, struct xdp_infer_plan *p,
 	return 0;
 }
 
-int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *err, size_t errlen)
+int xdp_infer_plan(const struct model *m, struct xdp_infer_plan *p, char *err, size_t errlen)
 {
 	struct xdp_infer_cfg *c = &p->cfg;
 	uint64_t words = 0, thr_words = 0, feat_words, in_n;
@@ -168,14 +168,14 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 	int ret;
 
 	memset(p, 0, sizeof(*p));
-	in_n = kern_shape_elems(&m->input);
-	if (m->input.fmt == KERN_FMT_F32) {
+	in_n = model_shape_elems(&m->input);
+	if (m->input.fmt == MODEL_FMT_F32) {
 		ret = plan_f32_prefix(m, p, &i, err, errlen);
 		if (ret)
 			return ret;
-	} else if (m->input.fmt != KERN_FMT_U8) {
+	} else if (m->input.fmt != MODEL_FMT_U8) {
 		REFUSE(EOPNOTSUPP, "model %s: input %s: the XDP executor serves u8 and f32 models",
-		       m->name, kern_fmt_name(m->input.fmt));
+		       m->name, model_fmt_name(m->input.fmt));
 	} else {
 		if (in_n > XDP_INFER_MAX_INPUT)
 			REFUSE(E2BIG,
@@ -183,47 +183,47 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 			       "(XDP_INFER_MAX_INPUT = %u bytes: MTU %u - IPv4 - UDP - REQUEST "
 			       "header)",
 			       m->name, (unsigned long)in_n, XDP_INFER_MAX_INPUT, XDP_INFER_MTU);
-		if (i < m->n_layers && m->layers[i].op == KERN_OP_FLATTEN &&
-		    m->layers[i].in.fmt == KERN_FMT_U8)
+		if (i < m->n_layers && m->layers[i].op == MODEL_OP_FLATTEN &&
+		    m->layers[i].in.fmt == MODEL_FMT_U8)
 			i++;
 	}
 	f32 = c->in_kind == XDP_INFER_IN_F32;
 	for (; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
+		const struct model_layer *l = &m->layers[i];
 		struct xdp_infer_layer *xl;
-		uint64_t n = kern_shape_elems(&l->in), out = kern_shape_elems(&l->out);
-		bool thr = l->flags & KERN_LF_THRESH;
+		uint64_t n = model_shape_elems(&l->in), out = model_shape_elems(&l->out);
+		bool thr = l->flags & MODEL_LF_THRESH;
 
-		if (l->op == KERN_OP_FLATTEN && is_flat(&l->in) && !closed)
+		if (l->op == MODEL_OP_FLATTEN && is_flat(&l->in) && !closed)
 			continue;
-		if (l->op != KERN_OP_BDENSE_U8 && l->op != KERN_OP_BDENSE)
+		if (l->op != MODEL_OP_BDENSE_U8 && l->op != MODEL_OP_BDENSE)
 			break;
 		if (closed)
 			REFUSE(
 			    EOPNOTSUPP,
 			    "model %s: op %u (%s) follows a binary dense without thresholds: "
 			    "the XDP executor needs thresholds on every binary layer but the last",
-			    m->name, i, kern_op_name(l->op));
-		if (!f32 && (nb == 0) != (l->op == KERN_OP_BDENSE_U8))
+			    m->name, i, model_op_name(l->op));
+		if (!f32 && (nb == 0) != (l->op == MODEL_OP_BDENSE_U8))
 			REFUSE(EOPNOTSUPP,
 			       "model %s: op %u (%s): the XDP executor runs bdense_u8 first, then "
 			       "bdense layers only",
-			       m->name, i, kern_op_name(l->op));
-		if (f32 && l->op != KERN_OP_BDENSE)
+			       m->name, i, model_op_name(l->op));
+		if (f32 && l->op != MODEL_OP_BDENSE)
 			REFUSE(EOPNOTSUPP,
 			       "model %s: op %u (%s): on binarized f32 input the XDP executor runs "
 			       "bdense layers only",
-			       m->name, i, kern_op_name(l->op));
-		if (f32 && nb == 0 && (n != in_n || l->in.fmt != KERN_FMT_BITS))
+			       m->name, i, model_op_name(l->op));
+		if (f32 && nb == 0 && (n != in_n || l->in.fmt != MODEL_FMT_BITS))
 			REFUSE(EOPNOTSUPP,
 			       "model %s: op %u (%s): takes %lu inputs, not the %lu binarized "
 			       "input features",
-			       m->name, i, kern_op_name(l->op), (unsigned long)n,
+			       m->name, i, model_op_name(l->op), (unsigned long)n,
 			       (unsigned long)in_n);
 		if (nb >= XDP_INFER_MAX_LAYERS)
 			REFUSE(E2BIG, "model %s: more than XDP_INFER_MAX_LAYERS = %u binary layers",
 			       m->name, XDP_INFER_MAX_LAYERS);
-		if (l->op == KERN_OP_BDENSE && !(f32 && nb == 0) && n > XDP_INFER_MAX_WIDTH)
+		if (l->op == MODEL_OP_BDENSE && !(f32 && nb == 0) && n > XDP_INFER_MAX_WIDTH)
 			REFUSE(E2BIG, "model %s: op %u: %lu inputs exceed XDP_INFER_MAX_WIDTH = %u",
 			       m->name, i, (unsigned long)n, XDP_INFER_MAX_WIDTH);
 		if (thr && out > XDP_INFER_MAX_WIDTH)
@@ -231,11 +231,11 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 			       "model %s: op %u: %lu neurons exceed XDP_INFER_MAX_WIDTH = %u",
 			       m->name, i, (unsigned long)out, XDP_INFER_MAX_WIDTH);
 		xl = &c->l[nb];
-		xl->kind = l->op == KERN_OP_BDENSE_U8 ? XDP_INFER_L_U8
-			   : f32 && nb == 0	      ? XDP_INFER_L_IN
-						      : XDP_INFER_L_BITS;
+		xl->kind = l->op == MODEL_OP_BDENSE_U8 ? XDP_INFER_L_U8
+			   : f32 && nb == 0	       ? XDP_INFER_L_IN
+						       : XDP_INFER_L_BITS;
 		xl->n = (uint32_t)n;
-		xl->nw = kern_words(n);
+		xl->nw = model_words(n);
 		xl->out = (uint32_t)out;
 		xl->w_off = (uint32_t)words;
 		xl->t_off = thr ? 0 : XDP_INFER_NO_THRESH;
@@ -250,19 +250,19 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 	if (nb == 0)
 		REFUSE(EOPNOTSUPP, "model %s: no %s layer on the %s input (op %u is %s)", m->name,
 		       f32 ? "bdense" : "bdense_u8", f32 ? "binarized f32" : "u8", i,
-		       i < m->n_layers ? kern_op_name(m->layers[i].op) : "none");
-	c->classes = (uint32_t)kern_shape_elems(&m->layers[p->last_bin].out);
+		       i < m->n_layers ? model_op_name(m->layers[i].op) : "none");
+	c->classes = (uint32_t)model_shape_elems(&m->layers[p->last_bin].out);
 	for (; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
+		const struct model_layer *l = &m->layers[i];
 
-		if (!trailing_op_ok(l->op) || kern_shape_elems(&l->in) != c->classes ||
-		    kern_shape_elems(&l->out) != c->classes)
+		if (!trailing_op_ok(l->op) || model_shape_elems(&l->in) != c->classes ||
+		    model_shape_elems(&l->out) != c->classes)
 			REFUSE(
 			    EOPNOTSUPP,
 			    "model %s: op %u (%s) after the last binary dense is not an "
 			    "element-wise op on the %u class scores (bias, batchnorm, relu, sign, "
 			    "threshold, unpack)",
-			    m->name, i, kern_op_name(l->op), c->classes);
+			    m->name, i, model_op_name(l->op), c->classes);
 	}
 	if (c->classes > XDP_INFER_MAX_CLASSES)
 		REFUSE(E2BIG, "model %s: %u classes exceed XDP_INFER_MAX_CLASSES = %u", m->name,
@@ -304,7 +304,7 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 	c->in_h = m->input.h;
 	c->in_w = m->input.w;
 	c->in_n = (uint32_t)in_n;
-	c->in_words = kern_words(in_n);
+	c->in_words = model_words(in_n);
 	c->model_words = (uint32_t)words;
 	c->in_tail = (uint32_t)(in_n % 64);
 	c->row_limit = (uint32_t)(words - XDP_INFER_PAD_WORDS);
@@ -322,15 +322,15 @@ int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *e
 /* --- score table ------------------------------------------------------------------------ */
 
 /* Scores of every class for every final value v, by the CPU kernels' trailing ops. */
-static int build_table(const struct kern_model *m, const struct xdp_infer_plan *p, uint64_t *tab,
+static int build_table(const struct model *m, const struct xdp_infer_plan *p, uint64_t *tab,
 		       char *err, size_t errlen)
 {
 	const struct xdp_infer_cfg *c = &p->cfg;
 	const uint32_t first = p->last_bin + 1, last = m->n_layers, batch = 256;
 	const bool bits = c->range == 0;
-	const uint32_t nwc = kern_words(c->classes);
+	const uint32_t nwc = model_words(c->classes);
 	struct kern_ctx *ctx = NULL;
-	const struct kern_shape *os = NULL;
+	const struct model_shape *os = NULL;
 	size_t in_bytes, out_bytes;
 	void *in = NULL, *out = NULL;
 	double *sc = NULL;
@@ -374,7 +374,7 @@ static int build_table(const struct kern_model *m, const struct xdp_infer_plan *
 					 ret);
 				goto out_free;
 			}
-			if (os->fmt == KERN_FMT_BITS)
+			if (os->fmt == MODEL_FMT_BITS)
 				kern_unpack_bits(out, nb, os->c, os->h, os->w, sc);
 			else
 				memcpy(sc, out, (size_t)nb * c->classes * sizeof(double));
@@ -432,7 +432,7 @@ enum { FP_LO, FP_HI, FP_NAN_P, FP_NAN_N, FP_INF_P, FP_INF_N, FP__COUNT };
  * NaN before the sign at +-FLT_MAX: refused. NaN (either sign) and +-inf take the bits the
  * kernels give them.
  */
-static int build_features(const struct kern_model *m, const struct xdp_infer_plan *p, uint64_t *fw,
+static int build_features(const struct model *m, const struct xdp_infer_plan *p, uint64_t *fw,
 			  char *err, size_t errlen)
 {
 	const struct xdp_infer_cfg *c = &p->cfg;
@@ -526,7 +526,7 @@ out:
 	return ret;
 }
 
-static int upload_model(struct xdp_infer *x, const struct kern_model *m, char *err, size_t errlen)
+static int upload_model(struct xdp_infer *x, const struct model *m, char *err, size_t errlen)
 {
 	const struct xdp_infer_plan *p = &x->plan;
 	const struct xdp_infer_cfg *c = &p->cfg;
@@ -540,10 +540,10 @@ static int upload_model(struct xdp_infer *x, const struct kern_model *m, char *e
 		return -ENOMEM;
 	}
 	for (uint32_t i = p->first_bin; i <= p->last_bin; i++) {
-		const struct kern_layer *l = &m->layers[i];
+		const struct model_layer *l = &m->layers[i];
 		const struct xdp_infer_layer *xl = &c->l[k];
 
-		if (l->op != KERN_OP_BDENSE && l->op != KERN_OP_BDENSE_U8)
+		if (l->op != MODEL_OP_BDENSE && l->op != MODEL_OP_BDENSE_U8)
 			continue;
 		memcpy(val + xl->w_off, l->blob[0], (size_t)xl->out * xl->nw * 8);
 		if (xl->t_off != XDP_INFER_NO_THRESH) {
@@ -613,15 +613,15 @@ static void log_tail(char *err, size_t errlen, const char *what, int ret)
 		 t);
 }
 
-struct xdp_infer *xdp_infer_load(const struct kern_model *m, uint32_t port, uint32_t model_id,
-				 char *err, size_t errlen)
+struct xdp_infer *xdp_infer_load(const struct model *m, uint32_t port, uint32_t model_id, char *err,
+				 size_t errlen)
 {
 	return xdp_infer_load_limited(m, port, model_id, 0, 0, err, errlen);
 }
 
-struct xdp_infer *xdp_infer_load_limited(const struct kern_model *m, uint32_t port,
-					 uint32_t model_id, uint32_t err_rate, uint32_t err_burst,
-					 char *err, size_t errlen)
+struct xdp_infer *xdp_infer_load_limited(const struct model *m, uint32_t port, uint32_t model_id,
+					 uint32_t err_rate, uint32_t err_burst, char *err,
+					 size_t errlen)
 {
 	struct xdp_infer *x = calloc(1, sizeof(*x));
 	char ident[PROTO_HEALTH_IDENT_LEN + 1] = "";

@@ -182,7 +182,7 @@ enum xdp_infer_stat {
 #include <stdbool.h>
 #include <stddef.h>
 
-struct kern_model;
+struct model;
 
 enum xdp_infer_mode {
 	XDP_INFER_NATIVE = 0,
@@ -206,20 +206,20 @@ struct xdp_infer;
  * Budget check: can the XDP program serve this model? Returns 0 and fills p, or -E2BIG /
  * -EOPNOTSUPP with a message in err naming the op, the limit and its value.
  */
-int xdp_infer_plan(const struct kern_model *m, struct xdp_infer_plan *p, char *err, size_t errlen);
+int xdp_infer_plan(const struct model *m, struct xdp_infer_plan *p, char *err, size_t errlen);
 
 /*
  * Open the skeleton, configure .rodata from the plan, load (the verifier runs here), upload the
  * weights, thresholds and score table. port 0 means PROTO_DEFAULT_PORT; model_id 0 means
  * proto_model_id(m->name). Returns NULL with a message in err (budget, verifier log tail).
  */
-struct xdp_infer *xdp_infer_load(const struct kern_model *m, uint32_t port, uint32_t model_id,
-				 char *err, size_t errlen);
+struct xdp_infer *xdp_infer_load(const struct model *m, uint32_t port, uint32_t model_id, char *err,
+				 size_t errlen);
 /* The same with the ERROR rate limit per source: err_rate per second, err_burst at once (0:
  * PROTO_RL_RATE, PROTO_RL_BURST). */
-struct xdp_infer *xdp_infer_load_limited(const struct kern_model *m, uint32_t port,
-					 uint32_t model_id, uint32_t err_rate, uint32_t err_burst,
-					 char *err, size_t errlen);
+struct xdp_infer *xdp_infer_load_limited(const struct model *m, uint32_t port, uint32_t model_id,
+					 uint32_t err_rate, uint32_t err_burst, char *err,
+					 size_t errlen);
 void xdp_infer_free(struct xdp_infer *x);
 const struct xdp_infer_plan *xdp_infer_get_plan(const struct xdp_infer *x);
 int xdp_infer_prog_fd(const struct xdp_infer *x);

@@ -87,7 +87,7 @@ static int bench_gemm(const struct kcuda_info *info)
 static int bench_model(const char *path, const char *images)
 {
 	static uint64_t lat[BENCH_IMAGES];
-	struct kern_model *m;
+	struct model *m;
 	struct kcuda_model *g1 = NULL, *g64 = NULL;
 	struct dataset ds;
 	struct lat_summary s;
@@ -97,19 +97,19 @@ static int bench_model(const char *path, const char *images)
 	uint64_t t0, total;
 	int ret = 1;
 
-	m = kern_model_load(path, err, sizeof(err));
+	m = model_load(path, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "bench_cuda: %s\n", err);
 		return 1;
 	}
-	if (m->input.fmt != KERN_FMT_U8 || dataset_open(&ds, m, images, NULL, err, sizeof(err))) {
+	if (m->input.fmt != MODEL_FMT_U8 || dataset_open(&ds, m, images, NULL, err, sizeof(err))) {
 		fprintf(stderr, "bench_cuda: %s: skipped (needs u8 IDX input)\n", path);
-		kern_model_free(m);
+		model_free(m);
 		return 0;
 	}
 	n = ds.count < BENCH_IMAGES ? ds.count : BENCH_IMAGES;
 	n -= n % 64;
-	classes = kern_model_classes(m);
+	classes = model_classes(m);
 	g1 = kcuda_model_upload(m, 1, err, sizeof(err));
 	g64 = g1 ? kcuda_model_upload(m, 64, err, sizeof(err)) : NULL;
 	scores = calloc((size_t)64 * classes, sizeof(double));
@@ -150,7 +150,7 @@ out:
 	kcuda_model_free(g64);
 	free(scores);
 	dataset_close(&ds);
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }
 

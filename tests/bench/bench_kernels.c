@@ -253,7 +253,7 @@ static void fill(uint64_t *p, size_t words, uint32_t n, size_t rows)
 		p[i] = s ^ (s >> 29);
 	}
 	for (size_t r = 0; r < rows && n % 64; r++)
-		p[r * kern_words(n) + kern_words(n) - 1] &= (1ull << (n % 64)) - 1;
+		p[r * model_words(n) + model_words(n) - 1] &= (1ull << (n % 64)) - 1;
 }
 
 static double median(double *v, int n)
@@ -275,7 +275,7 @@ static void bench_memory(const uint64_t *w, const uint64_t *x, int32_t *y,
 {
 	long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 	long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-	size_t wbytes = (size_t)OUT * kern_words(N) * 8, dram = (size_t)1 << 30;
+	size_t wbytes = (size_t)OUT * model_words(N) * 8, dram = (size_t)1 << 30;
 	struct {
 		const char *name;
 		size_t bytes;
@@ -355,8 +355,8 @@ static void bench_cifar_convs(void)
 	char name[96], method[320];
 
 	for (int l = 0; l < 5; l++)
-		total_words +=
-		    (uint64_t)shape[l][1] * shape[l][2] * shape[l][2] * 9 * kern_words(shape[l][0]);
+		total_words += (uint64_t)shape[l][1] * shape[l][2] * shape[l][2] * 9 *
+			       model_words(shape[l][0]);
 	for (int r = 0; r < CONV_ROUNDS; r++) {
 		double t = 0.0, words = 0.0;
 
@@ -366,15 +366,15 @@ static void bench_cifar_convs(void)
 			struct kern_conv_geom g = {shape[l][0], shape[l][2], shape[l][2],
 						   shape[l][1], shape[l][2], shape[l][2],
 						   3,		1,	     1};
-			size_t in = (size_t)g.h * g.w * kern_words(g.c);
-			size_t wn = (size_t)g.o * 9 * kern_words(g.c);
-			size_t out = (size_t)g.oh * g.ow * kern_words(g.o);
+			size_t in = (size_t)g.h * g.w * model_words(g.c);
+			size_t wn = (size_t)g.o * 9 * model_words(g.c);
+			size_t out = (size_t)g.oh * g.ow * model_words(g.o);
 			uint64_t *x = aligned_alloc(64, in * 8), *w = aligned_alloc(64, wn * 8);
 			uint64_t *y = aligned_alloc(64, out * 8);
 			int32_t *thr = calloc(g.o, 4);
 			uint8_t *flip = calloc(g.o, 1);
 			struct kern_thresh th = {thr, flip};
-			double best = 1e9, n = (double)g.o * g.oh * g.ow * 9 * kern_words(g.c);
+			double best = 1e9, n = (double)g.o * g.oh * g.ow * 9 * model_words(g.c);
 			double pk = popcnt_peak_words_per_ns(SHORT_ITERS, 8);
 
 			fill(x, in, 64, 0);
@@ -421,7 +421,7 @@ int main(void)
 {
 	const struct kern_bin_ops *best = kern_ops_get();
 	bool have_peak = kern_ops_by_name("avx512") != NULL;
-	size_t nw = kern_words(N);
+	size_t nw = model_words(N);
 	uint64_t *w = aligned_alloc(64, OUT * nw * 8), *x = aligned_alloc(64, BATCH * nw * 8);
 	int32_t *y = aligned_alloc(64, (size_t)BATCH * OUT * 4);
 	float *fa = aligned_alloc(64, (size_t)OUT * N * 4);

@@ -44,7 +44,7 @@ static double median(double *v, uint32_t n)
 }
 
 struct run {
-	struct kern_model *m;
+	struct model *m;
 	struct kern_ctx *ctx;
 	struct nicfw_lcore *p;
 	uint8_t *in;
@@ -84,7 +84,7 @@ static int bench_one(const char *path, uint32_t execs, uint32_t rounds, uint32_t
 	char err[512], name[160], method[512];
 	int ret = 1;
 
-	r.m = kern_model_load(path, err, sizeof(err));
+	r.m = model_load(path, err, sizeof(err));
 	if (!r.m) {
 		fprintf(stderr, "bench_lcore: %s\n", err);
 		return 1;
@@ -93,8 +93,8 @@ static int bench_one(const char *path, uint32_t execs, uint32_t rounds, uint32_t
 		fprintf(stderr, "bench_lcore: %s: the NIC cannot run the whole model\n", path);
 		goto out;
 	}
-	r.classes = kern_model_classes(r.m);
-	r.in_bytes = kern_shape_bytes(&r.m->input);
+	r.classes = model_classes(r.m);
+	r.in_bytes = model_shape_bytes(&r.m->input);
 	r.ctx = kern_ctx_create(r.m, 1);
 	r.in = malloc(r.in_bytes * count);
 	r.cpu = calloc((size_t)count * r.classes, sizeof(double));
@@ -150,7 +150,7 @@ out:
 	free(r.cpu);
 	free(r.in);
 	kern_ctx_free(r.ctx);
-	kern_model_free(r.m);
+	model_free(r.m);
 	return ret;
 }
 

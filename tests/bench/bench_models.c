@@ -72,7 +72,7 @@ static void run_round(struct kern_ctx *c1, struct kern_ctx *c64, const struct da
 
 static int bench_model(const char *path, const char *inputs, uint32_t count, int rounds)
 {
-	struct kern_model *m;
+	struct model *m;
 	struct kern_ctx *c1 = NULL, *c64 = NULL;
 	struct dataset ds;
 	struct round r[MAX_ROUNDS];
@@ -83,14 +83,14 @@ static int bench_model(const char *path, const char *inputs, uint32_t count, int
 	uint32_t n;
 	int ret = 1;
 
-	m = kern_model_load(path, err, sizeof(err));
+	m = model_load(path, err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "bench_models: %s\n", err);
 		return 1;
 	}
 	if (dataset_open(&ds, m, inputs, NULL, err, sizeof(err))) {
 		fprintf(stderr, "bench_models: %s: skipped (%s)\n", path, err);
-		kern_model_free(m);
+		model_free(m);
 		return 0;
 	}
 	n = ds.count < count ? ds.count : count;
@@ -101,7 +101,7 @@ static int bench_model(const char *path, const char *inputs, uint32_t count, int
 	}
 	c1 = kern_ctx_create(m, 1);
 	c64 = kern_ctx_create(m, 64);
-	scores = calloc((size_t)64 * kern_model_classes(m), sizeof(double));
+	scores = calloc((size_t)64 * model_classes(m), sizeof(double));
 	lat = calloc(n, sizeof(*lat));
 	if (!c1 || !c64 || !scores || !lat)
 		goto out;
@@ -143,7 +143,7 @@ out:
 	kern_ctx_free(c64);
 out_ds:
 	dataset_close(&ds);
-	kern_model_free(m);
+	model_free(m);
 	return ret;
 }
 

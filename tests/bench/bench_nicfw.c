@@ -27,13 +27,13 @@ static double fc_latency(uint32_t neurons, double *cold_us)
 	int32_t *thr = malloc(neurons * sizeof(int32_t));
 	uint8_t *flip = calloc(neurons, 1);
 	double *scores = malloc(neurons * sizeof(double)), lat = -1;
-	struct kern_layer layer = {
-	    .op = KERN_OP_BDENSE,
-	    .flags = KERN_LF_THRESH,
-	    .in = {KERN_FMT_BITS, FC_INPUTS, 1, 1},
-	    .out = {KERN_FMT_BITS, neurons, 1, 1},
+	struct model_layer layer = {
+	    .op = MODEL_OP_BDENSE,
+	    .flags = MODEL_LF_THRESH,
+	    .in = {MODEL_FMT_BITS, FC_INPUTS, 1, 1},
+	    .out = {MODEL_FMT_BITS, neurons, 1, 1},
 	};
-	struct kern_model m = {.name = "fc", .n_layers = 1, .layers = &layer};
+	struct model m = {.name = "fc", .n_layers = 1, .layers = &layer};
 	struct nicfw_emu_params p;
 	struct nicfw_emu_report rep;
 	struct nicfw_emu *e = NULL;

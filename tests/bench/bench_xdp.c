@@ -43,18 +43,18 @@ static double urand(double lo, double hi)
 }
 
 /* 256-32-16-2: dense(binary, bias) + batchnorm (+ sign) per width, compiled in memory. */
-static int build_traffic_mlp(struct kern_model *m, char *err, size_t errlen)
+static int build_traffic_mlp(struct model *m, char *err, size_t errlen)
 {
 	static const uint32_t widths[3] = {32, 16, 2};
 	static const char *const bn[4] = {"mean", "var", "gamma", "beta"};
-	struct kern_ic_layer layers[8] = {0};
-	struct kern_ic_array arrays[18] = {0};
-	struct kern_ic_model ic = {.arch_path = "(bench)",
-				   .weights_path = "(bench)",
-				   .name = "traffic-256-32-16-2",
-				   .input = {KERN_FMT_U8, 256, 1, 1},
-				   .layers = layers,
-				   .arrays = arrays};
+	struct model_ic_layer layers[8] = {0};
+	struct model_ic_array arrays[18] = {0};
+	struct model_ic_model ic = {.arch_path = "(bench)",
+				    .weights_path = "(bench)",
+				    .name = "traffic-256-32-16-2",
+				    .input = {MODEL_FMT_U8, 256, 1, 1},
+				    .layers = layers,
+				    .arrays = arrays};
 	uint32_t in = 256, nl = 0, na = 0;
 	int ret;
 
@@ -62,10 +62,10 @@ static int build_traffic_mlp(struct kern_model *m, char *err, size_t errlen)
 		const uint32_t o = widths[k];
 		const double scale = k == 0 ? 255.0 * 16 : 4.0;
 
-		layers[nl] = (struct kern_ic_layer){
-		    .type = KERN_SRC_DENSE, .out = o, .bias = true, .binw = true};
-		arrays[na] = (struct kern_ic_array){.ndim = 2, .shape = {o, in}, .count = o * in};
-		arrays[na + 1] = (struct kern_ic_array){.ndim = 1, .shape = {o}, .count = o};
+		layers[nl] = (struct model_ic_layer){
+		    .type = MODEL_SRC_DENSE, .out = o, .bias = true, .binw = true};
+		arrays[na] = (struct model_ic_array){.ndim = 2, .shape = {o, in}, .count = o * in};
+		arrays[na + 1] = (struct model_ic_array){.ndim = 1, .shape = {o}, .count = o};
 		for (int p = 0; p < 2; p++) {
 			arrays[na + p].key = malloc(16);
 			arrays[na + p].data = malloc(sizeof(double) * arrays[na + p].count);
@@ -77,11 +77,11 @@ static int build_traffic_mlp(struct kern_model *m, char *err, size_t errlen)
 		}
 		na += 2;
 		nl++;
-		layers[nl] = (struct kern_ic_layer){.type = KERN_SRC_BATCHNORM, .eps = 1e-4};
+		layers[nl] = (struct model_ic_layer){.type = MODEL_SRC_BATCHNORM, .eps = 1e-4};
 		for (int p = 0; p < 4; p++) {
-			struct kern_ic_array *a = &arrays[na++];
+			struct model_ic_array *a = &arrays[na++];
 
-			*a = (struct kern_ic_array){.ndim = 1, .shape = {o}, .count = o};
+			*a = (struct model_ic_array){.ndim = 1, .shape = {o}, .count = o};
 			a->key = malloc(16);
 			a->data = malloc(sizeof(double) * o);
 			if (!a->key || !a->data)
@@ -95,12 +95,12 @@ static int build_traffic_mlp(struct kern_model *m, char *err, size_t errlen)
 		}
 		nl++;
 		if (k < 2)
-			layers[nl++] = (struct kern_ic_layer){.type = KERN_SRC_SIGN};
+			layers[nl++] = (struct model_ic_layer){.type = MODEL_SRC_SIGN};
 		in = o;
 	}
 	ic.n_layers = nl;
 	ic.n_arrays = na;
-	ret = kern_compile(&ic, m, err, errlen);
+	ret = model_compile(&ic, m, err, errlen);
 	for (uint32_t i = 0; i < na; i++) {
 		free(arrays[i].key);
 		free(arrays[i].data);
@@ -108,11 +108,10 @@ static int build_traffic_mlp(struct kern_model *m, char *err, size_t errlen)
 	return ret;
 }
 
-static int bench_pair(const struct kern_model *m, const uint8_t *inputs, uint32_t n,
-		      const char *what)
+static int bench_pair(const struct model *m, const uint8_t *inputs, uint32_t n, const char *what)
 {
-	const size_t in_bytes = kern_shape_bytes(&m->input);
-	const uint32_t classes = kern_model_classes(m);
+	const size_t in_bytes = model_shape_bytes(&m->input);
+	const uint32_t classes = model_classes(m);
 	uint8_t frame[2048], out[4096];
 	uint64_t cpu_ns = 0, xdp_ns = 0, t0;
 	uint32_t verdict, ns, olen, mismatch = 0, cls;
@@ -188,7 +187,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct kern_model tm;
+	struct model tm;
 	struct dataset ds;
 	uint8_t *in;
 	char err[512];
@@ -214,9 +213,9 @@ int main(int argc, char **argv)
 		in[i] = (uint8_t)(urand(0, 256));
 	ret |= bench_pair(&tm, in, BENCH_N, "random u8 inputs");
 	free(in);
-	kern_compiled_free(&tm);
+	model_compiled_free(&tm);
 	for (int i = 2; i < argc; i++) {
-		struct kern_model *m = kern_model_load(argv[i], err, sizeof(err));
+		struct model *m = model_load(argv[i], err, sizeof(err));
 
 		if (!m) {
 			fprintf(stderr, "bench_xdp: %s\n", err);
@@ -225,14 +224,14 @@ int main(int argc, char **argv)
 		}
 		if (dataset_open(&ds, m, argv[1], NULL, err, sizeof(err))) {
 			fprintf(stderr, "bench_xdp: %s: %s\n", argv[i], err);
-			kern_model_free(m);
+			model_free(m);
 			ret = 1;
 			continue;
 		}
 		ret |=
 		    bench_pair(m, ds.data, ds.count < BENCH_N ? ds.count : BENCH_N, "test images");
 		dataset_close(&ds);
-		kern_model_free(m);
+		model_free(m);
 	}
 	return ret;
 }

@@ -14,33 +14,33 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct kern_ic_model ic = {.arch_path = "arch.json", .weights_path = "weights.npz"};
+	struct model_ic_model ic = {.arch_path = "arch.json", .weights_path = "weights.npz"};
 	const uint8_t *nul = memchr(data, 0, size);
 	size_t jlen = nul ? (size_t)(nul - data) : size;
 	const uint8_t *vals = nul ? nul + 1 : NULL;
 	size_t nvals = nul ? size - jlen - 1 : 0;
-	struct kern_model m;
+	struct model m;
 	char err[512] = "";
 	int ret;
 
-	ret = kern_ic_parse_arch(&ic, data, jlen, err, sizeof(err));
+	ret = model_ic_parse_arch(&ic, data, jlen, err, sizeof(err));
 	if (ret) {
 		CHECK(ret == -EINVAL && !strncmp(err, "arch.json: ", 11));
 		goto out_free;
 	}
-	CHECK(ic.n_layers >= 1 && ic.n_layers <= KERN_MF_MAX_SRC);
+	CHECK(ic.n_layers >= 1 && ic.n_layers <= MODEL_FILE_MAX_SRC);
 	if (!fuzz_synth_weights(&ic, vals, nvals))
 		goto out_free;
-	ret = kern_compile(&ic, &m, err, sizeof(err));
+	ret = model_compile(&ic, &m, err, sizeof(err));
 	if (ret) {
 		CHECK(ret == -EINVAL && err[0]);
 		goto out_free;
 	}
-	CHECK(kern_ic_check_used(&ic, err, sizeof(err)) == 0);
+	CHECK(model_ic_check_used(&ic, err, sizeof(err)) == 0);
 	fuzz_check_compiled(&m, vals, nvals);
-	kern_compiled_free(&m);
+	model_compiled_free(&m);
 
 out_free:
-	kern_ic_free(&ic);
+	model_ic_free(&ic);
 	return 0;
 }

@@ -58,11 +58,11 @@ static inline double fuzz_value(uint8_t b)
 	return b < 16 ? special[b] : (double)((int)b - 136) / 8.0;
 }
 
-static inline void fuzz_add_array(struct kern_ic_model *ic, uint32_t layer, const char *name,
+static inline void fuzz_add_array(struct model_ic_model *ic, uint32_t layer, const char *name,
 				  uint32_t ndim, const uint64_t *dims, const uint8_t *vals,
 				  size_t nvals, size_t *at, int var)
 {
-	struct kern_ic_array *a = &ic->arrays[ic->n_arrays++];
+	struct model_ic_array *a = &ic->arrays[ic->n_arrays++];
 	char key[32];
 
 	snprintf(key, sizeof(key), "%u.%s", layer, name);
@@ -88,7 +88,7 @@ static inline void fuzz_add_array(struct kern_ic_model *ic, uint32_t layer, cons
  * where the shapes do not chain or the weights would exceed FUZZ_MAX_WEIGHTS: the compiler is
  * then run on the layers before the break only through its own errors.
  */
-static inline int fuzz_synth_weights(struct kern_ic_model *ic, const uint8_t *vals, size_t nvals)
+static inline int fuzz_synth_weights(struct model_ic_model *ic, const uint8_t *vals, size_t nvals)
 {
 	uint64_t c = ic->input.c, h = ic->input.h, w = ic->input.w, total = 0;
 	size_t at = 0;
@@ -97,11 +97,11 @@ static inline int fuzz_synth_weights(struct kern_ic_model *ic, const uint8_t *va
 	ic->arrays = calloc(4 * (size_t)ic->n_layers + 1, sizeof(*ic->arrays));
 	CHECK(ic->arrays);
 	for (uint32_t i = 0; i < ic->n_layers; i++) {
-		const struct kern_ic_layer *L = &ic->layers[i];
+		const struct model_ic_layer *L = &ic->layers[i];
 		uint64_t n = c * h * w, k = L->kernel;
 
 		switch (L->type) {
-		case KERN_SRC_DENSE:
+		case MODEL_SRC_DENSE:
 			total += L->out * n + L->out;
 			if (total > FUZZ_MAX_WEIGHTS)
 				return 0;
@@ -112,7 +112,7 @@ static inline int fuzz_synth_weights(struct kern_ic_model *ic, const uint8_t *va
 					       &at, 0);
 			c = L->out, h = w = 1, flat = 1;
 			break;
-		case KERN_SRC_CONV:
+		case MODEL_SRC_CONV:
 			if (flat || h + 2 * L->pad < k || w + 2 * L->pad < k)
 				return 0;
 			total += L->out * c * k * k + L->out;
@@ -127,7 +127,7 @@ static inline int fuzz_synth_weights(struct kern_ic_model *ic, const uint8_t *va
 			h = (h + 2 * L->pad - k) / L->stride + 1;
 			w = (w + 2 * L->pad - k) / L->stride + 1;
 			break;
-		case KERN_SRC_BATCHNORM:
+		case MODEL_SRC_BATCHNORM:
 			total += 4 * c;
 			if (total > FUZZ_MAX_WEIGHTS)
 				return 0;
@@ -136,13 +136,13 @@ static inline int fuzz_synth_weights(struct kern_ic_model *ic, const uint8_t *va
 			fuzz_add_array(ic, i, "mean", 1, (uint64_t[]){c}, vals, nvals, &at, 0);
 			fuzz_add_array(ic, i, "var", 1, (uint64_t[]){c}, vals, nvals, &at, 1);
 			break;
-		case KERN_SRC_MAXPOOL:
+		case MODEL_SRC_MAXPOOL:
 			if (flat || h < k || w < k)
 				return 0;
 			h = (h - k) / L->stride + 1;
 			w = (w - k) / L->stride + 1;
 			break;
-		case KERN_SRC_FLATTEN:
+		case MODEL_SRC_FLATTEN:
 			c = n, h = w = 1, flat = 1;
 			break;
 		}
@@ -151,24 +151,24 @@ static inline int fuzz_synth_weights(struct kern_ic_model *ic, const uint8_t *va
 }
 
 /* Bytes of the biggest activation and MACs of a forward pass, saturating. */
-static inline int fuzz_model_small(const struct kern_model *m)
+static inline int fuzz_model_small(const struct model *m)
 {
 	uint64_t macs = 0;
 
-	if (kern_shape_bytes(&m->input) > 8 * FUZZ_MAX_ACT)
+	if (model_shape_bytes(&m->input) > 8 * FUZZ_MAX_ACT)
 		return 0;
 	for (uint32_t i = 0; i < m->n_layers; i++) {
-		const struct kern_layer *l = &m->layers[i];
-		uint64_t in = kern_shape_elems(&l->in), out = kern_shape_elems(&l->out);
+		const struct model_layer *l = &m->layers[i];
+		uint64_t in = model_shape_elems(&l->in), out = model_shape_elems(&l->out);
 		uint64_t k2 = (uint64_t)l->kernel * l->kernel;
 
 		if (in > FUZZ_MAX_ACT || out > FUZZ_MAX_ACT)
 			return 0;
-		macs +=
-		    l->op == KERN_OP_DENSE || l->op == KERN_OP_BDENSE || l->op == KERN_OP_BDENSE_U8
-			? in * out
-			: out * (k2 ? k2 : 1) * (l->op == KERN_OP_LRN ? l->lrn_size : 1) *
-			      (l->op == KERN_OP_CONV || l->op == KERN_OP_BCONV ? l->in.c : 1);
+		macs += l->op == MODEL_OP_DENSE || l->op == MODEL_OP_BDENSE ||
+				l->op == MODEL_OP_BDENSE_U8
+			    ? in * out
+			    : out * (k2 ? k2 : 1) * (l->op == MODEL_OP_LRN ? l->lrn_size : 1) *
+				  (l->op == MODEL_OP_CONV || l->op == MODEL_OP_BCONV ? l->in.c : 1);
 		if (macs > FUZZ_MAX_MACS)
 			return 0;
 	}
@@ -176,10 +176,10 @@ static inline int fuzz_model_small(const struct kern_model *m)
 }
 
 /* A loaded model runs on the CPU kernels: one image from `in` (cycled), finite class count. */
-static inline void fuzz_run(const struct kern_model *m, const uint8_t *in, size_t n)
+static inline void fuzz_run(const struct model *m, const uint8_t *in, size_t n)
 {
-	uint64_t bytes = kern_shape_bytes(&m->input);
-	uint32_t classes = kern_model_classes(m);
+	uint64_t bytes = model_shape_bytes(&m->input);
+	uint32_t classes = model_classes(m);
 	struct kern_ctx *ctx;
 	uint8_t *img;
 	double *scores;
@@ -191,7 +191,7 @@ static inline void fuzz_run(const struct kern_model *m, const uint8_t *in, size_
 	CHECK(img && scores);
 	for (uint64_t i = 0; i < bytes; i++)
 		img[i] = n ? in[i % n] : (uint8_t)i;
-	if (m->input.fmt == KERN_FMT_F32)
+	if (m->input.fmt == MODEL_FMT_F32)
 		for (uint64_t i = 0; i < bytes / 4; i++) {
 			float f = (float)fuzz_value(img[4 * i]);
 
@@ -208,27 +208,26 @@ static inline void fuzz_run(const struct kern_model *m, const uint8_t *in, size_
 
 /*
  * What the converter writes the loader must accept: serialize a compiled model, validate it
- * from memory as kern_model_load validates a mapped file, and run it.
+ * from memory as model_load validates a mapped file, and run it.
  */
-static inline void fuzz_check_compiled(const struct kern_model *compiled, const uint8_t *in,
-				       size_t n)
+static inline void fuzz_check_compiled(const struct model *compiled, const uint8_t *in, size_t n)
 {
-	struct kern_model *m;
+	struct model *m;
 	char err[512];
 	void *buf, *copy;
 	size_t size;
 
-	CHECK(kern_model_serialize(compiled, &buf, &size) == 0);
-	copy = aligned_alloc(KERN_MF_ALIGN, (size + KERN_MF_ALIGN - 1) & ~(size_t)63);
+	CHECK(model_serialize(compiled, &buf, &size) == 0);
+	copy = aligned_alloc(MODEL_FILE_ALIGN, (size + MODEL_FILE_ALIGN - 1) & ~(size_t)63);
 	CHECK(copy);
 	memcpy(copy, buf, size);
 	free(buf);
-	m = kern_model_from_buffer(copy, size, "(converted)", err, sizeof(err));
+	m = model_from_buffer(copy, size, "(converted)", err, sizeof(err));
 	if (!m)
 		fprintf(stderr, "converted model rejected: %s\n", err);
 	CHECK(m);
 	fuzz_run(m, in, n);
-	kern_model_free(m);
+	model_free(m);
 	free(copy);
 }
 
@@ -256,27 +255,27 @@ static const char fuzz_arch_json[] =
  */
 #define FUZZ_MODEL_HASH 0xcbf29ce484222325ull
 
-static inline struct kern_model *fuzz_fixed_model(void)
+static inline struct model *fuzz_fixed_model(void)
 {
-	struct kern_ic_model ic = {.arch_path = "arch.json", .weights_path = "weights.npz"};
-	struct kern_model c, *m;
+	struct model_ic_model ic = {.arch_path = "arch.json", .weights_path = "weights.npz"};
+	struct model c, *m;
 	char err[512];
 	void *buf, *copy;
 	size_t size;
 
-	CHECK(kern_ic_parse_arch(&ic, fuzz_arch_json, sizeof(fuzz_arch_json) - 1, err,
-				 sizeof(err)) == 0);
+	CHECK(model_ic_parse_arch(&ic, fuzz_arch_json, sizeof(fuzz_arch_json) - 1, err,
+				  sizeof(err)) == 0);
 	CHECK(fuzz_synth_weights(&ic, NULL, 0));
-	CHECK(kern_compile(&ic, &c, err, sizeof(err)) == 0);
-	CHECK(kern_model_serialize(&c, &buf, &size) == 0);
-	copy = aligned_alloc(KERN_MF_ALIGN, (size + KERN_MF_ALIGN - 1) & ~(size_t)63);
+	CHECK(model_compile(&ic, &c, err, sizeof(err)) == 0);
+	CHECK(model_serialize(&c, &buf, &size) == 0);
+	copy = aligned_alloc(MODEL_FILE_ALIGN, (size + MODEL_FILE_ALIGN - 1) & ~(size_t)63);
 	CHECK(copy);
 	memcpy(copy, buf, size);
-	m = kern_model_from_buffer(copy, size, "(fixed)", err, sizeof(err));
+	m = model_from_buffer(copy, size, "(fixed)", err, sizeof(err));
 	CHECK(m);
 	free(buf);
-	kern_compiled_free(&c);
-	kern_ic_free(&ic);
+	model_compiled_free(&c);
+	model_ic_free(&ic);
 	return m; /* lives as long as the fuzzer, as does copy */
 }
 

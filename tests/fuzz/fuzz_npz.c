@@ -56,29 +56,29 @@ static int fix_stored_crcs(uint8_t *z, size_t size)
 
 static void try_npz(const uint8_t *data, size_t size)
 {
-	struct kern_ic_model ic = {.arch_path = "arch.json", .weights_path = "weights.npz"};
-	struct kern_model m;
+	struct model_ic_model ic = {.arch_path = "arch.json", .weights_path = "weights.npz"};
+	struct model m;
 	char err[512] = "";
 	int ret;
 
-	CHECK(kern_ic_parse_arch(&ic, fuzz_arch_json, sizeof(fuzz_arch_json) - 1, err,
-				 sizeof(err)) == 0);
-	ret = kern_ic_parse_npz(&ic, data, size, err, sizeof(err));
+	CHECK(model_ic_parse_arch(&ic, fuzz_arch_json, sizeof(fuzz_arch_json) - 1, err,
+				  sizeof(err)) == 0);
+	ret = model_ic_parse_npz(&ic, data, size, err, sizeof(err));
 	if (ret) {
 		CHECK((ret == -EINVAL || ret == -ENOMEM) && !strncmp(err, "weights.npz: ", 13));
 		goto out_free;
 	}
-	ret = kern_compile(&ic, &m, err, sizeof(err));
+	ret = model_compile(&ic, &m, err, sizeof(err));
 	if (ret) {
 		CHECK(ret == -EINVAL && err[0]);
 		goto out_free;
 	}
-	if (kern_ic_check_used(&ic, err, sizeof(err)) == 0)
+	if (model_ic_check_used(&ic, err, sizeof(err)) == 0)
 		fuzz_check_compiled(&m, data, size);
-	kern_compiled_free(&m);
+	model_compiled_free(&m);
 
 out_free:
-	kern_ic_free(&ic);
+	model_ic_free(&ic);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -20,7 +20,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct onnx_import imp;
-	struct kern_model m, *back;
+	struct model m, *back;
 	char err[1024] = "";
 	void *buf;
 	size_t len;
@@ -35,18 +35,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		onnx_import_free(&imp);
 		return 0;
 	}
-	if (!kern_model_serialize(&m, &buf, &len)) {
+	if (!model_serialize(&m, &buf, &len)) {
 		void *al = aligned_alloc(64, (len + 63) / 64 * 64);
 
 		CHECK(al != NULL);
 		memcpy(al, buf, len);
-		back = kern_model_from_buffer(al, len, "fuzz.snm", err, sizeof(err));
+		back = model_from_buffer(al, len, "fuzz.snm", err, sizeof(err));
 		CHECK(back != NULL);
-		kern_model_free(back);
+		model_free(back);
 		free(al);
 		free(buf);
 	}
-	kern_compiled_free(&m);
+	model_compiled_free(&m);
 	onnx_import_free(&imp);
 	return 0;
 }

@@ -13,7 +13,7 @@
 #include "split/split.h"
 #include "tests/fuzz/fuzz_kern.h"
 
-static struct kern_model *model;
+static struct model *model;
 static struct split_problem problem;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -134,16 +134,16 @@ static void fx_write(struct test_fx *f, const char *json, const struct test_arra
 static int fx_convert(struct test_fx *f)
 {
 	f->err[0] = '\0';
-	return kern_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err));
+	return model_convert(f->arch, f->npz, f->out, f->err, sizeof(f->err));
 }
 
-static struct kern_model *fx_load(struct test_fx *f)
+static struct model *fx_load(struct test_fx *f)
 {
-	struct kern_model *m;
+	struct model *m;
 
 	if (fx_convert(f))
 		fail_msg("convert: %s", f->err);
-	m = kern_model_load(f->out, f->err, sizeof(f->err));
+	m = model_load(f->out, f->err, sizeof(f->err));
 	if (!m)
 		fail_msg("load: %s", f->err);
 	return m;
@@ -155,24 +155,24 @@ int test_fx_convert(struct test_fx *f, const char *json, const struct test_array
 	return fx_convert(f);
 }
 
-struct kern_model *test_fx_build(struct test_fx *f, const char *json, const struct test_array *a,
-				 size_t n)
+struct model *test_fx_build(struct test_fx *f, const char *json, const struct test_array *a,
+			    size_t n)
 {
 	fx_write(f, json, a, n);
 	return fx_load(f);
 }
 
-struct kern_model *test_fx_build_gen(struct test_fx *f, const char *json, struct test_gen *g)
+struct model *test_fx_build_gen(struct test_fx *f, const char *json, struct test_gen *g)
 {
 	fx_write(f, json, g->a, g->n);
 	test_gen_free(g);
 	return fx_load(f);
 }
 
-struct kern_model *test_model_build(const char *json, struct test_gen *g)
+struct model *test_model_build(const char *json, struct test_gen *g)
 {
 	struct test_fx f = {0};
-	struct kern_model *m;
+	struct model *m;
 
 	assert_int_equal(fx_init(&f), 0);
 	m = test_fx_build_gen(&f, json, g);
@@ -180,11 +180,11 @@ struct kern_model *test_model_build(const char *json, struct test_gen *g)
 	return m;
 }
 
-struct kern_model *test_model_in(const char *dir, const char *tag, const char *json,
-				 struct test_array *a, size_t n)
+struct model *test_model_in(const char *dir, const char *tag, const char *json,
+			    struct test_array *a, size_t n)
 {
 	char path[3][300], err[512];
-	struct kern_model *m;
+	struct model *m;
 
 	snprintf(path[0], sizeof(path[0]), "%s/%s.json", dir, tag);
 	snprintf(path[1], sizeof(path[1]), "%s/%s.npz", dir, tag);
@@ -193,15 +193,15 @@ struct kern_model *test_model_in(const char *dir, const char *tag, const char *j
 	assert_int_equal(test_npz_write(path[1], a, n, true), 0);
 	for (size_t i = 0; i < n; i++)
 		free((void *)a[i].v);
-	if (kern_convert(path[0], path[1], path[2], err, sizeof(err)))
+	if (model_convert(path[0], path[1], path[2], err, sizeof(err)))
 		fail_msg("convert: %s", err);
-	m = kern_model_load(path[2], err, sizeof(err));
+	m = model_load(path[2], err, sizeof(err));
 	if (!m)
 		fail_msg("load: %s", err);
 	return m;
 }
 
-struct kern_model *test_model_u8_mlp(struct test_fx *f)
+struct model *test_model_u8_mlp(struct test_fx *f)
 {
 	struct test_gen g = {0};
 
@@ -229,7 +229,7 @@ struct kern_model *test_model_u8_mlp(struct test_fx *f)
 	    &g);
 }
 
-struct kern_model *test_model_bits_in(struct test_fx *f)
+struct model *test_model_bits_in(struct test_fx *f)
 {
 	struct test_gen g = {0};
 
@@ -249,7 +249,7 @@ struct kern_model *test_model_bits_in(struct test_fx *f)
 	    &g);
 }
 
-struct kern_model *test_model_conv_flat(struct test_fx *f)
+struct model *test_model_conv_flat(struct test_fx *f)
 {
 	struct test_gen g = {0};
 
@@ -273,13 +273,13 @@ struct kern_model *test_model_conv_flat(struct test_fx *f)
 	    &g);
 }
 
-void *test_random_inputs(const struct kern_model *m, uint32_t count)
+void *test_random_inputs(const struct model *m, uint32_t count)
 {
-	const size_t bytes = kern_shape_bytes(&m->input) * count;
+	const size_t bytes = model_shape_bytes(&m->input) * count;
 	uint8_t *x = malloc(bytes);
 
 	assert_non_null(x);
-	if (m->input.fmt == KERN_FMT_U8) {
+	if (m->input.fmt == MODEL_FMT_U8) {
 		for (size_t i = 0; i < bytes; i++)
 			x[i] = (uint8_t)(i % 7 == 3 ? 0 : test_rng());
 	} else {
@@ -289,15 +289,15 @@ void *test_random_inputs(const struct kern_model *m, uint32_t count)
 	return x;
 }
 
-void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_model *m,
+void test_nic_expect_exact(const struct test_nic_platform *p, const struct model *m,
 			   const void *inputs, uint32_t count, const uint32_t *execs,
 			   size_t n_execs)
 {
-	const uint32_t first = kexec_nic_first(m), classes = kern_model_classes(m);
-	const size_t in_bytes = kern_shape_bytes(&m->input);
+	const uint32_t first = kexec_nic_first(m), classes = model_classes(m);
+	const size_t in_bytes = model_shape_bytes(&m->input);
 	struct kern_ctx *ctx = kern_ctx_create(m, 1);
 	double *cpu = calloc(classes, sizeof(double)), *nic = calloc(classes, sizeof(double));
-	void *act = calloc(1, kern_shape_bytes(&m->layers[first].in) + 8);
+	void *act = calloc(1, model_shape_bytes(&m->layers[first].in) + 8);
 
 	assert_non_null(ctx);
 	assert_non_null(cpu);
@@ -327,11 +327,11 @@ void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_
 	kern_ctx_free(ctx);
 }
 
-struct kern_model *test_bundled_mlp(void)
+struct model *test_bundled_mlp(void)
 {
 	const char *bin = getenv("SPLITNIC");
 	char path[512], err[512];
-	struct kern_model *m;
+	struct model *m;
 
 	if (getenv("NIC_MODEL"))
 		snprintf(path, sizeof(path), "%s", getenv("NIC_MODEL"));
@@ -344,13 +344,13 @@ struct kern_model *test_bundled_mlp(void)
 		print_message("skip: %s absent (make builds it from models/fmnist-bmlp)\n", path);
 		skip();
 	}
-	m = kern_model_load(path, err, sizeof(err));
+	m = model_load(path, err, sizeof(err));
 	if (!m)
 		fail_msg("%s", err);
 	return m;
 }
 
-void *test_fmnist_inputs(const struct kern_model *m, uint32_t *count)
+void *test_fmnist_inputs(const struct model *m, uint32_t *count)
 {
 	const char *images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 	struct dataset ds = {0};

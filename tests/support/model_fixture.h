@@ -57,44 +57,44 @@ struct test_fx {
 int test_fx_setup(void **state);
 int test_fx_teardown(void **state);
 
-/* Write json and the n arrays, convert to f->out: kern_convert's result, message in f->err. */
+/* Write json and the n arrays, convert to f->out: model_convert's result, message in f->err. */
 int test_fx_convert(struct test_fx *f, const char *json, const struct test_array *a, size_t n);
 
 /* test_fx_convert, then load the model; fails the test on either error. */
-struct kern_model *test_fx_build(struct test_fx *f, const char *json, const struct test_array *a,
-				 size_t n);
+struct model *test_fx_build(struct test_fx *f, const char *json, const struct test_array *a,
+			    size_t n);
 
 /* test_fx_build of g's arrays, which are freed. */
-struct kern_model *test_fx_build_gen(struct test_fx *f, const char *json, struct test_gen *g);
+struct model *test_fx_build_gen(struct test_fx *f, const char *json, struct test_gen *g);
 
 /* test_fx_build_gen in a temporary directory of its own, removed before returning. */
-struct kern_model *test_model_build(const char *json, struct test_gen *g);
+struct model *test_model_build(const char *json, struct test_gen *g);
 
 /*
  * json and the n arrays (deflated) as dir/TAG.json and dir/TAG.npz, the arrays' values freed,
  * converted to dir/TAG.snm and loaded; fails the test on any error.
  */
-struct kern_model *test_model_in(const char *dir, const char *tag, const char *json,
-				 struct test_array *a, size_t n);
+struct model *test_model_in(const char *dir, const char *tag, const char *json,
+			    struct test_array *a, size_t n);
 
 /*
  * The NIC tests' u8 MLP: u8 (1,5,13) flatten, binary dense 63, 130, 1000, 1 with bias and
  * batch-norm, signs between; weights from seed 0x1234567.
  */
-struct kern_model *test_model_u8_mlp(struct test_fx *f);
+struct model *test_model_u8_mlp(struct test_fx *f);
 
 /*
  * The NIC tests' float-input MLP: f32 (130,1,1), sign, binary dense 65 and 63 with bias,
  * batch-norm and sign each (the last layer thresholded); weights from seed 0xabcdef.
  */
-struct kern_model *test_model_bits_in(struct test_fx *f);
+struct model *test_model_bits_in(struct test_fx *f);
 
 /*
  * The NIC tests' flatten of spatial bits: f32 (3,6,6), sign, binary conv 5 (3x3, pad 1) with
  * batch-norm and sign on the host, then flatten (5,6,6) bits and binary dense 65 and 10 with
  * batch-norm on the NIC; weights from seed 0x5eed.
  */
-struct kern_model *test_model_conv_flat(struct test_fx *f);
+struct model *test_model_conv_flat(struct test_fx *f);
 
 /*
  * A NIC platform under test: open its chain of execs executors for the NIC part of m (ops from
@@ -102,7 +102,7 @@ struct kern_model *test_model_conv_flat(struct test_fx *f);
  */
 struct test_nic_platform {
 	const char *name; /* in failure messages */
-	void *(*open)(void *arg, const struct kern_model *m, uint32_t first, uint32_t execs);
+	void *(*open)(void *arg, const struct model *m, uint32_t first, uint32_t execs);
 	int (*infer)(void *h, const void *in, double *scores);
 	void (*close)(void *h);
 	void *arg;
@@ -113,7 +113,7 @@ struct test_nic_platform {
  * host part (ops before kexec_nic_first) on the CPU, the NIC part on the platform; every score
  * equal bit for bit, else the test fails naming the model, E, the input and the class.
  */
-void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_model *m,
+void test_nic_expect_exact(const struct test_nic_platform *p, const struct model *m,
 			   const void *inputs, uint32_t count, const uint32_t *execs,
 			   size_t n_execs);
 
@@ -122,16 +122,16 @@ void test_nic_expect_exact(const struct test_nic_platform *p, const struct kern_
  * $SPLITNIC (BUILD/splitnic), else build/models/fmnist-bmlp.snm; the test is skipped when it is
  * absent, fails when it does not load.
  */
-struct kern_model *test_bundled_mlp(void);
+struct model *test_bundled_mlp(void);
 
 /*
  * The first count Fashion-MNIST test images in m's input format (fewer when the set is
  * smaller: *count says how many), or count random inputs (said) when the data set is absent;
  * malloc'd.
  */
-void *test_fmnist_inputs(const struct kern_model *m, uint32_t *count);
+void *test_fmnist_inputs(const struct model *m, uint32_t *count);
 
 /* count random inputs in m's input format: u8 bytes, or floats in [-1, 1]; malloc'd. */
-void *test_random_inputs(const struct kern_model *m, uint32_t count);
+void *test_random_inputs(const struct model *m, uint32_t count);
 
 #endif /* TEST_MODEL_FIXTURE_H */

@@ -11,7 +11,7 @@
 
 uint8_t *test_npy_raw(const char *dict, const void *data, size_t data_len, size_t *len)
 {
-	uint8_t *b = kern_npy_alloc_raw(dict, data_len, len);
+	uint8_t *b = model_npy_alloc_raw(dict, data_len, len);
 
 	if (b && data_len)
 		memcpy(b + *len - data_len, data, data_len);
@@ -21,7 +21,7 @@ uint8_t *test_npy_raw(const char *dict, const void *data, size_t data_len, size_
 uint8_t *test_npy_encode(const struct test_array *a, size_t *len)
 {
 	const char *descr = a->descr ? a->descr : "<f4";
-	uint8_t *data, *out = kern_npy_alloc(descr, a->shape, a->ndim, (void **)&data, len);
+	uint8_t *data, *out = model_npy_alloc(descr, a->shape, a->ndim, (void **)&data, len);
 	size_t n = 1;
 
 	for (uint32_t d = 0; out && d < a->ndim; d++)
