@@ -68,7 +68,11 @@ isa_flags = $(if $(findstring _avx512,$(1)),$(FLAGS_avx512),$(if $(findstring _a
 # which builds its archive the same way, adds its external libraries to MODULE_EXT_LIBS and
 # its own targets.
 PROTO_SRC := $(sort $(wildcard protocol/*.c))
-MODEL_SRC := $(sort $(wildcard model/*.c))
+# model/ is two archives: what loading a model file needs (libsplitnic links only this), and
+# what reads and writes the other formats (interchange converter and compiler: jansson, libzip;
+# .npy/.npz; IDX datasets; the model file's writer). model/onnx/ is mk/onnx.mk's.
+MODEL_SRC := model/model.c model/crc32c.c
+CONVERT_SRC := $(filter-out $(MODEL_SRC),$(sort $(wildcard model/*.c)))
 KERN_SRC := $(sort $(wildcard kernels/*.c))
 EXEC_SRC := $(sort $(wildcard exec/*.c))
 SPLIT_SRC := $(sort $(wildcard split/*.c))
@@ -78,6 +82,7 @@ CLI_SRC := $(filter-out cli/splitnic.c,$(sort $(wildcard cli/*.c)))
 
 LIBPROTO := $(B)/libsnproto.a
 LIBMODEL := $(B)/libsnmodel.a
+LIBCONVERT := $(B)/libsnconvert.a
 LIBKERN := $(B)/libsnkern.a
 LIBEXEC := $(B)/libsnexec.a
 LIBSPLIT := $(B)/libsnsplit.a
@@ -88,13 +93,14 @@ SPLITNIC := $(B)/splitnic
 
 $(LIBPROTO): $(PROTO_SRC:%.c=$(B)/%.o)
 $(LIBMODEL): $(MODEL_SRC:%.c=$(B)/%.o)
+$(LIBCONVERT): $(CONVERT_SRC:%.c=$(B)/%.o)
 $(LIBKERN): $(KERN_SRC:%.c=$(B)/%.o)
 $(LIBEXEC): $(EXEC_SRC:%.c=$(B)/%.o)
 $(LIBSPLIT): $(SPLIT_SRC:%.c=$(B)/%.o)
 $(LIBSERVE): $(SERVE_SRC:%.c=$(B)/%.o)
 $(LIBLAB): $(LAB_SRC:%.c=$(B)/%.o)
 $(LIBCLI): $(CLI_SRC:%.c=$(B)/%.o)
-MODULE_OBJ := $(patsubst %.c,$(B)/%.o,$(PROTO_SRC) $(MODEL_SRC) $(KERN_SRC) $(EXEC_SRC) \
+MODULE_OBJ := $(patsubst %.c,$(B)/%.o,$(PROTO_SRC) $(MODEL_SRC) $(CONVERT_SRC) $(KERN_SRC) $(EXEC_SRC) \
 	$(SPLIT_SRC) $(SERVE_SRC) $(LAB_SRC) $(CLI_SRC) cli/splitnic.c)
 
 define archive
@@ -103,7 +109,7 @@ define archive
 	$(Q)rm -f $@ && ar rcs $@ $^
 endef
 
-$(LIBPROTO) $(LIBMODEL) $(LIBKERN) $(LIBEXEC) $(LIBSPLIT) $(LIBSERVE) $(LIBLAB) $(LIBCLI):
+$(LIBPROTO) $(LIBMODEL) $(LIBCONVERT) $(LIBKERN) $(LIBEXEC) $(LIBSPLIT) $(LIBSERVE) $(LIBLAB) $(LIBCLI):
 	$(archive)
 
 MOD_CFLAGS := $(BLAS_CFLAGS) $(JSON_CFLAGS) $(ZIP_CFLAGS) $(ZLIB_CFLAGS)
@@ -115,7 +121,7 @@ include mk/*.mk
 # resolves left to right): protocol <- model <- kernels <- exec <- split <- nicfw, serve <- cli,
 # lab; lib/ and client/ beside them; conf/ under everything that parses a command line.
 PROJECT_LIBS := $(LIBCLI) $(LIBLAB) $(LIBSERVE) $(LIBSNCLIENT) $(LIBSNAPI) $(LIBNICFW) $(LIBXDP) \
-	$(LIBSPLIT) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBONNX) $(LIBMODEL) $(LIBCONF) $(LIBPROTO)
+	$(LIBSPLIT) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBONNX) $(LIBCONVERT) $(LIBMODEL) $(LIBCONF) $(LIBPROTO)
 EXT_LIBS := $(MODULE_EXT_LIBS) $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) $(LDFLAGS_ALL)
 
 # tests: tests/test_<module>.c, each its own cmocka binary

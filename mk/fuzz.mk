@@ -17,7 +17,7 @@ FUZZ_OBJ_CFLAGS := $(subst -fsanitize=fuzzer,-fsanitize=fuzzer-no-link,$(FUZZ_CF
 # The model file, the converter (arch.json, weights.npz), plan files and calibration profiles.
 FUZZ_KERN_TARGETS := fuzz_model fuzz_arch fuzz_npz fuzz_plan fuzz_profile
 FUZZ_TARGETS += $(FUZZ_KERN_TARGETS)
-FUZZ_KERN_OBJ := $(patsubst %.c,$(B)/fuzz/obj/%.o,$(PROTO_SRC) $(MODEL_SRC) $(KERN_SRC) $(EXEC_SRC) \
+FUZZ_KERN_OBJ := $(patsubst %.c,$(B)/fuzz/obj/%.o,$(PROTO_SRC) $(MODEL_SRC) $(CONVERT_SRC) $(KERN_SRC) $(EXEC_SRC) \
 	$(SPLIT_SRC))
 
 $(B)/fuzz/obj/%.o: %.c

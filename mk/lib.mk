@@ -1,5 +1,5 @@
 # lib/: libsplitnic (in-process inference, include/splitnic/splitnic.h) and client/:
-# libsplitnic-client (front-end over UDP, include/splitnic/client.h). In the tree the tools link
+# libsplitnic-client (front-end over UDP, include/splitnic/client.h). In the tree the programs link
 # their objects through $(B)/libsnapi.a and $(B)/libsnclient.a; the installable libraries are
 # built from position-independent copies of their objects and of the modules beneath them
 # (build/pic/), only the splitnic_* symbols exported (lib/*.map), with a versioned soname.
@@ -25,9 +25,11 @@ $(LIBSNAPI) $(LIBSNCLIENT):
 SN_SOVERSION := 1
 SN_VERSION := 1.0.0
 SN_LIBDIR := $(B)/lib
-PIC_SN_OBJ := $(patsubst %.c,$(B)/pic/%.o,$(SNAPI_SRC) $(KERN_SRC) $(MODEL_SRC) $(PROTO_SRC))
+# libsplitnic: the API, the kernels and what loading a model file needs; not the converter
+# (jansson, libzip), the executors, nor the protocol
+PIC_SN_OBJ := $(patsubst %.c,$(B)/pic/%.o,$(SNAPI_SRC) $(KERN_SRC) $(MODEL_SRC))
 PIC_CLIENT_OBJ := $(patsubst %.c,$(B)/pic/%.o,$(SNCLIENT_SRC) lib/error.c $(PROTO_SRC))
-SN_EXT_LIBS := $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) -pthread -lm
+SN_EXT_LIBS := $(BLAS_LIBS) -pthread -lm
 SN_LIBS := $(SN_LIBDIR)/libsplitnic.so.$(SN_VERSION) $(SN_LIBDIR)/libsplitnic.a \
 	$(SN_LIBDIR)/libsplitnic-client.so.$(SN_VERSION) $(SN_LIBDIR)/libsplitnic-client.a
 
