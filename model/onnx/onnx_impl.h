@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* model/onnx/onnx_impl.h — internal to onnx/: decoded constants and node attributes. */
+/* model/onnx/onnx_impl.h — internal to model/onnx/: the import's state, constants, attributes. */
 #ifndef MODEL_ONNX_IMPL_H
 #define MODEL_ONNX_IMPL_H
 
@@ -30,8 +30,10 @@ struct onnx_msg {
 
 struct onnx_import;
 
-/* The state of one import (model/onnx/onnx_import.c walks the graph, model/onnx/onnx_ops.c
- * converts). */
+/*
+ * The state of one import: onnx_import.c walks the graph, onnx_ops.c converts its nodes, both
+ * through onnx_graph.c (constants, layers, arrays) and onnx_proto.c (tensors, attributes).
+ */
 struct onnx_walk {
 	struct onnx_msg e;
 	const Onnx__GraphProto *g;
@@ -47,6 +49,8 @@ struct onnx_walk {
 	int64_t batch; /* the input's first dimension, -1 if symbolic */
 	bool u8_cast;  /* the input is uint8 and its Cast to float has not come yet */
 };
+
+/* --- onnx_graph.c ------------------------------------------------------------------------ */
 
 bool onnx_default_domain(const char *d);
 bool onnx_qonnx_domain(const char *d);
@@ -72,8 +76,12 @@ int onnx_array_add(struct onnx_walk *x, const char *name, uint32_t ndim, const u
 int onnx_array_copy(struct onnx_walk *x, const char *name, uint32_t ndim, const uint64_t *shape,
 		    const double *src, uint64_t count, double scale);
 
+/* --- onnx_ops.c -------------------------------------------------------------------------- */
+
 /* Convert node i of the graph (x->cur is its input 0); *span: the nodes it consumed (>= 1). */
 int onnx_chain_node(struct onnx_walk *x, size_t i, size_t *span);
+
+/* --- onnx_proto.c ------------------------------------------------------------------------ */
 
 int onnx_fail(const struct onnx_msg *e, const Onnx__NodeProto *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -615,11 +615,6 @@ static bool takes_const(const struct onnx_walk *x, const Onnx__NodeProto *n, con
 	return c && onnx_const_all(c, val);
 }
 
-bool onnx_has_output(const Onnx__NodeProto *n)
-{
-	return n->n_output >= 1 && *n->output[0];
-}
-
 /* x >= 0 -> +1 else -1 spelled with GreaterOrEqual: the number of nodes it spans, from i. */
 static int match_binarizer(struct onnx_walk *x, size_t i)
 {

@@ -149,6 +149,16 @@ static int emu_cache_init(struct emu_cache *c, const struct nicfw_emu_params *p)
 	return c->tag && c->stamp ? 0 : -ENOMEM;
 }
 
+void emu_serve_free(struct emu_serve *sv)
+{
+	if (!sv)
+		return;
+	for (uint32_t k = 0; k < NICFW_MEM__COUNT; k++)
+		free(sv->mem[k]);
+	free(sv->t);
+	free(sv);
+}
+
 void nicfw_emu_free(struct nicfw_emu *e)
 {
 	if (!e)

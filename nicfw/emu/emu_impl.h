@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nicfw/emu/emu_impl.h — the emulator's insides, shared by emu.c (the platform: regions, HAL,
- * traces) and timing.c (the replay of one request's traces on the modeled NIC).
+ * traces, the emulator's lifetime), timing.c (the replay of one request's traces on the modeled
+ * NIC) and serve.c (serving requests). Calls point one way: serve.c calls emu.c, emu.c calls
+ * timing.c.
  */
 #ifndef NICFW_EMU_IMPL_H
 #define NICFW_EMU_IMPL_H
@@ -84,7 +86,7 @@ struct nicfw_emu {
 /* emu.c: handle the queued notifications in FIFO order, each on thread t[dst] of chain ch
  * (t: an array of n_threads structs of `stride` bytes, each starting with its nicfw_thread). */
 void emu_run_signals(struct nicfw_emu *e, struct nicfw_chain *ch, void *t, size_t stride);
-/* serve.c */
+/* emu.c: free serve.c's state (with the emulator, or when serve.c's preparation fails). */
 void emu_serve_free(struct emu_serve *sv);
 
 /* timing.c: state sized for e (threads, MEs); NULL on allocation failure. */

@@ -75,16 +75,6 @@ static const struct nicfw_hal_ops sv_ops = {
     .map = sv_map,
 };
 
-void emu_serve_free(struct emu_serve *sv)
-{
-	if (!sv)
-		return;
-	for (uint32_t k = 0; k < NICFW_MEM__COUNT; k++)
-		free(sv->mem[k]);
-	free(sv->t);
-	free(sv);
-}
-
 static int serve_chain(struct nicfw_emu *e, const struct model *m, char *err, size_t errlen)
 {
 	struct emu_serve *sv = calloc(1, sizeof(*sv));
