@@ -153,7 +153,7 @@ uint32_t kexec_nic_split(const struct model *m);
 /*
  * Stages of one model on executors, each a contiguous op range starting where the previous one
  * ended, run in order on one thread: stage i's output is stage i+1's input, in the kern format
- * at that cut (kernels/kern.h; bits cross as channel-packed words). Cut buffers for max_batch
+ * at that cut (model/model.h; bits cross as channel-packed words). Cut buffers for max_batch
  * requests are allocated by kexec_pipe_add; kexec_pipe_run allocates nothing.
  */
 struct kexec_pipe {
@@ -175,7 +175,11 @@ int kexec_pipe_add(struct kexec_pipe *p, const struct kexec_ops *ops, const void
 int kexec_pipe_run(struct kexec_pipe *p, const void *in, uint32_t n, void *out);
 void kexec_pipe_fini(struct kexec_pipe *p);
 
-/* ---- implementations in kernels/ ----------------------------------------------------------- */
+/*
+ * ---- implementations here: exec/cpu.c, exec/gpu.c --------------------------------------------
+ * The NIC's are beside the NIC code they drive: nicfw/emu/exec_emu.h (the emulator),
+ * nicfw/lcore/lcore.h (the chain on DPDK lcores), host/host.h (a NIC reached over packets).
+ */
 
 /* The CPU kernels (kern_forward_range). conf: NULL. */
 extern const struct kexec_ops kexec_cpu_ops;

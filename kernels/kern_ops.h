@@ -8,7 +8,7 @@
  * __builtin_cpu_supports; SPLITNIC_ISA=ref|avx2|avx512 in the environment forces one.
  * Tests compare every table to kern_ops_ref bit for bit.
  *
- * Layouts are those of kernels/kern.h. All kernels are single-threaded, allocate nothing, and
+ * Layouts are those of model/model.h. All kernels are single-threaded, allocate nothing, and
  * take a batch: images are back to back (stride = one image's words/bytes/elements).
  */
 #ifndef KERN_OPS_H
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/* Per-output thresholds: bit = (dot >= thr[o]) ^ flip[o] (see kern.h). */
+/* Per-output thresholds: bit = (dot >= thr[o]) ^ flip[o] (see model/model.h). */
 struct kern_thresh {
 	const int32_t *thr;
 	const uint8_t *flip;

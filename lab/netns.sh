@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Network-namespace and DPDK-process plumbing shared by the integration tests that build their own
-# namespaces, tests/bench/bench_host.sh and lab/demo_packet.sh. Sourced, never run: the test
-# runner runs tests/integration/test_*.sh only.
+# lab/netns.sh — network-namespace and DPDK-process plumbing shared by the lab (sweep_lab.sh,
+# demo_packet.sh; installed beside them), the integration tests that build their own namespaces
+# and the benchmarks. Sourced, never run.
 #
 #   netns_need_root WHAT          exit 77 (skip) unless root; 1 instead under CI=true
 #   netns_need_files PFX HINT F.. exit 1 with "PFX F missing (HINT)" for the first F missing

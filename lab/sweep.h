@@ -36,7 +36,7 @@ struct sweep_pk_opts {
 	const char *platform; /* splitnic-nic --platform */
 	uint32_t executors;   /* splitnic-nic --executors */
 	const char *host_opt; /* extra splitnic-host options, space-separated */
-	const char *lab;      /* lab/sweep_lab.sh; NULL: beside the executable's tree */
+	const char *lab;      /* lab/sweep_lab.sh; NULL: found from the executable */
 	const char *tag;      /* the lab's namespaces; NULL: from the pid */
 	const char *servers;  /* --servers: running servers at this address, no lab */
 	const char *netns;    /* --netns: the front-end's namespace for --servers */
@@ -68,7 +68,8 @@ struct sweep_lab {
 };
 
 /*
- * script: lab/sweep_lab.sh (NULL: the one of the tree holding this executable, BUILD/..);
+ * script: lab/sweep_lab.sh (NULL: the tree's BUILD/../lab/, else the installed
+ * PREFIX/share/splitnic/lab/, from this executable's path);
  * tag: NULL for one from the pid; servers: an address of running servers (no lab; the client
  * in namespace netns when not NULL). 0, or -errno after a message.
  */

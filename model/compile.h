@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * model/compile.h — the compiler from interchange layers (arch.json + weights.npz, parsed by
- * model/convert.c) to the ops of kern.h. Internal to the converter.
+ * model/convert.c) to the ops of model.h. Internal to the converter.
  *
  * The compiler walks the layers keeping the tensor's format, whether its values are integers
  * held exactly (and their range), and a pending chain of per-channel monotone maps (a bias, then

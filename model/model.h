@@ -4,7 +4,7 @@
  *
  * A model enters as the interchange pair arch.json + weights.npz (docs/model-format.md), is
  * compiled by the converter (model_convert) into a sequence of ops and written as a model file
- * (kernels/model_file.h documents it byte by byte); model_load maps and validates it.
+ * (model/model_file.h documents it byte by byte); model_load maps and validates it.
  *
  * Tensor formats at run time (one image; a batch is N images back to back):
  *
@@ -88,7 +88,7 @@ struct model_shape {
  * MODEL_OP_LRN         F64 -> F64, Caffe ACROSS_CHANNELS: y = x / (k + alpha/size * sum x^2)^beta
  *                     over channels [c - size/2, c + size/2] clipped to [0, C).
  *
- * Ops beyond the interchange spec, produced only by the ONNX importer (onnx/):
+ * Ops beyond the interchange spec, produced only by the ONNX importer (model/onnx/):
  *
  * MODEL_OP_PAD         F64 (C,H,W) -> F64 (C, H+top+bottom, W+left+right): the input placed at
  *                     (top, left), the border filled with 0, or with -inf under MODEL_LF_PADNEG

@@ -35,7 +35,7 @@
  *   24  u32   stride           conv, maxpool; else 0
  *   28  u32   pad              conv; else 0
  *
- * Op table: n_ops records of 128 bytes, the ops executed in order (see kern.h for each op's
+ * Op table: n_ops records of 128 bytes, the ops executed in order (see model.h for each op's
  * semantics and blob layouts):
  *
  *    0  u16   op               enum model_op
@@ -52,7 +52,7 @@
  *   64  f64   lrn_beta
  *   72  f64   lrn_k
  *   80  {u64 offset, u64 size} blob[3]   offset 64-aligned, after the op table, inside the
- *                              file; size exactly as kern.h's layout for the op's shapes and
+ *                              file; size exactly as model.h's layout for the op's shapes and
  *                              flags; an unused blob is {0, 0}
  *
  * Blob contents: packed weight words are u64 with bit j of word k for element 64k + j, bit 1

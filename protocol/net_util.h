@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* protocol/net_util.h — socket helpers shared by the UDP tools (client, respond-ref). */
+/* protocol/net_util.h — socket helpers shared by the kernel-socket servers (serve/, lab/). */
 #ifndef PROTO_NET_UTIL_H
 #define PROTO_NET_UTIL_H
 

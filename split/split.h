@@ -3,8 +3,9 @@
  * split/split.h — static analysis of a model, the executor cost model and its calibration
  * profile, the exact planner for chains, and the plan file the host loads.
  *
- * Depends on kernels/ and protocol/ only: whatever needs the NIC firmware (which ops the NIC can
- * run, the emulator's timing) is passed in by the caller (tools/) as plain numbers.
+ * Depends on exec/, kernels/, model/ and protocol/ only: whatever needs the NIC firmware (the
+ * emulator's timing) is passed in by the caller (cli/, lab/) as plain numbers; which ops the NIC
+ * can run is exec/kexec.h's rule.
  *
  * Executors: CPU (always), GPU (when the profile says one is present), NIC (binary dense layers
  * and the sign / threshold / bias / batch-norm that fold into them, as a trailing part of the
@@ -430,8 +431,9 @@ int split_plan_read(FILE *f, const char *path, const struct model *m, struct spl
 /*
  * Buffers for one ACTIVATION message of up to max_bytes of data in datagrams of `payload`
  * bytes, a pack buffer and a reassembly table; nothing is allocated afterwards. The activation
- * is in a kern format (kern.h): BITS (C,H,W) crosses as the protocol's C-major bits (repacked
- * both ways when H*W > 1), U8 as u8, F32 as f32, F64 as f64. NULL on bad sizes or no memory.
+ * is in a model format (model/model.h): BITS (C,H,W) crosses as the protocol's C-major bits
+ * (repacked both ways when H*W > 1), U8 as u8, F32 as f32, F64 as f64. NULL on bad sizes or no
+ * memory.
  */
 struct split_wire;
 struct split_wire *split_wire_create(uint64_t max_bytes, uint32_t payload);

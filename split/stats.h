@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* split/stats.h — the latency clock and latency summaries. */
+/* split/stats.h — the latency clock and latency summaries (the verbs, serve/, lab/, cli/). */
 #ifndef SPLIT_STATS_H
 #define SPLIT_STATS_H
 

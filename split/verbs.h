@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* split/verbs.h — helpers shared by the split verbs (analyze, plan, gen, calibrate, sweep).
+/*
+ * split/verbs.h — what the split verbs (analyze, plan, gen, calibrate, sweep: cli/) and the
+ * packet sweep (lab/sweep_packet.c) share: a model's architecture and profile loaded, a model
+ * planned, its ops timed on this CPU, plans printed and plotted.
  */
 #ifndef SPLIT_VERBS_H
 #define SPLIT_VERBS_H

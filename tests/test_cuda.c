@@ -56,7 +56,7 @@ static void need_gpu(void)
 	skip();
 }
 
-/* Random +-1 vectors packed as kernels/kern.h says: rows of words(bits), tail bits 0. */
+/* Random +-1 vectors packed as model/model.h says: rows of words(bits), tail bits 0. */
 static uint64_t *rand_bits(size_t rows, uint64_t bits)
 {
 	size_t nw = model_words(bits);

@@ -14,7 +14,7 @@
  *
  * Maps:
  *   xdp_model    ARRAY, 1 entry, one value of model_words u64 (set at load):
- *                  [weight rows of every layer, [out][nw] packed as kernels/kern.h]
+ *                  [weight rows of every layer, [out][nw] packed as model/model.h]
  *                  [thresholds: one word per neuron of every thresholded layer,
  *                   bits 0..31 = thr (int32), bit 32 = flip]
  *                  [score table: classes x span float64 bit patterns, score of class c for
