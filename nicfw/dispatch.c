@@ -13,16 +13,15 @@
 #include "protocol/frame.h"
 
 /*
- * Where and how a RESPONSE or ERROR goes: a wire-side source gets replies of at most cap bytes
- * (UDP payload; UINT32_MAX: allowed, no limit) and none at all when refused (outside the
- * allow-list); the host gets ERRORs about its ACTIVATIONs as notices (host_ref, cookie).
+ * Where and how a RESPONSE or ERROR goes, and what caused it (in_bytes: the UDP payload, the
+ * trust policy's measure); the host gets ERRORs about its ACTIVATIONs as notices (host_ref,
+ * cookie).
  */
 struct disp_reply {
 	struct proto_addr a;
 	uint8_t port; /* enum nicfw_port it leaves by */
 	bool notice;
-	bool refused;
-	uint32_t cap;
+	uint32_t in_bytes;
 	uint32_t host_ref;
 	uint64_t cookie;
 };
@@ -56,12 +55,11 @@ struct nicfw_disp {
 	struct proto_neigh_table neigh;
 	uint32_t
 	    resp_bytes[NICFW_DISP_MAX_MODELS]; /* a RESPONSE's UDP payload bytes, all datagrams */
-	uint64_t rl[PROTO_RL_SLOTS];	       /* ERROR buckets of wire-side sources */
-	uint64_t rl_interval_ns, rl_burst;
-	uint64_t now;	     /* the time of the frame being handled */
-	double *scores;	     /* largest model's classes */
-	uint8_t *body;	     /* the RESPONSE data section, little-endian f64 */
-	uint8_t frame[2048]; /* reply under construction */
+	uint64_t rl[PROTO_TRUST_SLOTS];	       /* ERROR buckets of wire-side sources */
+	uint64_t now;			       /* the time of the frame being handled */
+	double *scores;			       /* largest model's classes */
+	uint8_t *body;			       /* the RESPONSE data section, little-endian f64 */
+	uint8_t frame[2048];		       /* reply under construction */
 };
 
 static const char *const counter_names[NICFW_C__COUNT] = {
@@ -130,12 +128,13 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 
 	if (cfg->n_models > NICFW_DISP_MAX_MODELS || !cfg->eng_ops || !cfg->tx ||
 	    cfg->payload < PROTO_MIN_PAYLOAD || cfg->payload > PROTO_FRAME_MAX - PROTO_FRAME_HDRS ||
-	    cfg->n_allow > NICFW_DISP_MAX_ALLOW) {
+	    cfg->trust.n_allow > PROTO_TRUST_MAX_ALLOW) {
 		snprintf(err, errlen,
 			 "dispatcher: %u models (at most %u), payload %u (%u to %u), %u allowed "
 			 "prefixes (at most %u), engine and tx required",
 			 cfg->n_models, NICFW_DISP_MAX_MODELS, cfg->payload, PROTO_MIN_PAYLOAD,
-			 PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cfg->n_allow, NICFW_DISP_MAX_ALLOW);
+			 PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cfg->trust.n_allow,
+			 PROTO_TRUST_MAX_ALLOW);
 		return NULL;
 	}
 	for (uint32_t m = 0; m < cfg->n_models; m++) {
@@ -174,8 +173,6 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 		}
 		d->resp_bytes[m] = proto_wire_bytes(PROTO_RESP_HDR_LEN, body, cfg->payload);
 	}
-	d->rl_interval_ns = 1000000000ull / (cfg->err_rate ? cfg->err_rate : PROTO_RL_RATE);
-	d->rl_burst = cfg->err_burst ? cfg->err_burst : PROTO_RL_BURST;
 	rc.slots = cfg->reasm_slots ? cfg->reasm_slots : 64;
 	rc.max_msg = max_in;
 	rc.timeout_ns = cfg->reasm_timeout_ns ? cfg->reasm_timeout_ns : 1000000000ull;
@@ -210,10 +207,34 @@ static void send_udp(struct nicfw_disp *d, const struct disp_reply *to, uint32_t
 		d->c[NICFW_C_TX_FAIL]++;
 }
 
-/* An ERROR for `to` at d->frame's payload, its reason "nic: " + the code's name cut to fit
- * to->cap: bytes, or -EMSGSIZE when not even the header fits. */
+/* What the trust policy counts its verdicts under (SEND: the caller's own counters). */
+static const enum nicfw_disp_counter trust_counter[PROTO_TRUST__COUNT] = {
+    [PROTO_TRUST_NOT_ALLOWED] = NICFW_C_NOT_ALLOWED,
+    [PROTO_TRUST_TOO_LARGE] = NICFW_C_REPLY_TOO_LARGE,
+    [PROTO_TRUST_RATE_LIMITED] = NICFW_C_ERR_RATE_LIMITED,
+};
+
+/* The trust policy's verdict (protocol/trust.h) on a reply of kind `reply` (0: admission) and at
+ * least out_bytes to `to`; *cap: the most bytes it may take. The host port is trusted. */
+static enum proto_trust_verdict disp_decide(struct nicfw_disp *d, const struct disp_reply *to,
+					    unsigned reply, uint32_t out_bytes, uint32_t *cap)
+{
+	const struct proto_trust_ask q = {
+	    .src = to->a.dip,
+	    .flags = to->port == NICFW_PORT_HOST ? PROTO_TRUST_F_TRUSTED : 0,
+	    .reply = (uint8_t)reply,
+	    .in_bytes = to->in_bytes,
+	    .out_bytes = out_bytes,
+	};
+
+	return proto_trust_decide(&d->cfg.trust, &q, &d->rl[proto_trust_slot(q.src)], d->now, cap);
+}
+
+/* An ERROR for `to` at d->frame's payload, its reason "nic: " + the code's name cut to fit cap:
+ * bytes, or <= 0 on failure. */
 static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
-		       uint64_t request_id, enum proto_error_code code, uint32_t detail)
+		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
+		       uint32_t cap)
 {
 	const size_t room = sizeof(d->frame) - PROTO_FRAME_HDRS;
 	struct proto_msg m;
@@ -227,34 +248,30 @@ static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		m.err.cookie = to->cookie;
 	}
 	return proto_build_error_cut(&m, "nic: ", proto_error_name(code),
-				     d->frame + PROTO_FRAME_HDRS, to->cap < room ? to->cap : room);
+				     d->frame + PROTO_FRAME_HDRS, cap < room ? cap : room);
 }
 
-/* Decide an ERROR (counted by code) and send it, unless the source is refused (outside the
- * allow-list), the ERROR would be larger than what caused it, or over the source's rate. */
+/* An ERROR, as the trust policy decides: counted by its code (unless the source is not allowed
+ * at all) and by the verdict, sent when it says so. */
 static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
 		       enum nicfw_disp_counter counter)
 {
+	uint32_t cap;
+	enum proto_trust_verdict v =
+	    disp_decide(d, to, PROTO_ERROR,
+			to->notice ? PROTO_ERROR_NOTICE_HDR_LEN : PROTO_ERROR_HDR_LEN, &cap);
 	int n;
 
-	if (to->refused) {
-		d->c[NICFW_C_NOT_ALLOWED]++;
+	if (v != PROTO_TRUST_NOT_ALLOWED)
+		d->c[counter]++;
+	if (v != PROTO_TRUST_SEND) {
+		d->c[trust_counter[v]]++;
 		return;
 	}
-	d->c[counter]++;
-	n = build_error(d, to, model_id, request_id, code, detail);
-	if (n == -EMSGSIZE) {
-		d->c[NICFW_C_REPLY_TOO_LARGE]++;
-		return;
-	}
+	n = build_error(d, to, model_id, request_id, code, detail, cap);
 	if (n <= 0) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
-		return;
-	}
-	if (to->port == NICFW_PORT_WIRE && !proto_rl_take(&d->rl[proto_rl_slot(to->a.dip)], d->now,
-							  d->rl_interval_ns, d->rl_burst)) {
-		d->c[NICFW_C_ERR_RATE_LIMITED]++;
 		return;
 	}
 	send_udp(d, to, (uint32_t)n);
@@ -407,12 +424,16 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 {
 	const struct nicfw_disp_model *md = &d->cfg.model[m];
 	struct disp_queue *q = &d->q[m];
+	enum proto_trust_verdict v;
 	struct disp_req *r;
+	uint32_t cap;
 
-	if (hdr->type == PROTO_REQUEST && d->resp_bytes[m] > sender->cap) {
-		d->c[NICFW_C_REPLY_TOO_LARGE]++;
-		send_error(d, sender, hdr->model_id, hdr->request_id, PROTO_ERR_TOO_LARGE,
-			   d->resp_bytes[m], NICFW_C_ERR_TOO_LARGE);
+	v = disp_decide(d, sender, PROTO_RESPONSE, d->resp_bytes[m], &cap);
+	if (v != PROTO_TRUST_SEND) {
+		d->c[trust_counter[v]]++;
+		if (v == PROTO_TRUST_TOO_LARGE)
+			send_error(d, sender, hdr->model_id, hdr->request_id, PROTO_ERR_TOO_LARGE,
+				   d->resp_bytes[m], NICFW_C_ERR_TOO_LARGE);
 		return;
 	}
 	if (q->count == NICFW_DISP_QUEUE) {
@@ -498,12 +519,10 @@ static void disp_sender(const struct nicfw_disp *d, enum nicfw_port from,
 			struct disp_reply *to)
 {
 	const uint8_t *ext = p + PROTO_COMMON_LEN;
-	const bool listed = proto_cidr_contains(d->cfg.allow, d->cfg.n_allow, fa->sip);
 
 	reply_to_sender(fa, from, to);
 	to->notice = from == NICFW_PORT_HOST && type == PROTO_ACTIVATION;
-	to->refused = from == NICFW_PORT_WIRE && d->cfg.n_allow && !listed;
-	to->cap = from == NICFW_PORT_HOST || listed ? UINT32_MAX : plen;
+	to->in_bytes = plen;
 	to->host_ref = 0;
 	to->cookie = 0;
 	if (to->notice && plen >= PROTO_ACT_HDR_LEN && proto_get16(p + 4) >= PROTO_ACT_HDR_LEN) {
@@ -528,6 +547,8 @@ static enum nicfw_disp_action disp_health(struct nicfw_disp *d, enum nicfw_port 
 					  uint32_t plen)
 {
 	const struct nicfw_health *h = d->cfg.health;
+	enum proto_trust_verdict v;
+	uint32_t cap;
 	int n;
 
 	if (from == NICFW_PORT_HOST)
@@ -540,8 +561,15 @@ static enum nicfw_disp_action disp_health(struct nicfw_disp *d, enum nicfw_port 
 		d->c[NICFW_C_HEALTH_PASSED_UP]++;
 		return NICFW_DISP_PASS;
 	}
-	n = nicfw_health_report(h, d->frame + PROTO_FRAME_HDRS, sizeof(d->frame) - PROTO_FRAME_HDRS,
-				plen, m->request_id, nicfw_disp_pending(d));
+	v = disp_decide(d, to, PROTO_HEALTH, PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, &cap);
+	if (v == PROTO_TRUST_NOT_ALLOWED) {
+		d->c[NICFW_C_NOT_ALLOWED]++;
+		return NICFW_DISP_CONSUMED;
+	}
+	n = v != PROTO_TRUST_SEND ? 0
+				  : nicfw_health_report(h, d->frame + PROTO_FRAME_HDRS,
+							sizeof(d->frame) - PROTO_FRAME_HDRS, cap,
+							m->request_id, nicfw_disp_pending(d));
 	if (n <= 0) {
 		d->c[NICFW_C_HEALTH_DROPPED]++;
 		return NICFW_DISP_CONSUMED;
@@ -562,6 +590,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	struct proto_msg m;
 	enum proto_verdict v;
 	unsigned type;
+	uint32_t cap;
 	int k;
 
 	d->c[NICFW_C_INFER_RX]++;
@@ -604,7 +633,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 		}
 		return NICFW_DISP_PASS;
 	}
-	if (sender.refused) {
+	if (disp_decide(d, &sender, 0, 0, &cap) == PROTO_TRUST_NOT_ALLOWED) {
 		d->c[NICFW_C_NOT_ALLOWED]++;
 		return NICFW_DISP_CONSUMED;
 	}
@@ -626,8 +655,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	}
 	/* replies to the whole message may be as large as the whole message (at least) */
 	whole = sender;
-	if (whole.cap != UINT32_MAX)
-		whole.cap = m.hdr_len + m.total_len;
+	whole.in_bytes = m.hdr_len + m.total_len;
 	if (m.frag_len == m.total_len) {
 		disp_accept(d, (uint32_t)k, &m, m.data, &whole, now_ns);
 		return NICFW_DISP_CONSUMED;

@@ -28,19 +28,19 @@
  *     drains: ERROR BUSY, detail 1). The frame is CONSUMED;
  *   - HEALTH (with cfg.health): answered, passed up or dropped as nicfw/health.h says.
  *
- * Replies to the wire side (trust and no amplification):
- *   - allow-list (cfg.allow): when one is given, REQUESTs from other addresses that the NIC
- *     would serve or answer itself are dropped and counted (dropped_not_allowed); what it passes
- *     up is the host's to judge;
+ * Replies to the wire side: the trust policy (protocol/trust.h, cfg.trust) decides each one, and
+ * the dispatcher counts its verdict:
+ *   - allow-list: when one is given, what comes from other addresses gets nothing: REQUESTs the
+ *     NIC would serve or answer itself and HEALTH probes it would answer are dropped and counted
+ *     (dropped_not_allowed); what it passes up is the host's to judge;
  *   - no amplification: a source that is not on an allow-list never gets a reply larger than
  *     what caused it (UDP payload bytes): an ERROR's reason is cut to fit (an ERROR that cannot
  *     fit, for a datagram under 40 bytes, is not sent), and a REQUEST whose RESPONSE would be
  *     larger than the REQUEST is answered ERROR TOO_LARGE (detail = the RESPONSE's bytes; the
  *     front-end may pad its REQUEST header up to 256 bytes); both counted refused_larger_reply;
- *   - ERRORs to the wire side are rate-limited per source address (protocol/ratelimit.h: a
- *     fixed table of token buckets, err_rate per second, err_burst at once); those over the
- *     limit are not sent and are counted (error_rate_limited). error_<code> counts every ERROR
- *     decided, errors_sent those that left.
+ *   - ERRORs to the wire side are rate-limited per source address (a fixed table of token
+ *     buckets); those over the limit are not sent and are counted (error_rate_limited).
+ *     error_<code> counts every ERROR decided for an allowed source, errors_sent those that left.
  * The host port is trusted: its ERRORs are completion notices, never limited or cut.
  *
  * nicfw_disp_poll() collects finished inferences from the engine, starts the next queued one,
@@ -78,12 +78,11 @@
 #include "nicfw/health.h"
 #include "protocol/frame.h"
 #include "protocol/proto.h"
-#include "protocol/ratelimit.h"
 #include "protocol/reasm.h"
+#include "protocol/trust.h"
 
 #define NICFW_DISP_MAX_MODELS 16
 #define NICFW_DISP_QUEUE      64 /* queued requests per model, the one in flight included */
-#define NICFW_DISP_MAX_ALLOW  16 /* allow-list prefixes */
 
 enum nicfw_port { NICFW_PORT_WIRE = 0, NICFW_PORT_HOST = 1 };
 
@@ -125,7 +124,7 @@ enum nicfw_disp_counter {
 	NICFW_C_HOST_NOTICES,	       /* completion notices (RESPONSE copies) sent to the host */
 	NICFW_C_WIRE_ACTIVATION,       /* dropped: an ACTIVATION from the wire port */
 	NICFW_C_WIRE_REPLY,	       /* dropped: a RESPONSE/ERROR from the wire port */
-	NICFW_C_NOT_ALLOWED,	       /* dropped: a REQUEST from outside the allow-list */
+	NICFW_C_NOT_ALLOWED,	       /* dropped: a REQUEST or probe from outside the allow-list */
 	NICFW_C_REPLY_TOO_LARGE,       /* replies larger than their request, not sent */
 	NICFW_C_ERR_RATE_LIMITED,      /* ERRORs over their source's rate, not sent */
 	NICFW_C_ERROR_NOTICES,	       /* ERRORs about an ACTIVATION, sent to the host */
@@ -166,10 +165,7 @@ struct nicfw_disp_config {
 	uint32_t payload; /* largest UDP payload of a RESPONSE datagram (PROTO_DEFAULT_PAYLOAD) */
 	uint32_t reasm_slots;
 	bool notify_host; /* copy each ACTIVATION's RESPONSE to the host (completion notice) */
-	uint32_t n_allow; /* front-ends allowed (0: none listed; no reply larger than its cause) */
-	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
-	uint32_t err_rate;  /* ERRORs per second per wire-side source (0: PROTO_RL_RATE) */
-	uint32_t err_burst; /* ERRORs at once per source (0: PROTO_RL_BURST) */
+	struct proto_trust_cfg trust; /* the wire side's (the host port is trusted) */
 	uint64_t reasm_timeout_ns;
 	uint32_t n_models;
 	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];

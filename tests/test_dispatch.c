@@ -698,8 +698,7 @@ static void test_dispatch_no_amplification(void **state)
 	nicfw_disp_free(d);
 
 	/* an allow-list: CLI_IP/32 may get the larger RESPONSE; HOST_IP gets nothing at all */
-	assert_int_equal(proto_cidr_parse("10.88.0.2/32", &c.allow[0]), 0);
-	c.n_allow = 1;
+	assert_int_equal(proto_trust_allow(&c.trust, "10.88.0.2/32"), 0);
 	d = create(&c);
 	len = request_shaped(f, CLI_IP, MODEL, 4, 1, 1, 8, 64);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
@@ -733,8 +732,7 @@ static void test_dispatch_error_rate(void **state)
 	uint32_t len;
 
 	cfg_init(&c);
-	c.err_rate = 10; /* one per 100 ms */
-	c.err_burst = 3;
+	proto_trust_set_rate(&c.trust, 10, 3); /* one per 100 ms, 3 at once */
 	c.n_models = 1;
 	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
 	d = create(&c);

@@ -292,20 +292,18 @@ static int nic_opt(void *p, const struct conf_opt *opt, const char *arg)
 		o->notify_host = true;
 		return 0;
 	case CONF_NIC_ALLOW:
-		if (o->n_allow < NICFW_DISP_MAX_ALLOW &&
-		    !proto_cidr_parse(arg, &o->allow[o->n_allow])) {
-			o->n_allow++;
+		if (!proto_trust_allow(&o->trust, arg))
 			return 0;
-		}
 		fprintf(stderr, "nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
-			NICFW_DISP_MAX_ALLOW, arg);
+			PROTO_TRUST_MAX_ALLOW, arg);
 		return -1;
 	case CONF_NIC_ERROR_RATE:
 	case CONF_NIC_ERROR_BURST:
-		if (!parse_u32(arg, 1, 1000000,
+		if (!parse_u32(arg, opt->key == CONF_NIC_ERROR_RATE ? 0 : 1, 1000000,
 			       opt->key == CONF_NIC_ERROR_RATE ? &o->err_rate : &o->err_burst))
 			return 0;
-		fprintf(stderr, "nic: --%s: 1 to 1000000, got '%s'\n", opt->name, arg);
+		fprintf(stderr, "nic: --%s: %u to 1000000, got '%s'\n", opt->name,
+			opt->key == CONF_NIC_ERROR_RATE ? 0 : 1, arg);
 		return -1;
 	case CONF_NIC_NAME:
 		return conf_text("nic", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
@@ -630,10 +628,8 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	dc.port = n->o.udp_port;
 	dc.payload = n->o.payload;
 	dc.notify_host = n->o.notify_host;
-	dc.n_allow = n->o.n_allow;
-	memcpy(dc.allow, n->o.allow, sizeof(dc.allow));
-	dc.err_rate = n->o.err_rate;
-	dc.err_burst = n->o.err_burst;
+	dc.trust = n->o.trust;
+	proto_trust_set_rate(&dc.trust, n->o.err_rate, n->o.err_burst);
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
 	ret = nic_health_setup(n, &dc, err, errlen);

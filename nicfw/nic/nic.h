@@ -31,8 +31,7 @@ struct nic_opts {
 	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_split */
 	bool id_given[NICFW_DISP_MAX_MODELS];
 	bool notify_host;
-	uint32_t n_allow;
-	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
+	struct proto_trust_cfg trust; /* --allow, then the rate below */
 	uint32_t err_rate, err_burst;
 	uint32_t n_models;
 	uint32_t executors;

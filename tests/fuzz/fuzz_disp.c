@@ -119,8 +119,7 @@ static struct nicfw_disp *make(void)
 	c.reasm_slots = 4;
 	c.reasm_timeout_ns = 1000000;
 	c.notify_host = true;
-	c.err_rate = 10;
-	c.err_burst = 3;
+	proto_trust_set_rate(&c.trust, 10, 3);
 	c.n_models = 2;
 	c.model[0] = (struct nicfw_disp_model){1, 0, PROTO_FMT_U8, 16, 16, 3, true, 1, 4, 4};
 	c.model[1] = (struct nicfw_disp_model){2, 3, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
