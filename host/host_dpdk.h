@@ -195,10 +195,11 @@ struct host_worker {
 /* The in-process NIC stage (--nic inproc): its own lcore, rings both ways. */
 struct host_inproc {
 	struct nicfw_disp *disp;
-	struct nicfw_lcore *lc;
-	struct rte_ring *to_nic; /* ACTIVATION frames from the workers (MP/SC) */
-	unsigned lcore;		 /* RTE_MAX_LCORE: run inline by worker 0 */
-	uint64_t tx_drop;	 /* frames the NIC could not hand back (ring full, no mbuf) */
+	struct nicfw_lcore *lc;		 /* the platform of the executors below */
+	struct kexec x[HOST_MAX_MODELS]; /* the NIC part of each co-processor model */
+	struct rte_ring *to_nic;	 /* ACTIVATION frames from the workers (MP/SC) */
+	unsigned lcore;			 /* RTE_MAX_LCORE: run inline by worker 0 */
+	uint64_t tx_drop; /* frames the NIC could not hand back (ring full, no mbuf) */
 } __rte_cache_aligned;
 
 struct host_app {
