@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The one trust policy (protocol/trust.h) and its four implementations, fed one table of cases:
+ * The one trust policy (protocol/trust.h): its rules one by one (the rate limit, the allow-list
+ * prefixes, the decision), then its four implementations, fed one table of cases:
  *
  *   nic    the NIC's dispatcher (nicfw/dispatch.c) on its wire port, the model on the emulator
  *   host   splitnic-host's receive path (host/dpdk_rx.c, dpdk_tx.c, dpdk_health.c) on a worker
@@ -678,6 +679,154 @@ static void run_table(const struct impl *im)
 	}
 }
 
+/* One ERROR from ip at now under cfg c (no list): sent (true) or over the rate (false). */
+static bool err_sent(const struct proto_trust_cfg *c, uint64_t *rl, uint32_t ip, uint64_t now)
+{
+	const struct proto_trust_ask q = {
+	    .src = ip, .reply = PROTO_ERROR, .in_bytes = 100, .out_bytes = PROTO_ERROR_HDR_LEN};
+	uint32_t cap;
+	enum proto_trust_verdict v =
+	    proto_trust_decide(c, &q, &rl[proto_trust_slot(ip)], now, &cap);
+
+	assert_true(v == PROTO_TRUST_SEND || v == PROTO_TRUST_RATE_LIMITED);
+	return v == PROTO_TRUST_SEND;
+}
+
+/* protocol/trust.h's rate limit: `burst` at once, then one per interval; sources in other
+ * buckets untouched; a bucket idle long enough is full again; rate 0 is no limit. */
+static void test_trust_rate(void **state)
+{
+	const uint64_t iv = 100000000ull; /* 10 a second */
+	const uint32_t a = 0x0a000001, b = 0x0a000002;
+	uint64_t rl[PROTO_TRUST_SLOTS] = {0};
+	struct proto_trust_cfg c = {0};
+	int ok = 0;
+
+	(void)state;
+	proto_trust_set_rate(&c, 10, 10);
+	assert_int_equal(c.err_interval_ns, iv);
+	assert_int_not_equal(proto_trust_slot(a), proto_trust_slot(b));
+	for (uint32_t ip = 0; ip < 100000; ip += 97)
+		assert_true(proto_trust_slot(ip * 40503u) < PROTO_TRUST_SLOTS);
+	for (int i = 0; i < 50; i++)
+		ok += err_sent(&c, rl, a, 1000);
+	assert_int_equal(ok, 10); /* the burst, then nothing */
+	assert_false(err_sent(&c, rl, a, 1000 + iv / 2));
+	assert_true(err_sent(&c, rl, a, 1000 + iv)); /* one per 100 ms */
+	assert_false(err_sent(&c, rl, a, 1000 + iv));
+	assert_true(err_sent(&c, rl, b, 1000)); /* its own bucket */
+	ok = 0;
+	for (int i = 0; i < 50; i++) /* idle for 5 s: the whole burst again */
+		ok += err_sent(&c, rl, a, 5000000000ull);
+	assert_int_equal(ok, 10);
+	ok = 0;
+	proto_trust_set_rate(&c, 10, 1);
+	for (int i = 0; i < 50; i++) /* burst 1: one at a time */
+		ok += err_sent(&c, rl, b, 9000000000ull);
+	assert_int_equal(ok, 1);
+	c.err_burst = 0; /* counts as 1 */
+	assert_true(err_sent(&c, rl, b, 9100000000ull));
+	assert_false(err_sent(&c, rl, b, 9100000000ull));
+	proto_trust_set_rate(&c, 0, 5); /* no limit */
+	assert_int_equal(c.err_interval_ns, 0);
+	for (int i = 0; i < 1000; i++)
+		assert_true(err_sent(&c, rl, a, 9000000000ull));
+}
+
+/* protocol/trust.h's allow-list prefixes. */
+static void test_trust_prefixes(void **state)
+{
+	struct proto_trust_cfg c = {0};
+	struct proto_cidr x;
+
+	(void)state;
+	assert_int_equal(proto_cidr_parse("10.0.0.0/33", &x), -EINVAL);
+	assert_int_equal(proto_cidr_parse("nope", &x), -EINVAL);
+	assert_int_equal(proto_cidr_parse("10.0.0.256", &x), -EINVAL);
+	assert_int_equal(proto_cidr_parse("10.0.0.1/", &x), -EINVAL);
+	assert_int_equal(proto_cidr_parse("10.0.0.1 ", &x), -EINVAL);
+	assert_false(proto_trust_listed(&c, 0x01020304)); /* no prefixes: nothing listed */
+	assert_int_equal(proto_trust_allow(&c, "10.88.1.0/24"), 0);
+	assert_int_equal(proto_trust_allow(&c, "10.88.1.0/33"), -EINVAL);
+	assert_int_equal(c.n_allow, 1);
+	assert_true(proto_trust_listed(&c, 0x0a5801fe));
+	assert_false(proto_trust_listed(&c, 0x0a5802fe));
+	assert_int_equal(proto_trust_allow(&c, "192.168.0.7"), 0);
+	assert_true(proto_trust_listed(&c, 0xc0a80007));
+	assert_false(proto_trust_listed(&c, 0xc0a80008));
+	c.n_allow = 0;
+	assert_int_equal(proto_trust_allow(&c, "10.88.1.77/24"), 0); /* host bits dropped */
+	assert_true(proto_trust_listed(&c, 0x0a580101));
+	c.n_allow = 0;
+	assert_int_equal(proto_trust_allow(&c, "0.0.0.0/0"), 0);
+	assert_true(proto_trust_listed(&c, 0xdeadbeef));
+	for (uint32_t i = 1; i < PROTO_TRUST_MAX_ALLOW; i++)
+		assert_int_equal(proto_trust_allow(&c, "10.0.0.1"), 0);
+	assert_int_equal(proto_trust_allow(&c, "10.0.0.1"), -ENOSPC);
+}
+
+/* The decision's rules one by one. */
+static void test_trust_decide(void **state)
+{
+	struct proto_trust_cfg open = {0}, listed = {0};
+	struct proto_trust_ask q = {
+	    .src = 0x0a000002, .reply = PROTO_RESPONSE, .in_bytes = 72, .out_bytes = 240};
+	uint64_t bucket = 0;
+	uint32_t cap;
+
+	(void)state;
+	proto_trust_set_rate(&open, 1, 1);
+	listed = open;
+	assert_int_equal(proto_trust_allow(&listed, "10.0.0.2/32"), 0);
+	/* no list: the size rule */
+	assert_int_equal(proto_trust_decide(&open, &q, NULL, 0, &cap), PROTO_TRUST_TOO_LARGE);
+	assert_int_equal(cap, 72);
+	q.out_bytes = 72;
+	assert_int_equal(proto_trust_decide(&open, &q, NULL, 0, &cap), PROTO_TRUST_SEND);
+	/* listed: any size; a HEALTH report never longer than its probe */
+	q.out_bytes = 240;
+	assert_int_equal(proto_trust_decide(&listed, &q, NULL, 0, &cap), PROTO_TRUST_SEND);
+	assert_int_equal(cap, PROTO_TRUST_NO_CAP);
+	q.reply = PROTO_HEALTH;
+	q.out_bytes = 80;
+	assert_int_equal(proto_trust_decide(&listed, &q, NULL, 0, &cap), PROTO_TRUST_TOO_LARGE);
+	assert_int_equal(cap, 72);
+	/* not listed: nothing, admission included; an IPv6 source is never listed */
+	q.src = 0x0a000003;
+	for (unsigned r = 0; r <= PROTO_HEALTH; r++) {
+		q.reply = (uint8_t)r;
+		assert_int_equal(proto_trust_decide(&listed, &q, &bucket, 0, &cap),
+				 PROTO_TRUST_NOT_ALLOWED);
+	}
+	q.src = 0x0a000002;
+	q.flags = PROTO_TRUST_F_UNNAMED;
+	assert_int_equal(proto_trust_decide(&listed, &q, &bucket, 0, &cap),
+			 PROTO_TRUST_NOT_ALLOWED);
+	/* trusted by where it is: anything, never limited */
+	q.flags = PROTO_TRUST_F_TRUSTED;
+	q.reply = PROTO_ERROR;
+	q.in_bytes = 10;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(proto_trust_decide(&listed, &q, &bucket, 0, &cap),
+				 PROTO_TRUST_SEND);
+	assert_int_equal(bucket, 0);
+	/* an ERROR that cannot fit costs its source nothing; one that fits is limited */
+	q.flags = 0;
+	q.out_bytes = PROTO_ERROR_HDR_LEN;
+	assert_int_equal(proto_trust_decide(&open, &q, &bucket, 5, &cap), PROTO_TRUST_TOO_LARGE);
+	assert_int_equal(bucket, 0);
+	q.in_bytes = 50;
+	assert_int_equal(proto_trust_decide(&open, &q, &bucket, 5, &cap), PROTO_TRUST_SEND);
+	assert_int_equal(cap, 50);
+	assert_int_equal(proto_trust_decide(&open, &q, &bucket, 5, &cap), PROTO_TRUST_RATE_LIMITED);
+	/* the ERROR's text cut to fit */
+	assert_int_equal(proto_trust_cut(50, PROTO_ERROR_HDR_LEN, 14), 10);
+	assert_int_equal(proto_trust_cut(60, PROTO_ERROR_HDR_LEN, 14), 14);
+	assert_int_equal(proto_trust_cut(30, PROTO_ERROR_HDR_LEN, 14), 0);
+	assert_string_equal(proto_trust_verdict_name(PROTO_TRUST_RATE_LIMITED), "rate_limited");
+	assert_string_equal(proto_trust_verdict_name(PROTO_TRUST__COUNT), "?");
+}
+
 static void need_root(void)
 {
 	if (!no_root)
@@ -774,11 +923,10 @@ static int model_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_trust_table_is_the_policy),
-	    cmocka_unit_test(test_trust_nic),
-	    cmocka_unit_test(test_trust_host),
-	    cmocka_unit_test(test_trust_serve),
-	    cmocka_unit_test(test_trust_xdp),
+	    cmocka_unit_test(test_trust_rate),	 cmocka_unit_test(test_trust_prefixes),
+	    cmocka_unit_test(test_trust_decide), cmocka_unit_test(test_trust_table_is_the_policy),
+	    cmocka_unit_test(test_trust_nic),	 cmocka_unit_test(test_trust_host),
+	    cmocka_unit_test(test_trust_serve),	 cmocka_unit_test(test_trust_xdp),
 	};
 	char prefix[64], rundir[PATH_MAX] = "";
 	char *eal[] = {"test_trust",
