@@ -236,8 +236,7 @@ static enum proto_trust_verdict disp_decide(struct nicfw_disp *d, const struct d
 	    .flags = to->port == NICFW_PORT_HOST ? PROTO_TRUST_F_TRUSTED : 0,
 	    .reply = (uint8_t)reply,
 	    .in_bytes = to->in_bytes,
-	    .out_bytes = out_bytes,
-	};
+	    .out_bytes = out_bytes};
 
 	return proto_trust_decide(&d->cfg.trust, &q, &d->rl[proto_trust_slot(q.src)], d->now, cap);
 }

@@ -7,18 +7,6 @@
 _Static_assert((PROTO_TRUST_SLOTS & (PROTO_TRUST_SLOTS - 1)) == 0,
 	       "PROTO_TRUST_SLOTS must be a power of two");
 
-static const char *const verdict_names[PROTO_TRUST__COUNT] = {
-    [PROTO_TRUST_SEND] = "send",
-    [PROTO_TRUST_NOT_ALLOWED] = "not_allowed",
-    [PROTO_TRUST_TOO_LARGE] = "too_large",
-    [PROTO_TRUST_RATE_LIMITED] = "rate_limited",
-};
-
-const char *proto_trust_verdict_name(unsigned v)
-{
-	return v < PROTO_TRUST__COUNT ? verdict_names[v] : "?";
-}
-
 /* A decimal number in [0, max] at *s, advancing *s past it; -1 if there is none. */
 static long dec_field(const char **s, long max)
 {

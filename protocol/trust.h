@@ -158,8 +158,6 @@ int proto_cidr_parse(const char *s, struct proto_cidr *c);
 int proto_trust_allow(struct proto_trust_cfg *c, const char *cidr);
 /* ERRORs per second per source (0: no limit) and at once (0 counts as 1). */
 void proto_trust_set_rate(struct proto_trust_cfg *c, uint32_t rate, uint32_t burst);
-/* "send", "not_allowed", "too_large", "rate_limited" ("?" for an unknown value). */
-const char *proto_trust_verdict_name(unsigned v);
 
 #endif /* __BPF__ */
 

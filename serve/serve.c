@@ -150,31 +150,25 @@ struct serve_src {
 	uint64_t key;	   /* the reassembly table's name for it */
 };
 
-/* Where the trust policy's verdicts are counted (SEND: by the caller). */
-static const enum serve_counter trust_counter[PROTO_TRUST__COUNT] = {
-    [PROTO_TRUST_NOT_ALLOWED] = SC_NOT_ALLOWED,
-    [PROTO_TRUST_TOO_LARGE] = SC_REFUSED_LARGER,
-    [PROTO_TRUST_RATE_LIMITED] = SC_ERRORS_LIMITED,
-};
-
 /* The trust policy's verdict (protocol/trust.h) on a reply of kind `reply` (0: admission) of at
  * least out_bytes to src, counted unless SEND; *cap: the most bytes the reply may take. */
 static enum proto_trust_verdict serve_trust(struct serve *sv, const struct serve_src *src,
 					    unsigned reply, uint32_t out_bytes, uint32_t *cap)
 {
-	const struct proto_trust_ask q = {
-	    .src = src->ip,
-	    .flags = src->v6 ? PROTO_TRUST_F_UNNAMED : 0,
-	    .reply = (uint8_t)reply,
-	    .in_bytes = src->in_bytes,
-	    .out_bytes = out_bytes,
-	};
+	const struct proto_trust_ask q = {.src = src->ip,
+					  .flags = src->v6 ? PROTO_TRUST_F_UNNAMED : 0,
+					  .reply = (uint8_t)reply,
+					  .in_bytes = src->in_bytes,
+					  .out_bytes = out_bytes};
 	enum proto_trust_verdict v =
 	    proto_trust_decide(&sv->trust, &q, &sv->rl[proto_trust_slot(src->ip)], sv->now, cap);
 
-	if (v != PROTO_TRUST_SEND)
-		sv->c[reply == PROTO_HEALTH && v == PROTO_TRUST_TOO_LARGE ? SC_HEALTH_DROPPED
-									  : trust_counter[v]]++;
+	if (v == PROTO_TRUST_NOT_ALLOWED)
+		sv->c[SC_NOT_ALLOWED]++;
+	else if (v == PROTO_TRUST_RATE_LIMITED)
+		sv->c[SC_ERRORS_LIMITED]++;
+	else if (v == PROTO_TRUST_TOO_LARGE) /* a probe too short for any report: dropped */
+		sv->c[reply == PROTO_HEALTH ? SC_HEALTH_DROPPED : SC_REFUSED_LARGER]++;
 	return v;
 }
 

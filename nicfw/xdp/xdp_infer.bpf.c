@@ -82,6 +82,17 @@ static __always_inline enum proto_trust_verdict decide(__u32 saddr, __u32 reply,
 	return proto_trust_decide(&cfg.trust, &q, tat, bpf_ktime_get_ns(), cap);
 }
 
+/* What is done with a reply the trust policy refuses (v not SEND), counted: nothing is sent to
+ * a source off the allow-list nor over its ERROR rate (dropped); one too large: `big`. */
+static __always_inline int refused(enum proto_trust_verdict v, __u32 big, int big_action)
+{
+	if (v == PROTO_TRUST_NOT_ALLOWED)
+		return count(XDP_INFER_ST_NOT_ALLOWED, XDP_DROP);
+	if (v == PROTO_TRUST_RATE_LIMITED)
+		return count(XDP_INFER_ST_ERR_LIMITED, XDP_DROP);
+	return count(big, big_action);
+}
+
 static __always_inline __u32 popcount64(__u64 x)
 {
 	x = x - ((x >> 1) & 0x5555555555555555ull);
@@ -544,17 +555,10 @@ static __always_inline int bad_shape(struct xdp_md *ctx, struct proto_msg *m, __
 	const char reason[] = XDP_INFER_ERR_REASON; /* on the stack: no .rodata string */
 	struct xdp_infer_scratch *s;
 	__u32 zero = 0, cap, text;
+	enum proto_trust_verdict v = decide(saddr, PROTO_ERROR, plen, PROTO_ERROR_HDR_LEN, &cap);
 
-	switch (decide(saddr, PROTO_ERROR, plen, PROTO_ERROR_HDR_LEN, &cap)) {
-	case PROTO_TRUST_SEND:
-		break;
-	case PROTO_TRUST_NOT_ALLOWED:
-		return count(XDP_INFER_ST_NOT_ALLOWED, XDP_DROP);
-	case PROTO_TRUST_RATE_LIMITED:
-		return count(XDP_INFER_ST_ERR_LIMITED, XDP_DROP);
-	default:
-		return count(XDP_INFER_ST_LARGER, XDP_PASS);
-	}
+	if (v != PROTO_TRUST_SEND)
+		return refused(v, XDP_INFER_ST_LARGER, XDP_PASS);
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
@@ -585,20 +589,15 @@ static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m,
 	struct xdp_infer_scratch *s;
 	struct proto_msg r = {};
 	__u32 zero = 0, rlen, cap;
+	enum proto_trust_verdict v;
 	__u8 *e;
 
 	if (m->health.kind != PROTO_HEALTH_PROBE ||
 	    (m->health.role != 0 && m->health.role != PROTO_ROLE_XDP))
 		return count(XDP_INFER_ST_HEALTH_PASS, XDP_PASS);
-	switch (decide(saddr, PROTO_HEALTH, plen, PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN,
-		       &cap)) {
-	case PROTO_TRUST_SEND:
-		break;
-	case PROTO_TRUST_NOT_ALLOWED:
-		return count(XDP_INFER_ST_NOT_ALLOWED, XDP_DROP);
-	default:
-		return count(XDP_INFER_ST_HEALTH_SHORT, XDP_DROP);
-	}
+	v = decide(saddr, PROTO_HEALTH, plen, PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, &cap);
+	if (v != PROTO_TRUST_SEND)
+		return refused(v, XDP_INFER_ST_HEALTH_SHORT, XDP_DROP);
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
@@ -648,6 +647,7 @@ int xdp_infer(struct xdp_md *ctx)
 	__u64 t0 = bpf_ktime_get_ns(), t1;
 	struct xdp_infer_scratch *s;
 	struct proto_msg m;
+	enum proto_trust_verdict tv;
 	enum proto_verdict v;
 	__s64 sumx;
 	int cls;
@@ -682,14 +682,9 @@ int xdp_infer(struct xdp_md *ctx)
 		return bad_shape(ctx, &m, bpf_ntohl(ip->saddr), ulen - sizeof(*udp));
 	}
 	rlen = XDP_INFER_RESP_HDR + 8 * cfg.classes;
-	switch (decide(bpf_ntohl(ip->saddr), PROTO_RESPONSE, ulen - sizeof(*udp), rlen, &cap)) {
-	case PROTO_TRUST_SEND:
-		break;
-	case PROTO_TRUST_NOT_ALLOWED:
-		return count(XDP_INFER_ST_NOT_ALLOWED, XDP_DROP);
-	default:
-		return count(XDP_INFER_ST_LARGER, XDP_PASS);
-	}
+	tv = decide(bpf_ntohl(ip->saddr), PROTO_RESPONSE, ulen - sizeof(*udp), rlen, &cap);
+	if (tv != PROTO_TRUST_SEND)
+		return refused(tv, XDP_INFER_ST_LARGER, XDP_PASS);
 
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
