@@ -150,7 +150,7 @@ static void test_exec_gpu_fallback(void **state)
 	struct kexec_caps c;
 	struct kexec x;
 	char err[512], why[512];
-	bool gpu = !kcuda_probe(why, sizeof(why));
+	bool gpu = kcuda_open(why, sizeof(why)) != NULL;
 
 	assert_non_null(out);
 	assert_int_equal(kexec_open(&x, &kexec_gpu_ops, NULL, err, sizeof(err)), 0);
@@ -260,7 +260,7 @@ static void test_exec_pipe_cpu_gpu_nic(void **state)
 	assert_int_equal(p.n, 3);
 	assert_int_equal(kexec_pipe_run(&p, in, count, out), 0);
 	assert_memory_equal(out, want, count * classes * sizeof(double));
-	if (kcuda_probe(why, sizeof(why)))
+	if (!kcuda_open(why, sizeof(why)))
 		assert_int_equal(p.x[1].fallback_reqs, count);
 	assert_true(nicfw_exec_emu_modeled_us(&p.x[2]) > 0);
 	kexec_pipe_fini(&p);
