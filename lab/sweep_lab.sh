@@ -14,7 +14,7 @@
 # tokens: transfer time is spent, not added. tbf counts a frame's bytes from the Ethernet header
 # (14 + 20 + 28 bytes of Ethernet, IPv4 and UDP headers before the payload) and lets up to
 # LAB_BURST bytes through at once when its bucket is full (the smallest burst that holds one
-# full frame: a lone short frame on an idle link is not delayed; see split/README.md).
+# full frame: a lone short frame on an idle link is not delayed; see docs/split-planning.md).
 #
 #   up TAG                   the namespaces and veths (idempotent); the addresses; IPv6 off
 #   shape TAG GBPS|none      tbf at GBPS Gbit/s on both ends of the link (none: no qdisc)

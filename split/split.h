@@ -33,7 +33,7 @@ int split_exec_from_name(const char *name);
 
 /*
  * One interchange layer (arch.json) with its output shape and costs. Extension (analysis only,
- * see split/README.md): conv takes an optional "groups" (default 1; Caffe's grouped
+ * see docs/split-planning.md): conv takes an optional "groups" (default 1; Caffe's grouped
  * convolution, in and out channels divisible by it). The converter does not accept it.
  */
 struct split_layer {
