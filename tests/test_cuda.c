@@ -146,6 +146,15 @@ static void test_cuda_load(void **state)
 		fail_msg("built with CUDA, but its table did not load: %s", probe_msg);
 	assert_int_equal(cu->abi, KCUDA_ABI);
 	assert_int_equal(cu->size, sizeof(struct kcuda_ops));
+	/* every member after abi and size is a function: none left out of the table */
+	for (size_t off = offsetof(struct kcuda_ops, probe); off < sizeof(*cu);
+	     off += sizeof(void (*)(void))) {
+		void (*fn)(void);
+
+		memcpy(&fn, (const char *)cu + off, sizeof(fn));
+		if (!fn)
+			fail_msg("the table's member at offset %zu is NULL", off);
+	}
 	assert_ptr_equal(kcuda_load(msg, sizeof(msg)), cu);
 	ret = cu->probe(msg, sizeof(msg));
 	print_message("kcuda: probe: %s\n", msg);

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* The one symbol libsncuda.so exports: its table (kcuda.h), in the order of struct kcuda_ops. */
+/*
+ * The one symbol libsncuda.so exports: its table (kcuda.h), in the order of struct kcuda_ops. A
+ * member left out or out of order does not compile (-Wmissing-field-initializers, C++20 rules).
+ */
 #include "kernels/cuda/kcuda_impl.h"
 
 extern "C" __attribute__((visibility("default"))) const struct kcuda_ops kcuda_table = {
