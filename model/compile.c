@@ -154,35 +154,13 @@ static int cc_place_thresholds(struct cc *c, uint32_t sign, struct cc_fold *f)
 	return 0;
 }
 
-/* A sign (arch layer `sign`) on the current tensor. */
-static int cc_sign(struct cc *c, uint32_t sign)
-{
-	struct cc_fold f;
-	int ret;
-
-	if (c->s.fmt == MODEL_FMT_BITS)
-		return 0;
-	ret = cc_to_f64(c, sign, 1);
-	if (!ret)
-		ret = cc_fold(c, &f);
-	if (ret < 0)
-		return ret;
-	if (!ret) {
-		ret = cc_flush(c);
-		if (!ret)
-			ret = cc_emit(c, MODEL_OP_SIGN, sign, 1, shape_fmt(c->s, MODEL_FMT_BITS));
-		return ret;
-	}
-	return cc_place_thresholds(c, sign, &f);
-}
-
 /*
- * ONNX Sign (layer `sign3`): one bit where no reachable input is 0, else three-valued
- * (MODEL_OP_SIGN3), whose -1/0/+1 are again exact integers.
+ * A sign (arch layer `sign`) on the current tensor; with `three`, ONNX Sign (layer sign3): one
+ * bit where no reachable input is 0, else three-valued (MODEL_OP_SIGN3), whose -1/0/+1 are again
+ * exact integers.
  */
-static int cc_sign3(struct cc *c, uint32_t sign)
+static int cc_sign(struct cc *c, uint32_t sign, bool three)
 {
-	bool zero = true;
 	struct cc_fold f;
 	int ret;
 
@@ -193,15 +171,18 @@ static int cc_sign3(struct cc *c, uint32_t sign)
 		ret = cc_fold(c, &f);
 	if (ret < 0)
 		return ret;
-	if (ret) {
-		zero = cc_zero_reachable(c, &f);
+	if (ret && three && cc_zero_reachable(c, &f)) {
 		cc_fold_free(&f);
+		ret = 0;
 	}
-	if (!zero)
-		return cc_sign(c, sign);
+	if (ret)
+		return cc_place_thresholds(c, sign, &f);
 	ret = cc_flush(c);
-	if (!ret)
-		ret = cc_emit(c, MODEL_OP_SIGN3, sign, 1, c->s);
+	if (ret)
+		return ret;
+	if (!three)
+		return cc_emit(c, MODEL_OP_SIGN, sign, 1, shape_fmt(c->s, MODEL_FMT_BITS));
+	ret = cc_emit(c, MODEL_OP_SIGN3, sign, 1, c->s);
 	c->exact = true;
 	c->lo = -1;
 	c->hi = 1;
@@ -265,6 +246,33 @@ static void cc_pend_bias(struct cc *c, const struct model_ic_layer *L)
 	c->pend_first = c->layer;
 }
 
+/*
+ * A float dense or conv (op) to os, n inputs per output: binary weights (packed signs,
+ * MODEL_LF_BINW; exact integers stay exact below 2^52), or float weights and bias
+ * (MODEL_LF_BIAS).
+ */
+static int cc_float_op(struct cc *c, const struct model_ic_layer *L, uint32_t op,
+		       struct model_shape os, uint64_t n)
+{
+	int ret = cc_to_f64(c, c->layer, 1);
+
+	if (!ret)
+		ret = cc_emit(c, op, c->layer, 1, os);
+	if (!ret)
+		ret = L->binw ? cc_put_rows(c, os.c, n) : cc_put_float(c, os.c * n, os.c);
+	if (ret)
+		return ret;
+	if (L->binw) {
+		cc_last(c)->flags = MODEL_LF_BINW;
+		cc_exact_after(c, n);
+	} else {
+		if (L->bias)
+			cc_last(c)->flags = MODEL_LF_BIAS;
+		c->exact = false;
+	}
+	return 0;
+}
+
 static int cc_dense(struct cc *c, const struct model_ic_layer *L)
 {
 	uint32_t i = c->layer, out = L->out;
@@ -287,6 +295,8 @@ static int cc_dense(struct cc *c, const struct model_ic_layer *L)
 		bool u8 = c->s.fmt == MODEL_FMT_U8;
 
 		ret = cc_emit(c, u8 ? MODEL_OP_BDENSE_U8 : MODEL_OP_BDENSE, i, 1, os);
+		if (!ret)
+			ret = cc_put_rows(c, out, n);
 		if (ret)
 			return ret;
 		c->prod = c->m->n_layers - 1;
@@ -294,29 +304,12 @@ static int cc_dense(struct cc *c, const struct model_ic_layer *L)
 		c->hi = (int64_t)n * (u8 ? 255 : 1);
 		c->lo = -c->hi;
 	} else {
-		ret = cc_to_f64(c, i, 1);
-		if (!ret)
-			ret = cc_emit(c, MODEL_OP_DENSE, i, 1, os);
+		ret = cc_float_op(c, L, MODEL_OP_DENSE, os, n);
 		if (ret)
 			return ret;
-		if (L->binw) {
-			cc_last(c)->flags = MODEL_LF_BINW;
-			cc_exact_after(c, n);
-		} else {
-			ret = cc_put_float(c, out * n, out);
-			if (ret)
-				return ret;
-			if (L->bias)
-				cc_last(c)->flags = MODEL_LF_BIAS;
-			c->exact = false;
-		}
 	}
-	if (L->binw) {
-		ret = cc_put_rows(c, out, n);
-		if (ret)
-			return ret;
+	if (L->binw)
 		cc_pend_bias(c, L);
-	}
 	c->flat = true;
 	return 0;
 }
@@ -365,25 +358,9 @@ static int cc_conv(struct cc *c, const struct model_ic_layer *L)
 		c->hi = (int64_t)taps;
 		c->lo = -c->hi;
 	} else {
-		ret = cc_to_f64(c, i, 1);
-		if (!ret)
-			ret = cc_emit(c, MODEL_OP_CONV, i, 1, os);
+		ret = cc_float_op(c, L, MODEL_OP_CONV, os, taps);
 		if (ret)
 			return ret;
-		if (L->binw) {
-			ret = cc_put_rows(c, o, taps);
-			if (ret)
-				return ret;
-			cc_last(c)->flags = MODEL_LF_BINW;
-			cc_exact_after(c, taps);
-		} else {
-			ret = cc_put_float(c, o * taps, o);
-			if (ret)
-				return ret;
-			if (L->bias)
-				cc_last(c)->flags = MODEL_LF_BIAS;
-			c->exact = false;
-		}
 	}
 	cc_last(c)->kernel = k;
 	cc_last(c)->stride = L->stride;
@@ -502,7 +479,7 @@ static int cc_maxpool(struct cc *c, const struct model_ic_layer *L, bool sign_ne
 		return ret;
 	if (c->s.fmt != MODEL_FMT_BITS && sign_next) {
 		/* sign(max(x)) == max(sign(x)): sign is monotone, so sign first, pool bits. */
-		ret = cc_sign(c, i + 1);
+		ret = cc_sign(c, i + 1, false);
 		if (ret)
 			return ret;
 	}
@@ -588,7 +565,7 @@ static int cc_layer(struct cc *c, const struct model_ic_layer *L, bool sign_next
 	case MODEL_SRC_BATCHNORM:
 		return cc_batchnorm(c, L);
 	case MODEL_SRC_SIGN:
-		return cc_sign(c, c->layer);
+		return cc_sign(c, c->layer, false);
 	case MODEL_SRC_RELU:
 		return cc_relu(c);
 	case MODEL_SRC_MAXPOOL:
@@ -600,7 +577,7 @@ static int cc_layer(struct cc *c, const struct model_ic_layer *L, bool sign_next
 	case MODEL_SRC_PAD:
 		return cc_pad(c, L);
 	case MODEL_SRC_SIGN3:
-		return cc_sign3(c, c->layer);
+		return cc_sign(c, c->layer, true);
 	}
 	return cc_fail(c, c->ic->arch_path, "unknown layer type %u", L->type);
 }
