@@ -73,19 +73,23 @@ static bool nic_tail_op(const struct model_layer *l, const struct kexec_nic_rule
 	return false;
 }
 
-/* Do ops [0, j) binarize an f32 input feature by feature (the prefix)? */
-static bool nic_f32_prefix(const struct model *m, uint32_t j)
+/* The first of ops [0, j) of an f32 model that is no part of a prefix binarizing its input
+ * feature by feature (cast [flatten|bias|batchnorm]* sign|threshold); j where they are one. */
+static uint32_t nic_f32_prefix_stop(const struct model *m, uint32_t j)
 {
 	const struct model_layer *l = m->layers;
+	uint32_t i = 1;
 
-	if (m->input.fmt != MODEL_FMT_F32 || j < 2 || l[0].op != MODEL_OP_CAST ||
-	    (l[j - 1].op != MODEL_OP_SIGN && l[j - 1].op != MODEL_OP_THRESHOLD))
-		return false;
-	for (uint32_t i = 1; i + 1 < j; i++)
-		if (l[i].op != MODEL_OP_FLATTEN && l[i].op != MODEL_OP_BIAS &&
-		    l[i].op != MODEL_OP_BATCHNORM)
-			return false;
-	return true;
+	if (l[0].op != MODEL_OP_CAST)
+		return 0;
+	while (i < j && (l[i].op == MODEL_OP_FLATTEN || l[i].op == MODEL_OP_BIAS ||
+			 l[i].op == MODEL_OP_BATCHNORM))
+		i++;
+	if (i == j)
+		return j - 1;
+	if (l[i].op != MODEL_OP_SIGN && l[i].op != MODEL_OP_THRESHOLD)
+		return i;
+	return i + 1;
 }
 
 void kexec_nic_find(const struct model *m, const struct kexec_nic_rule *r,
@@ -115,11 +119,15 @@ void kexec_nic_find(const struct model *m, const struct kexec_nic_rule *r,
 		j--;
 	}
 	run->first = j;
-	if (j && r->f32_prefix && nic_f32_prefix(m, j)) {
-		run->sign = j - 1;
-		run->first = 0;
+	run->stop = j ? j - 1 : n;
+	if (j && r->f32_prefix && m->input.fmt == MODEL_FMT_F32) {
+		run->stop = nic_f32_prefix_stop(m, j);
+		if (run->stop == j) {
+			run->sign = j - 1;
+			run->first = 0;
+			run->stop = n;
+		}
 	}
-	run->stop = run->first ? run->first - 1 : n;
 }
 
 uint32_t kexec_nic_first(const struct model *m)

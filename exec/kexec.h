@@ -146,8 +146,10 @@ struct kexec_nic_run {
 	uint32_t first;		      /* its first op (the longest run) */
 	uint32_t sign;		      /* the prefix's SIGN or THRESHOLD */
 	uint32_t bin_first, bin_last; /* its first and last binary dense op */
-	uint32_t stop;		      /* the last op the rule cannot take: first - 1, or the op
-				       * where the walk from the end stopped when there is no run */
+	/* An op that keeps the run from starting earlier: first - 1 (with f32_prefix on an f32
+	 * input, the first op before first that is no part of a prefix); where there is no run,
+	 * the op that ended the walk from the end. */
+	uint32_t stop;
 };
 
 void kexec_nic_find(const struct model *m, const struct kexec_nic_rule *rule,

@@ -93,7 +93,8 @@ static void test_exec_nic_rule(void **state)
 /*
  * The rule's options: an f32 prefix binarized per feature, any element-wise tail. The f32 MLP
  * (cast, sign, two thresholded binary dense) is the chain's from op 2 and the whole model's with
- * the prefix; a relu after the last binary dense is a tail only with any_tail.
+ * the prefix; a binary conv is no prefix; a relu after the last binary dense is a tail only with
+ * any_tail.
  */
 static void test_exec_nic_rule_options(void **state)
 {
@@ -117,6 +118,16 @@ static void test_exec_nic_rule_options(void **state)
 	assert_int_equal(r.sign, 1);
 	assert_int_equal(r.stop, 4);
 	assert_int_equal(r.bin_first, 2);
+	model_free(m);
+	/* cast, sign, bconv, flatten, ...: the conv is what no prefix takes */
+	m = test_model_conv_flat(f);
+	assert_int_equal(m->layers[2].op, MODEL_OP_BCONV);
+	kexec_nic_find(m, &prefix, &r);
+	assert_int_equal(r.first, 3);
+	assert_int_equal(r.stop, 2);
+	kexec_nic_find(m, &kexec_nic_chain, &r);
+	assert_int_equal(r.first, 3);
+	assert_int_equal(r.stop, 2);
 	model_free(m);
 
 	test_rng_seed(11);
