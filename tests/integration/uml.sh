@@ -6,8 +6,10 @@
 #       modprobe ip_vs); otherwise runs SCRIPT inside User-Mode Linux (Debian's user-mode-linux:
 #       a Linux 6.1 kernel built with IPVS as modules, running as a process) with this machine's
 #       root file system through hostfs (read-write: the build tree, the packages), tmpfs on
-#       /tmp (unless the tree lies under /tmp), /run and /dev/shm, and exits with SCRIPT's status. Needs root and linux.uml; a
-#       kernel without IPVS and no linux.uml: exit 77 (skip), 1 under CI=true.
+#       /tmp (unless the tree lies under /tmp), /run and /dev/shm, its own kernel modules
+#       (uml-init.sh; the host's module directory hidden) and exits with SCRIPT's status. Needs
+#       root, linux.uml and kmod; a kernel without IPVS and no linux.uml: exit 77 (skip), 1
+#       under CI=true.
 # UML_MEM (default 3G): the guest's memory. Inside the guest UML_GUEST=1.
 #
 # Why: IPVS is a kernel feature. A machine whose kernel is built without it (CONFIG_IP_VS unset
@@ -16,8 +18,10 @@
 
 uml_have_ipvs() {
 	local ns=snipvsprobe$$ ok=1
-	modprobe -q ip_vs 2>/dev/null
-	ip netns add "$ns" 2>/dev/null || return 1
+	# loaded, built in, or a module this kernel can load (no kmod or no module directory: the
+	# probe below decides)
+	command -v modprobe >/dev/null && [ -d "/lib/modules/$(uname -r)" ] && modprobe -q ip_vs
+	ip netns add "$ns" || return 1
 	ip netns exec "$ns" ipvsadm -Ln >/dev/null 2>&1 && ok=0
 	ip netns del "$ns"
 	return $ok
@@ -51,10 +55,22 @@ uml_need_ipvs() {
 	} >"$dir/run.sh"
 	echo "this kernel ($(uname -r)) has no IPVS: running $script in User-Mode Linux" \
 		"($("$uml" --version 2>/dev/null | head -1 || echo linux.uml))"
-	timeout -k 10 "${UML_TIMEOUT:-900}" "$uml" mem="${UML_MEM:-3G}" rootfstype=hostfs \
+	# The guest runs on this machine's / but not on its kernel: the host's module directory (if
+	# any) is hidden from it, in a mount namespace of its own, so that it uses only its own
+	# (uml-init.sh) on every machine, with /lib/modules or without.
+	mods=$(realpath -e /lib/modules 2>&1) || mods=
+	unshare --mount --propagation private bash -c \
+		'[ -z "$1" ] || mount -t tmpfs -o ro,size=4k snuml-no-host-modules "$1" || exit 90
+		shift; exec "$@"' uml-hide "$mods" \
+		timeout -k 10 "${UML_TIMEOUT:-900}" "$uml" mem="${UML_MEM:-3G}" rootfstype=hostfs \
 		rootflags=/ rw init="$(realpath tests/integration/uml-init.sh)" snuml="$dir" \
 		con=null con0=null,fd:1 </dev/null >"$dir/console.log" 2>&1
 	rc=$?
+	if [ "$rc" = 90 ]; then
+		echo "FAIL: could not hide $mods from the guest (mount namespace): $(cat "$dir/console.log")"
+		rm -rf "$dir"
+		exit 1
+	fi
 	cat "$dir/out" 2>/dev/null
 	if [ -s "$dir/rc" ]; then
 		rc=$(cat "$dir/rc")
