@@ -122,7 +122,7 @@ command -v systemd-analyze >/dev/null || fail "systemd-analyze missing (Debian's
 systemd-analyze verify --man=no "$units/splitnic-nic.service" "$units/splitnic-host.service" \
 	>"$tmp/verify.log" 2>&1 || { cat "$tmp/verify.log"; fail "systemd-analyze verify"; }
 [ -s "$tmp/verify.log" ] && { cat "$tmp/verify.log"; fail "systemd-analyze verify warns"; }
-echo "pass: systemd-analyze verify of both units
+echo "pass: systemd-analyze verify of both units"
 etc=$prefix/etc/splitnic
 grep -q "^file = $prefix/share/splitnic/models/fmnist-bmlp.snm$" "$etc/splitnic-nic.conf" ||
 	fail "splitnic-nic.conf does not name the installed model"
