@@ -173,6 +173,33 @@ uint32_t kexec_nic_split(const struct model *m)
 	return k;
 }
 
+const char *kexec_nic_starts(const struct model *m, bool handoff, char *buf, size_t len)
+{
+	uint32_t k, n = 0, last = UINT32_MAX;
+	size_t off = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = 0;
+	for (k = handoff ? 1 : 0; k < m->n_layers; k++) {
+		bool ok = handoff ? kexec_nic_handoff_ok(m, k)
+				  : kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers);
+
+		if (!ok)
+			continue;
+		if (last != UINT32_MAX && off < len)
+			off +=
+			    (size_t)snprintf(buf + off, len - off, "%s%u", n > 1 ? ", " : "", last);
+		last = k;
+		n++;
+	}
+	if (!n)
+		snprintf(buf, len, "none");
+	else if (off < len)
+		snprintf(buf + off, len - off, "%s%u", n > 1 ? " or " : "", last);
+	return buf;
+}
+
 int kexec_open(struct kexec *x, const struct kexec_ops *ops, const void *conf, char *err,
 	       size_t errlen)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * exec/kexec.h — the one executor interface (DESIGN.md, "One executor interface").
+ * exec/kexec.h — the one executor interface (docs/architecture.md, "Modules").
  *
  * Every executor (the CPU kernels, the GPU, the NIC emulator, the NIC on DPDK lcores, a NIC
  * reached over packets) is one implementation of struct kexec_ops, as ggml's backends are;
@@ -177,6 +177,13 @@ bool kexec_nic_handoff_ok(const struct model *m, uint32_t k);
  * the host sends is the one the NIC's part expects. m->n_layers: the NIC runs none of m.
  */
 uint32_t kexec_nic_split(const struct model *m);
+/*
+ * The ops at which the NIC's part of m may start, as words for a message: "8, 9, 10 or 12"
+ * ("none" when there is none). handoff: only those an ACTIVATION can reach from the host
+ * (kexec_nic_handoff_ok, op 0 left out), else every start the NIC can run (kexec_can_run).
+ * Returns buf.
+ */
+const char *kexec_nic_starts(const struct model *m, bool handoff, char *buf, size_t len);
 
 /* ---- a pipeline: stages run one after the other -------------------------------------------- */
 

@@ -55,7 +55,7 @@ addrs() {
 	ip -n "$n" link set "$i" up
 }
 
-no_ipv6() { ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1; }
+no_ipv6() { [ ! -d /proc/sys/net/ipv6 ] || ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1; }
 tx_off() { ip netns exec "$1" ethtool -K "$2" tx off >/dev/null || die "ethtool -K $2 tx off ($1)"; }
 
 up() {
