@@ -2,38 +2,12 @@
 /* The compiler's lowering: layers to ops, formats and shapes (model/compile.h, compile_impl.h). */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/compile_impl.h"
 #include "model/model_file.h"
-
-int cc_fail(struct cc *c, const char *file, const char *fmt, ...)
-{
-	const struct model_ic_layer *L = &c->ic->layers[c->layer];
-	char msg[320];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(c->err, c->errlen, "%s: layer %u (%s): %s", file, c->layer,
-		 model_src_type_name(L->type), msg);
-	return -EINVAL;
-}
-
-int cc_nomem(struct cc *c)
-{
-	snprintf(c->err, c->errlen, "%s: out of memory", c->ic->arch_path);
-	return -ENOMEM;
-}
-
-struct model_layer *cc_last(struct cc *c)
-{
-	return &c->m->layers[c->m->n_layers - 1];
-}
 
 /* Append an op taking the current tensor to `out`; it implements arch layers [first, +count). */
 static int cc_emit(struct cc *c, uint32_t op, uint32_t first, uint32_t count,
