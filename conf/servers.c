@@ -42,7 +42,7 @@ static const struct conf_opt nic_rows[] = {
 	"allow", "CIDR", CONF_NIC_ALLOW, NULL,
 	"front-ends answered (repeatable; default: all, no reply larger than its request)"),
     CONF_CALL_ROW("error-rate", "N", CONF_NIC_ERROR_RATE, "1000",
-		  "ERRORs per second per front-end, at most"),
+		  "ERRORs per second per front-end, at most (0: no limit)"),
     CONF_CALL_ROW("error-burst", "N", CONF_NIC_ERROR_BURST, "100",
 		  "ERRORs at once per front-end, at most"),
 };

@@ -24,18 +24,23 @@ void host_health_setup(struct host_app *a)
 }
 
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
-		    uint32_t probe_len)
+		    uint32_t probe_len, uint64_t now)
 {
 	struct host_app *a = w->a;
 	struct proto_addr to;
 	struct rte_mbuf *mb;
+	uint32_t cap;
 	uint8_t *p;
 	int n;
 
-	if (!host_health_asks_me(m) || !host_allowed(a, from->sip)) {
+	if (!host_health_asks_me(m)) {
 		w->c[HOST_C_HEALTH_DROPPED]++;
 		return;
 	}
+	if (host_trust(w, from->sip, PROTO_HEALTH, probe_len,
+		       PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, now,
+		       &cap) != PROTO_TRUST_SEND)
+		return;
 	mb = rte_pktmbuf_alloc(a->pool);
 	p = mb ? (uint8_t *)rte_pktmbuf_append(mb, PROTO_FRAME_MAX) : NULL;
 	if (unlikely(!p)) {
@@ -44,7 +49,7 @@ void host_rx_health(struct host_worker *w, const struct proto_msg *m, const stru
 		return;
 	}
 	n = proto_build_health_report(
-	    p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS, probe_len, m->request_id,
+	    p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cap, m->request_id,
 	    PROTO_ROLE_HOST, host_health_state(a->hm, a->n_models, a->draining, a->link_up),
 	    host_in_use(a), health_ident, health_models, a->n_models);
 	if (n <= 0) {

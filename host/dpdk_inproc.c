@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * splitnic-host: the in-process NIC stage (--nic inproc): the dispatcher and executor chains
- * on the NIC lcore, ACTIVATIONs in and frames out over rte_rings.
+ * on the NIC lcore, ACTIVATIONs in and frames out over rte_rings. Each co-processor model's
+ * NIC part is an executor (exec/kexec.h) on the lcore platform they share, whose inline runner
+ * this lcore drives.
  */
 #include <errno.h>
 #include <string.h>
@@ -11,18 +13,6 @@
 #include <rte_memcpy.h>
 
 #include "host/host_dpdk.h"
-
-static int inproc_submit(void *engine, uint32_t model, const void *in)
-{
-	return nicfw_lcore_submit(engine, model, in);
-}
-
-static int inproc_poll(void *engine, uint32_t model, double *scores)
-{
-	return nicfw_lcore_poll(engine, model, scores);
-}
-
-static const struct nicfw_engine_ops inproc_ops = {.submit = inproc_submit, .poll = inproc_poll};
 
 /* The dispatcher's transmit: every frame back to the worker that owns its request, over that
  * worker's ring, its NIC port in mb->port. Runs on the NIC lcore. */
@@ -98,22 +88,21 @@ int host_inproc_setup(struct host_app *a, char *err, size_t errlen)
 	if (!x->lc)
 		return -EINVAL;
 	for (uint32_t k = 0; k < a->n_models; k++) {
+		const struct nicfw_exec_lcore_conf lc = {.executors = a->o.nic_executors,
+							 .platform = x->lc};
 		const struct host_model *hm = &a->hm[k];
-		struct nicfw_disp_model *md = &dc.model[dc.n_models];
-		const struct nicfw_chain *ch;
+		struct kexec *e = &x->x[dc.n_models];
 
 		if (hm->mode != HOST_MODE_COPROC)
 			continue;
-		ret = nicfw_lcore_add(x->lc, hm->m, hm->split, a->o.nic_executors, err, errlen);
-		if (ret < 0)
+		ret = kexec_open(e, &nicfw_exec_lcore_ops, &lc, err, errlen);
+		if (!ret)
+			ret = kexec_load(e, hm->m, hm->split, hm->m->n_layers, 1, err, errlen);
+		if (!ret)
+			ret = nicfw_disp_model_init(&dc.model[dc.n_models], hm->model_id, e, err,
+						    errlen);
+		if (ret)
 			return ret;
-		ch = nicfw_lcore_chain(x->lc, (uint32_t)ret);
-		md->model_id = hm->model_id;
-		md->layer = hm->split;
-		md->in_fmt = ch->in_fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
-		md->in_count = (uint32_t)model_shape_elems(&hm->m->layers[hm->split].in);
-		md->in_bytes = ch->in_bytes;
-		md->classes = ch->classes;
 		dc.n_models++;
 	}
 	ret = nicfw_lcore_start(x->lc, err, errlen);
@@ -136,8 +125,6 @@ int host_inproc_setup(struct host_app *a, char *err, size_t errlen)
 	dc.port = a->o.udp_port;
 	dc.payload = a->o.payload;
 	dc.notify_host = true;
-	dc.eng_ops = &inproc_ops;
-	dc.engine = x->lc;
 	dc.tx = inproc_tx;
 	dc.tx_arg = a;
 	x->disp = nicfw_disp_create(&dc, err, errlen);
@@ -162,5 +149,7 @@ void host_inproc_teardown(struct host_app *a)
 		rte_ring_free(r);
 	}
 	nicfw_disp_free(x->disp);
+	for (uint32_t k = 0; k < HOST_MAX_MODELS; k++)
+		kexec_close(&x->x[k]);
 	nicfw_lcore_free(x->lc);
 }

@@ -51,7 +51,7 @@ static void pass_to(struct host_worker *w, unsigned o, struct rte_mbuf *mb)
 	w->c[HOST_C_SPREAD]++;
 }
 
-/* The RESPONSE's size on the wire (UDP payloads), to compare with its REQUEST's. */
+/* The RESPONSE's size on the wire (UDP payloads), for the trust policy. */
 static uint32_t reply_bytes(const struct host_app *a, const struct host_model *hm)
 {
 	return proto_wire_bytes(PROTO_RESP_HDR_LEN, hm->classes * 8, a->o.payload);
@@ -66,8 +66,10 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 {
 	struct host_app *a = w->a;
 	const struct host_model *hm;
+	enum proto_trust_verdict v;
 	struct host_rq *q;
 	struct host_req *r;
+	uint32_t cap;
 	int k;
 
 	w->c[HOST_C_REQUESTS]++;
@@ -89,9 +91,11 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 			      hm->in_count, HOST_C_ERR_BAD_SHAPE, req_bytes, now);
 		return false;
 	}
-	if (unlikely(!a->o.n_allow && reply_bytes(a, hm) > req_bytes)) {
-		host_tx_error(w, from, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
-			      reply_bytes(a, hm), HOST_C_ERR_REPLY_LARGER, req_bytes, now);
+	v = host_trust(w, from->sip, PROTO_RESPONSE, req_bytes, reply_bytes(a, hm), now, &cap);
+	if (unlikely(v != PROTO_TRUST_SEND)) {
+		if (v == PROTO_TRUST_TOO_LARGE)
+			host_tx_error(w, from, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
+				      reply_bytes(a, hm), HOST_C_ERR_REPLY_LARGER, req_bytes, now);
 		return false;
 	}
 	q = &w->q[k];
@@ -217,7 +221,7 @@ void host_rx_frame(struct host_worker *w, struct rte_mbuf *mb, enum host_src src
 	enum proto_frame_kind fk;
 	enum proto_verdict v;
 	struct proto_msg m;
-	uint32_t plen, ihl;
+	uint32_t plen, ihl, cap;
 	unsigned o;
 
 	if (src == HOST_SRC_NIC && mb->port == NICFW_PORT_WIRE) {
@@ -245,7 +249,7 @@ void host_rx_frame(struct host_worker *w, struct rte_mbuf *mb, enum host_src src
 	if (unlikely(v != PROTO_OK)) {
 		w->c[HOST_C_RX_REJECTED]++;
 		if (plen >= PROTO_COMMON_LEN && proto_get16(p) == PROTO_MAGIC &&
-		    p[2] == PROTO_VERSION && p[3] == PROTO_REQUEST && host_allowed(a, from.sip))
+		    p[2] == PROTO_VERSION && p[3] == PROTO_REQUEST)
 			host_tx_error(w, &from, 0, 0, PROTO_ERR_BAD_REQUEST, v,
 				      HOST_C_ERR_BAD_REQUEST, plen, now);
 		goto out_free;
@@ -255,10 +259,9 @@ void host_rx_frame(struct host_worker *w, struct rte_mbuf *mb, enum host_src src
 		if (src == HOST_SRC_NIC)
 			break;
 		if (src == HOST_SRC_PORT) {
-			if (!host_allowed(a, from.sip)) {
-				w->c[HOST_C_NOT_ALLOWED]++;
+			if (host_trust(w, from.sip, 0, plen, 0, now, &cap) ==
+			    PROTO_TRUST_NOT_ALLOWED)
 				goto out_free;
-			}
 			o = a->sw_spread
 				? host_spread(from.sip, from.sport, m.request_id, a->n_workers)
 				: w->id;
@@ -288,7 +291,7 @@ void host_rx_frame(struct host_worker *w, struct rte_mbuf *mb, enum host_src src
 		goto out_free;
 	case PROTO_HEALTH:
 		if (src == HOST_SRC_PORT)
-			host_rx_health(w, &m, &from, plen);
+			host_rx_health(w, &m, &from, plen, now);
 		goto out_free;
 	default:
 		break;

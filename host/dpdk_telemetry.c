@@ -56,6 +56,7 @@ static const char *const counter_names[HOST_C__COUNT] = {
     "port_restarts",
     "health_answered",
     "health_dropped",
+    "refused_larger_reply",
 };
 
 static const char *const hist_names[HOST_H__COUNT] = {"server_total_us", "queue_us",

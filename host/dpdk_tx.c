@@ -172,32 +172,51 @@ static uint32_t tx_message(struct host_worker *w, const struct proto_msg *m, con
 	}
 }
 
+/* Where the trust policy's verdicts are counted (SEND: by the caller). */
+static const enum host_counter trust_counter[PROTO_TRUST__COUNT] = {
+    [PROTO_TRUST_NOT_ALLOWED] = HOST_C_NOT_ALLOWED,
+    [PROTO_TRUST_TOO_LARGE] = HOST_C_REFUSED_LARGER,
+    [PROTO_TRUST_RATE_LIMITED] = HOST_C_ERRORS_LIMITED,
+};
+
+enum proto_trust_verdict host_trust(struct host_worker *w, uint32_t ip, unsigned reply,
+				    uint32_t req_bytes, uint32_t out_bytes, uint64_t now,
+				    uint32_t *cap)
+{
+	const struct proto_trust_ask q = {
+	    .src = ip, .reply = (uint8_t)reply, .in_bytes = req_bytes, .out_bytes = out_bytes};
+	enum proto_trust_verdict v =
+	    proto_trust_decide(&w->a->o.trust, &q, &w->rl[proto_trust_slot(ip)], now, cap);
+
+	if (v != PROTO_TRUST_SEND)
+		w->c[reply == PROTO_HEALTH && v == PROTO_TRUST_TOO_LARGE ? HOST_C_HEALTH_DROPPED
+									 : trust_counter[v]]++;
+	return v;
+}
+
 void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   uint32_t req_bytes, uint64_t now)
 {
+	const uint32_t room = PROTO_FRAME_MAX - PROTO_FRAME_HDRS;
 	struct host_app *a = w->a;
-	/* no reply larger than its request to a front-end the operator has not allowed */
-	const uint32_t cap = a->o.n_allow || req_bytes > PROTO_FRAME_MAX - PROTO_FRAME_HDRS
-				 ? PROTO_FRAME_MAX - PROTO_FRAME_HDRS
-				 : req_bytes;
+	enum proto_trust_verdict v;
 	struct proto_addr to;
 	struct rte_mbuf *mb;
+	uint32_t cap;
 	uint8_t *p;
 	int n;
 
-	w->c[why]++;
-	if (a->rl_interval_ns && !proto_rl_take(&w->rl[proto_rl_slot(from->sip)], now,
-						a->rl_interval_ns, a->o.error_rate)) {
-		w->c[HOST_C_ERRORS_LIMITED]++;
-		return;
-	}
-	if (cap < PROTO_ERROR_HDR_LEN) /* not even an ERROR's header fits: none sent */
+	v = host_trust(w, from->sip, PROTO_ERROR, req_bytes, PROTO_ERROR_HDR_LEN, now, &cap);
+	if (v != PROTO_TRUST_NOT_ALLOWED)
+		w->c[why]++;
+	if (v != PROTO_TRUST_SEND)
 		return;
 	mb = tx_mbuf(w, &p);
 	if (!mb)
 		return;
-	n = proto_build_error_text(p + PROTO_FRAME_HDRS, cap, model_id, rid, code, detail,
+	n = proto_build_error_text(p + PROTO_FRAME_HDRS, cap < room ? cap : room, model_id, rid,
+				   code, detail,
 				   "host: ", err_reason[why] ? err_reason[why] : "error");
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);

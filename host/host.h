@@ -3,7 +3,7 @@
  * host/host.h — splitnic-host: the parts that do not depend on DPDK (request table, plan
  * execution, the NIC over packets as an executor, reply templates with incremental checksums,
  * cookies), so that they build and test without it. The source checks are the protocol's own
- * (protocol/frame.h's allow-list prefixes, protocol/ratelimit.h, proto_input_matches()).
+ * (the trust policy of protocol/trust.h, proto_input_matches()).
  * host/main.c and host/dpdk_*.c are the DPDK application around them.
  *
  * A request's life (one struct host_req, a slot of its worker's request table): one worker

@@ -47,8 +47,8 @@
 #include "host/host.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/lcore/lcore.h"
-#include "protocol/ratelimit.h"
 #include "protocol/reasm.h"
+#include "protocol/trust.h"
 
 #define HOST_BURST	    32
 #define HOST_RX_DESC	    1024
@@ -56,7 +56,6 @@
 #define HOST_TXQ	    64	      /* frames buffered per TX queue before a burst */
 #define HOST_TX_DRAIN_NS    100000ull /* buffered frames wait at most this long under load */
 #define HOST_TX_TRIES	    64
-#define HOST_MAX_ALLOW	    16
 #define HOST_REASM_SLOTS    256
 #define HOST_RING	    1024 /* frames handed to a worker by other lcores, per ring */
 #define HOST_LINK_POLL_NS   10000000ull
@@ -72,7 +71,7 @@ enum host_counter {
 	HOST_C_RX_OTHER_PORT,	  /* UDP not to --port */
 	HOST_C_RX_REJECTED,	  /* the protocol parser rejected it (verdict_* tell why) */
 	HOST_C_RX_OTHER_TYPE,	  /* an ACTIVATION (or another type) to the host: dropped */
-	HOST_C_NOT_ALLOWED,	  /* REQUEST datagrams from outside the allow-list: dropped */
+	HOST_C_NOT_ALLOWED,	  /* REQUESTs and probes from outside the allow-list: dropped */
 	HOST_C_NOTICE_NOT_NIC,	  /* RESPONSE/ERROR not from the NIC: dropped */
 	HOST_C_NOTICE_MISMATCH,	  /* a notice naming a request in flight with other ids */
 	HOST_C_NOTICE_BAD_COOKIE, /* ... with the ids right and the cookie wrong: forged */
@@ -111,7 +110,8 @@ enum host_counter {
 	HOST_C_LINK_DOWN, /* link-down transitions (worker 0) */
 	HOST_C_PORT_RESTARTS,
 	HOST_C_HEALTH_ANSWERED, /* HEALTH probes answered */
-	HOST_C_HEALTH_DROPPED, /* HEALTH not for the host, from outside the allow-list, too short */
+	HOST_C_HEALTH_DROPPED,	/* HEALTH not for the host, or too short */
+	HOST_C_REFUSED_LARGER,	/* replies larger than their request (trust policy): not sent */
 	HOST_C__COUNT
 };
 
@@ -136,8 +136,7 @@ struct host_opts {
 	uint32_t queue;
 	uint32_t batch;
 	uint64_t batch_wait_ns;
-	struct proto_cidr allow[HOST_MAX_ALLOW];
-	uint32_t n_allow;
+	struct proto_trust_cfg trust; /* --allow; the rate from error_rate at set-up */
 	uint32_t payload;
 	uint64_t drain_ns;
 	uint64_t drain_hold_ns; /* the drain lasts at least this long (HEALTH says draining) */
@@ -185,7 +184,7 @@ struct host_worker {
 	uint32_t seen_epoch; /* the port epoch it last acted under (host_port_enter) */
 	uint64_t reasm_checked;
 	uint8_t *body;			/* RESPONSE scores, little-endian */
-	uint64_t rl[PROTO_RL_SLOTS];	/* ERRORs per source (protocol/ratelimit.h): GCRA times */
+	uint64_t rl[PROTO_TRUST_SLOTS]; /* ERRORs per source (protocol/trust.h): GCRA times */
 	struct proto_neigh_table neigh; /* front-ends' MACs, for the in-process NIC's frames */
 	uint64_t c[HOST_C__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
@@ -196,10 +195,11 @@ struct host_worker {
 /* The in-process NIC stage (--nic inproc): its own lcore, rings both ways. */
 struct host_inproc {
 	struct nicfw_disp *disp;
-	struct nicfw_lcore *lc;
-	struct rte_ring *to_nic; /* ACTIVATION frames from the workers (MP/SC) */
-	unsigned lcore;		 /* RTE_MAX_LCORE: run inline by worker 0 */
-	uint64_t tx_drop;	 /* frames the NIC could not hand back (ring full, no mbuf) */
+	struct nicfw_lcore *lc;		 /* the platform of the executors below */
+	struct kexec x[HOST_MAX_MODELS]; /* the NIC part of each co-processor model */
+	struct rte_ring *to_nic;	 /* ACTIVATION frames from the workers (MP/SC) */
+	unsigned lcore;			 /* RTE_MAX_LCORE: run inline by worker 0 */
+	uint64_t tx_drop; /* frames the NIC could not hand back (ring full, no mbuf) */
 } __rte_cache_aligned;
 
 struct host_app {
@@ -224,7 +224,6 @@ struct host_app {
 	volatile bool started; /* the port is started (a restart may fail while the NIC is away) */
 	uint32_t port_epoch;   /* odd while worker 0 restarts the port */
 	uint64_t link_checked, link_restarted;
-	uint64_t rl_interval_ns; /* 1e9 / --error-rate (0: no limit); the burst is the rate */
 	struct host_inproc inproc;
 } __rte_cache_aligned;
 
@@ -254,14 +253,15 @@ bool host_port_enter(struct host_worker *w);
 int host_tx_setup(struct host_worker *w, char *err, size_t errlen);
 void host_tx_frame(struct host_worker *w, struct rte_mbuf *mb);
 void host_tx_flush(struct host_worker *w, uint64_t now, bool more);
-/* May the front-end at ip (host order) be answered? Everyone when no --allow was given. */
-static inline bool host_allowed(const struct host_app *a, uint32_t ip)
-{
-	return !a->o.n_allow || proto_cidr_contains(a->o.allow, a->o.n_allow, ip);
-}
+/* The trust policy's verdict (protocol/trust.h) on a reply of kind `reply` (0: admission) of
+ * at least out_bytes to the front-end at ip for req_bytes it sent; *cap: the most bytes the reply
+ * may take. The verdicts but SEND are counted here. */
+enum proto_trust_verdict host_trust(struct host_worker *w, uint32_t ip, unsigned reply,
+				    uint32_t req_bytes, uint32_t out_bytes, uint64_t now,
+				    uint32_t *cap);
 
-/* An ERROR to from (sent if the source's rate allows; cut to req_bytes unless the front-end is
- * on the allow-list); counted under why. */
+/* An ERROR to from, as the trust policy decides (sent cut to fit, or not at all); counted under
+ * why unless the source is not allowed. */
 void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   uint32_t req_bytes, uint64_t now);
@@ -306,7 +306,7 @@ void host_inproc_teardown(struct host_app *a);
  * probe of probe_len bytes from `from` answered by worker w (or dropped, counted). */
 void host_health_setup(struct host_app *a);
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
-		    uint32_t probe_len);
+		    uint32_t probe_len, uint64_t now);
 /* Requests held by every worker now (in their tables). */
 uint32_t host_in_use(const struct host_app *a);
 

@@ -40,7 +40,7 @@
  * Admission (every REQUEST gets a RESPONSE or an ERROR, except from addresses outside the
  * allow-list, which are counted and dropped: no reflection to unknown senders; ERRORs are
  * rate-limited per source, --error-rate a second, and without an allow-list no reply is larger
- * than its request):
+ * than its request: the trust policy of protocol/trust.h, asked before every reply):
  *   unknown model          ERROR UNKNOWN_MODEL (detail: the model id)
  *   format/shape differs   ERROR BAD_SHAPE (detail: the model's input elements)
  *   parser rejected        ERROR BAD_REQUEST (detail: the verdict), when it says REQUEST
@@ -197,12 +197,10 @@ static int host_opt(void *p, const struct conf_opt *opt, const char *arg)
 		fprintf(stderr, "host: --%s: an IPv4 address, got '%s'\n", opt->name, arg);
 		return -1;
 	case CONF_HOST_ALLOW:
-		if (o->n_allow < HOST_MAX_ALLOW && !proto_cidr_parse(arg, &o->allow[o->n_allow])) {
-			o->n_allow++;
+		if (!proto_trust_allow(&o->trust, arg))
 			return 0;
-		}
-		fprintf(stderr, "host: --allow: A.B.C.D/N (at most %u), got '%s'\n", HOST_MAX_ALLOW,
-			arg);
+		fprintf(stderr, "host: --allow: A.B.C.D/N (at most %u), got '%s'\n",
+			PROTO_TRUST_MAX_ALLOW, arg);
 		return -1;
 	case CONF_HOST_STATS_FILE:
 		o->stats_file = arg;
@@ -469,7 +467,7 @@ static int host_setup(struct host_app *a, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	count_workers(a);
-	a->rl_interval_ns = a->o.error_rate ? 1000000000ull / a->o.error_rate : 0;
+	proto_trust_set_rate(&a->o.trust, a->o.error_rate, a->o.error_rate);
 	a->w = rte_zmalloc("snhost_workers", sizeof(*a->w) * a->n_workers, RTE_CACHE_LINE_SIZE);
 	if (!a->w)
 		return -ENOMEM;

@@ -27,6 +27,14 @@ $(SPLITNIC_HOST): $(HOST_DPDK_OBJ) $(LIBHOST) $$(LIBNICLC) $$(PROJECT_LIBS)
 $(B)/tests/test_host: $(LIBHOST)
 LDFLAGS_test_host = $(LIBHOST) $(LIBNICFW) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBMODEL) $(LIBPROTO) $(MODULE_EXT_LIBS) $(BLAS_LIBS) -lm
 
+# test_trust: the trust policy's four implementations; splitnic-host's is its receive path (these
+# objects, DPDK), beside the NIC's dispatcher, splitnic serve and the XDP program
+TRUST_HOST_OBJ := $(B)/host/dpdk_rx.o $(B)/host/dpdk_tx.o $(B)/host/dpdk_health.o
+$(B)/tests/test_trust.o: MOD_CFLAGS += $(DPDK_CFLAGS)
+$(B)/tests/test_trust: $(TRUST_HOST_OBJ) $(LIBHOST)
+LDFLAGS_test_trust = $(TRUST_HOST_OBJ) $(LIBHOST) $(LIBNICFW) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) \
+	$(LIBMODEL) $(LIBPROTO) $(MODULE_EXT_LIBS) $(BLAS_LIBS) $(DPDK_LIBS) -lm
+
 all: $(SPLITNIC_HOST)
 
 -include $(HOST_LIB_OBJ:.o=.d) $(HOST_DPDK_OBJ:.o=.d)

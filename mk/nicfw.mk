@@ -13,13 +13,14 @@ $(LIBNICFW): $(NICFW_OBJ)
 
 -include $(NICFW_OBJ:.o=.d)
 
-# libFuzzer target for the dispatcher (mk/fuzz.mk runs it; seeds in tests/fuzz/corpus/disp/,
-# written by tests/fuzz/make_disp_seeds.py)
+# libFuzzer target for the dispatcher and the executor interface it drives (exec/kexec.c; fake
+# executors in the target), built from source (mk/fuzz.mk runs it; seeds in
+# tests/fuzz/corpus/disp/, written by tests/fuzz/make_disp_seeds.py)
 FUZZ_TARGETS += fuzz_disp
 
-FUZZ_DISP_SRC := nicfw/dispatch.c nicfw/health.c
+FUZZ_DISP_SRC := nicfw/dispatch.c nicfw/health.c exec/kexec.c
 
-$(B)/fuzz/fuzz_disp: tests/fuzz/fuzz_disp.c $(FUZZ_DISP_SRC) nicfw/dispatch.h nicfw/health.h $(PROTO_SRC) $(wildcard protocol/*.h)
+$(B)/fuzz/fuzz_disp: tests/fuzz/fuzz_disp.c $(FUZZ_DISP_SRC) nicfw/dispatch.h nicfw/health.h exec/kexec.h $(PROTO_SRC) $(wildcard protocol/*.h)
 	$(call say,FUZZCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DISP_SRC) $(PROTO_SRC)

@@ -13,16 +13,15 @@
 #include "protocol/frame.h"
 
 /*
- * Where and how a RESPONSE or ERROR goes: a wire-side source gets replies of at most cap bytes
- * (UDP payload; UINT32_MAX: allowed, no limit) and none at all when refused (outside the
- * allow-list); the host gets ERRORs about its ACTIVATIONs as notices (host_ref, cookie).
+ * Where and how a RESPONSE or ERROR goes, and what caused it (in_bytes: the UDP payload, the
+ * trust policy's measure); the host gets ERRORs about its ACTIVATIONs as notices (host_ref,
+ * cookie).
  */
 struct disp_reply {
 	struct proto_addr a;
 	uint8_t port; /* enum nicfw_port it leaves by */
 	bool notice;
-	bool refused;
-	uint32_t cap;
+	uint32_t in_bytes;
 	uint32_t host_ref;
 	uint64_t cookie;
 };
@@ -33,18 +32,20 @@ struct disp_req {
 	bool notify;
 	uint64_t request_id;
 	uint32_t model_id; /* as the request gave it (0: the default) */
-	uint64_t t_in, t_submit;
+	uint64_t t_in;
 	uint32_t t_prior[4]; /* ACTIVATION: rx, queue, host, pack */
 	uint32_t host_ref;   /* ACTIVATION: echoed in the RESPONSE */
 	uint64_t cookie;     /* ACTIVATION: echoed in the notice only */
 	uint8_t executors;
-	uint8_t *in; /* in_bytes, allocated at create */
+	uint8_t *in; /* in_bytes, allocated at create: the executor's input */
+	double *out; /* classes: the executor's output */
 };
 
+/* A model's requests submitted to its executor, oldest first (the order it finishes them). */
 struct disp_queue {
 	struct disp_req slot[NICFW_DISP_QUEUE];
 	uint32_t head, count;
-	bool running;
+	uint64_t last_done; /* now_ns of the last collection: the next one started then */
 };
 
 struct nicfw_disp {
@@ -56,12 +57,11 @@ struct nicfw_disp {
 	struct proto_neigh_table neigh;
 	uint32_t
 	    resp_bytes[NICFW_DISP_MAX_MODELS]; /* a RESPONSE's UDP payload bytes, all datagrams */
-	uint64_t rl[PROTO_RL_SLOTS];	       /* ERROR buckets of wire-side sources */
-	uint64_t rl_interval_ns, rl_burst;
-	uint64_t now;	     /* the time of the frame being handled */
-	double *scores;	     /* largest model's classes */
-	uint8_t *body;	     /* the RESPONSE data section, little-endian f64 */
-	uint8_t frame[2048]; /* reply under construction */
+	uint64_t rl[PROTO_TRUST_SLOTS];	       /* ERROR buckets of wire-side sources */
+	uint64_t now;			       /* the time of the frame being handled */
+	struct nicfw_disp_timing *tm;	       /* n_models */
+	uint8_t *body;			       /* the RESPONSE data section, little-endian f64 */
+	uint8_t frame[2048];		       /* reply under construction */
 };
 
 static const char *const counter_names[NICFW_C__COUNT] = {
@@ -114,9 +114,11 @@ void nicfw_disp_free(struct nicfw_disp *d)
 	if (!d)
 		return;
 	for (uint32_t m = 0; m < NICFW_DISP_MAX_MODELS; m++)
-		for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++)
+		for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
 			free(d->q[m].slot[i].in);
-	free(d->scores);
+			free(d->q[m].slot[i].out);
+		}
+	free(d->tm);
 	free(d->body);
 	proto_reasm_destroy(d->ra);
 	free(d);
@@ -128,27 +130,32 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	struct nicfw_disp *d;
 	uint32_t max_in = 8, max_cls = 1;
 
-	if (cfg->n_models > NICFW_DISP_MAX_MODELS || !cfg->eng_ops || !cfg->tx ||
-	    cfg->payload < PROTO_MIN_PAYLOAD || cfg->payload > PROTO_FRAME_MAX - PROTO_FRAME_HDRS ||
-	    cfg->n_allow > NICFW_DISP_MAX_ALLOW) {
+	if (cfg->n_models > NICFW_DISP_MAX_MODELS || !cfg->tx || cfg->payload < PROTO_MIN_PAYLOAD ||
+	    cfg->payload > PROTO_FRAME_MAX - PROTO_FRAME_HDRS ||
+	    cfg->trust.n_allow > PROTO_TRUST_MAX_ALLOW) {
 		snprintf(err, errlen,
 			 "dispatcher: %u models (at most %u), payload %u (%u to %u), %u allowed "
-			 "prefixes (at most %u), engine and tx required",
+			 "prefixes (at most %u), tx required",
 			 cfg->n_models, NICFW_DISP_MAX_MODELS, cfg->payload, PROTO_MIN_PAYLOAD,
-			 PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cfg->n_allow, NICFW_DISP_MAX_ALLOW);
+			 PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cfg->trust.n_allow,
+			 PROTO_TRUST_MAX_ALLOW);
 		return NULL;
 	}
 	for (uint32_t m = 0; m < cfg->n_models; m++) {
 		const struct nicfw_disp_model *md = &cfg->model[m];
 
-		if (!md->in_bytes || !md->in_count || !md->classes || md->classes > 65535 ||
+		if (!md->x || !md->x->m || md->x->first != md->layer ||
+		    md->x->in_bytes != md->in_bytes || md->x->out_bytes != md->classes * 8 ||
+		    !md->in_bytes || !md->in_count || !md->classes || md->classes > 65535 ||
 		    proto_fmt_bytes(md->in_fmt, 1) == 0 ||
 		    ((md->in_c || md->in_h || md->in_w) &&
 		     (uint64_t)md->in_c * md->in_h * md->in_w != md->in_count)) {
 			snprintf(err, errlen,
-				 "dispatcher: model %#x: input %u x %s in %u bytes, %u classes",
+				 "dispatcher: model %#x: input %u x %s in %u bytes, %u classes, "
+				 "from op %u: not what its executor (loaded: %s) takes and gives",
 				 md->model_id, md->in_count, proto_fmt_name(md->in_fmt),
-				 md->in_bytes, md->classes);
+				 md->in_bytes, md->classes, md->layer,
+				 md->x && md->x->m ? "yes" : "no");
 			return NULL;
 		}
 		for (uint32_t k = 0; k < m; k++)
@@ -174,21 +181,23 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 		}
 		d->resp_bytes[m] = proto_wire_bytes(PROTO_RESP_HDR_LEN, body, cfg->payload);
 	}
-	d->rl_interval_ns = 1000000000ull / (cfg->err_rate ? cfg->err_rate : PROTO_RL_RATE);
-	d->rl_burst = cfg->err_burst ? cfg->err_burst : PROTO_RL_BURST;
 	rc.slots = cfg->reasm_slots ? cfg->reasm_slots : 64;
 	rc.max_msg = max_in;
 	rc.timeout_ns = cfg->reasm_timeout_ns ? cfg->reasm_timeout_ns : 1000000000ull;
 	d->ra = proto_reasm_create(&rc);
-	d->scores = calloc(max_cls, sizeof(double));
+	d->tm = calloc(cfg->n_models ? cfg->n_models : 1, sizeof(*d->tm));
 	d->body = calloc(max_cls, 8);
-	if (!d->ra || !d->scores || !d->body)
+	if (!d->ra || !d->tm || !d->body)
 		goto err_free;
 	for (uint32_t m = 0; m < cfg->n_models; m++)
 		for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
-			d->q[m].slot[i].in = calloc(1, (cfg->model[m].in_bytes + 7) & ~7u);
-			if (!d->q[m].slot[i].in)
+			struct disp_req *r = &d->q[m].slot[i];
+
+			r->in = aligned_alloc(64, (cfg->model[m].in_bytes + 63) & ~63u);
+			r->out = calloc(cfg->model[m].classes, sizeof(double));
+			if (!r->in || !r->out)
 				goto err_free;
+			memset(r->in, 0, (cfg->model[m].in_bytes + 63) & ~63u);
 		}
 	return d;
 
@@ -210,10 +219,33 @@ static void send_udp(struct nicfw_disp *d, const struct disp_reply *to, uint32_t
 		d->c[NICFW_C_TX_FAIL]++;
 }
 
-/* An ERROR for `to` at d->frame's payload, its reason "nic: " + the code's name cut to fit
- * to->cap: bytes, or -EMSGSIZE when not even the header fits. */
+/* What the trust policy counts its verdicts under (SEND: the caller's own counters). */
+static const enum nicfw_disp_counter trust_counter[PROTO_TRUST__COUNT] = {
+    [PROTO_TRUST_NOT_ALLOWED] = NICFW_C_NOT_ALLOWED,
+    [PROTO_TRUST_TOO_LARGE] = NICFW_C_REPLY_TOO_LARGE,
+    [PROTO_TRUST_RATE_LIMITED] = NICFW_C_ERR_RATE_LIMITED,
+};
+
+/* The trust policy's verdict (protocol/trust.h) on a reply of kind `reply` (0: admission) and at
+ * least out_bytes to `to`; *cap: the most bytes it may take. The host port is trusted. */
+static enum proto_trust_verdict disp_decide(struct nicfw_disp *d, const struct disp_reply *to,
+					    unsigned reply, uint32_t out_bytes, uint32_t *cap)
+{
+	const struct proto_trust_ask q = {
+	    .src = to->a.dip,
+	    .flags = to->port == NICFW_PORT_HOST ? PROTO_TRUST_F_TRUSTED : 0,
+	    .reply = (uint8_t)reply,
+	    .in_bytes = to->in_bytes,
+	    .out_bytes = out_bytes};
+
+	return proto_trust_decide(&d->cfg.trust, &q, &d->rl[proto_trust_slot(q.src)], d->now, cap);
+}
+
+/* An ERROR for `to` at d->frame's payload, its reason "nic: " + the code's name cut to fit cap:
+ * bytes, or <= 0 on failure. */
 static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
-		       uint64_t request_id, enum proto_error_code code, uint32_t detail)
+		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
+		       uint32_t cap)
 {
 	const size_t room = sizeof(d->frame) - PROTO_FRAME_HDRS;
 	struct proto_msg m;
@@ -227,34 +259,30 @@ static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		m.err.cookie = to->cookie;
 	}
 	return proto_build_error_cut(&m, "nic: ", proto_error_name(code),
-				     d->frame + PROTO_FRAME_HDRS, to->cap < room ? to->cap : room);
+				     d->frame + PROTO_FRAME_HDRS, cap < room ? cap : room);
 }
 
-/* Decide an ERROR (counted by code) and send it, unless the source is refused (outside the
- * allow-list), the ERROR would be larger than what caused it, or over the source's rate. */
+/* An ERROR, as the trust policy decides: counted by its code (unless the source is not allowed
+ * at all) and by the verdict, sent when it says so. */
 static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
 		       enum nicfw_disp_counter counter)
 {
+	uint32_t cap;
+	enum proto_trust_verdict v =
+	    disp_decide(d, to, PROTO_ERROR,
+			to->notice ? PROTO_ERROR_NOTICE_HDR_LEN : PROTO_ERROR_HDR_LEN, &cap);
 	int n;
 
-	if (to->refused) {
-		d->c[NICFW_C_NOT_ALLOWED]++;
+	if (v != PROTO_TRUST_NOT_ALLOWED)
+		d->c[counter]++;
+	if (v != PROTO_TRUST_SEND) {
+		d->c[trust_counter[v]]++;
 		return;
 	}
-	d->c[counter]++;
-	n = build_error(d, to, model_id, request_id, code, detail);
-	if (n == -EMSGSIZE) {
-		d->c[NICFW_C_REPLY_TOO_LARGE]++;
-		return;
-	}
+	n = build_error(d, to, model_id, request_id, code, detail, cap);
 	if (n <= 0) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
-		return;
-	}
-	if (to->port == NICFW_PORT_WIRE && !proto_rl_take(&d->rl[proto_rl_slot(to->a.dip)], d->now,
-							  d->rl_interval_ns, d->rl_burst)) {
-		d->c[NICFW_C_ERR_RATE_LIMITED]++;
 		return;
 	}
 	send_udp(d, to, (uint32_t)n);
@@ -302,19 +330,6 @@ static int disp_model(const struct nicfw_disp *d, uint32_t model_id)
 	return model_id == 0 && d->cfg.n_models ? 0 : -1; /* 0: the default model */
 }
 
-static void disp_submit(struct nicfw_disp *d, uint32_t m, uint64_t now_ns)
-{
-	struct disp_queue *q = &d->q[m];
-	struct disp_req *r = &q->slot[q->head];
-
-	if (q->running || !q->count)
-		return;
-	if (d->cfg.eng_ops->submit(d->cfg.engine, m, r->in))
-		return;
-	r->t_submit = now_ns;
-	q->running = true;
-}
-
 static uint32_t sat32(uint64_t v)
 {
 	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
@@ -340,7 +355,19 @@ static void disp_notice(struct nicfw_disp *d, const struct disp_req *r, struct p
 	d->c[NICFW_C_HOST_NOTICES]++;
 }
 
-static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, uint64_t now_ns)
+/* The NIC time of one RESPONSE of model m, for nicfw_disp_timing (single writer). */
+static void disp_timing(struct nicfw_disp *d, uint32_t m, uint64_t ns)
+{
+	struct nicfw_disp_timing *t = &d->tm[m];
+
+	t->ns[t->requests % NICFW_DISP_SAMPLES] = sat32(ns);
+	__atomic_store_n(&t->ns_sum, t->ns_sum + ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->requests, t->requests + 1, __ATOMIC_RELAXED);
+}
+
+/* The RESPONSE to r, whose inference started at t_start and was collected at now_ns. */
+static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, uint64_t t_start,
+			 uint64_t now_ns)
 {
 	const struct nicfw_disp_model *md = &d->cfg.model[m];
 	struct proto_frag fr;
@@ -349,9 +376,9 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 	int n;
 
 	for (uint32_t k = 0; k < md->classes; k++) {
-		if (d->scores[k] > d->scores[best])
+		if (r->out[k] > r->out[best])
 			best = k;
-		proto_le_put_f64(d->body + 8 * k, d->scores[k]);
+		proto_le_put_f64(d->body + 8 * k, r->out[k]);
 	}
 	proto_msg_init(&rm, PROTO_RESPONSE, r->model_id, r->request_id);
 	rm.resp.cls = best;
@@ -360,10 +387,10 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 	rm.resp.executors = r->executors | PROTO_EX_NIC;
 	rm.resp.host_ref = r->host_ref;
 	rm.resp.t_ns[PROTO_T_RX] = r->t_prior[0];
-	rm.resp.t_ns[PROTO_T_QUEUE] = sat32((uint64_t)r->t_prior[1] + (r->t_submit - r->t_in));
+	rm.resp.t_ns[PROTO_T_QUEUE] = sat32((uint64_t)r->t_prior[1] + (t_start - r->t_in));
 	rm.resp.t_ns[PROTO_T_HOST] = r->t_prior[2];
 	rm.resp.t_ns[PROTO_T_PACK] = r->t_prior[3];
-	rm.resp.t_ns[PROTO_T_NIC] = sat32(now_ns - r->t_submit);
+	rm.resp.t_ns[PROTO_T_NIC] = sat32(now_ns - t_start);
 	rm.resp.t_ns[PROTO_T_TOTAL] = sat32((uint64_t)r->t_prior[0] + r->t_prior[1] +
 					    r->t_prior[2] + r->t_prior[3] + (now_ns - r->t_in));
 	if (proto_frag_init(&fr, &rm, d->body, (size_t)md->classes * 8, d->cfg.payload)) {
@@ -382,21 +409,31 @@ static void disp_respond(struct nicfw_disp *d, uint32_t m, struct disp_req *r, u
 
 uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns)
 {
+	struct kexec_done done[NICFW_DISP_QUEUE];
 	uint32_t sent = 0;
 
+	d->now = now_ns;
 	for (uint32_t m = 0; m < d->cfg.n_models; m++) {
 		struct disp_queue *q = &d->q[m];
+		const uint32_t n = q->count ? kexec_poll(d->cfg.model[m].x, done, q->count) : 0;
 
-		if (q->running) {
-			if (d->cfg.eng_ops->poll(d->cfg.engine, m, d->scores) <= 0)
-				continue;
-			disp_respond(d, m, &q->slot[q->head], now_ns);
-			q->running = false;
+		for (uint32_t i = 0; i < n; i++) {
+			struct disp_req *r = &q->slot[q->head];
+			const uint64_t t_start = r->t_in > q->last_done ? r->t_in : q->last_done;
+
+			if (done[i].status) {
+				send_error(d, r->host.notice ? &r->host : &r->to, r->model_id,
+					   r->request_id, PROTO_ERR_INTERNAL, 0,
+					   NICFW_C_ERR_INTERNAL);
+			} else {
+				disp_respond(d, m, r, t_start, now_ns);
+				disp_timing(d, m, now_ns - t_start);
+				sent++;
+			}
+			q->last_done = now_ns;
 			q->head = (q->head + 1) % NICFW_DISP_QUEUE;
 			q->count--;
-			sent++;
 		}
-		disp_submit(d, m, now_ns);
 	}
 	return sent;
 }
@@ -407,12 +444,18 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 {
 	const struct nicfw_disp_model *md = &d->cfg.model[m];
 	struct disp_queue *q = &d->q[m];
+	const uint32_t slot = (q->head + q->count) % NICFW_DISP_QUEUE;
+	enum proto_trust_verdict v;
 	struct disp_req *r;
+	uint32_t cap;
+	int ret;
 
-	if (hdr->type == PROTO_REQUEST && d->resp_bytes[m] > sender->cap) {
-		d->c[NICFW_C_REPLY_TOO_LARGE]++;
-		send_error(d, sender, hdr->model_id, hdr->request_id, PROTO_ERR_TOO_LARGE,
-			   d->resp_bytes[m], NICFW_C_ERR_TOO_LARGE);
+	v = disp_decide(d, sender, PROTO_RESPONSE, d->resp_bytes[m], &cap);
+	if (v != PROTO_TRUST_SEND) {
+		d->c[trust_counter[v]]++;
+		if (v == PROTO_TRUST_TOO_LARGE)
+			send_error(d, sender, hdr->model_id, hdr->request_id, PROTO_ERR_TOO_LARGE,
+				   d->resp_bytes[m], NICFW_C_ERR_TOO_LARGE);
 		return;
 	}
 	if (q->count == NICFW_DISP_QUEUE) {
@@ -420,8 +463,16 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 			   NICFW_DISP_QUEUE, NICFW_C_ERR_BUSY);
 		return;
 	}
-	r = &q->slot[(q->head + q->count) % NICFW_DISP_QUEUE];
+	r = &q->slot[slot];
 	memcpy(r->in, data, md->in_bytes);
+	ret = kexec_submit(md->x, r->in, 1, r->out, slot);
+	if (ret) {
+		send_error(d, sender, hdr->model_id, hdr->request_id,
+			   ret == -EBUSY ? PROTO_ERR_BUSY : PROTO_ERR_INTERNAL,
+			   ret == -EBUSY ? NICFW_DISP_QUEUE : 0,
+			   ret == -EBUSY ? NICFW_C_ERR_BUSY : NICFW_C_ERR_INTERNAL);
+		return;
+	}
 	r->request_id = hdr->request_id;
 	r->model_id = hdr->model_id;
 	r->t_in = now_ns;
@@ -455,7 +506,6 @@ static void disp_accept(struct nicfw_disp *d, uint32_t m, const struct proto_msg
 		d->c[NICFW_C_REQUESTS]++;
 	}
 	q->count++;
-	disp_submit(d, m, now_ns);
 }
 
 static bool v4_mapped(const uint8_t *a)
@@ -498,12 +548,10 @@ static void disp_sender(const struct nicfw_disp *d, enum nicfw_port from,
 			struct disp_reply *to)
 {
 	const uint8_t *ext = p + PROTO_COMMON_LEN;
-	const bool listed = proto_cidr_contains(d->cfg.allow, d->cfg.n_allow, fa->sip);
 
 	reply_to_sender(fa, from, to);
 	to->notice = from == NICFW_PORT_HOST && type == PROTO_ACTIVATION;
-	to->refused = from == NICFW_PORT_WIRE && d->cfg.n_allow && !listed;
-	to->cap = from == NICFW_PORT_HOST || listed ? UINT32_MAX : plen;
+	to->in_bytes = plen;
 	to->host_ref = 0;
 	to->cookie = 0;
 	if (to->notice && plen >= PROTO_ACT_HDR_LEN && proto_get16(p + 4) >= PROTO_ACT_HDR_LEN) {
@@ -528,6 +576,8 @@ static enum nicfw_disp_action disp_health(struct nicfw_disp *d, enum nicfw_port 
 					  uint32_t plen)
 {
 	const struct nicfw_health *h = d->cfg.health;
+	enum proto_trust_verdict v;
+	uint32_t cap;
 	int n;
 
 	if (from == NICFW_PORT_HOST)
@@ -540,8 +590,15 @@ static enum nicfw_disp_action disp_health(struct nicfw_disp *d, enum nicfw_port 
 		d->c[NICFW_C_HEALTH_PASSED_UP]++;
 		return NICFW_DISP_PASS;
 	}
-	n = nicfw_health_report(h, d->frame + PROTO_FRAME_HDRS, sizeof(d->frame) - PROTO_FRAME_HDRS,
-				plen, m->request_id, nicfw_disp_pending(d));
+	v = disp_decide(d, to, PROTO_HEALTH, PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, &cap);
+	if (v == PROTO_TRUST_NOT_ALLOWED) {
+		d->c[NICFW_C_NOT_ALLOWED]++;
+		return NICFW_DISP_CONSUMED;
+	}
+	n = v != PROTO_TRUST_SEND ? 0
+				  : nicfw_health_report(h, d->frame + PROTO_FRAME_HDRS,
+							sizeof(d->frame) - PROTO_FRAME_HDRS, cap,
+							m->request_id, nicfw_disp_pending(d));
 	if (n <= 0) {
 		d->c[NICFW_C_HEALTH_DROPPED]++;
 		return NICFW_DISP_CONSUMED;
@@ -562,6 +619,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	struct proto_msg m;
 	enum proto_verdict v;
 	unsigned type;
+	uint32_t cap;
 	int k;
 
 	d->c[NICFW_C_INFER_RX]++;
@@ -604,7 +662,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 		}
 		return NICFW_DISP_PASS;
 	}
-	if (sender.refused) {
+	if (disp_decide(d, &sender, 0, 0, &cap) == PROTO_TRUST_NOT_ALLOWED) {
 		d->c[NICFW_C_NOT_ALLOWED]++;
 		return NICFW_DISP_CONSUMED;
 	}
@@ -626,8 +684,7 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	}
 	/* replies to the whole message may be as large as the whole message (at least) */
 	whole = sender;
-	if (whole.cap != UINT32_MAX)
-		whole.cap = m.hdr_len + m.total_len;
+	whole.in_bytes = m.hdr_len + m.total_len;
 	if (m.frag_len == m.total_len) {
 		disp_accept(d, (uint32_t)k, &m, m.data, &whole, now_ns);
 		return NICFW_DISP_CONSUMED;
@@ -724,7 +781,38 @@ uint32_t nicfw_disp_pending(const struct nicfw_disp *d)
 	return n;
 }
 
-uint64_t nicfw_disp_arrival(const struct nicfw_disp *d, uint32_t model)
+const struct nicfw_disp_timing *nicfw_disp_timing(const struct nicfw_disp *d, uint32_t model)
 {
-	return d->q[model].slot[d->q[model].head].t_in;
+	return &d->tm[model];
+}
+
+/* The dispatcher's view of an executor holding the NIC's part [x->first, n) of x->m. */
+int nicfw_disp_model_init(struct nicfw_disp_model *md, uint32_t model_id, struct kexec *x,
+			  char *err, size_t errlen)
+{
+	const struct model *m = x->m;
+	const struct model_shape *in = &m->layers[x->first].in;
+
+	if (in->fmt != MODEL_FMT_U8 && in->fmt != MODEL_FMT_BITS) {
+		snprintf(
+		    err, errlen,
+		    "model %s: the NIC's part from op %u takes neither u8 nor bits (format %u)",
+		    m->name, x->first, in->fmt);
+		return -EINVAL;
+	}
+	memset(md, 0, sizeof(*md));
+	md->model_id = model_id;
+	md->x = x;
+	md->layer = x->first;
+	md->in_fmt = in->fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
+	md->in_count = (uint32_t)model_shape_elems(in);
+	md->in_bytes = x->in_bytes;
+	md->classes = x->out_bytes / 8;
+	md->standalone = x->first == 0;
+	if (md->standalone) { /* REQUESTs: the model's input shape, checked in full */
+		md->in_c = m->input.c;
+		md->in_h = m->input.h;
+		md->in_w = m->input.w;
+	}
+	return 0;
 }

@@ -24,29 +24,34 @@
  *     fixed size), a complete message is checked against the model's input (a REQUEST: format
  *     and (C,H,W) by proto_input_matches(), the check every executor shares; an ACTIVATION:
  *     format and element count, the activation crossing as a flat vector) else ERROR BAD_SHAPE,
- *     and queued for the inference engine (queue full: ERROR BUSY; a REQUEST while the NIC
+ *     and submitted to the model's executor (queue full: ERROR BUSY; a REQUEST while the NIC
  *     drains: ERROR BUSY, detail 1). The frame is CONSUMED;
  *   - HEALTH (with cfg.health): answered, passed up or dropped as nicfw/health.h says.
  *
- * Replies to the wire side (trust and no amplification):
- *   - allow-list (cfg.allow): when one is given, REQUESTs from other addresses that the NIC
- *     would serve or answer itself are dropped and counted (dropped_not_allowed); what it passes
- *     up is the host's to judge;
+ * Replies to the wire side: the trust policy (protocol/trust.h, cfg.trust) decides each one, and
+ * the dispatcher counts its verdict:
+ *   - allow-list: when one is given, what comes from other addresses gets nothing: REQUESTs the
+ *     NIC would serve or answer itself and HEALTH probes it would answer are dropped and counted
+ *     (dropped_not_allowed); what it passes up is the host's to judge;
  *   - no amplification: a source that is not on an allow-list never gets a reply larger than
  *     what caused it (UDP payload bytes): an ERROR's reason is cut to fit (an ERROR that cannot
  *     fit, for a datagram under 40 bytes, is not sent), and a REQUEST whose RESPONSE would be
  *     larger than the REQUEST is answered ERROR TOO_LARGE (detail = the RESPONSE's bytes; the
  *     front-end may pad its REQUEST header up to 256 bytes); both counted refused_larger_reply;
- *   - ERRORs to the wire side are rate-limited per source address (protocol/ratelimit.h: a
- *     fixed table of token buckets, err_rate per second, err_burst at once); those over the
- *     limit are not sent and are counted (error_rate_limited). error_<code> counts every ERROR
- *     decided, errors_sent those that left.
+ *   - ERRORs to the wire side are rate-limited per source address (a fixed table of token
+ *     buckets); those over the limit are not sent and are counted (error_rate_limited).
+ *     error_<code> counts every ERROR decided for an allowed source, errors_sent those that left.
  * The host port is trusted: its ERRORs are completion notices, never limited or cut.
  *
- * nicfw_disp_poll() collects finished inferences from the engine, starts the next queued one,
- * and sends each RESPONSE (one datagram or fragments, scores in f64, class = arg-max): to the
- * requester (L2/L3/L4 addresses swapped) for a REQUEST, to the ACTIVATION's reply address and
- * port for an ACTIVATION (its MAC learnt from frames seen on the wire port, else broadcast).
+ * Executors: each model is one executor of the one interface (exec/kexec.h) holding the NIC's
+ * part of it, loaded for batches of one: the emulator (nicfw/emu/exec_emu.h; serving, it
+ * releases results at their modeled completion) or the chain on lcores (nicfw/lcore/lcore.h).
+ * An accepted request is submitted at once (kexec_submit; at most NICFW_DISP_QUEUE per model
+ * wait or run, the executor running them in order, one at a time); nicfw_disp_poll() collects
+ * what finished (kexec_poll) and sends each RESPONSE (one datagram or fragments, scores in f64,
+ * class = arg-max): to the requester (L2/L3/L4 addresses swapped) for a REQUEST, to the
+ * ACTIVATION's reply address and port for an ACTIVATION (its MAC learnt from frames seen on the
+ * wire port, else broadcast). An inference that fails is answered ERROR INTERNAL.
  *
  * Completion notices (notify_host): the RESPONSE to an ACTIVATION is copied to the host, out of
  * the host port only, in the notice form (hdr_len PROTO_RESP_NOTICE_HDR_LEN: the ACTIVATION's
@@ -55,7 +60,9 @@
  * host falls back. Front-ends get the short forms, without a cookie.
  *
  * Timing: a RESPONSE's rx, queue, host and pack fields are the ACTIVATION's (the NIC adds its
- * own queueing to queue), nic is the chain's run time, and total is the server-side total: the
+ * own queueing to queue: from its arrival to its start, the later of its arrival and the
+ * previous request's collection), nic is the chain's run time (from that start to its
+ * collection; also kept per model, nicfw_disp_timing), and total is the server-side total: the
  * ACTIVATION's four fields, which the host fills so that they tile its time from the request's
  * first byte to the ACTIVATION's send, plus the NIC's time from the ACTIVATION's arrival to the
  * RESPONSE (so total >= rx + queue + host + pack + nic; the host-to-NIC transfer, on no single
@@ -64,9 +71,9 @@
  * Threading: one dispatcher per packet thread; rx and poll from that thread only. Counters are
  * single-writer 64-bit words that other threads (telemetry) may read at any time.
  *
- * Memory: everything (reassembly table, request queues with their input buffers, the frame
- * buffer for replies) is allocated by nicfw_disp_create(); rx and poll allocate nothing, lock
- * nothing and log nothing.
+ * Memory: everything (reassembly table, request queues with their input and score buffers, the
+ * frame buffer for replies) is allocated by nicfw_disp_create(); rx and poll allocate nothing,
+ * lock nothing and log nothing (nor do the executors' submit and poll).
  */
 #ifndef NICFW_DISPATCH_H
 #define NICFW_DISPATCH_H
@@ -75,15 +82,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exec/kexec.h"
 #include "nicfw/health.h"
 #include "protocol/frame.h"
 #include "protocol/proto.h"
-#include "protocol/ratelimit.h"
 #include "protocol/reasm.h"
+#include "protocol/trust.h"
 
 #define NICFW_DISP_MAX_MODELS 16
-#define NICFW_DISP_QUEUE      64 /* queued requests per model, the one in flight included */
-#define NICFW_DISP_MAX_ALLOW  16 /* allow-list prefixes */
+#define NICFW_DISP_QUEUE      KEXEC_FIFO /* requests per model waiting or running */
+#define NICFW_DISP_SAMPLES    4096	 /* per model: the last NIC times kept (timing) */
 
 enum nicfw_port { NICFW_PORT_WIRE = 0, NICFW_PORT_HOST = 1 };
 
@@ -125,7 +133,7 @@ enum nicfw_disp_counter {
 	NICFW_C_HOST_NOTICES,	       /* completion notices (RESPONSE copies) sent to the host */
 	NICFW_C_WIRE_ACTIVATION,       /* dropped: an ACTIVATION from the wire port */
 	NICFW_C_WIRE_REPLY,	       /* dropped: a RESPONSE/ERROR from the wire port */
-	NICFW_C_NOT_ALLOWED,	       /* dropped: a REQUEST from outside the allow-list */
+	NICFW_C_NOT_ALLOWED,	       /* dropped: a REQUEST or probe from outside the allow-list */
 	NICFW_C_REPLY_TOO_LARGE,       /* replies larger than their request, not sent */
 	NICFW_C_ERR_RATE_LIMITED,      /* ERRORs over their source's rate, not sent */
 	NICFW_C_ERROR_NOTICES,	       /* ERRORs about an ACTIVATION, sent to the host */
@@ -136,27 +144,35 @@ enum nicfw_disp_counter {
 	NICFW_C__COUNT
 };
 
-/* The inference engine behind the dispatcher: one chain per model (platform emu or lcore). */
-struct nicfw_engine_ops {
-	/* Start model `model` on `in` (its chain's in_bytes); 0, or -EBUSY if one is running. */
-	int (*submit)(void *engine, uint32_t model, const void *in);
-	/* 1 and the scores once the running inference of `model` has finished, else 0. */
-	int (*poll)(void *engine, uint32_t model, double *scores);
-};
-
 /* Sends one frame out of a port; returns 0 or -errno (the frame is the caller's to copy). */
 typedef int (*nicfw_disp_tx_fn)(void *arg, enum nicfw_port port, const uint8_t *frame,
 				uint32_t len);
 
+/* One model: its executor and what the dispatcher checks against (nicfw_disp_model_init). */
 struct nicfw_disp_model {
 	uint32_t model_id;	   /* proto_model_id(name) or the operator's number */
+	struct kexec *x;	   /* the executor, loaded for batches of 1 (the caller's) */
 	uint32_t layer;		   /* first model op the NIC runs (ACTIVATION layer field) */
-	uint32_t in_fmt;	   /* enum proto_fmt the chain takes: U8 or BITS */
+	uint32_t in_fmt;	   /* enum proto_fmt the executor takes: U8 or BITS */
 	uint32_t in_count;	   /* elements */
-	uint32_t in_bytes;	   /* bytes (the chain's in_bytes) */
-	uint32_t classes;	   /* doubles in the response */
+	uint32_t in_bytes;	   /* bytes (the executor's in_bytes) */
+	uint32_t classes;	   /* doubles in the response (the executor's out_bytes / 8) */
 	bool standalone;	   /* the NIC runs the whole model: it answers REQUESTs */
 	uint32_t in_c, in_h, in_w; /* a REQUEST's shape; all 0: (in_count, 1, 1) */
+};
+
+/*
+ * md for model_id on executor x (loaded with ops [x->first, n) of x->m, the NIC's part): every
+ * field from x and its model. 0, or -EINVAL with a message in err when the part's input is
+ * neither u8 nor bits (no ACTIVATION or REQUEST format carries it).
+ */
+int nicfw_disp_model_init(struct nicfw_disp_model *md, uint32_t model_id, struct kexec *x,
+			  char *err, size_t errlen);
+
+/* Per model: the NIC time of its RESPONSEs (the nic field), single writer, read from anywhere. */
+struct nicfw_disp_timing {
+	uint64_t requests, ns_sum;
+	uint32_t ns[NICFW_DISP_SAMPLES]; /* the last ones, saturated at UINT32_MAX */
 };
 
 struct nicfw_disp_config {
@@ -166,15 +182,10 @@ struct nicfw_disp_config {
 	uint32_t payload; /* largest UDP payload of a RESPONSE datagram (PROTO_DEFAULT_PAYLOAD) */
 	uint32_t reasm_slots;
 	bool notify_host; /* copy each ACTIVATION's RESPONSE to the host (completion notice) */
-	uint32_t n_allow; /* front-ends allowed (0: none listed; no reply larger than its cause) */
-	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
-	uint32_t err_rate;  /* ERRORs per second per wire-side source (0: PROTO_RL_RATE) */
-	uint32_t err_burst; /* ERRORs at once per source (0: PROTO_RL_BURST) */
+	struct proto_trust_cfg trust; /* the wire side's (the host port is trusted) */
 	uint64_t reasm_timeout_ns;
 	uint32_t n_models;
 	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];
-	const struct nicfw_engine_ops *eng_ops;
-	void *engine;
 	/* the HEALTH report (its state kept by the owner); NULL: HEALTH passes like any datagram */
 	const struct nicfw_health *health;
 	nicfw_disp_tx_fn tx;
@@ -191,7 +202,8 @@ void nicfw_disp_free(struct nicfw_disp *d);
 enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from, uint8_t *frame,
 				     uint32_t len, uint64_t now_ns);
 
-/* Collect finished inferences, send their RESPONSEs, start queued ones; returns responses sent. */
+/* Collect finished inferences (each model's kexec_poll) and send their RESPONSEs; returns
+ * responses sent. */
 uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns);
 
 /* Count a frame forwarded by the caller without nicfw_disp_rx (e.g. a batch fast path). */
@@ -204,12 +216,7 @@ const char *nicfw_disp_counter_name(unsigned c);
 void nicfw_disp_reasm_stats(const struct nicfw_disp *d, struct proto_reasm_stats *st);
 /* Requests queued or running, all models. */
 uint32_t nicfw_disp_pending(const struct nicfw_disp *d);
-
-/*
- * For an engine, inside its submit: the now_ns at which the request of `model` being submitted
- * (the head of its queue) was accepted. A timed engine starts it at the later of this and the
- * previous request's completion, so queueing does not drift with the poll loop's turns.
- */
-uint64_t nicfw_disp_arrival(const struct nicfw_disp *d, uint32_t model);
+/* Model `model`'s NIC times (< n_models). */
+const struct nicfw_disp_timing *nicfw_disp_timing(const struct nicfw_disp *d, uint32_t model);
 
 #endif /* NICFW_DISPATCH_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "protocol/proto.h"
+#include "protocol/trust.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -88,16 +89,14 @@ int proto_build(const struct proto_msg *m, const void *body, size_t body_len, vo
 int proto_build_error_cut(struct proto_msg *m, const char *prefix, const char *reason, void *buf,
 			  size_t cap)
 {
+	const uint32_t room = proto_trust_cut(cap < UINT32_MAX ? (uint32_t)cap : UINT32_MAX,
+					      m->hdr_len, PROTO_REASON_MAX);
 	char text[PROTO_REASON_MAX];
-	size_t a = strnlen(prefix, PROTO_REASON_MAX);
-	size_t b = strnlen(reason, PROTO_REASON_MAX - a);
+	size_t a = strnlen(prefix, room);
+	size_t b = strnlen(reason, room - a);
 
 	if (cap < m->hdr_len)
 		return -EMSGSIZE;
-	if (a + b > cap - m->hdr_len) {
-		a = a < cap - m->hdr_len ? a : cap - m->hdr_len;
-		b = cap - m->hdr_len - a;
-	}
 	memcpy(text, prefix, a);
 	memcpy(text + a, reason, b);
 	m->total_len = (uint32_t)(a + b);

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* Ethernet/ARP/IPv4/UDP framing and the neighbour table (contracts in protocol/frame.h). */
-#include <errno.h>
 #include <string.h>
 
 #include "protocol/frame.h"
@@ -141,51 +140,5 @@ bool proto_neigh_lookup(const struct proto_neigh_table *t, uint32_t ip, uint8_t 
 		return true;
 	}
 	memset(mac, 0xff, 6);
-	return false;
-}
-
-/* A decimal number in [0, max] at *s, advancing *s past it; -1 if there is none. */
-static long dec_field(const char **s, long max)
-{
-	long v = 0;
-	int n = 0;
-
-	while (**s >= '0' && **s <= '9' && n < 3) {
-		v = v * 10 + (**s - '0');
-		(*s)++;
-		n++;
-	}
-	return n && v <= max && !(**s >= '0' && **s <= '9') ? v : -1;
-}
-
-int proto_cidr_parse(const char *s, struct proto_cidr *c)
-{
-	uint32_t ip = 0;
-	long v, bits = 32;
-
-	for (int i = 0; i < 4; i++) {
-		v = dec_field(&s, 255);
-		if (v < 0 || (i < 3 && *s++ != '.'))
-			return -EINVAL;
-		ip = ip << 8 | (uint32_t)v;
-	}
-	if (*s == '/') {
-		s++;
-		bits = dec_field(&s, 32);
-		if (bits < 0)
-			return -EINVAL;
-	}
-	if (*s)
-		return -EINVAL;
-	c->mask = bits ? ~0u << (32 - bits) : 0;
-	c->net = ip & c->mask;
-	return 0;
-}
-
-bool proto_cidr_contains(const struct proto_cidr *c, uint32_t n, uint32_t ip)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if ((ip & c[i].mask) == c[i].net)
-			return true;
 	return false;
 }

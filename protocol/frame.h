@@ -94,15 +94,4 @@ void proto_neigh_learn(struct proto_neigh_table *t, uint32_t ip, const uint8_t m
 /* mac of ip if known (true), else the broadcast address (false). */
 bool proto_neigh_lookup(const struct proto_neigh_table *t, uint32_t ip, uint8_t mac[6]);
 
-/* An IPv4 prefix (host order): an address matches when (ip & mask) == net. */
-struct proto_cidr {
-	uint32_t net, mask;
-};
-
-/* "A.B.C.D" or "A.B.C.D/N" (N 0..32, decimal) into c: 0, or -EINVAL naming nothing (the caller
- * names the option). */
-int proto_cidr_parse(const char *s, struct proto_cidr *c);
-/* true if ip (host order) is in one of the n prefixes; false when n is 0. */
-bool proto_cidr_contains(const struct proto_cidr *c, uint32_t n, uint32_t ip);
-
 #endif /* PROTO_FRAME_H */

@@ -224,8 +224,9 @@ int proto_build(const struct proto_msg *m, const void *body, size_t body_len, vo
 		size_t cap);
 /*
  * An ERROR whose headers m holds (ids, code, detail; for a notice, hdr_len and host_ref/cookie)
- * with the reason prefix + reason, cut to PROTO_REASON_MAX and to what fits in cap bytes: with
- * cap the size of what caused it, the no-amplification rule's ERROR (docs/wire-protocol.md).
+ * with the reason prefix + reason, cut to PROTO_REASON_MAX and to what fits in cap bytes
+ * (proto_trust_cut()): with the cap of the trust policy's verdict (protocol/trust.h), the
+ * no-amplification rule's ERROR.
  * Sets m->total_len. Bytes written, or -EMSGSIZE when not even the headers fit (send nothing).
  * No formatting: for the packet path, where reasons come from static tables.
  */

@@ -25,13 +25,14 @@
  *   draining                     ERROR busy (detail 1)
  *   the executor failed          ERROR internal
  *
- * Trust, as splitnic-nic and splitnic-host (docs/wire-protocol.md): with --allow, datagrams from
- * other sources are dropped and counted (not_allowed), never answered; without it every source
- * is answered, never with a reply larger than what caused it (the ERROR's reason cut to fit,
- * none for a datagram shorter than an ERROR's header; a RESPONSE larger than its REQUEST
- * refused with ERROR too_large). ERRORs are rate-limited per source address
- * (protocol/ratelimit.h, --error-rate and --error-burst; IPv6 sources folded to 32 bits for the
- * bucket, never on an allow-list).
+ * Trust: the one policy of every server (protocol/trust.h, docs/wire-protocol.md) decides each
+ * datagram's admission and each reply, and serve counts its verdict: with --allow, datagrams
+ * from other sources are dropped and counted (not_allowed), never answered; without it every
+ * source is answered, never with a reply larger than what caused it (the ERROR's reason cut to
+ * fit, none for a datagram shorter than an ERROR's header; a RESPONSE larger than its REQUEST
+ * refused with ERROR too_large; both counted refused_larger_reply). ERRORs are rate-limited per
+ * source address (--error-rate, 0: no limit, and --error-burst; IPv6 sources folded to 32 bits
+ * for the bucket, never on an allow-list).
  *
  * HEALTH: probes for any role or serve's are answered with the identity (--name), the models
  * (whole, from op 0), the messages held in reassembly (in_flight) and the state, never longer
@@ -56,8 +57,8 @@
 #include "kernels/kern.h"
 #include "protocol/frame.h"
 #include "protocol/net_util.h"
-#include "protocol/ratelimit.h"
 #include "protocol/reasm.h"
+#include "protocol/trust.h"
 #include "serve/serve.h"
 #include "split/stats.h"
 
@@ -66,7 +67,6 @@
 #define SERVE_SLOTS	 64
 #define SERVE_MAX_MSG	 (16u << 20)
 #define SERVE_REASM_NS	 1000000000ull
-#define SERVE_MAX_ALLOW	 16
 #define SERVE_IDLE_MS	 100 /* a receive waits at most this long: reassembly expiry, the drain */
 
 /* The counters: their enum and their names in the report, from one list. */
@@ -90,7 +90,8 @@
 	X(ERRORS_SENT, "errors_sent")                                                              \
 	X(ERRORS_LIMITED, "errors_rate_limited")                                                   \
 	X(HEALTH_ANSWERED, "health_answered")                                                      \
-	X(HEALTH_DROPPED, "health_dropped")
+	X(HEALTH_DROPPED, "health_dropped")                                                        \
+	X(REFUSED_LARGER, "refused_larger_reply")
 
 #define SC_ENUM(id, name) SC_##id,
 #define SC_NAME(id, name) name,
@@ -117,10 +118,8 @@ struct serve {
 	uint8_t *out; /* one reply datagram */
 	bool draining;
 	uint64_t now; /* ns: the current burst's receive */
-	uint32_t n_allow;
-	struct proto_cidr allow[SERVE_MAX_ALLOW];
-	uint64_t rl[PROTO_RL_SLOTS]; /* ERRORs per source: GCRA times */
-	uint64_t rl_interval_ns, rl_burst;
+	struct proto_trust_cfg trust;
+	uint64_t rl[PROTO_TRUST_SLOTS]; /* ERRORs per source: GCRA times */
 	char ident[PROTO_HEALTH_IDENT_LEN + 1];
 	struct proto_health_model health[SERVE_MAX_MODELS];
 	uint64_t c[SC__COUNT];
@@ -141,34 +140,56 @@ static void serve_send(struct serve *sv, const struct sockaddr *to, socklen_t to
 		sv->c[SC_SEND_FAIL]++;
 }
 
-/* Who sent a datagram, and what may go back (no amplification). */
+/* Who sent a datagram, and what caused a reply (the trust policy's measure). */
 struct serve_src {
 	const struct sockaddr *sa;
 	socklen_t len;
-	uint32_t ip;  /* IPv4 (host order), or an IPv6 address folded to 32 bits */
-	bool listed;  /* on the allow-list: any reply */
-	uint32_t cap; /* else no reply larger than this: the UDP payload that caused it */
-	uint64_t key; /* the reassembly table's name for it */
+	uint32_t ip;	   /* IPv4 (host order), or an IPv6 address folded to 32 bits */
+	bool v6;	   /* an IPv6 source: never on an allow-list */
+	uint32_t in_bytes; /* the UDP payload that caused the reply */
+	uint64_t key;	   /* the reassembly table's name for it */
 };
 
-/* An ERROR to src, if its rate allows, its reason cut to src->cap. */
+/* The trust policy's verdict (protocol/trust.h) on a reply of kind `reply` (0: admission) of at
+ * least out_bytes to src, counted unless SEND; *cap: the most bytes the reply may take. */
+static enum proto_trust_verdict serve_trust(struct serve *sv, const struct serve_src *src,
+					    unsigned reply, uint32_t out_bytes, uint32_t *cap)
+{
+	const struct proto_trust_ask q = {.src = src->ip,
+					  .flags = src->v6 ? PROTO_TRUST_F_UNNAMED : 0,
+					  .reply = (uint8_t)reply,
+					  .in_bytes = src->in_bytes,
+					  .out_bytes = out_bytes};
+	enum proto_trust_verdict v =
+	    proto_trust_decide(&sv->trust, &q, &sv->rl[proto_trust_slot(src->ip)], sv->now, cap);
+
+	if (v == PROTO_TRUST_NOT_ALLOWED)
+		sv->c[SC_NOT_ALLOWED]++;
+	else if (v == PROTO_TRUST_RATE_LIMITED)
+		sv->c[SC_ERRORS_LIMITED]++;
+	else if (v == PROTO_TRUST_TOO_LARGE) /* a probe too short for any report: dropped */
+		sv->c[reply == PROTO_HEALTH ? SC_HEALTH_DROPPED : SC_REFUSED_LARGER]++;
+	return v;
+}
+
+/* An ERROR to src as the trust policy decides (its reason cut to fit, or none); counted under
+ * why unless the source is not allowed. */
 static void serve_error(struct serve *sv, const struct serve_src *src, uint32_t model_id,
 			uint64_t request_id, enum proto_error_code code, uint32_t detail,
 			enum serve_counter why, const char *reason)
 {
+	enum proto_trust_verdict v;
+	uint32_t cap;
 	int n;
 
-	sv->c[why]++;
-	if (!proto_rl_take(&sv->rl[proto_rl_slot(src->ip)], sv->now, sv->rl_interval_ns,
-			   sv->rl_burst)) {
-		sv->c[SC_ERRORS_LIMITED]++;
+	v = serve_trust(sv, src, PROTO_ERROR, PROTO_ERROR_HDR_LEN, &cap);
+
+	if (v != PROTO_TRUST_NOT_ALLOWED)
+		sv->c[why]++;
+	if (v != PROTO_TRUST_SEND)
 		return;
-	}
-	n = proto_build_error_text(sv->out,
-				   src->listed || src->cap > sv->payload ? sv->payload : src->cap,
-				   model_id, request_id, code, detail, "serve: ", reason);
-	if (n == -EMSGSIZE) /* not even an ERROR's header fits: none */
-		return;
+	n = proto_build_error_text(sv->out, cap < sv->payload ? cap : sv->payload, model_id,
+				   request_id, code, detail, "serve: ", reason);
 	serve_send(sv, src->sa, src->len, n);
 	sv->c[SC_ERRORS_SENT]++;
 }
@@ -181,16 +202,17 @@ static struct serve_model *find_model(struct serve *sv, uint32_t id)
 	return id == 0 && sv->n_models ? &sv->sm[0] : NULL;
 }
 
-/* A complete REQUEST: checked against the model, run, answered (no reply larger than src->cap
- * unless the source is listed). */
+/* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, run,
+ * answered. */
 static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
 			  const struct serve_src *src, uint64_t t_in)
 {
 	struct serve_model *s = find_model(sv, m->model_id);
+	enum proto_trust_verdict v;
 	struct proto_msg resp;
 	struct proto_frag f;
 	uint64_t t_run, t_done;
-	uint32_t cls = 0;
+	uint32_t cls = 0, cap;
 	int n;
 
 	sv->c[SC_REQUESTS]++;
@@ -206,10 +228,12 @@ static void serve_request(struct serve *sv, const struct proto_msg *m, const uin
 			    SC_ERR_BAD_SHAPE, "input format or shape differs from the model's");
 		return;
 	}
-	if (!src->listed && s->resp_bytes > src->cap) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE, s->resp_bytes,
-			    SC_ERR_REPLY_LARGER,
-			    "reply larger than the request: front-end not allowed");
+	v = serve_trust(sv, src, PROTO_RESPONSE, s->resp_bytes, &cap);
+	if (v != PROTO_TRUST_SEND) {
+		if (v == PROTO_TRUST_TOO_LARGE)
+			serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
+				    s->resp_bytes, SC_ERR_REPLY_LARGER,
+				    "reply larger than the request: front-end not allowed");
 		return;
 	}
 	memcpy(s->in, data, s->in_bytes);
@@ -259,7 +283,7 @@ static void serve_source(const struct serve *sv, const struct sockaddr *a, sockl
 	src->sa = a;
 	src->len = alen;
 	src->key = h;
-	src->cap = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	src->in_bytes = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
 	if (a->sa_family == AF_INET) {
 		src->ip = ntohl(((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr);
 		v4 = true;
@@ -272,13 +296,14 @@ static void serve_source(const struct serve *sv, const struct sockaddr *a, sockl
 		for (int i = 0; !v4 && i < 12; i += 4)
 			src->ip ^= proto_get32(a6->s6_addr + i);
 	}
-	src->listed = v4 && proto_cidr_contains(sv->allow, sv->n_allow, src->ip);
+	src->v6 = !v4;
 }
 
 /* A HEALTH probe for any role or serve's: the report, never longer than the probe. */
 static void serve_health(struct serve *sv, const struct proto_msg *m, const struct serve_src *src)
 {
 	struct proto_reasm_stats st;
+	uint32_t cap;
 	int n;
 
 	if (m->health.kind != PROTO_HEALTH_PROBE ||
@@ -286,9 +311,11 @@ static void serve_health(struct serve *sv, const struct proto_msg *m, const stru
 		sv->c[SC_HEALTH_DROPPED]++;
 		return;
 	}
+	if (serve_trust(sv, src, PROTO_HEALTH, PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN,
+			&cap) != PROTO_TRUST_SEND)
+		return;
 	proto_reasm_stats(sv->ra, &st);
-	n = proto_build_health_report(sv->out, sv->payload, src->cap, m->request_id,
-				      PROTO_ROLE_SERVE,
+	n = proto_build_health_report(sv->out, sv->payload, cap, m->request_id, PROTO_ROLE_SERVE,
 				      sv->draining ? PROTO_HEALTH_DRAINING : PROTO_HEALTH_SERVING,
 				      st.in_use, sv->ident, sv->health, sv->n_models);
 	if (n <= 0) {
@@ -311,13 +338,12 @@ static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 	enum proto_verdict v;
 	struct serve_src src;
 	struct proto_msg m;
+	uint32_t cap;
 
 	sv->c[SC_DATAGRAMS]++;
 	serve_source(sv, from, fromlen, len, &src);
-	if (sv->n_allow && !src.listed) {
-		sv->c[SC_NOT_ALLOWED]++;
+	if (serve_trust(sv, &src, 0, 0, &cap) == PROTO_TRUST_NOT_ALLOWED)
 		return;
-	}
 	v = proto_parse(p, len, &m);
 	sv->verdicts[v]++;
 	if (v != PROTO_OK) {
@@ -357,7 +383,7 @@ static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 	sv->ra_verdicts[rv]++;
 	switch (rv) {
 	case PROTO_RA_COMPLETE:
-		src.cap = msg.len + m.hdr_len; /* at least what the whole REQUEST weighed */
+		src.in_bytes = msg.len + m.hdr_len; /* at least what the whole REQUEST weighed */
 		serve_request(sv, &msg.hdr, msg.data, &src, t_in);
 		proto_reasm_release(sv->ra, &msg);
 		break;
@@ -519,8 +545,7 @@ struct serve_opts {
 	const char *models[SERVE_MAX_MODELS];
 	uint32_t n_models;
 	const char *bind, *port, *stats, *ready, *name;
-	struct proto_cidr allow[SERVE_MAX_ALLOW];
-	uint32_t n_allow;
+	struct proto_trust_cfg trust;
 	long payload, err_rate, err_burst;
 };
 
@@ -538,12 +563,11 @@ static int serve_opt(void *p, const struct conf_opt *opt, const char *arg)
 	case SO_NAME:
 		return conf_text("serve", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
 	case SO_ALLOW:
-		if (o->n_allow == SERVE_MAX_ALLOW || proto_cidr_parse(arg, &o->allow[o->n_allow])) {
+		if (proto_trust_allow(&o->trust, arg)) {
 			fprintf(stderr, "serve: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
-				SERVE_MAX_ALLOW, arg);
+				PROTO_TRUST_MAX_ALLOW, arg);
 			return -1;
 		}
-		o->n_allow++;
 		return 0;
 	default:
 		if (o->n_models == SERVE_MAX_MODELS) {
@@ -570,8 +594,8 @@ static const struct conf_opt serve_opts[] = {
 		  "its identity in HEALTH reports (default serve@ADDR:PORT)"),
     CONF_CALL_ROW("allow", "CIDR", SO_ALLOW, NULL,
 		  "front-ends answered (up to 16; default: all, no reply larger than its request)"),
-    CONF_LONG_ROW("error-rate", "N", SERVE_OPT(err_rate), 1, 1000000000, "1000",
-		  "ERRORs per second per source"),
+    CONF_LONG_ROW("error-rate", "N", SERVE_OPT(err_rate), 0, 1000000000, "1000",
+		  "ERRORs per second per source (0: no limit)"),
     CONF_LONG_ROW("error-burst", "N", SERVE_OPT(err_burst), 1, 1000000, "100",
 		  "ERRORs a source may get at once"),
 };
@@ -614,10 +638,8 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	sv->fd = -1;
 	sv->payload = (uint32_t)o.payload;
-	sv->n_allow = o.n_allow;
-	memcpy(sv->allow, o.allow, sizeof(o.allow));
-	sv->rl_interval_ns = 1000000000ull / (uint64_t)o.err_rate;
-	sv->rl_burst = (uint64_t)o.err_burst;
+	sv->trust = o.trust;
+	proto_trust_set_rate(&sv->trust, (uint32_t)o.err_rate, (uint32_t)o.err_burst);
 	serve_ident(sv, o.name, o.bind, o.port);
 	for (uint32_t k = 0; k < o.n_models; k++)
 		if (serve_load(sv, o.models[k]))

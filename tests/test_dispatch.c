@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The packet dispatcher (nicfw/dispatch.c) on hand-made frames with a fake engine: ARP for the
+ * The packet dispatcher (nicfw/dispatch.c) on hand-made frames with fake executors (one
+ * struct kexec per model, exec/kexec.h; an inference that fails answered ERROR): ARP for the
  * NIC's address answered; non-inference traffic passed; a REQUEST answered with a RESPONSE
  * whose addresses are swapped; an ACTIVATION answered to its reply address; unknown model and
  * not-my-layer passed up (but an ACTIVATION from the host for them answered with ERROR); the
  * RESPONSE's total covering the host's time carried in the ACTIVATION; bad shape and
- * malformed requests answered with ERROR; a full queue
- * answered BUSY; fragments reassembled; counters by reason. The trust boundary: ACTIVATION,
+ * malformed requests answered with ERROR; a full queue answered BUSY; fragments reassembled;
+ * counters by reason; the NIC times kept per model. The trust boundary: ACTIVATION,
  * RESPONSE and ERROR from the wire dropped and counted; completion notices (RESPONSE and
  * ERROR, with host_ref and cookie) to the host port only; the shape check on (C,H,W); no reply
  * larger than its request to a source not allowed; the allow-list; ERRORs rate-limited per
@@ -41,8 +42,8 @@ struct sent {
 
 static struct sent out[128];
 static uint32_t n_out;
-static bool eng_done, eng_hold;
-static uint8_t eng_in[IN];
+static bool eng_hold;  /* the fake executors finish nothing */
+static int eng_status; /* ... and what they finish ends so (0: done) */
 
 static int fake_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
 {
@@ -55,50 +56,113 @@ static int fake_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32
 	return 0;
 }
 
-static int fake_submit(void *e, uint32_t model, const void *in)
+/*
+ * A fake executor for one model (a model of first + 1 ops whose op `first` takes the input): its
+ * submissions wait in order; each kexec_poll finishes the oldest, unless eng_hold, scoring
+ * class in[0] % 3 5.0 and class k -k.
+ */
+struct fake_exec {
+	struct model m;
+	struct model_layer l[4];
+	struct kexec x;
+	const uint8_t *in[KEXEC_FIFO];
+	double *out[KEXEC_FIFO];
+	uint64_t tag[KEXEC_FIFO];
+	uint32_t head, tail;
+};
+
+static struct fake_exec fakes[4];
+static uint32_t n_fakes;
+
+static int fake_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
+		     uint32_t max_batch, char *err, size_t errlen)
 {
-	if (eng_done)
-		return -EBUSY;
-	memcpy(eng_in, in, IN);
-	eng_done = true;
+	return 0;
+}
+static int fake_submit(struct kexec *x, const void *in, uint32_t n, void *scores, uint64_t tag)
+{
+	struct fake_exec *f = x->priv;
+	const uint32_t j = f->tail++ % KEXEC_FIFO;
+
+	f->in[j] = in;
+	f->out[j] = scores;
+	f->tag[j] = tag;
 	return 0;
 }
 
-static int fake_poll(void *e, uint32_t model, double *scores)
+static void fake_progress(struct kexec *x)
 {
-	if (!eng_done || eng_hold)
-		return 0;
+	struct fake_exec *f = x->priv;
+	uint32_t j;
+
+	if (eng_hold || f->head == f->tail)
+		return;
+	j = f->head++ % KEXEC_FIFO;
 	for (uint32_t k = 0; k < 3; k++)
-		scores[k] = k == eng_in[0] % 3 ? 5.0 : -1.0 * k;
-	eng_done = false;
-	return 1;
+		f->out[j][k] = k == f->in[j][0] % 3 ? 5.0 : -1.0 * k;
+	kexec_complete(x, f->tag[j], eng_status);
 }
 
-static const struct nicfw_engine_ops fake_ops = {fake_submit, fake_poll};
+static void fake_caps(const struct kexec *x, struct kexec_caps *c)
+{
+	c->kind = KEXEC_KIND_CPU; /* any op range */
+	c->max_batch = 1;
+}
+
+static const struct kexec_ops fake_ops =
+    KEXEC_OPS("fake", NULL, fake_load, fake_submit, fake_progress, fake_caps, NULL);
+
+/* md: model `id` on a fresh fake executor, its part from op `first` taking (c,h,w) of fmt. */
+static void fake_model(struct nicfw_disp_model *md, uint32_t id, uint32_t first, uint32_t fmt,
+		       uint32_t c, uint32_t h, uint32_t w)
+{
+	struct fake_exec *f = &fakes[n_fakes++ % 4];
+	char err[256];
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->m.name, sizeof(f->m.name), "fake-%x", id);
+	f->m.n_layers = first + 1;
+	f->m.layers = f->l;
+	f->m.input = (struct model_shape){fmt, c, h, w};
+	f->l[first].in = f->m.input;
+	f->l[first].out = (struct model_shape){MODEL_FMT_F64, 3, 1, 1};
+	assert_int_equal(kexec_open(&f->x, &fake_ops, NULL, err, sizeof(err)), 0);
+	f->x.priv = f;
+	if (kexec_load(&f->x, &f->m, first, first + 1, 1, err, sizeof(err)) ||
+	    nicfw_disp_model_init(md, id, &f->x, err, sizeof(err)))
+		fail_msg("%s", err);
+}
+
 static const struct nicfw_health *disp_health; /* mk_disp's cfg.health */
 
-/* The NIC's address, port, payload and the fake engine and transmit. */
+/* The NIC's address, port, payload and the fake transmit. */
 static void cfg_init(struct nicfw_disp_config *c)
 {
 	memcpy(c->mac, nic_mac, 6);
 	c->ip = NIC_IP;
 	c->port = PROTO_DEFAULT_PORT;
 	c->payload = PROTO_DEFAULT_PAYLOAD;
-	c->eng_ops = &fake_ops;
 	c->tx = fake_tx;
 }
 
-/* A dispatcher for c, nothing sent yet, the engine idle. */
+/* A dispatcher for c, nothing sent yet, the executors idle. */
 static struct nicfw_disp *create(const struct nicfw_disp_config *c)
 {
 	struct nicfw_disp *d;
 	char err[256];
 
+	for (uint32_t i = 0; i < c->n_models; i++) { /* nothing left from another dispatcher */
+		struct kexec *x = c->model[i].x;
+
+		((struct fake_exec *)x->priv)->head = ((struct fake_exec *)x->priv)->tail = 0;
+		x->head = x->tail = x->pending = 0;
+	}
 	d = nicfw_disp_create(c, err, sizeof(err));
 	if (!d)
 		fail_msg("%s", err);
 	n_out = 0;
-	eng_done = eng_hold = false;
+	eng_hold = false;
+	eng_status = 0;
 	return d;
 }
 
@@ -109,23 +173,11 @@ static struct nicfw_disp *mk_disp(void)
 
 	cfg_init(&c);
 	c.n_models = 2;
-	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
-	c.model[1] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
+	fake_model(&c.model[0], MODEL, 0, MODEL_FMT_U8, 1, 1, IN);
+	fake_model(&c.model[1], 0x99, 2, MODEL_FMT_BITS, 64, 1, 1);
 	c.health = disp_health;
 	d = create(&c);
 	return d;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
 }
 
 /* Ethernet + IPv4 + UDP from sip:40000 around payload; returns the frame length. */
@@ -137,16 +189,16 @@ static uint32_t udp_frame_from(uint8_t *f, uint32_t sip, uint32_t dip, uint16_t 
 	memset(f, 0, 42);
 	memcpy(f, nic_mac, 6);
 	memcpy(f + 6, cli_mac, 6);
-	put16(f + 12, 0x0800);
+	proto_put16(f + 12, 0x0800);
 	ip[0] = 0x45;
-	put16(ip + 2, (uint16_t)(28 + n));
+	proto_put16(ip + 2, (uint16_t)(28 + n));
 	ip[8] = 64;
 	ip[9] = 17;
-	put32(ip + 12, sip);
-	put32(ip + 16, dip);
-	put16(udp, 40000);
-	put16(udp + 2, dport);
-	put16(udp + 4, (uint16_t)(8 + n));
+	proto_put32(ip + 12, sip);
+	proto_put32(ip + 16, dip);
+	proto_put16(udp, 40000);
+	proto_put16(udp + 2, dport);
+	proto_put16(udp + 4, (uint16_t)(8 + n));
 	memcpy(udp + 8, pl, n);
 	return 42 + n;
 }
@@ -192,20 +244,20 @@ static void test_dispatch_arp_and_forward(void **state)
 
 	memset(f, 0xff, 6);
 	memcpy(f + 6, cli_mac, 6);
-	put16(f + 12, 0x0806);
-	put16(f + 14, 1);
-	put16(f + 16, 0x0800);
+	proto_put16(f + 12, 0x0806);
+	proto_put16(f + 14, 1);
+	proto_put16(f + 16, 0x0800);
 	f[18] = 6;
 	f[19] = 4;
-	put16(f + 20, 1);
+	proto_put16(f + 20, 1);
 	memcpy(f + 22, cli_mac, 6);
-	put32(f + 28, CLI_IP);
-	put32(f + 38, NIC_IP);
+	proto_put32(f + 28, CLI_IP);
+	proto_put32(f + 38, NIC_IP);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, 60, 0), NICFW_DISP_REPLY);
 	assert_memory_equal(f, cli_mac, 6);
 	assert_memory_equal(f + 22, nic_mac, 6);
 	assert_int_equal(f[21], 2);
-	put32(f + 38, HOST_IP); /* ARP for someone else: forwarded */
+	proto_put32(f + 38, HOST_IP); /* ARP for someone else: forwarded */
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, 60, 0), NICFW_DISP_PASS);
 	len = udp_frame(f, HOST_IP, 9999, pl, sizeof(pl));
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
@@ -458,6 +510,48 @@ static void test_dispatch_activation_total(void **state)
 						       t[PROTO_T_HOST] + t[PROTO_T_PACK] +
 						       t[PROTO_T_NIC]);
 	}
+	/* the NIC times kept per model are the RESPONSEs' */
+	assert_true(nicfw_disp_timing(d, 1)->requests == 2 &&
+		    nicfw_disp_timing(d, 1)->ns_sum == 70000);
+	assert_true(nicfw_disp_timing(d, 1)->ns[0] == 60000 &&
+		    nicfw_disp_timing(d, 1)->ns[1] == 10000);
+	assert_int_equal(nicfw_disp_timing(d, 0)->requests, 0);
+	nicfw_disp_free(d);
+}
+
+/* An inference its executor fails: ERROR internal, to the requester or (an ACTIVATION) to the
+ * host as a notice; the queue moves on. */
+static void test_dispatch_executor_fails(void **state)
+{
+	static const uint32_t t0[4] = {0};
+	struct nicfw_disp *d = mk_disp();
+	uint64_t k[NICFW_C__COUNT];
+	uint8_t f[2048];
+	struct proto_msg m;
+	uint32_t len;
+
+	eng_status = -EIO;
+	len = request(f, MODEL, 1, IN, 1);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	len = activation_ref(f, 0x99, 2, 2, t0, 0x02000001, 0x77);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 10), 0);
+	assert_int_equal(nicfw_disp_pending(d), 0);
+	assert_int_equal(n_out, 2);
+	expect_reply(&out[0], PROTO_ERROR, &m);
+	assert_true(out[0].port == NICFW_PORT_WIRE && m.err.code == PROTO_ERR_INTERNAL);
+	expect_reply(&out[1], PROTO_ERROR, &m);
+	assert_true(out[1].port == NICFW_PORT_HOST && m.err.code == PROTO_ERR_INTERNAL);
+	assert_true(m.err.host_ref == 0x02000001 && m.err.cookie == 0x77);
+	eng_status = 0;
+	len = request(f, MODEL, 3, IN, 1);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 20), NICFW_DISP_CONSUMED);
+	assert_int_equal(nicfw_disp_poll(d, 30), 1);
+	expect_reply(&out[2], PROTO_RESPONSE, &m);
+	assert_int_equal(m.request_id, 3);
+	nicfw_disp_counters(d, k, NULL);
+	assert_int_equal(k[NICFW_C_ERR_INTERNAL], 2);
+	assert_int_equal(k[NICFW_C_ANSWERED], 1);
 	nicfw_disp_free(d);
 }
 
@@ -537,7 +631,7 @@ static void test_dispatch_notices(void **state)
 	cfg_init(&c);
 	c.notify_host = true;
 	c.n_models = 1;
-	c.model[0] = (struct nicfw_disp_model){0x99, 2, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
+	fake_model(&c.model[0], 0x99, 2, MODEL_FMT_BITS, 64, 1, 1);
 	d = create(&c);
 	len = udp_frame(f, HOST_IP, 9999, "x", 1); /* teaches the NIC the front-end's MAC */
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_PASS);
@@ -661,7 +755,7 @@ static void test_dispatch_no_amplification(void **state)
 
 	cfg_init(&c);
 	c.n_models = 1;
-	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 8, 8, 3, true, 1, 1, 8};
+	fake_model(&c.model[0], MODEL, 0, MODEL_FMT_U8, 1, 1, 8);
 	d = create(&c);
 	len = request_shaped(f, CLI_IP, MODEL, 1, 1, 1, 8, 64); /* 72 bytes, RESPONSE 104 */
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
@@ -698,8 +792,7 @@ static void test_dispatch_no_amplification(void **state)
 	nicfw_disp_free(d);
 
 	/* an allow-list: CLI_IP/32 may get the larger RESPONSE; HOST_IP gets nothing at all */
-	assert_int_equal(proto_cidr_parse("10.88.0.2/32", &c.allow[0]), 0);
-	c.n_allow = 1;
+	assert_int_equal(proto_trust_allow(&c.trust, "10.88.0.2/32"), 0);
 	d = create(&c);
 	len = request_shaped(f, CLI_IP, MODEL, 4, 1, 1, 8, 64);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
@@ -733,10 +826,9 @@ static void test_dispatch_error_rate(void **state)
 	uint32_t len;
 
 	cfg_init(&c);
-	c.err_rate = 10; /* one per 100 ms */
-	c.err_burst = 3;
+	proto_trust_set_rate(&c.trust, 10, 3); /* one per 100 ms, 3 at once */
 	c.n_models = 1;
-	c.model[0] = (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, IN, IN, 3, true, 1, 1, IN};
+	fake_model(&c.model[0], MODEL, 0, MODEL_FMT_U8, 1, 1, IN);
 	d = create(&c);
 	for (uint32_t i = 0; i < 5; i++) { /* bad shape, all at t = 1 s */
 		len = request_shaped(f, CLI_IP, MODEL, i, 1, 2, IN / 2, 64);
@@ -857,8 +949,7 @@ static void test_dispatch_fragments(void **state)
 
 	cfg_init(&c);
 	c.n_models = 1;
-	c.model[0] =
-	    (struct nicfw_disp_model){MODEL, 0, PROTO_FMT_U8, 600, 600, 3, true, 1, 1, 600};
+	fake_model(&c.model[0], MODEL, 0, MODEL_FMT_U8, 1, 1, 600);
 	d = create(&c);
 	proto_msg_init(&m, PROTO_REQUEST, MODEL, 9);
 	proto_msg_set_tensor(&m, PROTO_FMT_U8, 1, 1, 600, 0, 0);
@@ -887,6 +978,7 @@ int main(void)
 	    cmocka_unit_test(test_dispatch_activation),
 	    cmocka_unit_test(test_dispatch_activation_not_held),
 	    cmocka_unit_test(test_dispatch_activation_total),
+	    cmocka_unit_test(test_dispatch_executor_fails),
 	    cmocka_unit_test(test_dispatch_fragments),
 	    cmocka_unit_test(test_dispatch_wire_trust),
 	    cmocka_unit_test(test_dispatch_notices),

@@ -3,7 +3,8 @@
  * The executor interface (exec/kexec.h) and its implementations: the NIC capability rule
  * (one definition, asked by chain, planner, sweep and host), the completion FIFO, the CPU
  * executor against kern_forward, the GPU executor's CPU fallback (its message and counter),
- * the NIC emulator executor bit-exact with the CPU (the lcore one: tests/test_lcore.c), and a
+ * the NIC emulator executor bit-exact with the CPU (the lcore one: tests/test_lcore.c), also
+ * serving in modeled time (results released at their modeled completion, in order), and a
  * CPU -> GPU -> NIC pipeline of the bundled CNN equal to kern_forward.
  *
  * SPLITNIC_MODEL_DIR (default build/models) holds the bundled models (`make` builds them).
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -296,6 +298,69 @@ static void test_exec_nic_emu(void **state)
 	nic_exact(&nicfw_exec_emu_ops, NULL, f);      /* from the flatten */
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The emulator serving in modeled time (splitnic-nic's platform emu): the same scores; load
+ * warms it to its steady modeled time T (said in the note); requests submitted together run one
+ * after the other, the k-th completing no earlier than its submission + k T (the chain busy
+ * meanwhile), in order.
+ */
+static void test_exec_nic_emu_serve(void **state)
+{
+	const struct nicfw_exec_emu_conf conf = {.executors = 16, .serve = true};
+	struct model *m = bundled("fmnist-bcnn");
+	const uint32_t k = kexec_nic_first(m) + 1, classes = model_classes(m);
+	uint8_t *in = test_random_inputs(m, 3);
+	double *want = cpu_scores(m, in, 3), *out = calloc(3 * classes, sizeof(double));
+	struct kern_ctx *ctx = kern_ctx_create(m, 3);
+	void *act = calloc(3, model_shape_bytes(&m->layers[k].in));
+	struct nicfw_exec_emu_stats st;
+	struct kexec_done d;
+	uint64_t t0, done[3];
+	struct kexec x;
+	char err[512];
+
+	(void)state;
+	nic_exact(&nicfw_exec_emu_ops, &conf, k);
+	assert_non_null(out);
+	assert_non_null(act);
+	assert_int_equal(kern_forward_range(ctx, 0, k, in, 3, act), 0);
+	if (kexec_open(&x, &nicfw_exec_emu_ops, &conf, err, sizeof(err)) ||
+	    kexec_load(&x, m, k, m->n_layers, 1, err, sizeof(err)))
+		fail_msg("%s", err);
+	nicfw_exec_emu_stats(&x, &st);
+	assert_true(st.modeled_ns > 0 && st.warmed >= 2);
+	assert_non_null(strstr(x.note, "modeled"));
+	t0 = mono_ns();
+	for (uint64_t i = 0; i < 3; i++)
+		assert_int_equal(
+		    kexec_submit(&x, (uint8_t *)act + i * x.in_bytes, 1, out + i * classes, i), 0);
+	for (uint64_t i = 0; i < 3; i++) {
+		while (!kexec_poll(&x, &d, 1))
+			;
+		done[i] = mono_ns();
+		assert_int_equal(d.tag, i);
+		assert_int_equal(d.status, 0);
+		assert_true(done[i] >= t0 + (i + 1) * st.modeled_ns);
+	}
+	assert_memory_equal(out, want, 3 * classes * sizeof(double));
+	print_message("emu serving: modeled %lu ns per request; 3 back to back done after %lu, "
+		      "%lu, %lu ns\n",
+		      (unsigned long)st.modeled_ns, (unsigned long)(done[0] - t0),
+		      (unsigned long)(done[1] - t0), (unsigned long)(done[2] - t0));
+	kexec_close(&x);
+	free(act), free(out), free(want), free(in);
+	kern_ctx_free(ctx);
+	model_free(m);
+}
+
 /* A plan's stages CPU [0, 4) -> GPU [4, k) -> NIC [k, n), k the first dense layer: the same
  * scores as kern_forward
  * (every op past 3 is exact on the GPU too). */
@@ -340,6 +405,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_exec_gpu_fallback, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test(test_exec_nic_emu),
+	    cmocka_unit_test(test_exec_nic_emu_serve),
 	    cmocka_unit_test(test_exec_pipe_cpu_gpu_nic),
 	};
 

@@ -4,7 +4,8 @@
  * random binary models (odd widths, u8 and BITS inputs, a host part first, a flatten of spatial
  * bits) and on the bundled MLP, for E = 1 .. 256 executors, with the executors on the worker
  * lcores (multiplexed: E contexts over the available cores) and on one inline runner; a second
- * submit while one is running is refused. EAL runs with --no-huge, its own --file-prefix and
+ * submit while one is running is refused; as executors (exec/kexec.h), alone or several sharing
+ * one platform. EAL runs with --no-huge, its own --file-prefix and
  * --no-shconf; its runtime directory is removed at the end.
  */
 #include <errno.h>
@@ -130,6 +131,62 @@ static void test_lcore_executor(void **state)
 	model_free(m);
 }
 
+/* Two executors on one platform the caller shares (splitnic-nic's models): each adds its chain,
+ * the caller starts the runners (and drives the inline one); interleaved batches complete in
+ * order with kern_forward's scores; closing them leaves the platform to its owner. */
+static void test_lcore_shared_platform(void **state)
+{
+	struct model *m = test_model_u8_mlp(*state);
+	const uint32_t classes = model_classes(m);
+	uint8_t *x = test_random_inputs(m, 4);
+	double *want = calloc(4 * classes, sizeof(double)), *out = calloc(4 * classes, 8);
+	struct kern_ctx *ctx = kern_ctx_create(m, 4);
+
+	assert_non_null(want);
+	assert_non_null(out);
+	assert_int_equal(kern_forward(ctx, x, 4, want), 0);
+	for (int inl = 0; inl < 2; inl++) {
+		struct kexec e[2];
+		struct kexec_done d;
+		uint32_t got[2] = {0, 0};
+		char err[512];
+		struct nicfw_lcore *p =
+		    nicfw_lcore_create(workers, inl ? 0 : n_workers, err, sizeof(err));
+		const struct nicfw_exec_lcore_conf conf = {.executors = 8, .platform = p};
+
+		if (!p)
+			fail_msg("%s", err);
+		memset(out, 0, 4 * classes * sizeof(double));
+		for (int k = 0; k < 2; k++)
+			if (kexec_open(&e[k], &nicfw_exec_lcore_ops, &conf, err, sizeof(err)) ||
+			    kexec_load(&e[k], m, 0, m->n_layers, 1, err, sizeof(err)))
+				fail_msg("%s", err);
+		if (nicfw_lcore_start(p, err, sizeof(err)))
+			fail_msg("start: %s", err);
+		for (int i = 0; i < 4; i++) /* requests 0, 2 on e[0]; 1, 3 on e[1] */
+			assert_int_equal(kexec_submit(&e[i & 1], x + i * e[0].in_bytes, 1,
+						      out + i * classes, (uint64_t)i),
+					 0);
+		while (got[0] + got[1] < 4) {
+			if (inl)
+				nicfw_lcore_run(p, 64);
+			for (int k = 0; k < 2; k++)
+				if (kexec_poll(&e[k], &d, 1)) {
+					assert_int_equal(d.status, 0);
+					assert_int_equal(d.tag, 2 * got[k] + (uint32_t)k);
+					got[k]++;
+				}
+		}
+		assert_memory_equal(out, want, 4 * classes * sizeof(double));
+		kexec_close(&e[0]);
+		kexec_close(&e[1]);
+		nicfw_lcore_free(p);
+	}
+	kern_ctx_free(ctx);
+	free(out), free(want), free(x);
+	model_free(m);
+}
+
 /* u8 MLP, widths 63, 130, 1000, 1, executors on the worker lcores; E = 1 .. 256. */
 static void test_lcore_u8_mlp_workers(void **state)
 {
@@ -232,6 +289,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lcore_busy, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test(test_lcore_bundled_mlp),
 	    cmocka_unit_test_setup_teardown(test_lcore_executor, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_shared_platform, test_fx_setup,
+					    test_fx_teardown),
 	};
 	char prefix[64], lcores[32], rundir[PATH_MAX];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * protocol/: build and parse of every message type and tensor format, the verdict of every
- * truncation point, field checks, helpers; the source checks every server shares (the ERROR cut
- * to fit, the ERROR rate limit, allow-list prefixes). test_proto_pcap writes a capture of sample
+ * truncation point, field checks, helpers, the ERROR cut to fit (the trust policy's own tests:
+ * tests/test_trust.c). test_proto_pcap writes a capture of sample
  * messages to $PROTO_PCAP_OUT (tests/integration/test_dissector.sh decodes it with tshark), or to a
  * temporary file it removes.
  */
@@ -21,7 +21,6 @@
 
 #include "protocol/frame.h"
 #include "protocol/proto.h"
-#include "protocol/ratelimit.h"
 
 #define BUF 70000
 
@@ -446,61 +445,6 @@ static void test_proto_wire_bytes(void **state)
 	assert_int_equal(proto_wire_bytes(PROTO_RESP_HDR_LEN, 8000, 1400),
 			 7 * PROTO_RESP_HDR_LEN + 8000);
 	assert_int_equal(proto_wire_bytes(PROTO_ERROR_HDR_LEN, 0, 1400), PROTO_ERROR_HDR_LEN);
-}
-
-/* protocol/ratelimit.h: `burst` at once, then one per interval; sources in other buckets
- * untouched; a bucket idle long enough is full again. */
-static void test_proto_ratelimit(void **state)
-{
-	const uint64_t iv = 100000000ull; /* 10 a second */
-	const uint32_t a = 0x0a000001, b = 0x0a000002;
-	uint64_t rl[PROTO_RL_SLOTS] = {0};
-	int ok = 0;
-
-	(void)state;
-	assert_int_not_equal(proto_rl_slot(a), proto_rl_slot(b));
-	for (uint32_t ip = 0; ip < 100000; ip += 97)
-		assert_true(proto_rl_slot(ip * 40503u) < PROTO_RL_SLOTS);
-	for (int i = 0; i < 50; i++)
-		ok += proto_rl_take(&rl[proto_rl_slot(a)], 1000, iv, 10);
-	assert_int_equal(ok, 10); /* the burst, then nothing */
-	assert_false(proto_rl_take(&rl[proto_rl_slot(a)], 1000 + iv / 2, iv, 10));
-	assert_true(proto_rl_take(&rl[proto_rl_slot(a)], 1000 + iv, iv, 10)); /* one per 100 ms */
-	assert_false(proto_rl_take(&rl[proto_rl_slot(a)], 1000 + iv, iv, 10));
-	assert_true(proto_rl_take(&rl[proto_rl_slot(b)], 1000, iv, 10)); /* its own bucket */
-	ok = 0;
-	for (int i = 0; i < 50; i++) /* idle for 5 s: the whole burst again */
-		ok += proto_rl_take(&rl[proto_rl_slot(a)], 5000000000ull, iv, 10);
-	assert_int_equal(ok, 10);
-	ok = 0;
-	for (int i = 0; i < 50; i++) /* burst 1: one at a time */
-		ok += proto_rl_take(&rl[proto_rl_slot(b)], 9000000000ull, iv, 1);
-	assert_int_equal(ok, 1);
-}
-
-/* protocol/frame.h's allow-list prefixes. */
-static void test_proto_cidr(void **state)
-{
-	struct proto_cidr c[2];
-
-	(void)state;
-	assert_int_equal(proto_cidr_parse("10.88.1.0/24", &c[0]), 0);
-	assert_int_equal(proto_cidr_parse("192.168.0.7", &c[1]), 0);
-	assert_int_equal(proto_cidr_parse("10.0.0.0/33", &c[1]), -EINVAL);
-	assert_int_equal(proto_cidr_parse("nope", &c[1]), -EINVAL);
-	assert_int_equal(proto_cidr_parse("10.0.0.256", &c[1]), -EINVAL);
-	assert_int_equal(proto_cidr_parse("10.0.0.1/", &c[1]), -EINVAL);
-	assert_int_equal(proto_cidr_parse("10.0.0.1 ", &c[1]), -EINVAL);
-	assert_false(proto_cidr_contains(c, 0, 0x01020304)); /* no prefixes: nothing contained */
-	assert_true(proto_cidr_contains(c, 1, 0x0a5801fe));
-	assert_false(proto_cidr_contains(c, 1, 0x0a5802fe));
-	assert_int_equal(proto_cidr_parse("192.168.0.7", &c[1]), 0);
-	assert_true(proto_cidr_contains(c, 2, 0xc0a80007));
-	assert_false(proto_cidr_contains(c, 2, 0xc0a80008));
-	assert_int_equal(proto_cidr_parse("10.88.1.77/24", &c[0]), 0); /* host bits dropped */
-	assert_true(proto_cidr_contains(c, 1, 0x0a580101));
-	assert_int_equal(proto_cidr_parse("0.0.0.0/0", &c[0]), 0);
-	assert_true(proto_cidr_contains(c, 1, 0xdeadbeef));
 }
 
 /* Every message type, whole and as a middle fragment, cut at every length. */
@@ -989,8 +933,6 @@ int main(void)
 	    cmocka_unit_test(test_proto_error),
 	    cmocka_unit_test(test_proto_error_cut),
 	    cmocka_unit_test(test_proto_wire_bytes),
-	    cmocka_unit_test(test_proto_ratelimit),
-	    cmocka_unit_test(test_proto_cidr),
 	    cmocka_unit_test(test_proto_notice_cookie),
 	    cmocka_unit_test(test_proto_health),
 	    cmocka_unit_test(test_proto_health_bad),

@@ -661,6 +661,7 @@ static void test_xdp_mutations_never_wrong(void **state)
 /* ERROR bad_shape is rate-limited per source: a burst, then none until the bucket refills. */
 static void test_xdp_error_rate(void **state)
 {
+	struct proto_trust_cfg trust = {0};
 	struct pkt_fx f = {0};
 	uint64_t d[XDP_INFER_ST__COUNT];
 	uint8_t p[2048], out[4096];
@@ -670,9 +671,10 @@ static void test_xdp_error_rate(void **state)
 
 	pkt_setup(&f);
 	xdp_infer_free(f.x);
-	f.x = xdp_infer_load_limited(f.m, PORT, 0, 1, 2, err, sizeof(err)); /* 1/s, 2 at once */
+	proto_trust_set_rate(&trust, 1, 2); /* 1/s, 2 at once */
+	f.x = xdp_infer_load_trust(f.m, PORT, 0, &trust, err, sizeof(err));
 	if (!f.x)
-		fail_msg("xdp_infer_load_limited: %s", err);
+		fail_msg("xdp_infer_load_trust: %s", err);
 	memcpy(p, f.good, (size_t)f.good_len);
 	proto_put32(p + 42 + 36, 7), proto_put32(p + 42 + 40, 10); /* 7x10x1 */
 	len = f.good_len;

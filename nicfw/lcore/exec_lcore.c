@@ -39,7 +39,9 @@ static int lc_init(struct kexec *x, const void *conf, char *err, size_t errlen)
 		le->conf = *(const struct nicfw_exec_lcore_conf *)conf;
 	if (!le->conf.executors)
 		le->conf.executors = NICFW_MAX_EXEC;
-	le->p = nicfw_lcore_create(le->conf.lcores, le->conf.n_lcores, err, errlen);
+	le->p = le->conf.platform
+		    ? le->conf.platform
+		    : nicfw_lcore_create(le->conf.lcores, le->conf.n_lcores, err, errlen);
 	return le->p ? 0 : -EINVAL;
 }
 
@@ -51,7 +53,7 @@ static int lc_load(struct kexec *x, const struct model *m, uint32_t first, uint3
 	le->chain = nicfw_lcore_add(le->p, m, first, le->conf.executors, err, errlen);
 	if (le->chain < 0)
 		return le->chain;
-	return nicfw_lcore_start(le->p, err, errlen);
+	return le->conf.platform ? 0 : nicfw_lcore_start(le->p, err, errlen);
 }
 
 static void lc_start_next(struct kexec *x, struct lcore_exec *le)
@@ -78,7 +80,7 @@ static void lc_progress(struct kexec *x)
 	struct lcore_exec *le = x->priv;
 	struct lcore_job *j;
 
-	if (!le->conf.n_lcores)
+	if (!le->conf.platform && !le->conf.n_lcores)
 		nicfw_lcore_run(le->p, 64);
 	if (!le->running) {
 		lc_start_next(x, le);
@@ -113,7 +115,8 @@ static void lc_close(struct kexec *x)
 
 	if (!le)
 		return;
-	nicfw_lcore_free(le->p);
+	if (!le->conf.platform)
+		nicfw_lcore_free(le->p);
 	free(le);
 }
 

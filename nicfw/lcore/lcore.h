@@ -85,12 +85,20 @@ struct nicfw_exec_lcore_conf {
 				 * kexec_poll */
 	uint32_t n_lcores;
 	uint32_t executors; /* 0: NICFW_MAX_EXEC */
+	/*
+	 * A platform several executors share (one chain each: the models of splitnic-nic, of
+	 * splitnic-host's in-process NIC), created, started after every executor's load, run
+	 * (inline runner) and freed by the caller; lcores and n_lcores are then unused. NULL: the
+	 * executor's own.
+	 */
+	struct nicfw_lcore *platform;
 };
 
 /*
  * Platform `lcore` as an executor: init creates the platform (conf: struct
- * nicfw_exec_lcore_conf, NULL for one inline runner), load adds the chain and starts the
- * runners. Requests of a batch go down the chain one after the other; kexec_poll drives it.
+ * nicfw_exec_lcore_conf, NULL for one inline runner) or takes the shared one, load adds the
+ * chain (and starts the runners of its own platform). Requests of a batch go down the chain one
+ * after the other; kexec_poll drives it (and runs its own inline runner).
  */
 extern const struct kexec_ops nicfw_exec_lcore_ops;
 

@@ -3,13 +3,15 @@
  * splitnic-nic: a DPDK process that is the NIC. Two ports: the wire (front-ends) and the host.
  * The main lcore runs the packet loop (rx burst -> dispatcher -> tx burst, both directions) and
  * never computes a layer; the executor chains run on the worker lcores (platform lcore, wall
- * time) or, with no worker, interleaved with the loop in bounded slices. Platform emu makes the
- * emulator's modeled time real: at start each model's chain is warmed on the emulator until its
- * modeled time per request is steady (nicfw/emu/emu.h); each request is then computed by the same
- * firmware in the loop (DIRECT layout) and its result released when the loop's clock reaches its
- * modeled completion, the chain busy until then: modeled start = max(arrival, the previous
- * request's modeled completion), so requests back to back queue as on the NFP. Each model's
- * chain is its own modeled NIC. The RESPONSE's nic field is then time really spent.
+ * time) or, with no worker, interleaved with the loop in bounded slices. Each model is one
+ * executor (exec/kexec.h) that the dispatcher drives: a chain on the lcore platform the models
+ * share, or the emulator serving in modeled time (nicfw/emu/exec_emu.h): at start each model's
+ * chain is warmed on the emulator until its modeled time per request is steady; each request is
+ * then computed by the same firmware in the loop (DIRECT layout) and its result released when
+ * the clock reaches its modeled completion, the chain busy until then: modeled start =
+ * max(arrival, the previous request's modeled completion), so requests back to back queue as on
+ * the NFP. Each model's chain is its own modeled NIC. The RESPONSE's nic field is then time
+ * really spent.
  *
  *   splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...] [--executors E]
  *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
@@ -73,7 +75,7 @@
 #include "kernels/kern_ops.h"
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
-#include "nicfw/emu/emu.h"
+#include "nicfw/emu/exec_emu.h"
 #include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
 
@@ -99,96 +101,11 @@ static void on_signal(int sig)
 	nic_quit = sig;
 }
 
-/* --- engines ----------------------------------------------------------------------------- */
-
 /* The loop's clock: ns since start, the clock the dispatcher's now_ns is on. */
 static uint64_t nic_now(const struct nic *n)
 {
 	return (uint64_t)((double)(rte_get_tsc_cycles() - n->tsc0) * n->ns_per_tsc);
 }
-
-static void timing_submitted(struct nic *n, uint32_t model)
-{
-	n->tm[model].t_submit = nic_now(n);
-}
-
-static void timing_collected(struct nic *n, uint32_t model)
-{
-	struct nic_timing *t = &n->tm[model];
-	uint64_t ns = nic_now(n) - t->t_submit;
-
-	t->ns[t->requests % NIC_SAMPLES] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-	__atomic_store_n(&t->ns_sum, t->ns_sum + ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->requests, t->requests + 1, __ATOMIC_RELAXED);
-}
-
-/* Computed now, released at max(arrival, previous modeled completion) + modeled time. */
-static int emu_submit(void *engine, uint32_t model, const void *in)
-{
-	struct nic *n = engine;
-	struct nic_emu_model *x = &n->emu[model];
-	uint64_t arrival, start, took;
-
-	if (x->running)
-		return -EBUSY;
-	arrival = nicfw_disp_arrival(n->disp, model);
-	start = arrival > x->free_at ? arrival : x->free_at;
-	timing_submitted(n, model);
-	if (nicfw_emu_serve(x->e, in, x->scores))
-		return -EIO;
-	x->release = x->free_at = start + x->modeled_ns;
-	x->running = true;
-	took = nic_now(n) - n->tm[model].t_submit;
-	if (took > x->compute_ns_max)
-		__atomic_store_n(&x->compute_ns_max, took, __ATOMIC_RELAXED);
-	if (unlikely(took > x->modeled_ns))
-		__atomic_store_n(&x->overruns, x->overruns + 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static int emu_poll(void *engine, uint32_t model, double *scores)
-{
-	struct nic *n = engine;
-	struct nic_emu_model *x = &n->emu[model];
-
-	uint64_t now = nic_now(n);
-
-	if (!x->running || now < x->release)
-		return 0;
-	if (unlikely(now - x->release > x->modeled_ns / 20)) {
-		__atomic_store_n(&x->late, x->late + 1, __ATOMIC_RELAXED);
-		if (now - x->release > x->late_ns_max)
-			__atomic_store_n(&x->late_ns_max, now - x->release, __ATOMIC_RELAXED);
-	}
-	memcpy(scores, x->scores, nicfw_emu_chain(x->e)->classes * sizeof(double));
-	x->running = false;
-	timing_collected(n, model);
-	return 1;
-}
-
-static const struct nicfw_engine_ops emu_engine_ops = {.submit = emu_submit, .poll = emu_poll};
-
-static int lc_submit(void *engine, uint32_t model, const void *in)
-{
-	struct nic *n = engine;
-	int ret = nicfw_lcore_submit(n->lc, model, in);
-
-	if (!ret)
-		timing_submitted(n, model);
-	return ret;
-}
-
-static int lc_poll(void *engine, uint32_t model, double *scores)
-{
-	struct nic *n = engine;
-	int ret = nicfw_lcore_poll(n->lc, model, scores);
-
-	if (ret > 0)
-		timing_collected(n, model);
-	return ret;
-}
-
-static const struct nicfw_engine_ops lcore_engine_ops = {.submit = lc_submit, .poll = lc_poll};
 
 /* --- options ----------------------------------------------------------------------------- */
 
@@ -292,20 +209,18 @@ static int nic_opt(void *p, const struct conf_opt *opt, const char *arg)
 		o->notify_host = true;
 		return 0;
 	case CONF_NIC_ALLOW:
-		if (o->n_allow < NICFW_DISP_MAX_ALLOW &&
-		    !proto_cidr_parse(arg, &o->allow[o->n_allow])) {
-			o->n_allow++;
+		if (!proto_trust_allow(&o->trust, arg))
 			return 0;
-		}
 		fprintf(stderr, "nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
-			NICFW_DISP_MAX_ALLOW, arg);
+			PROTO_TRUST_MAX_ALLOW, arg);
 		return -1;
 	case CONF_NIC_ERROR_RATE:
 	case CONF_NIC_ERROR_BURST:
-		if (!parse_u32(arg, 1, 1000000,
+		if (!parse_u32(arg, opt->key == CONF_NIC_ERROR_RATE ? 0 : 1, 1000000,
 			       opt->key == CONF_NIC_ERROR_RATE ? &o->err_rate : &o->err_burst))
 			return 0;
-		fprintf(stderr, "nic: --%s: 1 to 1000000, got '%s'\n", opt->name, arg);
+		fprintf(stderr, "nic: --%s: %u to 1000000, got '%s'\n", opt->name,
+			opt->key == CONF_NIC_ERROR_RATE ? 0 : 1, arg);
 		return -1;
 	case CONF_NIC_NAME:
 		return conf_text("nic", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
@@ -440,29 +355,22 @@ out_err:
 
 /* --- set-up -------------------------------------------------------------------------------- */
 
-/* Platform emu: the emulator, warmed to its steady state, ready to serve (nicfw/emu/emu.h). */
-static int nic_setup_emu(struct nic *n, uint32_t i, uint32_t first, char *err, size_t errlen)
+/* Model i's executor, ops [first, n) of its model: the emulator serving in modeled time
+ * (nicfw/emu/exec_emu.h), or a chain on the shared lcore platform (nicfw/lcore/lcore.h). */
+static int nic_setup_exec(struct nic *n, uint32_t i, uint32_t first, char *err, size_t errlen)
 {
-	struct nic_emu_model *x = &n->emu[i];
-	struct nicfw_emu_report rep;
-	struct nicfw_emu_params ep;
+	const struct nicfw_exec_emu_conf ec = {
+	    .executors = n->o.executors, .serve = true, .max_warm = NIC_EMU_WARM};
+	const struct nicfw_exec_lcore_conf lc = {.executors = n->o.executors, .platform = n->lc};
 	int ret;
 
-	nicfw_emu_params_default(&ep);
-	x->e = nicfw_emu_create(n->m[i], first, n->o.executors, &ep, err, errlen);
-	if (!x->e)
-		return -EINVAL;
-	x->scores = calloc(nicfw_emu_chain(x->e)->classes, sizeof(double));
-	if (!x->scores)
-		return -ENOMEM;
-	ret = nicfw_emu_serve_prepare(x->e, n->m[i], NIC_EMU_WARM, &rep, &x->warmed, err, errlen);
-	if (ret < 0)
-		return ret;
-	x->modeled_ns = (uint64_t)(rep.latency_us * 1e3 + 0.5);
-	printf("nic: model %s on emu: modeled %.1f us per request (modeled, steady state after %u "
-	       "warm-up requests%s); results released at their modeled completion\n",
-	       n->m[i]->name, rep.latency_us, x->warmed, ret ? ", not steady: the last one's" : "");
-	return 0;
+	ret = kexec_open(&n->x[i], n->o.emu ? &nicfw_exec_emu_ops : &nicfw_exec_lcore_ops,
+			 n->o.emu ? (const void *)&ec : &lc, err, errlen);
+	if (!ret)
+		ret = kexec_load(&n->x[i], n->m[i], first, n->m[i]->n_layers, 1, err, errlen);
+	if (!ret && n->o.emu)
+		printf("nic: model %s on emu: %s\n", n->m[i]->name, n->x[i].note);
+	return ret;
 }
 
 static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *err, size_t errlen)
@@ -483,7 +391,6 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 	}
 	for (uint32_t i = 0; i < n->o.n_models; i++) {
 		struct nicfw_disp_model *md = &dc->model[i];
-		const struct nicfw_chain *ch;
 		struct model *m;
 		uint32_t first;
 
@@ -512,30 +419,12 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		}
 		if (!n->o.id_given[i])
 			n->o.model_id[i] = proto_model_id(m->name);
-		if (n->o.emu) {
-			ret = nic_setup_emu(n, i, first, err, errlen);
-			if (ret)
-				return ret;
-			ch = nicfw_emu_chain(n->emu[i].e);
-		} else {
-			ret = nicfw_lcore_add(n->lc, m, first, n->o.executors, err, errlen);
-			if (ret < 0)
-				return ret;
-			ch = nicfw_lcore_chain(n->lc, (uint32_t)ret);
-		}
+		ret = nic_setup_exec(n, i, first, err, errlen);
+		if (!ret)
+			ret = nicfw_disp_model_init(md, n->o.model_id[i], &n->x[i], err, errlen);
+		if (ret)
+			return ret;
 		n->o.first[i] = first; /* resolved: /splitnic/nic/models says it */
-		md->model_id = n->o.model_id[i];
-		md->layer = first;
-		md->standalone = first == 0;
-		md->in_fmt = ch->in_fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_BITS;
-		md->in_count = (uint32_t)model_shape_elems(&m->layers[first].in);
-		if (md->standalone) { /* REQUESTs: the model's input shape, checked in full */
-			md->in_c = m->input.c;
-			md->in_h = m->input.h;
-			md->in_w = m->input.w;
-		}
-		md->in_bytes = ch->in_bytes;
-		md->classes = ch->classes;
 		printf("nic: model %s (%s) id %#x: ops %u..%u on %u executors (%s%s), input %u x "
 		       "%s, %u classes%s\n",
 		       m->name, n->o.model_path[i], md->model_id, first, m->n_layers - 1,
@@ -545,8 +434,6 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		       md->standalone ? ", stand-alone" : "");
 	}
 	dc->n_models = n->o.n_models;
-	dc->eng_ops = n->o.emu ? &emu_engine_ops : &lcore_engine_ops;
-	dc->engine = n;
 	if (!n->o.emu) {
 		ret = nicfw_lcore_start(n->lc, err, errlen);
 		if (ret)
@@ -597,11 +484,6 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	}
 	n->tsc0 = rte_get_tsc_cycles();
 	n->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
-	n->tm = calloc(n->o.n_models, sizeof(*n->tm));
-	if (!n->tm) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
 	n->port_id[NICFW_PORT_WIRE] = n->o.wire;
 	n->port_id[NICFW_PORT_HOST] = n->o.host;
 	if (sem_init(&n->ctl_sem, 0, 0)) {
@@ -632,10 +514,8 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	dc.port = n->o.udp_port;
 	dc.payload = n->o.payload;
 	dc.notify_host = n->o.notify_host;
-	dc.n_allow = n->o.n_allow;
-	memcpy(dc.allow, n->o.allow, sizeof(dc.allow));
-	dc.err_rate = n->o.err_rate;
-	dc.err_burst = n->o.err_burst;
+	dc.trust = n->o.trust;
+	proto_trust_set_rate(&dc.trust, n->o.err_rate, n->o.err_burst);
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
 	ret = nic_health_setup(n, &dc, err, errlen);
@@ -954,13 +834,11 @@ static bool nic_teardown(struct nic *n)
 		rte_ring_free(n->backlog[p]);
 	}
 	nicfw_disp_free(n->disp);
+	for (uint32_t i = 0; i < NICFW_DISP_MAX_MODELS; i++)
+		kexec_close(&n->x[i]);
 	nicfw_lcore_free(n->lc);
-	for (uint32_t i = 0; i < NICFW_DISP_MAX_MODELS; i++) {
-		nicfw_emu_free(n->emu[i].e);
-		free(n->emu[i].scores);
+	for (uint32_t i = 0; i < NICFW_DISP_MAX_MODELS; i++)
 		model_free(n->m[i]);
-	}
-	free(n->tm);
 	rte_mempool_free(n->pool);
 	return !parked;
 }

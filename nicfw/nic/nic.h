@@ -16,12 +16,10 @@
 #include <rte_ring.h>
 
 #include "kernels/kern.h"
+#include "exec/kexec.h"
 #include "nicfw/dispatch.h"
-#include "nicfw/emu/emu.h"
 #include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
-
-#define NIC_SAMPLES 4096 /* per model: the last NIC times kept for percentiles */
 
 enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
 
@@ -31,8 +29,7 @@ struct nic_opts {
 	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_split */
 	bool id_given[NICFW_DISP_MAX_MODELS];
 	bool notify_host;
-	uint32_t n_allow;
-	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
+	struct proto_trust_cfg trust; /* --allow, then the rate below */
 	uint32_t err_rate, err_burst;
 	uint32_t n_models;
 	uint32_t executors;
@@ -48,35 +45,13 @@ struct nic_opts {
 	uint64_t drain_ns;
 };
 
-/* Platform emu, per model: the emulator and its modeled schedule (ns on the loop's clock). */
-struct nic_emu_model {
-	struct nicfw_emu *e;
-	double *scores;
-	uint64_t modeled_ns; /* per request, steady state (modeled) */
-	uint32_t warmed;     /* warm-up requests it took */
-	uint64_t free_at;    /* modeled completion of the last request started */
-	uint64_t release;    /* of the running one */
-	bool running;
-	uint64_t compute_ns_max;    /* the longest computation of a result (wall) */
-	uint64_t overruns;	    /* computations longer than the modeled time */
-	uint64_t late, late_ns_max; /* released over 5% of the modeled time after completion */
-};
-
-/* Per model, measured by the engine wrapper: submit to result collected (the RESPONSE's nic). */
-struct nic_timing {
-	uint64_t t_submit;
-	uint64_t requests, ns_sum;
-	uint32_t ns[NIC_SAMPLES]; /* the last NIC_SAMPLES, saturated at UINT32_MAX */
-};
-
 struct nic {
 	struct nic_opts o;
 	struct model *m[NICFW_DISP_MAX_MODELS];
 	struct nicfw_disp *disp;
 	struct nicfw_health health;
-	struct nicfw_lcore *lc;
-	struct nic_emu_model emu[NICFW_DISP_MAX_MODELS];
-	struct nic_timing *tm; /* n_models */
+	struct nicfw_lcore *lc;		       /* platform lcore: shared by the executors */
+	struct kexec x[NICFW_DISP_MAX_MODELS]; /* each model's executor (the NIC's part) */
 	uint64_t tsc0;
 	double ns_per_tsc;
 	struct rte_mempool *pool;

@@ -6,6 +6,7 @@
 
 #include <rte_telemetry.h>
 
+#include "nicfw/emu/exec_emu.h"
 #include "nicfw/nic/nic.h"
 
 static struct nic *nic_g; /* for the telemetry callbacks */
@@ -104,9 +105,10 @@ static int tel_models(const char *cmd, const char *params, struct rte_tel_data *
 static void timing_each(struct nic *n, uint32_t i,
 			void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {
-	const struct nic_timing *t = &n->tm[i];
+	const struct nicfw_disp_timing *t = nicfw_disp_timing(n->disp, i);
 	const uint64_t reqs = __atomic_load_n(&t->requests, __ATOMIC_RELAXED);
-	const uint32_t k = reqs < NIC_SAMPLES ? (uint32_t)reqs : NIC_SAMPLES;
+	const uint32_t k = reqs < NICFW_DISP_SAMPLES ? (uint32_t)reqs : NICFW_DISP_SAMPLES;
+	struct nicfw_exec_emu_stats st;
 	uint32_t *v = malloc((k ? k : 1) * sizeof(*v));
 	static const struct {
 		const char *key;
@@ -130,13 +132,13 @@ static void timing_each(struct nic *n, uint32_t i,
 		free(v);
 	}
 	if (n->o.emu) {
-		put(arg, "modeled_ns_per_request", n->emu[i].modeled_ns);
-		put(arg, "modeled_warmup_requests", n->emu[i].warmed);
-		put(arg, "compute_ns_max",
-		    __atomic_load_n(&n->emu[i].compute_ns_max, __ATOMIC_RELAXED));
-		put(arg, "overruns", __atomic_load_n(&n->emu[i].overruns, __ATOMIC_RELAXED));
-		put(arg, "late_releases", __atomic_load_n(&n->emu[i].late, __ATOMIC_RELAXED));
-		put(arg, "late_ns_max", __atomic_load_n(&n->emu[i].late_ns_max, __ATOMIC_RELAXED));
+		nicfw_exec_emu_stats(&n->x[i], &st);
+		put(arg, "modeled_ns_per_request", st.modeled_ns);
+		put(arg, "modeled_warmup_requests", st.warmed);
+		put(arg, "compute_ns_max", st.compute_ns_max);
+		put(arg, "overruns", st.overruns);
+		put(arg, "late_releases", st.late);
+		put(arg, "late_ns_max", st.late_ns_max);
 	}
 }
 

@@ -42,9 +42,9 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, PROTO_RL_SLOTS);
+	__uint(max_entries, PROTO_TRUST_SLOTS);
 	__type(key, __u32);
-	__type(value, uint64_t); /* protocol/ratelimit.h's bucket */
+	__type(value, uint64_t); /* protocol/trust.h's bucket */
 } xdp_err_rl SEC(".maps");
 
 enum work { W_U8, W_BITS, W_FEATURE };
@@ -65,6 +65,33 @@ static __always_inline int count(__u32 st, int verdict)
 	if (v)
 		*v += 1;
 	return verdict;
+}
+
+/*
+ * The trust policy's verdict (protocol/trust.h) on a reply of kind `reply` and at least out_bytes
+ * to saddr (host order) for the plen bytes of UDP payload it sent; *cap: the most bytes the
+ * reply may take.
+ */
+static __always_inline enum proto_trust_verdict decide(__u32 saddr, __u32 reply, __u32 plen,
+						       __u32 out_bytes, __u32 *cap)
+{
+	const struct proto_trust_ask q = {
+	    .src = saddr, .reply = (__u8)reply, .in_bytes = plen, .out_bytes = out_bytes};
+	__u32 slot = proto_trust_slot(saddr);
+	uint64_t *tat = reply == PROTO_ERROR ? bpf_map_lookup_elem(&xdp_err_rl, &slot) : NULL;
+
+	return proto_trust_decide(&cfg.trust, &q, tat, bpf_ktime_get_ns(), cap);
+}
+
+/* What is done with a reply the trust policy refuses (v not SEND), counted: nothing is sent to
+ * a source off the allow-list nor over its ERROR rate (dropped); one too large: `big`. */
+static __always_inline int refused(enum proto_trust_verdict v, __u32 big, int big_action)
+{
+	if (v == PROTO_TRUST_NOT_ALLOWED)
+		return count(XDP_INFER_ST_NOT_ALLOWED, XDP_DROP);
+	if (v == PROTO_TRUST_RATE_LIMITED)
+		return count(XDP_INFER_ST_ERR_LIMITED, XDP_DROP);
+	return count(big, big_action);
 }
 
 static __always_inline __u32 popcount64(__u64 x)
@@ -448,11 +475,11 @@ static __always_inline __u32 sat32(__u64 v)
 
 /*
  * The UDP payload s->resp[0, rlen) sent back to the frame's sender in place: addresses swapped,
- * the packet shrunk or grown to fit, checksums filled in. The reply is never larger than the
- * request (ulen, its UDP length): a larger one is passed to the stack. Counted under `stat`.
+ * the packet shrunk or grown to fit, checksums filled in (its size the trust policy's to allow:
+ * decide() first). Counted under `stat`.
  */
 static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 rlen,
-				    __u32 ulen, __u32 stat)
+				    __u32 stat)
 {
 	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
@@ -465,8 +492,6 @@ static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch
 
 	if (rlen > XDP_INFER_RESP_MAX)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-	if (sizeof(struct udphdr) + rlen > ulen)
-		return count(XDP_INFER_ST_LARGER, XDP_PASS);
 	if ((void *)(udp + 1) > data_end)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
@@ -505,53 +530,59 @@ static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch
 }
 
 /*
- * ERROR bad_shape for request m from saddr (host order), within the source's rate: one
- * datagram of XDP_INFER_ERR_LEN bytes, smaller than any REQUEST (64 bytes and data).
+ * ERROR bad_shape for request m of plen bytes from saddr (host order), as the trust policy
+ * decides: one datagram of at most XDP_INFER_ERR_LEN bytes (its reason cut to fit), smaller
+ * than any REQUEST (64 bytes and data).
  */
 static __always_inline int bad_shape(struct xdp_md *ctx, struct proto_msg *m, __u32 saddr,
-				     __u32 ulen)
+				     __u32 plen)
 {
 	const char reason[] = XDP_INFER_ERR_REASON; /* on the stack: no .rodata string */
 	struct xdp_infer_scratch *s;
-	__u32 zero = 0, slot = proto_rl_slot(saddr);
-	uint64_t *tat = bpf_map_lookup_elem(&xdp_err_rl, &slot);
+	__u32 zero = 0, cap, text;
+	enum proto_trust_verdict v = decide(saddr, PROTO_ERROR, plen, PROTO_ERROR_HDR_LEN, &cap);
 
+	if (v != PROTO_TRUST_SEND)
+		return refused(v, XDP_INFER_ST_LARGER, XDP_PASS);
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
-	if (!s || !tat)
+	if (!s)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-	if (!proto_rl_take(tat, bpf_ktime_get_ns(), cfg.err_interval_ns, cfg.err_burst))
-		return count(XDP_INFER_ST_ERR_LIMITED, XDP_DROP);
+	text = proto_trust_cut(cap, PROTO_ERROR_HDR_LEN, sizeof(reason) - 1);
 	m->type = PROTO_ERROR;
 	m->hdr_len = PROTO_ERROR_HDR_LEN;
-	m->frag_len = sizeof(reason) - 1;
+	m->frag_len = (__u16)text;
 	m->frag_off = 0;
-	m->total_len = sizeof(reason) - 1;
+	m->total_len = text;
 	m->flags = 0;
 	m->err.code = PROTO_ERR_BAD_SHAPE;
 	m->err.detail = cfg.in_n;
 	if (proto_hdr_write(m, s->resp, s->resp + PROTO_ERROR_HDR_LEN) != PROTO_ERROR_HDR_LEN)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	__builtin_memcpy(s->resp + PROTO_ERROR_HDR_LEN, reason, sizeof(reason) - 1);
-	return tx_reply(ctx, s, XDP_INFER_ERR_LEN, ulen, XDP_INFER_ST_BAD_SHAPE);
+	return tx_reply(ctx, s, PROTO_ERROR_HDR_LEN + text, XDP_INFER_ST_BAD_SHAPE);
 }
 
 /*
  * HEALTH (xdp_infer.h): a probe for any role or the XDP program's, at least as long as the
- * report, is answered in place with one model (state serving: the program cannot drain);
- * anything else HEALTH passes to the stack (e.g. `splitnic serve` behind the program).
+ * report and from a source the trust policy allows, is answered in place with one model (state
+ * serving: the program cannot drain); anything else HEALTH passes to the stack (e.g. `splitnic
+ * serve` behind the program).
  */
-static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m, __u32 plen)
+static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m, __u32 saddr,
+				  __u32 plen)
 {
 	struct xdp_infer_scratch *s;
 	struct proto_msg r = {};
-	__u32 zero = 0, rlen;
+	__u32 zero = 0, rlen, cap;
+	enum proto_trust_verdict v;
 	__u8 *e;
 
 	if (m->health.kind != PROTO_HEALTH_PROBE ||
 	    (m->health.role != 0 && m->health.role != PROTO_ROLE_XDP))
 		return count(XDP_INFER_ST_HEALTH_PASS, XDP_PASS);
-	if (plen < PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN)
-		return count(XDP_INFER_ST_HEALTH_SHORT, XDP_DROP);
+	v = decide(saddr, PROTO_HEALTH, plen, PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, &cap);
+	if (v != PROTO_TRUST_SEND)
+		return refused(v, XDP_INFER_ST_HEALTH_SHORT, XDP_DROP);
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
@@ -563,7 +594,7 @@ static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m,
 	r.health.role = PROTO_ROLE_XDP;
 	r.health.n_models = 1;
 	rlen = PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN + PROTO_HEALTH_ENTRY_LEN;
-	if (plen < rlen) { /* the report is never longer than the probe */
+	if (cap < rlen) { /* the report is never longer than the probe */
 		r.health.n_models = 0;
 		r.health.flags = PROTO_HEALTH_F_TRUNCATED;
 		rlen = PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN;
@@ -586,7 +617,7 @@ static __always_inline int health(struct xdp_md *ctx, const struct proto_msg *m,
 	proto_put16(e + 22, 0);
 	for (__u32 i = 0; i < PROTO_HEALTH_NAME_LEN; i++)
 		e[24 + i] = (__u8)cfg.name[i];
-	return tx_reply(ctx, s, rlen, plen + sizeof(struct udphdr), XDP_INFER_ST_HEALTH);
+	return tx_reply(ctx, s, rlen, XDP_INFER_ST_HEALTH);
 }
 
 SEC("xdp")
@@ -597,10 +628,11 @@ int xdp_infer(struct xdp_md *ctx)
 	struct iphdr *ip = data + sizeof(*eth);
 	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
 	__u8 *payload = data + L2L3L4;
-	__u32 zero = 0, rlen, ulen, fmt;
+	__u32 zero = 0, rlen, ulen, fmt, cap;
 	__u64 t0 = bpf_ktime_get_ns(), t1;
 	struct xdp_infer_scratch *s;
 	struct proto_msg m;
+	enum proto_trust_verdict tv;
 	enum proto_verdict v;
 	__s64 sumx;
 	int cls;
@@ -618,7 +650,7 @@ int xdp_infer(struct xdp_md *ctx)
 	if (v != PROTO_OK)
 		return count(XDP_INFER_ST_MALFORMED + (v < PROTO_VERDICT__COUNT ? v : 0), XDP_DROP);
 	if (m.type == PROTO_HEALTH)
-		return health(ctx, &m, ulen - sizeof(*udp));
+		return health(ctx, &m, bpf_ntohl(ip->saddr), ulen - sizeof(*udp));
 	if (m.type != PROTO_REQUEST)
 		return count(XDP_INFER_ST_NOT_REQUEST, XDP_PASS);
 	if (m.model_id != 0 && m.model_id != cfg.model_id)
@@ -632,8 +664,12 @@ int xdp_infer(struct xdp_md *ctx)
 			return count(XDP_INFER_ST_UNSERVED, XDP_PASS);
 	} else if (!(cfg.in_bits && proto_input_matches(&m.tensor, PROTO_FMT_BITS, cfg.in_c,
 							cfg.in_h, cfg.in_w))) {
-		return bad_shape(ctx, &m, bpf_ntohl(ip->saddr), ulen);
+		return bad_shape(ctx, &m, bpf_ntohl(ip->saddr), ulen - sizeof(*udp));
 	}
+	rlen = XDP_INFER_RESP_HDR + 8 * cfg.classes;
+	tv = decide(bpf_ntohl(ip->saddr), PROTO_RESPONSE, ulen - sizeof(*udp), rlen, &cap);
+	if (tv != PROTO_TRUST_SEND)
+		return refused(tv, XDP_INFER_ST_LARGER, XDP_PASS);
 
 	s = bpf_map_lookup_elem(&xdp_scratch, &zero);
 	if (!s)
@@ -652,7 +688,6 @@ int xdp_infer(struct xdp_md *ctx)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	t1 = bpf_ktime_get_ns();
 
-	rlen = XDP_INFER_RESP_HDR + 8 * cfg.classes;
 	m.type = PROTO_RESPONSE;
 	m.hdr_len = XDP_INFER_RESP_HDR;
 	m.frag_len = (__u16)(8 * cfg.classes);
@@ -670,7 +705,7 @@ int xdp_infer(struct xdp_md *ctx)
 	m.resp.t_ns[PROTO_T_TOTAL] = sat32(bpf_ktime_get_ns() - t0);
 	if (proto_hdr_write(&m, s->resp, s->resp + XDP_INFER_RESP_HDR) != XDP_INFER_RESP_HDR)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-	return tx_reply(ctx, s, rlen, ulen, XDP_INFER_ST_ANSWERED);
+	return tx_reply(ctx, s, rlen, XDP_INFER_ST_ANSWERED);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

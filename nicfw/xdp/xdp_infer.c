@@ -44,6 +44,7 @@ static const char *const stat_names[XDP_INFER_ST__COUNT] = {
     [XDP_INFER_ST_HEALTH] = "health_answered",
     [XDP_INFER_ST_HEALTH_PASS] = "pass_health_not_mine",
     [XDP_INFER_ST_HEALTH_SHORT] = "drop_health_probe_short",
+    [XDP_INFER_ST_NOT_ALLOWED] = "drop_not_allowed",
 };
 
 const char *xdp_infer_stat_name(unsigned st)
@@ -133,12 +134,15 @@ static void log_tail(char *err, size_t errlen, const char *what, int ret)
 struct xdp_infer *xdp_infer_load(const struct model *m, uint32_t port, uint32_t model_id, char *err,
 				 size_t errlen)
 {
-	return xdp_infer_load_limited(m, port, model_id, 0, 0, err, errlen);
+	struct proto_trust_cfg trust = {0};
+
+	proto_trust_set_rate(&trust, PROTO_TRUST_RATE, PROTO_TRUST_BURST);
+	return xdp_infer_load_trust(m, port, model_id, &trust, err, errlen);
 }
 
-struct xdp_infer *xdp_infer_load_limited(const struct model *m, uint32_t port, uint32_t model_id,
-					 uint32_t err_rate, uint32_t err_burst, char *err,
-					 size_t errlen)
+struct xdp_infer *xdp_infer_load_trust(const struct model *m, uint32_t port, uint32_t model_id,
+				       const struct proto_trust_cfg *trust, char *err,
+				       size_t errlen)
 {
 	struct xdp_infer *x = calloc(1, sizeof(*x));
 	char ident[PROTO_HEALTH_IDENT_LEN + 1] = "";
@@ -154,8 +158,7 @@ struct xdp_infer *xdp_infer_load_limited(const struct model *m, uint32_t port, u
 		goto err_free;
 	x->plan.cfg.port = port ? port : PROTO_DEFAULT_PORT;
 	x->plan.cfg.model_id = model_id ? model_id : proto_model_id(m->name);
-	x->plan.cfg.err_interval_ns = 1000000000u / (err_rate ? err_rate : PROTO_RL_RATE);
-	x->plan.cfg.err_burst = err_burst ? err_burst : PROTO_RL_BURST;
+	x->plan.cfg.trust = *trust;
 	snprintf(ident, sizeof(ident), "splitnic-xdp %.*s", PROTO_HEALTH_IDENT_LEN - 13, m->name);
 	memcpy(x->plan.cfg.ident, ident, sizeof(x->plan.cfg.ident));
 	memcpy(x->plan.cfg.name, m->name, strnlen(m->name, sizeof(x->plan.cfg.name)));

@@ -24,11 +24,17 @@
  *   xdp_scratch  PERCPU_ARRAY, 1 entry of struct xdp_infer_scratch (bit-planes, activations,
  *                final values, the response being built).
  *   xdp_stats    PERCPU_ARRAY, XDP_INFER_ST__COUNT u64 counters (enum xdp_infer_stat).
- *   xdp_err_rl   ARRAY, PROTO_RL_SLOTS u64: the ERROR rate limit per source address
- *                (protocol/ratelimit.h; shared by every CPU, updated without atomics: CPUs
- *                racing on one bucket may each let one extra ERROR through).
- *   .rodata      struct xdp_infer_cfg (layer geometry, port, model id), frozen at load, so the
- *                verifier sees its values as constants.
+ *   xdp_err_rl   ARRAY, PROTO_TRUST_SLOTS u64: the ERROR rate limit per source address
+ *                (protocol/trust.h's buckets; shared by every CPU, updated without atomics:
+ *                CPUs racing on one bucket may each let one extra ERROR through).
+ *   .rodata      struct xdp_infer_cfg (layer geometry, port, model id, the trust policy's
+ *                configuration), frozen at load, so the verifier sees its values as constants.
+ *
+ * Trust: the program asks the one trust policy (protocol/trust.h, proto_trust_decide) before
+ * each reply, as every server does, with cfg.trust (allow-list and ERROR rate) and xdp_err_rl:
+ * from a source outside a given allow-list nothing is answered (XDP_DROP, not_allowed); a reply
+ * larger than its request is not sent (the REQUEST passes to the stack); an ERROR over its
+ * source's rate is dropped.
  *
  * Exact scores without floating point: the last binary dense gives an integer v per class
  * (a dot in [-range, range], or a bit when it has thresholds); everything after it is an
@@ -46,12 +52,14 @@
  *                                                                   can answer or send ERROR)
  *   the model's own input format, which the program cannot take
  *   (f32 wider than one packet)                                    XDP_PASS
+ *   from outside the allow-list (when one is given), a REQUEST it
+ *   would answer or a HEALTH probe for it                          XDP_DROP
  *   another format or shape than the model's input                 XDP_TX    ERROR bad_shape,
  *                                                                   as every executor answers
  *   ... over the source's ERROR rate                               XDP_DROP
  *   answered                                                       XDP_TX
- *   the reply would be larger than the request (no amplification:
- *   the program has no allow-list; a host server with one may
+ *   the reply would be larger than the request and the source is
+ *   not on the allow-list (no amplification; a host server may
  *   answer)                                                        XDP_PASS
  *   the response could not be written (tail adjust failed)         XDP_PASS
  *   an internal bounds check failed (cannot happen with a sane plan) XDP_PASS
@@ -62,7 +70,7 @@
 #include <linux/types.h>
 
 #include "protocol/proto_hdr.h"
-#include "protocol/ratelimit.h"
+#include "protocol/trust.h"
 
 /* Limits (the budget check at load names each one it refuses). */
 #define XDP_INFER_MAX_LAYERS 8u	   /* binary dense ops */
@@ -129,18 +137,17 @@ struct xdp_infer_cfg {
 	__u32 in_c, in_h, in_w, in_n, in_words;
 	__u32 n_layers;
 	__u32 classes;
-	__u32 range;	       /* final value v in [-range, range] */
-	__u32 span;	       /* table entries per class */
-	__u32 tab_off;	       /* word offset of the score table */
-	__u32 row_limit;       /* largest valid row start: model_words - XDP_INFER_MAX_WORDS */
-	__u32 model_words;     /* words of the xdp_model value */
-	__u32 in_kind;	       /* enum xdp_infer_input */
-	__u32 in_f32;	       /* IN_F32: f32 requests served (in_n <= XDP_INFER_MAX_F32_INPUT) */
-	__u32 in_bits;	       /* IN_F32: bits requests served (the prefix is a plain sign) */
-	__u32 in_tail;	       /* mask of the valid bits of the last input word (bits requests) */
-	__u32 f_off;	       /* word offset of the per-feature words (in_f32) */
-	__u32 err_interval_ns; /* ERRORs per source: one per interval (1e9 / rate) ... */
-	__u32 err_burst;       /* ... and this many at once */
+	__u32 range;	   /* final value v in [-range, range] */
+	__u32 span;	   /* table entries per class */
+	__u32 tab_off;	   /* word offset of the score table */
+	__u32 row_limit;   /* largest valid row start: model_words - XDP_INFER_MAX_WORDS */
+	__u32 model_words; /* words of the xdp_model value */
+	__u32 in_kind;	   /* enum xdp_infer_input */
+	__u32 in_f32;	   /* IN_F32: f32 requests served (in_n <= XDP_INFER_MAX_F32_INPUT) */
+	__u32 in_bits;	   /* IN_F32: bits requests served (the prefix is a plain sign) */
+	__u32 in_tail;	   /* mask of the valid bits of the last input word (bits requests) */
+	__u32 f_off;	   /* word offset of the per-feature words (in_f32) */
+	struct proto_trust_cfg trust; /* allow-list and ERROR rate (protocol/trust.h) */
 	struct xdp_infer_layer l[XDP_INFER_MAX_LAYERS];
 	/* HEALTH report: the identity and the served model's name, NUL-padded */
 	char ident[PROTO_HEALTH_IDENT_LEN];
@@ -173,6 +180,7 @@ enum xdp_infer_stat {
 	XDP_INFER_ST_HEALTH,	   /* XDP_TX: a HEALTH probe answered with the report, in place */
 	XDP_INFER_ST_HEALTH_PASS,  /* PASS: a HEALTH probe for another role, or a report */
 	XDP_INFER_ST_HEALTH_SHORT, /* DROP: a probe shorter than the report (80 bytes) */
+	XDP_INFER_ST_NOT_ALLOWED,  /* DROP: a REQUEST or probe from outside the allow-list */
 	XDP_INFER_ST_MALFORMED,	   /* DROP: + enum proto_verdict (1 .. PROTO_VERDICT__COUNT-1) */
 	XDP_INFER_ST__COUNT = XDP_INFER_ST_MALFORMED + PROTO_VERDICT__COUNT,
 };
@@ -215,11 +223,12 @@ int xdp_infer_plan(const struct model *m, struct xdp_infer_plan *p, char *err, s
  */
 struct xdp_infer *xdp_infer_load(const struct model *m, uint32_t port, uint32_t model_id, char *err,
 				 size_t errlen);
-/* The same with the ERROR rate limit per source: err_rate per second, err_burst at once (0:
- * PROTO_RL_RATE, PROTO_RL_BURST). */
-struct xdp_infer *xdp_infer_load_limited(const struct model *m, uint32_t port, uint32_t model_id,
-					 uint32_t err_rate, uint32_t err_burst, char *err,
-					 size_t errlen);
+/* The same with the trust policy's configuration (protocol/trust.h: allow-list, ERROR rate);
+ * xdp_infer_load() gives no allow-list and PROTO_TRUST_RATE ERRORs a second, PROTO_TRUST_BURST
+ * at once, per source. */
+struct xdp_infer *xdp_infer_load_trust(const struct model *m, uint32_t port, uint32_t model_id,
+				       const struct proto_trust_cfg *trust, char *err,
+				       size_t errlen);
 void xdp_infer_free(struct xdp_infer *x);
 const struct xdp_infer_plan *xdp_infer_get_plan(const struct xdp_infer *x);
 int xdp_infer_prog_fd(const struct xdp_infer *x);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: the NIC's packet dispatcher (nicfw/dispatch.c) on a sequence of frames, each
- * from the wire or the host port, with an engine that finishes every inference at once. Input:
+ * from the wire or the host port, with fake executors (exec/kexec.h) that finish one inference
+ * per poll, in order. Input:
  * records of [port (bit 0 of one byte: 0 wire, 1 host)] [length (2 bytes, big-endian)] [frame].
  * Two models: a stand-alone u8 one whose RESPONSE (104 bytes) is larger than a plain REQUEST
  * for it (80 bytes), and a co-processor part (bits, from op 3); completion notices on; no
@@ -46,7 +47,6 @@ struct out {
 
 static struct out out[MAX_OUT];
 static uint32_t n_out;
-static bool eng_done[2];
 static uint64_t cookies[COOKIES];
 static uint32_t n_cookies;
 
@@ -82,25 +82,80 @@ static int fake_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32
 	return 0;
 }
 
-static int fake_submit(void *e, uint32_t model, const void *in)
+/* A fake executor for one model whose op `first` takes the input: submissions wait in order,
+ * each poll finishes the oldest with scores 0, 1, 2. */
+struct fake_exec {
+	struct model m;
+	struct model_layer l[4];
+	struct kexec x;
+	double *scores[KEXEC_FIFO];
+	uint64_t tag[KEXEC_FIFO];
+	uint32_t head, tail;
+};
+
+static struct fake_exec fakes[2];
+
+static int fake_init(struct kexec *x, const void *conf, char *err, size_t errlen)
 {
-	if (eng_done[model])
-		return -EBUSY;
-	eng_done[model] = true;
+	x->priv = (void *)conf;
 	return 0;
 }
 
-static int fake_poll(void *e, uint32_t model, double *scores)
+static int fake_load(struct kexec *x, const struct model *m, uint32_t first, uint32_t last,
+		     uint32_t max_batch, char *err, size_t errlen)
 {
-	if (!eng_done[model])
-		return 0;
-	for (uint32_t k = 0; k < 3; k++)
-		scores[k] = (double)k;
-	eng_done[model] = false;
-	return 1;
+	return 0;
 }
 
-static const struct nicfw_engine_ops fake_ops = {fake_submit, fake_poll};
+static int fake_submit(struct kexec *x, const void *in, uint32_t n, void *scores, uint64_t tag)
+{
+	struct fake_exec *f = x->priv;
+
+	CHECK(n == 1 && f->tail - f->head < KEXEC_FIFO);
+	f->scores[f->tail % KEXEC_FIFO] = scores;
+	f->tag[f->tail++ % KEXEC_FIFO] = tag;
+	return 0;
+}
+
+static void fake_progress(struct kexec *x)
+{
+	struct fake_exec *f = x->priv;
+	uint32_t j;
+
+	if (f->head == f->tail)
+		return;
+	j = f->head++ % KEXEC_FIFO;
+	for (uint32_t k = 0; k < 3; k++)
+		f->scores[j][k] = (double)k;
+	kexec_complete(x, f->tag[j], 0);
+}
+
+static void fake_caps(const struct kexec *x, struct kexec_caps *c)
+{
+	c->kind = KEXEC_KIND_CPU;
+	c->max_batch = 1;
+}
+
+static const struct kexec_ops fake_ops =
+    KEXEC_OPS("fake", fake_init, fake_load, fake_submit, fake_progress, fake_caps, NULL);
+
+/* md: model id on fakes[i], its part from op first taking (c,h,w) of fmt, 3 classes. */
+static bool fake_model(struct nicfw_disp_model *md, uint32_t i, uint32_t id, uint32_t first,
+		       uint32_t fmt, uint32_t c, uint32_t h, uint32_t w)
+{
+	struct fake_exec *f = &fakes[i];
+	char err[256];
+
+	memset(f, 0, sizeof(*f));
+	f->m.n_layers = first + 1;
+	f->m.layers = f->l;
+	f->m.input = (struct model_shape){fmt, c, h, w};
+	f->l[first].in = f->m.input;
+	f->l[first].out = (struct model_shape){MODEL_FMT_F64, 3, 1, 1};
+	return !kexec_open(&f->x, &fake_ops, f, err, sizeof(err)) &&
+	       !kexec_load(&f->x, &f->m, first, first + 1, 1, err, sizeof(err)) &&
+	       !nicfw_disp_model_init(md, id, &f->x, err, sizeof(err));
+}
 
 static struct nicfw_disp *make(void)
 {
@@ -119,12 +174,10 @@ static struct nicfw_disp *make(void)
 	c.reasm_slots = 4;
 	c.reasm_timeout_ns = 1000000;
 	c.notify_host = true;
-	c.err_rate = 10;
-	c.err_burst = 3;
+	proto_trust_set_rate(&c.trust, 10, 3);
 	c.n_models = 2;
-	c.model[0] = (struct nicfw_disp_model){1, 0, PROTO_FMT_U8, 16, 16, 3, true, 1, 4, 4};
-	c.model[1] = (struct nicfw_disp_model){2, 3, PROTO_FMT_BITS, 64, 8, 3, false, 0, 0, 0};
-	c.eng_ops = &fake_ops;
+	CHECK(fake_model(&c.model[0], 0, 1, 0, MODEL_FMT_U8, 1, 4, 4));
+	CHECK(fake_model(&c.model[1], 1, 2, 3, MODEL_FMT_BITS, 64, 1, 1));
 	c.tx = fake_tx;
 	return nicfw_disp_create(&c, err, sizeof(err));
 }
@@ -183,7 +236,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	CHECK(d);
 	n_cookies = n_peers = 0;
-	eng_done[0] = eng_done[1] = false;
 	while (at + 3 <= size) {
 		const enum nicfw_port port = data[at] & 1 ? NICFW_PORT_HOST : NICFW_PORT_WIRE;
 		uint32_t len = (uint32_t)data[at + 1] << 8 | data[at + 2], plen = 0, ihl;
