@@ -45,6 +45,7 @@
 #include <rte_ring.h>
 
 #include "host/host.h"
+#include "host/opts.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/lcore/lcore.h"
 #include "protocol/ratelimit.h"
@@ -56,7 +57,6 @@
 #define HOST_TXQ	    64	      /* frames buffered per TX queue before a burst */
 #define HOST_TX_DRAIN_NS    100000ull /* buffered frames wait at most this long under load */
 #define HOST_TX_TRIES	    64
-#define HOST_MAX_ALLOW	    16
 #define HOST_REASM_SLOTS    256
 #define HOST_RING	    1024 /* frames handed to a worker by other lcores, per ring */
 #define HOST_LINK_POLL_NS   10000000ull
@@ -125,30 +125,6 @@ enum host_fb_reason {
 };
 
 enum host_hist_id { HOST_H_TOTAL = 0, HOST_H_QUEUE, HOST_H_NIC_RTT, HOST_H_COMPUTE, HOST_H__COUNT };
-
-struct host_opts {
-	const char *model_spec[HOST_MAX_MODELS];
-	uint32_t n_models;
-	uint16_t udp_port;
-	uint32_t ip, nic_ip;
-	uint64_t nic_timeout_ns;
-	uint32_t window;
-	uint32_t queue;
-	uint32_t batch;
-	uint64_t batch_wait_ns;
-	struct proto_cidr allow[HOST_MAX_ALLOW];
-	uint32_t n_allow;
-	uint32_t payload;
-	uint64_t drain_ns;
-	uint64_t drain_hold_ns; /* the drain lasts at least this long (HEALTH says draining) */
-	uint32_t idle_sleep_us;
-	uint32_t error_rate; /* ERRORs per second per source and worker; 0: no limit */
-	uint32_t queues;     /* RX/TX queue pairs asked for; 0: as many as fit */
-	const char *stats_file;
-	const char *name;	/* --name: the HEALTH identity */
-	bool inproc;		/* --nic inproc */
-	uint32_t nic_executors; /* its executor chains */
-};
 
 /* A request queue: admitted requests of one model waiting for a batch (power of two). */
 struct host_rq {

@@ -100,156 +100,10 @@ static void on_signal(int sig)
 	host_quit = sig;
 }
 
-/* --- options ------------------------------------------------------------------------------- */
-
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
-{
-	char *end;
-	unsigned long long x;
-
-	errno = 0;
-	x = strtoull(s, &end, 0);
-	if (errno || end == s || *end || x < lo || x > hi)
-		return -EINVAL;
-	*v = x;
-	return 0;
-}
-
-static int parse_ip(const char *s, uint32_t *ip)
-{
-	struct in_addr a;
-
-	if (inet_pton(AF_INET, s, &a) != 1)
-		return -EINVAL;
-	*ip = ntohl(a.s_addr);
-	return 0;
-}
-
-/* The numeric options: each a range, and the factor from its unit to the field's (us -> ns). */
-struct num_opt {
-	const char *name;
-	uint64_t lo, hi, scale;
-	size_t off;   /* in struct host_opts */
-	uint32_t len; /* bytes of that field */
-};
-
-#define NUM_OPT(nm, l, h, sc, field)                                                               \
-	{                                                                                          \
-		nm, l, h, sc, offsetof(struct host_opts, field),                                   \
-		    sizeof(((struct host_opts *)0)->field)                                         \
-	}
-
-static const struct num_opt num_opts[] = {
-    NUM_OPT("port", 1, 65535, 1, udp_port),
-    NUM_OPT("nic-timeout-us", 1, 60000000, 1000, nic_timeout_ns),
-    NUM_OPT("nic-window", 1, KEXEC_FIFO, 1, window),
-    NUM_OPT("queue", 1, 65536, 1, queue),
-    NUM_OPT("batch", 1, HOST_MAX_BATCH, 1, batch),
-    NUM_OPT("batch-wait-us", 0, 1000000, 1000, batch_wait_ns),
-    NUM_OPT("payload", PROTO_MIN_PAYLOAD, 1472, 1, payload),
-    NUM_OPT("drain-ms", 0, 600000, 1000000, drain_ns),
-    NUM_OPT("drain-hold-ms", 0, 600000, 1000000, drain_hold_ns),
-    NUM_OPT("idle-sleep-us", 0, 100000, 1, idle_sleep_us),
-    NUM_OPT("nic-executors", 1, NICFW_MAX_EXEC, 1, nic_executors),
-    NUM_OPT("error-rate", 0, 10000000, 1, error_rate),
-    NUM_OPT("queues", 1, HOST_MAX_WORKERS, 1, queues),
-};
-
-#define N_NUM_OPTS (sizeof(num_opts) / sizeof(num_opts[0]))
-
-static int set_num_opt(struct host_opts *o, const struct num_opt *n, const char *arg)
-{
-	uint8_t *dst = (uint8_t *)o + n->off;
-	uint64_t v;
-
-	if (parse_u64(arg, n->lo, n->hi, &v)) {
-		fprintf(stderr, "host: --%s: %lu to %lu, got '%s'\n", n->name, (unsigned long)n->lo,
-			(unsigned long)n->hi, arg);
-		return -EINVAL;
-	}
-	v *= n->scale;
-	if (n->len == sizeof(uint16_t))
-		*(uint16_t *)(void *)dst = (uint16_t)v;
-	else if (n->len == sizeof(uint32_t))
-		*(uint32_t *)(void *)dst = (uint32_t)v;
-	else
-		*(uint64_t *)(void *)dst = v;
-	return 0;
-}
-
-/* One option of conf_host's table (conf/servers.c), or its default: 0, or -1 after a message. */
-static int host_opt(void *p, const struct conf_opt *opt, const char *arg)
-{
-	struct host_opts *o = p;
-
-	switch (opt->key) {
-	case CONF_HOST_MODEL:
-		if (o->n_models == HOST_MAX_MODELS) {
-			fprintf(stderr, "host: at most %u models\n", HOST_MAX_MODELS);
-			return -1;
-		}
-		o->model_spec[o->n_models++] = arg;
-		return 0;
-	case CONF_HOST_IP:
-	case CONF_HOST_NIC_IP:
-		if (!parse_ip(arg, opt->key == CONF_HOST_IP ? &o->ip : &o->nic_ip))
-			return 0;
-		fprintf(stderr, "host: --%s: an IPv4 address, got '%s'\n", opt->name, arg);
-		return -1;
-	case CONF_HOST_ALLOW:
-		if (o->n_allow < HOST_MAX_ALLOW && !proto_cidr_parse(arg, &o->allow[o->n_allow])) {
-			o->n_allow++;
-			return 0;
-		}
-		fprintf(stderr, "host: --allow: A.B.C.D/N (at most %u), got '%s'\n", HOST_MAX_ALLOW,
-			arg);
-		return -1;
-	case CONF_HOST_STATS_FILE:
-		o->stats_file = arg;
-		return 0;
-	case CONF_HOST_NAME:
-		return conf_text("host", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
-	case CONF_HOST_NIC:
-		if (strcmp(arg, "port") && strcmp(arg, "inproc")) {
-			fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", arg);
-			return -1;
-		}
-		o->inproc = !strcmp(arg, "inproc");
-		return 0;
-	default: /* a number of num_opts, by its name */
-		for (size_t i = 0; i < N_NUM_OPTS; i++)
-			if (!strcmp(num_opts[i].name, opt->name))
-				return set_num_opt(o, &num_opts[i], arg) ? -1 : 0;
-		assert(!"a numeric option of conf_host without its range in num_opts");
-		return -1;
-	}
-}
-
-static int parse_opts(int argc, char **argv, struct host_opts *o)
-{
-	int arg;
-
-	memset(o, 0, sizeof(*o));
-	arg = conf_server_parse(&conf_host, argc, argv, o, host_opt);
-	if (arg < 0)
-		return -EINVAL;
-	if (arg < argc || !o->n_models || !o->ip) {
-		fprintf(stderr, "host: %s\n",
-			arg < argc     ? "unexpected argument"
-			: !o->n_models ? "give at least one --model"
-				       : "give --ip (the server address, splitnic-nic's --ip)");
-		conf_usage(stderr, conf_host.cmd);
-		return -EINVAL;
-	}
-	if (!o->nic_ip)
-		o->nic_ip = o->ip;
-	return 0;
-}
-
 /* FILE[:MODE[:SPLIT]] -> a loaded, split model. */
 static int load_model(struct host_model *hm, char *spec, char *err, size_t errlen)
 {
-	char *mode_s = strchr(spec, ':'), *split_s = NULL, *plan_s = NULL, *end;
+	char *mode_s = strchr(spec, ':'), *split_s = NULL, *plan_s = NULL;
 	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX, n_hs = 0;
 	struct host_plan_stage hs[SPLIT_EX__COUNT];
 	struct split_plan plan;
@@ -277,9 +131,9 @@ static int load_model(struct host_model *hm, char *spec, char *err, size_t errle
 	if (!m)
 		return -EINVAL;
 	if (split_s && *split_s) {
-		unsigned long x = strtoul(split_s, &end, 10);
+		int64_t x;
 
-		if (!*end)
+		if (!conf_int(NULL, NULL, split_s, 0, UINT32_MAX - 1, &x))
 			k = (uint32_t)x;
 		else
 			plan_s = split_s;
@@ -635,16 +489,16 @@ int main(int argc, char **argv)
 	struct host_app *a = &app;
 	char err[512];
 	unsigned l, i = 1;
+	int ret, status = 1;
 	FILE *f;
-	int ret;
 
 	ret = kern_blas_one_thread(argv);
 	if (ret)
 		fprintf(stderr, "host: cannot restart with one OpenBLAS thread: %s\n",
 			strerror(-ret));
-	ret = conf_apply(&conf_host, &argc, &argv);
+	ret = conf_apply(&host_conf, &argc, &argv);
 	if (ret)
-		return ret < 0 ? 1 : 0;
+		return ret < 0 ? 2 : 0;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "host: rte_eal_init: %s\n", rte_strerror(rte_errno));
@@ -655,9 +509,11 @@ int main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	argv[0] = "splitnic-host";
-	ret = parse_opts(argc, argv, &a->o);
-	if (ret)
+	ret = host_opts_parse(&a->o, argc, argv);
+	if (ret) {
+		status = 2;
 		goto out_eal;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	ret = host_setup(a, err, sizeof(err));
@@ -690,11 +546,12 @@ int main(int argc, char **argv)
 	if (f)
 		fclose(f);
 	fflush(stdout);
+	status = 0;
 out_teardown:
 	host_teardown(a);
 out_eal:
 	rte_eal_cleanup();
 	if (run_dir[0])
 		remove_runtime_dir(run_dir);
-	return ret ? 1 : 0;
+	return status;
 }

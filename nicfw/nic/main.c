@@ -11,11 +11,7 @@
  * request's modeled completion), so requests back to back queue as on the NFP. Each model's
  * chain is its own modeled NIC. The RESPONSE's nic field is then time really spent.
  *
- *   splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...] [--executors E]
- *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
- *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
- *       [--name NAME] [--idle-sleep-us US] [--drain-ms MS]
- *       [--allow CIDR ...] [--error-rate N] [--error-burst N]
+ * Its options: nicfw/nic/opts.c (`splitnic-nic --help`, man/splitnic-nic.8).
  *
  * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
  * default kexec_nic_split (splitnic-host's default too). --notify-host: each RESPONSE to an
@@ -189,158 +185,6 @@ static int lc_poll(void *engine, uint32_t model, double *scores)
 }
 
 static const struct nicfw_engine_ops lcore_engine_ops = {.submit = lc_submit, .poll = lc_poll};
-
-/* --- options ----------------------------------------------------------------------------- */
-
-static int parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *v)
-{
-	char *end;
-	unsigned long x;
-
-	errno = 0;
-	x = strtoul(s, &end, 0);
-	if (errno || end == s || *end || x < lo || x > hi)
-		return -EINVAL;
-	*v = (uint32_t)x;
-	return 0;
-}
-
-/* One option of conf_nic's table (conf/servers.c), or its default: 0, or -1 after a message. */
-static int nic_opt(void *p, const struct conf_opt *opt, const char *arg)
-{
-	struct nic_opts *o = p;
-	struct in_addr a;
-	char *eq, *at, *end;
-	uint32_t v;
-
-	switch (opt->key) {
-	case CONF_NIC_MODEL:
-		if (o->n_models == NICFW_DISP_MAX_MODELS) {
-			fprintf(stderr, "nic: at most %u models\n", NICFW_DISP_MAX_MODELS);
-			return -1;
-		}
-		o->first[o->n_models] = UINT32_MAX;
-		at = strrchr(arg, '@');
-		if (at) {
-			if (parse_u32(at + 1, 0, UINT16_MAX, &o->first[o->n_models])) {
-				fprintf(stderr, "nic: --model: @K: an op index, got '%s'\n",
-					at + 1);
-				return -1;
-			}
-			*at = 0;
-		}
-		eq = strchr(arg, '=');
-		o->model_path[o->n_models] = eq ? eq + 1 : arg;
-		if (eq) {
-			*eq = 0;
-			if (parse_u32(arg, 0, UINT32_MAX, &v))
-				v = proto_model_id(arg);
-			o->model_id[o->n_models] = v;
-			o->id_given[o->n_models] = true;
-		}
-		o->n_models++;
-		return 0;
-	case CONF_NIC_EXECUTORS:
-		if (!parse_u32(arg, 1, NICFW_MAX_EXEC, &o->executors))
-			return 0;
-		fprintf(stderr, "nic: --executors: 1 to %u, got '%s'\n", NICFW_MAX_EXEC, arg);
-		return -1;
-	case CONF_NIC_PLATFORM:
-		if (strcmp(arg, "emu") && strcmp(arg, "lcore")) {
-			fprintf(stderr, "nic: --platform: lcore or emu, got '%s'\n", arg);
-			return -1;
-		}
-		o->emu = !strcmp(arg, "emu");
-		return 0;
-	case CONF_NIC_PORT:
-		if (parse_u32(arg, 1, 65535, &v)) {
-			fprintf(stderr, "nic: --port: 1 to 65535, got '%s'\n", arg);
-			return -1;
-		}
-		o->udp_port = (uint16_t)v;
-		return 0;
-	case CONF_NIC_IP:
-		if (inet_pton(AF_INET, arg, &a) != 1) {
-			fprintf(stderr, "nic: --ip: an IPv4 address, got '%s'\n", arg);
-			return -1;
-		}
-		o->ip = ntohl(a.s_addr);
-		return 0;
-	case CONF_NIC_WIRE_PORT:
-	case CONF_NIC_HOST_PORT:
-		if (parse_u32(arg, 0, RTE_MAX_ETHPORTS - 1, &v)) {
-			fprintf(stderr, "nic: --%s: a port index, got '%s'\n", opt->name, arg);
-			return -1;
-		}
-		*(opt->key == CONF_NIC_WIRE_PORT ? &o->wire : &o->host) = (uint16_t)v;
-		return 0;
-	case CONF_NIC_PAYLOAD:
-		if (!parse_u32(arg, PROTO_MIN_PAYLOAD, 1472, &o->payload))
-			return 0;
-		fprintf(stderr, "nic: --payload: %u to 1472, got '%s'\n", PROTO_MIN_PAYLOAD, arg);
-		return -1;
-	case CONF_NIC_DURATION:
-		o->duration = strtod(arg, &end);
-		if (!*end && o->duration > 0)
-			return 0;
-		fprintf(stderr, "nic: --duration: seconds > 0, got '%s'\n", arg);
-		return -1;
-	case CONF_NIC_STATS_FILE:
-		o->stats_file = arg;
-		return 0;
-	case CONF_NIC_NOTIFY_HOST:
-		o->notify_host = true;
-		return 0;
-	case CONF_NIC_ALLOW:
-		if (o->n_allow < NICFW_DISP_MAX_ALLOW &&
-		    !proto_cidr_parse(arg, &o->allow[o->n_allow])) {
-			o->n_allow++;
-			return 0;
-		}
-		fprintf(stderr, "nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
-			NICFW_DISP_MAX_ALLOW, arg);
-		return -1;
-	case CONF_NIC_ERROR_RATE:
-	case CONF_NIC_ERROR_BURST:
-		if (!parse_u32(arg, 1, 1000000,
-			       opt->key == CONF_NIC_ERROR_RATE ? &o->err_rate : &o->err_burst))
-			return 0;
-		fprintf(stderr, "nic: --%s: 1 to 1000000, got '%s'\n", opt->name, arg);
-		return -1;
-	case CONF_NIC_NAME:
-		return conf_text("nic", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
-	default: /* --idle-sleep-us, --drain-ms */
-		if (parse_u32(arg, 0, opt->key == CONF_NIC_IDLE_SLEEP_US ? 100000 : 600000, &v)) {
-			fprintf(stderr, "nic: --%s: 0 to %u, got '%s'\n", opt->name,
-				opt->key == CONF_NIC_IDLE_SLEEP_US ? 100000 : 600000, arg);
-			return -1;
-		}
-		if (opt->key == CONF_NIC_IDLE_SLEEP_US)
-			o->idle_sleep_us = v;
-		else
-			o->drain_ns = (uint64_t)v * 1000000;
-		return 0;
-	}
-}
-
-static int parse_opts(int argc, char **argv, struct nic_opts *o)
-{
-	int arg;
-
-	memset(o, 0, sizeof(*o));
-	arg = conf_server_parse(&conf_nic, argc, argv, o, nic_opt);
-	if (arg < 0)
-		return -EINVAL;
-	if (arg < argc || !o->n_models || o->wire == o->host) {
-		fprintf(stderr, "nic: %s\n",
-			arg < argc     ? "unexpected argument"
-			: !o->n_models ? "give at least one --model"
-				       : "--wire-port and --host-port must differ");
-		conf_usage(stderr, conf_nic.cmd);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 /* --- ports ------------------------------------------------------------------------------- */
 
@@ -967,17 +811,17 @@ int main(int argc, char **argv)
 {
 	static struct nic nic;
 	struct nic *n = &nic;
+	int ret, status = 1;
 	char err[512];
 	FILE *f;
-	int ret;
 
 	ret = kern_blas_one_thread(argv);
 	if (ret)
 		fprintf(stderr, "nic: cannot restart with one OpenBLAS thread: %s\n",
 			strerror(-ret));
-	ret = conf_apply(&conf_nic, &argc, &argv);
+	ret = conf_apply(&nic_conf, &argc, &argv);
 	if (ret)
-		return ret < 0 ? 1 : 0;
+		return ret < 0 ? 2 : 0;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "nic: rte_eal_init: %s\n", rte_strerror(rte_errno));
@@ -986,9 +830,11 @@ int main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	argv[0] = "splitnic-nic";
-	ret = parse_opts(argc, argv, &n->o);
-	if (ret)
+	ret = nic_opts_parse(&n->o, argc, argv);
+	if (ret) {
+		status = 2;
 		goto out_eal;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	ret = nic_setup(n, err, sizeof(err));
@@ -1011,10 +857,11 @@ int main(int argc, char **argv)
 	if (f)
 		fclose(f);
 	fflush(stdout);
+	status = 0;
 out_teardown:
 	if (!nic_teardown(n))
-		return ret ? 1 : 0;
+		return status;
 out_eal:
 	rte_eal_cleanup();
-	return ret ? 1 : 0;
+	return status;
 }

@@ -20,33 +20,11 @@
 #include "nicfw/emu/emu.h"
 #include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
+#include "nicfw/nic/opts.h"
 
 #define NIC_SAMPLES 4096 /* per model: the last NIC times kept for percentiles */
 
 enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
-
-struct nic_opts {
-	const char *model_path[NICFW_DISP_MAX_MODELS];
-	uint32_t model_id[NICFW_DISP_MAX_MODELS];
-	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_split */
-	bool id_given[NICFW_DISP_MAX_MODELS];
-	bool notify_host;
-	uint32_t n_allow;
-	struct proto_cidr allow[NICFW_DISP_MAX_ALLOW];
-	uint32_t err_rate, err_burst;
-	uint32_t n_models;
-	uint32_t executors;
-	bool emu;
-	uint16_t udp_port;
-	uint32_t ip;
-	uint16_t wire, host;
-	uint32_t payload;
-	double duration;
-	const char *stats_file;
-	const char *name;
-	uint32_t idle_sleep_us;
-	uint64_t drain_ns;
-};
 
 /* Platform emu, per model: the emulator and its modeled schedule (ns on the loop's clock). */
 struct nic_emu_model {

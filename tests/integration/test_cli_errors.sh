@@ -113,5 +113,25 @@ for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
 	[[ "$("$srv" --help)" == *"--stats-file FILE"* ]] || { echo "FAIL: $name --help lacks --stats-file"; fail=1; }
 	[[ "$("$srv" --eal-help 2>&1)" == *"EAL common options"* ]] ||
 		{ echo "FAIL: $name --eal-help does not show EAL's options"; fail=1; }
+	# the man page's synopsis names every option of the server's table
+	for o in $("$srv" --help | sed -n 's/^  --\([a-z-]*\).*/\1/p'); do
+		[ "$o" = help ] && continue
+		sed -n '/^\.Sh SYNOPSIS/,/^\.Sh DESCRIPTION/p' "man/$name.8" | grep -q -- "Fl -$o\( \|$\)" ||
+			{ echo "FAIL: man/$name.8's SYNOPSIS lacks --$o"; fail=1; }
+	done
+	# bad arguments, before and (as root: EAL's memory) after EAL starts: exit 2, the value named
+	eal_args=()
+	[ "$(id -u)" = 0 ] && eal_args=("-l 0 --no-huge -m 512 --no-pci --file-prefix sncli$$ -- --model x --payload 9")
+	for args in "--config /nonexistent/x.conf" "${eal_args[@]}"; do
+		# shellcheck disable=SC2086
+		out=$("$srv" $args 2>&1)
+		rc=$?
+		if [ $rc -ne 2 ] || ! grep -qE "(/nonexistent/x.conf|--payload: an integer in 256..1472, got '9')" <<<"$out"; then
+			echo "FAIL: $name $args (exit $rc, want 2):"; grep -vE '^(EAL|TELEMETRY):' <<<"$out" | head -3; fail=1
+		else
+			echo "ok: $name $args -> exit 2, $(grep -m1 "^$name:" <<<"$out")"
+		fi
+	done
+	rm -rf "/var/run/dpdk/sncli$$"
 done
 exit $fail
