@@ -132,6 +132,6 @@ for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
 			echo "ok: $name $args -> exit 2, $(grep -m1 "^$name:" <<<"$out")"
 		fi
 	done
-	rm -rf "/var/run/dpdk/sncli$$"
+	[ ! -e "/var/run/dpdk/sncli$$" ] || { echo "FAIL: $name left /var/run/dpdk/sncli$$"; fail=1; }
 done
 exit $fail
