@@ -2,6 +2,7 @@
 /* The DPDK servers' life cycle (dpdk/server.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +53,26 @@ static void remove_runtime_dir(const char *dir)
 			unlink(path);
 	closedir(d);
 	rmdir(dir);
+}
+
+/* After a failed rte_eal_init: whether the runtime folder dir is this process's to remove, i.e.
+ * no other process holds a lock on its config file (a primary process with the same prefix holds
+ * one for its life; our own locks are not reported). */
+static bool runtime_dir_unheld(const char *dir)
+{
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	char path[PATH_MAX];
+	bool unheld;
+	int fd;
+
+	if (!dir[0] || snprintf(path, sizeof(path), "%s/config", dir) >= (int)sizeof(path))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	unheld = !fcntl(fd, F_GETLK, &l) && l.l_type == F_UNLCK;
+	close(fd);
+	return unheld;
 }
 
 /* The main lcore's turns until the drain is over or the duration has passed: the signal that
@@ -119,7 +140,10 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 		return ret < 0 ? 2 : 0;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
-		fprintf(stderr, "%s: rte_eal_init: %s\n", s->who, rte_strerror(rte_errno));
+		fprintf(stderr, "%s: rte_eal_init: %s\n", s->who,
+			rte_errno ? rte_strerror(rte_errno) : "failed (EAL's lines above say why)");
+		if (runtime_dir_unheld(rte_eal_get_runtime_dir()))
+			remove_runtime_dir(rte_eal_get_runtime_dir());
 		return 1;
 	}
 	if (rte_eal_process_type() == RTE_PROC_PRIMARY)

@@ -21,8 +21,21 @@
  *  10. teardown; rte_eal_cleanup unless teardown says it must be left out; the EAL's runtime
  *      folder (/var/run/dpdk/PREFIX: config, sockets, locks) removed
  *
+ * The runtime folder is removed on every way out after step 3, and after a failed rte_eal_init
+ * too, unless another process holds it (a primary process with the same prefix: the reason
+ * EAL refused). Not when the process is killed.
+ *
  * Exit status: 0 after a clean stop; 2 on bad arguments (options, configuration file); 1 when EAL
  * or the set-up fails (a model, a port, memory; the message says which).
+ *
+ * Where further parts of a server's life go, each one place for both servers:
+ *   - a preflight that names what is missing (privileges, hugepages, ports, --ip): checks before
+ *     step 3 (what EAL would fail on) and between steps 4 and 6 (what the options ask for);
+ *   - power-aware polling (DPDK's l3fwd-power: pause, then sleep, then RX interrupts): the idle
+ *     policy of dpdk/idle.h, which every poll loop already reports its work to, turn by turn;
+ *   - an OpenMetrics (Prometheus) endpoint: another reader of counters, as telemetry is;
+ *   - reloading models without a restart: an operation the main lcore's loop calls between
+ *     turns, as it calls drain.
  */
 #ifndef DPDK_SERVER_H
 #define DPDK_SERVER_H
@@ -50,9 +63,6 @@ struct dpdk_tel_cmd {
 	const char *help; /* at most RTE_TEL_MAX_STRING_LEN - 1 characters, else no command */
 	int (*fn)(void *srv, const char *params, struct rte_tel_data *d);
 };
-
-/* The most telemetry commands a server registers (its stats command included). */
-#define DPDK_TEL_MAX 8
 
 struct dpdk_server {
 	const char *who;		/* the prefix of its messages: "nic", "host" */

@@ -134,4 +134,50 @@ for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
 	done
 	[ ! -e "/var/run/dpdk/sncli$$" ] || { echo "FAIL: $name left /var/run/dpdk/sncli$$"; fail=1; }
 done
+
+# A start that fails leaves no EAL runtime folder (/var/run/dpdk/PREFIX) behind: in the set-up
+# (no ports, a model that is not there), in rte_eal_init itself (a secondary process without a primary),
+# but not one that another process holds (a primary with the same prefix: why EAL refused).
+if [ "$(id -u)" = 0 ]; then
+	run=/var/run/dpdk/sncli$$
+	eal="-l 0 --no-huge -m 512 --file-prefix sncli$$ --no-pci"
+	for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
+		name=${srv##*/}
+		for how in "setup|-- --model $tmp/none.snm --ip 10.99.0.1|(none.snm|need two ports)" \
+			"eal|--proc-type=secondary -- --model x --ip 10.99.0.1|rte_eal_init"; do
+			IFS='|' read -r what args pat <<<"$how"
+			# shellcheck disable=SC2086
+			out=$("$srv" $eal $args 2>&1)
+			rc=$?
+			if [ $rc -ne 1 ] || ! grep -qE -- "$pat" <<<"$out"; then
+				echo "FAIL: $name, failed $what (exit $rc, want 1 naming $pat):"
+				grep -vE '^(EAL|TELEMETRY):' <<<"$out" | head -3; fail=1
+			elif [ -e "$run" ]; then
+				echo "FAIL: $name left $run behind after a failed $what"; fail=1
+			else
+				echo "ok: $name, failed $what -> exit 1, $run removed"
+			fi
+		done
+		# another process holds the prefix's config lock, as a running primary does
+		mkdir -p "$run"
+		/usr/bin/python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1] + "/config", "w"); fcntl.lockf(f, fcntl.LOCK_EX); print("held", flush=True); time.sleep(60)' \
+			"$run" >"$tmp/held" &
+		holder=$!
+		for _ in $(seq 50); do [ -s "$tmp/held" ] && break; sleep 0.1; done
+		# shellcheck disable=SC2086
+		out=$("$srv" $eal -- --model x --ip 10.99.0.1 2>&1)
+		rc=$?
+		if [ $rc -ne 1 ] || [ ! -e "$run/config" ]; then
+			echo "FAIL: $name with its prefix held by another process: exit $rc (want 1), $run $([ -e "$run/config" ] && echo kept || echo removed)"
+			fail=1
+		else
+			echo "ok: $name with its prefix held by another process -> exit 1, $run kept"
+		fi
+		kill "$holder"
+		wait "$holder" 2>/dev/null
+		rm -rf "$run"
+		: >"$tmp/held"
+	done
+fi
 exit $fail

@@ -25,7 +25,8 @@
 # a surviving process killed by a signal (segfault, abort), a non-zero exit, a hang, or a
 # sanitizer/PANIC line in its log. A SIGKILLed process is expected to die of SIGKILL. A server
 # that exits removes its DPDK runtime folder (/var/run/dpdk/PREFIX) itself; after each round
-# those of the killed ones are removed, and at the end none of this test's may be left. Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
+# those of the killed ones are removed, and at the end none of this test's may be left.
+# Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
