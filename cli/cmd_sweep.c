@@ -479,7 +479,8 @@ static int parse_splits(const char *arg, const struct model *m, struct sweep_pk_
 	free(dup);
 	if (ret || !po->n_splits)
 		fprintf(stderr,
-			"--splits/--split: ops where the packet path can hand over to the NIC "
+			"splitnic sweep: --splits/--split: ops where the packet path can hand over "
+			"to the NIC "
 			"(0 when the NIC can run the whole model, else a binary op on flat bits "
 			"from op %u) or 'host', got '%s'\n",
 			kexec_nic_first(m), arg);
@@ -505,7 +506,8 @@ static int sweep_opt(void *p, const struct conf_opt *opt, const char *arg)
 				      false))
 			return 0;
 		fprintf(stderr,
-			"--load: up to %d requests/s (or Fx: F times the all-host capacity), "
+			"splitnic sweep: --load: up to %d requests/s (or Fx: F times the all-host "
+			"capacity), "
 			"comma-separated, got '%s'\n",
 			SWEEP_MAX_LOAD, arg);
 		return -1;
@@ -603,8 +605,11 @@ int cmd_sweep(int argc, char **argv)
 		return 1;
 	if (o.link && sweep_parse_list(o.link, o.packet ? po->rate : s.bw, NULL,
 				       o.packet ? &po->n_rate : &s.n_bw, SWEEP_MAX_BW, o.packet)) {
-		fprintf(stderr, "--link-gbps: up to %d positive numbers%s, comma-separated\n",
-			SWEEP_MAX_BW, o.packet ? " or none" : "");
+		fprintf(
+		    stderr,
+		    "splitnic sweep: --link-gbps: up to %d positive numbers%s, comma-separated, "
+		    "got '%s'\n",
+		    SWEEP_MAX_BW, o.packet ? " or none" : "", o.link);
 		return 2;
 	}
 	s.count = (uint32_t)o.count;

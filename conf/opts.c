@@ -50,6 +50,8 @@ int conf_double(const char *who, const char *what, const char *s, double lo, dou
 		*out = v;
 		return 0;
 	}
+	if (!what)
+		return -EINVAL;
 	fprintf(stderr, "%s: %s: %s ", who, what, unit ? unit : "a number");
 	if (!above)
 		fprintf(stderr, "in %g..%g", lo, hi);

@@ -229,8 +229,9 @@ int conf_int(const char *who, const char *what, const char *s, int64_t lo, int64
 	     int64_t *out);
 
 /*
- * The double parser: s, a finite number in [lo, hi] (lo excluded when above) into *out. Returns
- * 0, or -EINVAL after "WHO: WHAT: UNIT in LO..HI, got 'S'" (or "UNIT > LO ...") on stderr.
+ * The one parser of real numbers: s, a finite number in [lo, hi] (lo excluded when above) into
+ * *out. Returns 0, or -EINVAL after "WHO: WHAT: UNIT in LO..HI, got 'S'" (or "UNIT > LO ...") on
+ * stderr; silent when what is NULL.
  */
 int conf_double(const char *who, const char *what, const char *s, double lo, double hi, bool above,
 		const char *unit, double *out);

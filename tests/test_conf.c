@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* conf/: configuration files -> the servers' command lines; errors name file, line and key. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -415,6 +416,26 @@ static void test_conf_int(void **state)
 	assert_int_equal(conf_model_id("fmnist-bmlp"), proto_model_id("fmnist-bmlp"));
 }
 
+/* The one parser of real numbers: finite, in range (the low end excluded when asked), nothing
+ * around it. */
+static void test_conf_double(void **state)
+{
+	double v;
+
+	assert_int_equal(conf_double(NULL, NULL, "2.5", 0, 10, false, NULL, &v), 0);
+	assert_true(v == 2.5);
+	assert_int_equal(conf_double(NULL, NULL, "1e3", 0, 1e3, false, NULL, &v), 0);
+	assert_true(v == 1000);
+	assert_int_equal(conf_double(NULL, NULL, "0", 0, 1, false, NULL, &v), 0);
+	assert_int_equal(conf_double(NULL, NULL, "0", 0, 1, true, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "1.0001", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "inf", 0, INFINITY, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "nan", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, " 1", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "1x", 0, 1, false, NULL, &v), -EINVAL);
+}
+
 static void test_conf_opts_help(void **state)
 {
 	char *text = NULL;
@@ -463,6 +484,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_conf_eal_help, setup, teardown),
 	    cmocka_unit_test(test_conf_opts_parse),
 	    cmocka_unit_test(test_conf_int),
+	    cmocka_unit_test(test_conf_double),
 	    cmocka_unit_test(test_conf_opts_help),
 	    cmocka_unit_test(test_conf_opts_help_arg),
 	};
