@@ -177,7 +177,7 @@ DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
 	libopenblas-dev libjansson-dev libzip-dev zlib1g-dev libcmocka-dev libinih-dev \
 	python3-numpy python3-torch dataset-fashion-mnist \
 	libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev libpcap-dev \
-	tshark gnuplot-nox python3-scapy iproute2 ethtool \
+	tshark gnuplot-nox python3-scapy iproute2 ethtool kmod procps groff-base systemd \
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
 	ipvsadm keepalived user-mode-linux
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * splitnic calibrate: measure this machine's executors into a profile (split/split.h keys).
- * CPU float and binary kernels over a grid of shapes (medians), the GPU when kcuda_probe finds
+ * CPU float and binary kernels over a grid of shapes (medians), the GPU when kcuda_open finds
  * one, the NIC emulator's modeled time for binary dense layers (a least-squares fit of
  * layer + per neuron-word costs), and the real protocol code for serialize / deserialize.
  */
@@ -166,17 +166,18 @@ static void cal_gpu(struct split_profile *pr, int reps)
 	char msg[512];
 	double *x, *y, *w, t;
 	const uint32_t n = 4096;
+	const struct kcuda_ops *cu = kcuda_open(msg, sizeof(msg));
 
 	pr->v[SPLIT_P_GPU_PRESENT] = 0;
-	if (kcuda_probe(msg, sizeof(msg))) {
+	if (!cu) {
 		printf("gpu: skipped: %s\n", msg);
 		return;
 	}
 	x = cal_alloc(8 * n);
 	y = cal_alloc(8 * n);
 	w = cal_alloc(8 * (size_t)n * n);
-	if (x && y && w && !kcuda_dense_f64(x, 1, n, w, n, NULL, y)) {
-		CAL_TIME(t, reps, kcuda_dense_f64(x, 1, n, w, n, NULL, y));
+	if (x && y && w && !cu->dense_f64(x, 1, n, w, n, NULL, y)) {
+		CAL_TIME(t, reps, cu->dense_f64(x, 1, n, w, n, NULL, y));
 		/* includes the weight upload: a lower bound on PCIe bandwidth */
 		pr->v[SPLIT_P_PCIE_BW] = 8.0 * n * n / t;
 		pr->v[SPLIT_P_GPU_PRESENT] = 1;
@@ -184,7 +185,7 @@ static void cal_gpu(struct split_profile *pr, int reps)
 		       "GPU rates keep their defaults\n",
 		       msg, t * 1e6, pr->v[SPLIT_P_PCIE_BW] / 1e9);
 	} else {
-		printf("gpu: %s, but a test dense failed: %s\n", msg, kcuda_last_error());
+		printf("gpu: %s, but a test dense failed: %s\n", msg, cu->last_error());
 	}
 	free(x);
 	free(y);

@@ -34,8 +34,9 @@ struct run_job {
 	struct splitnic_ctx *ctx;
 	int ret;
 	struct splitnic_error err;
-	struct kcuda_model *gpu; /* --exec gpu: runs instead of ctx */
-	struct kexec_pipe pipe;	 /* --plan: runs instead of ctx */
+	struct kcuda_model *gpu;    /* --exec gpu: runs instead of ctx */
+	const struct kcuda_ops *cu; /* its table */
+	struct kexec_pipe pipe;	    /* --plan: runs instead of ctx */
 };
 
 static void *run_worker(void *arg)
@@ -52,7 +53,7 @@ static void *run_worker(void *arg)
 		double *out = j->scores + (size_t)first * j->classes;
 
 		j->ret = j->pipe.n ? kexec_pipe_run(&j->pipe, in, n, out)
-			 : j->gpu  ? kcuda_forward(j->gpu, in, n, out)
+			 : j->gpu  ? j->cu->forward(j->gpu, in, n, out)
 				   : splitnic_predict(j->ctx, in, n * j->ds->item_bytes, n, out,
 						      (size_t)n * j->classes, NULL, &j->err);
 		j->lat_ns[b] = lat_now_ns() - t0;
@@ -162,6 +163,7 @@ int cmd_run(int argc, char **argv)
 	uint64_t *lat_ns = NULL;
 	double *scores = NULL;
 	uint32_t classes, nbatches, correct = 0;
+	const struct kcuda_ops *cu = NULL;
 	bool gpu;
 	char err[512], gpu_name[512] = "";
 	int ret = 1, arg = conf_parse(&cmd_run_spec, argc, argv, &o);
@@ -179,7 +181,9 @@ int cmd_run(int argc, char **argv)
 	}
 	if (o.scores && conf_output_ok("run", "--scores", o.scores))
 		return 1;
-	if (gpu && kcuda_probe(gpu_name, sizeof(gpu_name))) {
+	if (gpu)
+		cu = kcuda_open(gpu_name, sizeof(gpu_name));
+	if (gpu && !cu) {
 		fprintf(stderr, "splitnic run: --exec gpu: %s; falling back to the CPU kernels\n",
 			gpu_name);
 		gpu = false;
@@ -232,6 +236,7 @@ int cmd_run(int argc, char **argv)
 					   0,
 					   {0},
 					   NULL,
+					   NULL,
 					   {0}};
 		if (o.plan) {
 			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)o.batch, err,
@@ -246,7 +251,8 @@ int cmd_run(int argc, char **argv)
 			continue;
 		}
 		if (gpu) {
-			jobs[t].gpu = kcuda_model_upload(m, (uint32_t)o.batch, err, sizeof(err));
+			jobs[t].cu = cu;
+			jobs[t].gpu = cu->model_upload(m, (uint32_t)o.batch, err, sizeof(err));
 			if (!jobs[t].gpu) {
 				fprintf(stderr, "splitnic run: --exec gpu: %s\n", err);
 				goto out_ctx;
@@ -267,7 +273,7 @@ int cmd_run(int argc, char **argv)
 	for (long t = 0; t < o.threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
-				gpu		 ? kcuda_last_error()
+				gpu		 ? cu->last_error()
 				: jobs[t].pipe.n ? strerror(-jobs[t].ret)
 						 : jobs[t].err.msg);
 			goto out_ctx;
@@ -322,7 +328,8 @@ int cmd_run(int argc, char **argv)
 out_ctx:
 	for (long t = 0; t < o.threads; t++) {
 		splitnic_ctx_free(jobs[t].ctx, NULL);
-		kcuda_model_free(jobs[t].gpu);
+		if (jobs[t].gpu)
+			cu->model_free(jobs[t].gpu);
 		kexec_pipe_fini(&jobs[t].pipe);
 	}
 out_free:

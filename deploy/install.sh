@@ -16,6 +16,7 @@ LIBDIR=${LIBDIR:-$PREFIX/lib}
 INCLUDEDIR=${INCLUDEDIR:-$PREFIX/include}
 DATADIR=${DATADIR:-$PREFIX/share/splitnic}
 MANDIR=${MANDIR:-$PREFIX/share/man}
+DOCDIR=${DOCDIR:-$PREFIX/share/doc/splitnic}
 SYSCONFDIR=${SYSCONFDIR:-$PREFIX/etc}
 UNITDIR=${UNITDIR:-$PREFIX/lib/systemd/system}
 PYTHONDIR=${PYTHONDIR:?}
@@ -82,6 +83,9 @@ do_install() {
 	put 644 man/splitnic.1 "$MANDIR/man1/splitnic.1"
 	put 644 man/splitnic-nic.8 "$MANDIR/man8/splitnic-nic.8"
 	put 644 man/splitnic-host.8 "$MANDIR/man8/splitnic-host.8"
+	# the documentation, laid out as in the tree so that README.md's links to docs/ hold
+	put 644 README.md "$DOCDIR/README.md"
+	for n in docs/*.md; do put 644 "$n" "$DOCDIR/$n"; done
 	for m in "$B"/models/*.snm; do
 		n=$(basename "$m" .snm)
 		put 644 "$m" "$DATADIR/models/$n.snm"

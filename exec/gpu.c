@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The GPU executor, through kernels/cuda/kcuda.h only; without a usable GPU its stage runs on
- * the CPU kernels, said once at load and counted per request.
+ * The GPU executor, through the table of kernels/cuda/kcuda.h only; without a usable GPU its
+ * stage runs on the CPU kernels, said once at load and counted per request.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "kernels/cuda/kcuda.h"
 
 struct gpu_exec {
+	const struct kcuda_ops *cu;
 	struct kcuda_model *g;
 	struct kern_ctx *cpu; /* the fallback */
 };
@@ -31,8 +32,9 @@ static int gpu_load(struct kexec *x, const struct model *m, uint32_t first, uint
 	struct gpu_exec *ge = x->priv;
 	char why[KEXEC_NOTE_MAX - 96];
 
-	if (!kcuda_probe(why, sizeof(why))) {
-		ge->g = kcuda_model_upload(m, max_batch, err, errlen);
+	ge->cu = kcuda_open(why, sizeof(why));
+	if (ge->cu) {
+		ge->g = ge->cu->model_upload(m, max_batch, err, errlen);
 		return ge->g ? 0 : -ENODEV;
 	}
 	snprintf(x->note, sizeof(x->note),
@@ -51,7 +53,7 @@ static int gpu_submit(struct kexec *x, const void *in, uint32_t n, void *out, ui
 	struct gpu_exec *ge = x->priv;
 
 	if (ge->g) {
-		kexec_complete(x, tag, kcuda_forward_range(ge->g, x->first, x->last, in, n, out));
+		kexec_complete(x, tag, ge->cu->forward_range(ge->g, x->first, x->last, in, n, out));
 		return 0;
 	}
 	x->fallback_reqs += n;
@@ -66,7 +68,7 @@ static void gpu_caps(const struct kexec *x, struct kexec_caps *c)
 
 	c->kind = KEXEC_KIND_GPU;
 	c->max_batch = x->max_batch;
-	if (ge && ge->g && !kcuda_device_info(&info))
+	if (ge && ge->g && !ge->cu->device_info(&info))
 		c->mem_bytes = info.mem_bytes;
 }
 
@@ -76,7 +78,8 @@ static void gpu_close(struct kexec *x)
 
 	if (!ge)
 		return;
-	kcuda_model_free(ge->g);
+	if (ge->g)
+		ge->cu->model_free(ge->g);
 	kern_ctx_free(ge->cpu);
 	free(ge);
 }

@@ -52,26 +52,90 @@ bool kexec_nic_entry(const struct model_layer *l)
 	return nic_flatten_op(l) || nic_binary_op(l);
 }
 
-uint32_t kexec_nic_first(const struct model *m)
+const struct kexec_nic_rule kexec_nic_chain = {.f32_prefix = false, .any_tail = false};
+
+static bool nic_tail_op(const struct model_layer *l, const struct kexec_nic_rule *r)
+{
+	if (nic_float_op(l))
+		return true;
+	if (!r->any_tail || model_shape_elems(&l->in) != model_shape_elems(&l->out))
+		return false;
+	switch (l->op) {
+	case MODEL_OP_BIAS:
+	case MODEL_OP_BATCHNORM:
+	case MODEL_OP_RELU:
+	case MODEL_OP_SIGN:
+	case MODEL_OP_THRESHOLD:
+	case MODEL_OP_UNPACK:
+	case MODEL_OP_FLATTEN:
+		return true;
+	}
+	return false;
+}
+
+/* The first of ops [0, j) of an f32 model that is no part of a prefix binarizing its input
+ * feature by feature (cast [flatten|bias|batchnorm]* sign|threshold); j where they are one. */
+static uint32_t nic_f32_prefix_stop(const struct model *m, uint32_t j)
+{
+	const struct model_layer *l = m->layers;
+	uint32_t i = 1;
+
+	if (l[0].op != MODEL_OP_CAST)
+		return 0;
+	while (i < j && (l[i].op == MODEL_OP_FLATTEN || l[i].op == MODEL_OP_BIAS ||
+			 l[i].op == MODEL_OP_BATCHNORM))
+		i++;
+	if (i == j)
+		return j - 1;
+	if (l[i].op != MODEL_OP_SIGN && l[i].op != MODEL_OP_THRESHOLD)
+		return i;
+	return i + 1;
+}
+
+void kexec_nic_find(const struct model *m, const struct kexec_nic_rule *r,
+		    struct kexec_nic_run *run)
 {
 	uint32_t n = m->n_layers, j = n;
 	const struct model_layer *l;
 
-	while (j && nic_float_op(&m->layers[j - 1]))
+	*run =
+	    (struct kexec_nic_run){.first = n, .sign = n, .bin_first = n, .bin_last = n, .stop = n};
+	while (j && nic_tail_op(&m->layers[j - 1], r))
 		j--;
 	if (!j)
-		return n;
+		return;
 	l = &m->layers[j - 1];
-	if (!nic_binary_op(l) || (j < n && (l->flags & MODEL_LF_THRESH)))
-		return n;
-	j--;
+	if (!nic_binary_op(l) || (!r->any_tail && j < n && (l->flags & MODEL_LF_THRESH))) {
+		run->stop = j - 1;
+		return;
+	}
+	run->bin_first = run->bin_last = --j;
 	while (j) {
 		l = &m->layers[j - 1];
-		if (!nic_flatten_op(l) && !(nic_binary_op(l) && (l->flags & MODEL_LF_THRESH)))
+		if (nic_binary_op(l) && (l->flags & MODEL_LF_THRESH))
+			run->bin_first = j - 1;
+		else if (!nic_flatten_op(l))
 			break;
 		j--;
 	}
-	return j;
+	run->first = j;
+	run->stop = j ? j - 1 : n;
+	if (j && r->f32_prefix && m->input.fmt == MODEL_FMT_F32) {
+		run->stop = nic_f32_prefix_stop(m, j);
+		if (run->stop == j) {
+			run->sign = j - 1;
+			run->first = 0;
+			run->stop = n;
+		}
+	}
+}
+
+uint32_t kexec_nic_first(const struct model *m)
+{
+	struct kexec_nic_run run;
+
+	kexec_nic_find(m, &kexec_nic_chain, &run);
+	return run.first;
 }
 
 bool kexec_can_run(unsigned kind, const struct model *m, uint32_t first, uint32_t last)
@@ -107,6 +171,33 @@ uint32_t kexec_nic_split(const struct model *m)
 	    !kexec_nic_handoff_ok(m, k) && kexec_nic_handoff_ok(m, k + 1))
 		k++;
 	return k;
+}
+
+const char *kexec_nic_starts(const struct model *m, bool handoff, char *buf, size_t len)
+{
+	uint32_t k, n = 0, last = UINT32_MAX;
+	size_t off = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = 0;
+	for (k = handoff ? 1 : 0; k < m->n_layers; k++) {
+		bool ok = handoff ? kexec_nic_handoff_ok(m, k)
+				  : kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers);
+
+		if (!ok)
+			continue;
+		if (last != UINT32_MAX && off < len)
+			off +=
+			    (size_t)snprintf(buf + off, len - off, "%s%u", n > 1 ? ", " : "", last);
+		last = k;
+		n++;
+	}
+	if (!n)
+		snprintf(buf, len, "none");
+	else if (off < len)
+		snprintf(buf + off, len - off, "%s%u", n > 1 ? " or " : "", last);
+	return buf;
 }
 
 int kexec_open(struct kexec *x, const struct kexec_ops *ops, const void *conf, char *err,

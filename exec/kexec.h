@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * exec/kexec.h — the one executor interface (DESIGN.md, "One executor interface").
+ * exec/kexec.h — the one executor interface (docs/architecture.md, "Modules").
  *
  * Every executor (the CPU kernels, the GPU, the NIC emulator, the NIC on DPDK lcores, a NIC
  * reached over packets) is one implementation of struct kexec_ops, as ggml's backends are;
@@ -26,10 +26,11 @@
  *
  * Capabilities (kexec_caps): the executor's kind, which op ranges of a model it can run
  * (kexec_can_run: the one question the planner, the sweep, the NIC chain and the host all ask)
- * and its memory limit. The NIC's rule is defined here once (kexec_nic_op, kexec_nic_entry,
- * kexec_nic_first): the trailing run of a model's ops that the firmware's executor chain
- * supports, entered at a flatten or a binary dense op; over packets, only where the activation
- * crosses as flat bits (kexec_nic_handoff_ok).
+ * and its memory limit. The NIC's rule is defined here once (kexec_nic_find, with the options a
+ * NIC has; kexec_nic_op, kexec_nic_entry, kexec_nic_first for the executor chain): the trailing
+ * run of a model's ops that the firmware's executor chain supports, entered at a flatten or a
+ * binary dense op; over packets, only where the activation crosses as flat bits
+ * (kexec_nic_handoff_ok).
  */
 #ifndef EXEC_KEXEC_H
 #define EXEC_KEXEC_H
@@ -120,13 +121,44 @@ const char *kexec_kind_name(unsigned kind);
 /* enum kexec_kind from "cpu", "gpu", "nic"; -1 if unknown. */
 int kexec_kind_from_name(const char *name);
 
+/*
+ * The NIC capability rule. A NIC runs a trailing run of a model's ops, which is, front to back:
+ *   prefix  (only with rule->f32_prefix) an f32 input binarized feature by feature:
+ *           CAST [FLATTEN] [BIAS|BATCHNORM]* SIGN|THRESHOLD, the whole model from op 0
+ *   chain   flattens of u8 or bits, and binary dense ops (BDENSE on bits, BDENSE_U8 on u8), each
+ *           thresholded (MODEL_LF_THRESH) but the last
+ *   tail    float BIAS/BATCHNORM on the last binary dense's scores (it is then unthresholded);
+ *           with rule->any_tail any element-wise op on them: BIAS, BATCHNORM, RELU, SIGN,
+ *           THRESHOLD, UNPACK, FLATTEN
+ * The firmware's executor chain computes chain and tail (kexec_nic_chain: neither option); a
+ * NIC that tabulates at load what lies outside the chain (the XDP program: a threshold per input
+ * feature, a score table for the tail) asks with the options it has, and adds its own limits.
+ */
+struct kexec_nic_rule {
+	bool f32_prefix; /* the prefix: per-input-feature thresholds */
+	bool any_tail;	 /* any element-wise tail, after a thresholded last binary dense too */
+};
+
+extern const struct kexec_nic_rule kexec_nic_chain;
+
+/* The run kexec_nic_find found; every index is m->n_layers where there is none. */
+struct kexec_nic_run {
+	uint32_t first;		      /* its first op (the longest run) */
+	uint32_t sign;		      /* the prefix's SIGN or THRESHOLD */
+	uint32_t bin_first, bin_last; /* its first and last binary dense op */
+	/* An op that keeps the run from starting earlier: first - 1 (with f32_prefix on an f32
+	 * input, the first op before first that is no part of a prefix); where there is no run,
+	 * the op that ended the walk from the end. */
+	uint32_t stop;
+};
+
+void kexec_nic_find(const struct model *m, const struct kexec_nic_rule *rule,
+		    struct kexec_nic_run *run);
 /* Can the NIC's executor chain run compiled op l (its op, input format and flags)? */
 bool kexec_nic_op(const struct model_layer *l);
 /* Can the NIC's part of a model start at op l (a flatten or a binary dense op)? */
 bool kexec_nic_entry(const struct model_layer *l);
-/* The first op of the trailing run the NIC can run (m->n_layers: none): float bias/batch-norm
- * at the tail, a binary dense op before them (thresholded unless it is the last), binary dense
- * ops with thresholds and flattens before that. */
+/* The first op of the run the executor chain can run (kexec_nic_chain; m->n_layers: none). */
 uint32_t kexec_nic_first(const struct model *m);
 /* Can an executor of `kind` run ops [first, last) of m? The NIC only a tail [first, n) that
  * starts at or after kexec_nic_first(m) on an entry op; the CPU and GPU any range. */
@@ -145,6 +177,13 @@ bool kexec_nic_handoff_ok(const struct model *m, uint32_t k);
  * the host sends is the one the NIC's part expects. m->n_layers: the NIC runs none of m.
  */
 uint32_t kexec_nic_split(const struct model *m);
+/*
+ * The ops at which the NIC's part of m may start, as words for a message: "8, 9, 10 or 12"
+ * ("none" when there is none). handoff: only those an ACTIVATION can reach from the host
+ * (kexec_nic_handoff_ok, op 0 left out), else every start the NIC can run (kexec_can_run).
+ * Returns buf.
+ */
+const char *kexec_nic_starts(const struct model *m, bool handoff, char *buf, size_t len);
 
 /* ---- a pipeline: stages run one after the other -------------------------------------------- */
 

@@ -21,7 +21,6 @@ int host_model_init(struct host_model *hm, struct model *m, uint32_t mode, uint3
 		    size_t errlen)
 {
 	const struct model_shape *in = &m->input;
-	uint32_t nic_first = kexec_nic_first(m);
 
 	hm->m = m;
 	hm->model_id = proto_model_id(m->name);
@@ -48,10 +47,12 @@ int host_model_init(struct host_model *hm, struct model *m, uint32_t mode, uint3
 	if (k == UINT32_MAX)
 		k = kexec_nic_split(m);
 	if (k == 0 || !kexec_can_run(KEXEC_KIND_NIC, m, k, m->n_layers)) {
+		char ops[256];
+
 		snprintf(err, errlen,
-			 "model %s: split at op %u: the NIC stage must start in ops %u..%u (and "
-			 "leave the host at least op 0)",
-			 m->name, k, nic_first, m->n_layers - 1);
+			 "model %s: split at op %u: the NIC stage can start at op %s (the host "
+			 "keeps at least op 0)",
+			 m->name, k, kexec_nic_starts(m, true, ops, sizeof(ops)));
 		return -EINVAL;
 	}
 	if (!kexec_nic_handoff_ok(m, k)) {

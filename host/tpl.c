@@ -50,7 +50,7 @@ int host_tpl_init(struct host_tpl *t, const struct proto_msg *m, uint32_t var_fr
 	proto_frame_udp(f, &a, m->hdr_len + m->total_len, true);
 	proto_put16(f + IP_OFF + 10, 0);
 	t->ip_sum = proto_csum_add(0, f + IP_OFF, PROTO_IP_HLEN);
-	t->pseudo_sum = proto_csum_add(0, f + IP_OFF + 12, 8) + PROTO_IPPROTO_UDP + ulen;
+	t->pseudo_sum = proto_csum_pseudo(f + IP_OFF, PROTO_IPPROTO_UDP, ulen);
 	proto_put16(f + UDP_OFF + 6, 0);
 	t->udp_sum = proto_csum_add(t->pseudo_sum, f + UDP_OFF, PROTO_UDP_HLEN + m->hdr_len);
 	return 0;

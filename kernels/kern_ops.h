@@ -118,6 +118,9 @@ extern const struct kern_bin_ops kern_ops_avx512;
 const struct kern_bin_ops *kern_ops_get(void);
 /* A table by name ("ref", "avx2", "avx512") if this CPU can run it, else NULL. */
 const struct kern_bin_ops *kern_ops_by_name(const char *name);
+/* The CPU features table `name` needs and this CPU lacks, as words ("avx512vpopcntdq"; "" when
+ * none is missing, NULL for an unknown name): why kern_ops_by_name() said NULL. */
+const char *kern_ops_missing(const char *name);
 
 size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch);
 

@@ -34,6 +34,44 @@ const struct kern_bin_ops *kern_ops_by_name(const char *name)
 	return NULL;
 }
 
+const char *kern_ops_missing(const char *name)
+{
+	static __thread char buf[96];
+	size_t n, off = 0;
+
+	__builtin_cpu_init();
+	/* the avx2 table's needs, then the avx512 table's (which needs both) */
+	const struct {
+		const char *name;
+		bool has;
+	} feat[] = {
+	    {"avx2", __builtin_cpu_supports("avx2")},
+	    {"fma", __builtin_cpu_supports("fma")},
+	    {"popcnt", __builtin_cpu_supports("popcnt")},
+	    {"bmi2", __builtin_cpu_supports("bmi2")},
+	    {"avx512f", __builtin_cpu_supports("avx512f")},
+	    {"avx512bw", __builtin_cpu_supports("avx512bw")},
+	    {"avx512vl", __builtin_cpu_supports("avx512vl")},
+	    {"avx512dq", __builtin_cpu_supports("avx512dq")},
+	    {"avx512vpopcntdq", __builtin_cpu_supports("avx512vpopcntdq")},
+	};
+
+	if (!strcmp(name, "ref"))
+		n = 0;
+	else if (!strcmp(name, "avx2"))
+		n = 4;
+	else if (!strcmp(name, "avx512"))
+		n = sizeof(feat) / sizeof(*feat);
+	else
+		return NULL;
+	buf[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!feat[i].has && off < sizeof(buf))
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s",
+						off ? " " : "", feat[i].name);
+	return buf;
+}
+
 static const struct kern_bin_ops *chosen;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
@@ -45,10 +83,12 @@ static void choose(void)
 		chosen = kern_ops_by_name(env);
 		if (chosen)
 			return;
-		fprintf(stderr,
-			"splitnic: SPLITNIC_ISA=%s is unknown or unsupported by this CPU, "
-			"choosing automatically\n",
-			env);
+		const char *why = kern_ops_missing(env);
+
+		fprintf(stderr, "splitnic: SPLITNIC_ISA=%s is %s%s, choosing automatically\n", env,
+			why ? "not supported by this CPU, which lacks "
+			    : "unknown (ref, avx2 or avx512)",
+			why ? why : "");
 	}
 	if (cpu_has_avx512())
 		chosen = &kern_ops_avx512;

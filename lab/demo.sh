@@ -48,8 +48,9 @@ cat <<'EOF'
    The binary networks trade about 1-2 points of accuracy for 1-bit weights and activations:
    their dense layers are XNOR + popcount over 64-bit words (AVX-512 VPOPCNTDQ here), so the
    MLP's 1.86 M weights fit in 233 KB and a request costs microseconds. The binary CNN's first
-   conv stays float (its input is pixels) and its binary convs keep float64 outputs through
-   max-pool (README, "Not done yet"), which is why it gains much less than the MLP.
+   conv stays float (its input is pixels: float32, with float64 rechecks of any sign that float32
+   could get wrong); its binary convs end in thresholds, so max-pool works on bits. Convolving
+   every 28x28 pixel costs far more than the MLP's dense layers, so it gains less.
 
 EOF
 echo "== the packet path =="

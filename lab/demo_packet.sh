@@ -59,7 +59,7 @@ die() {
 	exit 1
 }
 
-netns_wire "$ns_c" "$ns_n" 10.88.2.2/24 || die "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.88.2.2/24 || die "namespaces and veth: $NETNS_WHY"
 # the split: after the flatten that opens the CNN's NIC part (splitnic-host's default)
 K=$(netns_split "$S" "$CNN") || die "no flatten in $CNN"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lab/lab.sh up|down|status|wait-log FILE REGEX|wait-link PREFIX: the lab network that README.md's packet-path examples use, on one
+# lab/lab.sh up|down|status|wait-log FILE REGEX|wait-link PREFIX: the lab network that docs/getting-started.md's packet-path examples use, on one
 # machine (root: network namespaces, veths, XDP). Both verbs are idempotent.
 #
 #   snlab-cli  (front-end)  vc  10.88.0.2/24, 10.88.1.2/24 ==veth== vw  snlab-nic  (splitnic-nic
@@ -12,7 +12,7 @@
 # sees partial UDP checksums), IPv6 is off where DPDK owns the link (nothing but our IPv4 on the
 # wire), and vxc carries the dummy XDP_PASS program without which native XDP_TX on veth0 never
 # reaches it. `down` deletes the namespaces (and with them the veths and XDP programs), the lab's
-# memif socket and the DPDK runtime directories of the README's --file-prefix names.
+# memif socket and the DPDK runtime directories of those examples' --file-prefix names.
 #
 #   wait-log FILE REGEX   up to 20 s for a line matching REGEX in FILE (a DPDK program's log)
 #   wait-link PREFIX      up to 20 s for link_up in /splitnic/host/stats of the splitnic-host
@@ -55,7 +55,7 @@ addrs() {
 	ip -n "$n" link set "$i" up
 }
 
-no_ipv6() { ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1; }
+no_ipv6() { [ ! -d /proc/sys/net/ipv6 ] || ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1; }
 tx_off() { ip netns exec "$1" ethtool -K "$2" tx off >/dev/null || die "ethtool -K $2 tx off ($1)"; }
 
 up() {

@@ -6,8 +6,18 @@
 #   netns_need_root WHAT          exit 77 (skip) unless root; 1 instead under CI=true
 #   netns_need_files PFX HINT F.. exit 1 with "PFX F missing (HINT)" for the first F missing
 #   netns_add NS...               create namespaces (loopback up), deleted by netns_cleanup
+#   netns_kmods MOD...            make sure the kernel has each module MOD: loaded already
+#                                 (/sys/module/MOD), or loaded now by modprobe from the module
+#                                 directory (the host's, or SPLITNIC_MODROOT's: User-Mode
+#                                 Linux's own); where there is no module directory (or it holds
+#                                 no modules.dep) the kernel must have it built in, and the
+#                                 feature's first use says so (NETNS_KMOD_NOTE).
+#                                 1 with NETNS_WHY naming the module, the directory and modprobe's
+#                                 words when it will not load
 #   netns_veth NS_A IF_A NS_B IF_B   a veth pair IF_A (in NS_A) <-> IF_B (in NS_B), still down
-#   netns_no_ipv6 NS...           IPv6 off in those namespaces (nothing but our IPv4 on the wire)
+#                                 (1 with NETNS_WHY: ip's words and what became of module veth)
+#   netns_no_ipv6 NS...           IPv6 off in those namespaces (nothing but our IPv4 on the wire;
+#                                 nothing to do where the kernel has no IPv6)
 #   netns_link NS IF [CIDR]       the address (if given), then the link up
 #   netns_tx_csum_off NS IF       complete UDP checksums on IF (no offload af_packet would finish)
 #   netns_wire NS_C NS_N CIDR     the lab's wire: namespaces NS_C (a front-end, vc at CIDR) and
@@ -60,18 +70,54 @@ netns_need_files() {
 netns_add() {
 	local n
 	for n; do
-		ip netns add "$n" || return 1
+		ip netns add "$n" || { NETNS_WHY="ip netns add $n failed"; return 1; }
 		NETNS_LIST+=("$n")
 		ip -n "$n" link set lo up
 	done
 }
 
+NETNS_KMOD_NOTE=
+
+netns_kmods() {
+	local m dir out
+	dir=${SPLITNIC_MODROOT:-}/lib/modules/$(uname -r)
+	for m; do
+		[ -d "/sys/module/$m" ] && continue
+		if [ ! -f "$dir/modules.dep" ]; then
+			NETNS_KMOD_NOTE="no modules in $dir: the kernel must have $m built in"
+			continue
+		fi
+		if ! command -v modprobe >/dev/null; then
+			NETNS_WHY="kernel module $m: modprobe is missing (Debian's kmod: make deps)"
+			return 1
+		fi
+		if ! out=$(modprobe ${SPLITNIC_MODROOT:+-d "$SPLITNIC_MODROOT"} "$m" 2>&1); then
+			NETNS_WHY="kernel module $m would not load from $dir: ${out:-modprobe failed}"
+			return 1
+		fi
+	done
+}
+
 netns_veth() {
-	ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
+	local out why
+	out=$(ip link add "$2" netns "$1" type veth peer name "$4" netns "$3" 2>&1) && return 0
+	why="veth pair $2 ($1) <-> $4 ($3): ip said: $out"
+	if [ ! -d /sys/module/veth ]; then
+		NETNS_KMOD_NOTE=
+		if ! netns_kmods veth; then
+			NETNS_WHY="$why; $NETNS_WHY"
+			return 1
+		fi
+		out=$(ip link add "$2" netns "$1" type veth peer name "$4" netns "$3" 2>&1) && return 0
+		why="veth pair $2 ($1) <-> $4 ($3): ip said: $out${NETNS_KMOD_NOTE:+ ($NETNS_KMOD_NOTE)}"
+	fi
+	NETNS_WHY=$why
+	return 1
 }
 
 netns_no_ipv6() {
 	local n
+	[ -d /proc/sys/net/ipv6 ] || return 0
 	for n; do ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1; done
 }
 

@@ -14,7 +14,7 @@
 # tokens: transfer time is spent, not added. tbf counts a frame's bytes from the Ethernet header
 # (14 + 20 + 28 bytes of Ethernet, IPv4 and UDP headers before the payload) and lets up to
 # LAB_BURST bytes through at once when its bucket is full (the smallest burst that holds one
-# full frame: a lone short frame on an idle link is not delayed; see split/README.md).
+# full frame: a lone short frame on an idle link is not delayed; see docs/split-planning.md).
 #
 #   up TAG                   the namespaces and veths (idempotent); the addresses; IPv6 off
 #   shape TAG GBPS|none      tbf at GBPS Gbit/s on both ends of the link (none: no qdisc)
@@ -61,8 +61,8 @@ has_ns() { ip netns list | grep -q "^$1\b"; }
 up() {
 	has_ns "$ns_n" && return 0
 	netns_add "$ns_c" "$ns_n" "$ns_h" || die "ip netns add"
-	netns_veth "$ns_c" vc "$ns_n" vw || die "veth vc-vw"
-	netns_veth "$ns_h" vl "$ns_n" vn || die "veth vl-vn"
+	netns_veth "$ns_c" vc "$ns_n" vw || die "veth vc-vw: $NETNS_WHY"
+	netns_veth "$ns_h" vl "$ns_n" vn || die "veth vl-vn: $NETNS_WHY"
 	netns_no_ipv6 "$ns_c" "$ns_n" "$ns_h"
 	netns_link "$ns_c" vc 10.89.0.2/24
 	netns_link "$ns_n" vw
@@ -72,15 +72,16 @@ up() {
 }
 
 shape() {
-	local rate=$1 dev ns
+	local rate=$1 dev ns out
 	for dev in "$ns_h vl" "$ns_n vn"; do
 		ns=${dev% *} dev=${dev#* }
 		ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
 		[ "$rate" = none ] && continue
 		# limit: 1,000 full frames of backlog before the link drops
-		ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$(awk -v g="$rate" \
-			'BEGIN {printf "%.0fkbit", g * 1e6}')" burst "$LAB_BURST" limit 1514000 ||
-			die "tc qdisc add dev $dev tbf rate $rate Gbit/s"
+		netns_kmods sch_tbf || die "$NETNS_WHY"
+		out=$(ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$(awk -v g="$rate" \
+			'BEGIN {printf "%.0fkbit", g * 1e6}')" burst "$LAB_BURST" limit 1514000 2>&1) ||
+			die "tc qdisc add dev $dev tbf rate $rate Gbit/s: ${out}${NETNS_KMOD_NOTE:+ ($NETNS_KMOD_NOTE)}"
 	done
 }
 

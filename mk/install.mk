@@ -2,7 +2,9 @@
 # uninstall removes exactly what install wrote):
 #
 #   make install PREFIX=/usr/local DESTDIR=     binaries, libraries (.so with soname, .a),
-#       headers, pkg-config files (splitnic, splitnic-client), man pages, the bundled models
+#       headers, pkg-config files (splitnic, splitnic-client), man pages, the documentation
+#       (share/doc/splitnic: README.md and docs/), the GPU executor where built
+#       (lib/splitnic/libsncuda.so), the bundled models
 #       and their labels (share/splitnic/models), examples, the lab's scripts
 #       (share/splitnic/lab: namespaces, packet sweeps, IPVS, demos), the Wireshark dissector
 #       (share/splitnic/wireshark), systemd units for splitnic-nic and splitnic-host, their

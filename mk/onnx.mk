@@ -39,7 +39,7 @@ MODULE_EXT_LIBS += $(PROTOBUF_C_LIBS)
 # libFuzzer target for the importer (built and run by `make fuzz`, see mk/fuzz.mk): the
 # importer, the compiler and the model-file validator, with ASan + UBSan.
 FUZZ_TARGETS += fuzz_onnx
-ONNX_FUZZ_KERN := model/compile.c model/model.c model/model_write.c model/crc32c.c
+ONNX_FUZZ_KERN := $(wildcard model/compile*.c) model/model.c model/model_write.c model/crc32c.c
 
 $(B)/fuzz/fuzz_onnx: tests/fuzz/fuzz_onnx.c $(ONNX_SRC) $(ONNX_PB_C) $(ONNX_FUZZ_KERN) \
 		$(wildcard model/onnx/*.h model/*.h)

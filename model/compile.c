@@ -1,67 +1,13 @@
 /* SPDX-License-Identifier: MIT */
+/* The compiler's lowering: layers to ops, formats and shapes (model/compile.h, compile_impl.h). */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/compile.h"
+#include "model/compile_impl.h"
 #include "model/model_file.h"
-
-/* A batch-norm layer's parameters, sd = sqrt(var + eps) computed once in double. */
-struct cc_bn {
-	const double *mean, *gamma, *beta;
-	double *sd;
-};
-
-struct cc {
-	const struct model_ic_model *ic;
-	struct model *m;
-	uint32_t cap;
-	char *err;
-	size_t errlen;
-	uint32_t layer; /* the arch layer being compiled, for messages */
-
-	struct model_shape s; /* the tensor after the ops emitted so far */
-	bool flat;	      /* a vector (after dense or flatten), not a (C,H,W) image */
-	bool exact;	      /* integer values held exactly, in [lo, hi] */
-	int64_t lo, hi;
-	int64_t prod; /* index of the binary op producing these integers, if the last op; else -1 */
-
-	/* Pending chain, applied to the integers: bias (of layer pb_src), then bns[0..n_pbn). */
-	const double *pb;
-	uint32_t pb_src;
-	uint32_t *pbn, n_pbn;
-	uint32_t pend_first; /* first arch layer of the pending chain */
-	struct cc_bn *bn;    /* per arch layer */
-};
-
-__attribute__((format(printf, 3, 4))) static int cc_fail(struct cc *c, const char *file,
-							 const char *fmt, ...)
-{
-	const struct model_ic_layer *L = &c->ic->layers[c->layer];
-	char msg[320];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(c->err, c->errlen, "%s: layer %u (%s): %s", file, c->layer,
-		 model_src_type_name(L->type), msg);
-	return -EINVAL;
-}
-
-static int cc_nomem(struct cc *c)
-{
-	snprintf(c->err, c->errlen, "%s: out of memory", c->ic->arch_path);
-	return -ENOMEM;
-}
-
-static struct model_layer *cc_last(struct cc *c)
-{
-	return &c->m->layers[c->m->n_layers - 1];
-}
 
 /* Append an op taking the current tensor to `out`; it implements arch layers [first, +count). */
 static int cc_emit(struct cc *c, uint32_t op, uint32_t first, uint32_t count,
@@ -86,72 +32,10 @@ static int cc_emit(struct cc *c, uint32_t op, uint32_t first, uint32_t count,
 	return 0;
 }
 
-static void *cc_blob(struct cc *c, unsigned int i, uint64_t size)
-{
-	struct model_layer *l = cc_last(c);
-	void *p = calloc(1, size);
-
-	l->blob[i] = p;
-	l->blob_size[i] = p ? size : 0;
-	return p;
-}
-
 static struct model_shape shape_fmt(struct model_shape s, uint32_t fmt)
 {
 	s.fmt = fmt;
 	return s;
-}
-
-static const struct model_ic_array *cc_find(const struct cc *c, uint32_t layer, const char *name)
-{
-	char key[32];
-
-	snprintf(key, sizeof(key), "%u.%s", layer, name);
-	for (uint32_t i = 0; i < c->ic->n_arrays; i++)
-		if (!strcmp(c->ic->arrays[i].key, key))
-			return &c->ic->arrays[i];
-	return NULL;
-}
-
-enum cc_check { CC_FINITE, CC_NO_NAN };
-
-/* The array "layer.name" of exactly the shape dims[0..ndim), its values checked. */
-static const double *cc_array(struct cc *c, const char *name, uint32_t ndim, const uint64_t *dims,
-			      enum cc_check check)
-{
-	struct model_ic_array *a = (struct model_ic_array *)cc_find(c, c->layer, name);
-	const char *wp = c->ic->weights_path;
-	char want[96] = "", got[96] = "";
-	bool ok;
-
-	if (!a) {
-		cc_fail(c, wp, "missing array %u.%s", c->layer, name);
-		return NULL;
-	}
-	ok = a->ndim == ndim;
-	for (uint32_t d = 0; d < ndim; d++) {
-		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%llu", d ? "," : "",
-			 (unsigned long long)dims[d]);
-		ok = ok && a->shape[d] == dims[d];
-	}
-	for (uint32_t d = 0; d < a->ndim; d++)
-		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%llu", d ? "," : "",
-			 (unsigned long long)a->shape[d]);
-	if (!ok) {
-		cc_fail(c, wp, "%s shape (%s), expected (%s)", a->key, got, want);
-		return NULL;
-	}
-	for (uint64_t i = 0; i < a->count; i++) {
-		double v = a->data[i];
-
-		if (check == CC_FINITE ? !isfinite(v) : isnan(v)) {
-			cc_fail(c, wp, "%s[%llu] = %g, must be %s", a->key, (unsigned long long)i,
-				v, check == CC_FINITE ? "finite" : "a number");
-			return NULL;
-		}
-	}
-	a->used = true;
-	return a->data;
 }
 
 static int cc_check_size(struct cc *c, const struct model_shape *s)
@@ -180,151 +64,40 @@ static int cc_to_f64(struct cc *c, uint32_t first, uint32_t count)
 	return 0;
 }
 
-static bool cc_pending(const struct cc *c)
-{
-	return c->pb || c->n_pbn;
-}
-
 /* Materialize the pending chain as BIAS / BATCHNORM ops. */
 static int cc_flush(struct cc *c)
 {
-	uint32_t ch = c->s.c;
 	int ret;
 
 	if (!cc_pending(c))
 		return 0;
-	if (c->pb) {
-		double *b;
-
+	if (c->pbias) {
 		ret = cc_emit(c, MODEL_OP_BIAS, c->pb_src, 1, c->s);
+		if (!ret)
+			ret = cc_put_bias(c);
 		if (ret)
 			return ret;
-		b = cc_blob(c, 0, ch * sizeof(double));
-		if (!b)
-			return cc_nomem(c);
-		memcpy(b, c->pb, ch * sizeof(double));
 	}
 	for (uint32_t k = 0; k < c->n_pbn; k++) {
-		const struct cc_bn *bn = &c->bn[c->pbn[k]];
-		double *p;
-
 		ret = cc_emit(c, MODEL_OP_BATCHNORM, c->pbn[k], 1, c->s);
+		if (!ret)
+			ret = cc_put_batchnorm(c, c->pbn[k]);
 		if (ret)
 			return ret;
-		p = cc_blob(c, 0, 4ull * ch * sizeof(double));
-		if (!p)
-			return cc_nomem(c);
-		memcpy(p, bn->mean, ch * sizeof(double));
-		memcpy(p + ch, bn->sd, ch * sizeof(double));
-		memcpy(p + 2 * ch, bn->gamma, ch * sizeof(double));
-		memcpy(p + 3 * ch, bn->beta, ch * sizeof(double));
 	}
-	c->pb = NULL;
+	c->pbias = false;
 	c->n_pbn = 0;
 	c->exact = false;
 	return 0;
-}
-
-/* The pending chain on channel ch, in float64, in the spec's order. */
-static double cc_chain(const struct cc *c, uint32_t ch, double x)
-{
-	if (c->pb)
-		x = x + c->pb[ch];
-	for (uint32_t k = 0; k < c->n_pbn; k++) {
-		const struct cc_bn *bn = &c->bn[c->pbn[k]];
-
-		x = (x - bn->mean[ch]) / bn->sd[ch] * bn->gamma[ch] + bn->beta[ch];
-	}
-	return x;
-}
-
-static bool cc_dec(const struct cc *c, uint32_t ch, int64_t d)
-{
-	return cc_chain(c, ch, (double)d) >= 0;
-}
-
-/*
- * Fold the pending chain and a sign on channel ch into (thr, flip) over the integers [lo, hi].
- * Every step is monotone in x (round-to-nearest is), so the decision flips at most once; the
- * product of the gammas' signs says which way, a zero gamma makes it constant. Returns false
- * if a "constant" chain is not (an overflow to infinity times a zero gamma).
- */
-static bool cc_fold_channel(const struct cc *c, uint32_t ch, int32_t *thr, uint8_t *flip)
-{
-	int64_t a = c->lo, b = c->hi;
-	int dir = 1;
-	bool glo = cc_dec(c, ch, a), ghi = cc_dec(c, ch, b);
-
-	for (uint32_t k = 0; k < c->n_pbn; k++) {
-		double g = c->bn[c->pbn[k]].gamma[ch];
-
-		dir = g == 0 ? 0 : g < 0 ? -dir : dir;
-		if (!dir)
-			break;
-	}
-	*thr = INT32_MIN;
-	if (dir == 0 || glo == ghi) {
-		*flip = !glo;
-		return glo == ghi;
-	}
-	/* Bisect keeping dec(a) == glo and dec(b) == ghi. */
-	while (b - a > 1) {
-		int64_t mid = a + (b - a) / 2;
-
-		if (cc_dec(c, ch, mid) == glo)
-			a = mid;
-		else
-			b = mid;
-	}
-	if (ghi) { /* non-decreasing: x >= b */
-		*thr = (int32_t)b;
-		*flip = 0;
-	} else { /* non-increasing: x <= a */
-		*thr = (int32_t)(a + 1);
-		*flip = 1;
-	}
-	return true;
-}
-
-/* Per-channel thresholds for the pending chain and a sign; *thr NULL if they do not fold. */
-static int cc_thresholds(struct cc *c, int32_t **thr, uint8_t **flip)
-{
-	uint32_t ch = c->s.c;
-
-	*thr = NULL;
-	*flip = NULL;
-	if (!c->exact || c->lo < INT32_MIN || c->hi > INT32_MAX)
-		return 0;
-	*thr = malloc(ch * sizeof(**thr));
-	*flip = malloc(ch);
-	if (!*thr || !*flip)
-		goto err_nomem;
-	for (uint32_t k = 0; k < ch; k++)
-		if (!cc_fold_channel(c, k, &(*thr)[k], &(*flip)[k]))
-			goto out_nofold;
-	return 0;
-
-out_nofold:
-	free(*thr);
-	free(*flip);
-	*thr = NULL;
-	*flip = NULL;
-	return 0;
-err_nomem:
-	free(*thr);
-	free(*flip);
-	*thr = NULL;
-	*flip = NULL;
-	return cc_nomem(c);
 }
 
 /*
  * Place folded thresholds (owned from here on) for the pending chain and the sign at arch layer
  * `sign`: into the binary op producing the integers if it is the last op, else as a THRESHOLD.
  */
-static int cc_place_thresholds(struct cc *c, uint32_t sign, int32_t *thr, uint8_t *flip)
+static int cc_place_thresholds(struct cc *c, uint32_t sign, struct cc_fold *f)
 {
-	uint32_t ch = c->s.c, first = cc_pending(c) ? c->pend_first : sign;
+	uint32_t first = cc_pending(c) ? c->pend_first : sign;
 	struct model_layer *l;
 	unsigned int bt;
 	int ret;
@@ -340,18 +113,13 @@ static int cc_place_thresholds(struct cc *c, uint32_t sign, int32_t *thr, uint8_
 		ret = cc_emit(c, MODEL_OP_THRESHOLD, first, sign - first + 1,
 			      shape_fmt(c->s, MODEL_FMT_BITS));
 		if (ret) {
-			free(thr);
-			free(flip);
+			cc_fold_free(f);
 			return ret;
 		}
-		l = cc_last(c);
 		bt = 0;
 	}
-	l->blob[bt] = thr;
-	l->blob_size[bt] = ch * sizeof(*thr);
-	l->blob[bt + 1] = flip;
-	l->blob_size[bt + 1] = ch;
-	c->pb = NULL;
+	cc_put_fold(c, bt, f);
+	c->pbias = false;
 	c->n_pbn = 0;
 	c->exact = true;
 	c->lo = -1;
@@ -360,70 +128,35 @@ static int cc_place_thresholds(struct cc *c, uint32_t sign, int32_t *thr, uint8_
 	return 0;
 }
 
-/* A sign (arch layer `sign`) on the current tensor. */
-static int cc_sign(struct cc *c, uint32_t sign)
-{
-	int32_t *thr;
-	uint8_t *flip;
-	int ret;
-
-	if (c->s.fmt == MODEL_FMT_BITS)
-		return 0;
-	ret = cc_to_f64(c, sign, 1);
-	if (ret)
-		return ret;
-	ret = cc_thresholds(c, &thr, &flip);
-	if (ret)
-		return ret;
-	if (!thr) {
-		ret = cc_flush(c);
-		if (!ret)
-			ret = cc_emit(c, MODEL_OP_SIGN, sign, 1, shape_fmt(c->s, MODEL_FMT_BITS));
-		return ret;
-	}
-	return cc_place_thresholds(c, sign, thr, flip);
-}
-
-/* Can the pending chain on channel ch be exactly 0 (or -0.0) at an integer in [lo, hi]? */
-static bool cc_zero_reachable(const struct cc *c, uint32_t ch, int32_t thr, uint8_t flip)
-{
-	if (thr == INT32_MIN) /* constant: all >= 0 touches 0 only at an end (monotone) */
-		return !flip &&
-		       (cc_chain(c, ch, (double)c->lo) == 0 || cc_chain(c, ch, (double)c->hi) == 0);
-	/* the smallest value >= 0 is at the boundary integer */
-	return cc_chain(c, ch, (double)(flip ? (int64_t)thr - 1 : thr)) == 0;
-}
-
 /*
- * ONNX Sign (layer `sign3`): one bit where no reachable input is 0, else three-valued
- * (MODEL_OP_SIGN3), whose -1/0/+1 are again exact integers.
+ * A sign (arch layer `sign`) on the current tensor; with `three`, ONNX Sign (layer sign3): one
+ * bit where no reachable input is 0, else three-valued (MODEL_OP_SIGN3), whose -1/0/+1 are again
+ * exact integers.
  */
-static int cc_sign3(struct cc *c, uint32_t sign)
+static int cc_sign(struct cc *c, uint32_t sign, bool three)
 {
-	bool zero = true;
-	int32_t *thr;
-	uint8_t *flip;
+	struct cc_fold f;
 	int ret;
 
 	if (c->s.fmt == MODEL_FMT_BITS)
 		return 0;
 	ret = cc_to_f64(c, sign, 1);
 	if (!ret)
-		ret = cc_thresholds(c, &thr, &flip);
+		ret = cc_fold(c, &f);
+	if (ret < 0)
+		return ret;
+	if (ret && three && cc_zero_reachable(c, &f)) {
+		cc_fold_free(&f);
+		ret = 0;
+	}
+	if (ret)
+		return cc_place_thresholds(c, sign, &f);
+	ret = cc_flush(c);
 	if (ret)
 		return ret;
-	if (thr) {
-		zero = false;
-		for (uint32_t k = 0; k < c->s.c && !zero; k++)
-			zero = cc_zero_reachable(c, k, thr[k], flip[k]);
-		free(thr);
-		free(flip);
-	}
-	if (!zero)
-		return cc_sign(c, sign);
-	ret = cc_flush(c);
-	if (!ret)
-		ret = cc_emit(c, MODEL_OP_SIGN3, sign, 1, c->s);
+	if (!three)
+		return cc_emit(c, MODEL_OP_SIGN, sign, 1, shape_fmt(c->s, MODEL_FMT_BITS));
+	ret = cc_emit(c, MODEL_OP_SIGN3, sign, 1, c->s);
 	c->exact = true;
 	c->lo = -1;
 	c->hi = 1;
@@ -434,7 +167,6 @@ static int cc_sign3(struct cc *c, uint32_t sign)
 static int cc_pad(struct cc *c, const struct model_ic_layer *L)
 {
 	struct model_shape os = c->s;
-	uint32_t *p;
 	int ret;
 
 	if (c->flat)
@@ -452,12 +184,10 @@ static int cc_pad(struct cc *c, const struct model_ic_layer *L)
 		ret = cc_flush(c);
 	if (!ret)
 		ret = cc_emit(c, MODEL_OP_PAD, c->layer, 1, os);
+	if (!ret)
+		ret = cc_put_pads(c, L->pads);
 	if (ret)
 		return ret;
-	p = cc_blob(c, 0, 4 * sizeof(*p));
-	if (!p)
-		return cc_nomem(c);
-	memcpy(p, L->pads, 4 * sizeof(*p));
 	if (L->pad_neginf) {
 		cc_last(c)->flags = MODEL_LF_PADNEG;
 		c->exact = false;
@@ -466,29 +196,6 @@ static int cc_pad(struct cc *c, const struct model_ic_layer *L)
 		c->hi = c->hi > 0 ? c->hi : 0;
 	}
 	return 0;
-}
-
-/* Pack rows of len reals into signs, model_words(len) u64 per row (bit 1 where W >= 0). */
-static void pack_rows(const double *w, uint64_t rows, uint64_t len, uint64_t *out)
-{
-	uint32_t wpr = model_words(len);
-
-	for (uint64_t r = 0; r < rows; r++)
-		for (uint64_t j = 0; j < len; j++)
-			if (w[r * len + j] >= 0)
-				out[r * wpr + j / 64] |= 1ull << (j % 64);
-}
-
-/* Binary conv weights [O][C][k][k] -> [O][k][k][words(C)], channel-packed per tap. */
-static void pack_taps(const double *w, uint32_t o, uint32_t ch, uint32_t k, uint64_t *out)
-{
-	uint32_t wpc = model_words(ch);
-
-	for (uint64_t oc = 0; oc < o; oc++)
-		for (uint64_t c = 0; c < ch; c++)
-			for (uint64_t t = 0; t < (uint64_t)k * k; t++)
-				if (w[(oc * ch + c) * k * k + t] >= 0)
-					out[(oc * k * k + t) * wpc + c / 64] |= 1ull << (c % 64);
 }
 
 /* A binary-weight float layer of n inputs per output keeps integers exact below 2^52. */
@@ -503,13 +210,40 @@ static void cc_exact_after(struct cc *c, uint64_t n)
 	}
 }
 
-static int cc_no_bias_array(struct cc *c)
+/* A binary-weight layer's bias stays pending: a sign may fold it into thresholds. */
+static void cc_pend_bias(struct cc *c, const struct model_ic_layer *L)
 {
-	const struct model_ic_array *a = cc_find(c, c->layer, "bias");
+	if (!L->bias)
+		return;
+	c->pbias = true;
+	c->pb_src = c->layer;
+	c->pend_first = c->layer;
+}
 
-	if (a)
-		return cc_fail(c, c->ic->weights_path,
-			       "array %s given but the layer has bias false", a->key);
+/*
+ * A float dense or conv (op) to os, n inputs per output: binary weights (packed signs,
+ * MODEL_LF_BINW; exact integers stay exact below 2^52), or float weights and bias
+ * (MODEL_LF_BIAS).
+ */
+static int cc_float_op(struct cc *c, const struct model_ic_layer *L, uint32_t op,
+		       struct model_shape os, uint64_t n)
+{
+	int ret = cc_to_f64(c, c->layer, 1);
+
+	if (!ret)
+		ret = cc_emit(c, op, c->layer, 1, os);
+	if (!ret)
+		ret = L->binw ? cc_put_rows(c, os.c, n) : cc_put_float(c, os.c * n, os.c);
+	if (ret)
+		return ret;
+	if (L->binw) {
+		cc_last(c)->flags = MODEL_LF_BINW;
+		cc_exact_after(c, n);
+	} else {
+		if (L->bias)
+			cc_last(c)->flags = MODEL_LF_BIAS;
+		c->exact = false;
+	}
 	return 0;
 }
 
@@ -518,24 +252,13 @@ static int cc_dense(struct cc *c, const struct model_ic_layer *L)
 	uint32_t i = c->layer, out = L->out;
 	uint64_t n = model_shape_elems(&c->s);
 	struct model_shape os = {MODEL_FMT_F64, out, 1, 1};
-	const double *w, *b = NULL;
-	uint64_t *pw;
 	int ret;
 
 	ret = cc_check_size(c, &os);
-	if (ret)
-		return ret;
-	w = cc_array(c, "weight", 2, (uint64_t[]){out, n}, L->binw ? CC_NO_NAN : CC_FINITE);
-	if (!w)
-		return -EINVAL;
-	if (L->bias) {
-		b = cc_array(c, "bias", 1, (uint64_t[]){out}, CC_FINITE);
-		if (!b)
-			return -EINVAL;
-	} else if (cc_no_bias_array(c)) {
-		return -EINVAL;
-	}
-	ret = cc_flush(c);
+	if (!ret)
+		ret = cc_take_weights(c, L, 2, (uint64_t[]){out, n});
+	if (!ret)
+		ret = cc_flush(c);
 	if (!ret && (c->s.h != 1 || c->s.w != 1))
 		ret = cc_emit(c, MODEL_OP_FLATTEN, i, 1,
 			      (struct model_shape){c->s.fmt, (uint32_t)n, 1, 1});
@@ -546,6 +269,8 @@ static int cc_dense(struct cc *c, const struct model_ic_layer *L)
 		bool u8 = c->s.fmt == MODEL_FMT_U8;
 
 		ret = cc_emit(c, u8 ? MODEL_OP_BDENSE_U8 : MODEL_OP_BDENSE, i, 1, os);
+		if (!ret)
+			ret = cc_put_rows(c, out, n);
 		if (ret)
 			return ret;
 		c->prod = c->m->n_layers - 1;
@@ -553,42 +278,12 @@ static int cc_dense(struct cc *c, const struct model_ic_layer *L)
 		c->hi = (int64_t)n * (u8 ? 255 : 1);
 		c->lo = -c->hi;
 	} else {
-		ret = cc_to_f64(c, i, 1);
-		if (!ret)
-			ret = cc_emit(c, MODEL_OP_DENSE, i, 1, os);
+		ret = cc_float_op(c, L, MODEL_OP_DENSE, os, n);
 		if (ret)
 			return ret;
-		if (L->binw) {
-			cc_last(c)->flags = MODEL_LF_BINW;
-			cc_exact_after(c, n);
-		} else {
-			double *pd = cc_blob(c, 0, out * n * sizeof(double));
-
-			if (!pd)
-				return cc_nomem(c);
-			memcpy(pd, w, out * n * sizeof(double));
-			if (b) {
-				double *pb = cc_blob(c, 1, out * sizeof(double));
-
-				if (!pb)
-					return cc_nomem(c);
-				memcpy(pb, b, out * sizeof(double));
-				cc_last(c)->flags = MODEL_LF_BIAS;
-			}
-			c->exact = false;
-		}
 	}
-	if (L->binw) {
-		pw = cc_blob(c, 0, (uint64_t)out * model_words(n) * 8);
-		if (!pw)
-			return cc_nomem(c);
-		pack_rows(w, out, n, pw);
-		if (b) {
-			c->pb = b;
-			c->pb_src = i;
-			c->pend_first = i;
-		}
-	}
+	if (L->binw)
+		cc_pend_bias(c, L);
 	c->flat = true;
 	return 0;
 }
@@ -597,9 +292,8 @@ static int cc_conv(struct cc *c, const struct model_ic_layer *L)
 {
 	uint32_t i = c->layer, o = L->out, k = L->kernel, ch = c->s.c;
 	uint64_t ph = (uint64_t)c->s.h + 2ull * L->pad, pw = (uint64_t)c->s.w + 2ull * L->pad;
-	uint64_t taps = (uint64_t)ch * k * k;
+	uint64_t taps;
 	struct model_shape os;
-	const double *w, *b = NULL;
 	int ret;
 
 	if (c->flat)
@@ -613,109 +307,51 @@ static int cc_conv(struct cc *c, const struct model_ic_layer *L)
 		return cc_fail(c, c->ic->arch_path,
 			       "kernel %u larger than the padded input %llux%llu", k,
 			       (unsigned long long)ph, (unsigned long long)pw);
-	if (taps > MODEL_FILE_MAX_ELEMS)
-		return cc_fail(c, c->ic->arch_path, "kernel %u: %llu taps per output, too many", k,
-			       (unsigned long long)taps);
+	if ((uint64_t)k * k > MODEL_FILE_MAX_ELEMS / ch)
+		return cc_fail(c, c->ic->arch_path,
+			       "kernel %u on %u channels: over %llu taps per output", k, ch,
+			       (unsigned long long)MODEL_FILE_MAX_ELEMS);
+	taps = (uint64_t)ch * k * k;
 	os = (struct model_shape){MODEL_FMT_F64, o, (uint32_t)((ph - k) / L->stride + 1),
 				  (uint32_t)((pw - k) / L->stride + 1)};
 	ret = cc_check_size(c, &os);
-	if (ret)
-		return ret;
-	w = cc_array(c, "weight", 4, (uint64_t[]){o, ch, k, k}, L->binw ? CC_NO_NAN : CC_FINITE);
-	if (!w)
-		return -EINVAL;
-	if (L->bias) {
-		b = cc_array(c, "bias", 1, (uint64_t[]){o}, CC_FINITE);
-		if (!b)
-			return -EINVAL;
-	} else if (cc_no_bias_array(c)) {
-		return -EINVAL;
-	}
-	ret = cc_flush(c);
+	if (!ret)
+		ret = cc_take_weights(c, L, 4, (uint64_t[]){o, ch, k, k});
+	if (!ret)
+		ret = cc_flush(c);
 	if (ret)
 		return ret;
 	if (L->binw && c->s.fmt == MODEL_FMT_BITS) {
-		uint64_t *p;
-
 		ret = cc_emit(c, MODEL_OP_BCONV, i, 1, os);
+		if (!ret)
+			ret = cc_put_taps(c, o, ch, k);
 		if (ret)
 			return ret;
-		p = cc_blob(c, 0, (uint64_t)o * k * k * model_words(ch) * 8);
-		if (!p)
-			return cc_nomem(c);
-		pack_taps(w, o, ch, k, p);
 		c->prod = c->m->n_layers - 1;
 		c->exact = true;
 		c->hi = (int64_t)taps;
 		c->lo = -c->hi;
 	} else {
-		ret = cc_to_f64(c, i, 1);
-		if (!ret)
-			ret = cc_emit(c, MODEL_OP_CONV, i, 1, os);
+		ret = cc_float_op(c, L, MODEL_OP_CONV, os, taps);
 		if (ret)
 			return ret;
-		if (L->binw) {
-			uint64_t *p = cc_blob(c, 0, (uint64_t)o * model_words(taps) * 8);
-
-			if (!p)
-				return cc_nomem(c);
-			pack_rows(w, o, taps, p);
-			cc_last(c)->flags = MODEL_LF_BINW;
-			cc_exact_after(c, taps);
-		} else {
-			double *p = cc_blob(c, 0, o * taps * sizeof(double));
-
-			if (!p)
-				return cc_nomem(c);
-			memcpy(p, w, o * taps * sizeof(double));
-			if (b) {
-				double *pb = cc_blob(c, 1, o * sizeof(double));
-
-				if (!pb)
-					return cc_nomem(c);
-				memcpy(pb, b, o * sizeof(double));
-				cc_last(c)->flags = MODEL_LF_BIAS;
-			}
-			c->exact = false;
-		}
 	}
 	cc_last(c)->kernel = k;
 	cc_last(c)->stride = L->stride;
 	cc_last(c)->pad = L->pad;
-	if (L->binw && b) {
-		c->pb = b;
-		c->pb_src = i;
-		c->pend_first = i;
-	}
+	if (L->binw)
+		cc_pend_bias(c, L);
 	return 0;
 }
 
 static int cc_batchnorm(struct cc *c, const struct model_ic_layer *L)
 {
-	uint32_t i = c->layer, ch = c->s.c;
-	uint64_t dims[1] = {ch};
-	struct cc_bn *bn = &c->bn[i];
-	const double *var;
+	uint32_t i = c->layer;
 	int ret;
 
-	bn->gamma = cc_array(c, "gamma", 1, dims, CC_FINITE);
-	bn->beta = bn->gamma ? cc_array(c, "beta", 1, dims, CC_FINITE) : NULL;
-	bn->mean = bn->beta ? cc_array(c, "mean", 1, dims, CC_FINITE) : NULL;
-	var = bn->mean ? cc_array(c, "var", 1, dims, CC_FINITE) : NULL;
-	if (!var)
-		return -EINVAL;
-	bn->sd = malloc(ch * sizeof(double));
-	if (!bn->sd)
-		return cc_nomem(c);
-	for (uint32_t k = 0; k < ch; k++) {
-		double v = var[k] + L->eps;
-
-		if (!(v > 0))
-			return cc_fail(c, c->ic->weights_path, "%u.var[%u] + eps = %g + %g <= 0", i,
-				       k, var[k], L->eps);
-		bn->sd[k] = sqrt(v);
-	}
-	ret = cc_to_f64(c, i, 1);
+	ret = cc_take_batchnorm(c, L);
+	if (!ret)
+		ret = cc_to_f64(c, i, 1);
 	if (ret)
 		return ret;
 	if (!cc_pending(c))
@@ -738,15 +374,6 @@ static int cc_window(struct cc *c, const struct model_ic_layer *L, struct model_
 	return 0;
 }
 
-static bool cc_chain_nondecreasing(const struct cc *c)
-{
-	for (uint32_t k = 0; k < c->n_pbn; k++)
-		for (uint32_t ch = 0; ch < c->s.c; ch++)
-			if (c->bn[c->pbn[k]].gamma[ch] < 0)
-				return false;
-	return true;
-}
-
 /*
  * Threshold before pool. On exact integers x with a pending chain f1 (bias, batch-norms), a
  * max-pool, then batch-norms f2 and a sign: every step is monotone (rounding included), so per
@@ -758,27 +385,13 @@ static bool cc_chain_nondecreasing(const struct cc *c)
  * after the pool it consumed (batch-norms and the sign), 0 when it does not apply (the caller
  * then pools x as it is), or -errno.
  */
-static bool cc_post_pool_decreasing(const struct cc *c, uint32_t first_bn, uint32_t ch)
-{
-	int dir = 1;
-
-	for (uint32_t k = first_bn; k < c->n_pbn && dir; k++) {
-		double g = c->bn[c->pbn[k]].gamma[ch];
-
-		dir = g == 0 ? 0 : g < 0 ? -dir : dir;
-	}
-	return dir < 0;
-}
-
 static int cc_pool_fold(struct cc *c, const struct model_ic_layer *L, struct model_shape os)
 {
 	const struct model_ic_model *ic = c->ic;
-	uint32_t i = c->layer, j = i + 1, saved = c->n_pbn, wpp = model_words(os.c);
+	uint32_t i = c->layer, j = i + 1, saved = c->n_pbn;
 	struct model_layer *l;
+	struct cc_fold f;
 	uint64_t *mask;
-	int32_t *thr;
-	uint8_t *flip;
-	bool any_and = false;
 	int ret;
 
 	if (c->s.fmt == MODEL_FMT_BITS || !c->exact)
@@ -794,30 +407,21 @@ static int cc_pool_fold(struct cc *c, const struct model_ic_layer *L, struct mod
 			return ret;
 	}
 	c->layer = i;
-	ret = cc_thresholds(c, &thr, &flip);
-	if (ret)
+	ret = cc_fold(c, &f);
+	if (ret < 0)
 		return ret;
-	if (!thr) {
-		for (uint32_t k = i + 1; k < j; k++) {
-			free(c->bn[k].sd);
-			c->bn[k].sd = NULL;
-		}
+	if (!ret) {
+		for (uint32_t k = i + 1; k < j; k++)
+			cc_drop_batchnorm(c, k);
 		c->n_pbn = saved;
 		return 0;
 	}
-	mask = calloc(wpp, sizeof(*mask));
-	if (!mask) {
-		free(thr);
-		free(flip);
-		return cc_nomem(c);
+	ret = cc_pool_and_mask(c, saved, os.c, &mask);
+	if (ret) {
+		cc_fold_free(&f);
+		return ret;
 	}
-	for (uint32_t ch = 0; ch < os.c; ch++) {
-		bool dec = cc_post_pool_decreasing(c, saved, ch);
-
-		mask[ch / 64] |= (uint64_t)dec << (ch % 64);
-		any_and = any_and || dec;
-	}
-	ret = cc_place_thresholds(c, j, thr, flip);
+	ret = cc_place_thresholds(c, j, &f);
 	if (!ret)
 		ret = cc_emit(c, MODEL_OP_MAXPOOL_BITS, i, 1, shape_fmt(os, MODEL_FMT_BITS));
 	if (ret) {
@@ -827,12 +431,9 @@ static int cc_pool_fold(struct cc *c, const struct model_ic_layer *L, struct mod
 	l = cc_last(c);
 	l->kernel = L->kernel;
 	l->stride = L->stride;
-	if (any_and) {
+	if (mask) {
 		l->flags |= MODEL_LF_ANDPOOL;
-		l->blob[0] = mask;
-		l->blob_size[0] = wpp * sizeof(*mask);
-	} else {
-		free(mask);
+		cc_put_blob(c, mask, model_words(os.c) * sizeof(*mask));
 	}
 	return (int)(j - i);
 }
@@ -852,7 +453,7 @@ static int cc_maxpool(struct cc *c, const struct model_ic_layer *L, bool sign_ne
 		return ret;
 	if (c->s.fmt != MODEL_FMT_BITS && sign_next) {
 		/* sign(max(x)) == max(sign(x)): sign is monotone, so sign first, pool bits. */
-		ret = cc_sign(c, i + 1);
+		ret = cc_sign(c, i + 1, false);
 		if (ret)
 			return ret;
 	}
@@ -938,7 +539,7 @@ static int cc_layer(struct cc *c, const struct model_ic_layer *L, bool sign_next
 	case MODEL_SRC_BATCHNORM:
 		return cc_batchnorm(c, L);
 	case MODEL_SRC_SIGN:
-		return cc_sign(c, c->layer);
+		return cc_sign(c, c->layer, false);
 	case MODEL_SRC_RELU:
 		return cc_relu(c);
 	case MODEL_SRC_MAXPOOL:
@@ -950,7 +551,7 @@ static int cc_layer(struct cc *c, const struct model_ic_layer *L, bool sign_next
 	case MODEL_SRC_PAD:
 		return cc_pad(c, L);
 	case MODEL_SRC_SIGN3:
-		return cc_sign3(c, c->layer);
+		return cc_sign(c, c->layer, true);
 	}
 	return cc_fail(c, c->ic->arch_path, "unknown layer type %u", L->type);
 }
@@ -984,9 +585,16 @@ void model_compiled_free(struct model *m)
 	memset(m, 0, sizeof(*m));
 }
 
-int model_compile(const struct model_ic_model *ic, struct model *m, char *err, size_t errlen)
+static int cc_run(const struct model_ic_model *ic, bool shapes, struct model *m, char *err,
+		  size_t errlen)
 {
-	struct cc c = {.ic = ic, .m = m, .err = err, .errlen = errlen, .s = ic->input, .prod = -1};
+	struct cc c = {.ic = ic,
+		       .m = m,
+		       .shapes = shapes,
+		       .err = err,
+		       .errlen = errlen,
+		       .s = ic->input,
+		       .prod = -1};
 	int ret;
 
 	memset(m, 0, sizeof(*m));
@@ -995,8 +603,8 @@ int model_compile(const struct model_ic_model *ic, struct model *m, char *err, s
 	m->n_src = ic->n_layers;
 	m->src = calloc(ic->n_layers, sizeof(*m->src));
 	c.pbn = calloc(ic->n_layers, sizeof(*c.pbn));
-	c.bn = calloc(ic->n_layers, sizeof(*c.bn));
-	if (!m->src || !c.pbn || !c.bn) {
+	c.v = calloc(ic->n_layers, sizeof(*c.v));
+	if (!m->src || !c.pbn || !c.v) {
 		ret = cc_nomem(&c);
 		goto out_free;
 	}
@@ -1029,11 +637,21 @@ int model_compile(const struct model_ic_model *ic, struct model *m, char *err, s
 		ret = cc_to_f64(&c, 0, ic->n_layers);
 
 out_free:
-	for (uint32_t i = 0; c.bn && i < ic->n_layers; i++)
-		free(c.bn[i].sd);
-	free(c.bn);
+	for (uint32_t i = 0; c.v && i < ic->n_layers; i++)
+		cc_drop_batchnorm(&c, i);
+	free(c.v);
 	free(c.pbn);
 	if (ret)
 		model_compiled_free(m);
 	return ret;
+}
+
+int model_compile(const struct model_ic_model *ic, struct model *m, char *err, size_t errlen)
+{
+	return cc_run(ic, false, m, err, errlen);
+}
+
+int model_compile_shapes(const struct model_ic_model *ic, struct model *m, char *err, size_t errlen)
+{
+	return cc_run(ic, true, m, err, errlen);
 }

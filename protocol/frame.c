@@ -8,22 +8,6 @@
 _Static_assert((PROTO_NEIGH_SLOTS & (PROTO_NEIGH_SLOTS - 1)) == 0,
 	       "PROTO_NEIGH_SLOTS must be a power of two");
 
-uint32_t proto_csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
-{
-	for (uint32_t i = 0; i + 1 < len; i += 2)
-		sum += proto_get16(p + i);
-	if (len & 1)
-		sum += (uint32_t)p[len - 1] << 8;
-	return sum;
-}
-
-uint16_t proto_csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 uint32_t proto_frame_udp(uint8_t *f, const struct proto_addr *a, uint32_t plen, bool udp_offload)
 {
 	uint8_t *ip = f + PROTO_ETH_HLEN, *udp = ip + PROTO_IP_HLEN;
@@ -49,7 +33,7 @@ uint32_t proto_frame_udp(uint8_t *f, const struct proto_addr *a, uint32_t plen, 
 	proto_put16(udp + 2, a->dport);
 	proto_put16(udp + 4, (uint16_t)ulen);
 	proto_put16(udp + 6, 0);
-	sum = proto_csum_add(0, ip + 12, 8) + PROTO_IPPROTO_UDP + ulen;
+	sum = proto_csum_pseudo(ip, PROTO_IPPROTO_UDP, ulen);
 	if (udp_offload) {
 		proto_put16(udp + 6, proto_csum_fold(sum));
 	} else {
@@ -93,6 +77,18 @@ enum proto_frame_kind proto_frame_parse(const uint8_t *f, uint32_t len, struct p
 	*plen = ulen - PROTO_UDP_HLEN;
 	*ihl_out = ihl;
 	return PROTO_FRAME_UDP;
+}
+
+bool proto_frame_csum_ok(const uint8_t *f, uint32_t ihl)
+{
+	const uint8_t *ip = f + PROTO_ETH_HLEN, *udp = ip + ihl;
+	uint32_t ulen = proto_get16(udp + 4);
+
+	if (proto_csum_fold(proto_csum_add(0, ip, ihl)) != 0xffff)
+		return false;
+	return !proto_get16(udp + 6) ||
+	       proto_csum_fold(proto_csum_add(proto_csum_pseudo(ip, PROTO_IPPROTO_UDP, ulen), udp,
+					      ulen)) == 0xffff;
 }
 
 bool proto_arp_reply(uint8_t *f, uint32_t len, const uint8_t mac[6], uint32_t ip,

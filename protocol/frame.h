@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * protocol/frame.h — Ethernet/ARP/IPv4/UDP framing, done once for every user (the NIC
- * firmware's dispatcher, splitnic-host): no OS or DPDK headers, so that it builds for any
- * platform.
+ * firmware's dispatcher, splitnic-host, the XDP loader's test frames): no OS or DPDK headers, so
+ * that it builds for any platform.
  *
- * Frames built here have no VLAN tag and no IP options: the UDP payload starts at
- * frame + PROTO_FRAME_HDRS. Addresses travel in one struct, struct proto_addr (IPv4 addresses and
- * ports in host order; s* is the sender, d* the destination).
+ * Checksums are protocol/csum.h's. Frames built here have no VLAN tag and no IP options: the
+ * UDP payload starts at frame + PROTO_FRAME_HDRS. Addresses travel in one struct, struct
+ * proto_addr (IPv4 addresses and ports in host order; s* is the sender, d* the destination).
  *
  * The neighbour table maps IPv4 addresses to MACs learnt from received frames: a fixed array
  * of PROTO_NEIGH_SLOTS entries indexed by a hash of the address (a newer entry replaces an
@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "protocol/csum.h"
 #include "protocol/proto_hdr.h"
 
 #define PROTO_ETH_HLEN	  14u
@@ -46,12 +47,6 @@ struct proto_addr {
 uint32_t proto_frame_udp(uint8_t *frame, const struct proto_addr *a, uint32_t plen,
 			 bool udp_offload);
 
-/* One's-complement sums (RFC 1071): proto_csum_add adds the len bytes at p as big-endian 16-bit
- * words (an odd last byte padded with zero) to a partial sum; proto_csum_fold folds a partial
- * sum to 16 bits (not complemented). */
-uint32_t proto_csum_add(uint32_t sum, const uint8_t *p, uint32_t len);
-uint16_t proto_csum_fold(uint32_t sum);
-
 /* What proto_frame_parse found. */
 enum proto_frame_kind {
 	PROTO_FRAME_UDP = 0,  /* IPv4/UDP, consistent: payload and addresses filled */
@@ -70,6 +65,12 @@ enum proto_frame_kind {
  */
 enum proto_frame_kind proto_frame_parse(const uint8_t *frame, uint32_t len, struct proto_addr *a,
 					const uint8_t **p, uint32_t *plen, uint32_t *ihl);
+
+/*
+ * Do the checksums of a frame that proto_frame_parse found PROTO_FRAME_UDP (ihl: its IPv4
+ * header length) verify: the IPv4 header's, and the UDP checksum unless it is 0 (none sent)?
+ */
+bool proto_frame_csum_ok(const uint8_t *frame, uint32_t ihl);
 
 /*
  * An ARP request for target_ip (host order) from (mac, ip)? Then turn the frame into the

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "exec/kexec.h"
+#include "model/compile.h"
 #include "split/split.h"
 
 #define ARCH_MAX_DIM (1u << 28)
@@ -239,88 +240,54 @@ static int arch_shapes(struct split_arch *a, const char *path, char *err, size_t
 	return 0;
 }
 
-/*
- * The NIC's part of an interchange architecture, by the one rule (kexec_nic_first): each layer
- * stands for the compiled op it becomes as far as that rule looks (op, input format, folded
- * thresholds): a binary dense reads bits after a sign (or the u8 input), and a sign after a
- * binary op and its batch-norms folds into that op's thresholds; bias and batch-norms that no
- * sign folds stay float ops.
- */
-static void arch_mark_nic(struct split_arch *a)
+/* Layers [src_first of op nic_first, n) NIC-runnable (nic_first == m->n_layers: none). */
+static void arch_mark_nic(struct split_arch *a, const struct model *m, uint32_t nic_first)
 {
-	struct model m = {.n_layers = 0};
-	uint32_t fmt = a->input.fmt, prod = UINT32_MAX, n_bn = 0, first;
-	uint32_t *src = calloc(3 * (size_t)a->n + 1, sizeof(*src));
-	bool bias = false;
+	if (nic_first < m->n_layers)
+		for (uint32_t i = m->layers[nic_first].src_first; i < a->n; i++)
+			a->l[i].exec_mask |= SPLIT_EXM(SPLIT_EX_NIC);
+}
 
-	m.layers = calloc(3 * (size_t)a->n + 1, sizeof(*m.layers));
-	if (!src || !m.layers)
-		goto out_free;
-	for (uint32_t i = 0; i <= a->n; i++) {
-		const struct split_layer *L = i < a->n ? &a->l[i] : NULL;
-		const bool binw = L && (L->flags & MODEL_SF_BINW);
-		struct model_layer *o;
+/*
+ * The NIC's part of an interchange architecture: the ops the compiler's shape-only pass lowers
+ * it to, asked kexec_nic_first. "groups" changes no op (only the weights' shape), so the pass
+ * sees a plain conv. An architecture the compiler refuses has no NIC part.
+ */
+static int arch_nic_from_compiler(struct split_arch *a)
+{
+	struct model_ic_model ic = {.arch_path = "", .weights_path = "", .input = a->input};
+	struct model m;
+	char err[320];
+	int ret;
 
-		if (L && prod != UINT32_MAX && L->type == MODEL_SRC_BATCHNORM) {
-			n_bn++;
-			continue;
-		}
-		if (L && prod != UINT32_MAX && L->type == MODEL_SRC_SIGN) {
-			m.layers[prod].flags |= MODEL_LF_THRESH;
-			prod = UINT32_MAX;
-			fmt = MODEL_FMT_BITS;
-			continue;
-		}
-		for (uint32_t k = 0; prod != UINT32_MAX && k < n_bn + bias; k++) {
-			src[m.n_layers] = i - 1;
-			m.layers[m.n_layers++] = (struct model_layer){
-			    .op = k < bias ? MODEL_OP_BIAS : MODEL_OP_BATCHNORM,
-			    .in.fmt = MODEL_FMT_F64};
-		}
-		prod = UINT32_MAX;
-		n_bn = 0;
-		if (!L)
-			break;
-		src[m.n_layers] = i;
-		o = &m.layers[m.n_layers++];
-		o->in.fmt = fmt == MODEL_FMT_U8 || fmt == MODEL_FMT_BITS ? fmt : MODEL_FMT_F64;
-		switch (L->type) {
-		case MODEL_SRC_DENSE:
-		case MODEL_SRC_CONV:
-			o->op = L->type == MODEL_SRC_DENSE ? MODEL_OP_DENSE : MODEL_OP_CONV;
-			if (binw && L->type == MODEL_SRC_DENSE &&
-			    (fmt == MODEL_FMT_BITS || fmt == MODEL_FMT_U8))
-				o->op =
-				    fmt == MODEL_FMT_BITS ? MODEL_OP_BDENSE : MODEL_OP_BDENSE_U8;
-			else if (binw && fmt == MODEL_FMT_BITS)
-				o->op = MODEL_OP_BCONV;
-			if (o->op != MODEL_OP_DENSE && o->op != MODEL_OP_CONV)
-				prod = m.n_layers - 1;
-			bias = (L->flags & MODEL_SF_BIAS) != 0;
-			fmt = MODEL_FMT_F64;
-			break;
-		case MODEL_SRC_SIGN:
-			o->op = MODEL_OP_SIGN;
-			fmt = MODEL_FMT_BITS;
-			break;
-		case MODEL_SRC_MAXPOOL:
-			o->op = fmt == MODEL_FMT_BITS ? MODEL_OP_MAXPOOL_BITS : MODEL_OP_MAXPOOL;
-			break;
-		case MODEL_SRC_FLATTEN:
-			o->op = MODEL_OP_FLATTEN;
-			break;
-		default: /* batch-norm, relu, lrn, pad, sign3: float ops the NIC does not run */
-			o->op = L->type == MODEL_SRC_BATCHNORM ? MODEL_OP_BATCHNORM : MODEL_OP_RELU;
-			fmt = MODEL_FMT_F64;
-			break;
-		}
+	memcpy(ic.name, a->name, sizeof(ic.name));
+	ic.n_layers = a->n;
+	ic.layers = calloc(a->n, sizeof(*ic.layers));
+	if (!ic.layers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct split_layer *L = &a->l[i];
+
+		ic.layers[i] = (struct model_ic_layer){
+		    .type = L->type,
+		    .out = L->c,
+		    .kernel = L->kernel,
+		    .stride = L->stride,
+		    .pad = L->pad,
+		    .bias = (L->flags & MODEL_SF_BIAS) != 0,
+		    .binw = (L->flags & MODEL_SF_BINW) != 0,
+		    .lrn_size = L->kernel,
+		};
 	}
-	first = kexec_nic_first(&m);
-	for (uint32_t d = first < m.n_layers ? src[first] : a->n; d < a->n; d++)
-		a->l[d].exec_mask |= SPLIT_EXM(SPLIT_EX_NIC);
-out_free:
-	free(src);
-	free(m.layers);
+	ret = model_compile_shapes(&ic, &m, err, sizeof(err));
+	free(ic.layers);
+	if (ret == -ENOMEM)
+		return ret;
+	if (!ret) {
+		arch_mark_nic(a, &m, kexec_nic_first(&m));
+		model_compiled_free(&m);
+	}
+	return 0;
 }
 
 int split_arch_load(const char *path, struct split_arch *a, char *err, size_t errlen)
@@ -384,7 +351,11 @@ int split_arch_load(const char *path, struct split_arch *a, char *err, size_t er
 			goto out_free;
 	if (arch_shapes(a, path, err, errlen))
 		goto out_free;
-	arch_mark_nic(a);
+	if (arch_nic_from_compiler(a)) {
+		ret = -ENOMEM;
+		arch_fail(err, errlen, path, "out of memory");
+		goto out_free;
+	}
 	json_decref(root);
 	return 0;
 
@@ -426,9 +397,7 @@ int split_arch_from_model(const struct model *m, uint32_t nic_first_op, struct s
 		split_arch_free(a);
 		return ret;
 	}
-	if (nic_first_op < m->n_layers)
-		for (uint32_t i = m->layers[nic_first_op].src_first; i < a->n; i++)
-			a->l[i].exec_mask |= SPLIT_EXM(SPLIT_EX_NIC);
+	arch_mark_nic(a, m, nic_first_op);
 	return 0;
 }
 

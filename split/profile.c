@@ -26,7 +26,7 @@ static const struct {
     [SPLIT_P_CPU_CACHE] = {{"cpu.cache_bytes", "B", "weights up to this stay in cache"}, 8e6},
     [SPLIT_P_CPU_BW_CACHE] = {{"cpu.bw_cache", "B/s", "weight streaming from cache"}, 5e10},
     [SPLIT_P_CPU_BW_DRAM] = {{"cpu.bw_dram", "B/s", "weight streaming from DRAM"}, 1e10},
-    [SPLIT_P_GPU_PRESENT] = {{"gpu.present", "0/1", "a usable CUDA GPU (kcuda_probe)"}, 0},
+    [SPLIT_P_GPU_PRESENT] = {{"gpu.present", "0/1", "a usable CUDA GPU (kcuda_open)"}, 0},
     [SPLIT_P_GPU_OP] = {{"gpu.op_s", "s", "launch cost of one GPU op"}, 8e-6},
     [SPLIT_P_GPU_F64_MACS] = {{"gpu.f64_macs", "MAC/s", "float64 conv/dense (cuBLAS)"}, 5e12},
     [SPLIT_P_GPU_BIN_OPS] = {{"gpu.bin_ops", "bit-op/s", "binary dense/conv"}, 5e13},

@@ -33,7 +33,7 @@ int split_exec_from_name(const char *name);
 
 /*
  * One interchange layer (arch.json) with its output shape and costs. Extension (analysis only,
- * see split/README.md): conv takes an optional "groups" (default 1; Caffe's grouped
+ * see docs/split-planning.md): conv takes an optional "groups" (default 1; Caffe's grouped
  * convolution, in and out channels divisible by it). The converter does not accept it.
  */
 struct split_layer {
@@ -75,9 +75,9 @@ static inline uint64_t split_bytes_bits(uint64_t elems)
 
 /*
  * Parse arch.json (docs/model-format.md, plus "groups") and compute every layer's
- * shape and costs. NIC support follows kexec_nic_first()'s rule on the interchange layers: the
- * longest trailing run of binary dense layers (with flatten, batch-norm and sign between and
- * after them) whose first dense layer reads u8 input or a sign's output.
+ * shape and costs. NIC support: the ops the compiler's shape-only pass (model_compile_shapes)
+ * lowers the layers to, asked kexec_nic_first(), as split_arch_from_model asks it of a model
+ * file; none where the compiler refuses the architecture.
  * Returns 0, or -EINVAL / -ENOMEM with a message naming the file, layer and field in err.
  */
 int split_arch_load(const char *path, struct split_arch *a, char *err, size_t errlen);

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "kernels/kern.h"
+#include "model/compile.h"
 #include "model/npy.h"
 #include "tests/support/model_fixture.h"
 
@@ -1060,6 +1061,83 @@ static void test_convert_npy_parser(void **state)
 	free(b);
 }
 
+/* The whole file at path, malloc'd (*len its size); fails the test if it cannot be read. */
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	void *buf;
+	long n;
+
+	if (!fp)
+		fail_msg("%s: cannot open", path);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	assert_true(n >= 0);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	rewind(fp);
+	assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*len = (size_t)n;
+	return buf;
+}
+
+/*
+ * The shape-only pass, given only the bundled models' arch.json, lowers each to the ops the
+ * compiler makes of arch.json and its trained weights (op, flags, shapes, source range, window),
+ * with no blob.
+ */
+static void test_convert_shapes_only(void **state)
+{
+	static const char *const names[] = {"fmnist-bmlp", "fmnist-fmlp", "fmnist-bcnn",
+					    "fmnist-fcnn"};
+	char arch[128], npz[128], err[512];
+
+	(void)state;
+	for (size_t i = 0; i < NA(names); i++) {
+		struct model_ic_model ic = {.arch_path = arch, .weights_path = npz};
+		struct model_ic_model bare = {.arch_path = arch, .weights_path = npz};
+		struct model m, s;
+		size_t alen, nlen;
+		void *a, *w;
+
+		snprintf(arch, sizeof(arch), "models/%s/arch.json", names[i]);
+		snprintf(npz, sizeof(npz), "models/%s/weights.npz", names[i]);
+		a = slurp(arch, &alen);
+		w = slurp(npz, &nlen);
+		assert_int_equal(model_ic_parse_arch(&ic, a, alen, err, sizeof(err)), 0);
+		assert_int_equal(model_ic_parse_npz(&ic, w, nlen, err, sizeof(err)), 0);
+		assert_int_equal(model_compile(&ic, &m, err, sizeof(err)), 0);
+		assert_int_equal(model_ic_parse_arch(&bare, a, alen, err, sizeof(err)), 0);
+		if (model_compile_shapes(&bare, &s, err, sizeof(err)))
+			fail_msg("%s: %s", names[i], err);
+		assert_int_equal(s.n_layers, m.n_layers);
+		assert_int_equal(s.n_src, m.n_src);
+		assert_memory_equal(s.src, m.src, m.n_src * sizeof(*m.src));
+		for (uint32_t k = 0; k < m.n_layers; k++) {
+			const struct model_layer *x = &s.layers[k], *y = &m.layers[k];
+
+			if (x->op != y->op || x->flags != y->flags ||
+			    x->src_first != y->src_first || x->src_count != y->src_count ||
+			    x->kernel != y->kernel || x->stride != y->stride || x->pad != y->pad ||
+			    memcmp(&x->in, &y->in, sizeof(x->in)) ||
+			    memcmp(&x->out, &y->out, sizeof(x->out)))
+				fail_msg(
+				    "%s: op %u: shape-only %s flags 0x%x, compiled %s flags 0x%x",
+				    names[i], k, model_op_name(x->op), x->flags,
+				    model_op_name(y->op), y->flags);
+			for (unsigned int b = 0; b < MODEL_NBLOB; b++)
+				assert_null(x->blob[b]);
+		}
+		model_compiled_free(&s);
+		model_compiled_free(&m);
+		model_ic_free(&bare);
+		model_ic_free(&ic);
+		free(w);
+		free(a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1106,6 +1184,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_convert_npz_claimed_size, test_fx_setup,
 					    test_fx_teardown),
 	    cmocka_unit_test(test_convert_npy_parser),
+	    cmocka_unit_test(test_convert_shapes_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

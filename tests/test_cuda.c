@@ -5,8 +5,9 @@
  * LRN within REL_TOL (cuBLAS sums in another order; CUDA's pow); random models and the bundled
  * ones give the same classes and scores within REL_TOL as kern_forward.
  *
- * Without a usable GPU the GPU cases are skipped (cmocka skip) with the probe's message, and
- * the no-GPU contract is checked instead: -ENODEV with the CUDA error and its number, upload
+ * The table is the one kcuda_load finds beside the test (build/libsncuda.so) when built with
+ * nvcc. Without a usable GPU the GPU cases are skipped (cmocka skip) with the probe's message,
+ * and the no-GPU contract is checked instead: -ENODEV with the CUDA error and its number, upload
  * refused with a message. SPLITNIC_REQUIRE_GPU=1 (make test-gpu) turns the skips into failures.
  * SPLITNIC_MODEL_DIR (default build/models) is where the bundled models are looked for.
  */
@@ -31,7 +32,8 @@
 
 #define REL_TOL 1e-12
 
-static char probe_msg[640];
+static const struct kcuda_ops *cu; /* NULL: built without CUDA, or the table did not load */
+static char probe_msg[640];	   /* the loader's message, else the probe's */
 static int probe_ret;
 
 static void *xalloc(size_t bytes)
@@ -127,23 +129,43 @@ static int has_number_in_parens(const char *s)
 	return *p == ')';
 }
 
-static void test_cuda_probe(void **state)
+static void test_cuda_load(void **state)
 {
 	char msg[640];
-	int ret = kcuda_probe(msg, sizeof(msg));
+	int ret;
 
 	(void)state;
+	if (!kcuda_built) {
+		assert_null(cu);
+		assert_non_null(strstr(probe_msg, "built without CUDA"));
+		assert_null(kcuda_open(msg, sizeof(msg)));
+		assert_string_equal(msg, probe_msg);
+		return;
+	}
+	if (!cu)
+		fail_msg("built with CUDA, but its table did not load: %s", probe_msg);
+	assert_int_equal(cu->abi, KCUDA_ABI);
+	assert_int_equal(cu->size, sizeof(struct kcuda_ops));
+	/* every member after abi and size is a function: none left out of the table */
+	for (size_t off = offsetof(struct kcuda_ops, probe); off < sizeof(*cu);
+	     off += sizeof(void (*)(void))) {
+		void (*fn)(void);
+
+		memcpy(&fn, (const char *)cu + off, sizeof(fn));
+		if (!fn)
+			fail_msg("the table's member at offset %zu is NULL", off);
+	}
+	assert_ptr_equal(kcuda_load(msg, sizeof(msg)), cu);
+	ret = cu->probe(msg, sizeof(msg));
 	print_message("kcuda: probe: %s\n", msg);
 	assert_int_equal(ret, probe_ret);
+	assert_ptr_equal(kcuda_open(msg, sizeof(msg)), ret ? NULL : cu);
+	assert_string_equal(msg, probe_msg);
 	if (!ret) {
 		assert_true(strlen(msg) > 0);
 		return;
 	}
 	assert_int_equal(ret, -ENODEV);
-	if (!kcuda_built) {
-		assert_non_null(strstr(msg, "built without CUDA"));
-		return;
-	}
 	/* e.g. "no CUDA GPU found: cudaGetDeviceCount: CUDA driver version is ... (35)" */
 	assert_non_null(strstr(msg, "CUDA GPU"));
 	if (strstr(msg, "cudaGetDeviceCount:") && !strstr(msg, "0 devices"))
@@ -211,21 +233,25 @@ static void test_cuda_no_gpu_contract(void **state)
 	uint64_t y = 0;
 
 	(void)state;
+	if (!cu) {
+		print_message("kcuda: skipped: no table to call: %s\n", probe_msg);
+		skip();
+	}
 	test_mix_seed(99);
 	m = mlp_model(dir, sizeof(dir));
-	g = kcuda_model_upload(m, 4, err, sizeof(err));
+	g = cu->model_upload(m, 4, err, sizeof(err));
 	if (!probe_ret) {
 		if (!g)
 			fail_msg("upload failed on a GPU: %s", err);
-		kcuda_model_free(g);
+		cu->model_free(g);
 	} else {
 		assert_null(g);
 		print_message("kcuda: upload without a GPU: %s\n", err);
 		assert_non_null(strstr(err, "cannot run on the GPU"));
-		assert_non_null(strstr(err, kcuda_built ? probe_msg : "built without CUDA"));
-		assert_int_equal(kcuda_sign_pack(&x, 1, 1, 1, 1, &y), -ENODEV);
-		assert_non_null(strstr(kcuda_last_error(), kcuda_built ? probe_msg : "without"));
-		assert_int_equal(kcuda_forward(NULL, &x, 1, &x), kcuda_built ? -EINVAL : -ENODEV);
+		assert_non_null(strstr(err, probe_msg));
+		assert_int_equal(cu->sign_pack(&x, 1, 1, 1, 1, &y), -ENODEV);
+		assert_non_null(strstr(cu->last_error(), probe_msg));
+		assert_int_equal(cu->forward(NULL, &x, 1, &x), -EINVAL);
 	}
 	model_free(m);
 	test_rmdir(dir);
@@ -256,13 +282,13 @@ static void bdense_case(uint32_t n, uint32_t batch, uint32_t out)
 	for (size_t a = 0; a < 4; a++) {
 		snprintf(what, sizeof(what), "bdense/%s n=%u batch=%u out=%u", names[a], n, batch,
 			 out);
-		if (kcuda_bdense(x, batch, w, out, n, got, algos[a]))
-			fail_msg("%s: %s", what, kcuda_last_error());
+		if (cu->bdense(x, batch, w, out, n, got, algos[a]))
+			fail_msg("%s: %s", what, cu->last_error());
 		check_equal(got, want, ny * 4, what);
 		snprintf(what, sizeof(what), "bdense_thr/%s n=%u batch=%u out=%u", names[a], n,
 			 batch, out);
-		if (kcuda_bdense_thr(x, batch, w, out, n, &t, gbits, algos[a]))
-			fail_msg("%s: %s", what, kcuda_last_error());
+		if (cu->bdense_thr(x, batch, w, out, n, &t, gbits, algos[a]))
+			fail_msg("%s: %s", what, cu->last_error());
 		check_equal(gbits, wbits, nb * 8, what);
 	}
 	free(x), free(w), free(want), free(got), free(thr), free(wbits), free(gbits), free(flip);
@@ -302,11 +328,11 @@ static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 	ref->bdense_u8(x, batch, w, out, n, want, scratch);
 	ref->bdense_u8_thr(x, batch, w, out, n, &t, wbits, scratch);
 	snprintf(what, sizeof(what), "bdense_u8 n=%u batch=%u out=%u", n, batch, out);
-	if (kcuda_bdense_u8(x, batch, w, out, n, got))
-		fail_msg("%s: %s", what, kcuda_last_error());
+	if (cu->bdense_u8(x, batch, w, out, n, got))
+		fail_msg("%s: %s", what, cu->last_error());
 	check_equal(got, want, ny * 4, what);
-	if (kcuda_bdense_u8_thr(x, batch, w, out, n, &t, gbits))
-		fail_msg("%s (thr): %s", what, kcuda_last_error());
+	if (cu->bdense_u8_thr(x, batch, w, out, n, &t, gbits))
+		fail_msg("%s (thr): %s", what, cu->last_error());
 	check_equal(gbits, wbits, nb * 8, what);
 	free(x), free(flip), free(w), free(want), free(got), free(thr), free(wbits), free(gbits);
 	free(scratch);
@@ -360,11 +386,11 @@ static void bconv_case(uint32_t c, uint32_t batch)
 	ref->bconv_thr(x, batch, &g, w, &(struct kern_thresh){thr, flip}, wbits);
 	snprintf(what, sizeof(what), "bconv c=%u %ux%u k=%u s=%u p=%u o=%u batch=%u", c, g.h, g.w,
 		 g.k, g.stride, g.pad, g.o, batch);
-	if (kcuda_bconv(x, batch, &g, w, got))
-		fail_msg("%s: %s", what, kcuda_last_error());
+	if (cu->bconv(x, batch, &g, w, got))
+		fail_msg("%s: %s", what, cu->last_error());
 	check_equal(got, want, ny * 4, what);
-	if (kcuda_bconv_thr(x, batch, &g, w, &(struct kern_thresh){thr, flip}, gbits))
-		fail_msg("%s (thr): %s", what, kcuda_last_error());
+	if (cu->bconv_thr(x, batch, &g, w, &(struct kern_thresh){thr, flip}, gbits))
+		fail_msg("%s (thr): %s", what, cu->last_error());
 	check_equal(gbits, wbits, nb * 8, what);
 	free(x), free(w), free(want), free(got), free(thr), free(flip), free(wbits), free(gbits);
 }
@@ -427,20 +453,19 @@ static void test_cuda_pack_pool_layout(void **state)
 
 			rand_thresh(thr, flip, c, 20);
 			ref->sign_pack(x, batch, c, h, w, want);
-			assert_int_equal(kcuda_sign_pack(x, batch, c, h, w, got), 0);
+			assert_int_equal(cu->sign_pack(x, batch, c, h, w, got), 0);
 			check_equal(got, want, nb * 8, "sign_pack");
 			ref->threshold_pack(x, batch, c, h, w, &t, want);
-			assert_int_equal(kcuda_threshold_pack(x, batch, c, h, w, &t, got), 0);
+			assert_int_equal(cu->threshold_pack(x, batch, c, h, w, &t, got), 0);
 			check_equal(got, want, nb * 8, "threshold_pack");
 			kern_unpack_bits(want, batch, c, h, w, du);
-			assert_int_equal(kcuda_unpack_bits(want, batch, c, h, w, gu), 0);
+			assert_int_equal(cu->unpack_bits(want, batch, c, h, w, gu), 0);
 			check_equal(gu, du, n * 8, "unpack_bits");
 			kern_flatten_bits(want, batch, c, h, w, wf);
-			assert_int_equal(kcuda_flatten_bits(want, batch, c, h, w, gf), 0);
+			assert_int_equal(cu->flatten_bits(want, batch, c, h, w, gf), 0);
 			check_equal(gf, wf, nflat * 8, "flatten_bits");
 			ref->maxpool_bits(want, batch, c, h, w, k, stride, wp);
-			assert_int_equal(kcuda_maxpool_bits(want, batch, c, h, w, k, stride, gp),
-					 0);
+			assert_int_equal(cu->maxpool_bits(want, batch, c, h, w, k, stride, gp), 0);
 			check_equal(gp, wp, npool * 8, "maxpool_bits");
 			free(x), free(du), free(gu), free(want), free(got), free(wf), free(gf);
 			free(wp), free(gp), free(thr), free(flip);
@@ -474,28 +499,28 @@ static void test_cuda_float_elementwise(void **state)
 		}
 		for (size_t i = 0; i < n; i++)
 			want[i] = u8[i];
-		assert_int_equal(kcuda_cast_f64(u8, MODEL_FMT_U8, n, got), 0);
+		assert_int_equal(cu->cast_f64(u8, MODEL_FMT_U8, n, got), 0);
 		check_equal(got, want, n * 8, "cast u8");
 		for (size_t i = 0; i < n; i++)
 			want[i] = f32[i];
-		assert_int_equal(kcuda_cast_f64(f32, MODEL_FMT_F32, n, got), 0);
+		assert_int_equal(cu->cast_f64(f32, MODEL_FMT_F32, n, got), 0);
 		check_equal(got, want, n * 8, "cast f32");
 		memcpy(want, x, n * 8);
 		kern_bias_f64(want, batch, c, hw, b);
-		assert_int_equal(kcuda_bias_f64(x, batch, c, hw, b, got), 0);
+		assert_int_equal(cu->bias_f64(x, batch, c, hw, b, got), 0);
 		check_equal(got, want, n * 8, "bias");
 		kern_batchnorm_f64(x, batch, c, hw, p, p + c, p + 2 * c, p + 3 * c, want);
 		assert_int_equal(
-		    kcuda_batchnorm_f64(x, batch, c, hw, p, p + c, p + 2 * c, p + 3 * c, got), 0);
+		    cu->batchnorm_f64(x, batch, c, hw, p, p + c, p + 2 * c, p + 3 * c, got), 0);
 		check_equal(got, want, n * 8, "batchnorm");
 		kern_relu_f64(x, n, want);
-		assert_int_equal(kcuda_relu_f64(x, n, got), 0);
+		assert_int_equal(cu->relu_f64(x, n, got), 0);
 		check_equal(got, want, n * 8, "relu");
 		kern_maxpool_f64(x, batch, c, h, w, k, stride, want);
-		assert_int_equal(kcuda_maxpool_f64(x, batch, c, h, w, k, stride, got), 0);
+		assert_int_equal(cu->maxpool_f64(x, batch, c, h, w, k, stride, got), 0);
 		check_equal(got, want, np * 8, "maxpool");
 		kern_lrn_f64(x, batch, c, hw, size, 1e-2, 0.75, 1.0, want);
-		assert_int_equal(kcuda_lrn_f64(x, batch, c, hw, size, 1e-2, 0.75, 1.0, got), 0);
+		assert_int_equal(cu->lrn_f64(x, batch, c, hw, size, 1e-2, 0.75, 1.0, got), 0);
 		check_close(got, want, n, REL_TOL, "lrn");
 		free(x), free(want), free(got), free(b), free(p), free(u8), free(f32);
 	}
@@ -527,7 +552,7 @@ static void test_cuda_conv_dense(void **state)
 			xf = xalloc(nx * 4), wf = xalloc(nw * 4), bf = xalloc(g.o * 4);
 			yf = xalloc(ny * 4);
 			kern_conv_f64(x, batch, &g, w, b, col, want);
-			assert_int_equal(kcuda_conv_f64(x, batch, &g, w, b, got), 0);
+			assert_int_equal(cu->conv_f64(x, batch, &g, w, b, got), 0);
 			check_close(got, want, ny, REL_TOL, "conv_f64");
 			for (size_t e = 0; e < nx; e++)
 				xf[e] = (float)x[e];
@@ -535,7 +560,7 @@ static void test_cuda_conv_dense(void **state)
 				wf[e] = (float)w[e];
 			for (uint32_t e = 0; e < g.o; e++)
 				bf[e] = (float)b[e];
-			assert_int_equal(kcuda_conv_f32(xf, batch, &g, wf, bf, yf), 0);
+			assert_int_equal(cu->conv_f32(xf, batch, &g, wf, bf, yf), 0);
 			for (size_t e = 0; e < ny; e++)
 				got[e] = yf[e];
 			check_close(got, want, ny, 1e-4, "conv_f32");
@@ -552,10 +577,10 @@ static void test_cuda_conv_dense(void **state)
 			double *got = xalloc((size_t)batch * out * 8);
 
 			kern_dense_f64(x, batch, n, w, out, b, want);
-			assert_int_equal(kcuda_dense_f64(x, batch, n, w, out, b, got), 0);
+			assert_int_equal(cu->dense_f64(x, batch, n, w, out, b, got), 0);
 			check_close(got, want, (size_t)batch * out, REL_TOL, "dense_f64");
 			kern_dense_f64(x, batch, n, w, out, NULL, want);
-			assert_int_equal(kcuda_dense_f64(x, batch, n, w, out, NULL, got), 0);
+			assert_int_equal(cu->dense_f64(x, batch, n, w, out, NULL, got), 0);
 			check_close(got, want, (size_t)batch * out, REL_TOL, "dense_f64 no bias");
 			free(x), free(w), free(b), free(want), free(got);
 		}
@@ -573,7 +598,7 @@ static void compare_model(const struct model *m, const void *inputs, uint32_t co
 	struct kern_ctx *ctx = kern_ctx_create(m, 64);
 	double *want = xalloc((size_t)64 * classes * 8), *got = xalloc((size_t)64 * classes * 8);
 	char err[1024];
-	struct kcuda_model *g = kcuda_model_upload(m, 64, err, sizeof(err));
+	struct kcuda_model *g = cu->model_upload(m, 64, err, sizeof(err));
 
 	if (!g)
 		fail_msg("%s: %s", label, err);
@@ -583,8 +608,8 @@ static void compare_model(const struct model *m, const void *inputs, uint32_t co
 			const uint8_t *in = (const uint8_t *)inputs + (size_t)first * in_bytes;
 
 			assert_int_equal(kern_forward(ctx, in, bs[bi], want), 0);
-			if (kcuda_forward(g, in, bs[bi], got))
-				fail_msg("%s: kcuda_forward: %s", label, kcuda_last_error());
+			if (cu->forward(g, in, bs[bi], got))
+				fail_msg("%s: forward: %s", label, cu->last_error());
 			for (uint32_t i = 0; i < bs[bi]; i++)
 				if (kern_argmax(got + (size_t)i * classes, classes) !=
 				    kern_argmax(want + (size_t)i * classes, classes))
@@ -603,17 +628,17 @@ static void compare_model(const struct model *m, const void *inputs, uint32_t co
 		void *gb = xalloc(model_shape_bytes(&last->out) * 3);
 
 		assert_int_equal(kern_forward_range(ctx, 0, m->n_layers, inputs, 3, wb), 0);
-		if (kcuda_forward_range(g, 0, k, inputs, 3, a) ||
-		    kcuda_forward_range(g, k, m->n_layers, a, 3, gb))
-			fail_msg("%s: range split at %u: %s", label, k, kcuda_last_error());
+		if (cu->forward_range(g, 0, k, inputs, 3, a) ||
+		    cu->forward_range(g, k, m->n_layers, a, 3, gb))
+			fail_msg("%s: range split at %u: %s", label, k, cu->last_error());
 		if (last->out.fmt == MODEL_FMT_F64)
 			check_close(gb, wb, model_shape_elems(&last->out) * 3, REL_TOL, label);
 		else
 			check_equal(gb, wb, model_shape_bytes(&last->out) * 3, label);
 		free(a), free(wb), free(gb);
 	}
-	assert_int_equal(kcuda_forward(g, inputs, 65, got), -EINVAL);
-	kcuda_model_free(g);
+	assert_int_equal(cu->forward(g, inputs, 65, got), -EINVAL);
+	cu->model_free(g);
 	kern_ctx_free(ctx);
 	free(want), free(got);
 }
@@ -736,7 +761,7 @@ static void test_cuda_model_bundled(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_cuda_probe),
+	    cmocka_unit_test(test_cuda_load),
 	    cmocka_unit_test(test_cuda_no_gpu_contract),
 	    cmocka_unit_test(test_cuda_bdense),
 	    cmocka_unit_test(test_cuda_bdense_u8),
@@ -748,6 +773,7 @@ int main(void)
 	    cmocka_unit_test(test_cuda_model_bundled),
 	};
 
-	probe_ret = kcuda_probe(probe_msg, sizeof(probe_msg));
+	cu = kcuda_load(probe_msg, sizeof(probe_msg));
+	probe_ret = cu ? cu->probe(probe_msg, sizeof(probe_msg)) : -ENODEV;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

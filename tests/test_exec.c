@@ -90,6 +90,68 @@ static void test_exec_nic_rule(void **state)
 	model_free(mlp);
 }
 
+/*
+ * The rule's options: an f32 prefix binarized per feature, any element-wise tail. The f32 MLP
+ * (cast, sign, two thresholded binary dense) is the chain's from op 2 and the whole model's with
+ * the prefix; a binary conv is no prefix; a relu after the last binary dense is a tail only with
+ * any_tail.
+ */
+static void test_exec_nic_rule_options(void **state)
+{
+	static const struct kexec_nic_rule prefix = {.f32_prefix = true}, tail = {.any_tail = true};
+	struct test_fx *f = *state;
+	struct model *m = test_model_bits_in(f);
+	struct test_gen g = {0};
+	struct kexec_nic_run r;
+
+	assert_int_equal(m->n_layers, 4);
+	assert_int_equal(m->layers[1].op, MODEL_OP_SIGN);
+	kexec_nic_find(m, &kexec_nic_chain, &r);
+	assert_int_equal(r.first, kexec_nic_first(m));
+	assert_int_equal(r.first, 2);
+	assert_int_equal(r.stop, 1);
+	assert_int_equal(r.sign, 4);
+	assert_int_equal(r.bin_first, 2);
+	assert_int_equal(r.bin_last, 3);
+	kexec_nic_find(m, &prefix, &r);
+	assert_int_equal(r.first, 0);
+	assert_int_equal(r.sign, 1);
+	assert_int_equal(r.stop, 4);
+	assert_int_equal(r.bin_first, 2);
+	model_free(m);
+	/* cast, sign, bconv, flatten, ...: the conv is what no prefix takes */
+	m = test_model_conv_flat(f);
+	assert_int_equal(m->layers[2].op, MODEL_OP_BCONV);
+	kexec_nic_find(m, &prefix, &r);
+	assert_int_equal(r.first, 3);
+	assert_int_equal(r.stop, 2);
+	kexec_nic_find(m, &kexec_nic_chain, &r);
+	assert_int_equal(r.first, 3);
+	assert_int_equal(r.stop, 2);
+	model_free(m);
+
+	test_rng_seed(11);
+	test_gen_dense(&g, 0, 4, 8);
+	test_gen_dense(&g, 2, 3, 4);
+	m = test_fx_build_gen(
+	    f,
+	    "{\"name\":\"relu\",\"input\":{\"shape\":[8,1,1],\"dtype\":\"u8\"},\"layers\":["
+	    "{\"type\":\"dense\",\"out\":4,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"sign\"},"
+	    "{\"type\":\"dense\",\"out\":3,\"bias\":true,\"binary_weights\":true},"
+	    "{\"type\":\"relu\"}]}",
+	    &g);
+	assert_int_equal(m->layers[m->n_layers - 1].op, MODEL_OP_RELU);
+	kexec_nic_find(m, &kexec_nic_chain, &r);
+	assert_int_equal(r.first, m->n_layers);
+	assert_int_equal(r.stop, m->n_layers - 1);
+	kexec_nic_find(m, &tail, &r);
+	assert_int_equal(r.first, 0);
+	assert_int_equal(r.bin_first, 0);
+	assert_int_equal(m->layers[r.bin_last].op, MODEL_OP_BDENSE);
+	model_free(m);
+}
+
 static void test_exec_cpu_fifo(void **state)
 {
 	struct test_fx *f = *state;
@@ -150,7 +212,7 @@ static void test_exec_gpu_fallback(void **state)
 	struct kexec_caps c;
 	struct kexec x;
 	char err[512], why[512];
-	bool gpu = !kcuda_probe(why, sizeof(why));
+	bool gpu = kcuda_open(why, sizeof(why)) != NULL;
 
 	assert_non_null(out);
 	assert_int_equal(kexec_open(&x, &kexec_gpu_ops, NULL, err, sizeof(err)), 0);
@@ -260,7 +322,7 @@ static void test_exec_pipe_cpu_gpu_nic(void **state)
 	assert_int_equal(p.n, 3);
 	assert_int_equal(kexec_pipe_run(&p, in, count, out), 0);
 	assert_memory_equal(out, want, count * classes * sizeof(double));
-	if (kcuda_probe(why, sizeof(why)))
+	if (!kcuda_open(why, sizeof(why)))
 		assert_int_equal(p.x[1].fallback_reqs, count);
 	assert_true(nicfw_exec_emu_modeled_us(&p.x[2]) > 0);
 	kexec_pipe_fini(&p);
@@ -272,6 +334,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_exec_nic_rule, test_fx_setup, test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_exec_nic_rule_options, test_fx_setup,
+					    test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_exec_cpu_fifo, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_exec_gpu_fallback, test_fx_setup,
 					    test_fx_teardown),

@@ -24,6 +24,69 @@
 
 static const char *const isa_names[] = {"ref", "avx2", "avx512"};
 
+/*
+ * Each test of the binary tables runs once per table (test_x/ref, test_x/avx2, test_x/avx512),
+ * and only_isa names the one it checks: a table this CPU cannot run is a skipped test with its
+ * reason, never a passed one.
+ */
+static const char *only_isa;
+static bool isa_ran; /* this test's table was handed out at least once, or is missing */
+
+static int isa_ref(void **state)
+{
+	(void)state;
+	only_isa = "ref", isa_ran = false;
+	return 0;
+}
+
+static int isa_avx2(void **state)
+{
+	(void)state;
+	only_isa = "avx2", isa_ran = false;
+	return 0;
+}
+
+static int isa_avx512(void **state)
+{
+	(void)state;
+	only_isa = "avx512", isa_ran = false;
+	return 0;
+}
+
+/* A test of one table that never ran it checked nothing: that is a failure. */
+static int isa_done(void **state)
+{
+	(void)state;
+	if (!isa_ran)
+		print_error("the %s table was never run by this test\n", only_isa);
+	only_isa = NULL;
+	return isa_ran ? 0 : -1;
+}
+
+#define ISA_TESTS(f)                                                                               \
+	{#f "/ref", f, isa_ref, isa_done, NULL}, {#f "/avx2", f, isa_avx2, isa_done, NULL},        \
+	{                                                                                          \
+#f "/avx512", f, isa_avx512, isa_done, NULL                                        \
+	}
+
+/* The table `name` if it is this test's, else NULL; this test's table missing: skip. */
+static const struct kern_bin_ops *isa_ops(const char *name)
+{
+	const struct kern_bin_ops *ops;
+
+	if (!only_isa || strcmp(name, only_isa))
+		return NULL;
+	ops = kern_ops_by_name(name);
+	if (!ops) {
+		print_message("skip: the %s kernels were not run: this CPU lacks %s\n", name,
+			      kern_ops_missing(name));
+		isa_ran = true;
+		skip();
+	}
+	isa_ran = true;
+	return ops;
+}
+
 static void *xalloc(size_t bytes)
 {
 	void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
@@ -139,7 +202,7 @@ static void bdense_case(uint32_t n, uint32_t batch, uint32_t out)
 	plain_pack(dots, batch, out, thr, flip, want);
 
 	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[i]);
 
 		if (!ops)
 			continue;
@@ -213,7 +276,7 @@ static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 	plain_pack(dots, batch, out, thr, flip, want);
 
 	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[i]);
 
 		if (!ops)
 			continue;
@@ -356,7 +419,7 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 				    << (oc % 64);
 
 	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[i]);
 		struct kern_thresh t = {thr, flip};
 
 		if (!ops)
@@ -429,7 +492,7 @@ static void pack_case(uint32_t c, uint32_t h, uint32_t w, uint32_t batch, bool t
 									      << (ch % 64);
 			}
 	for (size_t i = 0; i < sizeof(isa_names) / sizeof(*isa_names); i++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[i]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[i]);
 
 		if (!ops)
 			continue;
@@ -509,7 +572,7 @@ static void maxpool_bits_case(uint32_t c, uint32_t k, uint32_t stride)
 					    (uint64_t)(m > 0) << (ch % 64);
 				}
 	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[t]);
 
 		if (!ops)
 			continue;
@@ -570,7 +633,7 @@ static void maxpool_bits_and_case(uint32_t c, uint32_t k, uint32_t stride)
 					    (uint64_t)(m > 0) << (ch % 64);
 				}
 	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[t]);
 
 		if (!ops)
 			continue;
@@ -877,7 +940,7 @@ static void sconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	for (size_t i = 0; i < (size_t)n * o; i++)
 		wt[i] = (float)rand_real();
 	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[t]);
 
 		if (!ops)
 			continue;
@@ -964,7 +1027,7 @@ static void decide_case(uint32_t o, uint32_t np)
 	for (uint32_t i = 0; i < nw; i++)
 		assert_true(e[uw[i] % o] > 0.0f);
 	for (size_t t = 0; t < sizeof(isa_names) / sizeof(*isa_names); t++) {
-		const struct kern_bin_ops *ops = kern_ops_by_name(isa_names[t]);
+		const struct kern_bin_ops *ops = isa_ops(isa_names[t]);
 
 		if (!ops)
 			continue;
@@ -1025,24 +1088,24 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ops_select_names),
-	    cmocka_unit_test(test_bdense_shapes),
-	    cmocka_unit_test(test_bdense_random),
-	    cmocka_unit_test(test_bdense_u8_shapes),
-	    cmocka_unit_test(test_bdense_u8_batches),
-	    cmocka_unit_test(test_bconv_shapes),
-	    cmocka_unit_test(test_sign_pack_shapes),
-	    cmocka_unit_test(test_threshold_pack_shapes),
-	    cmocka_unit_test(test_maxpool_bits_shapes),
-	    cmocka_unit_test(test_maxpool_bits_and_shapes),
+	    ISA_TESTS(test_bdense_shapes),
+	    ISA_TESTS(test_bdense_random),
+	    ISA_TESTS(test_bdense_u8_shapes),
+	    ISA_TESTS(test_bdense_u8_batches),
+	    ISA_TESTS(test_bconv_shapes),
+	    ISA_TESTS(test_sign_pack_shapes),
+	    ISA_TESTS(test_threshold_pack_shapes),
+	    ISA_TESTS(test_maxpool_bits_shapes),
+	    ISA_TESTS(test_maxpool_bits_and_shapes),
 	    cmocka_unit_test(test_layout_unpack_flatten),
 	    cmocka_unit_test(test_conv_f64_shapes),
 	    cmocka_unit_test(test_dense_f64_batches),
 	    cmocka_unit_test(test_elementwise_f64_exact),
 	    cmocka_unit_test(test_maxpool_f64_overlap),
 	    cmocka_unit_test(test_lrn_f64_edges),
-	    cmocka_unit_test(test_sconv_bound),
-	    cmocka_unit_test(test_decide_pack_shapes),
-	    cmocka_unit_test(test_bconv_blocks),
+	    ISA_TESTS(test_sconv_bound),
+	    ISA_TESTS(test_decide_pack_shapes),
+	    ISA_TESTS(test_bconv_blocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

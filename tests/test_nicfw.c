@@ -3,10 +3,10 @@
  * NIC firmware tests: the emulator's responses equal kern_forward's scores bit for bit on
  * random binary models (odd widths, u8 and BITS inputs, a flatten of spatial bits, a host
  * part before the NIC part, thresholded or integer last layers) and on the bundled MLP, for
- * chains of 1 to 256 executors; the modeled time reproduces the seed's figures (DESIGN.md,
- * "NIC emulator fidelity"); serving: the modeled time of traced requests after the warm-up
- * equals the steady state's, and the served results equal the traced ones; where the NIC part
- * starts; parameter and chain errors.
+ * chains of 1 to 256 executors; the modeled time reproduces the seed's figures
+ * (docs/architecture.md, "What the emulator's calibrated parameters reproduce"); serving: the
+ * modeled time of traced requests after the warm-up equals the steady state's, and the served
+ * results equal the traced ones; where the NIC part starts; parameter and chain errors.
  */
 #include <errno.h>
 #include <math.h>

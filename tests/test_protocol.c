@@ -919,6 +919,19 @@ static void test_proto_frame_udp_checksum(void **state)
 	assert_int_equal(
 	    (uint16_t)~csum16(g + PROTO_ETH_HLEN + PROTO_IP_HLEN, PROTO_UDP_HLEN + 101, phdr),
 	    full);
+	/* the receiver's check: both checksums, the UDP one unless 0 */
+	assert_true(proto_frame_csum_ok(f, PROTO_IP_HLEN));
+	f[PROTO_FRAME_HDRS + 100] ^= 0x10;
+	assert_false(proto_frame_csum_ok(f, PROTO_IP_HLEN));
+	proto_put16(f + PROTO_ETH_HLEN + PROTO_IP_HLEN + 6, 0);
+	assert_true(proto_frame_csum_ok(f, PROTO_IP_HLEN));
+	f[PROTO_ETH_HLEN + 8] = 63; /* TTL */
+	assert_false(proto_frame_csum_ok(f, PROTO_IP_HLEN));
+	/* two folds reach 16 bits from any 32 */
+	for (uint64_t v = 0; v <= 0xffffffffu; v += 0x10fff7u)
+		assert_int_equal(proto_csum_fold((uint32_t)v), csum16(NULL, 0, (uint32_t)v));
+	assert_int_equal(proto_csum_fold(0xffffffffu), csum16(NULL, 0, 0xffffffffu));
+	assert_int_equal(proto_csum_fold(0x1fffeu), 0xffff);
 }
 
 static void test_proto_arp_and_neigh(void **state)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -80,6 +81,78 @@ static void test_analyze_bmlp_nic_tail(void **state)
 	assert_false(a.l[20].exec_mask & SPLIT_EXM(SPLIT_EX_NIC));
 	assert_true(a.l[21].exec_mask & SPLIT_EXM(SPLIT_EX_NIC));
 	split_arch_free(&a);
+}
+
+/*
+ * The NIC's part of an architecture is where the compiler's ops let kexec_nic_first start it:
+ * each first NIC layer below is what the converted model (weights from `splitnic gen`) gives.
+ */
+static const struct {
+	const char *json;
+	uint32_t nic_first; /* first NIC-runnable layer; the layer count: none */
+} nic_cases[] = {
+    /* the sign after the first dense folds into it: the flatten of its bits enters the NIC */
+    {"{\"input\":{\"shape\":[2,6,6],\"dtype\":\"f32\"},\"layers\":[{\"type\":\"dense\",\"out\":"
+     "100,\"binary_weights\":true},{\"type\":\"sign\"},{\"type\":\"flatten\"},{\"type\":"
+     "\"dense\",\"out\":10,\"binary_weights\":true},{\"type\":\"sign\"}]}",
+     3},
+    /* a flatten of a flat vector is no op: the NIC starts at the dense */
+    {"{\"input\":{\"shape\":[64,1,1],\"dtype\":\"u8\"},\"layers\":[{\"type\":\"flatten\"},"
+     "{\"type\":\"dense\",\"out\":3,\"binary_weights\":true,\"bias\":true}]}",
+     1},
+    /* biases fold with the signs; the trailing flatten is no op, the batch-norm a float op */
+    {"{\"input\":{\"shape\":[64,1,1],\"dtype\":\"u8\"},\"layers\":[{\"type\":\"flatten\"},"
+     "{\"type\":\"dense\",\"out\":200,\"binary_weights\":true,\"bias\":true},{\"type\":"
+     "\"sign\"},{\"type\":\"dense\",\"out\":100,\"binary_weights\":true,\"bias\":true},"
+     "{\"type\":\"flatten\"},{\"type\":\"batchnorm\"}]}",
+     1},
+    /* a sign of bits is no op: the whole model */
+    {"{\"input\":{\"shape\":[64,1,1],\"dtype\":\"u8\"},\"layers\":[{\"type\":\"dense\",\"out\""
+     ":200,\"binary_weights\":true},{\"type\":\"sign\"},{\"type\":\"flatten\"},{\"type\":"
+     "\"flatten\"},{\"type\":\"sign\"},{\"type\":\"sign\"}]}",
+     0},
+    /* the f32 input's sign is a host op; the dense after it reads its bits */
+    {"{\"input\":{\"shape\":[1,28,28],\"dtype\":\"f32\"},\"layers\":[{\"type\":\"batchnorm\"},"
+     "{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":10,\"binary_weights\":true},{\"type\":"
+     "\"flatten\"}]}",
+     2},
+    /* a dense on the u8 max-pool's float output is a float dense */
+    {"{\"input\":{\"shape\":[3,8,8],\"dtype\":\"u8\"},\"layers\":[{\"type\":\"maxpool\","
+     "\"kernel\":2},{\"type\":\"dense\",\"out\":200,\"binary_weights\":true},{\"type\":"
+     "\"sign\"}]}",
+     3},
+    /* the compiler refuses a conv on a flat vector: no executor runs it, the NIC none */
+    {"{\"input\":{\"shape\":[1,28,28],\"dtype\":\"f32\"},\"layers\":[{\"type\":\"dense\","
+     "\"out\":64,\"binary_weights\":true},{\"type\":\"conv\",\"out\":8,\"kernel\":1,"
+     "\"binary_weights\":true},{\"type\":\"sign\"},{\"type\":\"dense\",\"out\":64,"
+     "\"binary_weights\":true}]}",
+     4},
+};
+
+static void test_analyze_nic_as_compiled(void **state)
+{
+	char path[] = "/tmp/test_split_XXXXXX", err[256];
+	struct split_arch a;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(nic_cases) / sizeof(nic_cases[0]); i++) {
+		int fd = mkstemp(path);
+		FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+		assert_non_null(fp);
+		fputs(nic_cases[i].json, fp);
+		fclose(fp);
+		if (split_arch_load(path, &a, err, sizeof(err)))
+			fail_msg("case %zu: %s", i, err);
+		unlink(path);
+		strcpy(path, "/tmp/test_split_XXXXXX");
+		for (uint32_t k = 0; k < a.n; k++)
+			if (!(a.l[k].exec_mask & SPLIT_EXM(SPLIT_EX_NIC)) !=
+			    (k < nic_cases[i].nic_first))
+				fail_msg("case %zu: layer %u %s NIC-runnable", i, k,
+					 k < nic_cases[i].nic_first ? "is" : "is not");
+		split_arch_free(&a);
+	}
 }
 
 static uint64_t rng_state = 12345;
@@ -562,6 +635,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_analyze_alexnet_caffe),
 	    cmocka_unit_test(test_analyze_bmlp_nic_tail),
+	    cmocka_unit_test(test_analyze_nic_as_compiled),
 	    cmocka_unit_test(test_planner_equals_exhaustive),
 	    cmocka_unit_test(test_planner_infeasible),
 	    cmocka_unit_test(test_wire_roundtrip_bits),

@@ -1,15 +1,57 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kernels/cuda/kcuda_impl.h — private to the kernels/cuda .cu files: the check macro, the probe
- * gate, and the kernel launchers on device pointers (one stream each, allocate nothing).
+ * kernels/cuda/kcuda_impl.h — private to the kernels/cuda .cu files: the table's functions, the
+ * check macro, the probe gate, and the kernel launchers on device pointers (one stream each,
+ * allocate nothing).
  */
 #ifndef KCUDA_IMPL_H
 #define KCUDA_IMPL_H
+
+#include <type_traits>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/kcuda.h"
+
+/*
+ * The functions behind struct kcuda_ops (kcuda_table.cu), named kcuda_MEMBER and declared with
+ * the member's own type: a definition that does not match its member does not compile. Only
+ * the table leaves the shared object (-fvisibility=hidden).
+ */
+#define KCUDA_OP(member)                                                                           \
+	extern "C" std::remove_pointer_t<decltype(kcuda_ops::member)> kcuda_##member
+
+KCUDA_OP(probe); /* kcuda_probe.cu */
+KCUDA_OP(last_error);
+KCUDA_OP(device_info);
+KCUDA_OP(model_upload); /* kcuda_model.cu */
+KCUDA_OP(model_free);
+KCUDA_OP(forward_range);
+KCUDA_OP(forward);
+KCUDA_OP(bdense); /* kcuda_host.cu */
+KCUDA_OP(bdense_thr);
+KCUDA_OP(bdense_u8);
+KCUDA_OP(bdense_u8_thr);
+KCUDA_OP(bconv);
+KCUDA_OP(bconv_thr);
+KCUDA_OP(sign_pack);
+KCUDA_OP(threshold_pack);
+KCUDA_OP(maxpool_bits);
+KCUDA_OP(unpack_bits);
+KCUDA_OP(flatten_bits);
+KCUDA_OP(cast_f64);
+KCUDA_OP(conv_f64);
+KCUDA_OP(dense_f64);
+KCUDA_OP(bias_f64);
+KCUDA_OP(batchnorm_f64);
+KCUDA_OP(relu_f64);
+KCUDA_OP(maxpool_f64);
+KCUDA_OP(lrn_f64);
+KCUDA_OP(conv_f32);
+KCUDA_OP(dense_f32);
+KCUDA_OP(bench_bgemm); /* kcuda_bench.cu */
+KCUDA_OP(bench_sgemm);
 
 /*
  * Every CUDA runtime and cuBLAS call goes through KCUDA_CHECK: 0 on success; on failure it

@@ -7,8 +7,6 @@
 
 #include "kernels/cuda/kcuda_impl.h"
 
-extern "C" const int kcuda_built = 1;
-
 static thread_local char last_msg[512];
 static thread_local char last_text[256];
 static thread_local int last_code;

@@ -2,8 +2,8 @@
 /*
  * The emulator's parameters: one table, each with its unit and where its value comes from.
  * "calibrated" marks values fitted so that the model reproduces the seed's measurements
- * (DESIGN.md, "NIC emulator fidelity"); the others are NFP4000-class hardware facts or
- * order-of-magnitude estimates, as stated.
+ * (docs/architecture.md, "What the emulator's calibrated parameters reproduce"); the others are
+ * NFP4000-class hardware facts or order-of-magnitude estimates, as stated.
  */
 #include <errno.h>
 #include <math.h>
@@ -43,7 +43,7 @@ static const struct param_row rows[NICFW_EP__COUNT] = {
 	{{"threads_per_me", "threads", "hardware contexts per ME (8-context mode)"}, 8, P_COUNT},
     [NICFW_EP_EXEC_PER_ME] = {{"exec_per_me", "threads",
 			       "executor threads placed per ME; toNIC's 256 = 6 x 42 + 4 "
-			       "(DESIGN.md)"},
+			       "(docs/architecture.md)"},
 			      6,
 			      P_COUNT},
     [NICFW_EP_CTX_SWAP] = {{"ctx_swap_cycles", "cycles",

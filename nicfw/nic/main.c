@@ -187,11 +187,13 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 		if (n->o.first[i] == UINT32_MAX) {
 			first = kexec_nic_split(m); /* splitnic-host's default too */
 		} else {
-			if (n->o.first[i] < first || n->o.first[i] >= m->n_layers) {
+			if (!kexec_can_run(KEXEC_KIND_NIC, m, n->o.first[i], m->n_layers)) {
+				char ops[256];
+
 				snprintf(err, errlen,
-					 "%s: @%u: the NIC can run ops %u..%u of model %s",
-					 n->o.model_path[i], n->o.first[i], first, m->n_layers - 1,
-					 m->name);
+					 "%s: @%u: the NIC's part of model %s can start at op %s",
+					 n->o.model_path[i], n->o.first[i], m->name,
+					 kexec_nic_starts(m, false, ops, sizeof(ops)));
 				return -EINVAL;
 			}
 			first = n->o.first[i];

@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "nicfw/xdp/xdp_infer.h"
+#include "protocol/csum.h"
 
 #define L2L3L4 (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 
@@ -426,29 +427,17 @@ static __always_inline int write_scores(void)
 	return c.err ? -1 : (int)c.best;
 }
 
-static __always_inline __u16 csum_fold(__u64 sum)
-{
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
-/* UDP checksum (host order) of the response payload s->resp[0, rlen) between saddr and daddr. */
-static __always_inline __u16 udp_csum(const struct xdp_infer_scratch *s, __u32 rlen, __u32 saddr,
-				      __u32 daddr, __u16 sport, __u16 dport)
+/* UDP checksum (host order) of the response payload s->resp[0, rlen) under the IPv4 header at
+ * ip and the UDP header at udp (its checksum field 0). */
+static __always_inline __u16 udp_csum(const struct xdp_infer_scratch *s, __u32 rlen, const __u8 *ip,
+				      const __u8 *udp)
 {
 	__u32 ulen = sizeof(struct udphdr) + rlen;
-	__u64 sum = (saddr >> 16) + (saddr & 0xffff) + (daddr >> 16) + (daddr & 0xffff) +
-		    IPPROTO_UDP + ulen + sport + dport + ulen;
+	__u32 sum = proto_csum_pseudo(ip, IPPROTO_UDP, ulen);
 	__u16 c;
 
-	for (__u32 i = 0; i < XDP_INFER_RESP_MAX / 2; i++) {
-		if (2 * i >= rlen)
-			break;
-		sum += (__u32)s->resp[2 * i] << 8 | s->resp[2 * i + 1];
-	}
-	c = csum_fold(sum);
+	sum = proto_csum_add(sum, udp, sizeof(struct udphdr));
+	c = (__u16)~proto_csum_fold(proto_csum_add(sum, s->resp, rlen));
 	return c ? c : 0xffff;
 }
 
@@ -471,8 +460,7 @@ static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch
 	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
 	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
 	__u32 saddr, daddr;
-	__u16 sport, dport, *ipw;
-	__u64 sum;
+	__u16 sport, dport;
 	int delta;
 
 	if (rlen > XDP_INFER_RESP_MAX)
@@ -505,15 +493,12 @@ static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch
 	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + rlen);
 	ip->ttl = 64;
 	ip->check = 0;
-	ipw = (__u16 *)ip;
-	sum = 0;
-	for (__u32 i = 0; i < sizeof(*ip) / 2; i++)
-		sum += ipw[i];
-	ip->check = csum_fold(sum);
+	ip->check = bpf_htons((__u16)~proto_csum_fold(proto_csum_add(0, (__u8 *)ip, sizeof(*ip))));
 	udp->source = bpf_htons(dport);
 	udp->dest = bpf_htons(sport);
 	udp->len = bpf_htons(sizeof(*udp) + rlen);
-	udp->check = bpf_htons(udp_csum(s, rlen, daddr, saddr, dport, sport));
+	udp->check = 0;
+	udp->check = bpf_htons(udp_csum(s, rlen, (__u8 *)ip, (__u8 *)udp));
 	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
 		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
 	return count(stat, XDP_TX);

@@ -250,8 +250,9 @@ int xdp_infer_test_run(const struct xdp_infer *x, const void *frame, uint32_t le
 		       uint32_t *out_len, uint32_t repeat, uint32_t *verdict, uint32_t *ns_per_run);
 
 /*
- * A test frame: Ethernet + IPv4 + UDP to `port` carrying a REQUEST for model_id with the u8
- * tensor (c,h,w) (UDP checksum 0). Returns its length or -ENOSPC.
+ * A test frame: Ethernet + IPv4 + UDP (protocol/frame.h's, checksums filled in) from
+ * 10.0.0.1:40000 to 10.0.0.2:`port` carrying a REQUEST for model_id with the u8 tensor (c,h,w).
+ * Returns its length or -ENOSPC.
  */
 int xdp_infer_build_request(void *buf, size_t cap, uint32_t port, uint32_t model_id,
 			    uint64_t request_id, uint32_t c, uint32_t h, uint32_t w,

@@ -5,7 +5,7 @@
  *    __popcll and with the b1 tensor-core MMA (AND + popc), next to cuBLAS sgemm of the same
  *    shape (8192^3 floats), device-resident operands, CUDA events around 10 runs after a
  *    warm-up; and the MMA's fraction of the 1-bit tensor-core peak;
- *  - per-image latency of each model on the GPU (kcuda_forward, batch 1 and 64).
+ *  - per-image latency of each model on the GPU (the table's forward, batch 1 and 64).
  * Without a usable GPU it prints "skipped: no GPU (...)" and records nothing.
  *
  * 1-bit peak = SMs x SM clock x 32768 b1 ops per clock per SM (ops = 2 x bit MACs). 32768 is
@@ -28,6 +28,8 @@
 #define GEMM_ITERS   10
 #define BENCH_IMAGES 2000u
 
+static const struct kcuda_ops *cu;
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -45,11 +47,10 @@ static int bench_gemm(const struct kcuda_info *info)
 	double popc_ms, mma_ms, sgemm_ms;
 	char method[512];
 
-	if (kcuda_bench_bgemm(GEMM_DIM, GEMM_DIM, GEMM_DIM, KCUDA_BGEMM_POPC, GEMM_ITERS,
-			      &popc_ms) ||
-	    kcuda_bench_bgemm(GEMM_DIM, GEMM_DIM, GEMM_DIM, KCUDA_BGEMM_MMA, GEMM_ITERS, &mma_ms) ||
-	    kcuda_bench_sgemm(GEMM_DIM, GEMM_DIM, GEMM_DIM, GEMM_ITERS, &sgemm_ms)) {
-		fprintf(stderr, "bench_cuda: %s\n", kcuda_last_error());
+	if (cu->bench_bgemm(GEMM_DIM, GEMM_DIM, GEMM_DIM, KCUDA_BGEMM_POPC, GEMM_ITERS, &popc_ms) ||
+	    cu->bench_bgemm(GEMM_DIM, GEMM_DIM, GEMM_DIM, KCUDA_BGEMM_MMA, GEMM_ITERS, &mma_ms) ||
+	    cu->bench_sgemm(GEMM_DIM, GEMM_DIM, GEMM_DIM, GEMM_ITERS, &sgemm_ms)) {
+		fprintf(stderr, "bench_cuda: %s\n", cu->last_error());
 		return 1;
 	}
 	snprintf(method, sizeof(method),
@@ -110,44 +111,44 @@ static int bench_model(const char *path, const char *images)
 	n = ds.count < BENCH_IMAGES ? ds.count : BENCH_IMAGES;
 	n -= n % 64;
 	classes = model_classes(m);
-	g1 = kcuda_model_upload(m, 1, err, sizeof(err));
-	g64 = g1 ? kcuda_model_upload(m, 64, err, sizeof(err)) : NULL;
+	g1 = cu->model_upload(m, 1, err, sizeof(err));
+	g64 = g1 ? cu->model_upload(m, 64, err, sizeof(err)) : NULL;
 	scores = calloc((size_t)64 * classes, sizeof(double));
 	if (!g1 || !g64 || !scores) {
 		fprintf(stderr, "bench_cuda: %s\n", err);
 		goto out;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		if (kcuda_forward(g1, dataset_item(&ds, i), 1, scores))
+		if (cu->forward(g1, dataset_item(&ds, i), 1, scores))
 			goto out_err;
 	for (uint32_t i = 0; i < n; i++) {
 		t0 = now_ns();
-		kcuda_forward(g1, dataset_item(&ds, i), 1, scores);
+		cu->forward(g1, dataset_item(&ds, i), 1, scores);
 		lat[i] = now_ns() - t0;
 	}
 	lat_summarize(lat, n, &s);
 	snprintf(name, sizeof(name), "gpu.model.%s.latency_batch1_p50", m->name);
 	snprintf(method, sizeof(method),
-		 "kcuda_forward batch 1 (host->device->host, pinned staging), median of %u test "
+		 "GPU forward batch 1 (host->device->host, pinned staging), median of %u test "
 		 "images after a warm-up pass (p99 %.1f us)",
 		 n, s.p99 / 1e3);
 	bench_record(name, s.p50 / 1e3, "us", method);
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i += 64)
-		if (kcuda_forward(g64, dataset_item(&ds, i), 64, scores))
+		if (cu->forward(g64, dataset_item(&ds, i), 64, scores))
 			goto out_err;
 	total = now_ns() - t0;
 	snprintf(name, sizeof(name), "gpu.model.%s.per_image_batch64", m->name);
-	snprintf(method, sizeof(method),
-		 "kcuda_forward batch 64, wall time over %u test images / %u", n, n);
+	snprintf(method, sizeof(method), "GPU forward batch 64, wall time over %u test images / %u",
+		 n, n);
 	bench_record(name, total / 1e3 / n, "us", method);
 	ret = 0;
 	goto out;
 out_err:
-	fprintf(stderr, "bench_cuda: %s: %s\n", path, kcuda_last_error());
+	fprintf(stderr, "bench_cuda: %s: %s\n", path, cu->last_error());
 out:
-	kcuda_model_free(g1);
-	kcuda_model_free(g64);
+	cu->model_free(g1);
+	cu->model_free(g64);
 	free(scores);
 	dataset_close(&ds);
 	model_free(m);
@@ -160,12 +161,13 @@ int main(int argc, char **argv)
 	char msg[640];
 	int ret = 0;
 
-	if (kcuda_probe(msg, sizeof(msg))) {
+	cu = kcuda_open(msg, sizeof(msg));
+	if (!cu) {
 		printf("skipped: no GPU (%s)\n", msg);
 		return 0;
 	}
-	if (kcuda_device_info(&info)) {
-		fprintf(stderr, "bench_cuda: %s\n", kcuda_last_error());
+	if (cu->device_info(&info)) {
+		fprintf(stderr, "bench_cuda: %s\n", cu->last_error());
 		return 1;
 	}
 	printf("GPU: %s, compute capability %d.%d, %d SMs at %.0f MHz\n", info.name, info.cc_major,

@@ -46,7 +46,7 @@ TRAFFIC=$tmp/traffic.snm
 netns_add "$ns_c" "$ns_x" "$ns_d" "$ns_s" || die "ip netns add"
 netns_no_ipv6 "$ns_c" "$ns_x" "$ns_d" "$ns_s"
 netns_veth "$ns_c" vx "$ns_x" xx && netns_veth "$ns_c" vd "$ns_d" dw &&
-	netns_veth "$ns_c" vs "$ns_s" ss || die "veth"
+	netns_veth "$ns_c" vs "$ns_s" ss || die "veth: $NETNS_WHY"
 netns_link "$ns_c" vx 10.90.1.2/24
 netns_link "$ns_x" xx 10.90.1.1/24
 netns_link "$ns_c" vd 10.90.2.2/24

@@ -46,7 +46,7 @@ die() {
 	exit 1
 }
 
-netns_wire "$ns_c" "$ns_n" 10.88.3.2/24 || die "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.88.3.2/24 || die "namespaces and veth: $NETNS_WHY"
 K=$(netns_split "$S" "$CNN") || die "no flatten in $CNN"
 
 # the in-process baseline while no server runs
@@ -132,7 +132,7 @@ nic_pid=
 R=${BENCH_HOST_ROUNDS:-9}
 declare -A pid
 start_direct() { # NAME EAL-LCORES QPAIRS SUBNET: a server on its own veth, then stopped
-	netns_direct "$ns_c" "c$1" "10.88.$4.2/24" "$ns_n" "w$1" "10.88.$4.1" || die "veth for $1"
+	netns_direct "$ns_c" "c$1" "10.88.$4.2/24" "$ns_n" "w$1" "10.88.$4.1" || die "veth for $1: $NETNS_WHY"
 	ip netns exec "$ns_n" "$HOST" $2 --no-huge -m 512 --file-prefix "snbh$1$tag" --no-pci \
 		--vdev "net_af_packet0,iface=w$1,qpairs=$3" -- --model "$CNN:host-only" \
 		--ip "10.88.$4.1" >"$tmp/host$1.log" 2>&1 &

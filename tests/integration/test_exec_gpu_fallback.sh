@@ -2,7 +2,9 @@
 # `splitnic run --exec gpu` on a machine without a usable GPU: it says so on stderr, with the
 # CUDA error and its number (or that CUDA was not built in), falls back to the CPU kernels, and
 # gives the CPU's scores; the JSON says which executor ran. On a GPU machine it checks that the
-# GPU ran and agrees with the CPU on every class instead. Exit 0 pass, 1 fail.
+# GPU ran and agrees with the CPU on every class instead. On either, a GPU executor that is not
+# the one this build made (SPLITNIC_CUDA_LIB: a table of another version or size, no table, no
+# file) is refused with that reason, and the run falls back to the CPU. Exit 0 pass, 1 fail.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
@@ -61,4 +63,32 @@ for x, y in zip(a, b):
 PY
 	echo "pass: --exec gpu ran on the GPU and matches the CPU"
 fi
+
+# a mismatched or missing GPU executor: refused with its reason, the CPU's scores all the same
+refused() { # NAME SO REGEX
+	SPLITNIC_CUDA_LIB=$2 "$SPLITNIC" run "$T/m.snm" --images "$T/img.idx" --scores "$T/$1.csv" \
+		--exec gpu >"$T/$1.out" 2>"$T/$1.err" || fail "$1: run exited non-zero: $(cat "$T/$1.err")"
+	grep -Eq "^splitnic run: --exec gpu: ($3); falling back to the CPU kernels\$" "$T/$1.err" ||
+		fail "$1: no fallback message matching '$3': $(cat "$T/$1.err")"
+	cmp -s "$T/cpu.csv" "$T/$1.csv" || fail "$1: fallback scores differ from the CPU run"
+	echo "pass: $1: $(cat "$T/$1.err")"
+}
+if grep -q 'built without CUDA' "$T/gpu.err"; then
+	echo "pass: built without CUDA: no GPU executor to refuse"
+	exit 0
+fi
+B_ABS=$(cd "$B" && pwd)
+table='has table version ([0-9]+) \(([0-9]+) bytes\); this program needs version ([0-9]+) \(([0-9]+) bytes\)'
+refused other-version "$B_ABS/tests/kcuda_fake_abi.so" \
+	"no usable CUDA GPU: GPU executor .*kcuda_fake_abi\\.so $table: build or install both from one tree"
+sed -E "s/.*$table.*/\1 \3/" "$T/other-version.err" | awk '$1 != $2 {ok = 1} END {exit !ok}' ||
+	fail "other-version: the versions it names are equal: $(cat "$T/other-version.err")"
+refused other-size "$B_ABS/tests/kcuda_fake_size.so" \
+	"no usable CUDA GPU: GPU executor .*kcuda_fake_size\\.so $table: build or install both from one tree"
+sed -E "s/.*$table.*/\2 \4/" "$T/other-size.err" | awk '$1 != $2 {ok = 1} END {exit !ok}' ||
+	fail "other-size: the sizes it names are equal: $(cat "$T/other-size.err")"
+refused no-table "$B_ABS/tests/kcuda_fake_none.so" \
+	'no usable CUDA GPU: GPU executor .*kcuda_fake_none\.so: no symbol kcuda_table'
+refused no-file "$T/none/libsncuda.so" \
+	'no usable CUDA GPU: cannot load the GPU executor: .*none/libsncuda\.so: cannot open shared object file.*'
 exit 0

@@ -51,7 +51,7 @@ fail() {
 }
 
 { netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.2.2/24 "$ns_s" vw 10.88.2.1; } ||
-	fail "namespaces, veth, addresses"
+	fail "namespaces, veth, addresses: ${NETNS_WHY:-see above}"
 
 K=$(netns_split "$S" "$CNN") || fail "split point"
 

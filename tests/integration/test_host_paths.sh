@@ -70,7 +70,7 @@ fail() {
 	exit 1
 }
 
-netns_wire "$ns_c" "$ns_n" 10.88.1.2/24 || fail "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.88.1.2/24 || fail "namespaces and veth: $NETNS_WHY"
 ip -n "$ns_c" addr add 10.88.1.3/24 dev vc
 K=$(netns_split "$S" "$CNN") || fail "split point"
 

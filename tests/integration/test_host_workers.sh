@@ -39,7 +39,7 @@ ns_c=snwk-cli-$tag ns_s=snwk-srv-$tag
 trap 'netns_kill "$host_pid"; netns_cleanup "/var/run/dpdk/snwk$tag" "$tmp"' EXIT
 fail() { netns_fail "$*" "$tmp/host.log"; }
 { netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.6.2/24 "$ns_s" vw 10.88.6.1 &&
-	ip -n "$ns_c" addr add 10.88.6.3/24 dev vc; } || fail "namespaces, veth, addresses"
+	ip -n "$ns_c" addr add 10.88.6.3/24 dev vc; } || fail "namespaces, veth, addresses: ${NETNS_WHY:-see above}"
 K=$(netns_split "$S" "$CNN") || fail "split point"
 netns_run_classes "$CNN" "$tmp/cpu" --images "$IMG" --count "$N" || fail "splitnic run"
 

@@ -44,7 +44,7 @@ fail() {
 	exit 1
 }
 
-netns_wire "$ns_c" "$ns_n" 10.89.0.2/24 || fail "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.89.0.2/24 || fail "namespaces and veth: $NETNS_WHY"
 
 ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "$prefix" --no-pci \
 	--vdev net_af_packet0,iface=vw --vdev net_null0,no-rx=1 -- \

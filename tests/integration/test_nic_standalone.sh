@@ -53,8 +53,8 @@ fail() {
 }
 
 for n in "$ns_c" "$ns_n" "$ns_h"; do netns_add "$n" || fail "ip netns add $n"; done
-netns_veth "$ns_c" vc "$ns_n" vw || fail "veth cli-nic"
-netns_veth "$ns_h" hh "$ns_n" vh || fail "veth nic-host"
+netns_veth "$ns_c" vc "$ns_n" vw || fail "veth cli-nic: $NETNS_WHY"
+netns_veth "$ns_h" hh "$ns_n" vh || fail "veth nic-host: $NETNS_WHY"
 netns_no_ipv6 "$ns_n"
 netns_link "$ns_c" vc 10.88.0.2/24
 netns_link "$ns_h" hh 10.88.0.3/24

@@ -56,7 +56,7 @@ fi
 
 # --- 2. splitnic-host over packets -------------------------------------------------------------------
 { netns_add "$ns_c" "$ns_s" && netns_direct "$ns_c" vc 10.88.3.2/24 "$ns_s" vw 10.88.3.1; } ||
-	fail "namespaces, veth, addresses"
+	fail "namespaces, veth, addresses: ${NETNS_WHY:-see above}"
 
 : >"$tmp/host.log"
 ip netns exec "$ns_s" "$HOST" -l 0-1 --no-huge -m 512 --file-prefix "snpl$tag" --no-pci \

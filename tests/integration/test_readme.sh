@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# README.md's command blocks, run verbatim in a fresh clone: fails when the README drifts from
-# the programs. The conventions a README block must follow (docs/operator-guide.md repeats them):
+# The command blocks of README.md and of every docs/*.md, run verbatim in a fresh clone: fails
+# when the documentation drifts from the programs. The conventions a block must follow
+# (docs/testing.md repeats them):
 #
 #   - Every block fenced ```sh is run; other fences (```json, ```text, plain ```) are not.
 #   - A block runs alone, from the clone's root, as root, under `bash -e -o pipefail`, within
 #     README_BLOCK_TIMEOUT seconds (default 120): it defines every variable it uses, and a
-#     command that fails fails the test. Blocks run in README order, so a block may use what
-#     an earlier one left (the lab network of `lab/lab.sh up`, a file it wrote).
+#     command that fails fails the test. Blocks run in file order, README.md first, then
+#     docs/*.md by name, so a block may use what an earlier one of its file left (the lab
+#     network of `lab/lab.sh up`, a file it wrote); a file that brings the lab up takes it down.
 #   - A line `# expect: REGEX` (an extended regex, grep -E) must match a line of the block's
 #     output (stdout and stderr together). Show counts small enough for the test's time budget
 #     (`--count 1000`, not the whole test set over the packet path).
@@ -62,32 +64,36 @@ for f in splitnic splitnic-nic splitnic-host models; do
 done
 
 # --- the blocks ----------------------------------------------------------------------------------
-"$PY" - README.md "$tmp" <<'EOF' || fail "README.md: cannot split its sh blocks"
+docs=(README.md docs/*.md)
+"$PY" - "$tmp" "${docs[@]}" <<'EOF' || fail "cannot split the documentation's sh blocks"
 import sys, re
-text = open(sys.argv[1]).read().split("\n")
-n, cur = 0, None
-for line in text:
-    if cur is None:
-        if re.fullmatch(r"```sh\s*", line):
-            cur = []
-        continue
-    if line.strip() == "```":
-        n += 1
-        open(f"{sys.argv[2]}/block{n:02d}.sh", "w").write("\n".join(cur) + "\n")
-        cur = None
-    else:
-        cur.append(line)
-if cur is not None:
-    sys.exit("an unterminated ```sh block")
-print(n)
+n = 0
+for path in sys.argv[2:]:
+    cur, k = None, 0
+    for i, line in enumerate(open(path).read().split("\n"), 1):
+        if cur is None:
+            if re.fullmatch(r"```sh\s*", line):
+                cur, start = [], i
+            continue
+        if line.strip() == "```":
+            n, k = n + 1, k + 1
+            open(f"{sys.argv[1]}/block{n:03d}.sh", "w").write("\n".join(cur) + "\n")
+            open(f"{sys.argv[1]}/block{n:03d}.where", "w").write(f"{path}:{start}\n")
+            cur = None
+        else:
+            cur.append(line)
+    if cur is not None:
+        sys.exit(f"{path}: an unterminated ```sh block")
+    print(f"{path}: {k} sh blocks")
 EOF
 blocks=("$tmp"/block*.sh)
-[ -e "${blocks[0]}" ] || fail "README.md has no sh block"
-echo "README.md: ${#blocks[@]} sh blocks"
+[ -e "${blocks[0]}" ] || fail "no sh block in ${docs[*]}"
+grep -q '^README.md:' "$tmp/block001.where" || fail "README.md has no sh block"
 
 bad=0
 for blk in "${blocks[@]}"; do
-	name=$(basename "$blk" .sh)
+	id=$(basename "$blk" .sh)
+	name="$id ($(cat "${blk%.sh}.where"))"
 	# make lines: `make demo` runs as lab/demo.sh; any other make line is left out
 	sed -E -e "s|^make demo\\b.*|B=build DEMO_COUNT=$DEMO_COUNT lab/demo.sh|" \
 		-e 's|^make\b.*|: "(make line not run by test_readme.sh)"|' "$blk" >"$blk.run"
@@ -95,7 +101,7 @@ for blk in "${blocks[@]}"; do
 	sed 's/^/    /' "$blk"
 	start=$(date +%s)
 	(cd "$clone" && exec setsid timeout "$TIMEOUT" bash -e -o pipefail "$blk.run") \
-		>"$tmp/$name.out" 2>&1 &
+		>"$tmp/$id.out" 2>&1 &
 	pid=$!
 	wait "$pid"
 	rc=$?
@@ -104,19 +110,19 @@ for blk in "${blocks[@]}"; do
 	echo "    exit $rc in $(($(date +%s) - start)) s"
 	if [ "$rc" -ne 0 ]; then
 		echo "FAIL: $name exited $rc (timeout $TIMEOUT s gives 124); its output:"
-		tail -30 "$tmp/$name.out" | sed 's/^/  | /'
+		tail -30 "$tmp/$id.out" | sed 's/^/  | /'
 		bad=1
 		continue
 	fi
 	while IFS= read -r re; do
-		if grep -qE -- "$re" "$tmp/$name.out"; then
+		if grep -qE -- "$re" "$tmp/$id.out"; then
 			echo "    ok: $re"
 		else
 			echo "FAIL: $name: no output line matches '$re'; its output:"
-			tail -30 "$tmp/$name.out" | sed 's/^/  | /'
+			tail -30 "$tmp/$id.out" | sed 's/^/  | /'
 			bad=1
 		fi
 	done < <(sed -n 's/^[[:space:]]*# expect: //p' "$blk")
 done
 [ "$bad" -eq 0 ] || exit 1
-echo "pass: every sh block of README.md ran and matched its expect lines"
+echo "pass: all ${#blocks[@]} sh blocks of README.md and docs/*.md ran and matched their expect lines"

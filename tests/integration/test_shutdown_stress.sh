@@ -55,7 +55,7 @@ fail() {
 	exit 1
 }
 
-netns_wire "$ns_c" "$ns_n" 10.88.7.2/24 || fail "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.88.7.2/24 || fail "namespaces and veth: $NETNS_WHY"
 
 K=$(netns_split "$S" "$CNN") || fail "split point"
 

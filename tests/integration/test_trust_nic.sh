@@ -56,7 +56,7 @@ fail() {
 	exit 1
 }
 
-netns_wire "$ns_c" "$ns_n" 10.88.9.2/24 || fail "namespaces and veth"
+netns_wire "$ns_c" "$ns_n" 10.88.9.2/24 || fail "namespaces and veth: $NETNS_WHY"
 
 K=$(netns_split "$S" "$CNN") || fail "split point"
 

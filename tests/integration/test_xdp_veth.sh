@@ -27,7 +27,7 @@ fail() {
 }
 
 netns_add "$ns_s" "$ns_c" || fail "ip netns add"
-netns_veth "$ns_s" vxs "$ns_c" vxc || fail "veth pair"
+netns_veth "$ns_s" vxs "$ns_c" vxc || fail "veth pair: $NETNS_WHY"
 netns_link "$ns_s" vxs 10.77.0.1/24
 netns_link "$ns_c" vxc 10.77.0.2/24
 netns_tx_csum_off "$ns_c" vxc || fail "ethtool -K vxc tx off"

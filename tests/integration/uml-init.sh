@@ -13,14 +13,31 @@ mount -t tmpfs run /run
 dir=$(sed -n 's/.*snuml=\([^ ]*\).*/\1/p' /proc/cmdline)
 # a tmpfs on /tmp, unless the tree lies there (a clone in /tmp): it would hide DIR
 case $dir in /tmp/*) ;; *) mount -t tmpfs tmp /tmp ;; esac
+# The guest's kernel modules: Debian's user-mode-linux ships them in /usr/lib/uml/modules/KV.
+# The guest's root is the host's /, whose module directory (if the host has one) belongs to
+# another kernel and is hidden (uml.sh); nothing is created on the host. The guest gets a module
+# root of its own in its /run (a tmpfs), and every modprobe reads it: the tests' (a modprobe
+# first in PATH, and SPLITNIC_MODROOT for lab/netns.sh's netns_kmods) and the kernel's own
+# (kernel.modprobe, for modules it asks for itself: a qdisc, an IPVS scheduler).
 kv=$(uname -r)
-if [ -d "/usr/lib/uml/modules/$kv" ]; then
-	mount -t tmpfs mods /lib/modules
-	mkdir "/lib/modules/$kv"
-	mount --bind "/usr/lib/uml/modules/$kv" "/lib/modules/$kv"
-fi
+modroot=/run/snuml-modules
+mods=/usr/lib/uml/modules/$kv
+{
+	mkdir -p "$modroot/lib/modules" /run/snuml-bin
+	if [ ! -d "$mods" ]; then
+		echo "uml-init: no modules for this kernel ($kv) in $mods (Debian's user-mode-linux)"
+	elif ! kmod=$(command -v modprobe); then
+		echo "uml-init: modprobe is missing (Debian's kmod: make deps); modules in $mods"
+	else
+		ln -s "$mods" "$modroot/lib/modules/$kv"
+		printf '#!/bin/sh\nexec %s -d %s "$@"\n' "$kmod" "$modroot" >/run/snuml-bin/modprobe
+		chmod 755 /run/snuml-bin/modprobe
+		echo /run/snuml-bin/modprobe >/proc/sys/kernel/modprobe
+		export PATH=/run/snuml-bin:$PATH SPLITNIC_MODROOT=$modroot
+	fi
+} >"$dir/out" 2>&1
 ip link set lo up
-bash "$dir/run.sh" >"$dir/out" 2>&1
+bash "$dir/run.sh" >>"$dir/out" 2>&1
 echo $? >"$dir/rc"
 sync
 halt -f -p
