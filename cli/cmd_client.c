@@ -101,17 +101,20 @@ static const char *const role_short[] = {"any", "nic", "host", "serve", "xdp"};
 
 static int parse_shape(const char *s, uint32_t shape[3])
 {
-	unsigned long v[3];
-	char *end;
+	char part[24];
+	int64_t v;
 
 	for (int i = 0; i < 3; i++) {
-		errno = 0;
-		v[i] = strtoul(s, &end, 10);
-		if (errno || end == s || v[i] == 0 || v[i] > 65536 || (i < 2 && *end != ',') ||
-		    (i == 2 && *end))
+		size_t n = i < 2 && strchr(s, ',') ? (size_t)(strchr(s, ',') - s) : strlen(s);
+
+		if ((i < 2 && !s[n]) || n >= sizeof(part))
 			return -EINVAL;
-		s = end + 1;
-		shape[i] = (uint32_t)v[i];
+		memcpy(part, s, n);
+		part[n] = 0;
+		if (conf_int(NULL, NULL, part, 1, 65536, &v))
+			return -EINVAL;
+		shape[i] = (uint32_t)v;
+		s += n + 1;
 	}
 	return (uint64_t)shape[0] * shape[1] * shape[2] <= PROTO_MAX_ELEMS ? 0 : -EINVAL;
 }
@@ -142,38 +145,27 @@ static int model_defaults(const char *path, struct client_opts *o, bool id_given
 	return 0;
 }
 
-enum { CO_SHAPE = 'S', CO_MODEL_ID = 'm', CO_RATE = 'r', CO_MTU = 'M' };
+enum { CO_SHAPE = 'S', CO_MODEL_ID = 'm', CO_MTU = 'M' };
 
 static int client_opt(void *p, const struct conf_opt *opt, const char *arg)
 {
 	struct client_opts *o = p;
-	char *end;
-	long v;
+	int64_t v;
 
 	switch (opt->key) {
 	case CO_SHAPE:
 		if (!parse_shape(arg, o->shape))
 			return 0;
-		fprintf(stderr, "client: --shape: expected C,H,W, got '%s'\n", arg);
+		fprintf(stderr, "splitnic client: --shape: C,H,W (each 1..65536), got '%s'\n", arg);
 		return -1;
 	case CO_MODEL_ID:
 		o->id_given = true;
-		errno = 0;
-		v = strtol(arg, &end, 0);
-		o->model_id = !errno && *arg && !*end && v >= 0 && v <= 0xffffffffL
-				  ? (uint32_t)v
-				  : proto_model_id(arg);
+		o->model_id = conf_model_id(arg);
 		return 0;
-	case CO_RATE:
-		o->rate = strtod(arg, &end);
-		if (!*end && o->rate > 0 && o->rate <= 1e8)
-			return 0;
-		fprintf(stderr, "client: --rate: requests/s > 0, got '%s'\n", arg);
-		return -1;
 	default: /* --mtu: the payload less the IPv4 and UDP headers */
-		if (conf_long(arg, &o->payload, 284, 65535, "--mtu"))
+		if (conf_int("splitnic client", "--mtu", arg, 284, 65535, &v))
 			return -1;
-		o->payload -= 28;
+		o->payload = (long)v - 28;
 		return 0;
 	}
 }
@@ -182,7 +174,7 @@ static int client_opt(void *p, const struct conf_opt *opt, const char *arg)
 
 static const struct conf_opt client_opts[] = {
     CONF_STR_ROW("addr", "ADDR", CLIENT_OPT(host), NULL, "the server (instead of ADDR[:PORT])"),
-    CONF_STR_ROW("port", "P", CLIENT_OPT(port), NULL, "its UDP port (default 21326)"),
+    CONF_PORT_ROW("port", "P", CLIENT_OPT(port), NULL, "its UDP port (default 21326)"),
     CONF_STR_ROW("images", "IDX[.gz]", CLIENT_OPT(images), NULL, "the inputs: IDX images"),
     CONF_STR_ROW("labels", "IDX[.gz]", CLIENT_OPT(labels), NULL, "their labels: the accuracy"),
     CONF_CALL_ROW("shape", "C,H,W", CO_SHAPE, NULL, "random inputs of this shape"),
@@ -194,7 +186,8 @@ static const struct conf_opt client_opts[] = {
 		  "the model id requests carry (a NAME: its FNV-1a hash)"),
     CONF_LONG_ROW("count", "N", CLIENT_OPT(count), 1, 1L << 31, NULL,
 		  "requests (default: every image, or 1000 random tensors)"),
-    CONF_CALL_ROW("rate", "R", CO_RATE, NULL, "open loop: R requests/s"),
+    CONF_POSITIVE_ROW("rate", "R", CLIENT_OPT(rate), 1e8, "requests/s", NULL,
+		      "open loop: R requests/s"),
     CONF_LONG_ROW("outstanding", "N", CLIENT_OPT(outstanding), 1, 1 << 20, NULL,
 		  "closed loop: N requests in flight (the default, with N = 1)"),
     CONF_FLAG_ROW("poisson", CLIENT_OPT(poisson), "open loop with Poisson arrivals"),
@@ -232,6 +225,7 @@ const struct conf_cmd cmd_client_spec = {
 	     "--health: probe the server (and a NIC's host), print its report: exit 0 serving,\n"
 	     "1 draining, degraded, no answer or error.\n"};
 
+/* The options into o: 0, -EINVAL on bad arguments (exit 2), else -errno (a file: exit 1). */
 static int parse_opts(int argc, char **argv, struct client_opts *o)
 {
 	static char hostbuf[256];
@@ -270,7 +264,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 	if (o->port && conf_port("client", "port", o->port, &port))
 		return -EINVAL;
 	if (o->classes && conf_output_ok("client", "--classes", o->classes))
-		return -EINVAL;
+		return -EIO; /* the output file: exit 1, not bad usage */
 	if (!o->host) {
 		fprintf(stderr, "client: no server address\n");
 		conf_usage(stderr, &cmd_client_spec);
@@ -283,7 +277,7 @@ static int parse_opts(int argc, char **argv, struct client_opts *o)
 		return -EINVAL;
 	}
 	if (o->model_path && model_defaults(o->model_path, o, o->id_given))
-		return -EINVAL;
+		return -EIO; /* the model file: exit 1, not bad usage */
 	if (!o->images && !o->shape[0]) {
 		fprintf(stderr, "client: give --images IDX, --shape C,H,W or --model FILE\n");
 		return -EINVAL;
@@ -820,13 +814,11 @@ int cmd_client(int argc, char **argv)
 		return 1;
 	r->ep = -1;
 	ret = parse_opts(argc, argv, &r->o);
-	if (!ret && r->o.health) {
-		ret = client_health(&r->o);
+	if (ret || r->o.health) {
+		ret = ret ? (ret == -EINVAL ? 2 : 1) : client_health(&r->o);
 		free(r);
 		return ret;
 	}
-	if (ret)
-		goto out_free_run;
 	ret = load_inputs(r, &img, &lab);
 	if (ret)
 		goto out_free_inputs;
@@ -895,7 +887,6 @@ out_free_inputs:
 	else
 		free(r->inputs);
 	idx_free(&lab);
-out_free_run:
 	free(r);
 	return ret > 0 ? 0 : ret ? 1 : lost ? 3 : 0;
 }

@@ -180,25 +180,14 @@ struct gen_opts {
 	uint64_t seed;
 };
 
-static int gen_seed(void *p, const struct conf_opt *opt, const char *arg)
-{
-	char *end;
-
-	((struct gen_opts *)p)->seed = strtoull(arg, &end, 0);
-	if (!*end)
-		return 0;
-	fprintf(stderr, "--seed: an integer expected\n");
-	return -1;
-}
-
 static const struct conf_opt gen_opts[] = {
     CONF_OUTPUT_ROW("WEIGHTS.npz", offsetof(struct gen_opts, out), "the weights to write"),
-    CONF_CALL_ROW("seed", "S", 0, "1", "picks the draw"),
+    CONF_INT_ROW("seed", "S", struct gen_opts, seed, 0, INT64_MAX, "1", "picks the draw"),
 };
 
 const struct conf_cmd cmd_gen_spec = {
     CONF_CMD("splitnic gen", "ARCH.json -o WEIGHTS.npz [--seed S]",
-	     "random weights for any interchange architecture", gen_opts, 1, 1, gen_seed)};
+	     "random weights for any interchange architecture", gen_opts, 1, 1, NULL)};
 
 int cmd_gen(int argc, char **argv)
 {

@@ -280,50 +280,21 @@ int cmd_analyze(int argc, char **argv)
 
 struct plan_opts {
 	struct split_opts o;
-	const char *profile, *out;
+	const char *profile, *out, *objective;
 	bool in_process;
 };
 
-enum { PO_LINK = 'l', PO_LOAD = 'L', PO_OBJECTIVE = 'b' };
-
-static int plan_opt(void *p, const struct conf_opt *opt, const char *arg)
-{
-	struct split_opts *o = &((struct plan_opts *)p)->o;
-	char *end;
-	int v;
-
-	switch (opt->key) {
-	case PO_LINK:
-		o->link_gbps = strtod(arg, &end);
-		if (!*end && o->link_gbps > 0 && isfinite(o->link_gbps))
-			return 0;
-		fprintf(stderr, "--link-gbps: positive number expected, got '%s'\n", arg);
-		return -1;
-	case PO_LOAD:
-		o->load_rps = strtod(arg, &end);
-		if (!*end && end != arg && o->load_rps >= 0 && o->load_rps <= 1e9)
-			return 0;
-		fprintf(stderr, "--load: requests/s in 0..1e9 expected, got '%s'\n", arg);
-		return -1;
-	default:
-		v = split_objective_from_name(arg);
-		if (v >= 0) {
-			o->objective = (uint32_t)v;
-			return 0;
-		}
-		fprintf(stderr, "--objective: latency, p99 or throughput, got '%s'\n", arg);
-		return -1;
-	}
-}
+#define PLAN_OPT(f) offsetof(struct plan_opts, f)
 
 static const struct conf_opt plan_opts[] = {
     CONF_STR_ROW("profile", "P", offsetof(struct plan_opts, profile), NULL,
 		 "the calibration profile (default: the built-in one)"),
-    CONF_CALL_ROW("link-gbps", "X", PO_LINK, NULL,
-		  "the host <-> NIC link (default: the profile's)"),
-    CONF_CALL_ROW("load", "RPS", PO_LOAD, NULL, "offered requests/s: each stage a queue"),
-    CONF_CALL_ROW("objective", "latency|p99|throughput", PO_OBJECTIVE, "latency",
-		  "p50, p99, or the slowest stage"),
+    CONF_POSITIVE_ROW("link-gbps", "X", PLAN_OPT(o.link_gbps), INFINITY, "Gbit/s", NULL,
+		      "the host <-> NIC link (default: the profile's)"),
+    CONF_DOUBLE_ROW("load", "RPS", PLAN_OPT(o.load_rps), 0, 1e9, "requests/s", NULL,
+		    "offered requests/s: each stage a queue"),
+    CONF_CHOICE_ROW("objective", "latency|p99|throughput", PLAN_OPT(objective), "latency",
+		    "p50, p99, or the slowest stage"),
     CONF_FLAG_ROW("in-process", offsetof(struct plan_opts, in_process),
 		  "predict in process, not the packet path"),
     CONF_FLAG_ROW("allow-approx", offsetof(struct plan_opts, o.allow_approx),
@@ -337,7 +308,7 @@ const struct conf_cmd cmd_plan_spec = {
 	     "MODEL [--profile P] [--link-gbps X] [--load RPS] "
 	     "[--objective latency|p99|throughput] [--in-process] [--allow-approx] [-o PLAN]",
 	     "choose the split (CPU, GPU, NIC stages) from the cost model, under load", plan_opts,
-	     1, 1, plan_opt),
+	     1, 1, NULL),
     .notes = "Predicts the packet path (front-end -> splitnic-nic -> splitnic-host -> NIC) unless\n"
 	     "--in-process; --load: offered requests/s, each stage a queue (latency: p50, p99:\n"
 	     "p99, throughput: the slowest stage).\n"};
@@ -356,6 +327,7 @@ int cmd_plan(int argc, char **argv)
 
 	if (arg < 0)
 		return 2;
+	op->objective = (uint32_t)split_objective_from_name(po.objective);
 	op->packet = !po.in_process;
 	if (po.out && conf_output_ok("plan", "-o", po.out))
 		return 1;

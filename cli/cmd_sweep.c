@@ -460,17 +460,16 @@ static void sweep_free(struct sweep *s)
 /* --splits K,K,...|host (host: all-host, m->n_layers); -EINVAL on anything else. */
 static int parse_splits(const char *arg, const struct model *m, struct sweep_pk_opts *po)
 {
-	char *dup = strdup(arg), *tok, *save = NULL, *end;
+	char *dup = strdup(arg), *tok, *save = NULL;
 	int ret = dup ? 0 : -ENOMEM;
 
 	for (tok = dup ? strtok_r(dup, ",", &save) : NULL; tok && !ret;
 	     tok = strtok_r(NULL, ",", &save)) {
-		unsigned long k = strtoul(tok, &end, 10);
+		int64_t k = m->n_layers;
 
-		if (!strcmp(tok, "host"))
-			k = m->n_layers;
-		else if (*end || end == tok || k > m->n_layers ||
-			 (k < m->n_layers && !kexec_nic_handoff_ok(m, (uint32_t)k)))
+		if (strcmp(tok, "host") &&
+		    (conf_int(NULL, NULL, tok, 0, m->n_layers, &k) ||
+		     (k < m->n_layers && !kexec_nic_handoff_ok(m, (uint32_t)k))))
 			ret = -EINVAL;
 		if (!ret && po->n_splits == sizeof(po->splits) / sizeof(po->splits[0]))
 			ret = -EINVAL;
@@ -480,7 +479,8 @@ static int parse_splits(const char *arg, const struct model *m, struct sweep_pk_
 	free(dup);
 	if (ret || !po->n_splits)
 		fprintf(stderr,
-			"--splits/--split: ops where the packet path can hand over to the NIC "
+			"splitnic sweep: --splits/--split: ops where the packet path can hand over "
+			"to the NIC "
 			"(0 when the NIC can run the whole model, else a binary op on flat bits "
 			"from op %u) or 'host', got '%s'\n",
 			kexec_nic_first(m), arg);
@@ -489,50 +489,34 @@ static int parse_splits(const char *arg, const struct model *m, struct sweep_pk_
 
 struct sweep_cli {
 	struct sweep_pk_opts po;
-	const char *profile, *link, *splits;
+	const char *profile, *link, *splits, *objective;
 	long count, rounds, executors;
 	bool packet;
 };
 
-enum { SW_LOAD = 'L', SW_DURATION = 'd', SW_OBJECTIVE = 'b', SW_SPLIT = 's', SW_SPLITS = 'X' };
+enum { SW_LOAD = 'L', SW_SPLIT = 's', SW_SPLITS = 'X' };
 
 static int sweep_opt(void *p, const struct conf_opt *opt, const char *arg)
 {
 	struct sweep_cli *o = p;
 	struct sweep_pk_opts *po = &o->po;
-	char *end;
-	int v;
 
-	switch (opt->key) {
-	case SW_LOAD:
+	if (opt->key == SW_LOAD) {
 		if (!sweep_parse_list(arg, po->load, po->load_rel, &po->n_load, SWEEP_MAX_LOAD,
 				      false))
 			return 0;
 		fprintf(stderr,
-			"--load: up to %d requests/s (or Fx: F times the all-host capacity), "
+			"splitnic sweep: --load: up to %d requests/s (or Fx: F times the all-host "
+			"capacity), "
 			"comma-separated, got '%s'\n",
 			SWEEP_MAX_LOAD, arg);
 		return -1;
-	case SW_DURATION:
-		po->duration = strtod(arg, &end);
-		if (!*end && po->duration >= 0.1 && po->duration <= 600)
-			return 0;
-		fprintf(stderr, "--duration: seconds in 0.1..600, got '%s'\n", arg);
-		return -1;
-	case SW_OBJECTIVE:
-		v = split_objective_from_name(arg);
-		if (v == SPLIT_OBJ_LATENCY || v == SPLIT_OBJ_P99) {
-			po->objective = (uint32_t)v;
-			return 0;
-		}
-		fprintf(stderr, "--objective: latency or p99, got '%s'\n", arg);
-		return -1;
-	default: /* --split K|host: one point against running servers; --splits: the points */
-		o->splits = arg;
-		if (opt->key == SW_SPLIT)
-			po->split = 0;
-		return 0;
 	}
+	/* --split K|host: one point against running servers; --splits: the points */
+	o->splits = arg;
+	if (opt->key == SW_SPLIT)
+		po->split = 0;
+	return 0;
 }
 
 #define SWEEP_OPT(f) offsetof(struct sweep_cli, f)
@@ -555,10 +539,11 @@ static const struct conf_opt sweep_opts[] = {
     CONF_CALL_ROW("load", "R,...|Fx,...", SW_LOAD, NULL,
 		  "offered requests/s, or F times the all-host capacity (default "
 		  "0.25x,0.7x,1.25x)"),
-    CONF_CALL_ROW("duration", "S", SW_DURATION, "3", "seconds of load per point and round"),
+    CONF_DOUBLE_ROW("duration", "S", SWEEP_OPT(po.duration), 0.1, 600, "seconds", "3",
+		    "seconds of load per point and round"),
     CONF_LONG_ROW("rounds", "N", SWEEP_OPT(rounds), 1, SWEEP_MAX_ROUNDS, "1",
 		  "interleaved rounds (medians)"),
-    CONF_CALL_ROW("objective", "latency|p99", SW_OBJECTIVE, "latency", "the planner's"),
+    CONF_CHOICE_ROW("objective", "latency|p99", SWEEP_OPT(objective), "latency", "the planner's"),
     CONF_CHOICE_ROW("platform", "emu|lcore", SWEEP_OPT(po.platform), "emu",
 		    "splitnic-nic's platform"),
     CONF_LONG_ROW("executors", "E", SWEEP_OPT(executors), 1, 256, "16", "splitnic-nic's executors"),
@@ -602,6 +587,7 @@ int cmd_sweep(int argc, char **argv)
 
 	if (arg < 0)
 		return 2;
+	po->objective = (uint32_t)split_objective_from_name(o.objective);
 	inputs = po->images;
 	po->rounds = (uint32_t)o.rounds;
 	po->executors = (uint32_t)o.executors;
@@ -619,8 +605,11 @@ int cmd_sweep(int argc, char **argv)
 		return 1;
 	if (o.link && sweep_parse_list(o.link, o.packet ? po->rate : s.bw, NULL,
 				       o.packet ? &po->n_rate : &s.n_bw, SWEEP_MAX_BW, o.packet)) {
-		fprintf(stderr, "--link-gbps: up to %d positive numbers%s, comma-separated\n",
-			SWEEP_MAX_BW, o.packet ? " or none" : "");
+		fprintf(
+		    stderr,
+		    "splitnic sweep: --link-gbps: up to %d positive numbers%s, comma-separated, "
+		    "got '%s'\n",
+		    SWEEP_MAX_BW, o.packet ? " or none" : "", o.link);
 		return 2;
 	}
 	s.count = (uint32_t)o.count;

@@ -38,14 +38,7 @@ struct xdp_opts {
 
 static int xdp_model_id(void *p, const struct conf_opt *opt, const char *arg)
 {
-	struct xdp_opts *o = p;
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 0);
-	o->model_id = !errno && *arg && !*end && v > 0 && v <= 0xffffffffL ? (uint32_t)v
-									   : proto_model_id(arg);
+	((struct xdp_opts *)p)->model_id = conf_model_id(arg);
 	return 0;
 }
 

@@ -9,19 +9,16 @@
 #include <unistd.h>
 
 #include "conf/args.h"
+#include "conf/opts.h"
 
 int conf_port(const char *verb, const char *opt, const char *s, uint16_t *port)
 {
-	unsigned long v;
-	char *end;
+	char who[64];
+	int64_t v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || *s == '+' || v < 1 || v > 65535) {
-		fprintf(stderr, "splitnic %s: %s: a UDP port 1..65535 expected, got '%s'\n", verb,
-			opt, s);
+	snprintf(who, sizeof(who), "splitnic %s", verb);
+	if (conf_int(who, opt, s, 1, 65535, &v))
 		return -EINVAL;
-	}
 	*port = (uint16_t)v;
 	return 0;
 }

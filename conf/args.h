@@ -6,9 +6,9 @@
 #include <stdint.h>
 
 /*
- * A UDP port given on the command line: decimal 1..65535 (0 is never valid: the verbs bind or
- * send to a definite port). Returns 0 with *port set, or -EINVAL after a message on stderr
- * that names the verb, the option and the value.
+ * A UDP port given on the command line outside an option row (ADDR:PORT): 1..65535 (0 is never
+ * valid: the verbs bind or send to a definite port), read by conf_int. Returns 0 with *port set,
+ * or -EINVAL after a message on stderr that names the verb, opt, the range and the value.
  */
 int conf_port(const char *verb, const char *opt, const char *s, uint16_t *port);
 

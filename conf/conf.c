@@ -314,15 +314,6 @@ out:
 	return ret;
 }
 
-int conf_server_parse(const struct conf_server *srv, int argc, char **argv, void *o,
-		      int (*on_opt)(void *o, const struct conf_opt *opt, const char *arg))
-{
-	struct conf_cmd cmd = *srv->cmd;
-
-	cmd.on_opt = on_opt;
-	return conf_parse(&cmd, argc, argv, o);
-}
-
 int conf_apply(const struct conf_server *srv, int *argc, char ***argv)
 {
 	const char *h = conf_help_arg(*argc, *argv, false);

@@ -20,8 +20,8 @@
  *                           VALUE true: --KEY alone; false: nothing
  *     [server]
  *     KEY = VALUE           --KEY=VALUE for each of the server's options but --model (its
- *                           option table, conf/servers.c: `PROG --help` lists them); flags
- *                           (notify-host) take true or false
+ *                           option table, nicfw/nic/opts.c and host/opts.c: `PROG --help`
+ *                           lists them); flags (notify-host) take true or false
  *     [model NAME]          one model and its mode, NAME only names the section
  *     file = PATH           the model file (required)
  *     splitnic-nic:  id = NUMBER|NAME (default: the model's name), first-op = K (the NIC part
@@ -53,47 +53,13 @@ struct conf_server {
 	int (*model_spec)(const char *const *values, char *out, size_t outlen);
 };
 
-extern const struct conf_server conf_nic, conf_host;
-
-/* What splitnic-nic's option callback switches on: the keys of conf_nic's rows. */
-enum conf_nic_key {
-	CONF_NIC_MODEL = 1,
-	CONF_NIC_EXECUTORS,
-	CONF_NIC_PLATFORM,
-	CONF_NIC_PORT,
-	CONF_NIC_IP,
-	CONF_NIC_WIRE_PORT,
-	CONF_NIC_HOST_PORT,
-	CONF_NIC_PAYLOAD,
-	CONF_NIC_DURATION,
-	CONF_NIC_STATS_FILE,
-	CONF_NIC_NOTIFY_HOST,
-	CONF_NIC_NAME,
-	CONF_NIC_IDLE_SLEEP_US,
-	CONF_NIC_DRAIN_MS,
-	CONF_NIC_ALLOW,
-	CONF_NIC_ERROR_RATE,
-	CONF_NIC_ERROR_BURST,
-};
-
-/* What splitnic-host's option callback switches on: the keys of conf_host's rows. */
-enum conf_host_key {
-	CONF_HOST_MODEL = 1,
-	CONF_HOST_IP,
-	CONF_HOST_NIC_IP,
-	CONF_HOST_ALLOW,
-	CONF_HOST_STATS_FILE,
-	CONF_HOST_NIC,
-	CONF_HOST_NAME,
-	CONF_HOST_NUMBER, /* a whole number of the host's table of ranges, by the row's name */
-};
-
-/*
- * conf_parse (conf/opts.h) of a server's own arguments (after EAL's) into o, with its option
- * callback: the index of the first positional argument, or -1 after a message and the usage.
- */
-int conf_server_parse(const struct conf_server *srv, int argc, char **argv, void *o,
-		      int (*on_opt)(void *o, const struct conf_opt *opt, const char *arg));
+/* The notes of a server's --help: its EAL arguments and its configuration file. */
+#define CONF_SERVER_NOTES(PROG)                                                                    \
+	"EAL-ARGS are DPDK's EAL options (cores, memory, devices, --file-prefix): `" PROG          \
+	" --eal-help`\n"                                                                           \
+	"lists them. --config FILE (anywhere on the command line) reads the options from a\n"      \
+	"configuration file, the command line winning (docs/operator-guide.md); its [server]\n"    \
+	"keys are the options above but --model.\n"
 
 /* A built argument vector: argv[argc] is NULL; every string owned. */
 struct conf_args {
@@ -112,10 +78,11 @@ int conf_argv(const struct conf_server *srv, int argc, char **argv, struct conf_
 void conf_args_free(struct conf_args *a);
 
 /*
- * The hook in a server's main(), before rte_eal_init: --help (or -h) and --version anywhere on
+ * The hook in a server's start, before rte_eal_init: --help (or -h) and --version anywhere on
  * the command line, before or after "--", are answered here (the server's own options from its
  * table; returns 1: exit 0); else argc/argv are replaced by conf_argv's vector (which lives
- * until the process exits). Returns 0, 1, or -1 after printing the error on stderr.
+ * until the process exits). Returns 0, 1, or -1 after printing the error on stderr (bad
+ * arguments: exit 2).
  */
 int conf_apply(const struct conf_server *srv, int *argc, char ***argv);
 

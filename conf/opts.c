@@ -1,52 +1,86 @@
 // SPDX-License-Identifier: MIT
-/* Option tables -> getopt_long, defaults, values and --help (see conf/opts.h). */
+/* Option tables -> getopt_long, defaults, typed values and --help (see conf/opts.h). */
+#include <arpa/inet.h>
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <stdint.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf/opts.h"
+#include "protocol/frame.h"
+#include "protocol/trust.h"
+#include "protocol/proto.h"
 
 /* getopt's value of row i (its short_name when it has one) */
 #define ROW_VAL(i) (256 + (int)(i))
 
-int conf_text(const char *who, const struct conf_opt *opt, const char *s, size_t max,
-	      const char **out)
+int conf_int(const char *who, const char *what, const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
-	if (*s && strlen(s) <= max) {
-		*out = s;
-		return 0;
-	}
-	fprintf(stderr, "%s: --%s: 1 to %zu characters, got '%s'\n", who, opt->name, max, s);
-	return -1;
-}
-
-int conf_long(const char *s, long *out, long min, long max, const char *what)
-{
-	char *end;
-	long v;
+	const char *p = s + (*s == '-');
+	const bool hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+	const bool digit = hex ? isxdigit((unsigned char)p[2]) : isdigit((unsigned char)p[0]);
+	char *end = NULL;
+	long long v = 0;
 
 	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "%s: '%s' is not an integer in %ld..%ld\n", what, s, min, max);
-		return -1;
+	if (digit)
+		v = strtoll(s, &end, hex ? 16 : 10);
+	if (!digit || errno || *end || v < lo || v > hi) {
+		if (what)
+			fprintf(stderr, "%s: %s: an integer in %lld..%lld, got '%s'\n", who, what,
+				(long long)lo, (long long)hi, s);
+		return -EINVAL;
 	}
 	*out = v;
 	return 0;
 }
 
-/* Is arg one of the '|'-separated words of choices? */
-static bool is_choice(const char *choices, const char *arg)
+int conf_double(const char *who, const char *what, const char *s, double lo, double hi, bool above,
+		const char *unit, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != s && !*end && !errno && isfinite(v) && (above ? v > lo : v >= lo) && v <= hi &&
+	    !isspace((unsigned char)*s)) {
+		*out = v;
+		return 0;
+	}
+	if (!what)
+		return -EINVAL;
+	fprintf(stderr, "%s: %s: %s ", who, what, unit ? unit : "a number");
+	if (!above)
+		fprintf(stderr, "in %g..%g", lo, hi);
+	else if (isinf(hi))
+		fprintf(stderr, "> %g", lo);
+	else
+		fprintf(stderr, "> %g and at most %g", lo, hi);
+	fprintf(stderr, ", got '%s'\n", s);
+	return -EINVAL;
+}
+
+uint32_t conf_model_id(const char *s)
+{
+	int64_t v;
+
+	return conf_int(NULL, NULL, s, 0, UINT32_MAX, &v) ? proto_model_id(s) : (uint32_t)v;
+}
+
+/* The index of arg among the '|'-separated words of choices, or -1. */
+static int choice_index(const char *choices, const char *arg)
 {
 	size_t n = strlen(arg);
+	int k = 0;
 
-	for (const char *w = choices; w; w = strchr(w, '|'), w = w ? w + 1 : NULL)
+	for (const char *w = choices; w; w = strchr(w, '|'), w = w ? w + 1 : NULL, k++)
 		if (!strncmp(w, arg, n) && (w[n] == '|' || !w[n]))
-			return true;
-	return false;
+			return k;
+	return -1;
 }
 
 /* "a|b|c" as "a, b or c" */
@@ -61,37 +95,122 @@ static void choice_list(FILE *f, const char *choices)
 			fputs(w == last ? " or " : ", ", f);
 }
 
+/* v into the integer field of size bytes at dst (the row was checked to hold its range) */
+static void store_int(void *dst, size_t size, int64_t v)
+{
+	switch (size) {
+	case 1:
+		*(uint8_t *)dst = (uint8_t)v;
+		break;
+	case 2:
+		*(uint16_t *)dst = (uint16_t)v;
+		break;
+	case 4:
+		*(uint32_t *)dst = (uint32_t)v;
+		break;
+	default:
+		*(uint64_t *)dst = (uint64_t)v;
+		break;
+	}
+}
+
+static int bad_value(const struct conf_cmd *c, const struct conf_opt *r, const char *takes,
+		     const char *arg)
+{
+	fprintf(stderr, "%s: --%s: %s, got '%s'\n", c->prog, r->name, takes, arg);
+	return -1;
+}
+
 static int set_value(const struct conf_cmd *c, const struct conf_opt *r, const char *arg, void *o)
 {
-	char *dst = (char *)o + r->off;
-	char what[96];
-	long v;
+	char *dst = (char *)o + r->off, what[64], takes[48];
+	uint32_t *count = r->max ? (uint32_t *)(void *)((char *)o + r->count_off) : NULL;
+	const int64_t scale = r->scale ? r->scale : 1;
+	struct in_addr a;
+	int64_t v;
+	int k;
 
+	if (count) {
+		if (*count == r->max) {
+			snprintf(takes, sizeof(takes), "given more than %u times", r->max);
+			return bad_value(c, r, takes, arg);
+		}
+		dst += (size_t)*count * r->size;
+	}
+	snprintf(what, sizeof(what), "--%s", r->name);
 	switch (r->type) {
 	case CONF_FLAG:
 		*(bool *)dst = true;
 		return 0;
 	case CONF_STR:
+		if (r->hi > 0 && (!*arg || strlen(arg) > (size_t)r->hi)) {
+			snprintf(takes, sizeof(takes), "1 to %lld characters", (long long)r->hi);
+			return bad_value(c, r, takes, arg);
+		}
 		*(const char **)dst = arg;
-		return 0;
-	case CONF_LONG:
-		snprintf(what, sizeof(what), "%s: --%s", c->prog, r->name);
-		if (conf_long(arg, &v, r->lo, r->hi, what))
+		break;
+	case CONF_INT:
+		if (conf_int(c->prog, what, arg, r->lo, r->hi, &v))
 			return -1;
-		*(long *)dst = v;
-		return 0;
+		if (r->size)
+			store_int(dst, r->size, v * scale);
+		else
+			*(const char **)dst = arg;
+		break;
+	case CONF_DOUBLE:
+		if (conf_double(c->prog, what, arg, r->dlo, r->dhi, r->above, r->unit,
+				(double *)(void *)dst))
+			return -1;
+		break;
 	case CONF_CHOICE:
-		if (!is_choice(r->arg, arg)) {
+		k = choice_index(r->arg, arg);
+		if (k < 0) {
 			fprintf(stderr, "%s: --%s: ", c->prog, r->name);
 			choice_list(stderr, r->arg);
 			fprintf(stderr, ", got '%s'\n", arg);
 			return -1;
 		}
-		*(const char **)dst = arg;
-		return 0;
+		if (r->size)
+			store_int(dst, r->size, k);
+		else
+			*(const char **)dst = arg;
+		break;
+	case CONF_IPV4:
+		if (inet_pton(AF_INET, arg, &a) != 1)
+			return bad_value(c, r, "an IPv4 address", arg);
+		*(uint32_t *)(void *)dst = ntohl(a.s_addr);
+		break;
+	case CONF_CIDR:
+		if (proto_cidr_parse(arg, (struct proto_cidr *)(void *)dst))
+			return bad_value(c, r, "A.B.C.D[/N]", arg);
+		break;
 	default:
 		return c->on_opt(o, r, arg);
 	}
+	if (count)
+		(*count)++;
+	return 0;
+}
+
+/* A programmer's error in a row: a field that cannot hold the row's values. */
+static void check_row(const struct conf_opt *r)
+{
+	const int64_t scale = r->scale ? r->scale : 1;
+	int64_t hi = r->hi;
+
+	assert(r->max == 0 || (r->type != CONF_CALL && r->type != CONF_FLAG && r->size));
+	assert(r->type != CONF_FLAG || !r->arg);
+	if (r->type == CONF_CHOICE)
+		for (const char *w = strchr(r->arg, '|'); w; w = strchr(w + 1, '|'))
+			hi++;
+	if (r->type != CONF_INT && r->type != CONF_CHOICE)
+		return;
+	assert(r->size == 0 || r->size == 1 || r->size == 2 || r->size == 4 || r->size == 8);
+	assert(r->size || scale == 1);
+	assert(r->lo >= INT64_MIN / scale && hi <= INT64_MAX / scale);
+	if (r->size && r->size < 8)
+		assert(hi * scale < (int64_t)1 << (8 * r->size) &&
+		       r->lo * scale >= -((int64_t)1 << (8 * r->size - 1)));
 }
 
 static const struct conf_opt *find_row(const struct conf_cmd *c, int val)
@@ -116,6 +235,7 @@ int conf_parse(const struct conf_cmd *c, int argc, char **argv, void *o)
 	assert(c->n_opts <= CONF_MAX_OPTS);
 	for (unsigned i = 0; i < c->n_opts; i++) {
 		r = &c->opts[i];
+		check_row(r);
 		lo[i] = (struct option){r->name, r->arg ? required_argument : no_argument, NULL,
 					ROW_VAL(i)};
 		if (r->short_name) {

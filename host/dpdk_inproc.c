@@ -12,6 +12,7 @@
 #include <rte_lcore.h>
 #include <rte_memcpy.h>
 
+#include "dpdk/idle.h"
 #include "host/host_dpdk.h"
 
 /* The dispatcher's transmit: every frame back to the worker that owns its request, over that
@@ -63,15 +64,10 @@ uint32_t host_inproc_step(struct host_app *a)
 int host_inproc_main(void *arg)
 {
 	struct host_app *a = arg;
-	uint32_t idle = 0;
+	struct dpdk_idle idle = {.sleep_us = a->o.idle_sleep_us};
 
-	while (!a->workers_stop) {
-		if (host_inproc_step(a)) {
-			idle = 0;
-		} else if (a->o.idle_sleep_us && ++idle > 1000) {
-			rte_delay_us_sleep(a->o.idle_sleep_us);
-		}
-	}
+	while (!a->workers_stop)
+		dpdk_idle_after(&idle, host_inproc_step(a));
 	return 0;
 }
 

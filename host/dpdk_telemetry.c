@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic-host: telemetry endpoints (/splitnic/host/stats, latency, models) and the counters
- * written at exit: every worker's counters, summed.
+ * splitnic-host: telemetry commands (/splitnic/host/latency, models) and the counters (the
+ * skeleton's /splitnic/host/stats and the stats file at exit): every worker's counters, summed.
  */
 #include <stdio.h>
 
@@ -142,23 +142,11 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 	}
 }
 
-static void tel_put(void *arg, const char *key, uint64_t v)
+static int tel_latency(void *srv, const char *params, struct rte_tel_data *d)
 {
-	rte_tel_data_add_dict_u64(arg, key, v);
-}
+	const struct host_app *a = srv;
 
-static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	rte_tel_data_start_dict(d);
-	if (host_g)
-		stats_each(host_g, tel_put, d);
-	return 0;
-}
-
-static int tel_latency(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	rte_tel_data_start_dict(d);
-	for (unsigned h = 0; host_g && h < HOST_H__COUNT; h++) {
+	for (unsigned h = 0; h < HOST_H__COUNT; h++) {
 		struct rte_tel_data *arr = rte_tel_data_alloc();
 
 		if (!arr)
@@ -167,8 +155,8 @@ static int tel_latency(const char *cmd, const char *params, struct rte_tel_data 
 		for (unsigned b = 0; b < HOST_HIST_BUCKETS; b++) {
 			uint64_t v = 0;
 
-			for (unsigned i = 0; i < host_g->n_workers; i++)
-				v += rd(&host_g->w[i].h[h].b[b]);
+			for (unsigned i = 0; i < a->n_workers; i++)
+				v += rd(&a->w[i].h[h].b[b]);
 			rte_tel_data_add_array_u64(arr, v);
 		}
 		rte_tel_data_add_dict_container(d, hist_names[h], arr, 0);
@@ -180,44 +168,32 @@ static int tel_latency(const char *cmd, const char *params, struct rte_tel_data 
  * The models, keyed m<i>_<what> (m<i>_queued in /splitnic/host/stats is the same i): DPDK's
  * dictionary keys take only letters, digits, '_' and '/', so names and modes are values.
  */
-static int tel_models(const char *cmd, const char *params, struct rte_tel_data *d)
+static int tel_models(void *srv, const char *params, struct rte_tel_data *d)
 {
+	const struct host_app *a = srv;
 	char key[32];
 
-	rte_tel_data_start_dict(d);
-	if (!host_g)
-		return 0;
-	rte_tel_data_add_dict_u64(d, "models", host_g->n_models);
-	for (uint32_t i = 0; i < host_g->n_models; i++) {
+	rte_tel_data_add_dict_u64(d, "models", a->n_models);
+	for (uint32_t i = 0; i < a->n_models; i++) {
 		snprintf(key, sizeof(key), "m%u_name", i);
-		rte_tel_data_add_dict_string(d, key, host_g->hm[i].m->name);
+		rte_tel_data_add_dict_string(d, key, a->hm[i].m->name);
 		snprintf(key, sizeof(key), "m%u_id", i);
-		rte_tel_data_add_dict_u64(d, key, host_g->hm[i].model_id);
+		rte_tel_data_add_dict_u64(d, key, a->hm[i].model_id);
 		snprintf(key, sizeof(key), "m%u_mode", i);
-		rte_tel_data_add_dict_string(d, key, host_mode_name(host_g->hm[i].mode));
+		rte_tel_data_add_dict_string(d, key, host_mode_name(a->hm[i].mode));
 		snprintf(key, sizeof(key), "m%u_split", i);
-		rte_tel_data_add_dict_u64(d, key, host_g->hm[i].split);
+		rte_tel_data_add_dict_u64(d, key, a->hm[i].split);
 	}
 	return 0;
 }
 
-static void file_put(void *arg, const char *key, uint64_t v)
-{
-	fprintf(arg, "%s %lu\n", key, (unsigned long)v);
-}
+const struct dpdk_tel_cmd host_tel_cmds[HOST_N_TEL_CMDS] = {
+    {"/splitnic/host/latency", "splitnic-host latency histograms: bucket b = [2^(b-1), 2^b) us",
+     tel_latency},
+    {"/splitnic/host/models", "models served: m<i>_name, _id, _mode, _split", tel_models},
+};
 
-void host_telemetry_register(void)
+void host_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {
-	rte_telemetry_register_cmd("/splitnic/host/stats", tel_stats,
-				   "splitnic-host counters by reason, parser verdicts, reassembly");
-	rte_telemetry_register_cmd(
-	    "/splitnic/host/latency", tel_latency,
-	    "splitnic-host latency histograms: bucket b = [2^(b-1), 2^b) us");
-	rte_telemetry_register_cmd("/splitnic/host/models", tel_models,
-				   "models served: m<i>_name, _id, _mode, _split");
-}
-
-void host_stats_write(struct host_app *a, FILE *f)
-{
-	stats_each(a, file_put, f);
+	stats_each(srv, put, arg);
 }

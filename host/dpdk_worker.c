@@ -9,6 +9,7 @@
 #include <rte_ethdev.h>
 #include <rte_prefetch.h>
 
+#include "dpdk/idle.h"
 #include "host/host_dpdk.h"
 
 /* Give back what held a request's input: its frame, or its reassembly slot. */
@@ -252,14 +253,9 @@ int host_worker_main(void *arg)
 {
 	struct host_worker *w = arg;
 	struct host_app *a = w->a;
-	uint32_t idle = 0;
+	struct dpdk_idle idle = {.sleep_us = a->o.idle_sleep_us};
 
-	while (!a->workers_stop) {
-		if (host_worker_step(w, host_now_ns(a))) {
-			idle = 0;
-		} else if (a->o.idle_sleep_us && ++idle > 1000) {
-			rte_delay_us_sleep(a->o.idle_sleep_us);
-		}
-	}
+	while (!a->workers_stop)
+		dpdk_idle_after(&idle, host_worker_step(w, host_now_ns(a)));
 	return 0;
 }

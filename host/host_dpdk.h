@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * host/host_dpdk.h — splitnic-host's DPDK application, private to its files (host/main.c and
- * host/dpdk_*.c; host/main.c tells what the application does): the application's state, the
- * worker lcores' state, their counters, and the operations of each file.
+ * host/dpdk_*.c; man/splitnic-host.8 tells what the application does): the application's state,
+ * the worker lcores' state, their counters, and the operations of each file. The process's life
+ * (EAL, signals, the drain, telemetry registration) is the DPDK servers' skeleton's
+ * (dpdk/server.h), its options host/opts.h's.
  *
- *   host/main.c            EAL, options, models, set-up, launch, teardown
+ *   host/main.c            models, set-up, launch, teardown: the skeleton's operations
  *   host/dpdk_port.c       the port: queues, RSS, link state and restarts
  *   host/dpdk_worker.c     a worker lcore's loop: receive, batches, NIC completions, fallbacks
  *   host/dpdk_rx.c         frames in: source checks, spread, reassembly, admission, notices
@@ -12,6 +14,12 @@
  *   host/dpdk_inproc.c     the in-process NIC stage (--nic inproc) over rte_rings
  *   host/dpdk_telemetry.c  telemetry endpoints and the counters' output
  *   host/dpdk_health.c     HEALTH probes answered (by the worker that receives them)
+ *
+ * Calls between the files go one way (the inline functions below belong to no file):
+ *   main.c -> dpdk_worker.c, dpdk_inproc.c, dpdk_port.c, dpdk_health.c, dpdk_tx.c,
+ *             dpdk_telemetry.c
+ *   dpdk_worker.c, dpdk_inproc.c -> dpdk_rx.c -> dpdk_health.c -> dpdk_tx.c
+ *   dpdk_worker.c -> dpdk_port.c, dpdk_tx.c;  dpdk_rx.c -> dpdk_tx.c
  *
  * The lcore model (run to completion, as DPDK's l2fwd): every lcore is a worker (the main lcore
  * is worker 0), except the in-process NIC's. A worker owns an RX queue and a TX queue of the
@@ -32,7 +40,6 @@
 #ifndef HOST_DPDK_H
 #define HOST_DPDK_H
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,7 +51,9 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include "dpdk/server.h"
 #include "host/host.h"
+#include "host/opts.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/lcore/lcore.h"
 #include "protocol/reasm.h"
@@ -126,29 +135,6 @@ enum host_fb_reason {
 
 enum host_hist_id { HOST_H_TOTAL = 0, HOST_H_QUEUE, HOST_H_NIC_RTT, HOST_H_COMPUTE, HOST_H__COUNT };
 
-struct host_opts {
-	const char *model_spec[HOST_MAX_MODELS];
-	uint32_t n_models;
-	uint16_t udp_port;
-	uint32_t ip, nic_ip;
-	uint64_t nic_timeout_ns;
-	uint32_t window;
-	uint32_t queue;
-	uint32_t batch;
-	uint64_t batch_wait_ns;
-	struct proto_trust_cfg trust; /* --allow; the rate from error_rate at set-up */
-	uint32_t payload;
-	uint64_t drain_ns;
-	uint64_t drain_hold_ns; /* the drain lasts at least this long (HEALTH says draining) */
-	uint32_t idle_sleep_us;
-	uint32_t error_rate; /* ERRORs per second per source and worker; 0: no limit */
-	uint32_t queues;     /* RX/TX queue pairs asked for; 0: as many as fit */
-	const char *stats_file;
-	const char *name;	/* --name: the HEALTH identity */
-	bool inproc;		/* --nic inproc */
-	uint32_t nic_executors; /* its executor chains */
-};
-
 /* A request queue: admitted requests of one model waiting for a batch (power of two). */
 struct host_rq {
 	struct host_req **r;
@@ -227,15 +213,19 @@ struct host_app {
 	struct host_inproc inproc;
 } __rte_cache_aligned;
 
-/* Set by SIGINT/SIGTERM: stop admission and drain. */
-extern volatile sig_atomic_t host_quit;
-/* The application, for the telemetry callbacks and the worker lcores; NULL outside
- * host_setup()..host_teardown(). */
-extern struct host_app *host_g;
-
 static inline uint64_t host_now_ns(const struct host_app *a)
 {
 	return (uint64_t)((double)(rte_get_tsc_cycles() - a->tsc0) * a->ns_per_cyc);
+}
+
+/* Requests held by every worker now (in their tables). */
+static inline uint32_t host_in_use(const struct host_app *a)
+{
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < a->n_workers; i++)
+		n += a->w[i].tab.slots - __atomic_load_n(&a->w[i].tab.n_free, __ATOMIC_RELAXED);
+	return n;
 }
 
 /* dpdk_port.c: queues and spread decided from the port and the workers, the port configured and
@@ -307,12 +297,12 @@ void host_inproc_teardown(struct host_app *a);
 void host_health_setup(struct host_app *a);
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
 		    uint32_t probe_len, uint64_t now);
-/* Requests held by every worker now (in their tables). */
-uint32_t host_in_use(const struct host_app *a);
 
-/* dpdk_telemetry.c: the /splitnic/host/ endpoints (host_g set first), and every counter as
- * "key value" lines to f. */
-void host_telemetry_register(void);
-void host_stats_write(struct host_app *a, FILE *f);
+/* dpdk_telemetry.c: the commands /splitnic/host/latency and /splitnic/host/models (dpdk/server.h;
+ * the skeleton registers them with /splitnic/host/stats, host_counters), and every counter of
+ * the application (srv), summed over the workers. */
+#define HOST_N_TEL_CMDS 2
+extern const struct dpdk_tel_cmd host_tel_cmds[HOST_N_TEL_CMDS];
+void host_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg);
 
 #endif /* HOST_DPDK_H */

@@ -62,20 +62,11 @@ static uint64_t fnv64(const uint8_t *p, size_t n)
 	return h;
 }
 
-static int ref_port(void *p, const struct conf_opt *opt, const char *arg)
-{
-	struct ref_opts *o = p;
-	uint16_t port;
-
-	o->port = arg;
-	return conf_port("respond-ref", "--port", arg, &port) ? -1 : 0;
-}
-
 #define REF_OPT(f) offsetof(struct ref_opts, f)
 
 static const struct conf_opt ref_opts[] = {
     CONF_STR_ROW("bind", "ADDR", REF_OPT(bind), "127.0.0.1", "the address to listen on"),
-    CONF_CALL_ROW("port", "P", 0, "21326", "its UDP port"),
+    CONF_PORT_ROW("port", "P", REF_OPT(port), "21326", "its UDP port"),
     CONF_LONG_ROW("classes", "N", REF_OPT(classes), 1, 65535, "10", "classes per RESPONSE"),
     CONF_STR_ROW("images", "IDX", REF_OPT(images), NULL, "with --labels: answer an image's label"),
     CONF_STR_ROW("labels", "IDX", REF_OPT(labels), NULL, "the images' labels"),
@@ -98,7 +89,7 @@ const struct conf_cmd cmd_respond_ref_spec = {
     CONF_CMD("splitnic respond-ref",
 	     "[--port P] [--classes N] [--images IDX --labels IDX] [--wrong-every K] "
 	     "[--error-every K] [--drop-every K] [OPTIONS]",
-	     "the reference responder the client is tested against", ref_opts, 0, 0, ref_port)};
+	     "the reference responder the client is tested against", ref_opts, 0, 0, NULL)};
 
 static int ref_parse(int argc, char **argv, struct ref_opts *o)
 {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf/opts.h"
 #include "exec/kexec.h"
 #include "lab/sweep.h"
 #include "protocol/proto.h"
@@ -772,19 +773,19 @@ int sweep_parse_list(const char *arg, double *v, bool *rel, uint32_t *n, uint32_
 	for (;;) {
 		const char *comma = strchr(tok, ',');
 		const size_t len = comma ? (size_t)(comma - tok) : strlen(tok);
-		char buf[64], *end;
-		double x;
+		char buf[64];
+		double x = 0;
 		bool r;
 
 		if (!len || len >= sizeof(buf) || *n == max)
 			return -EINVAL;
 		memcpy(buf, tok, len);
 		buf[len] = 0;
-		x = strtod(buf, &end);
-		r = rel && *end == 'x' && end[1] == 0;
-		if (allow_none && !strcmp(buf, "none"))
-			x = 0;
-		else if ((*end && !r) || end == buf || !(x > 0) || !isfinite(x))
+		r = rel && len > 1 && buf[len - 1] == 'x';
+		if (r)
+			buf[len - 1] = 0;
+		if (!(allow_none && !r && !strcmp(buf, "none")) &&
+		    conf_double(NULL, NULL, buf, 0, INFINITY, true, NULL, &x))
 			return -EINVAL;
 		if (rel)
 			rel[*n] = r;

@@ -1,5 +1,5 @@
 # conf/: the servers' configuration files (inih, Debian's libinih-dev) turned into their command
-# lines; linked into splitnic-nic and splitnic-host (and tests/test_conf).
+# lines, and the option tables (conf/opts.h) of every program; in every program and test.
 
 INIH_CFLAGS := $(call pc_cflags,inih)
 INIH_LIBS := $(call pc_libs,inih)
@@ -16,3 +16,7 @@ $(LIBCONF): $(CONF_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 -include $(CONF_OBJ:.o=.d)
+
+# tests/test_conf reads the servers' own tables (their [server] keys and model sections)
+$(B)/tests/test_conf: $(B)/nicfw/nic/opts.o $(B)/host/opts.o
+LDFLAGS_test_conf = $(B)/nicfw/nic/opts.o $(B)/host/opts.o $(LIBCONF) $(LIBPROTO) $(INIH_LIBS)

@@ -1,7 +1,8 @@
 # splitnic-host: the host's DPDK application (host/). host/main.c and host/dpdk_*.c are the
 # objects that get DPDK's flags; the rest of host/ (request table, plan execution, fallback,
 # frames) builds without DPDK into $(B)/libsnhost.a, which tests/test_host links. splitnic-host
-# also links the lcore platform ($(B)/libsnniclc.a) for its in-process NIC stage (--nic inproc).
+# also links the lcore platform ($(B)/libsnniclc.a) for its in-process NIC stage (--nic inproc), and
+# the DPDK servers' skeleton ($(B)/libsndpdk.a, mk/dpdk.mk).
 #
 #   make B=... $(B)/splitnic-host      (also built by `make all`)
 
@@ -19,10 +20,10 @@ $(LIBHOST): $(HOST_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(SPLITNIC_HOST): $(HOST_DPDK_OBJ) $(LIBHOST) $$(LIBNICLC) $$(PROJECT_LIBS)
+$(SPLITNIC_HOST): $(HOST_DPDK_OBJ) $(LIBHOST) $$(LIBNICLC) $(LIBDPDKSRV) $$(PROJECT_LIBS)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(HOST_DPDK_OBJ) $(LIBHOST) $(LIBNICLC) $(PROJECT_LIBS) $(DPDK_LIBS) \
-		$(EXT_LIBS)
+	$(Q)$(CC) -o $@ $(HOST_DPDK_OBJ) $(LIBHOST) $(LIBNICLC) $(LIBDPDKSRV) $(PROJECT_LIBS) \
+		$(DPDK_LIBS) $(EXT_LIBS)
 
 $(B)/tests/test_host: $(LIBHOST)
 LDFLAGS_test_host = $(LIBHOST) $(LIBNICFW) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBMODEL) $(LIBPROTO) $(MODULE_EXT_LIBS) $(BLAS_LIBS) -lm

@@ -22,9 +22,9 @@ $(LIBNICLC): $(NICLC_OBJ)
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(SPLITNIC_NIC): $(NIC_OBJ) $(LIBNICLC) $$(PROJECT_LIBS)
+$(SPLITNIC_NIC): $(NIC_OBJ) $(LIBNICLC) $(LIBDPDKSRV) $$(PROJECT_LIBS)
 	$(call say,LD,$@)
-	$(Q)$(CC) -o $@ $(NIC_OBJ) $(LIBNICLC) $(PROJECT_LIBS) $(DPDK_LIBS) $(EXT_LIBS)
+	$(Q)$(CC) -o $@ $(NIC_OBJ) $(LIBNICLC) $(LIBDPDKSRV) $(PROJECT_LIBS) $(DPDK_LIBS) $(EXT_LIBS)
 
 # (mk/nicfw.mk is read after this file: its library is named by path here)
 # test_lcore: the generic test rule, plus the lcore library and DPDK after the project libraries

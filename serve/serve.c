@@ -407,7 +407,7 @@ static int serve_load(struct serve *sv, const char *spec)
 {
 	struct serve_model *s = &sv->sm[sv->n_models];
 	const char *eq = strchr(spec, '='), *path = eq ? eq + 1 : spec;
-	char err[512], *end;
+	char err[512];
 
 	if (sv->n_models == SERVE_MAX_MODELS) {
 		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
@@ -420,11 +420,12 @@ static int serve_load(struct serve *sv, const char *spec)
 	}
 	s->id = proto_model_id(s->m->name);
 	if (eq) {
-		unsigned long v;
+		char id[24];
+		int64_t v;
 
-		errno = 0;
-		v = strtoul(spec, &end, 0);
-		if (errno || end != eq || end == spec || v > 0xffffffffUL) {
+		snprintf(id, sizeof(id), "%.*s", (int)(eq - spec), spec);
+		if ((size_t)(eq - spec) >= sizeof(id) ||
+		    conf_int(NULL, NULL, id, 0, UINT32_MAX, &v)) {
 			fprintf(stderr, "serve: --model %s: the id before '=' is not a number\n",
 				spec);
 			return -EINVAL;
@@ -549,51 +550,22 @@ struct serve_opts {
 	long payload, err_rate, err_burst;
 };
 
-enum { SO_MODEL = 'm', SO_PORT = 'p', SO_NAME = 'n', SO_ALLOW = 'a' };
-
-static int serve_opt(void *p, const struct conf_opt *opt, const char *arg)
-{
-	struct serve_opts *o = p;
-	uint16_t port;
-
-	switch (opt->key) {
-	case SO_PORT:
-		o->port = arg;
-		return conf_port("serve", "--port", arg, &port) ? -1 : 0;
-	case SO_NAME:
-		return conf_text("serve", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
-	case SO_ALLOW:
-		if (proto_trust_allow(&o->trust, arg)) {
-			fprintf(stderr, "serve: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
-				PROTO_TRUST_MAX_ALLOW, arg);
-			return -1;
-		}
-		return 0;
-	default:
-		if (o->n_models == SERVE_MAX_MODELS) {
-			fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
-			return -1;
-		}
-		o->models[o->n_models++] = arg;
-		return 0;
-	}
-}
-
 #define SERVE_OPT(f) offsetof(struct serve_opts, f)
 
 static const struct conf_opt serve_opts[] = {
-    CONF_CALL_ROW("model", "[ID=]MODEL", SO_MODEL, NULL,
+    CONF_LIST_ROW("model", "[ID=]MODEL", struct serve_opts, models, n_models,
 		  "a model, its id ID or its name's (up to 8)"),
     CONF_STR_ROW("bind", "ADDR", SERVE_OPT(bind), "0.0.0.0", "the address to listen on"),
-    CONF_CALL_ROW("port", "P", SO_PORT, "21326", "its UDP port"),
+    CONF_PORT_ROW("port", "P", SERVE_OPT(port), "21326", "its UDP port"),
     CONF_LONG_ROW("payload", "BYTES", SERVE_OPT(payload), 256, 65507, "1400",
 		  "UDP payload per datagram"),
     CONF_STR_ROW("stats-file", "FILE", SERVE_OPT(stats), NULL, "the counters as JSON, at exit"),
     CONF_STR_ROW("ready-file", "FILE", SERVE_OPT(ready), NULL, "created once the socket is bound"),
-    CONF_CALL_ROW("name", "NAME", SO_NAME, NULL,
+    CONF_TEXT_ROW("name", "NAME", SERVE_OPT(name), PROTO_HEALTH_IDENT_LEN, NULL,
 		  "its identity in HEALTH reports (default serve@ADDR:PORT)"),
-    CONF_CALL_ROW("allow", "CIDR", SO_ALLOW, NULL,
-		  "front-ends answered (up to 16; default: all, no reply larger than its request)"),
+    CONF_CIDR_LIST_ROW(
+	"allow", "CIDR", struct serve_opts, trust.allow, trust.n_allow,
+	"front-ends answered (up to 16; default: all, no reply larger than its request)"),
     CONF_LONG_ROW("error-rate", "N", SERVE_OPT(err_rate), 0, 1000000000, "1000",
 		  "ERRORs per second per source (0: no limit)"),
     CONF_LONG_ROW("error-burst", "N", SERVE_OPT(err_burst), 1, 1000000, "100",
@@ -604,7 +576,7 @@ const struct conf_cmd cmd_serve_spec = {
     CONF_CMD("splitnic serve",
 	     "--model [ID=]MODEL [--model ...] [--bind ADDR] [--port P] [OPTIONS]",
 	     "a minimal inference server on a kernel UDP socket (the CPU kernels, no DPDK)",
-	     serve_opts, 0, 0, serve_opt),
+	     serve_opts, 0, 0, NULL),
     .notes = "Answers REQUESTs and HEALTH probes on a kernel UDP socket with the CPU kernels;\n"
 	     "on SIGINT or SIGTERM it drains (finishes the fragmented requests it holds, takes\n"
 	     "no new ones) and prints its counters (and writes them to --stats-file as JSON).\n"};

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* conf/: configuration files -> the servers' command lines; errors name file, line and key. */
+#include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,10 @@
 
 #include "conf/conf.h"
 #include "conf/opts.h"
+#include "host/opts.h"
+#include "nicfw/nic/opts.h"
+#include "protocol/frame.h"
+#include "protocol/proto.h"
 
 static char path[64];
 
@@ -79,7 +85,7 @@ static void test_conf_nic_file(void **state)
 		   "[model mlp]\nfile = /m/bmlp.snm ; the MLP\n[model cnn]\nfile = /m/bcnn.snm\n"
 		   "first-op = 11\nid = 7\n");
 	assert_int_equal(
-	    run(&conf_nic, "splitnic-nic --config %s", out, sizeof(out), err, sizeof(err)), 0);
+	    run(&nic_conf, "splitnic-nic --config %s", out, sizeof(out), err, sizeof(err)), 0);
 	assert_string_equal(out,
 			    "splitnic-nic -l 0-1 -m 512 --no-huge --file-prefix=nic "
 			    "--vdev=net_af_packet0,iface=vw --vdev=net_null0 -- --ip=10.88.0.1 "
@@ -95,19 +101,19 @@ static void test_conf_command_line_overrides(void **state)
 		   "[model cnn]\nfile = /m/bcnn.snm\nmode = host-only\n"
 		   "[model mlp]\nfile = /m/bmlp.snm\nsplit = 3\n");
 	/* the file's options first, the command line's after them (getopt: the last one wins) */
-	assert_int_equal(run(&conf_host, "splitnic-host --no-pci --config %s -- --queue 16", out,
+	assert_int_equal(run(&host_conf, "splitnic-host --no-pci --config %s -- --queue 16", out,
 			     sizeof(out), err, sizeof(err)),
 			 0);
 	assert_string_equal(out, "splitnic-host -l 0 --no-pci -- --ip=10.88.0.1 --queue=8 "
 				 "--model=/m/bcnn.snm:host-only --model=/m/bmlp.snm::3 --queue 16");
 	/* a --model on the command line replaces the file's models */
-	assert_int_equal(run(&conf_host, "splitnic-host -- --config=%s --model x.snm", out,
+	assert_int_equal(run(&host_conf, "splitnic-host -- --config=%s --model x.snm", out,
 			     sizeof(out), err, sizeof(err)),
 			 0);
 	assert_string_equal(out, "splitnic-host -l 0 -- --ip=10.88.0.1 --queue=8 --model x.snm");
 	/* no --config: the command line as it is */
 	assert_int_equal(
-	    run(&conf_host, "splitnic-host -l 1 -- --queue 2", out, sizeof(out), err, sizeof(err)),
+	    run(&host_conf, "splitnic-host -l 1 -- --queue 2", out, sizeof(out), err, sizeof(err)),
 	    0);
 	assert_string_equal(out, "splitnic-host -l 1 -- --queue 2");
 }
@@ -130,34 +136,34 @@ static void test_conf_errors(void **state)
 		const struct conf_server *srv;
 		const char *text, *needle;
 	} bad[] = {
-	    {&conf_nic, "[server]\nip = 1.2.3.4\nqueue = 3\n",
+	    {&nic_conf, "[server]\nip = 1.2.3.4\nqueue = 3\n",
 	     ":3: [server] 'queue' is not an option of splitnic-nic"},
-	    {&conf_nic, "[server]\nnotify-host = maybe\n",
+	    {&nic_conf, "[server]\nnotify-host = maybe\n",
 	     ":2: [server] notify-host: true or false, got 'maybe'"},
-	    {&conf_nic, "[server]\nmodel = x.snm\n",
+	    {&nic_conf, "[server]\nmodel = x.snm\n",
 	     ":2: [server] 'model' is not an option of splitnic-nic"},
-	    {&conf_host, "[servers]\nip = 1.2.3.4\n", ":2: [servers]: not a section"},
-	    {&conf_host, "[model a]\nmode = coproc\n", "[model a]: 'file' is missing"},
-	    {&conf_host, "[model a]\nfile = x\nfile = y\n", ":3: [model a] 'file' given twice"},
-	    {&conf_nic, "[model a]\nfile = x\nmode = coproc\n",
+	    {&host_conf, "[servers]\nip = 1.2.3.4\n", ":2: [servers]: not a section"},
+	    {&host_conf, "[model a]\nmode = coproc\n", "[model a]: 'file' is missing"},
+	    {&host_conf, "[model a]\nfile = x\nfile = y\n", ":3: [model a] 'file' given twice"},
+	    {&nic_conf, "[model a]\nfile = x\nmode = coproc\n",
 	     ":3: [model a] 'mode' is not a model key of splitnic-nic"},
-	    {&conf_host, "[model]\nfile = x\n", ":2: [model]: give the section a name"},
-	    {&conf_host, "[model a]\nfile = x:y\n", "holds ':'"},
-	    {&conf_host, "[server]\nip 1.2.3.4\n", ":2: not 'key = value'"},
+	    {&host_conf, "[model]\nfile = x\n", ":2: [model]: give the section a name"},
+	    {&host_conf, "[model a]\nfile = x:y\n", "holds ':'"},
+	    {&host_conf, "[server]\nip 1.2.3.4\n", ":2: not 'key = value'"},
 	};
 	char out[1024], err[256];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_error(bad[i].srv, bad[i].text, bad[i].needle);
-	assert_int_equal(run(&conf_host, "prog --config /nonexistent/x.conf", out, sizeof(out), err,
+	assert_int_equal(run(&host_conf, "prog --config /nonexistent/x.conf", out, sizeof(out), err,
 			     sizeof(err)),
 			 -2);
 	assert_string_equal(err, "/nonexistent/x.conf: No such file or directory");
 	assert_int_not_equal(
-	    run(&conf_host, "prog --config %1$s --config %1$s", out, sizeof(out), err, sizeof(err)),
+	    run(&host_conf, "prog --config %1$s --config %1$s", out, sizeof(out), err, sizeof(err)),
 	    0);
 	assert_string_equal(err, "--config given twice");
-	assert_int_not_equal(run(&conf_host, "prog --config", out, sizeof(out), err, sizeof(err)),
+	assert_int_not_equal(run(&host_conf, "prog --config", out, sizeof(out), err, sizeof(err)),
 			     0);
 	assert_string_equal(err, "--config: give a file");
 }
@@ -190,17 +196,17 @@ static void test_conf_server_keys(void **state)
 					       "allow", "error-rate",	 "error-burst"};
 	char out[256], err[256];
 
-	expect_all_keys(&conf_nic);
-	expect_all_keys(&conf_host);
+	expect_all_keys(&nic_conf);
+	expect_all_keys(&host_conf);
 	/* the keys the file once lacked */
 	for (size_t i = 0; i < sizeof(nic_keys) / sizeof(nic_keys[0]); i++) {
 		snprintf(out, sizeof(out), "[server]\n%s = 1\n", nic_keys[i]);
 		write_conf(out);
 		assert_int_equal(
-		    run(&conf_nic, "prog --config %s", out, sizeof(out), err, sizeof(err)), 0);
+		    run(&nic_conf, "prog --config %s", out, sizeof(out), err, sizeof(err)), 0);
 	}
 	write_conf("[server]\nname = h1\n");
-	assert_int_equal(run(&conf_host, "prog --config %s", out, sizeof(out), err, sizeof(err)),
+	assert_int_equal(run(&host_conf, "prog --config %s", out, sizeof(out), err, sizeof(err)),
 			 0);
 	assert_string_equal(out, "prog -- --name=h1");
 }
@@ -210,7 +216,7 @@ static void test_conf_eal_help(void **state)
 {
 	char out[256], err[256];
 
-	assert_int_equal(run(&conf_nic, "splitnic-nic -l 0 -- --model x --eal-help --config /no",
+	assert_int_equal(run(&nic_conf, "splitnic-nic -l 0 -- --model x --eal-help --config /no",
 			     out, sizeof(out), err, sizeof(err)),
 			 0);
 	assert_string_equal(out, "splitnic-nic --help");
@@ -220,8 +226,17 @@ static void test_conf_eal_help(void **state)
 
 struct t_opts {
 	bool flag;
-	const char *str, *out, *choice;
+	const char *str, *out, *choice, *text, *port;
 	long num;
+	uint16_t u16;
+	uint64_t ns;
+	double rate, secs;
+	bool second;
+	uint32_t ip;
+	const char *list[2];
+	uint32_t n_list;
+	struct proto_cidr cidr[2];
+	uint32_t n_cidr;
 	int calls;
 	const char *last;
 };
@@ -244,6 +259,16 @@ static const struct conf_opt t_rows[] = {
     CONF_CHOICE_ROW("choice", "a|bb|c", T_OPT(choice), NULL, "one of three"),
     CONF_CALL_ROW("call", "X", 7, "first", "the callback's"),
     CONF_OUTPUT_ROW("FILE", T_OPT(out), "an output"),
+    CONF_INT_ROW("u16", "N", struct t_opts, u16, 1, 65535, NULL, "a 16-bit field"),
+    CONF_SCALED_ROW("ms", "MS", struct t_opts, ns, 0, 600000, 1000000, "5", "ms into ns"),
+    CONF_DOUBLE_ROW("rate", "R", T_OPT(rate), 0, 1e9, "requests/s", NULL, "a rate"),
+    CONF_POSITIVE_ROW("secs", "S", T_OPT(secs), 600, "seconds", NULL, "above 0"),
+    CONF_ENUM_ROW("which", "first|second", struct t_opts, second, "first", "an index"),
+    CONF_IPV4_ROW("ip", "A.B.C.D", struct t_opts, ip, NULL, "an address"),
+    CONF_LIST_ROW("item", "I", struct t_opts, list, n_list, "repeatable (2)"),
+    CONF_CIDR_LIST_ROW("allow", "CIDR", struct t_opts, cidr, n_cidr, "prefixes (2)"),
+    CONF_TEXT_ROW("name", "NAME", T_OPT(text), 4, NULL, "1 to 4 characters"),
+    CONF_PORT_ROW("port", "P", T_OPT(port), "21326", "a port, kept as text"),
 };
 
 static const struct conf_cmd t_cmd = {
@@ -253,7 +278,7 @@ static const struct conf_cmd t_cmd = {
 /* conf_parse of the words of line (split on spaces) into o: its result. */
 static int t_parse(const char *line, struct t_opts *o, char ***argv_out)
 {
-	static char buf[256], *argv[32];
+	static char buf[256], *argv[40];
 	char *save, *tok;
 	int argc = 0;
 
@@ -264,6 +289,25 @@ static int t_parse(const char *line, struct t_opts *o, char ***argv_out)
 	memset(o, 0, sizeof(*o));
 	*argv_out = argv;
 	return conf_parse(&t_cmd, argc, argv, o);
+}
+
+/* t_parse's stderr: the message of a refused line */
+static void t_refused(const char *line, const char *msg)
+{
+	char *text = NULL, **argv;
+	size_t len = 0;
+	struct t_opts o;
+	FILE *f = open_memstream(&text, &len), *saved = stderr;
+	int ret;
+
+	assert_non_null(f);
+	stderr = f;
+	ret = t_parse(line, &o, &argv);
+	stderr = saved;
+	fclose(f);
+	if (ret != -1 || strncmp(text, msg, strlen(msg)))
+		fail_msg("'%s': %d, '%s', want -1, '%s'", line, ret, text, msg);
+	free(text);
 }
 
 static void test_conf_opts_parse(void **state)
@@ -282,6 +326,9 @@ static void test_conf_opts_parse(void **state)
 	assert_null(o.choice);
 	assert_int_equal(o.calls, 1);
 	assert_string_equal(o.last, "first");
+	assert_int_equal(o.ns, 5000000);
+	assert_false(o.second);
+	assert_string_equal(o.port, "21326");
 	/* every kind, -o, permuted positionals, the last value winning */
 	arg = t_parse("sub p1 --flag --str=x --num 9 --choice bb --call y -o f p2 --num 2", &o,
 		      &argv);
@@ -296,15 +343,97 @@ static void test_conf_opts_parse(void **state)
 	assert_string_equal(o.last, "y");
 	assert_string_equal(o.out, "f");
 	assert_string_equal(argv[0], "prog sub");
-	/* refused: range, choice, callback, unknown option, argument counts */
-	assert_int_equal(t_parse("sub p --num 10", &o, &argv), -1);
-	assert_int_equal(t_parse("sub p --num 3x", &o, &argv), -1);
-	assert_int_equal(t_parse("sub p --choice b", &o, &argv), -1);
+	/* typed fields: sized, scaled, double, index, address, repeated, text, port */
+	arg = t_parse("sub p --u16 0xffff --ms 1500 --rate 2.5e3 --secs 0.5 --which second "
+		      "--ip 10.1.2.3 --item a --item b --allow 10.0.0.0/8 --allow 192.168.1.1 "
+		      "--name abcd --port 9",
+		      &o, &argv);
+	assert_int_equal(arg, 25);
+	assert_int_equal(o.u16, 65535);
+	assert_int_equal(o.ns, 1500000000ull);
+	assert_true(o.rate == 2500.0 && o.secs == 0.5);
+	assert_true(o.second);
+	assert_int_equal(o.ip, 0x0a010203);
+	assert_int_equal(o.n_list, 2);
+	assert_string_equal(o.list[1], "b");
+	assert_int_equal(o.n_cidr, 2);
+	assert_int_equal(o.cidr[0].net, 0x0a000000);
+	assert_int_equal(o.cidr[1].mask, 0xffffffff);
+	assert_string_equal(o.text, "abcd");
+	assert_string_equal(o.port, "9");
+	/* refused, each with a message naming the program, the option, the range and the value */
+	t_refused("sub p --num 10", "prog sub: --num: an integer in 2..9, got '10'\n");
+	t_refused("sub p --num 3x", "prog sub: --num: an integer in 2..9, got '3x'\n");
+	t_refused("sub p --num +3", "prog sub: --num: an integer in 2..9, got '+3'\n");
+	t_refused("sub p --num 0x", "prog sub: --num: an integer in 2..9, got '0x'\n");
+	t_refused("sub p --u16 65536", "prog sub: --u16: an integer in 1..65535, got '65536'\n");
+	t_refused("sub p --u16 99999999999999999999",
+		  "prog sub: --u16: an integer in 1..65535, got '99999999999999999999'\n");
+	t_refused("sub p --ms -1", "prog sub: --ms: an integer in 0..600000, got '-1'\n");
+	t_refused("sub p --rate -5", "prog sub: --rate: requests/s in 0..1e+09, got '-5'\n");
+	t_refused("sub p --rate nan", "prog sub: --rate: requests/s in 0..1e+09, got 'nan'\n");
+	t_refused("sub p --secs 0", "prog sub: --secs: seconds > 0 and at most 600, got '0'\n");
+	t_refused("sub p --choice b", "prog sub: --choice: a, bb or c, got 'b'\n");
+	t_refused("sub p --which third", "prog sub: --which: first or second, got 'third'\n");
+	t_refused("sub p --ip 10.1.2", "prog sub: --ip: an IPv4 address, got '10.1.2'\n");
+	t_refused("sub p --item a --item b --item c",
+		  "prog sub: --item: given more than 2 times, got 'c'\n");
+	t_refused("sub p --allow 10.0.0.0/33",
+		  "prog sub: --allow: A.B.C.D[/N], got '10.0.0.0/33'\n");
+	t_refused("sub p --name abcde", "prog sub: --name: 1 to 4 characters, got 'abcde'\n");
+	t_refused("sub p --port 0", "prog sub: --port: an integer in 1..65535, got '0'\n");
 	assert_int_equal(t_parse("sub p --call bad", &o, &argv), -1);
 	assert_int_equal(t_parse("sub p --nope", &o, &argv), -1);
 	assert_int_equal(t_parse("sub p --flag=1", &o, &argv), -1);
 	assert_int_equal(t_parse("sub", &o, &argv), -1);
 	assert_int_equal(t_parse("sub a b c", &o, &argv), -1);
+}
+
+/* The one integer parser: decimal or 0x hexadecimal, a sign only '-', nothing around it. */
+static void test_conf_int(void **state)
+{
+	int64_t v;
+
+	assert_int_equal(conf_int(NULL, NULL, "42", 0, 100, &v), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(conf_int(NULL, NULL, "-0x10", -16, 0, &v), 0);
+	assert_int_equal(v, -16);
+	assert_int_equal(conf_int(NULL, NULL, "010", 0, 100, &v), 0); /* decimal, not octal */
+	assert_int_equal(v, 10);
+	assert_int_equal(conf_int(NULL, NULL, "9223372036854775807", 0, INT64_MAX, &v), 0);
+	assert_int_equal(v, INT64_MAX);
+	assert_int_equal(conf_int(NULL, NULL, "9223372036854775808", 0, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(conf_int(NULL, NULL, "", 0, 1, &v), -EINVAL);
+	assert_int_equal(conf_int(NULL, NULL, " 1", 0, 1, &v), -EINVAL);
+	assert_int_equal(conf_int(NULL, NULL, "1 ", 0, 1, &v), -EINVAL);
+	assert_int_equal(conf_int(NULL, NULL, "-", 0, 1, &v), -EINVAL);
+	assert_int_equal(conf_int(NULL, NULL, "0x1g", 0, 100, &v), -EINVAL);
+	assert_int_equal(conf_int(NULL, NULL, "1.0", 0, 100, &v), -EINVAL);
+	/* model ids: a number, else the name's hash */
+	assert_int_equal(conf_model_id("0x10"), 16);
+	assert_int_equal(conf_model_id("4294967295"), 0xffffffffu);
+	assert_int_equal(conf_model_id("4294967296"), proto_model_id("4294967296"));
+	assert_int_equal(conf_model_id("fmnist-bmlp"), proto_model_id("fmnist-bmlp"));
+}
+
+/* The one parser of real numbers: finite, in range (the low end excluded when asked), nothing
+ * around it. */
+static void test_conf_double(void **state)
+{
+	double v;
+
+	assert_int_equal(conf_double(NULL, NULL, "2.5", 0, 10, false, NULL, &v), 0);
+	assert_true(v == 2.5);
+	assert_int_equal(conf_double(NULL, NULL, "1e3", 0, 1e3, false, NULL, &v), 0);
+	assert_true(v == 1000);
+	assert_int_equal(conf_double(NULL, NULL, "0", 0, 1, false, NULL, &v), 0);
+	assert_int_equal(conf_double(NULL, NULL, "0", 0, 1, true, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "1.0001", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "inf", 0, INFINITY, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "nan", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, " 1", 0, 1, false, NULL, &v), -EINVAL);
+	assert_int_equal(conf_double(NULL, NULL, "1x", 0, 1, false, NULL, &v), -EINVAL);
 }
 
 static void test_conf_opts_help(void **state)
@@ -354,6 +483,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_conf_server_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_conf_eal_help, setup, teardown),
 	    cmocka_unit_test(test_conf_opts_parse),
+	    cmocka_unit_test(test_conf_int),
+	    cmocka_unit_test(test_conf_double),
 	    cmocka_unit_test(test_conf_opts_help),
 	    cmocka_unit_test(test_conf_opts_help_arg),
 	};

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/opts.h"
 #include "nicfw/emu/emu.h"
 
 enum param_kind {
@@ -176,8 +177,9 @@ int nicfw_emu_param_set(struct nicfw_emu_params *p, const char *kv, char *err, s
 {
 	const char *eq = strchr(kv, '=');
 	size_t len = eq ? (size_t)(eq - kv) : 0;
-	char *end;
+	int64_t n;
 	double v;
+	int ret;
 
 	if (!eq) {
 		snprintf(err, errlen, "--param %s: expected NAME=VALUE", kv);
@@ -186,10 +188,14 @@ int nicfw_emu_param_set(struct nicfw_emu_params *p, const char *kv, char *err, s
 	for (uint32_t i = 0; i < NICFW_EP__COUNT; i++) {
 		if (strlen(rows[i].info.name) != len || strncmp(rows[i].info.name, kv, len))
 			continue;
-		v = strtod(eq + 1, &end);
-		if (end == eq + 1 || *end || !isfinite(v) || v < 0 ||
-		    (rows[i].kind != P_NONNEG && v == 0) ||
-		    (rows[i].kind == P_COUNT && v != floor(v))) {
+		if (rows[i].kind == P_COUNT) {
+			ret = conf_int(NULL, NULL, eq + 1, 1, UINT32_MAX, &n);
+			v = (double)n;
+		} else {
+			ret = conf_double(NULL, NULL, eq + 1, 0, INFINITY, rows[i].kind == P_POS,
+					  NULL, &v);
+		}
+		if (ret) {
 			snprintf(err, errlen, "--param %s: '%s' is not a %s", rows[i].info.name,
 				 eq + 1,
 				 rows[i].kind == P_COUNT ? "whole number >= 1"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * splitnic-nic: a DPDK process that is the NIC. Two ports: the wire (front-ends) and the host.
+ * splitnic-nic (man/splitnic-nic.8): a DPDK process that is the NIC, run by the DPDK servers'
+ * skeleton (dpdk/server.h). Two ports, the wire (front-ends) and the host (nicfw/nic/port.c).
  * The main lcore runs the packet loop (rx burst -> dispatcher -> tx burst, both directions) and
  * never computes a layer; the executor chains run on the worker lcores (platform lcore, wall
  * time) or, with no worker, interleaved with the loop in bounded slices. Each model is one
@@ -12,345 +13,34 @@
  * max(arrival, the previous request's modeled completion), so requests back to back queue as on
  * the NFP. Each model's chain is its own modeled NIC. The RESPONSE's nic field is then time
  * really spent.
- *
- *   splitnic-nic EAL-ARGS -- --model [ID=]FILE[@K] [--model ...] [--executors E]
- *       [--platform lcore|emu] [--port P] [--ip A.B.C.D] [--wire-port N] [--host-port N]
- *       [--payload BYTES] [--duration S] [--stats-file FILE] [--notify-host]
- *       [--name NAME] [--idle-sleep-us US] [--drain-ms MS]
- *       [--allow CIDR ...] [--error-rate N] [--error-burst N]
- *
- * @K: the NIC part of that model starts at op K (an ACTIVATION's layer), K >= kexec_nic_first;
- * default kexec_nic_split (splitnic-host's default too). --notify-host: each RESPONSE to an
- * ACTIVATION is also sent to the host port in the notice form (splitnic-host's completion notice,
- * see nicfw/dispatch.h).
- * --allow: the front-ends the NIC answers itself (others: dropped, counted; without it every
- * front-end is answered, never with a reply larger than its request); --error-rate/--error-burst:
- * ERRORs per second, and at once, per front-end address (nicfw/dispatch.h).
- *
- * Links: a net_memif port is polled and transmitted to only while its link is up and memif's
- * control plane (on EAL's interrupt thread, where a disconnecting peer makes it unmap the shared
- * rings) is held off, see ctl_hold(). At exit the ports are stopped and closed from an EAL
- * alarm, i.e. on that same interrupt thread, so that a disconnect of the peer stopping at the
- * same moment cannot run in the middle of ours.
- *
- * HEALTH (nicfw/health.h): the NIC answers probes on its wire port with its identity (--name,
- * default splitnic-nic@--ip), its models (stand-alone ones whole, co-processor parts as nic-part)
- * and its state: degraded while it holds a NIC part and the host port's link is down. SIGINT/
- * SIGTERM: the state becomes draining (REQUESTs for its stand-alone models are refused with
- * ERROR BUSY, detail 1; ACTIVATIONs from its host are still run), and the NIC exits once it holds
- * nothing, or after --drain-ms (default 1000).
- *
- * --idle-sleep-us US: after 1000 loop turns without a frame, sleep US between turns (for shared
- * cores: tests, several servers on one machine); 0 (default) busy-polls.
- *
- * Telemetry: /splitnic/nic/stats (every counter), /splitnic/nic/models, /splitnic/nic/timing
- * (per model: the NIC time measured from submit to result, i.e. the RESPONSE's nic field, its
- * mean and percentiles; on emu also the modeled time per request, labelled modeled, and the
- * results that came later than their modeled completion). docs/operator-guide.md lists the keys.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <semaphore.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_alarm.h>
 #include <rte_cycles.h>
-#include <rte_eal.h>
-#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
-#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
-#include <rte_ring.h>
-#include <rte_telemetry.h>
 
-#include "conf/conf.h"
+#include "dpdk/server.h"
 #include "exec/kexec.h"
 #include "kernels/kern.h"
-#include "kernels/kern_ops.h"
 #include "nicfw/chain.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/emu/exec_emu.h"
 #include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
-
-#define NIC_BURST	  32
-#define NIC_RX_DESC	  1024
-#define NIC_TX_DESC	  1024
-#define NIC_MBUFS	  8191
-#define NIC_TX_TRIES	  64
-#define NIC_RUN_SLICE	  64	      /* inline runner: handlers per loop turn */
-#define NIC_EMU_WARM	  32	      /* emu: most warm-up requests to find the steady state */
-#define NIC_LINK_POLL_NS  10000000ull /* HEALTH state: link and signals checked this often */
-#define NIC_CTL_PERIOD_US 2000000     /* memif's control plane let go at least this often, */
-#define NIC_CTL_QUIET_US  20000	      /* when the port has been quiet this long, ... */
-#define NIC_CTL_GAP_US	  100	      /* ... for this long at least (see ctl_hold()) */
-#define NIC_BACKLOG	  4096	      /* frames a gated port keeps while it is not usable */
-
 #include "nicfw/nic/nic.h"
-
-static volatile sig_atomic_t nic_quit;
-
-static void on_signal(int sig)
-{
-	nic_quit = sig;
-}
 
 /* The loop's clock: ns since start, the clock the dispatcher's now_ns is on. */
 static uint64_t nic_now(const struct nic *n)
 {
 	return (uint64_t)((double)(rte_get_tsc_cycles() - n->tsc0) * n->ns_per_tsc);
-}
-
-/* --- options ----------------------------------------------------------------------------- */
-
-static int parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *v)
-{
-	char *end;
-	unsigned long x;
-
-	errno = 0;
-	x = strtoul(s, &end, 0);
-	if (errno || end == s || *end || x < lo || x > hi)
-		return -EINVAL;
-	*v = (uint32_t)x;
-	return 0;
-}
-
-/* One option of conf_nic's table (conf/servers.c), or its default: 0, or -1 after a message. */
-static int nic_opt(void *p, const struct conf_opt *opt, const char *arg)
-{
-	struct nic_opts *o = p;
-	struct in_addr a;
-	char *eq, *at, *end;
-	uint32_t v;
-
-	switch (opt->key) {
-	case CONF_NIC_MODEL:
-		if (o->n_models == NICFW_DISP_MAX_MODELS) {
-			fprintf(stderr, "nic: at most %u models\n", NICFW_DISP_MAX_MODELS);
-			return -1;
-		}
-		o->first[o->n_models] = UINT32_MAX;
-		at = strrchr(arg, '@');
-		if (at) {
-			if (parse_u32(at + 1, 0, UINT16_MAX, &o->first[o->n_models])) {
-				fprintf(stderr, "nic: --model: @K: an op index, got '%s'\n",
-					at + 1);
-				return -1;
-			}
-			*at = 0;
-		}
-		eq = strchr(arg, '=');
-		o->model_path[o->n_models] = eq ? eq + 1 : arg;
-		if (eq) {
-			*eq = 0;
-			if (parse_u32(arg, 0, UINT32_MAX, &v))
-				v = proto_model_id(arg);
-			o->model_id[o->n_models] = v;
-			o->id_given[o->n_models] = true;
-		}
-		o->n_models++;
-		return 0;
-	case CONF_NIC_EXECUTORS:
-		if (!parse_u32(arg, 1, NICFW_MAX_EXEC, &o->executors))
-			return 0;
-		fprintf(stderr, "nic: --executors: 1 to %u, got '%s'\n", NICFW_MAX_EXEC, arg);
-		return -1;
-	case CONF_NIC_PLATFORM:
-		if (strcmp(arg, "emu") && strcmp(arg, "lcore")) {
-			fprintf(stderr, "nic: --platform: lcore or emu, got '%s'\n", arg);
-			return -1;
-		}
-		o->emu = !strcmp(arg, "emu");
-		return 0;
-	case CONF_NIC_PORT:
-		if (parse_u32(arg, 1, 65535, &v)) {
-			fprintf(stderr, "nic: --port: 1 to 65535, got '%s'\n", arg);
-			return -1;
-		}
-		o->udp_port = (uint16_t)v;
-		return 0;
-	case CONF_NIC_IP:
-		if (inet_pton(AF_INET, arg, &a) != 1) {
-			fprintf(stderr, "nic: --ip: an IPv4 address, got '%s'\n", arg);
-			return -1;
-		}
-		o->ip = ntohl(a.s_addr);
-		return 0;
-	case CONF_NIC_WIRE_PORT:
-	case CONF_NIC_HOST_PORT:
-		if (parse_u32(arg, 0, RTE_MAX_ETHPORTS - 1, &v)) {
-			fprintf(stderr, "nic: --%s: a port index, got '%s'\n", opt->name, arg);
-			return -1;
-		}
-		*(opt->key == CONF_NIC_WIRE_PORT ? &o->wire : &o->host) = (uint16_t)v;
-		return 0;
-	case CONF_NIC_PAYLOAD:
-		if (!parse_u32(arg, PROTO_MIN_PAYLOAD, 1472, &o->payload))
-			return 0;
-		fprintf(stderr, "nic: --payload: %u to 1472, got '%s'\n", PROTO_MIN_PAYLOAD, arg);
-		return -1;
-	case CONF_NIC_DURATION:
-		o->duration = strtod(arg, &end);
-		if (!*end && o->duration > 0)
-			return 0;
-		fprintf(stderr, "nic: --duration: seconds > 0, got '%s'\n", arg);
-		return -1;
-	case CONF_NIC_STATS_FILE:
-		o->stats_file = arg;
-		return 0;
-	case CONF_NIC_NOTIFY_HOST:
-		o->notify_host = true;
-		return 0;
-	case CONF_NIC_ALLOW:
-		if (!proto_trust_allow(&o->trust, arg))
-			return 0;
-		fprintf(stderr, "nic: --allow: A.B.C.D[/N] (at most %u), got '%s'\n",
-			PROTO_TRUST_MAX_ALLOW, arg);
-		return -1;
-	case CONF_NIC_ERROR_RATE:
-	case CONF_NIC_ERROR_BURST:
-		if (!parse_u32(arg, opt->key == CONF_NIC_ERROR_RATE ? 0 : 1, 1000000,
-			       opt->key == CONF_NIC_ERROR_RATE ? &o->err_rate : &o->err_burst))
-			return 0;
-		fprintf(stderr, "nic: --%s: %u to 1000000, got '%s'\n", opt->name,
-			opt->key == CONF_NIC_ERROR_RATE ? 0 : 1, arg);
-		return -1;
-	case CONF_NIC_NAME:
-		return conf_text("nic", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
-	default: /* --idle-sleep-us, --drain-ms */
-		if (parse_u32(arg, 0, opt->key == CONF_NIC_IDLE_SLEEP_US ? 100000 : 600000, &v)) {
-			fprintf(stderr, "nic: --%s: 0 to %u, got '%s'\n", opt->name,
-				opt->key == CONF_NIC_IDLE_SLEEP_US ? 100000 : 600000, arg);
-			return -1;
-		}
-		if (opt->key == CONF_NIC_IDLE_SLEEP_US)
-			o->idle_sleep_us = v;
-		else
-			o->drain_ns = (uint64_t)v * 1000000;
-		return 0;
-	}
-}
-
-static int parse_opts(int argc, char **argv, struct nic_opts *o)
-{
-	int arg;
-
-	memset(o, 0, sizeof(*o));
-	arg = conf_server_parse(&conf_nic, argc, argv, o, nic_opt);
-	if (arg < 0)
-		return -EINVAL;
-	if (arg < argc || !o->n_models || o->wire == o->host) {
-		fprintf(stderr, "nic: %s\n",
-			arg < argc     ? "unexpected argument"
-			: !o->n_models ? "give at least one --model"
-				       : "--wire-port and --host-port must differ");
-		conf_usage(stderr, conf_nic.cmd);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* --- ports ------------------------------------------------------------------------------- */
-
-static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t cnt);
-
-static int nic_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len)
-{
-	struct nic *n = arg;
-	struct rte_mbuf *mb;
-	char *p;
-
-	if (unlikely(!n->link_up[port])) {
-		n->link_down_drop[port]++;
-		return -ENETDOWN;
-	}
-	mb = rte_pktmbuf_alloc(n->pool);
-	if (unlikely(!mb))
-		return -ENOMEM;
-	p = rte_pktmbuf_append(mb, (uint16_t)len);
-	if (unlikely(!p)) {
-		rte_pktmbuf_free(mb);
-		return -ENOSPC;
-	}
-	rte_memcpy(p, frame, len);
-	if (unlikely(!n->usable[port])) {
-		send_all(n, port, &mb, 1);
-		return 0;
-	}
-	rte_eth_tx_buffer(n->port_id[port], 0, n->txb[port], mb);
-	return 0;
-}
-
-static void tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
-{
-	uint64_t *drops = arg;
-
-	*drops += unsent;
-	rte_pktmbuf_free_bulk(pkts, unsent);
-}
-
-static int port_init(struct nic *n, int which, char *err, size_t errlen)
-{
-	const uint16_t id = n->port_id[which];
-	struct rte_eth_conf conf = {0};
-	struct rte_eth_dev_info info;
-	uint16_t nrx = NIC_RX_DESC, ntx = NIC_TX_DESC;
-	int ret;
-
-	ret = rte_eth_dev_info_get(id, &info);
-	if (ret)
-		goto out_err;
-	n->link_gated[which] = info.driver_name && !strcmp(info.driver_name, "net_memif");
-	if (n->link_gated[which]) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "snnic_backlog%d", which);
-		n->backlog[which] = rte_ring_create(name, NIC_BACKLOG, rte_eth_dev_socket_id(id),
-						    RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (!n->backlog[which]) {
-			ret = -rte_errno;
-			goto out_err;
-		}
-	}
-	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
-		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
-	ret = rte_eth_dev_configure(id, 1, 1, &conf);
-	if (ret)
-		goto out_err;
-	ret = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrx, &ntx);
-	if (ret)
-		goto out_err;
-	ret = rte_eth_rx_queue_setup(id, 0, nrx, rte_eth_dev_socket_id(id), NULL, n->pool);
-	if (ret)
-		goto out_err;
-	ret = rte_eth_tx_queue_setup(id, 0, ntx, rte_eth_dev_socket_id(id), NULL);
-	if (ret)
-		goto out_err;
-	n->txb[which] = rte_zmalloc_socket("snnic_txb", RTE_ETH_TX_BUFFER_SIZE(NIC_BURST), 0,
-					   rte_eth_dev_socket_id(id));
-	if (!n->txb[which]) {
-		ret = -ENOMEM;
-		goto out_err;
-	}
-	rte_eth_tx_buffer_init(n->txb[which], NIC_BURST);
-	rte_eth_tx_buffer_set_err_callback(n->txb[which], tx_drop_cb, &n->tx_drop[which]);
-	ret = rte_eth_dev_start(id);
-	if (ret)
-		goto out_err;
-	rte_eth_promiscuous_enable(id);
-	n->link_up[which] = n->usable[which] = true; /* gated: links_check(), every turn */
-	return 0;
-
-out_err:
-	snprintf(err, errlen, "port %u (%s): %s", id, which ? "host" : "wire", strerror(-ret));
-	return ret;
 }
 
 /* --- set-up -------------------------------------------------------------------------------- */
@@ -469,8 +159,9 @@ static int nic_health_setup(struct nic *n, struct nicfw_disp_config *dc, char *e
 	return 0;
 }
 
-static int nic_setup(struct nic *n, char *err, size_t errlen)
+static int nic_setup(void *srv, char *err, size_t errlen)
 {
+	struct nic *n = srv;
 	struct nicfw_disp_config dc = {0};
 	struct rte_ether_addr mac;
 	int ret;
@@ -500,7 +191,7 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	for (int p = 0; p < 2; p++) {
-		ret = port_init(n, p, err, errlen);
+		ret = nic_port_init(n, p, err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -522,36 +213,10 @@ static int nic_setup(struct nic *n, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	n->disp = nicfw_disp_create(&dc, err, errlen);
-	if (!n->disp)
-		return -EINVAL;
-	nic_telemetry_register(n);
-	return 0;
+	return n->disp ? 0 : -EINVAL;
 }
 
 /* --- the packet loop ----------------------------------------------------------------------- */
-
-static void send_all(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t cnt)
-{
-	uint16_t sent = 0;
-
-	if (unlikely(!n->usable[port])) { /* the backlog while the link is up, else dropped */
-		if (n->link_up[port])
-			sent = (uint16_t)rte_ring_sp_enqueue_burst(n->backlog[port], (void **)pkts,
-								   cnt, NULL);
-		n->backlogged[port] += sent;
-		n->link_down_drop[port] += cnt - sent;
-		rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
-		return;
-	}
-	for (int tries = 0; sent < cnt && tries < NIC_TX_TRIES; tries++)
-		sent += rte_eth_tx_burst(n->port_id[port], 0, pkts + sent, cnt - sent);
-	if (n->link_gated[port])
-		n->gated_frames += sent;
-	if (unlikely(sent < cnt)) {
-		n->tx_drop[port] += cnt - sent;
-		rte_pktmbuf_free_bulk(pkts + sent, cnt - sent);
-	}
-}
 
 static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 {
@@ -589,250 +254,101 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 			rte_pktmbuf_free(mb);
 	}
 	if (np)
-		send_all(n, !from, pass, np);
+		nic_send(n, !from, pass, np);
 	if (nb)
-		send_all(n, from, back, nb);
+		nic_send(n, from, back, nb);
 }
 
-/*
- * Holding memif's control plane. memif connects and disconnects (unmapping the rings) on EAL's
- * interrupt thread, with nothing to keep it off the rings this loop is reading and writing: a
- * peer that goes away in the middle of a burst crashes the loop. So while a memif link is up the
- * loop keeps that thread waiting in ctl_hold() (an EAL alarm, which runs on it) and uses the
- * port only while it waits there. It lets the thread go (memif then handles what came in
- * meanwhile: a disconnect, a message) when the port has moved no frame for NIC_CTL_QUIET_US, when
- * the peer would not take what was sent (a full ring: it may be gone), when the link goes down,
- * and at least every NIC_CTL_PERIOD_US; the thread is free for at least NIC_CTL_GAP_US and held
- * again when it comes back. Until then, frames for the port wait in its backlog (NIC_BACKLOG)
- * and those from it in its ring: under traffic that pause (the interrupt thread's scheduling
- * delay, more on a loaded machine) comes once every NIC_CTL_PERIOD_US at most. A peer that is
- * gone is noticed within NIC_CTL_PERIOD_US; until then its rings stay mapped and simply fill up.
- * While the link is down the thread runs free (the peer can connect) and the port is not
- * touched.
- */
-static void ctl_hold(void *arg)
-{
-	struct nic *n = arg;
-
-	__atomic_store_n(&n->ctl_state, NIC_CTL_HELD, __ATOMIC_RELEASE);
-	while (sem_wait(&n->ctl_sem) && errno == EINTR)
-		;
-	__atomic_store_n(&n->ctl_state, NIC_CTL_FREE, __ATOMIC_RELEASE);
-	/* a gap: EAL runs every alarm already due before it polls its descriptors again */
-	if (__atomic_load_n(&n->ctl_rearm, __ATOMIC_ACQUIRE) &&
-	    !rte_eal_alarm_set(NIC_CTL_GAP_US, ctl_hold, n))
-		return;
-	__atomic_store_n(&n->ctl_armed, false, __ATOMIC_RELEASE);
-}
-
-/* Let the interrupt thread go; rearm: hold it again when it is done (ctl_hold()). */
-static void ctl_release(struct nic *n, bool rearm)
-{
-	__atomic_store_n(&n->ctl_rearm, rearm, __ATOMIC_RELEASE);
-	__atomic_store_n(&n->ctl_state, NIC_CTL_RELEASING, __ATOMIC_RELEASE);
-	sem_post(&n->ctl_sem);
-}
-
-/* A gated port's link, read from memory (memif's link_update does no I/O). */
-static bool link_is_up(const struct nic *n, int p)
-{
-	struct rte_eth_link link;
-
-	return !rte_eth_link_get_nowait(n->port_id[p], &link) &&
-	       link.link_status == RTE_ETH_LINK_UP;
-}
-
-/*
- * This turn's use of the gated ports: usable only while the interrupt thread is held and the
- * link is up. A port that is up but not usable (the thread let go for a moment) keeps its frames
- * in its backlog, sent once it is usable again; a port whose link is down drops them.
- */
-static void links_check(struct nic *n, uint64_t cyc)
-{
-	bool held = __atomic_load_n(&n->ctl_state, __ATOMIC_ACQUIRE) == NIC_CTL_HELD;
-	bool any_up = false, stuck;
-	struct rte_mbuf *pkts[NIC_BURST];
-	uint64_t drops;
-	unsigned k;
-
-	if (likely(!n->link_gated[0] && !n->link_gated[1]))
-		return;
-	for (int p = 0; p < 2; p++) {
-		if (!n->link_gated[p])
-			continue;
-		n->link_up[p] = link_is_up(n, p);
-		n->usable[p] = held && n->link_up[p];
-		any_up |= n->link_up[p];
-		if (unlikely(!n->usable[p] && n->txb[p]->length)) {
-			n->link_down_drop[p] += n->txb[p]->length;
-			rte_pktmbuf_free_bulk(n->txb[p]->pkts, n->txb[p]->length);
-			n->txb[p]->length = 0;
-		}
-		while (
-		    (n->usable[p] || !n->link_up[p]) &&
-		    (k = rte_ring_sc_dequeue_burst(n->backlog[p], (void **)pkts, NIC_BURST, NULL)))
-			send_all(n, p, pkts, (uint16_t)k);
-	}
-	/* what the peer did: frames moved (it is there), or some it would not take (it may not be)
-	 */
-	drops = n->link_gated[0] * n->tx_drop[0] + n->link_gated[1] * n->tx_drop[1];
-	stuck = drops != n->drops_seen;
-	n->drops_seen = drops;
-	if (n->gated_frames != n->gated_seen || !held) {
-		n->gated_seen = n->gated_frames;
-		n->ctl_quiet = cyc;
-	}
-	if (held && (!any_up || stuck || cyc >= n->ctl_next ||
-		     cyc - n->ctl_quiet >= rte_get_tsc_hz() / 1000000 * NIC_CTL_QUIET_US)) {
-		ctl_release(n, any_up);
-		n->ctl_next = cyc + rte_get_tsc_hz() / 1000000 * NIC_CTL_PERIOD_US;
-		n->ctl_quiet = cyc;
-		n->usable[0] = !n->link_gated[0];
-		n->usable[1] = !n->link_gated[1];
-	} else if (!held && any_up && !__atomic_load_n(&n->ctl_armed, __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(&n->ctl_rearm, true, __ATOMIC_RELEASE);
-		__atomic_store_n(&n->ctl_armed, true, __ATOMIC_RELEASE);
-		if (rte_eal_alarm_set(1, ctl_hold, n))
-			__atomic_store_n(&n->ctl_armed, false, __ATOMIC_RELEASE);
-	}
-}
-
-/* At exit: the interrupt thread free for good (before anything else is asked of it). */
-static void ctl_stop(struct nic *n)
-{
-	__atomic_store_n(&n->ctl_rearm, false, __ATOMIC_RELEASE);
-	for (int i = 0; i < 5000 && __atomic_load_n(&n->ctl_armed, __ATOMIC_ACQUIRE); i++) {
-		if (__atomic_load_n(&n->ctl_state, __ATOMIC_ACQUIRE) == NIC_CTL_HELD)
-			ctl_release(n, false);
-		rte_delay_us_sleep(1000);
-	}
-	rte_eal_alarm_cancel(ctl_hold, n);
-}
-
-/* Every NIC_LINK_POLL_NS: the HEALTH state from SIGTERM and the host port's link. Returns
- * false when the drain is over (nothing held, or --drain-ms passed). */
-static bool nic_health_update(struct nic *n, uint64_t now, uint64_t *next, uint64_t *drain_end)
+/* Every NIC_LINK_POLL_NS: the HEALTH state from the drain and the host port's link. */
+static void nic_health_update(struct nic *n, uint64_t now)
 {
 	struct rte_eth_link l = {0};
 
-	if (unlikely(nic_quit && !*drain_end)) {
-		*drain_end = now + n->o.drain_ns + 1;
-		printf("nic: %s: draining %u request(s)\n",
-		       nic_quit == SIGINT ? "SIGINT" : "SIGTERM", nicfw_disp_pending(n->disp));
-		fflush(stdout);
-	}
-	if (*drain_end && (!nicfw_disp_pending(n->disp) || now >= *drain_end))
-		return false;
-	if (now < *next)
-		return true;
-	*next = now + NIC_LINK_POLL_NS;
+	if (now < n->health_next)
+		return;
+	n->health_next = now + NIC_LINK_POLL_NS;
 	rte_eth_link_get_nowait(n->port_id[NICFW_PORT_HOST], &l);
-	n->health.state = nicfw_health_state(&n->health, *drain_end != 0, l.link_status);
-	return true;
+	n->health.state = nicfw_health_state(&n->health, n->draining, l.link_status);
 }
 
-static void nic_loop(struct nic *n)
+/* One turn of the packet loop: its work is the frames received and the requests held. */
+static uint32_t nic_step(void *srv)
 {
-	const uint64_t t_end =
-	    n->o.duration > 0
-		? rte_get_tsc_cycles() + (uint64_t)(n->o.duration * (double)rte_get_tsc_hz())
-		: UINT64_MAX;
-	uint64_t cyc, now, next_check = 0, drain_end = 0, rx0;
-	uint32_t idle = 0;
+	struct nic *n = srv;
+	const uint64_t cyc = rte_get_tsc_cycles(), rx0 = n->rx_frames;
+	const uint64_t now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
 
-	for (;;) {
-		cyc = rte_get_tsc_cycles();
-		if (unlikely(cyc >= t_end))
-			break;
-		now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
-		if (!nic_health_update(n, now, &next_check, &drain_end))
-			break;
-		links_check(n, cyc);
-		rx0 = n->rx_frames;
-		rx_port(n, NICFW_PORT_WIRE, now);
-		rx_port(n, NICFW_PORT_HOST, now);
-		if (n->lc)
-			nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
-		nicfw_disp_poll(n->disp, nic_now(n));
-		for (int p = 0; p < 2; p++)
-			if (likely(n->usable[p]))
-				n->gated_frames +=
-				    n->link_gated[p] *
-				    rte_eth_tx_buffer_flush(n->port_id[p], 0, n->txb[p]);
-		n->loops++;
-		if (n->rx_frames != rx0 || nicfw_disp_pending(n->disp))
-			idle = 0;
-		else if (n->o.idle_sleep_us && ++idle > 1000)
-			rte_delay_us_sleep(n->o.idle_sleep_us);
-	}
+	nic_health_update(n, now);
+	nic_links_check(n, cyc);
+	rx_port(n, NICFW_PORT_WIRE, now);
+	rx_port(n, NICFW_PORT_HOST, now);
+	if (n->lc)
+		nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
+	nicfw_disp_poll(n->disp, nic_now(n));
+	for (int p = 0; p < 2; p++)
+		if (likely(n->usable[p]))
+			n->gated_frames +=
+			    n->link_gated[p] * rte_eth_tx_buffer_flush(n->port_id[p], 0, n->txb[p]);
+	n->loops++;
+	return (uint32_t)(n->rx_frames - rx0) + nicfw_disp_pending(n->disp);
 }
 
-/* The last EAL alarm: says it runs, then keeps the interrupt thread until the process ends
- * (see nic_teardown()). */
-static void intr_park(void *arg)
-{
-	struct nic *n = arg;
+/* --- the skeleton's operations (dpdk/server.h) --------------------------------------------- */
 
-	__atomic_store_n(&n->intr_parked, true, __ATOMIC_RELEASE);
-	while (sem_wait(&n->ctl_sem) == 0 || errno == EINTR)
-		;
+static int nic_options(void *srv, int argc, char **argv, struct dpdk_run *run)
+{
+	struct nic *n = srv;
+	int ret = nic_opts_parse(&n->o, argc, argv);
+
+	*run = (struct dpdk_run){.drain_ns = n->o.drain_ns,
+				 .duration_s = n->o.duration,
+				 .idle_sleep_us = n->o.idle_sleep_us,
+				 .stats_file = n->o.stats_file};
+	return ret;
 }
 
-/* Run cb on the interrupt thread (an EAL alarm) and wait, at most 5 s, until *done; false if it
- * did not (cb then runs later or never). */
-static bool on_intr_thread(rte_eal_alarm_callback cb, void *arg, bool *done)
+static void nic_start(void *srv)
 {
-	if (rte_eal_alarm_set(1, cb, arg))
-		return false;
-	for (int i = 0; i < 5000 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++)
-		rte_delay_us_sleep(1000);
-	return __atomic_load_n(done, __ATOMIC_ACQUIRE);
+	struct nic *n = srv;
+
+	printf("nic: forwarding port %u (wire) <-> port %u (host), inference on UDP %u%s; "
+	       "telemetry /splitnic/nic/stats\n",
+	       n->o.wire, n->o.host, n->o.udp_port, n->o.ip ? ", answering ARP" : "");
 }
 
-/* Stop and close the ports (an EAL alarm: on the interrupt thread, see the top). */
-static void ports_close(void *arg)
+/* SIGINT/SIGTERM: HEALTH says draining from now on, the dispatcher refuses new REQUESTs for
+ * stand-alone models (nicfw/health.h). */
+static void nic_drain(void *srv)
 {
-	struct nic *n = arg;
+	struct nic *n = srv;
 
-	for (int p = 0; p < 2; p++) {
-		if (!n->txb[p])
-			continue;
-		rte_pktmbuf_free_bulk(n->txb[p]->pkts, n->txb[p]->length);
-		n->txb[p]->length = 0;
-		rte_eth_dev_stop(n->port_id[p]);
-		rte_eth_dev_close(n->port_id[p]);
-	}
-	__atomic_store_n(&n->ports_closed, true, __ATOMIC_RELEASE);
+	n->draining = true;
+	n->health_next = 0;
+	nic_health_update(n, nic_now(n));
 }
 
-/* Everything set up, undone; false when EAL's own cleanup must be left out (see below). */
-static bool nic_teardown(struct nic *n)
+static uint32_t nic_in_use(void *srv)
 {
+	return nicfw_disp_pending(((struct nic *)srv)->disp);
+}
+
+static void nic_stop(void *srv, int sig)
+{
+	struct nic *n = srv;
+
+	printf("nic: %s after %lu loop turns, %u request(s) left\n",
+	       sig ? dpdk_signal_name(sig) : "duration reached", (unsigned long)n->loops,
+	       nicfw_disp_pending(n->disp));
+}
+
+static bool nic_teardown(void *srv)
+{
+	struct nic *n = srv;
 	bool parked;
 
-	nic_telemetry_register(NULL);
 	if (n->lc)
 		nicfw_lcore_stop(n->lc);
-	ctl_stop(n);
-	if (!on_intr_thread(ports_close, n, &n->ports_closed) &&
-	    rte_eal_alarm_cancel(ports_close, n) > 0)
-		ports_close(n);
-	/*
-	 * The interrupt thread reads the handles of every interrupt source, which live in DPDK's
-	 * memory, whenever anything happens on one of them (e.g. the host's memif reconnecting
-	 * while we exit; memif leaves its listener's source behind with a freed handle), and
-	 * rte_eal_cleanup() unmaps that memory under it: keep the thread in an alarm of ours until
-	 * the process ends, and leave rte_eal_cleanup() out (it would wait for that alarm forever).
-	 */
-	parked = on_intr_thread(intr_park, n, &n->intr_parked);
-	for (int p = 0; p < 2; p++) {
-		struct rte_mbuf *mb = NULL;
-
-		rte_free(n->txb[p]);
-		while (n->backlog[p] && !rte_ring_sc_dequeue(n->backlog[p], (void **)&mb))
-			rte_pktmbuf_free(mb);
-		rte_ring_free(n->backlog[p]);
-	}
+	parked = nic_ports_close(n);
 	nicfw_disp_free(n->disp);
 	for (uint32_t i = 0; i < NICFW_DISP_MAX_MODELS; i++)
 		kexec_close(&n->x[i]);
@@ -843,58 +359,28 @@ static bool nic_teardown(struct nic *n)
 	return !parked;
 }
 
+static const struct dpdk_server nic_server = {
+    .who = "nic",
+    .conf = &nic_conf,
+    .stats_path = "/splitnic/nic/stats",
+    .stats_help = "splitnic-nic counters: dispatcher reasons, parser verdicts, reassembly, ports",
+    .tel = nic_tel_cmds,
+    .n_tel = NIC_N_TEL_CMDS,
+    .options = nic_options,
+    .setup = nic_setup,
+    .start = nic_start,
+    .step = nic_step,
+    .drain = nic_drain,
+    .in_use = nic_in_use,
+    .stop = nic_stop,
+    .counters = nic_counters,
+    .report = nic_report,
+    .teardown = nic_teardown,
+};
+
 int main(int argc, char **argv)
 {
 	static struct nic nic;
-	struct nic *n = &nic;
-	char err[512];
-	FILE *f;
-	int ret;
 
-	ret = kern_blas_one_thread(argv);
-	if (ret)
-		fprintf(stderr, "nic: cannot restart with one OpenBLAS thread: %s\n",
-			strerror(-ret));
-	ret = conf_apply(&conf_nic, &argc, &argv);
-	if (ret)
-		return ret < 0 ? 1 : 0;
-	ret = rte_eal_init(argc, argv);
-	if (ret < 0) {
-		fprintf(stderr, "nic: rte_eal_init: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
-	argv[0] = "splitnic-nic";
-	ret = parse_opts(argc, argv, &n->o);
-	if (ret)
-		goto out_eal;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	ret = nic_setup(n, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "nic: %s\n", err);
-		goto out_teardown;
-	}
-	printf("nic: forwarding port %u (wire) <-> port %u (host), inference on UDP %u%s; "
-	       "telemetry /splitnic/nic/stats\n",
-	       n->o.wire, n->o.host, n->o.udp_port, n->o.ip ? ", answering ARP" : "");
-	fflush(stdout);
-	nic_loop(n);
-	printf("nic: %s after %lu loop turns, %u request(s) left\n",
-	       nic_quit ? (nic_quit == SIGINT ? "SIGINT" : "SIGTERM") : "duration reached",
-	       (unsigned long)n->loops, nicfw_disp_pending(n->disp));
-	f = n->o.stats_file ? fopen(n->o.stats_file, "w") : NULL;
-	if (n->o.stats_file && !f)
-		fprintf(stderr, "nic: %s: %s\n", n->o.stats_file, strerror(errno));
-	nic_stats_write(n, f ? f : stdout);
-	if (f)
-		fclose(f);
-	fflush(stdout);
-out_teardown:
-	if (!nic_teardown(n))
-		return ret ? 1 : 0;
-out_eal:
-	rte_eal_cleanup();
-	return ret ? 1 : 0;
+	return dpdk_server_main(&nic_server, &nic, argc, argv);
 }

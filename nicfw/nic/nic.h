@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nicfw/nic/nic.h — splitnic-nic's own state, shared by its packet loop (main.c) and its
- * telemetry and counters (telemetry.c). Not a library interface.
+ * nicfw/nic/nic.h — splitnic-nic's own state, shared by its packet loop (main.c), its ports
+ * (port.c) and its telemetry and counters (telemetry.c); its options are nicfw/nic/opts.h. Not a
+ * library interface. Calls go one way: main.c -> port.c, telemetry.c.
  */
 #ifndef NICFW_NIC_NIC_H
 #define NICFW_NIC_NIC_H
@@ -15,35 +16,28 @@
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
-#include "kernels/kern.h"
+#include "dpdk/server.h"
 #include "exec/kexec.h"
+#include "kernels/kern.h"
 #include "nicfw/dispatch.h"
 #include "nicfw/health.h"
 #include "nicfw/lcore/lcore.h"
+#include "nicfw/nic/opts.h"
+
+#define NIC_BURST	  32
+#define NIC_RX_DESC	  1024
+#define NIC_TX_DESC	  1024
+#define NIC_MBUFS	  8191
+#define NIC_TX_TRIES	  64
+#define NIC_RUN_SLICE	  64	      /* inline runner: handlers per loop turn */
+#define NIC_EMU_WARM	  32	      /* emu: most warm-up requests to find the steady state */
+#define NIC_LINK_POLL_NS  10000000ull /* HEALTH state: the host port's link checked this often */
+#define NIC_CTL_PERIOD_US 2000000     /* memif's control plane let go at least this often, */
+#define NIC_CTL_QUIET_US  20000	      /* when the port has been quiet this long, ... */
+#define NIC_CTL_GAP_US	  100	      /* ... for this long at least (see ctl_hold()) */
+#define NIC_BACKLOG	  4096	      /* frames a gated port keeps while it is not usable */
 
 enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
-
-struct nic_opts {
-	const char *model_path[NICFW_DISP_MAX_MODELS];
-	uint32_t model_id[NICFW_DISP_MAX_MODELS];
-	uint32_t first[NICFW_DISP_MAX_MODELS]; /* @K; UINT32_MAX: kexec_nic_split */
-	bool id_given[NICFW_DISP_MAX_MODELS];
-	bool notify_host;
-	struct proto_trust_cfg trust; /* --allow, then the rate below */
-	uint32_t err_rate, err_burst;
-	uint32_t n_models;
-	uint32_t executors;
-	bool emu;
-	uint16_t udp_port;
-	uint32_t ip;
-	uint16_t wire, host;
-	uint32_t payload;
-	double duration;
-	const char *stats_file;
-	const char *name;
-	uint32_t idle_sleep_us;
-	uint64_t drain_ns;
-};
 
 struct nic {
 	struct nic_opts o;
@@ -74,15 +68,30 @@ struct nic {
 	uint64_t link_down_drop[2]; /* frames for a gated port dropped while its link was down */
 	uint64_t backlogged[2];	    /* frames that waited in the backlog */
 	uint64_t loops;
-	uint64_t rx_frames; /* both ports */
+	uint64_t rx_frames;   /* both ports */
+	bool draining;	      /* from the first SIGINT/SIGTERM */
+	uint64_t health_next; /* ns: the HEALTH state's next update */
 };
 
-/*
- * Telemetry (/splitnic/nic/stats, /models, /timing) of n, registered once n's dispatcher
- * exists; nic_telemetry_register(NULL) before n goes away (the callbacks then answer {}).
- */
-void nic_telemetry_register(struct nic *n);
-/* Every counter and the timing figures of n, as lines `KEY VALUE` (the --stats-file). */
-void nic_stats_write(struct nic *n, FILE *f);
+/* port.c: port which (NICFW_PORT_WIRE, _HOST) configured and started: 0, or -errno with err. */
+int nic_port_init(struct nic *n, int which, char *err, size_t errlen);
+/* The dispatcher's transmit (struct nicfw_disp_config's tx; arg: the struct nic). */
+int nic_tx(void *arg, enum nicfw_port port, const uint8_t *frame, uint32_t len);
+/* cnt frames out of port now (tried NIC_TX_TRIES times; the rest dropped and counted), or into
+ * a gated port's backlog while it is up but not usable. */
+void nic_send(struct nic *n, int port, struct rte_mbuf **pkts, uint16_t cnt);
+/* This turn's use of the gated ports (cyc: the TSC now); see port.c. */
+void nic_links_check(struct nic *n, uint64_t cyc);
+/* At exit: the ports stopped and closed on EAL's interrupt thread, which then stays parked in an
+ * alarm of ours: true when it is (rte_eal_cleanup must then be left out). */
+bool nic_ports_close(struct nic *n);
+
+/* telemetry.c: the commands /splitnic/nic/models and /splitnic/nic/timing (dpdk/server.h; the
+ * skeleton registers them with /splitnic/nic/stats, nic_counters), every counter, and what the
+ * stats file gets: the counters and the timing figures, as timing_m<i>_<key>. */
+#define NIC_N_TEL_CMDS 2
+extern const struct dpdk_tel_cmd nic_tel_cmds[NIC_N_TEL_CMDS];
+void nic_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg);
+void nic_report(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg);
 
 #endif /* NICFW_NIC_NIC_H */

@@ -9,8 +9,6 @@
 #include "nicfw/emu/exec_emu.h"
 #include "nicfw/nic/nic.h"
 
-static struct nic *nic_g; /* for the telemetry callbacks */
-
 static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, uint64_t v),
 		       void *arg)
 {
@@ -63,40 +61,25 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void tel_put(void *arg, const char *key, uint64_t v)
-{
-	rte_tel_data_add_dict_u64(arg, key, v);
-}
-
-static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
-{
-	rte_tel_data_start_dict(d);
-	if (nic_g && nic_g->disp)
-		stats_each(nic_g, tel_put, d);
-	return 0;
-}
-
 /*
  * The models, keyed m<i>_<what> as in /splitnic/nic/timing: DPDK's dictionary keys take only
  * letters, digits, '_' and '/', so a model's name (fmnist-bmlp) is a value, never a key.
  */
-static int tel_models(const char *cmd, const char *params, struct rte_tel_data *d)
+static int tel_models(void *srv, const char *params, struct rte_tel_data *d)
 {
+	const struct nic *n = srv;
 	char key[32];
 
-	rte_tel_data_start_dict(d);
-	if (!nic_g || !nic_g->disp)
-		return 0;
-	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
-	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
+	rte_tel_data_add_dict_u64(d, "models", n->o.n_models);
+	for (uint32_t i = 0; i < n->o.n_models; i++) {
 		snprintf(key, sizeof(key), "m%u_name", i);
-		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
+		rte_tel_data_add_dict_string(d, key, n->m[i]->name);
 		snprintf(key, sizeof(key), "m%u_id", i);
-		rte_tel_data_add_dict_u64(d, key, nic_g->o.model_id[i]);
+		rte_tel_data_add_dict_u64(d, key, n->o.model_id[i]);
 		snprintf(key, sizeof(key), "m%u_first_op", i);
-		rte_tel_data_add_dict_u64(d, key, nic_g->o.first[i]);
+		rte_tel_data_add_dict_u64(d, key, n->o.first[i]);
 		snprintf(key, sizeof(key), "m%u_ops", i);
-		rte_tel_data_add_dict_u64(d, key, nic_g->m[i]->n_layers - nic_g->o.first[i]);
+		rte_tel_data_add_dict_u64(d, key, n->m[i]->n_layers - n->o.first[i]);
 	}
 	return 0;
 }
@@ -169,50 +152,41 @@ static void timing_all(struct nic *n, const char *prefix,
 	}
 }
 
-static int tel_timing(const char *cmd, const char *params, struct rte_tel_data *d)
+static void tel_put(void *arg, const char *key, uint64_t v)
 {
+	rte_tel_data_add_dict_u64(arg, key, v);
+}
+
+static int tel_timing(void *srv, const char *params, struct rte_tel_data *d)
+{
+	struct nic *n = srv;
 	char key[32];
 
-	rte_tel_data_start_dict(d);
-	if (!nic_g || !nic_g->disp)
-		return 0;
-	rte_tel_data_add_dict_string(d, "platform", nic_g->o.emu ? "emu" : "lcore");
-	rte_tel_data_add_dict_u64(d, "models", nic_g->o.n_models);
-	for (uint32_t i = 0; i < nic_g->o.n_models; i++) {
+	rte_tel_data_add_dict_string(d, "platform", n->o.emu ? "emu" : "lcore");
+	rte_tel_data_add_dict_u64(d, "models", n->o.n_models);
+	for (uint32_t i = 0; i < n->o.n_models; i++) {
 		snprintf(key, sizeof(key), "m%u_name", i);
-		rte_tel_data_add_dict_string(d, key, nic_g->m[i]->name);
+		rte_tel_data_add_dict_string(d, key, n->m[i]->name);
 	}
-	timing_all(nic_g, "", tel_put, d);
+	timing_all(n, "", tel_put, d);
 	return 0;
 }
 
-static void file_put(void *arg, const char *key, uint64_t v)
+const struct dpdk_tel_cmd nic_tel_cmds[NIC_N_TEL_CMDS] = {
+    {"/splitnic/nic/models", "models held: m<i>_name, _id, _first_op, _ops", tel_models},
+    {"/splitnic/nic/timing",
+     "per model (m0_*, ...): NIC time per request measured, submit to result; emu: modeled "
+     "time (modeled)",
+     tel_timing},
+};
+
+void nic_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {
-	fprintf(arg, "%s %lu\n", key, (unsigned long)v);
+	stats_each(srv, put, arg);
 }
 
-void nic_telemetry_register(struct nic *n)
+void nic_report(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {
-	static bool registered;
-
-	nic_g = n;
-	if (!n || registered)
-		return;
-	registered = true;
-	rte_telemetry_register_cmd("/splitnic/nic/stats", tel_stats,
-				   "splitnic-nic counters: dispatcher reasons, parser verdicts, "
-				   "reassembly, ports");
-	rte_telemetry_register_cmd("/splitnic/nic/models", tel_models,
-				   "models held: m<i>_name, _id, _first_op, _ops");
-	/* help strings: at most RTE_TEL_MAX_STRING_LEN - 1 characters, else no command */
-	rte_telemetry_register_cmd(
-	    "/splitnic/nic/timing", tel_timing,
-	    "per model (m0_*, ...): NIC time per request measured, submit to "
-	    "result; emu: modeled time (modeled)");
-}
-
-void nic_stats_write(struct nic *n, FILE *f)
-{
-	stats_each(n, file_put, f);
-	timing_all(n, "timing_", file_put, f);
+	stats_each(srv, put, arg);
+	timing_all(srv, "timing_", put, arg);
 }

@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 	int cpu = sched_getcpu(), i, ret = 0;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i += 2) {
-		long v;
+		int64_t v;
 
 		if (i + 1 == argc)
 			goto usage;
@@ -187,11 +187,11 @@ int main(int argc, char **argv)
 			if (parse_execs(argv[i + 1], execs, &n_execs))
 				goto usage;
 		} else if (!strcmp(argv[i], "--rounds")) {
-			if (conf_long(argv[i + 1], &v, 1, MAX_ROUNDS, "--rounds"))
+			if (conf_int("bench_lcore", "--rounds", argv[i + 1], 1, MAX_ROUNDS, &v))
 				return 2;
 			rounds = (uint32_t)v;
 		} else if (!strcmp(argv[i], "--count")) {
-			if (conf_long(argv[i + 1], &v, 1, 100000, "--count"))
+			if (conf_int("bench_lcore", "--count", argv[i + 1], 1, 100000, &v))
 				return 2;
 			count = (uint32_t)v;
 		} else {

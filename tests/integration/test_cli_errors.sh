@@ -113,5 +113,71 @@ for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
 	[[ "$("$srv" --help)" == *"--stats-file FILE"* ]] || { echo "FAIL: $name --help lacks --stats-file"; fail=1; }
 	[[ "$("$srv" --eal-help 2>&1)" == *"EAL common options"* ]] ||
 		{ echo "FAIL: $name --eal-help does not show EAL's options"; fail=1; }
+	# the man page's synopsis names every option of the server's table
+	for o in $("$srv" --help | sed -n 's/^  --\([a-z-]*\).*/\1/p'); do
+		[ "$o" = help ] && continue
+		sed -n '/^\.Sh SYNOPSIS/,/^\.Sh DESCRIPTION/p' "man/$name.8" | grep -q -- "Fl -$o\( \|$\)" ||
+			{ echo "FAIL: man/$name.8's SYNOPSIS lacks --$o"; fail=1; }
+	done
+	# bad arguments, before and (as root: EAL's memory) after EAL starts: exit 2, the value named
+	eal_args=()
+	[ "$(id -u)" = 0 ] && eal_args=("-l 0 --no-huge -m 512 --no-pci --file-prefix sncli$$ -- --model x --payload 9")
+	for args in "--config /nonexistent/x.conf" "${eal_args[@]}"; do
+		# shellcheck disable=SC2086
+		out=$("$srv" $args 2>&1)
+		rc=$?
+		if [ $rc -ne 2 ] || ! grep -qE "(/nonexistent/x.conf|--payload: an integer in 256..1472, got '9')" <<<"$out"; then
+			echo "FAIL: $name $args (exit $rc, want 2):"; grep -vE '^(EAL|TELEMETRY):' <<<"$out" | head -3; fail=1
+		else
+			echo "ok: $name $args -> exit 2, $(grep -m1 "^$name:" <<<"$out")"
+		fi
+	done
+	[ ! -e "/var/run/dpdk/sncli$$" ] || { echo "FAIL: $name left /var/run/dpdk/sncli$$"; fail=1; }
 done
+
+# A start that fails leaves no EAL runtime folder (/var/run/dpdk/PREFIX) behind: in the set-up
+# (no ports, a model that is not there), in rte_eal_init itself (a secondary process without a primary),
+# but not one that another process holds (a primary with the same prefix: why EAL refused).
+if [ "$(id -u)" = 0 ]; then
+	run=/var/run/dpdk/sncli$$
+	eal="-l 0 --no-huge -m 512 --file-prefix sncli$$ --no-pci"
+	for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
+		name=${srv##*/}
+		for how in "setup|-- --model $tmp/none.snm --ip 10.99.0.1|(none.snm|need two ports)" \
+			"eal|--proc-type=secondary -- --model x --ip 10.99.0.1|rte_eal_init"; do
+			IFS='|' read -r what args pat <<<"$how"
+			# shellcheck disable=SC2086
+			out=$("$srv" $eal $args 2>&1)
+			rc=$?
+			if [ $rc -ne 1 ] || ! grep -qE -- "$pat" <<<"$out"; then
+				echo "FAIL: $name, failed $what (exit $rc, want 1 naming $pat):"
+				grep -vE '^(EAL|TELEMETRY):' <<<"$out" | head -3; fail=1
+			elif [ -e "$run" ]; then
+				echo "FAIL: $name left $run behind after a failed $what"; fail=1
+			else
+				echo "ok: $name, failed $what -> exit 1, $run removed"
+			fi
+		done
+		# another process holds the prefix's config lock, as a running primary does
+		mkdir -p "$run"
+		/usr/bin/python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1] + "/config", "w"); fcntl.lockf(f, fcntl.LOCK_EX); print("held", flush=True); time.sleep(60)' \
+			"$run" >"$tmp/held" &
+		holder=$!
+		for _ in $(seq 50); do [ -s "$tmp/held" ] && break; sleep 0.1; done
+		# shellcheck disable=SC2086
+		out=$("$srv" $eal -- --model x --ip 10.99.0.1 2>&1)
+		rc=$?
+		if [ $rc -ne 1 ] || [ ! -e "$run/config" ]; then
+			echo "FAIL: $name with its prefix held by another process: exit $rc (want 1), $run $([ -e "$run/config" ] && echo kept || echo removed)"
+			fail=1
+		else
+			echo "ok: $name with its prefix held by another process -> exit 1, $run kept"
+		fi
+		kill "$holder"
+		wait "$holder" 2>/dev/null
+		rm -rf "$run"
+		: >"$tmp/held"
+	done
+fi
 exit $fail

@@ -18,7 +18,7 @@
 #      random junk; the telemetry endpoint /splitnic/nic/stats (read from the DPDK telemetry
 #      socket) must count them by reason, every ERROR decided either sent or rate-limited;
 #      then 200 more requests must still be answered;
-#   4. SIGTERM: graceful exit, final counters written.
+#   4. SIGTERM: graceful exit, final counters written, the EAL runtime folder removed.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
@@ -276,8 +276,9 @@ EOF
 netns_term "$nic_pid" splitnic-nic || { nic_pid=; fail "$NETNS_WHY"; }
 nic_pid=
 grep -q "SIGTERM" "$tmp/nic.log" || fail "no graceful-shutdown message"
+[ ! -e "/var/run/dpdk/$prefix" ] || fail "splitnic-nic left /var/run/dpdk/$prefix behind"
 grep -E "^(answered|forwarded_to_host|forwarded_to_wire|arp_replies|tx_drop_host|wire_imissed) " \
 	"$tmp/final.txt" | tr '\n' ' '
 echo
-echo "pass: ${NIC_COUNT:-10000} Fashion-MNIST requests answered by splitnic-nic ($PLATFORM, $EXEC executors) over af_packet veths with the classes of splitnic run; fragmented requests reassembled; malformed traffic counted by reason; non-inference UDP at $RATE/s forwarded without loss; graceful SIGTERM"
+echo "pass: ${NIC_COUNT:-10000} Fashion-MNIST requests answered by splitnic-nic ($PLATFORM, $EXEC executors) over af_packet veths with the classes of splitnic run; fragmented requests reassembled; malformed traffic counted by reason; non-inference UDP at $RATE/s forwarded without loss; graceful SIGTERM, runtime folder removed"
 exit 0

@@ -23,9 +23,10 @@
 #                   SIGTERM to both
 # A process stopped with SIGTERM must exit 0 within 15 s with its graceful message; a crash is
 # a surviving process killed by a signal (segfault, abort), a non-zero exit, a hang, or a
-# sanitizer/PANIC line in its log. A SIGKILLed process is expected to die of SIGKILL. After each
-# round the DPDK runtime folders (/var/run/dpdk/PREFIX) are removed, and at the end none of this
-# test's may be left. Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
+# sanitizer/PANIC line in its log. A SIGKILLed process is expected to die of SIGKILL. A server
+# that exits removes its DPDK runtime folder (/var/run/dpdk/PREFIX) itself; after each round
+# those of the killed ones are removed, and at the end none of this test's may be left.
+# Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/paths.sh
@@ -167,6 +168,11 @@ for round in $(seq "$N"); do
 	cli_pid=
 	} 2>>"$tmp/shell.err"
 	check_logs "$how"
+	# a server that exited (not SIGKILLed) removed its EAL runtime folder itself
+	[ "$how" = kill-nic ] || [ ! -e "/var/run/dpdk/snstn$tag" ] ||
+		fail "splitnic-nic left /var/run/dpdk/snstn$tag behind"
+	[ "${how%-late}" = kill-host ] || [ ! -e "/var/run/dpdk/snsth$tag" ] ||
+		fail "splitnic-host left /var/run/dpdk/snsth$tag behind"
 	rm -rf "/var/run/dpdk/snstn$tag" "/var/run/dpdk/snsth$tag"
 	done_by[$how]=$((${done_by[$how]:-0} + 1))
 	echo "round $round: $how: clean after $act ACTIVATIONs ($(grep -o '^nic: SIGTERM after [0-9]* loop turns' "$tmp/nic.log" || echo 'nic SIGKILLed'))"
