@@ -16,6 +16,7 @@
 #include <rte_errno.h>
 
 #include "dpdk/idle.h"
+#include "dpdk/metrics.h"
 #include "dpdk/server.h"
 #include "kernels/kern_ops.h"
 
@@ -93,6 +94,7 @@ static int run_loop(const struct dpdk_server *s, void *srv, const struct dpdk_ru
 		if (unlikely(quit_sig && !sig)) {
 			sig = quit_sig;
 			s->drain(srv);
+			dpdk_metrics_draining();
 			hold_end = now + run->drain_hold_ns;
 			drain_end = now + RTE_MAX(run->drain_ns, run->drain_hold_ns);
 			printf("%s: %s: draining %u request(s)\n", s->who, dpdk_signal_name(sig),
@@ -163,12 +165,19 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 		goto out_teardown;
 	}
 	dpdk_telemetry_register(s, srv);
+	ret = dpdk_metrics_start(s, srv, &run, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", s->who, err);
+		goto out_teardown;
+	}
 	s->start(srv);
+	dpdk_metrics_ready();
 	fflush(stdout);
 	s->stop(srv, run_loop(s, srv, &run));
 	write_report(s, srv, run.stats_file);
 	status = 0;
 out_teardown:
+	dpdk_metrics_stop();
 	dpdk_telemetry_register(s, NULL);
 	eal_cleanup = s->teardown(srv);
 out_eal:

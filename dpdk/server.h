@@ -33,7 +33,8 @@
  *     step 3 (what EAL would fail on) and between steps 4 and 6 (what the options ask for);
  *   - power-aware polling (DPDK's l3fwd-power: pause, then sleep, then RX interrupts): the idle
  *     policy of dpdk/idle.h, which every poll loop already reports its work to, turn by turn;
- *   - an OpenMetrics (Prometheus) endpoint: another reader of counters, as telemetry is;
+ *   - the metrics endpoint (dpdk/metrics.h, --metrics-port): another reader of counters, as
+ *     telemetry is, started after step 6, ready from step 7, not ready from the drain on;
  *   - reloading models without a restart: an operation the main lcore's loop calls between
  *     turns, as it calls drain.
  */
@@ -47,14 +48,17 @@
 #include "conf/conf.h"
 
 struct rte_tel_data;
+struct dpdk_metrics_ops;
 
 /* What the skeleton runs by, from the server's options. */
 struct dpdk_run {
-	uint64_t drain_ns;	/* the drain lasts at most this long ... */
-	uint64_t drain_hold_ns; /* ... and at least this long (HEALTH says draining) */
-	double duration_s;	/* > 0: stop after this long */
-	uint32_t idle_sleep_us; /* the idle policy's sleep (0: busy-poll) */
-	const char *stats_file; /* the counters at exit (NULL: standard output) */
+	uint64_t drain_ns;	  /* the drain lasts at most this long ... */
+	uint64_t drain_hold_ns;	  /* ... and at least this long (HEALTH says draining) */
+	double duration_s;	  /* > 0: stop after this long */
+	uint32_t idle_sleep_us;	  /* the idle policy's sleep (0: busy-poll) */
+	const char *stats_file;	  /* the counters at exit (NULL: standard output) */
+	const char *metrics_port; /* the metrics endpoint's TCP port (NULL: none; dpdk/metrics.h) */
+	const char *metrics_addr; /* ... and address (NULL: every address) */
 };
 
 /* A telemetry command of the server: fn fills d (a dictionary already started) from srv. */
@@ -71,6 +75,7 @@ struct dpdk_server {
 	const char *stats_help;
 	const struct dpdk_tel_cmd *tel; /* its other telemetry commands */
 	unsigned n_tel;
+	const struct dpdk_metrics_ops *metrics; /* its histograms and gauges (NULL: none) */
 
 	/* Its options (argv[0] its name, after EAL's) into srv, and what the skeleton runs by
 	 * into run: 0, or -EINVAL after a message (exit 2). */

@@ -7,6 +7,7 @@
 
 #include <rte_telemetry.h>
 
+#include "dpdk/metrics.h"
 #include "host/host_dpdk.h"
 
 static const char *const counter_names[HOST_C__COUNT] = {
@@ -156,7 +157,8 @@ static int tel_latency(void *srv, const char *params, struct rte_tel_data *d)
 			uint64_t v = 0;
 
 			for (unsigned i = 0; i < a->n_workers; i++)
-				v += rd(&a->w[i].h[h].b[b]);
+				for (uint32_t k = 0; k < a->n_models; k++)
+					v += rd(&a->w[i].h[k][h].b[b]);
 			rte_tel_data_add_array_u64(arr, v);
 		}
 		rte_tel_data_add_dict_container(d, hist_names[h], arr, 0);
@@ -192,6 +194,38 @@ const struct dpdk_tel_cmd host_tel_cmds[HOST_N_TEL_CMDS] = {
      tel_latency},
     {"/splitnic/host/models", "models served: m<i>_name, _id, _mode, _split", tel_models},
 };
+
+/* The latency histograms per model and stage, summed over the workers. */
+static void metrics_hist(void *srv, metrics_hist_put put, void *arg)
+{
+	static const char *const stage[HOST_H__COUNT] = {"total", "queue", "nic_round_trip",
+							 "host_batch_compute"};
+	const struct host_app *a = srv;
+
+	for (uint32_t k = 0; k < a->n_models; k++)
+		for (unsigned h = 0; h < HOST_H__COUNT; h++) {
+			uint64_t b[HOST_HIST_BUCKETS] = {0}, sum = 0;
+
+			for (unsigned i = 0; i < a->n_workers; i++) {
+				for (unsigned j = 0; j < HOST_HIST_BUCKETS; j++)
+					b[j] += rd(&a->w[i].h[k][h].b[j]);
+				sum += rd(&a->w[i].h[k][h].sum_ns);
+			}
+			put(arg, a->hm[k].m->name, stage[h], b, HOST_HIST_BUCKETS, sum);
+		}
+}
+
+static const char *metrics_model(void *srv, unsigned i)
+{
+	const struct host_app *a = srv;
+
+	return i < a->n_models ? a->hm[i].m->name : NULL;
+}
+
+static const char *const gauges[] = {"workers", "queue_pairs", "in_use", "in_flight_nic",
+				     "queued",	"link_up",     NULL};
+
+const struct dpdk_metrics_ops host_metrics_ops = {metrics_hist, metrics_model, gauges};
 
 void host_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {

@@ -143,7 +143,7 @@ static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
 		r->t_queue = host_sat32(t0 - r->t_queued);
 		r->t_host = host_sat32(t1 - t0);
 		r->t_done = t1;
-		host_hist_add(&w->h[HOST_H_QUEUE], r->t_queue);
+		host_hist_add(&w->h[k][HOST_H_QUEUE], r->t_queue);
 		if (unlikely(ret)) {
 			stage_failed(w, r, t1);
 		} else if (hm->mode == HOST_MODE_HOST_ONLY) {
@@ -157,7 +157,7 @@ static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
 	w->batches++;
 	w->reqs += n;
 	w->compute_ns += t1 - t0;
-	host_hist_add(&w->h[HOST_H_COMPUTE], t1 - t0);
+	host_hist_add(&w->h[k][HOST_H_COMPUTE], t1 - t0);
 	return n;
 }
 
@@ -174,8 +174,8 @@ static uint32_t nic_completions(struct host_worker *w, uint32_t k, uint64_t now)
 
 		if (likely(!d[i].status)) {
 			w->c[HOST_C_ANSWERED_NIC]++;
-			host_hist_add(&w->h[HOST_H_NIC_RTT], now - r->t_sent);
-			host_hist_add(&w->h[HOST_H_TOTAL], now - r->t_in);
+			host_hist_add(&w->h[k][HOST_H_NIC_RTT], now - r->t_sent);
+			host_hist_add(&w->h[k][HOST_H_TOTAL], now - r->t_in);
 			host_req_done(w, r);
 			continue;
 		}

@@ -174,7 +174,7 @@ struct host_worker {
 	struct proto_neigh_table neigh; /* front-ends' MACs, for the in-process NIC's frames */
 	uint64_t c[HOST_C__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
-	struct host_hist h[HOST_H__COUNT];
+	struct host_hist h[HOST_MAX_MODELS][HOST_H__COUNT]; /* latency, per model and stage */
 	uint64_t batches, reqs, fallbacks, compute_ns;
 } __rte_cache_aligned;
 
@@ -303,6 +303,8 @@ void host_rx_health(struct host_worker *w, const struct proto_msg *m, const stru
  * the application (srv), summed over the workers. */
 #define HOST_N_TEL_CMDS 2
 extern const struct dpdk_tel_cmd host_tel_cmds[HOST_N_TEL_CMDS];
+/* ... and the metrics endpoint's histograms (per model and stage) and gauges (dpdk/metrics.h). */
+extern const struct dpdk_metrics_ops host_metrics_ops;
 void host_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg);
 
 #endif /* HOST_DPDK_H */

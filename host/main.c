@@ -352,7 +352,9 @@ static int host_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 	*run = (struct dpdk_run){.drain_ns = a->o.drain_ns,
 				 .drain_hold_ns = a->o.drain_hold_ns,
 				 .idle_sleep_us = a->o.idle_sleep_us,
-				 .stats_file = a->o.stats_file};
+				 .stats_file = a->o.stats_file,
+				 .metrics_port = a->o.metrics_port,
+				 .metrics_addr = a->o.metrics_addr};
 	return ret;
 }
 
@@ -420,6 +422,7 @@ static const struct dpdk_server host_server = {
     .stats_help = "splitnic-host counters by reason, parser verdicts, reassembly",
     .tel = host_tel_cmds,
     .n_tel = HOST_N_TEL_CMDS,
+    .metrics = &host_metrics_ops,
     .options = host_options,
     .setup = host_setup,
     .start = host_start,

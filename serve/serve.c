@@ -55,6 +55,7 @@
 #include "conf/args.h"
 #include "exec/kexec.h"
 #include "kernels/kern.h"
+#include "metrics/metrics.h"
 #include "protocol/frame.h"
 #include "protocol/net_util.h"
 #include "protocol/reasm.h"
@@ -100,6 +101,11 @@ enum serve_counter { SERVE_COUNTERS(SC_ENUM) SC__COUNT };
 
 static const char *const sc_names[SC__COUNT] = {SERVE_COUNTERS(SC_NAME)};
 
+/* The latency histograms of a model: the stages of a request in serve. */
+enum serve_stage { SERVE_H_TOTAL = 0, SERVE_H_QUEUE, SERVE_H_COMPUTE, SERVE_H__COUNT };
+
+static const char *const serve_stage_names[SERVE_H__COUNT] = {"total", "queue", "compute"};
+
 struct serve_model {
 	struct model *m;
 	struct kexec x;
@@ -108,6 +114,7 @@ struct serve_model {
 	void *in;	     /* in_bytes, 64-byte aligned: the executor's input */
 	double *scores;	     /* classes */
 	uint8_t *body;	     /* classes * 8: the RESPONSE's data section */
+	struct metrics_log2 h[SERVE_H__COUNT];
 };
 
 struct serve {
@@ -125,6 +132,8 @@ struct serve {
 	uint64_t c[SC__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	uint64_t ra_verdicts[PROTO_RA__COUNT];
+	uint32_t held;		  /* messages in reassembly, as of the last loop turn */
+	struct metrics_keys keys; /* the metrics endpoint's (its thread's) */
 };
 
 static volatile sig_atomic_t serve_stop;
@@ -244,6 +253,8 @@ static void serve_request(struct serve *sv, const struct proto_msg *m, const uin
 		return;
 	}
 	t_done = lat_now_ns();
+	metrics_log2_add(&s->h[SERVE_H_QUEUE], t_run - t_in);
+	metrics_log2_add(&s->h[SERVE_H_COMPUTE], t_done - t_run);
 	for (uint32_t k = 0; k < s->classes; k++) {
 		proto_le_put_f64(s->body + 8 * k, s->scores[k]);
 		if (s->scores[k] > s->scores[cls])
@@ -266,6 +277,7 @@ static void serve_request(struct serve *sv, const struct proto_msg *m, const uin
 	while ((n = proto_frag_next(&f, sv->out, sv->payload)) > 0)
 		serve_send(sv, src->sa, src->len, n);
 	sv->c[SC_ANSWERED]++;
+	metrics_log2_add(&s->h[SERVE_H_TOTAL], lat_now_ns() - t_in);
 }
 
 /* The source of a datagram of len bytes: its address for the rate limit and the allow-list, a
@@ -542,10 +554,69 @@ static void serve_report(const struct serve *sv, FILE *f, bool json)
 	fputs(json ? "}\n" : "\n", f);
 }
 
+/* --- the metrics endpoint (metrics/metrics.h), read from its thread ------------------------- */
+
+static uint64_t rd(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static const char *serve_model_name(void *arg, unsigned i)
+{
+	const struct serve *sv = arg;
+
+	return i < sv->n_models ? sv->sm[i].m->name : NULL;
+}
+
+static void serve_histograms(void *arg, metrics_hist_put put, void *put_arg)
+{
+	struct serve *sv = arg;
+
+	for (uint32_t k = 0; k < sv->n_models; k++)
+		for (unsigned h = 0; h < SERVE_H__COUNT; h++)
+			put(put_arg, sv->sm[k].m->name, serve_stage_names[h], sv->sm[k].h[h].b,
+			    METRICS_LOG2_BUCKETS, rd(&sv->sm[k].h[h].sum_ns));
+}
+
+static void serve_metrics(void *arg, struct metrics_buf *b)
+{
+	static const char *const gauges[] = {"in_flight", "models", NULL};
+	struct serve *sv = arg;
+	struct metrics_keys *k = &sv->keys;
+	char key[64];
+
+	k->who = "serve";
+	k->arg = sv;
+	k->model_name = serve_model_name;
+	k->gauges = gauges;
+	for (unsigned c = 0; c < SC__COUNT; c++)
+		metrics_keys_put(k, sc_names[c], rd(&sv->c[c]));
+	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++) {
+		snprintf(key, sizeof(key), "verdict_%s", v ? proto_verdict_name(v) : "ok");
+		metrics_keys_put(k, key, rd(&sv->verdicts[v]));
+	}
+	for (unsigned v = 0; v < PROTO_RA__COUNT; v++) {
+		snprintf(key, sizeof(key), "reasm_%s", proto_ra_verdict_name(v));
+		metrics_keys_put(k, key, rd(&sv->ra_verdicts[v]));
+	}
+	metrics_keys_put(k, "in_flight", __atomic_load_n(&sv->held, __ATOMIC_RELAXED));
+	metrics_keys_put(k, "models", sv->n_models);
+	metrics_keys_write(k, b);
+	metrics_latency(b, "serve", serve_histograms, sv);
+	metrics_ready(b, "serve", !__atomic_load_n(&sv->draining, __ATOMIC_RELAXED));
+}
+
+static const char *serve_not_ready(void *arg)
+{
+	return __atomic_load_n(&((struct serve *)arg)->draining, __ATOMIC_RELAXED) ? "draining"
+										   : NULL;
+}
+
 struct serve_opts {
 	const char *models[SERVE_MAX_MODELS];
 	uint32_t n_models;
 	const char *bind, *port, *stats, *ready, *name;
+	const char *metrics_port, *metrics_addr;
 	struct proto_trust_cfg trust;
 	long payload, err_rate, err_burst;
 };
@@ -570,6 +641,7 @@ static const struct conf_opt serve_opts[] = {
 		  "ERRORs per second per source (0: no limit)"),
     CONF_LONG_ROW("error-burst", "N", SERVE_OPT(err_burst), 1, 1000000, "100",
 		  "ERRORs a source may get at once"),
+    METRICS_OPT_ROWS(struct serve_opts, metrics_port, metrics_addr),
 };
 
 const struct conf_cmd cmd_serve_spec = {
@@ -590,6 +662,7 @@ int cmd_serve(int argc, char **argv)
 	struct mmsghdr mm[SERVE_BURST];
 	struct iovec iov[SERVE_BURST];
 	struct proto_reasm_stats st;
+	struct metrics_http *http = NULL;
 	uint8_t *rx = NULL;
 	uint32_t held = 0;
 	uint64_t expired = 0;
@@ -625,6 +698,19 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (serve_socket(sv, o.bind, o.port))
 		goto out;
+	if (o.metrics_port) {
+		const struct metrics_src src = {sv, serve_metrics, serve_not_ready};
+		char err[256];
+
+		http = metrics_http_start(o.metrics_addr, o.metrics_port, &src, NULL, err,
+					  sizeof(err));
+		if (!http) {
+			fprintf(stderr, "serve: %s\n", err);
+			goto out;
+		}
+		printf("serve: metrics on http://%s:%u/metrics\n",
+		       o.metrics_addr ? o.metrics_addr : "0.0.0.0", metrics_http_port(http));
+	}
 	/* no SA_RESTART: a signal must interrupt recvmmsg so that the loop sees serve_stop */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -649,8 +735,9 @@ int cmd_serve(int argc, char **argv)
 
 		proto_reasm_expire(sv->ra, lat_now_ns());
 		proto_reasm_stats(sv->ra, &st);
+		__atomic_store_n(&sv->held, st.in_use, __ATOMIC_RELAXED);
 		if (serve_stop && !sv->draining) {
-			sv->draining = true;
+			__atomic_store_n(&sv->draining, true, __ATOMIC_RELAXED);
 			held = st.in_use;
 			expired = st.expired;
 			printf("serve: %s: draining %u request(s)\n",
@@ -692,6 +779,8 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 out:
+	metrics_http_stop(http);
+	metrics_keys_free(&sv->keys);
 	if (sv->fd >= 0)
 		close(sv->fd);
 	for (uint32_t k = 0; k < sv->n_models + (sv->n_models < SERVE_MAX_MODELS); k++) {
