@@ -89,11 +89,11 @@ size_t metrics_label(char *out, size_t outlen, const char *key, const char *valu
 		out[n++] = '"';
 	}
 	/* room kept for the closing quote */
-	for (const char *v = value; *v && n + 3 < outlen; v++) {
+	for (const char *v = value; *v && n + 2 < outlen; v++) {
 		char c = *v;
 
 		if (c == '\\' || c == '"' || c == '\n') {
-			if (n + 4 >= outlen)
+			if (n + 3 >= outlen)
 				break;
 			out[n++] = '\\';
 			c = c == '\n' ? 'n' : c;
