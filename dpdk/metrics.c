@@ -54,7 +54,7 @@ static const char *not_ready(void *arg)
 int dpdk_metrics_start(const struct dpdk_server *s, void *srv, const struct dpdk_run *run,
 		       char *err, size_t errlen)
 {
-	const struct metrics_src src = {NULL, write_metrics, not_ready};
+	const struct metrics_src src = {.write = write_metrics, .not_ready = not_ready};
 
 	if (!run->metrics_port)
 		return 0;

@@ -56,7 +56,7 @@ static int status_of(struct metrics_buf *head, int code, const char *ctype, size
 	metrics_printf(head,
 		       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 		       "Connection: close\r\n%s\r\n",
-		       code, text, ctype, len, code == 405 ? "Allow: GET, HEAD\r\n" : "");
+		       code, text, ctype, len, code == 405 ? "Allow: GET, HEAD, POST\r\n" : "");
 	return code;
 }
 
@@ -80,16 +80,25 @@ int metrics_http_answer(const struct metrics_src *src, const char *req, size_t l
 	sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)((end ? end : req + len) - sp1 - 1)) : NULL;
 	if (!end || !sp1 || !sp2 || strncmp(sp2 + 1, "HTTP/1.", 7))
 		return plain(head, body, 400, "bad request: GET PATH HTTP/1.x expected");
-	if ((sp1 - req == 4 && !memcmp(req, "HEAD", 4)))
-		*head_only = true;
-	else if (sp1 - req != 3 || memcmp(req, "GET", 3))
-		return plain(head, body, 405, "only GET and HEAD");
 	plen = (size_t)(sp2 - sp1 - 1);
 	if (plen >= sizeof(path))
 		return plain(head, body, 404, "not found");
 	memcpy(path, sp1 + 1, plen);
 	path[plen] = 0;
 	path[strcspn(path, "?")] = 0;
+	if (sp1 - req == 4 && !memcmp(req, "POST", 4) && !strcmp(path, "/-/reload")) {
+		char msg[256];
+		int rc;
+
+		if (!src->reload)
+			return plain(head, body, 404, "this server reloads no models");
+		rc = src->reload(src->arg, msg, sizeof(msg));
+		return plain(head, body, rc ? 500 : 200, msg);
+	}
+	if ((sp1 - req == 4 && !memcmp(req, "HEAD", 4)))
+		*head_only = true;
+	else if (sp1 - req != 3 || memcmp(req, "GET", 3))
+		return plain(head, body, 405, "only GET and HEAD (POST /-/reload)");
 	if (!strcmp(path, "/metrics")) {
 		src->write(src->arg, body);
 		if (body->full) {

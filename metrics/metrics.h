@@ -9,6 +9,8 @@
  *   GET /-/live, /livez       200 "live": the process answers
  *   GET /-/ready, /readyz     200 "ready" while the server takes requests; 503 with the reason
  *                             ("draining", as HEALTH says it) otherwise
+ *   POST /-/reload            reloads the server's models (where it can): 200 with what
+ *                             happened, or 500 with why not
  *   HEAD of the same          the same status and headers, no body
  *   anything else             404 (another path), 405 (another method), 400 (no request line)
  *
@@ -141,6 +143,9 @@ struct metrics_src {
 	void (*write)(void *arg, struct metrics_buf *b);
 	/* NULL: ready; else why not ("draining", "starting") */
 	const char *(*not_ready)(void *arg);
+	/* POST /-/reload: reload the models (waits for the outcome): 0 or -errno, and what
+	 * happened in msg; NULL: 404 */
+	int (*reload)(void *arg, char *msg, size_t len);
 };
 
 struct metrics_http;

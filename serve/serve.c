@@ -60,15 +60,15 @@
 #include "protocol/net_util.h"
 #include "protocol/reasm.h"
 #include "protocol/trust.h"
+#include "serve/models.h"
 #include "serve/serve.h"
 #include "split/stats.h"
 
-#define SERVE_MAX_MODELS 8
-#define SERVE_BURST	 32
-#define SERVE_SLOTS	 64
-#define SERVE_MAX_MSG	 (16u << 20)
-#define SERVE_REASM_NS	 1000000000ull
-#define SERVE_IDLE_MS	 100 /* a receive waits at most this long: reassembly expiry, the drain */
+#define SERVE_BURST    32
+#define SERVE_SLOTS    64
+#define SERVE_MAX_MSG  (16u << 20)
+#define SERVE_REASM_NS 1000000000ull
+#define SERVE_IDLE_MS  100 /* a receive waits at most this long: reassembly expiry, the drain */
 
 /* The counters: their enum and their names in the report, from one list. */
 #define SERVE_COUNTERS(X)                                                                          \
@@ -101,26 +101,12 @@ enum serve_counter { SERVE_COUNTERS(SC_ENUM) SC__COUNT };
 
 static const char *const sc_names[SC__COUNT] = {SERVE_COUNTERS(SC_NAME)};
 
-/* The latency histograms of a model: the stages of a request in serve. */
-enum serve_stage { SERVE_H_TOTAL = 0, SERVE_H_QUEUE, SERVE_H_COMPUTE, SERVE_H__COUNT };
-
 static const char *const serve_stage_names[SERVE_H__COUNT] = {"total", "queue", "compute"};
-
-struct serve_model {
-	struct model *m;
-	struct kexec x;
-	uint32_t id, in_fmt, in_bytes, in_count, classes;
-	uint32_t resp_bytes; /* the RESPONSE's UDP payload bytes, all datagrams */
-	void *in;	     /* in_bytes, 64-byte aligned: the executor's input */
-	double *scores;	     /* classes */
-	uint8_t *body;	     /* classes * 8: the RESPONSE's data section */
-	struct metrics_log2 h[SERVE_H__COUNT];
-};
 
 struct serve {
 	int fd;
-	uint32_t payload, n_models;
-	struct serve_model sm[SERVE_MAX_MODELS];
+	uint32_t payload;
+	struct serve_table *tab; /* the models: replaced whole by a reload (serve/models.h) */
 	struct proto_reasm *ra;
 	uint8_t *out; /* one reply datagram */
 	bool draining;
@@ -128,19 +114,41 @@ struct serve {
 	struct proto_trust_cfg trust;
 	uint64_t rl[PROTO_TRUST_SLOTS]; /* ERRORs per source: GCRA times */
 	char ident[PROTO_HEALTH_IDENT_LEN + 1];
-	struct proto_health_model health[SERVE_MAX_MODELS];
 	uint64_t c[SC__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	uint64_t ra_verdicts[PROTO_RA__COUNT];
 	uint32_t held;		  /* messages in reassembly, as of the last loop turn */
 	struct metrics_keys keys; /* the metrics endpoint's (its thread's) */
+	uint64_t rgen;		  /* the metrics thread's reads: odd while inside one */
+	struct serve_reloader reload;
 };
 
-static volatile sig_atomic_t serve_stop;
+static volatile sig_atomic_t serve_stop, serve_hup;
 
 static void on_signal(int sig)
 {
 	serve_stop = sig;
+}
+
+static void on_hup(int sig)
+{
+	serve_hup = sig;
+}
+
+/* Between bursts: a reloaded table served from now on (the histograms of the ids it keeps
+ * carried over), the old one handed back to the reloader (serve/models.h). */
+static void serve_swap(struct serve *sv)
+{
+	struct serve_table *t = serve_reloader_take(&sv->reload), *old = sv->tab;
+
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->n_models; i++)
+		for (uint32_t j = 0; j < old->n_models; j++)
+			if (t->sm[i].id == old->sm[j].id)
+				memcpy(t->sm[i].h, old->sm[j].h, sizeof(t->sm[i].h));
+	__atomic_store_n(&sv->tab, t, __ATOMIC_SEQ_CST);
+	serve_reloader_retire(&sv->reload, old);
 }
 
 static void serve_send(struct serve *sv, const struct sockaddr *to, socklen_t tolen, int n)
@@ -203,20 +211,12 @@ static void serve_error(struct serve *sv, const struct serve_src *src, uint32_t 
 	sv->c[SC_ERRORS_SENT]++;
 }
 
-static struct serve_model *find_model(struct serve *sv, uint32_t id)
-{
-	for (uint32_t k = 0; k < sv->n_models; k++)
-		if (sv->sm[k].id == id)
-			return &sv->sm[k];
-	return id == 0 && sv->n_models ? &sv->sm[0] : NULL;
-}
-
 /* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, run,
  * answered. */
 static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
 			  const struct serve_src *src, uint64_t t_in)
 {
-	struct serve_model *s = find_model(sv, m->model_id);
+	struct serve_model *s = serve_table_find(sv->tab, m->model_id);
 	enum proto_trust_verdict v;
 	struct proto_msg resp;
 	struct proto_frag f;
@@ -329,7 +329,7 @@ static void serve_health(struct serve *sv, const struct proto_msg *m, const stru
 	proto_reasm_stats(sv->ra, &st);
 	n = proto_build_health_report(sv->out, sv->payload, cap, m->request_id, PROTO_ROLE_SERVE,
 				      sv->draining ? PROTO_HEALTH_DRAINING : PROTO_HEALTH_SERVING,
-				      st.in_use, sv->ident, sv->health, sv->n_models);
+				      st.in_use, sv->ident, sv->tab->health, sv->tab->n_models);
 	if (n <= 0) {
 		sv->c[SC_HEALTH_DROPPED]++;
 		return;
@@ -414,82 +414,6 @@ static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 	}
 }
 
-/* [ID=]FILE: the model, its executor (ops [0, n) on the CPU) and its buffers. */
-static int serve_load(struct serve *sv, const char *spec)
-{
-	struct serve_model *s = &sv->sm[sv->n_models];
-	const char *eq = strchr(spec, '='), *path = eq ? eq + 1 : spec;
-	char err[512];
-
-	if (sv->n_models == SERVE_MAX_MODELS) {
-		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
-		return -EINVAL;
-	}
-	s->m = model_load(path, err, sizeof(err));
-	if (!s->m) {
-		fprintf(stderr, "serve: %s\n", err);
-		return -EINVAL;
-	}
-	s->id = proto_model_id(s->m->name);
-	if (eq) {
-		char id[24];
-		int64_t v;
-
-		snprintf(id, sizeof(id), "%.*s", (int)(eq - spec), spec);
-		if ((size_t)(eq - spec) >= sizeof(id) ||
-		    conf_int(NULL, NULL, id, 0, UINT32_MAX, &v)) {
-			fprintf(stderr, "serve: --model %s: the id before '=' is not a number\n",
-				spec);
-			return -EINVAL;
-		}
-		s->id = (uint32_t)v;
-	}
-	for (uint32_t k = 0; k < sv->n_models; k++)
-		if (sv->sm[k].id == s->id) {
-			fprintf(stderr, "serve: --model %s: model id 0x%08x given twice\n", spec,
-				s->id);
-			return -EINVAL;
-		}
-	if (s->m->input.fmt != MODEL_FMT_U8 && s->m->input.fmt != MODEL_FMT_F32) {
-		fprintf(stderr, "serve: %s: input format %s has no wire format\n", path,
-			model_fmt_name(s->m->input.fmt));
-		return -EINVAL;
-	}
-	s->in_fmt = s->m->input.fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
-	s->in_count = (uint32_t)model_shape_elems(&s->m->input);
-	s->in_bytes = (uint32_t)model_shape_bytes(&s->m->input);
-	s->classes = model_classes(s->m);
-	s->resp_bytes = proto_wire_bytes(PROTO_RESP_HDR_LEN, (size_t)s->classes * 8, sv->payload);
-	sv->health[sv->n_models] = (struct proto_health_model){
-	    .model_id = s->id,
-	    .mode = PROTO_MODE_WHOLE,
-	    .in_fmt = (uint8_t)s->in_fmt,
-	    .c = s->m->input.c,
-	    .h = s->m->input.h,
-	    .w = s->m->input.w,
-	    .classes = (uint16_t)s->classes,
-	};
-	snprintf(sv->health[sv->n_models].name, sizeof(sv->health[0].name), "%.*s",
-		 (int)PROTO_HEALTH_NAME_LEN, s->m->name);
-	if (kexec_open(&s->x, &kexec_cpu_ops, NULL, err, sizeof(err)) ||
-	    kexec_load(&s->x, s->m, 0, s->m->n_layers, 1, err, sizeof(err))) {
-		fprintf(stderr, "serve: %s\n", err);
-		return -EINVAL;
-	}
-	s->in = aligned_alloc(64, (s->in_bytes + 63) / 64 * 64);
-	s->scores = calloc(s->classes, sizeof(double));
-	s->body = malloc((size_t)s->classes * 8);
-	sv->n_models++;
-	if (!s->in || !s->scores || !s->body) {
-		fprintf(stderr, "serve: out of memory\n");
-		return -ENOMEM;
-	}
-	printf("serve: model %s id 0x%08x: %s %ux%ux%u -> %u classes, %u ops on the CPU\n",
-	       s->m->name, s->id, proto_fmt_name(s->in_fmt), s->m->input.c, s->m->input.h,
-	       s->m->input.w, s->classes, s->m->n_layers);
-	return 0;
-}
-
 /* The HEALTH identity: --name, else serve@HOST:PORT (HOST: the bound address, or this
  * machine's name when bound to every address), cut at 32 bytes. */
 static void serve_ident(struct serve *sv, const char *name, const char *bind_addr, const char *port)
@@ -561,32 +485,37 @@ static uint64_t rd(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+/* arg: the table read (one load per scrape, inside the read generation) */
 static const char *serve_model_name(void *arg, unsigned i)
 {
-	const struct serve *sv = arg;
+	const struct serve_table *t = arg;
 
-	return i < sv->n_models ? sv->sm[i].m->name : NULL;
+	return i < t->n_models ? t->sm[i].m->name : NULL;
 }
 
 static void serve_histograms(void *arg, metrics_hist_put put, void *put_arg)
 {
-	struct serve *sv = arg;
+	struct serve_table *t = arg;
 
-	for (uint32_t k = 0; k < sv->n_models; k++)
+	for (uint32_t k = 0; k < t->n_models; k++)
 		for (unsigned h = 0; h < SERVE_H__COUNT; h++)
-			put(put_arg, sv->sm[k].m->name, serve_stage_names[h], sv->sm[k].h[h].b,
-			    METRICS_LOG2_BUCKETS, rd(&sv->sm[k].h[h].sum_ns));
+			put(put_arg, t->sm[k].m->name, serve_stage_names[h], t->sm[k].h[h].b,
+			    METRICS_LOG2_BUCKETS, rd(&t->sm[k].h[h].sum_ns));
 }
 
 static void serve_metrics(void *arg, struct metrics_buf *b)
 {
-	static const char *const gauges[] = {"in_flight", "models", NULL};
+	static const char *const gauges[] = {"in_flight", "models", "models_version", NULL};
 	struct serve *sv = arg;
 	struct metrics_keys *k = &sv->keys;
+	struct serve_table *t;
 	char key[64];
 
+	/* an RCU read: the table is not freed before the generation moves on */
+	__atomic_add_fetch(&sv->rgen, 1, __ATOMIC_SEQ_CST);
+	t = __atomic_load_n(&sv->tab, __ATOMIC_SEQ_CST);
 	k->who = "serve";
-	k->arg = sv;
+	k->arg = t;
 	k->model_name = serve_model_name;
 	k->gauges = gauges;
 	for (unsigned c = 0; c < SC__COUNT; c++)
@@ -600,10 +529,22 @@ static void serve_metrics(void *arg, struct metrics_buf *b)
 		metrics_keys_put(k, key, rd(&sv->ra_verdicts[v]));
 	}
 	metrics_keys_put(k, "in_flight", __atomic_load_n(&sv->held, __ATOMIC_RELAXED));
-	metrics_keys_put(k, "models", sv->n_models);
+	metrics_keys_put(k, "models", t->n_models);
+	metrics_keys_put(k, "models_version", t->version);
+	metrics_keys_put(k, "reloads",
+			 (uint64_t)__atomic_load_n(&sv->reload.done, __ATOMIC_RELAXED));
 	metrics_keys_write(k, b);
-	metrics_latency(b, "serve", serve_histograms, sv);
+	metrics_latency(b, "serve", serve_histograms, t);
+	__atomic_add_fetch(&sv->rgen, 1, __ATOMIC_SEQ_CST);
 	metrics_ready(b, "serve", !__atomic_load_n(&sv->draining, __ATOMIC_RELAXED));
+}
+
+/* POST /-/reload: a reload asked for, and waited for (off the packet path). */
+static int serve_http_reload(void *arg, char *msg, size_t len)
+{
+	struct serve *sv = arg;
+
+	return serve_reloader_wait(&sv->reload, serve_reloader_ask(&sv->reload), 60000, msg, len);
 }
 
 static const char *serve_not_ready(void *arg)
@@ -611,15 +552,6 @@ static const char *serve_not_ready(void *arg)
 	return __atomic_load_n(&((struct serve *)arg)->draining, __ATOMIC_RELAXED) ? "draining"
 										   : NULL;
 }
-
-struct serve_opts {
-	const char *models[SERVE_MAX_MODELS];
-	uint32_t n_models;
-	const char *bind, *port, *stats, *ready, *name;
-	const char *metrics_port, *metrics_addr;
-	struct proto_trust_cfg trust;
-	long payload, err_rate, err_burst;
-};
 
 #define SERVE_OPT(f) offsetof(struct serve_opts, f)
 
@@ -656,7 +588,8 @@ const struct conf_cmd cmd_serve_spec = {
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_opts o = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct conf_args hold;
+	struct sigaction sa = {.sa_handler = on_signal}, hup = {.sa_handler = on_hup};
 	struct proto_reasm_config rc = {SERVE_SLOTS, SERVE_MAX_MSG, SERVE_REASM_NS};
 	struct sockaddr_storage from[SERVE_BURST];
 	struct mmsghdr mm[SERVE_BURST];
@@ -669,26 +602,28 @@ int cmd_serve(int argc, char **argv)
 	struct serve *sv;
 	int ret = 1;
 
-	if (conf_parse(&cmd_serve_spec, argc, argv, &o) < 0)
+	if (serve_opts_read(argc, argv, &o, &hold))
 		return 2;
 	if (!o.n_models) {
-		fprintf(stderr, "serve: no --model\n");
+		fprintf(stderr, "serve: no --model (nor a [model NAME] section of --config)\n");
+		conf_args_free(&hold);
 		return conf_usage_error(&cmd_serve_spec);
 	}
-	if ((o.stats && conf_output_ok("serve", "--stats-file", o.stats)) ||
-	    (o.ready && conf_output_ok("serve", "--ready-file", o.ready)))
-		return 1;
 	sv = calloc(1, sizeof(*sv));
-	if (!sv)
+	if (!sv || (o.stats && conf_output_ok("serve", "--stats-file", o.stats)) ||
+	    (o.ready && conf_output_ok("serve", "--ready-file", o.ready))) {
+		free(sv);
+		conf_args_free(&hold);
 		return 1;
+	}
 	sv->fd = -1;
 	sv->payload = (uint32_t)o.payload;
 	sv->trust = o.trust;
 	proto_trust_set_rate(&sv->trust, (uint32_t)o.err_rate, (uint32_t)o.err_burst);
 	serve_ident(sv, o.name, o.bind, o.port);
-	for (uint32_t k = 0; k < o.n_models; k++)
-		if (serve_load(sv, o.models[k]))
-			goto out;
+	sv->tab = serve_table_load(&o, sv->payload, 1);
+	if (!sv->tab)
+		goto out;
 	sv->ra = proto_reasm_create(&rc);
 	sv->out = malloc(PROTO_MAX_PAYLOAD + 1);
 	rx = malloc((size_t)SERVE_BURST * (PROTO_MAX_PAYLOAD + 1));
@@ -699,7 +634,8 @@ int cmd_serve(int argc, char **argv)
 	if (serve_socket(sv, o.bind, o.port))
 		goto out;
 	if (o.metrics_port) {
-		const struct metrics_src src = {sv, serve_metrics, serve_not_ready};
+		const struct metrics_src src = {sv, serve_metrics, serve_not_ready,
+						serve_http_reload};
 		char err[256];
 
 		http = metrics_http_start(o.metrics_addr, o.metrics_port, &src, NULL, err,
@@ -711,9 +647,14 @@ int cmd_serve(int argc, char **argv)
 		printf("serve: metrics on http://%s:%u/metrics\n",
 		       o.metrics_addr ? o.metrics_addr : "0.0.0.0", metrics_http_port(http));
 	}
+	if (serve_reloader_start(&sv->reload, argc, argv, sv->payload, &sv->rgen, 1)) {
+		fprintf(stderr, "serve: the reloader's thread: %s\n", strerror(errno));
+		goto out;
+	}
 	/* no SA_RESTART: a signal must interrupt recvmmsg so that the loop sees serve_stop */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &hup, NULL);
 	printf("serve: listening on %s:%s (UDP)\n", o.bind, o.port);
 	fflush(stdout);
 	if (o.ready) {
@@ -746,6 +687,11 @@ int cmd_serve(int argc, char **argv)
 		}
 		if (sv->draining && !st.in_use)
 			break;
+		if (serve_hup) {
+			serve_hup = 0;
+			serve_reloader_ask(&sv->reload);
+		}
+		serve_swap(sv);
 		for (uint32_t i = 0; i < SERVE_BURST; i++)
 			mm[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		n = recvmmsg(sv->fd, mm, SERVE_BURST, MSG_WAITFORONE, NULL);
@@ -780,16 +726,12 @@ int cmd_serve(int argc, char **argv)
 	}
 out:
 	metrics_http_stop(http);
+	serve_reloader_stop(&sv->reload);
 	metrics_keys_free(&sv->keys);
 	if (sv->fd >= 0)
 		close(sv->fd);
-	for (uint32_t k = 0; k < sv->n_models + (sv->n_models < SERVE_MAX_MODELS); k++) {
-		kexec_close(&sv->sm[k].x);
-		model_free(sv->sm[k].m);
-		free(sv->sm[k].in);
-		free(sv->sm[k].scores);
-		free(sv->sm[k].body);
-	}
+	serve_table_free(sv->tab);
+	conf_args_free(&hold);
 	proto_reasm_destroy(sv->ra);
 	free(sv->out);
 	free(rx);

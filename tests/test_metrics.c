@@ -145,7 +145,7 @@ static int answer(const struct metrics_src *src, const char *req, struct metrics
 static void test_metrics_http_answers(void **state)
 {
 	uint64_t v = 42;
-	struct metrics_src src = {&v, write_one, NULL};
+	struct metrics_src src = {.arg = &v, .write = write_one};
 	struct metrics_buf head = {0}, body = {0};
 	bool ho;
 
@@ -181,7 +181,7 @@ static void test_metrics_http_answers(void **state)
 static void test_metrics_http_socket(void **state)
 {
 	uint64_t v = 7;
-	const struct metrics_src src = {&v, write_one, NULL};
+	const struct metrics_src src = {.arg = &v, .write = write_one};
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	char err[256], buf[1024];
 	struct metrics_http *h;
