@@ -13,10 +13,10 @@
  * waits for a lock (datagrams wait in the socket's buffer only while a burst runs). The
  * reloader frees an old table once the metrics thread, the only other reader, is not inside a
  * read that may have started before the exchange (its generation counter: odd while reading,
- * an RCU grace period). A model of the new table with the id of one of the old keeps its
- * latency histograms (cumulative, as Prometheus expects); an id that is gone is unloaded (ERROR
- * unknown_model from then on). A reload that fails (a model file, the configuration) keeps the
- * running table and says why.
+ * an RCU grace period). Latency histograms are kept per model name for the life of the
+ * process (struct serve_hist): a replacement with the same name goes on counting (cumulative, as
+ * Prometheus expects); an id that is gone is unloaded (ERROR unknown_model from then on). A reload
+ * that fails (a model file, the configuration) keeps the running table and says why.
  */
 #ifndef SERVE_MODELS_H
 #define SERVE_MODELS_H
@@ -39,10 +39,18 @@ struct serve_model {
 	struct model *m;
 	struct kexec x;
 	uint32_t id, in_fmt, in_bytes, in_count, classes;
-	uint32_t resp_bytes; /* the RESPONSE's UDP payload bytes, all datagrams */
-	void *in;	     /* in_bytes, 64-byte aligned: the executor's input */
-	double *scores;	     /* classes */
-	uint8_t *body;	     /* classes * 8: the RESPONSE's data section */
+	uint32_t resp_bytes;	/* the RESPONSE's UDP payload bytes, all datagrams */
+	void *in;		/* in_bytes, 64-byte aligned: the executor's input */
+	double *scores;		/* classes */
+	uint8_t *body;		/* classes * 8: the RESPONSE's data section */
+	struct metrics_log2 *h; /* SERVE_H__COUNT histograms: its name's (serve_hist) */
+};
+
+/* The latency histograms of a model name, kept for the life of the process: cumulative across
+ * reloads (a model's replacement goes on counting; an unloaded one's stay as they were). */
+#define SERVE_MAX_HISTS 32
+struct serve_hist {
+	char name[64];
 	struct metrics_log2 h[SERVE_H__COUNT];
 };
 

@@ -120,6 +120,9 @@ struct serve {
 	uint32_t held;		  /* messages in reassembly, as of the last loop turn */
 	struct metrics_keys keys; /* the metrics endpoint's (its thread's) */
 	uint64_t rgen;		  /* the metrics thread's reads: odd while inside one */
+	struct serve_hist hist[SERVE_MAX_HISTS];	/* per model name, ever */
+	uint32_t n_hist;				/* atomic: names in hist */
+	struct metrics_log2 hist_spare[SERVE_H__COUNT]; /* names beyond SERVE_MAX_HISTS */
 	struct serve_reloader reload;
 };
 
@@ -133,22 +136,6 @@ static void on_signal(int sig)
 static void on_hup(int sig)
 {
 	serve_hup = sig;
-}
-
-/* Between bursts: a reloaded table served from now on (the histograms of the ids it keeps
- * carried over), the old one handed back to the reloader (serve/models.h). */
-static void serve_swap(struct serve *sv)
-{
-	struct serve_table *t = serve_reloader_take(&sv->reload), *old = sv->tab;
-
-	if (!t)
-		return;
-	for (uint32_t i = 0; i < t->n_models; i++)
-		for (uint32_t j = 0; j < old->n_models; j++)
-			if (t->sm[i].id == old->sm[j].id)
-				memcpy(t->sm[i].h, old->sm[j].h, sizeof(t->sm[i].h));
-	__atomic_store_n(&sv->tab, t, __ATOMIC_SEQ_CST);
-	serve_reloader_retire(&sv->reload, old);
 }
 
 static void serve_send(struct serve *sv, const struct sockaddr *to, socklen_t tolen, int n)
@@ -493,14 +480,51 @@ static const char *serve_model_name(void *arg, unsigned i)
 	return i < t->n_models ? t->sm[i].m->name : NULL;
 }
 
+/* Every model name's histograms, those of models unloaded too. */
 static void serve_histograms(void *arg, metrics_hist_put put, void *put_arg)
 {
-	struct serve_table *t = arg;
+	struct serve *sv = arg;
+	const uint32_t n = __atomic_load_n(&sv->n_hist, __ATOMIC_ACQUIRE);
 
-	for (uint32_t k = 0; k < t->n_models; k++)
+	for (uint32_t k = 0; k < n; k++)
 		for (unsigned h = 0; h < SERVE_H__COUNT; h++)
-			put(put_arg, t->sm[k].m->name, serve_stage_names[h], t->sm[k].h[h].b,
-			    METRICS_LOG2_BUCKETS, rd(&t->sm[k].h[h].sum_ns));
+			put(put_arg, sv->hist[k].name, serve_stage_names[h], sv->hist[k].h[h].b,
+			    METRICS_LOG2_BUCKETS, rd(&sv->hist[k].h[h].sum_ns));
+}
+
+/* Table t's models given their name's histograms (before t is served: the packet loop, or the
+ * start). A new name takes a free entry, published after its name is written. */
+static void serve_hist_assign(struct serve *sv, struct serve_table *t)
+{
+	for (uint32_t i = 0; i < t->n_models; i++) {
+		uint32_t k;
+
+		for (k = 0; k < sv->n_hist && strcmp(sv->hist[k].name, t->sm[i].m->name); k++)
+			;
+		if (k == SERVE_MAX_HISTS) {
+			t->sm[i].h = sv->hist_spare;
+			continue;
+		}
+		if (k == sv->n_hist) {
+			snprintf(sv->hist[k].name, sizeof(sv->hist[k].name), "%s",
+				 t->sm[i].m->name);
+			__atomic_store_n(&sv->n_hist, k + 1, __ATOMIC_RELEASE);
+		}
+		t->sm[i].h = sv->hist[k].h;
+	}
+}
+
+/* Between bursts: a reloaded table served from now on (its models' histograms those of their
+ * names), the old one handed back to the reloader (serve/models.h). */
+static void serve_swap(struct serve *sv)
+{
+	struct serve_table *t = serve_reloader_take(&sv->reload), *old = sv->tab;
+
+	if (!t)
+		return;
+	serve_hist_assign(sv, t);
+	__atomic_store_n(&sv->tab, t, __ATOMIC_SEQ_CST);
+	serve_reloader_retire(&sv->reload, old);
 }
 
 static void serve_metrics(void *arg, struct metrics_buf *b)
@@ -534,7 +558,7 @@ static void serve_metrics(void *arg, struct metrics_buf *b)
 	metrics_keys_put(k, "reloads",
 			 (uint64_t)__atomic_load_n(&sv->reload.done, __ATOMIC_RELAXED));
 	metrics_keys_write(k, b);
-	metrics_latency(b, "serve", serve_histograms, t);
+	metrics_latency(b, "serve", serve_histograms, sv);
 	__atomic_add_fetch(&sv->rgen, 1, __ATOMIC_SEQ_CST);
 	metrics_ready(b, "serve", !__atomic_load_n(&sv->draining, __ATOMIC_RELAXED));
 }
@@ -624,6 +648,7 @@ int cmd_serve(int argc, char **argv)
 	sv->tab = serve_table_load(&o, sv->payload, 1);
 	if (!sv->tab)
 		goto out;
+	serve_hist_assign(sv, sv->tab);
 	sv->ra = proto_reasm_create(&rc);
 	sv->out = malloc(PROTO_MAX_PAYLOAD + 1);
 	rx = malloc((size_t)SERVE_BURST * (PROTO_MAX_PAYLOAD + 1));
