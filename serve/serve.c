@@ -607,7 +607,10 @@ const struct conf_cmd cmd_serve_spec = {
 	     serve_opts, 0, 0, NULL),
     .notes = "Answers REQUESTs and HEALTH probes on a kernel UDP socket with the CPU kernels;\n"
 	     "on SIGINT or SIGTERM it drains (finishes the fragmented requests it holds, takes\n"
-	     "no new ones) and prints its counters (and writes them to --stats-file as JSON).\n"};
+	     "no new ones) and prints its counters (and writes them to --stats-file as JSON).\n"
+	     "--config FILE reads the options from an INI file ([server] keys, one [model NAME]\n"
+	     "section each: file, id); SIGHUP or POST /-/reload on the metrics port reloads the\n"
+	     "models without a restart (docs/operator-guide.md).\n"};
 
 int cmd_serve(int argc, char **argv)
 {
