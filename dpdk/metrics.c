@@ -43,6 +43,12 @@ static void write_metrics(void *arg, struct metrics_buf *b)
 	(void)arg;
 }
 
+static int reload(void *arg, char *msg, size_t len)
+{
+	(void)arg;
+	return dm.s->reload_wait(dm.srv, dm.s->reload(dm.srv), msg, len);
+}
+
 static const char *not_ready(void *arg)
 {
 	static const char *const why[] = {"starting", NULL, "draining"};
@@ -54,7 +60,8 @@ static const char *not_ready(void *arg)
 int dpdk_metrics_start(const struct dpdk_server *s, void *srv, const struct dpdk_run *run,
 		       char *err, size_t errlen)
 {
-	const struct metrics_src src = {.write = write_metrics, .not_ready = not_ready};
+	const struct metrics_src src = {
+	    .write = write_metrics, .not_ready = not_ready, .reload = s->reload ? reload : NULL};
 
 	if (!run->metrics_port)
 		return 0;

@@ -20,12 +20,25 @@
 #include "dpdk/server.h"
 #include "kernels/kern_ops.h"
 
-static volatile sig_atomic_t quit_sig;
+static volatile sig_atomic_t quit_sig, hup_sig;
+static int cmd_argc;
+static char **cmd_argv;
 
 static void on_signal(int sig)
 {
 	if (!quit_sig)
 		quit_sig = sig;
+}
+
+static void on_hup(int sig)
+{
+	hup_sig = sig;
+}
+
+void dpdk_server_argv(int *argc, char ***argv)
+{
+	*argc = cmd_argc;
+	*argv = cmd_argv;
 }
 
 const char *dpdk_signal_name(int sig)
@@ -103,6 +116,11 @@ static int run_loop(const struct dpdk_server *s, void *srv, const struct dpdk_ru
 		}
 		if (unlikely(sig) && ((now >= hold_end && !s->in_use(srv)) || now >= drain_end))
 			break;
+		if (unlikely(hup_sig)) {
+			hup_sig = 0;
+			if (s->reload)
+				s->reload(srv);
+		}
 		dpdk_idle_after(&idle, s->step(srv));
 	}
 	return sig;
@@ -133,6 +151,8 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 	bool eal_cleanup = true;
 	int ret, status = 1;
 
+	cmd_argc = argc;
+	cmd_argv = argv;
 	ret = kern_blas_one_thread(argv);
 	if (ret)
 		fprintf(stderr, "%s: cannot restart with one OpenBLAS thread: %s\n", s->who,
@@ -159,6 +179,7 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_hup);
 	ret = s->setup(srv, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", s->who, err);

@@ -35,8 +35,9 @@
  *     policy of dpdk/idle.h, which every poll loop already reports its work to, turn by turn;
  *   - the metrics endpoint (dpdk/metrics.h, --metrics-port): another reader of counters, as
  *     telemetry is, started after step 6, ready from step 7, not ready from the drain on;
- *   - reloading models without a restart: an operation the main lcore's loop calls between
- *     turns, as it calls drain.
+ *   - reloading models without a restart: SIGHUP makes the main lcore's loop call reload
+ *     between turns (it only asks: the server's own thread does the work off the lcores); the
+ *     telemetry command reload_path and POST /-/reload on the metrics port ask and wait.
  */
 #ifndef DPDK_SERVER_H
 #define DPDK_SERVER_H
@@ -100,7 +101,17 @@ struct dpdk_server {
 	/* Everything setup did, undone (also after a failed setup); false: rte_eal_cleanup must be
 	 * left out (a thread of EAL's is parked in the server's code until the process ends). */
 	bool (*teardown)(void *srv);
+	/* Models without a restart (NULL: the server has none): ask for a reload (atomics only,
+	 * from any thread): its number; wait (off the lcores) until reload n is done: 0 or -errno,
+	 * what happened in msg. reload_path: its telemetry command ("/splitnic/host/reload"). */
+	int (*reload)(void *srv);
+	int (*reload_wait)(void *srv, int n, char *msg, size_t len);
+	const char *reload_path;
 };
+
+/* The command line the process was started with (before --config was read): what a reload
+ * reads again. */
+void dpdk_server_argv(int *argc, char ***argv);
 
 /* Runs server s with its state srv (zeroed, static) from argv: the exit status. */
 int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **argv);
