@@ -273,7 +273,7 @@ static void reload_once(struct host_reload *r)
 				ret = -EINVAL;
 			}
 	conf_args_free(&v);
-	mp = ret ? NULL : host_map_build(a, slots, n);
+	mp = ret ? NULL : host_map_build(a->hm, slots, n);
 	if (!mp) {
 		for (uint32_t k = 0; k < HOST_MAX_MODELS; k++)
 			if (fresh[k])

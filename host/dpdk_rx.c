@@ -133,14 +133,17 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 static void on_notice(struct host_worker *w, const struct proto_msg *m)
 {
 	struct host_app *a = w->a;
+	const int first = find_model(a, m->model_id);
 	enum host_notice_verdict v = HOST_NOTICE_STALE;
-	uint32_t k = 0;
+	uint32_t k = 0, id = m->model_id;
 
 	if (m->frag_off) /* a long RESPONSE: its first datagram is the notice */
 		return;
+	if (!id && first >= 0) /* 0: the first model, as the request named it */
+		id = a->hm[first].model_id;
 	/* the slot serving the model now, or one of its versions still finishing requests */
 	for (uint32_t s = 0; s < host_slots(a) && v == HOST_NOTICE_STALE; s++)
-		if (host_slot_on(a, s) && a->hm[s].model_id == m->model_id && w->nic[s].priv) {
+		if (host_slot_on(a, s) && a->hm[s].model_id == id && w->nic[s].priv) {
 			k = s;
 			v = host_remote_notice(&w->nic[s], m);
 		}

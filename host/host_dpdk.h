@@ -194,18 +194,6 @@ struct host_inproc {
 	uint64_t tx_drop; /* frames the NIC could not hand back (ring full, no mbuf) */
 } __rte_cache_aligned;
 
-/*
- * The models served now, as the workers look them up by id (dpdk_rx.c) and HEALTH lists them:
- * their slots (indexes of hm[], q[], st[], nic[] ...), in order. Replaced whole by a reload and
- * published with one atomic store (host_map()); never changed once published.
- */
-struct host_map {
-	uint32_t n;
-	uint8_t slot[HOST_MAX_MODELS];
-	struct host_model hm[HOST_MAX_MODELS]; /* copies of hm[slot[i]] (HEALTH's state) */
-	struct proto_health_model health[HOST_MAX_MODELS];
-};
-
 struct host_reload;
 
 struct host_app {
@@ -364,8 +352,6 @@ void host_slot_fini(struct host_worker *w, uint32_t k);
  * ones being shared by the names beyond HOST_MAX_HISTS). Before the slot is on. */
 void host_slot_hist(struct host_app *a, uint32_t k);
 int host_load_model(struct host_model *hm, char *spec, char *err, size_t errlen);
-/* The map of the slots listed, allocated (NULL: out of memory). */
-struct host_map *host_map_build(const struct host_app *a, const uint8_t *slots, uint32_t n);
 
 /*
  * dpdk_reload.c: models loaded, replaced and unloaded while the workers run (SIGHUP, the

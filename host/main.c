@@ -234,21 +234,6 @@ void host_slot_hist(struct host_app *a, uint32_t k)
 	a->slot_hist[k] = (uint8_t)(i < HOST_MAX_HISTS ? i : HOST_MAX_HISTS - 1);
 }
 
-struct host_map *host_map_build(const struct host_app *a, const uint8_t *slots, uint32_t n)
-{
-	struct host_map *mp = calloc(1, sizeof(*mp));
-
-	if (!mp)
-		return NULL;
-	mp->n = n;
-	for (uint32_t i = 0; i < n; i++) {
-		mp->slot[i] = slots[i];
-		mp->hm[i] = a->hm[slots[i]];
-	}
-	host_health_models(mp->hm, n, mp->health);
-	return mp;
-}
-
 /* A worker's own state: request table, queues, reassembly, stages, NIC executors, rings, TX
  * queue and templates. */
 static int worker_setup(struct host_app *a, struct host_worker *w, uint32_t max_in,
@@ -313,7 +298,7 @@ static int host_setup(void *srv, char *err, size_t errlen)
 
 		for (uint32_t k = 0; k < a->n_models; k++)
 			all[k] = (uint8_t)k;
-		a->map = host_map_build(a, all, a->n_models);
+		a->map = host_map_build(a->hm, all, a->n_models);
 		if (!a->map)
 			return -ENOMEM;
 	}
