@@ -4,13 +4,15 @@
 #   cli (10.88.6.2, vc) ==veth== nic ns: [vw] splitnic-nic [memif] <-> [memif] splitnic-host
 #
 # splitnic-nic holds fmnist-bcnn from its split and fmnist-bmlp from op 1 (requests for either
-# pass up); splitnic-host serves fmnist-bcnn host-only from its configuration file.
+# pass up); splitnic-host serves fmnist-bcnn in co-processor mode from its configuration file.
 #   1. a client sends the whole test set to fmnist-bcnn open loop (RELOAD_RATE a second) while
-#      its model file is replaced (a new file under the same path) and splitnic-host reloads,
-#      RELOAD_SWAPS times, by SIGHUP, the telemetry command /splitnic/host/reload and POST
-#      /-/reload in turn: every reload loads the new file into a free slot and drains the old
-#      one; every request gets a RESPONSE (none lost, no ERROR, no timeout), with the class of
-#      `splitnic run`; the metrics count every reload;
+#      its model file is replaced (a new file with the same weights under the same path: the
+#      NIC's part stays right) and splitnic-host reloads, RELOAD_SWAPS times, by SIGHUP, the
+#      telemetry command /splitnic/host/reload and POST /-/reload in turn: every reload loads
+#      the new file into a free slot and drains the old one; every request gets a RESPONSE
+#      (none lost, no ERROR, no timeout), with the class of `splitnic run`, answered by the NIC
+#      (the NIC's notices of requests in flight on an old version find that version: no late
+#      notice, no fallback); the metrics count every reload;
 #   2. fmnist-bmlp added to the file: loaded (answered); fmnist-bcnn's section removed: unloaded
 #      (ERROR unknown_model), fmnist-bmlp still answered;
 #   3. a configuration with an error: the reload says why (status non-zero), the models stay;
@@ -46,11 +48,12 @@ fail() {
 }
 get() { ip netns exec "$ns_n" curl -s --max-time 70 "$@"; }
 metric() { get http://127.0.0.1:9112/metrics | awk -v m="$1" '$1 == m {print $2}'; }
-conf() { # conf SECTION...: the host's configuration file, each [model NAME] of file and mode
+conf() { # conf NAME:MODE...: the host's configuration file, a [model NAME] section each
 	printf '[server]\nidle-sleep-us = 50\n' >"$tmp/host.conf.new"
 	local m
 	for m; do
-		printf '[model %s]\nfile = %s\nmode = host-only\n' "$m" "$tmp/$m.snm" >>"$tmp/host.conf.new"
+		printf '[model %s]\nfile = %s\nmode = %s\n' "${m%%:*}" "$tmp/${m%%:*}.snm" "${m#*:}" \
+			>>"$tmp/host.conf.new"
 	done
 	mv "$tmp/host.conf.new" "$tmp/host.conf"
 }
@@ -62,7 +65,7 @@ K=$(netns_split "$S" "$CNN") || fail "split point"
 classes_of_scores "$tmp/cnn.csv" >"$tmp/cnn.classes"
 cp "$CNN" "$tmp/bcnn.snm"
 cp "$MLP" "$tmp/bmlp.snm"
-conf bcnn
+conf bcnn:coproc
 
 ip netns exec "$ns_n" "$NIC" -l 0 --no-huge -m 512 --file-prefix "snrn$tag" --no-pci \
 	--vdev net_af_packet0,iface=vw \
@@ -122,16 +125,20 @@ EOF
 grep -q "host: reload: version $((SWAPS + 1)): 1 model(s): 1 loaded, 1 unloaded, 0 kept" "$tmp/host.log" ||
 	fail "the last reload did not replace the model"
 [ "$(metric splitnic_host_reloads_total)" = "$SWAPS" ] || fail "reloads_total $(metric splitnic_host_reloads_total)"
-echo "replaced $SWAPS times under $RATE requests/s: 10000 of 10000 answered with splitnic run's classes"
+for m in answered_nic_total:10000 late_notices_total:0 answered_host_total:0; do
+	[ "$(metric "splitnic_host_${m%%:*}")" = "${m#*:}" ] ||
+		fail "splitnic_host_${m%%:*} $(metric "splitnic_host_${m%%:*}"), expected ${m#*:}"
+done
+echo "replaced $SWAPS times under $RATE requests/s: 10000 of 10000 answered by the NIC with splitnic run's classes, no late notice"
 
 # --- 2. load and unload ---------------------------------------------------------------------------
-conf bcnn bmlp
+conf bcnn:coproc bmlp:host-only
 [ "$(get -o "$tmp/post.out" -w '%{http_code}' -X POST http://127.0.0.1:9112/-/reload)" = 200 ] ||
 	fail "load: $(cat "$tmp/post.out")"
 grep -q "1 loaded, 0 unloaded, 1 kept" "$tmp/post.out" || fail "load: $(cat "$tmp/post.out")"
 ip netns exec "$ns_c" "$S" client 10.88.6.1 --images "$IMG" --model-id fmnist-bmlp --count 200 \
 	>/dev/null || fail "fmnist-bmlp loaded but not answered"
-conf bmlp
+conf bmlp:host-only
 [ "$(get -o "$tmp/post.out" -w '%{http_code}' -X POST http://127.0.0.1:9112/-/reload)" = 200 ] ||
 	fail "unload: $(cat "$tmp/post.out")"
 ip netns exec "$ns_c" "$S" client 10.88.6.1 --images "$IMG" --model-id fmnist-bcnn --count 10 \
