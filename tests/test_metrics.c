@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* metrics/: the exposition, the naming rule of the counters' keys, the HTTP answers, and the
  * responder over a real socket. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +137,20 @@ static const char *draining(void *arg)
 	return "draining";
 }
 
+static int reload_ok(void *arg, char *msg, size_t len)
+{
+	(void)arg;
+	snprintf(msg, len, "version 2");
+	return 0;
+}
+
+static int reload_bad(void *arg, char *msg, size_t len)
+{
+	(void)arg;
+	snprintf(msg, len, "failed: x.snm");
+	return -EINVAL;
+}
+
 static int answer(const struct metrics_src *src, const char *req, struct metrics_buf *head,
 		  struct metrics_buf *body, bool *head_only)
 {
@@ -170,6 +185,15 @@ static void test_metrics_http_answers(void **state)
 	assert_int_equal(answer(&src, "POST /metrics HTTP/1.1\r\n\r\n", &head, &body, &ho), 405);
 	assert_non_null(strstr(head.p, "Allow: GET, HEAD"));
 	assert_int_equal(answer(&src, "GET /other HTTP/1.1\r\n\r\n", &head, &body, &ho), 404);
+	/* POST /-/reload: 404 where the server reloads nothing, else its outcome */
+	assert_int_equal(answer(&src, "POST /-/reload HTTP/1.1\r\n\r\n", &head, &body, &ho), 404);
+	src.reload = reload_ok;
+	assert_int_equal(answer(&src, "POST /-/reload HTTP/1.1\r\n\r\n", &head, &body, &ho), 200);
+	assert_string_equal(body.p, "version 2\n");
+	src.reload = reload_bad;
+	assert_int_equal(answer(&src, "POST /-/reload HTTP/1.1\r\n\r\n", &head, &body, &ho), 500);
+	assert_string_equal(body.p, "failed: x.snm\n");
+	assert_int_equal(answer(&src, "POST /metrics HTTP/1.1\r\n\r\n", &head, &body, &ho), 405);
 	assert_int_equal(answer(&src, "GET /metrics\r\n\r\n", &head, &body, &ho), 400);
 	assert_int_equal(answer(&src, "junk", &head, &body, &ho), 400);
 	free(head.p);
