@@ -67,7 +67,7 @@ static bool stopping(const struct host_reload *r)
 static int wait_workers(struct host_reload *r, uint64_t e)
 {
 	for (unsigned i = 0; i < r->a->n_workers; i++)
-		for (long t = 0; __atomic_load_n(&r->a->w[i].model_epoch, __ATOMIC_SEQ_CST) < e;
+		for (long t = 0; __atomic_load_n(&r->a->w[i].model_epoch, __ATOMIC_ACQUIRE) < e;
 		     t += RELOAD_POLL_US) {
 			if (stopping(r))
 				return -ECANCELED;

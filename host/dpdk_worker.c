@@ -219,7 +219,7 @@ uint32_t host_worker_step(struct host_worker *w, uint64_t now)
 
 	/* this turn sees the models as of this epoch (dpdk_reload.c waits for it) */
 	__atomic_store_n(&w->model_epoch, __atomic_load_n(&a->epoch, __ATOMIC_ACQUIRE),
-			 __ATOMIC_SEQ_CST);
+			 __ATOMIC_RELEASE);
 	slots = host_slots(a);
 	w->io = host_port_enter(w);
 	if (w->io && w->rxq >= 0) {
