@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The compiler's lowering: layers to ops, formats and shapes (model/compile.h, compile_impl.h). */
+/* The compiler's lowering: layers to ops, formats and shapes (model/compile.h,
+ * model/compile_ctx.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/compile_impl.h"
+#include "model/compile.h"
+#include "model/compile_ctx.h"
 #include "model/model_file.h"
 
 /* Append an op taking the current tensor to `out`; it implements arch layers [first, +count). */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* What both halves of the compiler report through (model/compile_impl.h): errors naming the
+/* What both halves of the compiler report through (model/compile_ctx.h): errors naming the
  * file and the layer, and the op last emitted. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "model/compile_impl.h"
+#include "model/compile_ctx.h"
 
 int cc_fail(struct cc *c, const char *file, const char *fmt, ...)
 {

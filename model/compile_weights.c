@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The compiler's weights: arrays checked, blobs copied and packed, the chain folded
- * (model/compile_impl.h). */
+ * (model/compile_ctx.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/compile_impl.h"
+#include "model/compile_ctx.h"
 #include "model/model_file.h"
 
 static const struct model_ic_array *cc_find(const struct cc *c, uint32_t layer, const char *name)

@@ -303,7 +303,7 @@ static void test_profile_rejects(void **state)
 			fail_msg("\"%s\": \"%s\", expected \"%s\"", cases[i].text, err,
 				 cases[i].want);
 	}
-	/* A comment longer than a line: its tail used to be read as a line of its own. */
+	/* A comment longer than a line: its tail is not a line of its own. */
 	n = (size_t)snprintf(text, sizeof(text), "# %0600d cpu.op_s = 5\n", 0);
 	assert_int_equal(profile_from(text, n, &p, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "t.profile:1: line longer than"));

@@ -293,7 +293,7 @@ def bench_pair(p, ort, rounds):
 
 
 def help_rss():
-    """Peak RSS of `splitnic --help` (issue 13: at most 30 MiB without a GPU), by wait4's rusage."""
+    """Peak RSS of `splitnic --help` (at most 30 MiB without a GPU), by wait4's rusage."""
     with open(os.devnull, "w") as null:
         p = subprocess.Popen([SPLITNIC, "--help"], stdout=null)
         _, status, ru = os.wait4(p.pid, 0)

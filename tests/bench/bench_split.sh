@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench-split: split experiments measured over the packet path, and how well the planner
-# does (issue 12's acceptance).
+# does against what the packet path measures.
 #   1. `splitnic calibrate` in process, with no server running (-> profile), then
 #      `splitnic calibrate --packet --platform emu` (the NIC's per-request time and the path's
 #      costs measured through splitnic-nic and splitnic-host);

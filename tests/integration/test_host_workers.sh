@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# splitnic-host with two worker lcores (issue 16: RSS inside one server) and its trust boundary
-# seen from the front-end side (issue 17), the port facing the front-ends (net_af_packet):
+# splitnic-host with two worker lcores (RSS inside one server) and its trust boundary
+# seen from the front-end side, the port facing the front-ends (net_af_packet):
 #
 #   cli ns (10.88.6.2 and 10.88.6.3 on vc) ==veth== srv ns: [vw] splitnic-host, two workers
 #

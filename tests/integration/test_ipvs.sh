@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale-out behind Linux IPVS, health-checked by keepalived (issue 16, docs/scale-out.md):
+# Scale-out behind Linux IPVS, health-checked by keepalived (docs/scale-out.md):
 #
 #   cli (10.89.0.2) == router: IPVS UDP 10.89.0.100:21326, mh + mh-port, NAT; keepalived
 #                              MISC_CHECK = `splitnic client --health` on each server

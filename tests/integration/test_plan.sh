@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A plan with CPU, GPU and NIC stages, run as a plan (issue 11): the binary CNN as
+# A plan with CPU, GPU and NIC stages, run as a plan: the binary CNN as
 #   cpu ops [0, 4) -> gpu ops [4, 9) -> nic ops [9, 13)     (activation: 3136 bits at op 9)
 #   1. in process: `splitnic run --plan` (executors through exec/kexec.h, the NIC stage on the
 #      emulator) gives the classes and the scores of `splitnic run`, bit for bit;

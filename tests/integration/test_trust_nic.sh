@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The NIC's trust boundary under forged traffic from the front-end side (issue 17):
+# The NIC's trust boundary under forged traffic from the front-end side:
 #
 #   cli (10.88.9.2, vc) ==veth== nic ns: [vw] splitnic-nic [memif server] <-> [memif client]
 #                                                                      splitnic-host

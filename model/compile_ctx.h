@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * model/compile_impl.h — internal to the compiler: the lowering's state and what the lowering
+ * model/compile_ctx.h — internal to the compiler: the lowering's state and what the lowering
  * (model/compile.c) asks of the weights (model/compile_weights.c).
  *
  * The lowering decides every op, its formats, shapes, flags and source range from the layers
@@ -10,13 +10,13 @@
  * non-decreasing, whether it can reach an exact 0). In the shape-only pass (cc.shapes) they
  * read nothing, write no blob and answer as model/compile.h says.
  */
-#ifndef MODEL_COMPILE_IMPL_H
-#define MODEL_COMPILE_IMPL_H
+#ifndef MODEL_COMPILE_CTX_H
+#define MODEL_COMPILE_CTX_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/compile.h"
+#include "model/ic.h"
 
 /* What compile_weights.c keeps of one arch layer's arrays (all NULL in the shape-only pass). */
 struct cc_vals {
@@ -111,4 +111,4 @@ bool cc_chain_nondecreasing(const struct cc *c);
  * pbn[first_bn..n_pbn) after it decrease; *mask NULL where no channel does. 0 or -ENOMEM. */
 int cc_pool_and_mask(struct cc *c, uint32_t first_bn, uint32_t ch, uint64_t **mask);
 
-#endif /* MODEL_COMPILE_IMPL_H */
+#endif /* MODEL_COMPILE_CTX_H */
