@@ -121,7 +121,8 @@ static int run_loop(const struct dpdk_server *s, void *srv, const struct dpdk_ru
 			if (s->reload)
 				s->reload(srv);
 			else
-				printf("%s: SIGHUP: its models change only with a restart\n", s->who);
+				printf("%s: SIGHUP: its models change only with a restart\n",
+				       s->who);
 		}
 		dpdk_idle_after(&idle, s->step(srv));
 	}
