@@ -121,7 +121,7 @@ include mk/*.mk
 # resolves left to right): protocol <- model <- kernels <- exec <- split <- nicfw, serve <- cli,
 # lab; lib/ and client/ beside them; conf/ under everything that parses a command line.
 PROJECT_LIBS := $(LIBCLI) $(LIBLAB) $(LIBSERVE) $(LIBSNCLIENT) $(LIBSNAPI) $(LIBNICFW) $(LIBXDP) \
-	$(LIBSPLIT) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBONNX) $(LIBCONVERT) $(LIBMODEL) $(LIBCONF) $(LIBPROTO)
+	$(LIBSPLIT) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBONNX) $(LIBCONVERT) $(LIBMODEL) $(LIBMETRICS) $(LIBCONF) $(LIBPROTO)
 EXT_LIBS := $(MODULE_EXT_LIBS) $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) $(LDFLAGS_ALL)
 
 # tests: tests/test_<module>.c, each its own cmocka binary
@@ -179,7 +179,7 @@ DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
 	libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev libpcap-dev \
 	tshark gnuplot-nox python3-scapy iproute2 ethtool kmod procps groff-base systemd \
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
-	ipvsadm keepalived user-mode-linux
+	ipvsadm keepalived user-mode-linux prometheus
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -26,6 +26,9 @@ echo
 echo "== splitnic-host: packet path vs in-process compute, per mode (needs root)"
 tests/bench/bench_host.sh "$B"
 echo
+echo "== splitnic-host: capacity while its metrics endpoint is scraped every 10 ms, against not scraped (needs root)"
+tests/bench/bench_metrics.sh "$B"
+echo
 echo "== one front-end, four servers: XDP, splitnic-nic stand-alone, splitnic-host host-only, splitnic serve (needs root)"
 tests/bench/bench_fourway.sh
 echo
