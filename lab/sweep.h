@@ -18,6 +18,8 @@
 #define SWEEP_MAX_BW	 8
 #define SWEEP_MAX_LOAD	 8
 #define SWEEP_MAX_ROUNDS 9
+/* goodput first: a split answering less of what was offered is never best on latency */
+#define SWEEP_MIN_ANSWERED 0.99
 
 struct sweep_pk_opts {
 	const char *model_path;

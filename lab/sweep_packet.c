@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "exec/kexec.h"
+#include "lab/plan_measure.h"
 #include "lab/sweep.h"
 #include "protocol/proto.h"
 #include "split/stats.h"
@@ -56,8 +57,7 @@ struct pk {
 	struct sweep_lab lab;
 	uint32_t points, points_done;
 	uint64_t t_start;
-	double *op_s; /* each op's CPU time, MEASURED in process before the servers start */
-	double op_total_us;
+	struct plan_measured pm; /* MEASURED in process before the servers start */
 };
 
 static volatile sig_atomic_t pk_stop;
@@ -145,7 +145,9 @@ static int predict(struct pk *p)
 					       .objective = p->o->objective,
 					       .packet = true,
 					       .load_rps = p->load[b][l],
-					       .cpu_op_s = p->op_s};
+					       .min_answered = SWEEP_MIN_ANSWERED,
+					       .cpu_op_s = p->pm.cpu_op_s,
+					       .nic_suffix_s = p->pm.nic_suffix_s};
 			struct split_problem prob;
 			struct split_plan plan;
 			const struct split_stage *last;
@@ -229,7 +231,9 @@ static int run_point(struct pk *p, double load, struct sweep_point *pt)
 static double modeled_capacity(const struct pk *p, const struct pk_cand *c, uint32_t b)
 {
 	struct split_opts o = {.link_gbps = p->o->rate[b] > 0 ? p->o->rate[b] : UNSHAPED,
-			       .packet = true};
+			       .packet = true,
+			       .cpu_op_s = p->pm.cpu_op_s,
+			       .nic_suffix_s = p->pm.nic_suffix_s};
 	struct split_profile pr;
 	struct split_problem prob;
 	struct split_pipeline pl;
@@ -374,7 +378,7 @@ static void report_text(struct pk *p)
 	       "per-stage medians from the RESPONSE timing fields (MEASURED by the servers); pred: "
 	       "the cost model's MODELED p50 at that load, from each op's CPU time MEASURED "
 	       "in process before the servers started (all ops: %.1f us)\n",
-	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform, p->op_total_us);
+	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform, p->pm.cpu_total_s * 1e6);
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
 		for (uint32_t l = 0; l < p->o->n_load; l++) {
 			uint32_t best = UINT32_MAX, pj = UINT32_MAX;
@@ -691,21 +695,14 @@ int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 	ret = candidates(&p);
 	if (ret)
 		goto out;
-	p.op_s = calloc(m->n_layers, sizeof(*p.op_s));
-	if (!p.op_s) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	{
 		char err[512];
 
-		ret = split_tools_measure_ops(m, SWEEP_OP_ROUNDS, p.op_s, err, sizeof(err));
+		ret = plan_measure(m, pr, SWEEP_OP_ROUNDS, o->executors, &p.pm, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "splitnic sweep: %s\n", err);
 			goto out;
 		}
-		for (uint32_t j = 0; j < m->n_layers; j++)
-			p.op_total_us += p.op_s[j] * 1e6;
 	}
 	ret = sweep_lab_init(&p.lab, o->lab, o->tag, o->servers, o->netns);
 	if (ret)
@@ -759,7 +756,7 @@ out:
 		free(p.cand[j].rnd);
 	}
 	free(p.cand);
-	free(p.op_s);
+	plan_measured_free(&p.pm);
 	return ret ? 1 : 0;
 }
 
