@@ -102,6 +102,11 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 	}
 	st->u_sys = rps * pl->sys_s;
 	st->lam = rps * split_curve_at(pr, SPLIT_CV_SYS_ANS, st->u_sys);
+	/* a link past its rate drops the excess (its queue is bounded): the fluid share */
+	for (uint32_t k = 0; k < pl->n; k++)
+		if (pl->srv[k].kind == SPLIT_SRV_LINK && !strcmp(pl->srv[k].name, "link-up") &&
+		    st->lam * pl->srv[k].s > 1)
+			st->lam = 1 / pl->srv[k].s;
 	/* the fallback's work loads the host that decides it: a fixed point, damped */
 	for (int it = 0; it < 60; it++) {
 		double pb = 0;
@@ -112,6 +117,10 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 			a_host = split_curve_at(pr, SPLIT_CV_HOST_ANS, st->u_host);
 		}
 		st->lam_out = st->lam * a_host;
+		for (uint32_t k = 0; k < pl->n; k++)
+			if (pl->srv[k].kind == SPLIT_SRV_LINK &&
+			    !strcmp(pl->srv[k].name, "link-down") && st->lam_out * pl->srv[k].s > 1)
+				st->lam_out = 1 / pl->srv[k].s;
 		if (st->nic >= 0) {
 			st->u_nic = st->lam_out * pl->srv[st->nic].s;
 			pb = split_curve_at(pr, SPLIT_CV_NIC_FB, st->u_nic);
@@ -233,15 +242,49 @@ static void predict_packet(const struct split_pipeline *pl, double rps, struct s
 	out->mean = (1 - st.pb) * lognorm_mean(a[0], a[1]) + st.pb * lognorm_mean(b[0], b[1]);
 }
 
+double split_pipeline_capacity(const struct split_pipeline *pl, double min_answered)
+{
+	struct split_load_pred p;
+	double lo = 0, hi = 1e3, smax = 0;
+
+	if (!pl->pr) {
+		for (uint32_t k = 0; k < pl->n; k++)
+			smax = fmax(smax, pl->srv[k].s);
+		return smax > 0 ? 1 / smax : INFINITY;
+	}
+	for (;;) {
+		memset(&p, 0, sizeof(p));
+		predict_packet(pl, hi, &p);
+		if (p.answered < min_answered || hi >= 1e9)
+			break;
+		lo = hi;
+		hi *= 4;
+	}
+	for (int i = 0; i < 50 && hi - lo > 1e-4 * hi; i++) {
+		const double mid = (lo + hi) / 2;
+
+		memset(&p, 0, sizeof(p));
+		predict_packet(pl, mid, &p);
+		if (p.answered < min_answered)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return lo;
+}
+
 void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 			    struct split_load_pred *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->rps = rps;
-	if (pl->pr)
+	if (pl->pr) {
 		predict_packet(pl, rps, out);
-	else
+		if (!(rps > 0))
+			out->throughput = split_pipeline_capacity(pl, SPLIT_CAPACITY_ANSWERED);
+	} else {
 		predict_in_process(pl, rps, out);
+	}
 }
 
 /* ---- the servers of a plan ---------------------------------------------------------------- */
@@ -370,6 +413,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	if (up > 0)
 		*server(pl, "link-up", 0) =
 		    (struct split_server){.name = "link-up",
+					  .kind = SPLIT_SRV_LINK,
 					  .s = up,
 					  .own = up,
 					  .head = head,
@@ -377,6 +421,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	if (down > 0)
 		*server(pl, "link-down", 0) =
 		    (struct split_server){.name = "link-down",
+					  .kind = SPLIT_SRV_LINK,
 					  .s = down,
 					  .own = down,
 					  .head = head,

@@ -352,7 +352,13 @@ int split_problem_from_model(struct split_problem *p, const struct model *m,
  * SPLIT_SRV_NIC: a stage of the packet path, whose waits and refusals follow the profile's
  * measured curves for that kind of server (split_curve_at) at its utilisation rps x s.
  */
-enum split_srv_kind { SPLIT_SRV_QUEUE = 0, SPLIT_SRV_HOST = 1, SPLIT_SRV_NIC = 2 };
+enum split_srv_kind {
+	SPLIT_SRV_QUEUE = 0,
+	SPLIT_SRV_HOST = 1,
+	SPLIT_SRV_NIC = 2,
+	SPLIT_SRV_LINK = 3, /* a packet path's link ("link-up", "link-down"): a QUEUE that drops
+			     * what exceeds its rate (tc tbf's bounded queue) */
+};
 
 /*
  * A stage as a single server at rps requests/s: service time s seconds (what it holds its core
@@ -440,6 +446,16 @@ struct split_load_pred {
 };
 void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 			    struct split_load_pred *out);
+
+/*
+ * The largest offered load (requests/s) at which pl is MODELED to answer at least min_answered
+ * of what is offered: in process 1 / the slowest server's service time; on the packet path by
+ * bisection over split_pipeline_predict (its fallback, links and curves included). Every
+ * capacity the verbs print is this one with SPLIT_CAPACITY_ANSWERED; so is the throughput
+ * split_pipeline_predict reports at rps 0.
+ */
+#define SPLIT_CAPACITY_ANSWERED 0.99
+double split_pipeline_capacity(const struct split_pipeline *pl, double min_answered);
 
 /*
  * The servers of a plan (its stages' compute from split_plan_eval on the problem of m):
