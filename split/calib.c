@@ -101,6 +101,33 @@ static double base_of(struct split_cal_series *s)
 	return t;
 }
 
+/*
+ * Isotonic regression (pool adjacent violators) of y[0..n) in place: the non-decreasing
+ * sequence nearest to it in least squares (sign -1: non-increasing). A load curve measured on a
+ * busy machine is not monotone point by point; the model's curves are.
+ */
+static void isotonic(double *y, uint32_t n, double sign)
+{
+	double val[SPLIT_GRID_MAX], w[SPLIT_GRID_MAX];
+	uint32_t len[SPLIT_GRID_MAX], b = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		val[b] = sign * y[i];
+		w[b] = 1;
+		len[b] = 1;
+		while (b > 0 && val[b - 1] > val[b]) {
+			val[b - 1] = (val[b - 1] * w[b - 1] + val[b] * w[b]) / (w[b - 1] + w[b]);
+			w[b - 1] += w[b];
+			len[b - 1] += len[b];
+			b--;
+		}
+		b++;
+	}
+	for (uint32_t k = 0, i = 0; k < b; k++)
+		for (uint32_t j = 0; j < len[k]; j++)
+			y[i++] = sign * val[k];
+}
+
 double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_CAL__COUNT])
 {
 	double worst = 0;
@@ -125,6 +152,9 @@ double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_C
 		fit_kind(pr, &s[SPLIT_CAL_NIC], SPLIT_CV_NIC_P50, SPLIT_CV_NIC_P99, SPLIT_CV_NIC_FB,
 			 W_FALLBACK, 1);
 	}
+	for (unsigned c = 0; c < SPLIT_CV__COUNT; c++)
+		isotonic(pr->curve[c], pr->n_grid,
+			 c == SPLIT_CV_SYS_ANS || c == SPLIT_CV_HOST_ANS ? -1 : 1);
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
 		for (uint32_t i = 0; i < pr->n_grid; i++)
 			if (s[k].o[i].p50 > 0)

@@ -45,8 +45,10 @@ double split_cal_service(const struct split_cal_series *s, unsigned k);
  * series' MODELED p50, p99 and shares at its measured loads equal the measurements: each value
  * by bisection, the kinds in turn, three passes (each series also crosses the other kinds'
  * servers). A measurement the model cannot reach within the curves' ranges (below the no-load
- * time, say) leaves the curve at its bound. Returns the largest relative difference left
- * between a MODELED and a MEASURED p50 over the points.
+ * time, say) leaves the curve at its bound. Then each curve is made monotone in the load
+ * (isotonic regression: waits and fallback never fall, answered shares never rise as the load
+ * rises). Returns the largest relative difference left between a MODELED and a MEASURED p50
+ * over the points.
  */
 double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_CAL__COUNT]);
 

@@ -62,6 +62,7 @@ static void predict_in_process(const struct split_pipeline *pl, double rps,
 			smax = pl->srv[k].s;
 			out->bottleneck = k;
 		}
+		out->rho[k] = rps * pl->srv[k].s;
 		out->rho_max = fmax(out->rho_max, rps * pl->srv[k].s);
 	}
 	out->throughput = smax > 0 ? 1 / smax : INFINITY;
@@ -222,11 +223,13 @@ static void predict_packet(const struct split_pipeline *pl, double rps, struct s
 				 : (int)k == st.nic ? st.u_nic
 						    : rps * pl->srv[k].s;
 
+		out->rho[k] = u;
 		if (u > out->rho_max) {
 			out->rho_max = u;
 			out->bottleneck = k;
 		}
 	}
+	out->rho[pl->n] = st.u_sys;
 	a[0] = pk_path(pl, &st, false, 0.5);
 	a[1] = pk_path(pl, &st, false, 0.99);
 	if (!pl->fb.on || st.pb <= 1e-9) {

@@ -443,6 +443,7 @@ struct split_load_pred {
 	double by_nic;	       /* share answered by the NIC's stage */
 	double fallback;       /* share finished on the host by the fallback */
 	double shed;	       /* share not answered (1 - answered) */
+	double rho[SPLIT_MAX_SERVERS + 1]; /* each server's utilisation; [n]: the sys server's */
 };
 void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 			    struct split_load_pred *out);
