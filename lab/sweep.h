@@ -45,6 +45,7 @@ struct sweep_pk_opts {
 	int64_t split;	      /* the op where the NIC starts (m->n_layers: all-host); -1 */
 	uint32_t splits[64];  /* --splits: the candidates to measure (none: every one) */
 	uint32_t n_splits;
+	struct sweep_pk_result *result; /* not NULL: filled (points copied) when the sweep ends */
 };
 
 /* ---- the lab (lab/sweep_lab.c, the C side of lab/sweep_lab.sh) ------------------------ */
@@ -57,7 +58,16 @@ struct sweep_point {
 	uint64_t requests, responses, errors, busy, timeouts, ex_nic, ex_fallback;
 	double srv[PROTO_T_COUNT];     /* mean ns of the RESPONSE timing fields */
 	double srv_p50[PROTO_T_COUNT]; /* their medians */
+	double spread;		       /* the rounds' relative range of the p50 (0: one round) */
 	struct split_load_pred pred;
+};
+
+/* plan --measure: the measured points of the candidates, at the first rate and load */
+#define SWEEP_MAX_CAND 64
+struct sweep_pk_result {
+	uint32_t n;
+	uint32_t k[SWEEP_MAX_CAND]; /* NIC from op k; n_layers: all-host */
+	struct sweep_point pt[SWEEP_MAX_CAND];
 };
 
 struct sweep_lab {
