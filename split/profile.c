@@ -460,7 +460,7 @@ int split_profile_save(const char *path, const struct split_profile *p, const ch
 	if (comment)
 		fprintf(f, "# %s\n", comment);
 	for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
-		fprintf(f, "%-20s = %-14.6g # %s: %s\n", ptab[k].info.key, p->v[k],
+		fprintf(f, "%-20s = %-14.10g # %s: %s\n", ptab[k].info.key, p->v[k],
 			ptab[k].info.unit, ptab[k].info.what);
 	fprintf(f, "# %s: %s\n%s =", grid_info.key, grid_info.what, grid_info.key);
 	for (uint32_t i = 0; i < p->n_grid; i++)

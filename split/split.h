@@ -507,7 +507,10 @@ int split_plan_solve_load(const struct split_problem *p, const struct model *m,
  *   objective latency|throughput|p99
  *   link_gbps X
  *   load_rps X                   optional: the offered load planned for (0 or absent: none)
- *   predicted_us X               the objective's value
+ *   predicted_us X               the objective's value (MODELED)
+ *   measured_p50_us X            optional (plan --measure): the plan's MEASURED p50, p99 and
+ *   measured_p99_us X            answered share over the packet path at load_rps
+ *   measured_answered X
  *   stage EXEC FIRST LAST FMT_IN one per stage, in order: executor (cpu|gpu|nic), ops
  *                                [FIRST, LAST), format of the activation it receives (u8,
  *                                f32, fp16, int8, bits, f64; "-" for the stage holding the input)
@@ -518,6 +521,14 @@ int split_plan_solve_load(const struct split_problem *p, const struct model *m,
 uint64_t split_model_hash(const struct model *m);
 int split_plan_save(const char *path, const struct model *m, const struct split_plan *plan,
 		    const struct split_opts *o, double link_gbps);
+/* The MEASURED figures a plan file may carry (plan --measure). */
+struct split_plan_figures {
+	bool measured;
+	double p50_us, p99_us, answered;
+};
+int split_plan_save_figures(const char *path, const struct model *m, const struct split_plan *plan,
+			    const struct split_opts *o, double link_gbps,
+			    const struct split_plan_figures *fig);
 int split_plan_load(const char *path, const struct model *m, struct split_plan *plan, char *err,
 		    size_t errlen);
 /* The same from an open stream; `path` names it in messages. */
