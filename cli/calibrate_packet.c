@@ -366,34 +366,45 @@ static uint32_t count_for(double rps, double seconds)
  * offered load, open loop (Poisson), that is answered at SPLIT_CAPACITY_ANSWERED. A closed loop
  * overstates it (16 outstanding never queue what a Poisson burst queues, and the client waits
  * for answers instead of sending): from a quarter of the closed-loop rate (or from half the
- * last round's capacity) the load rises by a quarter until less is answered or the p50 passes
- * 30 times the first one's.
+ * last round's capacity), halved until it is answered, the load rises by a quarter until less
+ * is answered or the p50 passes 30 times the first answered one's.
  */
 static int open_capacity(struct cal *c, const char *path, double start, double *cap)
 {
 	struct sweep_point pt;
 	double rps = start, base = 0;
-	int ret;
+	int ret, step;
 
 	*cap = 0;
-	for (int step = 0; step < 24; step++, rps *= 1.25) {
+	/* down by halves until the load is answered (a busy machine answers less than a quarter
+	 * of what 16 outstanding get through) */
+	for (step = 0; step < 8; step++, rps /= 2) {
 		ret = client(c, path, rps, count_for(rps, CAP_SECONDS), &pt);
 		if (ret)
 			return ret;
-		if (!step)
-			base = pt.p50;
+		usleep(200000);
+		if ((double)pt.responses >= SPLIT_CAPACITY_ANSWERED * (double)pt.requests)
+			break;
+	}
+	if (step == 8) {
+		fprintf(stderr,
+			"splitnic calibrate: %s: less than %.0f%% answered even at %.0f "
+			"requests/s\n",
+			path, 100 * SPLIT_CAPACITY_ANSWERED, rps * 2);
+		return -EIO;
+	}
+	base = pt.p50;
+	*cap = rps;
+	for (step = 0; step < 24; step++) {
+		rps *= 1.25;
+		ret = client(c, path, rps, count_for(rps, CAP_SECONDS), &pt);
+		if (ret)
+			return ret;
 		if ((double)pt.responses < SPLIT_CAPACITY_ANSWERED * (double)pt.requests ||
 		    !(pt.p50 < 30 * base))
 			break;
 		*cap = rps;
 		usleep(100000);
-	}
-	if (!(*cap > 0)) {
-		fprintf(stderr,
-			"splitnic calibrate: %s: less than %.0f%% answered already at %.0f "
-			"requests/s\n",
-			path, 100 * SPLIT_CAPACITY_ANSWERED, start);
-		return -EIO;
 	}
 	usleep(300000); /* let the last, full queue drain */
 	return 0;

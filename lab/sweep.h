@@ -106,6 +106,26 @@ int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point
 json_t *sweep_json_root(const char *model, const char *mode, const char *method);
 int sweep_json_write(json_t *root, const char *path);
 
+/* ---- the sweep's figure (lab/sweep_plot.c) ---------------------------------------------- */
+
+/* host compute, pack, NIC, the servers' other time, the rest of the p50 (wire, link, kernel) */
+#define SWEEP_PLOT_PARTS 5
+struct sweep_plot_bar {
+	char name[48];
+	double part[SWEEP_PLOT_PARTS]; /* MEASURED medians, in the plot's unit */
+	double p50, pred_p50;	       /* MEASURED, MODELED (<= 0: none) */
+	double answered;	       /* MEASURED share */
+	bool planner, best;	       /* the planner's choice; the measured best or tied */
+};
+struct sweep_plot_panel {
+	char title[128];
+	uint32_t n;
+	struct sweep_plot_bar bar[SWEEP_MAX_CAND];
+};
+/* panels[row * cols + col] drawn to out (.png or .svg); 0, or -1 after a message. */
+int sweep_plot_write(const char *out, const char *title, const char *unit,
+		     const struct sweep_plot_panel *panels, uint32_t rows, uint32_t cols);
+
 /* Measure and report; 0, or 1 after a message (the sweep failed or was interrupted). */
 int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 		     const struct sweep_pk_opts *o);

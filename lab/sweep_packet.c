@@ -742,75 +742,65 @@ static int report_json(const struct pk *p)
 	return sweep_json_write(root, p->o->json);
 }
 
-/*
- * The seed's Figure 5 over the packet path: one panel per link rate (columns) and load (rows);
- * per split a bar of the MEASURED end-to-end p50 (its top also an open triangle), split by the
- * servers' per-stage medians (host compute, pack, NIC, the servers' other time, and the rest up
- * to the p50: wire and link), beside the MODELED p50 (a filled circle). Medians, not means: on a
- * shared machine a few descheduled requests would make the means meaningless.
- */
+/* The figure (lab/sweep_plot.c): rows the loads, columns the link rates. */
 static int report_plot(const struct pk *p)
 {
-	const char *unit = p->o->normalize ? "x all-host p50" : "us";
-	char script[64], name[48];
-	FILE *f = split_tools_plot_open("sweep", p->o->plot, script, sizeof(script));
+	const uint32_t rows = p->o->n_load, cols = p->o->n_rate;
+	struct sweep_plot_panel *pn = calloc((size_t)rows * cols, sizeof(*pn));
+	char title[512];
+	int ret;
 
-	if (!f)
-		return -EINVAL;
-	for (uint32_t b = 0; b < p->o->n_rate; b++)
-		for (uint32_t l = 0; l < p->o->n_load; l++) {
-			double scale = 1e-3;
+	if (!pn)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < cols; b++)
+		for (uint32_t l = 0; l < rows; l++) {
+			struct sweep_plot_panel *q = &pn[l * cols + b];
+			const uint32_t pj = planner_index(p, b, l), i = b * SWEEP_MAX_LOAD + l;
+			double scale = 1e-3; /* ns -> us */
+			struct pk_verdict v;
+			int at;
 
-			for (uint32_t j = 0; p->o->normalize && j < p->n_cand; j++) {
-				const struct sweep_point *pt =
-				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
-
-				if (p->cand[j].k == p->m->n_layers && pt->p50 > 0)
-					scale = 1 / (pt->p50 * 1e3);
-			}
-			fprintf(f, "$d%u_%u << EOD\n", b, l);
-			for (uint32_t j = 0; j < p->n_cand; j++) {
-				const struct sweep_point *pt =
-				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+			judge(p, b, l, &v);
+			for (uint32_t j = 0; p->o->normalize && j < p->n_cand; j++)
+				if (p->cand[j].k == p->m->n_layers && p->cand[j].pt[i].p50 > 0)
+					scale = 1 / (p->cand[j].pt[i].p50 * 1e3);
+			at = snprintf(q->title, sizeof(q->title),
+				      "link %g Gbit/s%s, %.0f requests/s", p->o->rate[b],
+				      p->o->rate[b] > 0 ? "" : " (not shaped)", p->load[b][l]);
+			if (p->o->load_rel[l] && at > 0 && (size_t)at < sizeof(q->title))
+				snprintf(q->title + at, sizeof(q->title) - (size_t)at,
+					 " (%gx all-host capacity)", p->o->load[l]);
+			for (uint32_t j = 0; j < p->n_cand && q->n < SWEEP_MAX_CAND; j++) {
+				const struct sweep_point *pt = &p->cand[j].pt[i];
 				const double *m = pt->srv_p50;
-				const double other =
-				    m[PT_TOTAL] - m[PT_HOST] - m[PT_PACK] - m[PT_NIC];
+				struct sweep_plot_bar *bar = &q->bar[q->n];
 
 				if (!pt->done)
 					continue;
-				fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
-					cand_name(p, p->cand[j].k, name, sizeof(name)),
-					m[PT_HOST] * scale, m[PT_PACK] * scale, m[PT_NIC] * scale,
-					fmax(0, other) * scale,
-					fmax(0, pt->p50 * 1e3 - m[PT_TOTAL]) * scale,
-					pt->p50 * 1e3 * scale, pt->pred.p50 * 1e9 * scale);
+				cand_name(p, p->cand[j].k, bar->name, sizeof(bar->name));
+				bar->part[0] = m[PT_HOST] * scale;
+				bar->part[1] = m[PT_PACK] * scale;
+				bar->part[2] = m[PT_NIC] * scale;
+				bar->part[3] =
+				    fmax(0, m[PT_TOTAL] - m[PT_HOST] - m[PT_PACK] - m[PT_NIC]) *
+				    scale;
+				bar->part[4] = fmax(0, pt->p50 * 1e3 - m[PT_TOTAL]) * scale;
+				bar->p50 = isfinite(pt->p50) ? pt->p50 * 1e3 * scale : 0;
+				bar->pred_p50 = pt->pred.p50 * 1e9 * scale;
+				bar->answered = answered_share(pt);
+				bar->planner = j == pj;
+				bar->best = j < SWEEP_MAX_CAND && v.tie[j];
+				q->n++;
 			}
-			fprintf(f, "EOD\n");
 		}
-	fprintf(
-	    f,
-	    "set multiplot layout %u,%u title \"splitnic sweep --packet: %s (NIC platform %s)%s\\n"
-	    "bars: the MEASURED end-to-end p50 (triangle), split by the servers' medians per "
-	    "stage; circles: MODELED p50\" font ',10'\n"
-	    "set style fill solid 0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 "
-	    "font ',8'\nset grid ytics\nset key top left font ',7' samplen 1 spacing 0.8\n"
-	    "set style data histogram\nset style histogram rowstacked\nset yrange [0:*]\n",
-	    p->o->n_load, p->o->n_rate, p->m->name, p->o->platform,
-	    p->o->normalize ? ", normalised to the all-host p50" : "");
-	for (uint32_t l = 0; l < p->o->n_load; l++)
-		for (uint32_t b = 0; b < p->o->n_rate; b++)
-			fprintf(
-			    f,
-			    "set title 'link %g Gbit/s%s, %.0f req/s' font ',9'\nset ylabel "
-			    "'latency (%s)'\nplot $d%u_%u using 2:xtic(1) title 'host compute', "
-			    "'' using 3 title 'pack', '' using 4 title 'NIC', '' using 5 title "
-			    "'servers, other', '' using 6 title 'wire + link', '' using 0:7 with "
-			    "points pt 8 ps 1.2 lc rgb 'black' title 'p50 (measured)', '' using "
-			    "0:8 with points pt 7 ps 1 lc rgb 'red' title 'p50 (MODELED)'\n",
-			    p->o->rate[b], p->o->rate[b] > 0 ? "" : " (not shaped)", p->load[b][l],
-			    unit, b, l);
-	fprintf(f, "unset multiplot\n");
-	return split_tools_plot_run("sweep", f, script);
+	snprintf(title, sizeof(title),
+		 "splitnic sweep --packet: %s, NIC platform %s (bars: MEASURED p50 by stage%s; "
+		 "over each bar the share answered)",
+		 p->m->name, p->o->platform, p->o->normalize ? ", over the all-host p50" : "");
+	ret = sweep_plot_write(p->o->plot, title, p->o->normalize ? "x all-host" : "us", pn, rows,
+			       cols);
+	free(pn);
+	return ret ? -EIO : 0;
 }
 
 /* ---- set-up -------------------------------------------------------------------------------- */
