@@ -516,7 +516,7 @@ static void fit_capacity(struct cal *c)
 {
 	const uint32_t R = c->o->rounds;
 	struct split_profile *pr = c->pr;
-	double cap[3], own[2], col[MAX_ROUNDS];
+	double cap[3], own[2], col[MAX_ROUNDS], raw;
 
 	for (unsigned i = 0; i < 3; i++) {
 		for (uint32_t r = 0; r < R; r++)
@@ -531,11 +531,17 @@ static void fit_capacity(struct cal *c)
 		model_pipeline(c, i ? M_HOST2 : M_HOST);
 		own[i] = c->mod[i ? M_HOST2 : M_HOST].pl.srv[0].own;
 	}
-	pr->v[SPLIT_P_HOST_SCALE] = fmax(0.1, (1 / cap[1] - 1 / cap[2]) / (own[0] - own[1]));
-	pr->v[SPLIT_P_HOST_REQ] = 1 / cap[1] - pr->v[SPLIT_P_HOST_SCALE] * own[0];
-	if (pr->v[SPLIT_P_HOST_REQ] < 0) {
-		pr->v[SPLIT_P_HOST_REQ] = 0;
-		pr->v[SPLIT_P_HOST_SCALE] = (1 / cap[1] + 1 / cap[2]) / (own[0] + own[1]);
+	raw = (1 / cap[1] - 1 / cap[2]) / (own[0] - own[1]);
+	pr->v[SPLIT_P_HOST_SCALE] = raw;
+	pr->v[SPLIT_P_HOST_REQ] = 1 / cap[1] - raw * own[0];
+	if (!(raw >= 0.5 && raw <= 4) || pr->v[SPLIT_P_HOST_REQ] < 0) {
+		/* a core doing the work costs 0.5-4x its in-process time: outside that, what
+		 * limited the two capacities was not the host's core (a busy machine) */
+		pr->v[SPLIT_P_HOST_SCALE] = 1;
+		pr->v[SPLIT_P_HOST_REQ] = fmax(0, fmin(1 / cap[1] - own[0], 1 / cap[2] - own[1]));
+		printf("capacity: the host's two capacities do not fit a core doing the work "
+		       "(%.2f x its in-process time): the machine was busy; 1 x kept\n",
+		       raw);
 	}
 	printf("capacity (MEASURED: the largest open-loop load answered at 99%%, medians of %u "
 	       "rounds): sys %.0f/s, "

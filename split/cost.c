@@ -286,7 +286,11 @@ int split_problem_from_model(struct split_problem *p, const struct model *m,
 	p->mem[SPLIT_EX_GPU] = (uint64_t)pr->v[SPLIT_P_GPU_MEM];
 	p->mem[SPLIT_EX_NIC] = (uint64_t)pr->v[SPLIT_P_NIC_MEM];
 	p->stage_cost[SPLIT_EX_GPU] = pr->v[SPLIT_P_GPU_STAGE];
-	p->stage_cost[SPLIT_EX_NIC] = pr->v[SPLIT_P_NIC_STAGE];
+	/* with the NIC's measured suffixes, nic.stage_s is what the NIC adds beyond its chain's
+	 * own time (calibrate --packet fits it); before a packet calibration it is the chain's
+	 * own per-request part (calibrate in process), which the suffixes already hold */
+	p->stage_cost[SPLIT_EX_NIC] =
+	    o->nic_suffix_s && !(pr->v[SPLIT_P_CAL_TIME] > 0) ? 0 : pr->v[SPLIT_P_NIC_STAGE];
 	for (uint32_t i = 0; i < m->n_layers; i++) {
 		const struct model_layer *l = &m->layers[i];
 
