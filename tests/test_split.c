@@ -353,6 +353,9 @@ static void test_plan_file_rejects(void **state)
 	    {PLAN_HEAD "objective fastest\nstage cpu 0 3 -\n", "t.plan:3: expected objective"},
 	    {PLAN_HEAD "load_rps -5\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "load_rps 5\nload_rps 5\n", "t.plan:4: load_rps given twice"},
+	    {PLAN_HEAD "measured_p50_us 5\nmeasured_p50_us 5\n",
+	     "t.plan:4: measured_p50_us given twice"},
+	    {PLAN_HEAD "measured_answered x\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "link_gbps 10 20\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "model t cbf29ce484222325 3\n", "t.plan:3: model given twice"},
 	    {PLAN_HEAD "stage cpu 0 3 - extra\n", "t.plan:3: expected stage"},
@@ -387,7 +390,8 @@ static void test_plan_file_rejects(void **state)
 	n = (size_t)snprintf(text, sizeof(text),
 			     PLAN_HEAD
 			     "objective p99\r\nlink_gbps 2.5\nload_rps 3000\npredicted_us "
-			     "12.5\nstage cpu 0 1 -\nstage nic 1 3 bits\n");
+			     "12.5\nmeasured_p50_us 11.5\nmeasured_p99_us 40\nmeasured_answered "
+			     "0.995\nstage cpu 0 1 -\nstage nic 1 3 bits\n");
 	assert_int_equal(plan_from(text, n, &plan, err, sizeof(err)), 0);
 	assert_int_equal(plan.n_stages, 2);
 	assert_int_equal(plan.stage[1].exec, SPLIT_EX_NIC);

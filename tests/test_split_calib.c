@@ -110,6 +110,15 @@ static void test_calib_fit_reproduces(void **state)
 			    0.02 * t.curve[SPLIT_CV_HOST_P50][i] + 1e-3);
 		assert_true(fabs(f.curve[SPLIT_CV_NIC_FB][i] - t.curve[SPLIT_CV_NIC_FB][i]) < 0.01);
 	}
+	/* a spike in one measurement (a descheduled round) leaves the curves monotone */
+	sf[SPLIT_CAL_HOST].o[3].p50 *= 4;
+	sf[SPLIT_CAL_SYS].o[2].answered = 0.5;
+	split_cal_fit(&f, sf);
+	for (uint32_t i = 1; i < f.n_grid; i++) {
+		assert_true(f.curve[SPLIT_CV_HOST_P50][i] >= f.curve[SPLIT_CV_HOST_P50][i - 1]);
+		assert_true(f.curve[SPLIT_CV_SYS_ANS][i] <= f.curve[SPLIT_CV_SYS_ANS][i - 1]);
+	}
+	assert_true(f.curve[SPLIT_CV_HOST_P50][3] > t.curve[SPLIT_CV_HOST_P50][3]);
 	/* and the predictions rise with the load */
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
 		for (uint32_t i = 1; i < f.n_grid && f.grid[i] < 0.9; i++) {
