@@ -147,7 +147,8 @@ double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_C
 			solve_point(pr, SPLIT_CV_NIC_FB, i, &s[SPLIT_CAL_NIC], W_FALLBACK, 1);
 		pr->curve[SPLIT_CV_NIC_P50][0] = 0;
 		pr->v[SPLIT_P_PATH_COPROC] =
-		    fmin(1, fmax(-1, base_of(&s[SPLIT_CAL_NIC]) - pr->v[SPLIT_P_PATH_FIXED]));
+		    fmin(1, fmax(-pr->v[SPLIT_P_PATH_FIXED],
+				 base_of(&s[SPLIT_CAL_NIC]) - pr->v[SPLIT_P_PATH_FIXED]));
 		s[SPLIT_CAL_NIC].pl.fixed = pr->v[SPLIT_P_PATH_FIXED] + pr->v[SPLIT_P_PATH_COPROC];
 		fit_kind(pr, &s[SPLIT_CAL_NIC], SPLIT_CV_NIC_P50, SPLIT_CV_NIC_P99, SPLIT_CV_NIC_FB,
 			 W_FALLBACK, 1);

@@ -41,12 +41,12 @@ double split_cal_service(const struct split_cal_series *s, unsigned k);
 
 /*
  * Fit path.fixed_s and path.coproc_s (from the lowest load of the SYS and NIC series, where
- * their p50 curves are 0 by definition) and every curve of pr, point by point, so that each
- * series' MODELED p50, p99 and shares at its measured loads equal the measurements: each value
- * by bisection, the kinds in turn, three passes (each series also crosses the other kinds'
- * servers). A measurement the model cannot reach within the curves' ranges (below the no-load
- * time, say) leaves the curve at its bound. Then each curve is made monotone in the load
- * (isotonic regression: waits and fallback never fall, answered shares never rise as the load
+ * their p50 curves are 0 by definition; neither fixed delay below 0) and every curve of pr, point
+ * by point, so that each series' MODELED p50, p99 and shares at its measured loads equal the
+ * measurements: each value by bisection, the kinds in turn, three passes (each series also crosses
+ * the other kinds' servers). A measurement the model cannot reach within the curves' ranges (below
+ * the no-load time, say) leaves the curve at its bound. Then each curve is made monotone in the
+ * load (isotonic regression: waits and fallback never fall, answered shares never rise as the load
  * rises). Returns the largest relative difference left between a MODELED and a MEASURED p50
  * over the points.
  */

@@ -165,7 +165,7 @@ static double pk_path(const struct split_pipeline *pl, const struct pk_state *st
 			break;
 		}
 	}
-	return t;
+	return fmax(t, 1e-9); /* a latency, positive even from a profile fitted on noise */
 }
 
 /* A path's latency as a log-normal through its p50 m and p99 h: its distribution function. */
