@@ -361,73 +361,17 @@ static uint32_t count_for(double rps, double seconds)
 	return n < 150 ? 150 : n > 100000 ? 100000 : (uint32_t)n;
 }
 
-/*
- * The capacity of a model as the planner defines it (split_pipeline_capacity): the largest
- * offered load, open loop (Poisson), that is answered at SPLIT_CAPACITY_ANSWERED. A closed loop
- * overstates it (16 outstanding never queue what a Poisson burst queues, and the client waits
- * for answers instead of sending): from a quarter of the closed-loop rate (or from half the
- * last round's capacity), halved until it is answered, the load rises by a quarter until less
- * is answered or the p50 passes 30 times the first answered one's.
- */
-static int open_capacity(struct cal *c, const char *path, double start, double *cap)
-{
-	struct sweep_point pt;
-	double rps = start, base = 0;
-	int ret, step;
-
-	*cap = 0;
-	/* down by halves until the load is answered (a busy machine answers less than a quarter
-	 * of what 16 outstanding get through) */
-	for (step = 0; step < 8; step++, rps /= 2) {
-		ret = client(c, path, rps, count_for(rps, CAP_SECONDS), &pt);
-		if (ret)
-			return ret;
-		usleep(200000);
-		if ((double)pt.responses >= SPLIT_CAPACITY_ANSWERED * (double)pt.requests)
-			break;
-	}
-	if (step == 8) {
-		fprintf(stderr,
-			"splitnic calibrate: %s: less than %.0f%% answered even at %.0f "
-			"requests/s\n",
-			path, 100 * SPLIT_CAPACITY_ANSWERED, rps * 2);
-		return -EIO;
-	}
-	base = pt.p50;
-	*cap = rps;
-	for (step = 0; step < 24; step++) {
-		rps *= 1.25;
-		ret = client(c, path, rps, count_for(rps, CAP_SECONDS), &pt);
-		if (ret)
-			return ret;
-		if ((double)pt.responses < SPLIT_CAPACITY_ANSWERED * (double)pt.requests ||
-		    !(pt.p50 < 30 * base))
-			break;
-		*cap = rps;
-		usleep(100000);
-	}
-	usleep(300000); /* let the last, full queue drain */
-	return 0;
-}
-
 /* The capacities of sys, host and host2 in round r. */
 static int measure_capacity(struct cal *c, uint32_t r)
 {
 	static const unsigned which[3] = {M_SYS, M_HOST, M_HOST2};
 
 	for (unsigned i = 0; i < 3; i++) {
-		double start = r ? c->cap[r - 1][i] / 2 : 0;
-		struct sweep_point pt;
-		int ret = 0;
-
-		if (!r) { /* a closed-loop probe for where to start */
-			ret = client(c, c->mod[which[i]].path, 0, 1000, &pt);
-			start = pt.thr / 4;
-		}
-		if (!ret)
-			ret = open_capacity(c, c->mod[which[i]].path, start, &c->cap[r][i]);
-		if (ret)
-			return ret;
+		/* open loop, as the planner defines a capacity (sweep_lab_capacity) */
+		if (sweep_lab_capacity(&c->lab, c->mod[which[i]].path, NULL,
+				       r ? c->cap[r - 1][i] / 2 : 0, CAP_SECONDS,
+				       SPLIT_CAPACITY_ANSWERED, &c->cap[r][i]))
+			return -EIO;
 	}
 	return 0;
 }

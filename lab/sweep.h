@@ -100,6 +100,18 @@ void sweep_remove_dir(const char *dir);
 int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point *pt);
 
 /*
+ * The capacity of the servers for model_path as the planner defines it
+ * (split_pipeline_capacity): the largest open-loop (Poisson) load answered at `answered`. A
+ * closed loop overstates it (16 outstanding never queue what a Poisson burst queues). From
+ * `start` requests/s (<= 0: a quarter of a closed-loop probe's rate), halved until it is
+ * answered, the load rises by a quarter until less is answered or the p50 passes 30 times the
+ * first answered one's; `seconds` of load a step; images: the client's --images (or NULL).
+ * 0, or -EIO after a message.
+ */
+int sweep_lab_capacity(struct sweep_lab *l, const char *model_path, const char *images,
+		       double start, double seconds, double answered, double *cap);
+
+/*
  * --json: the root object of a sweep's report (model, mode, method) to fill; sweep_json_write
  * writes it to path and frees it: 0, or -EIO after a message.
  */
@@ -114,7 +126,7 @@ struct sweep_plot_bar {
 	char name[48];
 	double part[SWEEP_PLOT_PARTS]; /* MEASURED medians, in the plot's unit */
 	double p50, pred_p50;	       /* MEASURED, MODELED (<= 0: none) */
-	double answered;	       /* MEASURED share */
+	double answered, by_nic;       /* MEASURED shares: answered, answered by the NIC */
 	bool planner, best;	       /* the planner's choice; the measured best or tied */
 };
 struct sweep_plot_panel {

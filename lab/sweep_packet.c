@@ -255,16 +255,16 @@ static double modeled_capacity(const struct pk *p, const struct pk_cand *c, uint
 static int measure_capacity(struct pk *p)
 {
 	for (uint32_t b = 0; b < p->o->n_rate && !pk_stop; b++) {
-		struct sweep_point pt;
-
-		if (sweep_lab_shape(&p->lab, p->o->rate[b]) || run_point(p, 0, &pt))
+		if (sweep_lab_shape(&p->lab, p->o->rate[b]) ||
+		    sweep_lab_capacity(&p->lab, p->o->model_path, p->o->images, 0, 0.5,
+				       SPLIT_CAPACITY_ANSWERED, &p->cap[b]))
 			return -EIO;
-		p->cap[b] = pt.thr;
-		fprintf(stderr,
-			"sweep %s: %s capacity at link %g Gbit/s (0: not shaped): %.0f responses/s "
-			"(closed loop, 16 outstanding; MODELED %.0f/s)\n",
-			p->m->name, p->o->servers ? "the servers'" : "all-host", p->o->rate[b],
-			pt.thr, modeled_capacity(p, &p->cand[0], b));
+		fprintf(
+		    stderr,
+		    "sweep %s: %s capacity at link %g Gbit/s (0: not shaped): %.0f requests/s "
+		    "(MEASURED: the largest open-loop load answered at %.0f%%; MODELED %.0f/s)\n",
+		    p->m->name, p->o->servers ? "the servers'" : "all-host", p->o->rate[b],
+		    p->cap[b], 100 * SPLIT_CAPACITY_ANSWERED, modeled_capacity(p, &p->cand[0], b));
 		for (uint32_t l = 0; l < p->o->n_load; l++)
 			p->load[b][l] =
 			    p->o->load_rel[l] ? p->o->load[l] * p->cap[b] : p->o->load[l];
@@ -788,6 +788,8 @@ static int report_plot(const struct pk *p)
 				bar->p50 = isfinite(pt->p50) ? pt->p50 * 1e3 * scale : 0;
 				bar->pred_p50 = pt->pred.p50 * 1e9 * scale;
 				bar->answered = answered_share(pt);
+				bar->by_nic =
+				    pt->requests ? (double)pt->ex_nic / (double)pt->requests : 0;
 				bar->planner = j == pj;
 				bar->best = j < SWEEP_MAX_CAND && v.tie[j];
 				q->n++;
@@ -795,7 +797,7 @@ static int report_plot(const struct pk *p)
 		}
 	snprintf(title, sizeof(title),
 		 "splitnic sweep --packet: %s, NIC platform %s (bars: MEASURED p50 by stage%s; "
-		 "over each bar the share answered)",
+		 "over each bar the shares answered / by the NIC)",
 		 p->m->name, p->o->platform, p->o->normalize ? ", over the all-host p50" : "");
 	ret = sweep_plot_write(p->o->plot, title, p->o->normalize ? "x all-host" : "us", pn, rows,
 			       cols);

@@ -4,9 +4,9 @@
  * (rows); per split a bar of the MEASURED end-to-end p50 split into the servers' per-stage
  * medians (scaled to add up to the p50: medians of parts do not add up to the median of the
  * whole), the MODELED p50 beside it, the planner's choice and the measured best marked, the
- * MEASURED answered share written over each bar. One legend. When a split's p50 is more than
- * ten times the panel's smallest, the axis stops at six times that smallest and the taller bars
- * (and MODELED points) carry their value (^us).
+ * MEASURED shares answered and answered by the NIC written over each bar. One legend. When a
+ * split's p50 is more than ten times the panel's smallest, the axis stops at six times that
+ * smallest and the taller bars (and MODELED points) carry their value (^us).
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,8 +62,10 @@ int sweep_plot_write(const char *out, const char *title, const char *unit,
 				fprintf(f, " %.6g", b->part[q] * k);
 			fprintf(f, " %.6g %.6g %.6g %.6g \"%.0f%%",
 				b->pred_p50 > 0 ? fmin(b->pred_p50, top > 0 ? top : INFINITY) : NAN,
-				b->planner ? bar * 1.04 + 1e-9 : NAN,
-				b->best ? bar * 1.10 + 1e-9 : NAN, bar, 100 * b->answered);
+				b->planner ? bar * 1.05 + 1e-9 : NAN,
+				b->best ? bar * 1.05 + 1e-9 : NAN, bar, 100 * b->answered);
+			if (b->by_nic > 0)
+				fprintf(f, "/%.0f%%", 100 * b->by_nic);
 			if (top > 0 && b->p50 > top)
 				fprintf(f, " ^%.0f", b->p50);
 			if (top > 0 && b->pred_p50 > top)
@@ -73,7 +75,8 @@ int sweep_plot_write(const char *out, const char *title, const char *unit,
 		fprintf(f, "EOD\n");
 	}
 	fprintf(f,
-		"set multiplot layout %u,%u title \"%s\" font ',11'\n"
+		"set multiplot layout %u,%u title \"%s\" font ',11' margins 0.07,0.98,0.1,0.86 "
+		"spacing 0.07,0.17\n"
 		"set style fill solid 0.85 border -1\nset boxwidth 0.75\n"
 		"set xtics rotate by -40 font ',8' nomirror\nset ytics font ',8'\n"
 		"set grid ytics lc rgb '#dddddd'\nset style data histogram\n"
@@ -92,8 +95,8 @@ int sweep_plot_write(const char *out, const char *title, const char *unit,
 		if (i)
 			fprintf(f, "unset key\n");
 		else
-			fprintf(f, "set key outside right top vertical font ',8' samplen 1.5 "
-				   "spacing 1.1\n");
+			fprintf(f, "set key at screen 0.5,0.935 center top horizontal maxrows 2 "
+				   "font ',8' samplen 1.5 width 1\n");
 		fprintf(f, "plot ");
 		for (int q = 0; q < SWEEP_PLOT_PARTS; q++)
 			fprintf(f, "%s$d%u using %d%s title 'MEASURED: %s' lc rgb '%s'",
@@ -101,10 +104,10 @@ int sweep_plot_write(const char *out, const char *title, const char *unit,
 				part_color[q]);
 		fprintf(f,
 			", $d%u using 0:%d with points pt 7 ps 1.1 lc rgb '#c00000' title 'MODELED "
-			"p50', '' using 0:%d with points pt 9 ps 1.3 lc rgb 'black' title "
-			"\"planner's choice\", '' using 0:%d with points pt 4 ps 1.5 lw 2 lc rgb "
-			"'#7030a0' title 'MEASURED best (and ties)', '' using 0:%d:%d with labels "
-			"offset 0,0.7 font ',7' notitle\n",
+			"p50', '' using ($0-0.22):%d with points pt 9 ps 1.3 lc rgb 'black' title "
+			"\"planner's choice\", '' using ($0+0.22):%d with points pt 4 ps 1.4 lw 2 "
+			"lc rgb '#7030a0' title 'MEASURED best (and ties)', '' using 0:%d:%d with "
+			"labels offset 0,0.8 font ',7' notitle\n",
 			i, SWEEP_PLOT_PARTS + 2, SWEEP_PLOT_PARTS + 3, SWEEP_PLOT_PARTS + 4,
 			SWEEP_PLOT_PARTS + 5, SWEEP_PLOT_PARTS + 6);
 	}

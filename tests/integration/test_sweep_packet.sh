@@ -92,7 +92,7 @@ bad = [p["split"] for p in pts
            + p["predicted"]["fallback_share"] - p["predicted"]["answered_share"]) > 1e-6)]
 loads = [l for r in j["rates"] for l in r["loads"]]
 bad += [l["offered_rps"] for l in loads if not l["measured_best"]
-        or len(l["modeled_ranking"]) != 2 or l["planner"] not in l["modeled_ranking"]]
+        or sorted(l["modeled_ranking"]) != ["all-host", "nic@9:bdense"]]
 print(f"sweep JSON: {len(pts)} points, method: {j['method'][:60]}...")
 sys.exit(1 if bad or len(pts) != 4 else 0)
 EOF
@@ -105,7 +105,7 @@ grep -q 'planner' "$tmp/sweep.svg" && grep -q 'MEASURED best' "$tmp/sweep.svg" |
 grep '^--measure' "$tmp/measure.txt"
 grep -q '^measured_p50_us [0-9.]*$' "$tmp/m.plan" && grep -q '^measured_answered ' "$tmp/m.plan" ||
 	fail "plan --measure: no measured figures in the plan"
-"$S" run "$CNN" --count 4 --plan "$tmp/m.plan" >/dev/null 2>"$tmp/run.err" ||
+"$S" run "$CNN" --images "$IMG" --count 4 --plan "$tmp/m.plan" >/dev/null 2>"$tmp/run.err" ||
 	fail "splitnic run --plan does not take the measured plan: $(cat "$tmp/run.err")"
 ip netns list | grep -q "snsw-$tag-" && fail "plan --measure left its namespaces behind"
 echo "pass: the ACTIVATIONs go through the tbf-shaped host <-> NIC link, frame for frame; a packet sweep measures, predicts (labelled MODELED, shares included) and cleans up; plan --measure writes the best measured split"
