@@ -80,14 +80,13 @@ int sweep_plot_write(const char *out, const char *title, const char *unit,
 		"set style fill solid 0.85 border -1\nset boxwidth 0.75\n"
 		"set xtics rotate by -40 font ',8' nomirror\nset ytics font ',8'\n"
 		"set grid ytics lc rgb '#dddddd'\nset style data histogram\n"
-		"set style histogram rowstacked\nset datafile missing 'NaN'\n"
-		"set bmargin 5\n",
+		"set style histogram rowstacked\nset datafile missing 'NaN'\n",
 		rows, cols, title);
 	for (uint32_t i = 0; i < rows * cols; i++) {
 		const double top = axis_top(&pn[i]);
 
-		fprintf(f, "set title \"%s\" font ',9'\nset ylabel 'p50 (%s)' font ',8'\n",
-			pn[i].title, unit);
+		fprintf(f, "set title \"%s%s\" font ',9'\nset ylabel 'p50 (%s)' font ',8'\n",
+			pn[i].title, top > 0 ? " (axis cut: ^ the bars' values)" : "", unit);
 		if (top > 0)
 			fprintf(f, "set yrange [0:%.6g]\n", top * 1.2);
 		else
