@@ -265,7 +265,7 @@ static int measure_best(const struct model *m, const char *path, const struct sp
 				   .split = -1,
 				   .result = res};
 	const uint32_t n = rank_splits(m, pr, &po->o, r);
-	uint32_t best = UINT32_MAX, rank_of[SWEEP_MAX_CAND];
+	uint32_t best = UINT32_MAX, rank_of[SWEEP_MAX_CAND] = {0};
 	char name[48];
 	int ret;
 
