@@ -206,24 +206,23 @@ static void progress(struct pk *p, const struct pk_cand *c, uint32_t b,
 		el / p->points_done * (p->points - p->points_done));
 }
 
-/* The client at `load` (open loop, Poisson) or, with load 0, closed loop with 16 outstanding. */
+/* The client at `load` requests/s, open loop (Poisson). */
 static int run_point(struct pk *p, double load, struct sweep_point *pt)
 {
 	char cnt[32], rate[32];
-	char *args[16] = {"--model", (char *)p->o->model_path, "--count",
-			  cnt,	     "--timeout-ms",	       "5000"};
-	size_t n = 6;
+	char *args[16] = {"--model",	  (char *)p->o->model_path,
+			  "--count",	  cnt,
+			  "--timeout-ms", "5000",
+			  "--rate",	  rate,
+			  "--poisson"};
+	size_t n = 9;
 
-	snprintf(cnt, sizeof(cnt), "%u", point_count(p, load > 0 ? load : 2000));
+	snprintf(cnt, sizeof(cnt), "%u", point_count(p, load));
 	snprintf(rate, sizeof(rate), "%.3f", load);
 	if (p->o->images) {
 		args[n++] = "--images";
 		args[n++] = (char *)p->o->images;
 	}
-	args[n++] = load > 0 ? "--rate" : "--outstanding";
-	args[n++] = load > 0 ? rate : "16";
-	if (load > 0)
-		args[n++] = "--poisson";
 	args[n] = NULL;
 	return sweep_lab_client(&p->lab, args, pt);
 }
