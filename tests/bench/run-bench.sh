@@ -21,7 +21,7 @@ echo "== splitnic-nic: forwarding rate with and without inference load below cap
 tests/bench/bench_nic_fwd.sh "$B/splitnic-nic" "$B/models/fmnist-bmlp.snm"
 echo
 echo "== split planning: the planner's choice against the measured best split over the packet path is"
-echo "   make bench-split (tests/bench/bench_split.sh, about 15 minutes)"
+echo "   make bench-split (tests/bench/bench_split.sh, about 45 minutes)"
 echo
 echo "== splitnic-host: packet path vs in-process compute, per mode (needs root)"
 tests/bench/bench_host.sh "$B"
