@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "cli/progress.h"
 #include "conf/args.h"
 #include "exec/kexec.h"
 #include "kernels/cuda/kcuda.h"
@@ -658,7 +659,7 @@ static int cal_packet(struct split_profile *pr, const char *lab_script, const ch
 struct cal_opts {
 	const char *out, *in, *platform, *lab, *tag;
 	long executors;
-	bool quick, keys, packet;
+	bool quick, keys, packet, quiet;
 };
 
 #define CAL_OPT(f) offsetof(struct cal_opts, f)
@@ -676,6 +677,7 @@ static const struct conf_opt cal_opts[] = {
 		  "--packet: splitnic-nic's executors"),
     CONF_STR_ROW("lab", "SCRIPT", CAL_OPT(lab), NULL, "--packet: the lab (lab/sweep_lab.sh)"),
     CONF_STR_ROW("tag", "T", CAL_OPT(tag), NULL, "--packet: the lab's namespaces' tag"),
+    CONF_FLAG_ROW("quiet", CAL_OPT(quiet), "no progress line (drawn only on a terminal)"),
 };
 
 const struct conf_cmd cmd_calibrate_spec = {
@@ -695,6 +697,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct cal_opts o = {0};
 	char execs[16];
 	struct split_profile pr;
+	struct cli_progress progress;
 	long cache;
 	int reps, ret;
 
@@ -713,6 +716,7 @@ int cmd_calibrate(int argc, char **argv)
 		return 1;
 	split_profile_default(&pr);
 	ret = 0;
+	cli_progress_start(&progress, "splitnic calibrate", "steps", o.packet ? 6 : 5, o.quiet);
 	if (o.in) {
 		if (split_tools_load_profile("calibrate", o.in, &pr))
 			return 1;
@@ -722,17 +726,23 @@ int cmd_calibrate(int argc, char **argv)
 		if (cache > 0)
 			pr.v[SPLIT_P_CPU_CACHE] = (double)cache;
 		ret = cal_cpu_float(&pr, o.quick, reps);
+		cli_progress_set(&progress, 1);
 		if (!ret)
 			ret = cal_cpu_binary(&pr, reps);
+		cli_progress_set(&progress, 2);
 		if (!ret)
 			cal_gpu(&pr, reps);
+		cli_progress_set(&progress, 3);
 		if (!ret)
 			ret = cal_nic(&pr, o.quick);
+		cli_progress_set(&progress, 4);
 		if (!ret)
 			ret = cal_wire(&pr, reps);
 	}
+	cli_progress_set(&progress, 5);
 	if (!ret && o.packet)
 		ret = cal_packet(&pr, o.lab, o.tag, o.platform, execs);
+	cli_progress_end(&progress);
 	if (ret) {
 		fprintf(stderr, "splitnic calibrate: %s\n", strerror(-ret));
 		return 1;
