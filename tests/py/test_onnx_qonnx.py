@@ -277,8 +277,22 @@ def interchange(tmp, path, x, got):
     check(ic.shape == got.shape and np.array_equal(ic, got),
           "the interchange pair gives the import's scores bit for bit")
     p = splitnic("import", os.path.join(tmp, "sign0.onnx"), "--interchange", d + "2")
-    check(p.returncode == 1 and "interchange format cannot express" in p.stderr,
-          "--interchange refuses a three-valued Sign: " + p.stderr.strip())
+    check(p.returncode == 1 and "node 'the_sign' (Sign)" in p.stderr
+          and "can be exactly 0" in p.stderr,
+          "--interchange refuses a three-valued Sign, naming it and why: " + p.stderr.strip())
+    # a Sign proven never to see 0 is the interchange's 1-bit sign: written, same scores
+    p = splitnic("import", os.path.join(tmp, "sign1.onnx"), "--interchange", d + "3")
+    check(p.returncode == 0, "--interchange writes a Sign proven 1-bit as a sign " + p.stderr)
+    snm = os.path.join(tmp, "ic3.snm")
+    p = splitnic("convert", os.path.join(d + "3", "arch.json"), os.path.join(d + "3", "weights.npz"),
+                 "-o", snm)
+    r = splitnic("run", snm, "--npy", os.path.join(tmp, "sign1.npy"), "--scores",
+                 os.path.join(tmp, "ic3.csv"))
+    r1 = splitnic("run", os.path.join(tmp, "sign1.snm"), "--npy", os.path.join(tmp, "sign1.npy"),
+                  "--scores", os.path.join(tmp, "sign1.csv"))
+    same = (p.returncode == 0 and r.returncode == 0 and r1.returncode == 0 and
+            open(os.path.join(tmp, "ic3.csv")).read() == open(os.path.join(tmp, "sign1.csv")).read())
+    check(same, "  its interchange pair gives the import's scores bit for bit")
 
 
 def refusals(tmp):
@@ -312,7 +326,9 @@ def refusals(tmp):
     refused("opset8", g.model((8,), t, opset=8), ["opset 8"])
     g = G()
     t = g.node("Softmax", ["x"], name="sm")
-    refused("softmax", g.model((8,), t), ["node 'sm' (Softmax)", "not supported"])
+    t = g.node("MatMul", [t, g.const(np.ones((8, 3), np.float32))], name="after")
+    refused("softmax", g.model((8,), t), ["node 'sm' (Softmax)", "only at the end",
+                                          "node 'after' (MatMul)"])
     good = open(os.path.join(tmp, "qmlp.onnx"), "rb").read()
     refused("truncated", good[:len(good) // 2], ["not a valid ONNX protobuf"])
     refused("garbage", bytes(rng.integers(0, 256, 4096, dtype=np.uint8)),
