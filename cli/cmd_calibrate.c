@@ -710,7 +710,8 @@ int cmd_calibrate(int argc, char **argv)
 		return 0;
 	}
 	if (!o.packet && (o.in || o.lab || o.tag))
-		return conf_usage_error(&cmd_calibrate_spec);
+		return cli_usage_error(&cmd_calibrate_spec,
+				       "--profile, --lab and --tag go with --packet");
 	snprintf(execs, sizeof(execs), "%ld", o.executors);
 	if (o.out && conf_output_ok("calibrate", "-o", o.out))
 		return 1;

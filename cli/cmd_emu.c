@@ -196,8 +196,10 @@ int cmd_emu(int argc, char **argv)
 		print_params(&o.p);
 		return 0;
 	}
-	if (arg == argc || !dataset_opts_valid(&o.ds))
-		return conf_usage_error(&cmd_emu_spec);
+	if (arg == argc)
+		return cli_usage_error(&cmd_emu_spec, "no MODEL");
+	if (!dataset_opts_valid(&o.ds))
+		return cli_usage_error(&cmd_emu_spec, "give one of --images IDX and --npy FILE");
 	m = model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic emu: %s\n", err);

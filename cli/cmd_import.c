@@ -158,7 +158,8 @@ int cmd_import(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (!o.out && !o.dir)
-		return conf_usage_error(&cmd_import_spec);
+		return cli_usage_error(&cmd_import_spec,
+				       "give -o MODEL.snm, --interchange DIR or both");
 	if (o.out && conf_output_ok("import", "-o", o.out))
 		return 1;
 	cli_progress_start(&progress, "splitnic import", "steps", 4, o.quiet);

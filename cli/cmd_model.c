@@ -35,7 +35,7 @@ int cmd_convert(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (!o.out)
-		return conf_usage_error(&cmd_convert_spec);
+		return cli_usage_error(&cmd_convert_spec, "no -o MODEL");
 	if (conf_output_ok("convert", "-o", o.out))
 		return 1;
 	if (model_convert(argv[arg], argv[arg + 1], o.out, err, sizeof(err))) {

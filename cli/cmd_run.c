@@ -197,7 +197,7 @@ int cmd_run(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (!dataset_opts_valid(&o.ds))
-		return conf_usage_error(&cmd_run_spec);
+		return cli_usage_error(&cmd_run_spec, "give one of --images IDX and --npy FILE");
 	gpu = !strcmp(o.exec, "gpu");
 	if (o.plan && gpu) {
 		fprintf(stderr,

@@ -60,6 +60,10 @@ enum cli_exit {
 	CLI_EXIT_PARTIAL = 3, /* done in part: some requests got no answer (client) */
 };
 
+/* "PROG: WHAT IS WRONG" and the command's usage on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const struct conf_cmd *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The version, the kernel tables compiled in and usable here, CUDA, DPDK, libbpf. */
 void cli_version(FILE *f);
 
