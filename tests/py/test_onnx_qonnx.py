@@ -293,6 +293,23 @@ def interchange(tmp, path, x, got):
     same = (p.returncode == 0 and r.returncode == 0 and r1.returncode == 0 and
             open(os.path.join(tmp, "ic3.csv")).read() == open(os.path.join(tmp, "sign1.csv")).read())
     check(same, "  its interchange pair gives the import's scores bit for bit")
+    # padding the interchange format has no form for: refused naming the node and the pads
+    for name, op, want in (("ceil", "MaxPool", "node 'pool1' (MaxPool): max-pool padding (top 0, "
+                            "left 0, bottom 1, right 1"),
+                           ("asym", "Conv", "node 'conv1' (Conv): asymmetric padding (top 0, "
+                            "left 0, bottom 1, right 1)")):
+        g = G()
+        if op == "MaxPool":
+            t = g.node("MaxPool", ["x"], name="pool1", kernel_shape=[2, 2], strides=[2, 2],
+                       ceil_mode=1)
+        else:
+            t = g.node("Conv", ["x", g.const(np.ones((2, 1, 3, 3), np.float32))], name="conv1",
+                       pads=[0, 0, 1, 1])
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(g.model((1, 5, 5), g.node("Flatten", [t], axis=1)), path)
+        p = splitnic("import", path, "--interchange", os.path.join(tmp, name))
+        check(p.returncode == 1 and want in p.stderr and "import it with -o" in p.stderr,
+              f"--interchange refuses {op} padding: " + p.stderr.strip())
 
 
 def refusals(tmp):
