@@ -145,6 +145,10 @@ $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(call isa_flags,$<) $(DEPFLAGS) -c $< -o $@
 
+# splitnic --version names the DPDK the servers are built with
+SN_DPDK_VERSION := $(shell $(PKG_CONFIG) --modversion libdpdk 2>/dev/null)
+$(B)/cli/version.o: MOD_CFLAGS += $(if $(SN_DPDK_VERSION),-DSN_DPDK_VERSION='"$(SN_DPDK_VERSION)"')
+
 $(SPLITNIC): $(B)/cli/splitnic.o $(PROJECT_LIBS)
 	$(call say,LD,$@)
 	$(Q)$(CC) -o $@ $< $(PROJECT_LIBS) $(EXT_LIBS)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "cli/progress.h"
 #include "conf/args.h"
 #include "exec/kexec.h"
 #include "kernels/cuda/kcuda.h"
@@ -348,7 +349,7 @@ struct cal_opts {
 	const char *out, *in, *platform, *lab, *tag, *host_opt, *compare;
 	long executors, rounds, attempts;
 	double duration, max_spread;
-	bool quick, keys, packet;
+	bool quick, keys, packet, quiet;
 };
 
 #define CAL_OPT(f) offsetof(struct cal_opts, f)
@@ -377,6 +378,7 @@ static const struct conf_opt cal_opts[] = {
 		      "rounds (--compare: two profiles) agreeing within F: quiet"),
     CONF_STR_ROW("lab", "SCRIPT", CAL_OPT(lab), NULL, "--packet: the lab (lab/sweep_lab.sh)"),
     CONF_STR_ROW("tag", "T", CAL_OPT(tag), NULL, "--packet: the lab's namespaces' tag"),
+    CONF_FLAG_ROW("quiet", CAL_OPT(quiet), "no progress line (drawn only on a terminal)"),
     CONF_STR_ROW("compare", "A", CAL_OPT(compare), NULL,
 		 "compare profile A with --profile B (the figures the planner rests on)"),
 };
@@ -420,6 +422,7 @@ int cmd_calibrate(int argc, char **argv)
 {
 	struct cal_opts o = {0};
 	struct split_profile pr;
+	struct cli_progress progress;
 	long cache;
 	int reps, ret;
 
@@ -438,12 +441,14 @@ int cmd_calibrate(int argc, char **argv)
 	if (o.compare)
 		return cal_compare(&o);
 	if (!o.packet && (o.in || o.lab || o.tag))
-		return conf_usage_error(&cmd_calibrate_spec);
+		return cli_usage_error(&cmd_calibrate_spec,
+				       "--profile, --lab and --tag go with --packet");
 	if (o.out && conf_output_ok("calibrate", "-o", o.out))
 		return 1;
 	split_profile_default(&pr);
 	pr.v[SPLIT_P_NIC_EXECS] = (double)o.executors;
 	ret = 0;
+	cli_progress_start(&progress, "splitnic calibrate", "steps", o.packet ? 6 : 5, o.quiet);
 	if (o.in) {
 		if (split_tools_load_profile("calibrate", o.in, &pr))
 			return 1;
@@ -453,15 +458,20 @@ int cmd_calibrate(int argc, char **argv)
 		if (cache > 0)
 			pr.v[SPLIT_P_CPU_CACHE] = (double)cache;
 		ret = cal_cpu_float(&pr, o.quick, reps);
+		cli_progress_set(&progress, 1);
 		if (!ret)
 			ret = cal_cpu_binary(&pr, reps);
+		cli_progress_set(&progress, 2);
 		if (!ret)
 			cal_gpu(&pr, reps);
+		cli_progress_set(&progress, 3);
 		if (!ret)
 			ret = cal_nic(&pr, o.quick);
+		cli_progress_set(&progress, 4);
 		if (!ret)
 			ret = cal_wire(&pr, reps);
 	}
+	cli_progress_set(&progress, 5);
 	if (!ret && o.packet) {
 		const struct cal_pk_opts po = {.lab = o.lab,
 					       .tag = o.tag,
@@ -475,6 +485,7 @@ int cmd_calibrate(int argc, char **argv)
 
 		ret = cal_packet_run(&pr, &po);
 	}
+	cli_progress_end(&progress);
 	if (ret) {
 		fprintf(stderr, "splitnic calibrate: %s\n", strerror(-ret));
 		return 1;

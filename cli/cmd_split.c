@@ -252,7 +252,7 @@ int cmd_analyze(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (o.csv && o.json)
-		return conf_usage_error(&cmd_analyze_spec);
+		return cli_usage_error(&cmd_analyze_spec, "--csv and --json exclude each other");
 	if (o.plot && conf_output_ok("analyze", "--plot", o.plot))
 		return 1;
 	if (split_tools_is_json(argv[arg])) {

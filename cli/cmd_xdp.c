@@ -382,7 +382,9 @@ int cmd_xdp(int argc, char **argv)
 		if (arg < 0)
 			return 2;
 		if (argc - 1 - arg != verbs[k].args)
-			return conf_usage_error(&cmd_xdp_spec);
+			return cli_usage_error(&cmd_xdp_spec, "%s takes %d argument%s, got %d",
+					       verbs[k].name, verbs[k].args,
+					       verbs[k].args == 1 ? "" : "s", argc - 1 - arg);
 		o.mode = strcmp(o.mode_name, "generic") ? XDP_INFER_NATIVE : XDP_INFER_GENERIC;
 		return verbs[k].fn(&o, argv + 1 + arg);
 	}
