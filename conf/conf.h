@@ -85,6 +85,7 @@ enum conf_host_key {
 	CONF_HOST_STATS_FILE,
 	CONF_HOST_NIC,
 	CONF_HOST_NAME,
+	CONF_HOST_PRECISION,
 	CONF_HOST_NUMBER, /* a whole number of the host's table of ranges, by the row's name */
 };
 

@@ -90,6 +90,8 @@ static const struct conf_opt host_rows[] = {
 		  "--nic inproc: executors in a chain"),
     CONF_CALL_ROW("name", "NAME", CONF_HOST_NAME, NULL,
 		  "its identity in HEALTH reports (default splitnic-host@IP)"),
+    CONF_CALL_ROW("precision", "certified|exact|float32", CONF_HOST_PRECISION, "certified",
+		  "float layers: float32 + float64 rechecks, float64, plain float32"),
 };
 
 static const struct conf_cmd host_cmd = {

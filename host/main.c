@@ -89,6 +89,7 @@
 
 #include "conf/conf.h"
 #include "host/host_dpdk.h"
+#include "kernels/kern.h"
 #include "kernels/kern_ops.h"
 #include "split/split.h"
 
@@ -209,6 +210,14 @@ static int host_opt(void *p, const struct conf_opt *opt, const char *arg)
 		return 0;
 	case CONF_HOST_NAME:
 		return conf_text("host", opt, arg, PROTO_HEALTH_IDENT_LEN, &o->name);
+	case CONF_HOST_PRECISION:
+		if (kern_precision_from_name(arg) < 0) {
+			fprintf(stderr,
+				"host: --precision: certified, exact or float32, got '%s'\n", arg);
+			return -1;
+		}
+		kern_precision_set_default((enum kern_precision)kern_precision_from_name(arg));
+		return 0;
 	case CONF_HOST_NIC:
 		if (strcmp(arg, "port") && strcmp(arg, "inproc")) {
 			fprintf(stderr, "host: --nic: port or inproc, got '%s'\n", arg);

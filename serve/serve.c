@@ -518,7 +518,7 @@ static void serve_report(const struct serve *sv, FILE *f, bool json)
 struct serve_opts {
 	const char *models[SERVE_MAX_MODELS];
 	uint32_t n_models;
-	const char *bind, *port, *stats, *ready, *name;
+	const char *bind, *port, *stats, *ready, *name, *precision;
 	struct proto_cidr allow[SERVE_MAX_ALLOW];
 	uint32_t n_allow;
 	long payload, err_rate, err_burst;
@@ -574,6 +574,8 @@ static const struct conf_opt serve_opts[] = {
 		  "ERRORs per second per source"),
     CONF_LONG_ROW("error-burst", "N", SERVE_OPT(err_burst), 1, 1000000, "100",
 		  "ERRORs a source may get at once"),
+    CONF_CHOICE_ROW("precision", "certified|exact|float32", SERVE_OPT(precision), "certified",
+		    "float layers: float32 + float64 rechecks, float64, plain float32"),
 };
 
 const struct conf_cmd cmd_serve_spec = {
@@ -602,6 +604,7 @@ int cmd_serve(int argc, char **argv)
 
 	if (conf_parse(&cmd_serve_spec, argc, argv, &o) < 0)
 		return 2;
+	kern_precision_set_default(kern_precision_from_name(o.precision));
 	if (!o.n_models) {
 		fprintf(stderr, "serve: no --model\n");
 		return conf_usage_error(&cmd_serve_spec);
