@@ -8,8 +8,9 @@
  * and e64 >= max |D - S| over the activation's elements, so |F - D| <= e32 + e64. x is the
  * largest |F| of the op's input, X = x + e32 + e64 >= max |S|, max |D|.
  *  - CONV, DENSE: each output is sum_i w_i x_i + b, summed in the fixed order of struct
- *    kern_dot: every product passes through at most d roundings (d32 for the float32 layout,
- *    d64 for the float64 one), so |fl(sum) - sum| <= g(d) sum |terms| (Higham 3.1). With
+ *    kern_dot (or, for a conv on the table's sconv, in any order: d32 = taps + 2): every
+ *    product passes through at most d roundings (d32 for the float32 sum, d64 for the float64
+ *    one), so |fl(sum) - sum| <= g(d) sum |terms| (Higham 3.1). With
  *    W1 = max_o sum_i |w_o,i|, B = max |b|, and |fl32(w) - w| <= u |w|:
  *      e32' = W1 e32 + ((1 + u) g(d32, u) + u) (W1 x + B) + (taps + 64) 2^-149 (1 + x)
  *      e64' = W1 e64 + g(d64, v) (W1 X + B) + 2^-1000
@@ -33,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/bin_impl.h"
+#include "kernels/felem.h"
 #include "kernels/frun.h"
 
 #define U32	0x1p-24
@@ -108,17 +111,25 @@ static float *falloc(size_t n)
 	return aligned_alloc(64, ((n ? n : 1) * sizeof(float) + 63) & ~(size_t)63);
 }
 
-/* CONV weights to [o][ky][kx][c], the order of a window in the padded pixel-major image. */
-static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc)
+/*
+ * CONV weights: for a table with a vectorised sconv (an implicit GEMM over the padded image, 8
+ * pixels x 32 filters a block), [taps][o] with taps in (c, ky, kx) order, the image padded
+ * channel-major; else [o][ky][kx][c] for dot_f32 over window rows of the padded pixel-major
+ * image (k segments of k c elements).
+ */
+static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc, size_t *tmp,
+		     bool sconv)
 {
 	const uint32_t C = l->in.c, K = l->kernel, O = l->out.c, wp = l->in.w + 2 * l->pad;
 	const uint32_t taps = C * K * K;
+	const size_t padded = (size_t)(l->in.h + 2 * l->pad) * wp * C;
 	const double *w = weights(l);
 
 	o->w = falloc((size_t)O * taps);
 	o->boff = malloc(sizeof(*o->boff) * l->out.h * l->out.w + 1);
-	if (!o->w || !o->boff)
+	if (!o->w || !o->boff || padded >= UINT32_MAX)
 		return -ENOMEM;
+	o->sconv = sconv;
 	for (uint32_t i = 0; i < O; i++) {
 		double s = 0.0;
 
@@ -126,7 +137,10 @@ static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc
 			for (uint32_t t = 0; t < K * K; t++) {
 				double v = w[((size_t)i * C + c) * K * K + t];
 
-				o->w[(size_t)i * taps + t * C + c] = (float)v;
+				if (sconv)
+					o->w[((size_t)c * K * K + t) * O + i] = (float)v;
+				else
+					o->w[(size_t)i * taps + t * C + c] = (float)v;
 				s += fabs(v);
 			}
 		o->w1 = s > o->w1 ? s : o->w1;
@@ -134,12 +148,12 @@ static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc
 	for (uint32_t y = 0; y < l->out.h; y++)
 		for (uint32_t x = 0; x < l->out.w; x++)
 			o->boff[y * l->out.w + x] = ((y * l->stride) * wp + x * l->stride) * C;
-	o->d32 = K * ceil_div(K * C, 16) + 6;
+	o->d32 = sconv ? taps + 2 : K * ceil_div(K * C, 16) + 6;
 	o->d64 = ceil_div(taps, 8) + 5;
-	if ((size_t)(l->in.h + 2 * l->pad) * wp * C > *hwc)
-		*hwc = (size_t)(l->in.h + 2 * l->pad) * wp * C;
-	/* the padded image's size must fit the offsets */
-	return (size_t)(l->in.h + 2 * l->pad) * wp * C < UINT32_MAX ? 0 : -ENOMEM;
+	*hwc = padded > *hwc ? padded : *hwc;
+	if (sconv && (size_t)O * l->out.h * l->out.w > *tmp)
+		*tmp = (size_t)O * l->out.h * l->out.w;
+	return 0;
 }
 
 static int prep_dense(const struct model_layer *l, struct frun_op *o)
@@ -199,11 +213,11 @@ static int prep_bn(const struct model_layer *l, struct frun_op *o)
 	return 0;
 }
 
-static int prep_op(const struct model_layer *l, struct frun_op *o, size_t *hwc)
+static int prep_op(const struct model_layer *l, struct frun_op *o, size_t *hwc, size_t *tmp)
 {
 	switch (l->op) {
 	case MODEL_OP_CONV:
-		if (prep_conv(l, o, hwc))
+		if (prep_conv(l, o, hwc, tmp, kern_ops_get()->sconv != kern_ref_sconv))
 			return -ENOMEM;
 		return (l->flags & MODEL_LF_BIAS)
 			   ? prep_bias(l, l->blob[1], l->out.c, &o->b, &o->bmax)
@@ -236,6 +250,7 @@ int kern_frun_prepare(const struct model *m, uint32_t max_batch, struct kern_fru
 	r->m = m;
 	r->max_batch = max_batch;
 	r->start = n;
+	r->fe = kern_felem_for(kern_ops_get()->name);
 	if (L[n - 1].out.fmt != MODEL_FMT_F64)
 		return 0;
 	while (s > 0 && op_fits(&L[s - 1]))
@@ -246,7 +261,7 @@ int kern_frun_prepare(const struct model *m, uint32_t max_batch, struct kern_fru
 	if (!r->op)
 		return -ENOMEM;
 	for (uint32_t i = s; i < n; i++) {
-		if (prep_op(&L[i], &r->op[i], &r->hwc))
+		if (prep_op(&L[i], &r->op[i], &r->hwc, &r->tmp))
 			goto err_free;
 		if (model_shape_elems(&L[i].in) > r->elems)
 			r->elems = model_shape_elems(&L[i].in);
@@ -256,10 +271,11 @@ int kern_frun_prepare(const struct model *m, uint32_t max_batch, struct kern_fru
 	r->buf[0] = falloc(r->elems * max_batch);
 	r->buf[1] = falloc(r->elems * max_batch);
 	r->pix = falloc(r->hwc);
+	r->py = falloc(r->tmp);
 	r->e32 = calloc(max_batch, sizeof(double));
 	r->e64 = calloc(max_batch, sizeof(double));
 	r->xmax = calloc(max_batch, sizeof(double));
-	if (!r->buf[0] || !r->buf[1] || !r->pix || !r->e32 || !r->e64 || !r->xmax)
+	if (!r->buf[0] || !r->buf[1] || !r->pix || !r->py || !r->e32 || !r->e64 || !r->xmax)
 		goto err_free;
 	r->start = s;
 	return 0;
@@ -282,6 +298,7 @@ void kern_frun_free(struct kern_frun *r)
 	free(r->buf[0]);
 	free(r->buf[1]);
 	free(r->pix);
+	free(r->py);
 	free(r->e32);
 	free(r->e64);
 	free(r->xmax);
@@ -299,21 +316,6 @@ bool kern_frun_covers(const struct kern_frun *r, uint32_t first, uint32_t last)
 	return false;
 }
 
-/* Largest |x|; NaN if any element is NaN. */
-static double absmax(const float *x, size_t n)
-{
-	float m = 0.0f;
-	int nan = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		float a = fabsf(x[i]);
-
-		m = a > m ? a : m;
-		nan |= a != a;
-	}
-	return nan ? NAN : m;
-}
-
 static void to_float(struct kern_frun *r, const void *x, uint32_t fmt, size_t n, uint32_t batch,
 		     float *y)
 {
@@ -327,7 +329,7 @@ static void to_float(struct kern_frun *r, const void *x, uint32_t fmt, size_t n,
 	}
 	if (fmt == MODEL_FMT_F64)
 		for (uint32_t b = 0; b < batch; b++)
-			r->e32[b] = U32 * absmax(y + b * n, n) + 0x1p-149;
+			r->e32[b] = U32 * r->fe->absmax(y + b * n, n) + 0x1p-149;
 }
 
 /* The bounds after a sum of products (CONV, DENSE) of image b, from its input's largest |F|. */
@@ -365,6 +367,21 @@ static void run_conv(struct kern_frun *r, const struct kern_bin_ops *ops,
 			     .bias = o->b};
 
 	memset(r->pix, 0, r->hwc * sizeof(float));
+	if (o->sconv) {
+		struct kern_conv_geom g = {C, H, W, l->out.c, l->out.h, l->out.w, K, l->stride, P};
+		const size_t hp = H + 2 * P;
+
+		for (uint32_t b = 0; b < batch; b++, x += in, y += out) {
+			for (uint32_t c = 0; c < C; c++)
+				for (uint32_t i = 0; i < H; i++)
+					memcpy(r->pix + ((size_t)c * hp + i + P) * wp + P,
+					       x + ((size_t)c * H + i) * W, W * sizeof(float));
+			ops->sconv(r->pix, &g, o->w, r->py);
+			r->fe->transpose(r->py, ohw, l->out.c, o->b, y);
+			bound_dot(r, o, b, r->fe->absmax(x, in), C * K * K);
+		}
+		return;
+	}
 	for (uint32_t b = 0; b < batch; b++, x += in, y += out) {
 		for (uint32_t c = 0; c < C; c++)
 			for (uint32_t i = 0; i < H; i++)
@@ -373,7 +390,7 @@ static void run_conv(struct kern_frun *r, const struct kern_bin_ops *ops,
 					    x[((size_t)c * H + i) * W + j];
 		d.c = y;
 		ops->dot_f32(&d);
-		bound_dot(r, o, b, absmax(x, in), C * K * K);
+		bound_dot(r, o, b, r->fe->absmax(x, in), C * K * K);
 	}
 }
 
@@ -397,7 +414,7 @@ static void run_dense(struct kern_frun *r, const struct kern_bin_ops *ops,
 
 	ops->dot_f32(&d);
 	for (uint32_t b = 0; b < batch; b++)
-		bound_dot(r, o, b, absmax(x + (size_t)b * n, n), n);
+		bound_dot(r, o, b, r->fe->absmax(x + (size_t)b * n, n), n);
 }
 
 static void run_affine(struct kern_frun *r, const struct model_layer *l, const struct frun_op *o,
@@ -407,15 +424,12 @@ static void run_affine(struct kern_frun *r, const struct model_layer *l, const s
 	const bool bn = l->op == MODEL_OP_BATCHNORM;
 
 	for (uint32_t b = 0; b < batch; b++) {
-		const double xm = absmax(x, (size_t)C * hw), X = xm + r->e32[b] + r->e64[b];
+		const double xm = r->fe->absmax(x, (size_t)C * hw), X = xm + r->e32[b] + r->e64[b];
 		const double s = bn ? o->smax : 1.0;
 
-		for (uint32_t c = 0; c < C; c++) {
-			const float sc = bn ? o->s[c] : 1.0f, t = o->t[c];
-
-			for (uint32_t p = 0; p < hw; p++)
-				*y++ = *x++ * sc + t;
-		}
+		r->fe->affine(x, C, hw, bn ? o->s : NULL, o->t, y);
+		x += (size_t)C * hw;
+		y += (size_t)C * hw;
 		r->e32[b] = s * xm + o->c0max <= FR_BIG
 				? s * r->e32[b] + 3.1 * U32 * (s * xm + o->c0max) + 0x1p-148
 				: INFINITY;
@@ -430,7 +444,7 @@ static void run_lrn(struct kern_frun *r, const struct model_layer *l, const stru
 	const double rel = ((l->lrn_beta + 1.0) * (l->lrn_size + 8.0) + 8.0) * U64;
 
 	for (uint32_t b = 0; b < batch; b++, x += (size_t)C * hw, y += (size_t)C * hw) {
-		const double X = absmax(x, (size_t)C * hw) + r->e32[b] + r->e64[b];
+		const double X = r->fe->absmax(x, (size_t)C * hw) + r->e32[b] + r->e64[b];
 		const double L = o->lrn_l * (1.0 + o->lrn_xr * X * X), ymax = o->lrn_l * X;
 
 		for (uint32_t ch = 0; ch < C; ch++) {
@@ -453,27 +467,6 @@ static void run_lrn(struct kern_frun *r, const struct model_layer *l, const stru
 				: INFINITY;
 		r->e64[b] = L * r->e64[b] + 2.0 * rel * ymax + 0x1p-1000;
 	}
-}
-
-static void run_pool(const struct model_layer *l, const float *x, uint32_t batch, float *y)
-{
-	const uint32_t h = l->in.h, w = l->in.w, k = l->kernel, st = l->stride;
-	const uint32_t oh = l->out.h, ow = l->out.w;
-
-	for (uint32_t i = 0; i < batch * l->in.c; i++, x += (size_t)h * w)
-		for (uint32_t oy = 0; oy < oh; oy++)
-			for (uint32_t ox = 0; ox < ow; ox++) {
-				float m = -INFINITY;
-
-				for (uint32_t ky = 0; ky < k; ky++)
-					for (uint32_t kx = 0; kx < k; kx++) {
-						float v =
-						    x[(size_t)(oy * st + ky) * w + ox * st + kx];
-
-						m = v > m ? v : m;
-					}
-				*y++ = m;
-			}
 }
 
 static void run_pad(const struct model_layer *l, const float *x, uint32_t batch, float *y)
@@ -512,11 +505,11 @@ static void run_op(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t
 		run_affine(r, l, o, x, batch, y);
 		break;
 	case MODEL_OP_RELU:
-		for (size_t k = 0; k < n; k++)
-			y[k] = x[k] > 0.0f ? x[k] : 0.0f;
+		r->fe->relu(x, n, y);
 		break;
 	case MODEL_OP_MAXPOOL:
-		run_pool(l, x, batch, y);
+		r->fe->maxpool(x, (size_t)batch * l->in.c, l->in.h, l->in.w, l->kernel, l->stride,
+			       y);
 		break;
 	case MODEL_OP_PAD:
 		run_pad(l, x, batch, y);

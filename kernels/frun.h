@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/felem.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
 
@@ -35,17 +36,21 @@ struct frun_op {
 	double smax, c0max;   /* BATCHNORM: max |s|; max |mean s| + |beta| (BIAS: max |b|) */
 	uint32_t d32, d64;    /* CONV, DENSE: roundings deep of the float32 / float64 sums */
 	double lrn_l, lrn_xr; /* LRN: Lipschitz bound k^-beta and its growth in |x|^2 */
+	bool sconv;	      /* CONV: on the table's sconv (weights [taps][o]), else dot_f32 */
 };
 
 struct kern_frun {
 	const struct model *m;
-	uint32_t start; /* first op of the run; m->n_layers when there is none */
+	const struct kern_felem *fe; /* element-wise kernels of the same instruction set */
+	uint32_t start;		     /* first op of the run; m->n_layers when there is none */
 	uint32_t max_batch;
 	struct frun_op *op;	  /* [n_layers], used from start */
 	size_t elems;		  /* largest activation of one image in the run */
-	size_t hwc;		  /* largest padded pixel-major conv input of one image */
+	size_t hwc;		  /* largest padded conv input of one image */
+	size_t tmp;		  /* largest pixel-major conv output of one image (sconv) */
 	float *buf[2];		  /* [max_batch][elems] */
 	float *pix;		  /* [hwc] */
+	float *py;		  /* [tmp] */
 	double *e32, *e64, *xmax; /* [max_batch] */
 	uint64_t rechecked;	  /* images run again in float64 */
 	uint64_t images;	  /* images the run took */
