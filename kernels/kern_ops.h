@@ -175,7 +175,7 @@ void kern_flatten_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h
 		       uint64_t *y);
 
 /*
- * Float kernels in double, the exact precision (docs/precision.md).
+ * Float kernels in double, the exact precision (docs/float.md).
  * conv: each pixel's window as a row (col scratch of kern_conv_scratch(g) doubles), then dot_f64
  * with each filter, + b. w [o][c][k][k] (window order (c, ky, kx)), b may be NULL.
  * dense: y[b] = W x[b] + bias by dot_f64. w [out][n], b may be NULL.
