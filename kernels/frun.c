@@ -270,12 +270,19 @@ int kern_frun_prepare(const struct model *m, uint32_t max_batch, struct kern_fru
 	}
 	r->buf[0] = falloc(r->elems * max_batch);
 	r->buf[1] = falloc(r->elems * max_batch);
+	for (uint32_t i = s; i < n; i++)
+		if (L[i].op == MODEL_OP_DENSE && model_shape_elems(&L[i].in) > r->bat_elems)
+			r->bat_elems = model_shape_elems(&L[i].in);
+	r->chunk = (uint32_t)(FRUN_CHUNK_BYTES / (r->elems * sizeof(float)));
+	r->chunk = r->chunk < 1 ? 1 : r->chunk;
+	r->bat = falloc(r->bat_elems * max_batch);
 	r->pix = falloc(r->hwc);
 	r->py = falloc(r->tmp);
 	r->e32 = calloc(max_batch, sizeof(double));
 	r->e64 = calloc(max_batch, sizeof(double));
 	r->xmax = calloc(max_batch, sizeof(double));
-	if (!r->buf[0] || !r->buf[1] || !r->pix || !r->py || !r->e32 || !r->e64 || !r->xmax)
+	if (!r->buf[0] || !r->buf[1] || !r->bat || !r->pix || !r->py || !r->e32 || !r->e64 ||
+	    !r->xmax)
 		goto err_free;
 	r->start = s;
 	return 0;
@@ -299,6 +306,7 @@ void kern_frun_free(struct kern_frun *r)
 	free(r->buf[1]);
 	free(r->pix);
 	free(r->py);
+	free(r->bat);
 	free(r->e32);
 	free(r->e64);
 	free(r->xmax);
@@ -539,15 +547,15 @@ static bool certified(const double *s, uint32_t nc, double e)
 	return true;
 }
 
-uint32_t kern_frun_run(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t first,
-		       const void *x, uint32_t batch, double *out, uint8_t *recheck, bool certify)
+/* Ops [from, to) on batch images from x (raw: op from's input format, else float32). */
+static const float *run_ops(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t from,
+			    uint32_t to, const void *x, bool raw, uint32_t batch)
 {
 	const struct model_layer *L = r->m->layers;
-	const uint32_t n = r->m->n_layers, nc = (uint32_t)model_shape_elems(&L[n - 1].out);
-	const float *cur = NULL;
-	uint32_t k = 0, bad = 0;
+	const float *cur = raw ? NULL : x;
+	uint32_t k = 0;
 
-	for (uint32_t i = first; i < n; i++) {
+	for (uint32_t i = from; i < to; i++) {
 		if (L[i].op == MODEL_OP_FLATTEN)
 			continue;
 		if (!cur) {
@@ -561,6 +569,50 @@ uint32_t kern_frun_run(struct kern_frun *r, const struct kern_bin_ops *ops, uint
 		cur = r->buf[k];
 		k ^= 1;
 	}
+	return cur;
+}
+
+/*
+ * The convs before the first dense op run FRUN_CHUNK images at a time (their activations stay
+ * in cache), then the rest over the whole batch (each dense layer's weights read once).
+ */
+static const float *run_all(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t first,
+			    const void *x, uint32_t batch)
+{
+	const struct model_layer *L = r->m->layers;
+	const uint32_t n = r->m->n_layers;
+	const size_t ib = model_shape_bytes(&L[first].in);
+	uint32_t split = first;
+	bool conv = false;
+	size_t es;
+
+	while (split < n && L[split].op != MODEL_OP_DENSE)
+		conv |= L[split++].op == MODEL_OP_CONV;
+	if (!conv || split == n || batch <= r->chunk)
+		return run_ops(r, ops, first, n, x, true, batch);
+	es = model_shape_elems(&L[split].in);
+	for (uint32_t b0 = 0; b0 < batch; b0 += r->chunk) {
+		uint32_t c = batch - b0 < r->chunk ? batch - b0 : r->chunk;
+		const float *y;
+
+		r->e32 += b0;
+		r->e64 += b0;
+		y = run_ops(r, ops, first, split, (const uint8_t *)x + b0 * ib, true, c);
+		r->e32 -= b0;
+		r->e64 -= b0;
+		memcpy(r->bat + b0 * es, y, c * es * sizeof(float));
+	}
+	return run_ops(r, ops, split, n, r->bat, false, batch);
+}
+
+uint32_t kern_frun_run(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t first,
+		       const void *x, uint32_t batch, double *out, uint8_t *recheck, bool certify)
+{
+	const struct model_layer *L = r->m->layers;
+	const uint32_t n = r->m->n_layers, nc = (uint32_t)model_shape_elems(&L[n - 1].out);
+	const float *cur = run_all(r, ops, first, x, batch);
+	uint32_t bad = 0;
+
 	if (!cur) { /* nothing but flattens and casts: not a run (kern_frun_covers) */
 		for (uint32_t b = 0; b < batch; b++)
 			recheck[b] = 1;

@@ -27,6 +27,8 @@
 #include "kernels/kern_ops.h"
 
 #define FRUN_TRIAL 64
+/* The convs ahead of the first dense op run in chunks of images whose activation is this big. */
+#define FRUN_CHUNK_BYTES (512u * 1024u)
 
 struct frun_op {
 	float *w, *b;	      /* CONV [o][ky][kx][c] / DENSE [o][n]; bias [o] (NULL if none) */
@@ -44,11 +46,14 @@ struct kern_frun {
 	const struct kern_felem *fe; /* element-wise kernels of the same instruction set */
 	uint32_t start;		     /* first op of the run; m->n_layers when there is none */
 	uint32_t max_batch;
-	struct frun_op *op;	  /* [n_layers], used from start */
-	size_t elems;		  /* largest activation of one image in the run */
-	size_t hwc;		  /* largest padded conv input of one image */
-	size_t tmp;		  /* largest pixel-major conv output of one image (sconv) */
-	float *buf[2];		  /* [max_batch][elems] */
+	struct frun_op *op; /* [n_layers], used from start */
+	size_t elems;	    /* largest activation of one image in the run */
+	size_t hwc;	    /* largest padded conv input of one image */
+	size_t tmp;	    /* largest pixel-major conv output of one image (sconv) */
+	float *buf[2];	    /* [max_batch][elems] */
+	float *bat; /* [max_batch][bat_elems]: the first dense op's input, chunks gathered */
+	size_t bat_elems;
+	uint32_t chunk;		  /* images per chunk of the convs */
 	float *pix;		  /* [hwc] */
 	float *py;		  /* [tmp] */
 	double *e32, *e64, *xmax; /* [max_batch] */

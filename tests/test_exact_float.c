@@ -2,9 +2,9 @@
 /*
  * Certified float32 (kernels/frun.c) against float64 on models the bundled ones do not cover:
  * odd widths, padded and unpadded convs, pools, LRN, batch-norm with negative and zero gammas,
- * a float input, and scores that tie exactly (the recheck path). Classes must equal the exact
- * precision's on every image, at batch 1 and 7; scores of certified images are float32 values
- * within 1e-4 max(1, |score|); the float32 precision never rechecks.
+ * a float input, a conv run in chunks of images, and scores that tie exactly (the recheck path).
+ * Classes must equal the exact precision's on every image, at batch 1 and 7; scores of certified
+ * images are float32 values within 1e-4 max(1, |score|); the float32 precision never rechecks.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -35,6 +35,13 @@ static const char *arch_mlp =
     "{\"name\":\"mlp\",\"input\":{\"shape\":[1,5,7],\"dtype\":\"u8\"},\"layers\":["
     "{\"type\":\"flatten\"},{\"type\":\"dense\",\"out\":19,\"bias\":true},{\"type\":\"relu\"},"
     "{\"type\":\"dense\",\"out\":10,\"bias\":true},{\"type\":\"batchnorm\"}]}";
+
+/* A conv wide enough that batches of 7 run in chunks of 2 (FRUN_CHUNK_BYTES) before the dense. */
+static const char *arch_wide =
+    "{\"name\":\"wide\",\"input\":{\"shape\":[3,64,64],\"dtype\":\"f32\"},\"layers\":["
+    "{\"type\":\"conv\",\"out\":16,\"kernel\":3,\"pad\":1},{\"type\":\"relu\"},"
+    "{\"type\":\"maxpool\",\"kernel\":4,\"stride\":4},{\"type\":\"flatten\"},"
+    "{\"type\":\"dense\",\"out\":10,\"bias\":true}]}";
 
 static const char *arch_tie =
     "{\"name\":\"tie\",\"input\":{\"shape\":[1,4,5],\"dtype\":\"u8\"},\"layers\":["
@@ -75,6 +82,17 @@ static struct model *model_mlp(void)
 	test_gen_dense(&g, 3, 10, 19);
 	test_gen_bn(&g, 4, 10, 2.0);
 	return test_model_build(arch_mlp, &g);
+}
+
+static struct model *model_wide(void)
+{
+	struct test_gen g = {0};
+
+	test_gen_conv(&g, 0, 16, 3, 3);
+	scale((double *)g.a[g.n - 1].v, 16 * 27, 0.2);
+	test_gen_dense(&g, 4, 10, 16 * 16 * 16);
+	scale((double *)g.a[g.n - 2].v, 10 * 4096, 0.05);
+	return test_model_build(arch_wide, &g);
 }
 
 /* Classes 3 and 7 have the same weights and bias and the largest scores: an exact tie. */
@@ -152,8 +170,8 @@ static void check(const struct model *m, const void *in, uint32_t batch, bool wa
 
 static void test_exact_float_unseen_models(void **state)
 {
-	struct model *odd, *mlp;
-	void *in_odd, *in_mlp;
+	struct model *odd, *mlp, *wide;
+	void *in_odd, *in_mlp, *in_wide;
 
 	(void)state;
 	test_rng_seed(0xf10a7);
@@ -161,6 +179,12 @@ static void test_exact_float_unseen_models(void **state)
 	mlp = model_mlp();
 	in_odd = test_random_inputs(odd, COUNT);
 	in_mlp = test_random_inputs(mlp, COUNT);
+	wide = model_wide();
+	in_wide = test_random_inputs(wide, COUNT);
+	check(wide, in_wide, 1, false);
+	check(wide, in_wide, 7, false);
+	free(in_wide);
+	model_free(wide);
 	check(odd, in_odd, 1, false);
 	check(odd, in_odd, 7, false);
 	check(mlp, in_mlp, 1, false);
