@@ -155,7 +155,7 @@ int splitnic_ctx_free(struct splitnic_ctx *ctx, struct splitnic_error *err);
  * the pointers are not NULL, scores[n][classes] (double; scores_len, in elements, must be at
  * least n * classes) and classes[n] (the arg-max of each input's scores, lowest index on
  * ties). Binary layers are exact in integers; real-valued layers as the context's precision
- * says (splitnic_ctx_set_precision): classes always equal the float64 classes.
+ * says (splitnic_ctx_set_precision): classes equal the float64 classes but at float32.
  * Errors: SPLITNIC_E_INVALID (NULL ctx or input, n out of range, scores_len too small),
  * SPLITNIC_E_BAD_INPUT (input_bytes does not match; the message gives both sizes),
  * SPLITNIC_E_BAD_HANDLE (ctx not live), SPLITNIC_E_IO (a worker thread could not start).
