@@ -113,6 +113,8 @@ $(LIBPROTO) $(LIBMODEL) $(LIBCONVERT) $(LIBKERN) $(LIBEXEC) $(LIBSPLIT) $(LIBSER
 	$(archive)
 
 MOD_CFLAGS := $(BLAS_CFLAGS) $(JSON_CFLAGS) $(ZIP_CFLAGS) $(ZLIB_CFLAGS)
+# the element-wise float32 kernels are plain C left to the vectoriser (kernels/felem.h)
+$(B)/kernels/felem_%.o $(B)/pic/kernels/felem_%.o: MOD_CFLAGS += -O3
 MODULE_EXT_LIBS :=
 
 include mk/*.mk

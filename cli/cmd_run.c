@@ -145,7 +145,7 @@ static int plan_pipe(struct kexec_pipe *p, const struct model *m, const struct s
 struct run_opts {
 	struct dataset_opts ds;
 	long batch, threads;
-	const char *scores, *classes, *exec, *plan;
+	const char *scores, *classes, *exec, *plan, *precision;
 	bool json, quiet;
 };
 
@@ -161,6 +161,8 @@ static const struct conf_opt run_opts[] = {
 		 "the predicted class of each input, one per line"),
     CONF_CHOICE_ROW("exec", "cpu|gpu", RUN_OPT(exec), "cpu",
 		    "the CPU kernels or the GPU (the CPU when no GPU is found)"),
+    CONF_CHOICE_ROW("precision", "certified|exact|float32", RUN_OPT(precision), "certified",
+		    "float layers: float32 + float64 rechecks, float64, plain float32"),
     CONF_STR_ROW("plan", "PLAN", RUN_OPT(plan), NULL,
 		 "run a plan's stages on their executors (splitnic plan -o)"),
     CONF_FLAG_ROW("json", RUN_OPT(json), "one JSON object instead of text"),
@@ -199,6 +201,7 @@ int cmd_run(int argc, char **argv)
 	if (!dataset_opts_valid(&o.ds))
 		return cli_usage_error(&cmd_run_spec, "give one of --images IDX and --npy FILE");
 	gpu = !strcmp(o.exec, "gpu");
+	kern_precision_set_default(kern_precision_from_name(o.precision));
 	if (o.plan && gpu) {
 		fprintf(stderr,
 			"splitnic run: --plan and --exec gpu: the plan names the executors\n");
@@ -287,7 +290,10 @@ int cmd_run(int argc, char **argv)
 			}
 			continue;
 		}
-		if (splitnic_ctx_create(sm, (uint32_t)o.batch, 1, &jobs[t].ctx, &se)) {
+		if (splitnic_ctx_create(sm, (uint32_t)o.batch, 1, &jobs[t].ctx, &se) ||
+		    splitnic_ctx_set_precision(
+			jobs[t].ctx, (enum splitnic_precision)kern_precision_from_name(o.precision),
+			&se)) {
 			fprintf(stderr, "splitnic run: %s\n", se.msg);
 			goto out_ctx;
 		}

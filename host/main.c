@@ -23,6 +23,7 @@
 
 #include "dpdk/server.h"
 #include "host/host_dpdk.h"
+#include "kernels/kern.h"
 #include "split/split.h"
 
 /* --- models -------------------------------------------------------------------------------- */
@@ -404,6 +405,8 @@ static int host_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 	struct host_app *a = srv;
 	int ret = host_opts_parse(&a->o, argc, argv);
 
+	if (!ret)
+		kern_precision_set_default(kern_precision_from_name(a->o.precision));
 	*run = (struct dpdk_run){.drain_ns = a->o.drain_ns,
 				 .drain_hold_ns = a->o.drain_hold_ns,
 				 .idle_sleep_us = a->o.idle_sleep_us,

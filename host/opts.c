@@ -54,6 +54,9 @@ static const struct conf_opt host_rows[] = {
 		 "--nic inproc: executors in a chain"),
     CONF_TEXT_ROW("name", "NAME", offsetof(struct host_opts, name), PROTO_HEALTH_IDENT_LEN, NULL,
 		  "its identity in HEALTH reports (default splitnic-host@IP)"),
+    CONF_CHOICE_ROW("precision", "certified|exact|float32", offsetof(struct host_opts, precision),
+		    "certified",
+		    "float layers: float32 + float64 rechecks, float64, plain float32"),
 };
 
 static const struct conf_cmd host_cmd = {

@@ -34,6 +34,7 @@ struct host_opts {
 	const char *stats_file;
 	const char *metrics_port, *metrics_addr; /* the metrics endpoint (dpdk/metrics.h) */
 	const char *name;			 /* --name: the HEALTH identity */
+	const char *precision;			 /* --precision: of the float layers */
 	bool inproc;				 /* --nic inproc */
 	uint32_t nic_executors;			 /* its executor chains */
 };

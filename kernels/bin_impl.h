@@ -28,7 +28,17 @@ void kern_ref_sconv(const float *xp, const struct kern_conv_geom *g, const float
 uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const struct kern_decide *d,
 			      uint64_t *bits, uint32_t *unsure);
 
+void kern_ref_dot_f32(const struct kern_dot *d);
+void kern_ref_dot_f64(const struct kern_dot *d);
+void kern_ref_dot_u8(const struct kern_dot *d);
+
 /* SIMD entry points shared between files of one instruction set. */
+void kern_avx512_dot_f32(const struct kern_dot *d);
+void kern_avx512_dot_f64(const struct kern_dot *d);
+void kern_avx512_dot_u8(const struct kern_dot *d);
+void kern_avx2_dot_f32(const struct kern_dot *d);
+void kern_avx2_dot_f64(const struct kern_dot *d);
+void kern_avx2_dot_u8(const struct kern_dot *d);
 void kern_avx512_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 		       const uint64_t *w, int32_t *y);
 void kern_avx512_bconv_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,

@@ -1,29 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The one file that calls OpenBLAS. Row-major throughout: C = A B, A m x k, B k x n. */
+/*
+ * The one file that calls OpenBLAS: float32 baselines for the benchmarks (the kernels' own float
+ * layers use the tables' dot products). Row-major: C = A B, A m x k, B k x n.
+ */
 #include <cblas.h>
 
-#include "kernels/blas.h"
 #include "kernels/kern_ops.h"
-
-void kern_blas_dgemm(const double *a, uint32_t m, uint32_t k, const double *b, uint32_t n,
-		     double *c)
-{
-	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k,
-		    1.0, a, (blasint)k, b, (blasint)n, 0.0, c, (blasint)n);
-}
-
-void kern_blas_dgemm_nt(const double *a, uint32_t m, uint32_t k, const double *b, uint32_t n,
-			double *c)
-{
-	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)n, (blasint)k,
-		    1.0, a, (blasint)k, b, (blasint)k, 0.0, c, (blasint)n);
-}
-
-void kern_blas_dgemv(const double *a, uint32_t m, uint32_t n, const double *x, double *y)
-{
-	cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)n, 1.0, a, (blasint)n, x, 1,
-		    0.0, y, 1);
-}
 
 void kern_blas_sgemv(const float *a, uint32_t m, uint32_t n, const float *x, float *y)
 {

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Float kernels in double: BLAS-backed convolution and dense, element-wise ops in plain C. */
+/* Float kernels in double: convolution and dense on the table's dot products, element-wise ops. */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
-#include "kernels/blas.h"
 #include "kernels/kern_ops.h"
 
 size_t kern_conv_scratch(const struct kern_conv_geom *g)
@@ -12,25 +11,22 @@ size_t kern_conv_scratch(const struct kern_conv_geom *g)
 	return (size_t)g->c * g->k * g->k * g->oh * g->ow;
 }
 
-/* col[(c, ky, kx)][oy * ow + ox]; taps in the padding are 0. */
-static void im2col(const double *x, const struct kern_conv_geom *g, double *col)
+/* col[oy * ow + ox][(c, ky, kx)]: each pixel's window as one row; taps in the padding are 0. */
+static void im2row(const double *x, const struct kern_conv_geom *g, double *col)
 {
-	size_t ohw = (size_t)g->oh * g->ow;
-
-	for (uint32_t c = 0; c < g->c; c++)
-		for (uint32_t ky = 0; ky < g->k; ky++)
-			for (uint32_t kx = 0; kx < g->k; kx++, col += ohw)
-				for (uint32_t oy = 0; oy < g->oh; oy++) {
+	for (uint32_t oy = 0; oy < g->oh; oy++)
+		for (uint32_t ox = 0; ox < g->ow; ox++)
+			for (uint32_t c = 0; c < g->c; c++)
+				for (uint32_t ky = 0; ky < g->k; ky++) {
 					int64_t iy = (int64_t)oy * g->stride + ky - g->pad;
 
-					for (uint32_t ox = 0; ox < g->ow; ox++) {
+					for (uint32_t kx = 0; kx < g->k; kx++) {
 						int64_t ix = (int64_t)ox * g->stride + kx - g->pad;
 						bool in =
 						    iy >= 0 && iy < g->h && ix >= 0 && ix < g->w;
 
-						col[oy * g->ow + ox] =
-						    in ? x[((size_t)c * g->h + iy) * g->w + ix]
-						       : 0.0;
+						*col++ = in ? x[((size_t)c * g->h + iy) * g->w + ix]
+							    : 0.0;
 					}
 				}
 }
@@ -38,25 +34,44 @@ static void im2col(const double *x, const struct kern_conv_geom *g, double *col)
 void kern_conv_f64(const double *x, uint32_t batch, const struct kern_conv_geom *g, const double *w,
 		   const double *b, double *col, double *y)
 {
-	size_t ohw = (size_t)g->oh * g->ow, in = (size_t)g->c * g->h * g->w;
+	const uint32_t taps = g->c * g->k * g->k, ohw = g->oh * g->ow;
+	const size_t in = (size_t)g->c * g->h * g->w;
+	struct kern_dot d = {.a = w,
+			     .lda = taps,
+			     .b = col,
+			     .ldb = taps,
+			     .m = g->o,
+			     .n = ohw,
+			     .nseg = 1,
+			     .seg = taps,
+			     .ldci = ohw,
+			     .ldcj = 1,
+			     .bias = b};
 
-	for (uint32_t i = 0; i < batch; i++, x += in, y += g->o * ohw) {
-		im2col(x, g, col);
-		kern_blas_dgemm(w, g->o, g->c * g->k * g->k, col, (uint32_t)ohw, y);
-		if (b)
-			kern_bias_f64(y, 1, g->o, (uint32_t)ohw, b);
+	for (uint32_t i = 0; i < batch; i++, x += in, y += (size_t)g->o * ohw) {
+		im2row(x, g, col);
+		d.c = y;
+		kern_ops_get()->dot_f64(&d);
 	}
 }
 
 void kern_dense_f64(const double *x, uint32_t batch, uint32_t n, const double *w, uint32_t out,
 		    const double *b, double *y)
 {
-	if (batch == 1)
-		kern_blas_dgemv(w, out, n, x, y);
-	else
-		kern_blas_dgemm_nt(x, batch, n, w, out, y);
-	if (b)
-		kern_bias_f64(y, batch, out, 1, b);
+	struct kern_dot d = {.a = w,
+			     .lda = n,
+			     .b = x,
+			     .ldb = n,
+			     .m = out,
+			     .n = batch,
+			     .nseg = 1,
+			     .seg = n,
+			     .c = y,
+			     .ldci = 1,
+			     .ldcj = out,
+			     .bias = b};
+
+	kern_ops_get()->dot_f64(&d);
 }
 
 void kern_bias_f64(double *x, uint32_t batch, uint32_t c, uint32_t hw, const double *b)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/fconv.h"
+#include "kernels/frun.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
 
@@ -20,7 +21,41 @@ struct kern_ctx {
 	void *scratch;	       /* bit-planes or im2col columns */
 	void *final;	       /* last op's output, turned into scores by kern_forward */
 	struct kern_fconv *fc; /* [n_layers]: a float32 run from op i where fc[i].last */
+	enum kern_precision prec;
+	struct kern_frun fr; /* the float layers ending the model, in float32 (certified) */
+	uint8_t *recheck;    /* [max_batch]: images the float32 run could not certify */
+	void *one[2];	     /* one image's float64 activations, for those images */
 };
+
+static enum kern_precision precision_default = KERN_PRECISION_CERTIFIED;
+
+void kern_precision_set_default(enum kern_precision p)
+{
+	precision_default = p;
+}
+
+enum kern_precision kern_precision_get_default(void)
+{
+	return precision_default;
+}
+
+int kern_precision_from_name(const char *name)
+{
+	if (name && !strcmp(name, "certified"))
+		return KERN_PRECISION_CERTIFIED;
+	if (name && !strcmp(name, "exact"))
+		return KERN_PRECISION_EXACT;
+	if (name && !strcmp(name, "float32"))
+		return KERN_PRECISION_FLOAT32;
+	return -EINVAL;
+}
+
+const char *kern_precision_name(enum kern_precision p)
+{
+	return p == KERN_PRECISION_EXACT     ? "exact"
+	       : p == KERN_PRECISION_FLOAT32 ? "float32"
+					     : "certified";
+}
 
 /*
  * A batch runs in passes of as many images as keep the largest activation a pass materializes
@@ -91,6 +126,12 @@ static size_t pass_bytes(const struct kern_ctx *ctx)
 
 struct kern_ctx *kern_ctx_create(const struct model *m, uint32_t max_batch)
 {
+	return kern_ctx_create_prec(m, max_batch, precision_default);
+}
+
+struct kern_ctx *kern_ctx_create_prec(const struct model *m, uint32_t max_batch,
+				      enum kern_precision prec)
+{
 	size_t act = 0, ibuf = 0, scratch = 0;
 	struct kern_ctx *ctx;
 
@@ -116,7 +157,9 @@ struct kern_ctx *kern_ctx_create(const struct model *m, uint32_t max_batch)
 	ctx->fc = calloc(m->n_layers, sizeof(*ctx->fc));
 	if (!ctx->fc)
 		goto err_free;
-	for (uint32_t i = 0; i < m->n_layers; i++) {
+	ctx->m = m;
+	ctx->prec = prec;
+	for (uint32_t i = 0; prec != KERN_PRECISION_EXACT && i < m->n_layers; i++) {
 		int ret = kern_fconv_prepare(m, i, &ctx->fc[i]);
 
 		if (ret < 0)
@@ -124,7 +167,17 @@ struct kern_ctx *kern_ctx_create(const struct model *m, uint32_t max_batch)
 		if (ret > 0 && kern_fconv_scratch(&ctx->fc[i]) > scratch)
 			scratch = kern_fconv_scratch(&ctx->fc[i]);
 	}
-	ctx->m = m;
+	if (prec != KERN_PRECISION_EXACT) {
+		if (kern_frun_prepare(m, max_batch, &ctx->fr))
+			goto err_free;
+		if (ctx->fr.start < m->n_layers) {
+			ctx->recheck = zalloc64(max_batch);
+			ctx->one[0] = zalloc64(act);
+			ctx->one[1] = zalloc64(act);
+			if (!ctx->recheck || !ctx->one[0] || !ctx->one[1])
+				goto err_free;
+		}
+	}
 	ctx->ops = kern_ops_get();
 	ctx->max_batch = max_batch;
 	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / pass_bytes(ctx));
@@ -156,6 +209,11 @@ void kern_ctx_free(struct kern_ctx *ctx)
 	free(ctx->final);
 	for (uint32_t i = 0; ctx->fc && i < ctx->m->n_layers; i++)
 		kern_fconv_free(&ctx->fc[i]);
+	if (ctx->fr.m)
+		kern_frun_free(&ctx->fr);
+	free(ctx->recheck);
+	free(ctx->one[0]);
+	free(ctx->one[1]);
 	free(ctx->fc);
 	free(ctx);
 }
@@ -167,6 +225,16 @@ uint64_t kern_ctx_recomputed(const struct kern_ctx *ctx)
 	for (uint32_t i = 0; i < ctx->m->n_layers; i++)
 		n += ctx->fc[i].recomputed;
 	return n;
+}
+
+uint64_t kern_ctx_rechecked(const struct kern_ctx *ctx)
+{
+	return ctx->fr.rechecked;
+}
+
+enum kern_precision kern_ctx_precision(const struct kern_ctx *ctx)
+{
+	return ctx->prec;
 }
 
 static void ints_to_f64(const int32_t *x, size_t n, double *y)
@@ -314,6 +382,20 @@ static void forward_pass(struct kern_ctx *ctx, uint32_t first, uint32_t last, co
 	}
 }
 
+/* Ops [first, last) on one image in float64, op by op, on the context's one-image buffers. */
+static void forward_one(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
+			void *out)
+{
+	const void *cur = in;
+
+	for (uint32_t i = first; i < last; i++) {
+		void *dst = i + 1 == last ? out : ctx->one[i & 1];
+
+		run_op(ctx, &ctx->m->layers[i], cur, 1, dst);
+		cur = dst;
+	}
+}
+
 int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
 		       uint32_t batch, void *out)
 {
@@ -324,6 +406,16 @@ int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, cons
 		return -EINVAL;
 	in_bytes = model_shape_bytes(&ctx->m->layers[first].in);
 	out_bytes = model_shape_bytes(&ctx->m->layers[last - 1].out);
+	if (kern_frun_covers(&ctx->fr, first, last)) {
+		if (kern_frun_run(&ctx->fr, ctx->ops, first, in, batch, out, ctx->recheck,
+				  ctx->prec == KERN_PRECISION_CERTIFIED))
+			for (uint32_t b = 0; b < batch; b++)
+				if (ctx->recheck[b])
+					forward_one(ctx, first, last,
+						    (const uint8_t *)in + b * in_bytes,
+						    (uint8_t *)out + b * out_bytes);
+		return 0;
+	}
 	for (uint32_t b = 0; b < batch; b += ctx->chunk) {
 		uint32_t n = batch - b < ctx->chunk ? batch - b : ctx->chunk;
 

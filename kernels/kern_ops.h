@@ -35,6 +35,41 @@ struct kern_conv_geom {
 	uint32_t k, stride, pad;
 };
 
+/*
+ * Dot products along a contiguous axis, the one kernel of every float layer (dense, and conv as
+ * a dot of each filter with each pixel's window):
+ *
+ *     c[i * ldci + j * ldcj] = sum_k a_i[k] * b_j[k]  (+ bias[i])     i < m, j < n
+ *
+ * over K = nseg * seg elements: row i of a is a + i * lda (K contiguous elements); segment s of
+ * row j of b is seg contiguous elements at b + boff[j] + s * bstride (boff NULL: b + j * ldb
+ * + s * bstride). A conv over a zero-padded pixel-major image is k segments (one per kernel row)
+ * of k * C elements; dense is one segment.
+ *
+ * The order is fixed, so every table, batch size and blocking gives the same bits: LANES
+ * accumulators (16 for float, 8 for double), all starting at +0; for each segment in turn, for
+ * each group of LANES elements in turn (the last group of a segment padded with zeros), lane l
+ * takes the group's element l: acc[l] = fma(a, b, acc[l]); then the halving tree
+ * acc[l] += acc[l + h] for h = LANES/2, ..., 1; then acc[0] + bias[i]. A float lane sums at
+ * most K / 16 + nseg + 4 roundings deep (what the certified bounds of kernels/frun.c use).
+ *
+ * dot_u8 is the integer form for bounds: a int8 (0..127), b uint8, c int32, exact in any order
+ * while K * 255 * 127 < 2^31 (K <= KERN_DOT_U8_MAXK); bias unused.
+ */
+struct kern_dot {
+	const void *a;
+	size_t lda;
+	const void *b;
+	const uint32_t *boff;
+	size_t ldb, bstride;
+	uint32_t m, n, nseg, seg;
+	void *c;
+	size_t ldci, ldcj;
+	const void *bias;
+};
+
+#define KERN_DOT_U8_MAXK 66000u
+
 struct kern_bin_ops {
 	const char *name; /* "ref", "avx2", "avx512" */
 
@@ -108,6 +143,11 @@ struct kern_bin_ops {
 	 */
 	uint32_t (*decide_pack)(const float *y, uint32_t o, uint32_t np,
 				const struct kern_decide *d, uint64_t *bits, uint32_t *unsure);
+
+	/* Float dot products in the fixed order of struct kern_dot; bit-identical across tables. */
+	void (*dot_f32)(const struct kern_dot *d);
+	void (*dot_f64)(const struct kern_dot *d);
+	void (*dot_u8)(const struct kern_dot *d);
 };
 
 extern const struct kern_bin_ops kern_ops_ref;
@@ -135,9 +175,11 @@ void kern_flatten_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h
 		       uint64_t *y);
 
 /*
- * Float kernels (double; OpenBLAS is called from kernels/blas.c only).
- * conv: im2col + dgemm; col scratch of kern_conv_scratch(g) doubles. w [o][c][k][k], b may be NULL.
- * dense: y[b] = W x[b] + bias; dgemv for batch 1, dgemm otherwise. w [out][n], b may be NULL.
+ * Float kernels in double, the exact precision (docs/float.md).
+ * conv: each pixel's window as a row (col scratch of kern_conv_scratch(g) doubles), then dot_f64
+ * with each filter, + b. w [o][c][k][k] (window order (c, ky, kx)), b may be NULL.
+ * dense: y[b] = W x[b] + bias by dot_f64. w [out][n], b may be NULL.
+ * Each output is one struct kern_dot sum: the same bits at any batch size and from any table.
  */
 size_t kern_conv_scratch(const struct kern_conv_geom *g);
 void kern_conv_f64(const double *x, uint32_t batch, const struct kern_conv_geom *g, const double *w,

@@ -26,15 +26,17 @@ echo "   each binary network beside the float network of the same shape, both at
 printf '%-12s %-26s %9s %16s %18s\n' model weights accuracy "batch 1 p50" "batch 64 per image"
 for m in fmnist-bmlp fmnist-fmlp fmnist-bcnn fmnist-fcnn; do
 	[ -f "$MODELS/$m.snm" ] || continue
+	# the float networks in float32, as PyTorch and ONNX Runtime run them
+	case $m in
+	fmnist-b*) w="binary (XNOR/popcount)" p=certified ;;
+	*) w="float32 (AVX-512/AVX2)" p=float32 ;;
+	esac
 	# shellcheck disable=SC2086
-	$S run "$MODELS/$m.snm" --images "$IMAGES" --labels "$LABELS" $count --json >"$tmp/b1"
+	$S run "$MODELS/$m.snm" --images "$IMAGES" --labels "$LABELS" $count --precision $p \
+		--json >"$tmp/b1"
 	# shellcheck disable=SC2086
 	$S run "$MODELS/$m.snm" --images "$IMAGES" --labels "$LABELS" $count --batch 64 \
-		--json >"$tmp/b64"
-	case $m in
-	fmnist-b*) w="binary (XNOR/popcount)" ;;
-	*) w="float64 (OpenBLAS)" ;;
-	esac
+		--precision $p --json >"$tmp/b64"
 	/usr/bin/python3 - "$m" "$w" "$tmp/b1" "$tmp/b64" <<'EOF'
 import json, sys
 m, w = sys.argv[1:3]
@@ -51,6 +53,9 @@ cat <<'EOF'
    conv stays float (its input is pixels: float32, with float64 rechecks of any sign that float32
    could get wrong); its binary convs end in thresholds, so max-pool works on bits. Convolving
    every 28x28 pixel costs far more than the MLP's dense layers, so it gains less.
+   The float networks run in float32 (--precision float32), as frameworks run them; the default
+   precision, certified, gives the float64 classes (docs/float.md). make bench puts ONNX
+   Runtime's float32 time beside splitnic's (peers.*.float32_vs_ort_*).
 
 EOF
 echo "== the packet path =="

@@ -83,6 +83,38 @@ err_nomem:
 			  m->km->name, max_batch, threads);
 }
 
+int splitnic_ctx_set_precision(struct splitnic_ctx *ctx, enum splitnic_precision precision,
+			       struct splitnic_error *err)
+{
+	enum kern_precision p = precision == SPLITNIC_PRECISION_EXACT ? KERN_PRECISION_EXACT
+				: precision == SPLITNIC_PRECISION_FLOAT32
+				    ? KERN_PRECISION_FLOAT32
+				    : KERN_PRECISION_CERTIFIED;
+	int ret = ctx_check(ctx, err);
+
+	if (ret)
+		return ret;
+	if (precision != SPLITNIC_PRECISION_CERTIFIED && precision != SPLITNIC_PRECISION_EXACT &&
+	    precision != SPLITNIC_PRECISION_FLOAT32)
+		return snlib_fail(err, SPLITNIC_E_INVALID,
+				  "precision %d: 0 (certified), 1 (exact) or 2 (float32)",
+				  (int)precision);
+	for (uint32_t t = 0; t < ctx->threads; t++) {
+		struct kern_ctx *kc;
+
+		if (kern_ctx_precision(ctx->jobs[t].kc) == p)
+			continue;
+		kc = kern_ctx_create_prec(ctx->m->km, ctx->per_thread, p);
+		if (!kc)
+			return snlib_fail(err, SPLITNIC_E_NOMEM,
+					  "model %s: out of memory for %s buffers",
+					  ctx->m->km->name, kern_precision_name(p));
+		kern_ctx_free(ctx->jobs[t].kc);
+		ctx->jobs[t].kc = kc;
+	}
+	return snlib_ok(err);
+}
+
 int splitnic_ctx_free(struct splitnic_ctx *ctx, struct splitnic_error *err)
 {
 	int ret;

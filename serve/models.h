@@ -67,6 +67,7 @@ struct serve_opts {
 	uint32_t n_models;
 	const char *bind, *port, *stats, *ready, *name;
 	const char *metrics_port, *metrics_addr;
+	const char *precision; /* of the float layers */
 	struct proto_trust_cfg trust;
 	long payload, err_rate, err_burst;
 };

@@ -598,6 +598,8 @@ static const struct conf_opt serve_opts[] = {
     CONF_LONG_ROW("error-burst", "N", SERVE_OPT(err_burst), 1, 1000000, "100",
 		  "ERRORs a source may get at once"),
     METRICS_OPT_ROWS(struct serve_opts, metrics_port, metrics_addr),
+    CONF_CHOICE_ROW("precision", "certified|exact|float32", SERVE_OPT(precision), "certified",
+		    "float layers: float32 + float64 rechecks, float64, plain float32"),
 };
 
 const struct conf_cmd cmd_serve_spec = {
@@ -631,6 +633,7 @@ int cmd_serve(int argc, char **argv)
 
 	if (serve_opts_read(argc, argv, &o, &hold))
 		return 2;
+	kern_precision_set_default(kern_precision_from_name(o.precision));
 	if (!o.n_models) {
 		fprintf(stderr, "serve: no --model (nor a [model NAME] section of --config)\n");
 		conf_args_free(&hold);

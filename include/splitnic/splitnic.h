@@ -123,6 +123,29 @@ int splitnic_model_label(const struct splitnic_model *model, uint32_t cls, const
 int splitnic_ctx_create(const struct splitnic_model *model, uint32_t max_batch, uint32_t threads,
 			struct splitnic_ctx **ctx, struct splitnic_error *err);
 
+/*
+ * How a context computes float layers (docs/float.md). SPLITNIC_PRECISION_CERTIFIED, the
+ * default: float32, with a rigorous bound of the float32 error wherever a float value decides
+ * something (a sign after a float layer, the arg-max); what the bound cannot decide is computed
+ * again in float64, so binary activations and classes are those of float64; scores are the
+ * float32 values. SPLITNIC_PRECISION_EXACT: float64 throughout, the reference scores bit for bit.
+ * SPLITNIC_PRECISION_FLOAT32: as certified without the final arg-max check, float32 as
+ * frameworks run it (a class may differ from float64 where two scores nearly tie).
+ */
+enum splitnic_precision {
+	SPLITNIC_PRECISION_CERTIFIED = 0,
+	SPLITNIC_PRECISION_EXACT = 1,
+	SPLITNIC_PRECISION_FLOAT32 = 2,
+};
+
+/*
+ * Set a context's precision (its buffers are made again: call it before predicting, not
+ * concurrently with splitnic_predict on the same context).
+ * Errors: SPLITNIC_E_INVALID (an unknown precision), SPLITNIC_E_BAD_HANDLE, SPLITNIC_E_NOMEM.
+ */
+int splitnic_ctx_set_precision(struct splitnic_ctx *ctx, enum splitnic_precision precision,
+			       struct splitnic_error *err);
+
 /* Free a context. SPLITNIC_E_BAD_HANDLE if it is not a live context; NULL is a no-op. */
 int splitnic_ctx_free(struct splitnic_ctx *ctx, struct splitnic_error *err);
 
@@ -131,7 +154,8 @@ int splitnic_ctx_free(struct splitnic_ctx *ctx, struct splitnic_error *err);
  * holds exactly input_bytes = n * item_bytes bytes in the model's input dtype. Writes, when
  * the pointers are not NULL, scores[n][classes] (double; scores_len, in elements, must be at
  * least n * classes) and classes[n] (the arg-max of each input's scores, lowest index on
- * ties). Scores are exact: binary layers in integers, every real-valued layer in float64.
+ * ties). Binary layers are exact in integers; real-valued layers as the context's precision
+ * says (splitnic_ctx_set_precision): classes equal the float64 classes but at float32.
  * Errors: SPLITNIC_E_INVALID (NULL ctx or input, n out of range, scores_len too small),
  * SPLITNIC_E_BAD_INPUT (input_bytes does not match; the message gives both sizes),
  * SPLITNIC_E_BAD_HANDLE (ctx not live), SPLITNIC_E_IO (a worker thread could not start).

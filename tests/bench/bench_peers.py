@@ -3,7 +3,8 @@
 """bench_peers.py: splitnic against PyTorch and ONNX Runtime (CPU, float32), one thread.
 
 For each binary model, the float network of the same shape (ReLU where the binary one has sign,
-float weights) is run by splitnic (float64-exact), by PyTorch float32 (Debian python3-torch) and
+float weights) is run by splitnic (at its default precision, certified, and at float32, the
+way frameworks run it; docs/float.md), by PyTorch float32 (Debian python3-torch) and
 by ONNX Runtime CPU float32 (onnxruntime-node under node, installed into build/peers/ with
 `npm install --ignore-scripts onnxruntime-node`; PyTorch alone if that fails, and said so).
 
@@ -188,7 +189,8 @@ def torch_times(net, xf, batch):
 
 def splitnic_round(inputs, models, n):
     with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as f:
-        subprocess.run([BENCH_MODELS, "-n", str(n), "-r", "1", inputs] + models, check=True,
+        subprocess.run([BENCH_MODELS, "-n", str(n), "-r", "1", "-p", "certified,float32", inputs]
+                       + models, check=True,
                        stdout=subprocess.DEVNULL, env=dict(os.environ, BENCH_JSONL=f.name))
         return {r["name"]: r["value"] for r in map(json.loads, f)}
 
@@ -228,11 +230,12 @@ def bench_pair(p, ort, rounds):
         same["onnxruntime"] = sum(a == b for a, b in zip(want, got_o["classes"]))
     for k, v in same.items():
         record("peers.%s.%s_same_class" % (name, k), 100.0 * v / m, "%",
-               "classes equal to splitnic's float64 model on %d of %d inputs (same weights)"
+               "classes equal to splitnic's float model (certified: float64 classes) on %d of "
+               "%d inputs (same weights)"
                % (v, m))
     # rounds
-    per = {k: [] for k in ("sb1", "sb99", "sb64", "fb1", "fb99", "fb64", "tb1", "tb99",
-                           "tb64", "ob1", "ob99", "ob64")}
+    per = {k: [] for k in ("sb1", "sb99", "sb64", "fb1", "fb99", "fb64", "gb1", "gb99", "gb64",
+                           "tb1", "tb99", "tb64", "ob1", "ob99", "ob64")}
     models = [p["bin_snm"], p["float_snm"]]
     torch_times(net, xf[:64], 64)  # warm-up (bench_models warms splitnic up itself)
     if ort.p:
@@ -252,6 +255,9 @@ def bench_pair(p, ort, rounds):
         per["fb1"].append(s["model.%s.latency_batch1_p50" % fn])
         per["fb99"].append(s["model.%s.latency_batch1_p99" % fn])
         per["fb64"].append(s["model.%s.per_image_batch64" % fn])
+        per["gb1"].append(s["model.%s.float32.latency_batch1_p50" % fn])
+        per["gb99"].append(s["model.%s.float32.latency_batch1_p99" % fn])
+        per["gb64"].append(s["model.%s.float32.per_image_batch64" % fn])
         per["tb1"].append(pct(t1, 50))
         per["tb99"].append(pct(t1, 99))
         per["tb64"].append(sum(t64) / (64 * len(t64)))
@@ -263,7 +269,9 @@ def bench_pair(p, ort, rounds):
     ratio = lambda a, b: float(np.median(np.array(per[a]) / np.array(per[b])))  # noqa: E731
     how = "%d inputs, 1 thread, median of %d interleaved rounds" % (n, rounds)
     engines = [("splitnic_binary", "s", "splitnic %s (kern_forward)" % p["bin_name"]),
-               ("splitnic_float64", "f", "splitnic %s (float64-exact)" % p["float_name"]),
+               ("splitnic_float_certified", "f", "splitnic %s (precision certified: classes "
+                "of float64)" % p["float_name"]),
+               ("splitnic_float32", "g", "splitnic %s (precision float32)" % p["float_name"]),
                ("pytorch_f32", "t", "PyTorch %s float32, torch.inference_mode, nn.Sequential"
                 % __import__("torch").__version__)]
     if ort.p:
@@ -283,12 +291,16 @@ def bench_pair(p, ort, rounds):
            ratio(ref + "b64", "sb64"), "x",
            "%s float32 / splitnic binary per-image time, batch 64, median of per-round "
            "ratios (target >= 4)" % refname)
-    record("peers.%s.float64_vs_%s_batch64" % (name, "ort" if ort.p else "torch"),
-           ratio("fb64", ref + "b64"), "x",
-           "splitnic float64-exact / %s float32 per-image time, batch 64, median of "
-           "per-round ratios (target <= 1.5)" % refname)
-    record("peers.%s.float64_vs_torch_batch64" % name, ratio("fb64", "tb64"), "x",
-           "splitnic float64-exact / PyTorch float32 per-image time, batch 64, median of "
+    peer = "ort" if ort.p else "torch"
+    for b, k in (("1", "b1"), ("64", "b64")):
+        record("peers.%s.float32_vs_%s_batch%s" % (name, peer, b), ratio("g" + k, ref + k), "x",
+               "splitnic float32 / %s float32 time per image, batch %s, median of per-round "
+               "ratios (target <= 1.5)" % (refname, b))
+        record("peers.%s.certified_vs_%s_batch%s" % (name, peer, b), ratio("f" + k, ref + k),
+               "x", "splitnic certified (float64 classes) / %s float32 time per image, batch "
+               "%s, median of per-round ratios" % (refname, b))
+    record("peers.%s.float32_vs_torch_batch64" % name, ratio("gb64", "tb64"), "x",
+           "splitnic float32 / PyTorch float32 per-image time, batch 64, median of "
            "per-round ratios")
 
 
