@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf/batch.h"
 #include "conf/conf.h"
 #include "host/host.h"
 #include "protocol/trust.h"
@@ -22,8 +23,7 @@ struct host_opts {
 	uint64_t nic_timeout_ns;
 	uint32_t window;
 	uint32_t queue;
-	uint32_t batch;
-	uint64_t batch_wait_ns;
+	struct conf_batch batch;      /* every model's, unless its --model value says otherwise */
 	struct proto_trust_cfg trust; /* --allow; the rate from error_rate at set-up */
 	uint32_t payload;
 	uint64_t drain_ns;

@@ -43,6 +43,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -59,11 +60,13 @@
 #include "protocol/net_util.h"
 #include "protocol/reasm.h"
 #include "protocol/trust.h"
+#include "serve/batch.h"
 #include "serve/serve.h"
 #include "split/stats.h"
 
 #define SERVE_MAX_MODELS 8
 #define SERVE_BURST	 32
+#define SERVE_MAX_BATCH	 64
 #define SERVE_SLOTS	 64
 #define SERVE_MAX_MSG	 (16u << 20)
 #define SERVE_REASM_NS	 1000000000ull
@@ -91,7 +94,8 @@
 	X(ERRORS_LIMITED, "errors_rate_limited")                                                   \
 	X(HEALTH_ANSWERED, "health_answered")                                                      \
 	X(HEALTH_DROPPED, "health_dropped")                                                        \
-	X(REFUSED_LARGER, "refused_larger_reply")
+	X(REFUSED_LARGER, "refused_larger_reply")                                                  \
+	X(BATCHES, "batches")
 
 #define SC_ENUM(id, name) SC_##id,
 #define SC_NAME(id, name) name,
@@ -104,10 +108,9 @@ struct serve_model {
 	struct model *m;
 	struct kexec x;
 	uint32_t id, in_fmt, in_bytes, in_count, classes;
-	uint32_t resp_bytes; /* the RESPONSE's UDP payload bytes, all datagrams */
-	void *in;	     /* in_bytes, 64-byte aligned: the executor's input */
-	double *scores;	     /* classes */
-	uint8_t *body;	     /* classes * 8: the RESPONSE's data section */
+	uint32_t resp_bytes;  /* the RESPONSE's UDP payload bytes, all datagrams */
+	struct serve_batch b; /* its requests waiting for the executor */
+	uint8_t *body;	      /* classes * 8: the RESPONSE's data section */
 };
 
 struct serve {
@@ -202,72 +205,6 @@ static struct serve_model *find_model(struct serve *sv, uint32_t id)
 	return id == 0 && sv->n_models ? &sv->sm[0] : NULL;
 }
 
-/* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, run,
- * answered. */
-static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
-			  const struct serve_src *src, uint64_t t_in)
-{
-	struct serve_model *s = find_model(sv, m->model_id);
-	enum proto_trust_verdict v;
-	struct proto_msg resp;
-	struct proto_frag f;
-	uint64_t t_run, t_done;
-	uint32_t cls = 0, cap;
-	int n;
-
-	sv->c[SC_REQUESTS]++;
-	if (!s) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
-			    m->model_id, SC_ERR_UNKNOWN_MODEL, "unknown model");
-		return;
-	}
-	if (!proto_input_matches(&m->tensor, s->in_fmt, s->m->input.c, s->m->input.h,
-				 s->m->input.w) ||
-	    m->total_len != s->in_bytes) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE, s->in_count,
-			    SC_ERR_BAD_SHAPE, "input format or shape differs from the model's");
-		return;
-	}
-	v = serve_trust(sv, src, PROTO_RESPONSE, s->resp_bytes, &cap);
-	if (v != PROTO_TRUST_SEND) {
-		if (v == PROTO_TRUST_TOO_LARGE)
-			serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
-				    s->resp_bytes, SC_ERR_REPLY_LARGER,
-				    "reply larger than the request: front-end not allowed");
-		return;
-	}
-	memcpy(s->in, data, s->in_bytes);
-	t_run = lat_now_ns();
-	if (kexec_run(&s->x, s->in, 1, s->scores)) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
-			    SC_ERR_INTERNAL, "executor failed");
-		return;
-	}
-	t_done = lat_now_ns();
-	for (uint32_t k = 0; k < s->classes; k++) {
-		proto_le_put_f64(s->body + 8 * k, s->scores[k]);
-		if (s->scores[k] > s->scores[cls])
-			cls = k;
-	}
-	proto_msg_init(&resp, PROTO_RESPONSE, m->model_id, m->request_id);
-	resp.resp.cls = cls;
-	resp.resp.num_classes = (uint16_t)s->classes;
-	resp.resp.score_fmt = PROTO_FMT_F64;
-	resp.resp.executors = PROTO_EX_CPU;
-	resp.resp.t_ns[PROTO_T_QUEUE] = (uint32_t)(t_run - t_in);
-	resp.resp.t_ns[PROTO_T_HOST] = (uint32_t)(t_done - t_run);
-	resp.resp.t_ns[PROTO_T_TX] = (uint32_t)(lat_now_ns() - t_done);
-	resp.resp.t_ns[PROTO_T_TOTAL] = (uint32_t)(lat_now_ns() - t_in);
-	if (proto_frag_init(&f, &resp, s->body, (size_t)s->classes * 8, sv->payload)) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
-			    SC_ERR_INTERNAL, "response does not fit");
-		return;
-	}
-	while ((n = proto_frag_next(&f, sv->out, sv->payload)) > 0)
-		serve_send(sv, src->sa, src->len, n);
-	sv->c[SC_ANSWERED]++;
-}
-
 /* The source of a datagram of len bytes: its address for the rate limit and the allow-list, a
  * key for the reassembly table (address and port). */
 static void serve_source(const struct serve *sv, const struct sockaddr *a, socklen_t alen,
@@ -297,6 +234,135 @@ static void serve_source(const struct serve *sv, const struct sockaddr *a, sockl
 			src->ip ^= proto_get32(a6->s6_addr + i);
 	}
 	src->v6 = !v4;
+}
+
+/* The RESPONSE to r from its scores (the batch ran from t_run to t_done). */
+static void serve_answer(struct serve *sv, struct serve_model *s, const struct serve_req *r,
+			 const struct serve_src *src, const double *scores, uint64_t t_run,
+			 uint64_t t_done)
+{
+	struct proto_msg resp;
+	struct proto_frag f;
+	uint32_t cls = 0;
+	int n;
+
+	for (uint32_t k = 0; k < s->classes; k++) {
+		proto_le_put_f64(s->body + 8 * k, scores[k]);
+		if (scores[k] > scores[cls])
+			cls = k;
+	}
+	proto_msg_init(&resp, PROTO_RESPONSE, r->model_id, r->request_id);
+	resp.resp.cls = cls;
+	resp.resp.num_classes = (uint16_t)s->classes;
+	resp.resp.score_fmt = PROTO_FMT_F64;
+	resp.resp.executors = PROTO_EX_CPU;
+	resp.resp.t_ns[PROTO_T_QUEUE] = (uint32_t)(t_run - r->t_in);
+	resp.resp.t_ns[PROTO_T_HOST] = (uint32_t)(t_done - t_run);
+	resp.resp.t_ns[PROTO_T_TX] = (uint32_t)(lat_now_ns() - t_done);
+	resp.resp.t_ns[PROTO_T_TOTAL] = (uint32_t)(lat_now_ns() - r->t_in);
+	if (proto_frag_init(&f, &resp, s->body, (size_t)s->classes * 8, sv->payload)) {
+		serve_error(sv, src, r->model_id, r->request_id, PROTO_ERR_INTERNAL, 0,
+			    SC_ERR_INTERNAL, "response does not fit");
+		return;
+	}
+	while ((n = proto_frag_next(&f, sv->out, sv->payload)) > 0)
+		serve_send(sv, src->sa, src->len, n);
+	sv->c[SC_ANSWERED]++;
+}
+
+/* Model s's batch (serve/batch.h) through its executor, each request answered. */
+static void serve_run(struct serve *sv, struct serve_model *s)
+{
+	struct serve_batch *b = &s->b;
+	struct serve_src src;
+	uint64_t t_run, t_done;
+	int ret;
+
+	t_run = lat_now_ns();
+	ret = serve_batch_run(b, &s->x);
+	t_done = lat_now_ns();
+	sv->c[SC_BATCHES]++;
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct serve_req *r = &b->req[i];
+
+		serve_source(sv, (const struct sockaddr *)&r->to, r->tolen, r->in_bytes, &src);
+		if (ret)
+			serve_error(sv, &src, r->model_id, r->request_id, PROTO_ERR_INTERNAL, 0,
+				    SC_ERR_INTERNAL, "executor failed");
+		else
+			serve_answer(sv, s, r, &src, b->scores + (size_t)i * s->classes, t_run,
+				     t_done);
+	}
+	b->n = 0;
+}
+
+/* Whether fd has a datagram before wait_ns pass (false also when a signal came). */
+static bool serve_readable(int fd, uint64_t wait_ns)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	struct timespec ts = {(time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u)};
+
+	return ppoll(&p, 1, &ts, NULL) > 0;
+}
+
+/* The batches due now run; the time until the next one is due (UINT64_MAX: none waits). */
+static uint64_t serve_run_due(struct serve *sv, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (uint32_t k = 0; k < sv->n_models; k++) {
+		uint64_t w = serve_batch_wait_ns(&sv->sm[k].b, now);
+
+		if (!w)
+			serve_run(sv, &sv->sm[k]);
+		else if (w < next)
+			next = w;
+	}
+	return next;
+}
+
+/* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, queued for
+ * its model's batch (run when full, or by the loop). */
+static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
+			  const struct serve_src *src, uint64_t t_in)
+{
+	struct serve_model *s = find_model(sv, m->model_id);
+	enum proto_trust_verdict v;
+	struct serve_req *r;
+	uint32_t cap;
+	void *in;
+
+	sv->c[SC_REQUESTS]++;
+	if (!s) {
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
+			    m->model_id, SC_ERR_UNKNOWN_MODEL, "unknown model");
+		return;
+	}
+	if (!proto_input_matches(&m->tensor, s->in_fmt, s->m->input.c, s->m->input.h,
+				 s->m->input.w) ||
+	    m->total_len != s->in_bytes) {
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE, s->in_count,
+			    SC_ERR_BAD_SHAPE, "input format or shape differs from the model's");
+		return;
+	}
+	v = serve_trust(sv, src, PROTO_RESPONSE, s->resp_bytes, &cap);
+	if (v != PROTO_TRUST_SEND) {
+		if (v == PROTO_TRUST_TOO_LARGE)
+			serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
+				    s->resp_bytes, SC_ERR_REPLY_LARGER,
+				    "reply larger than the request: front-end not allowed");
+		return;
+	}
+	r = serve_batch_slot(&s->b, &in);
+	memcpy(in, data, s->in_bytes);
+	memcpy(&r->to, src->sa, src->len);
+	r->tolen = src->len;
+	r->model_id = m->model_id;
+	r->request_id = m->request_id;
+	r->in_bytes = src->in_bytes;
+	r->t_in = t_in;
+	if (serve_batch_add(&s->b))
+		serve_run(sv, s);
 }
 
 /* A HEALTH probe for any role or serve's: the report, never longer than the probe. */
@@ -402,17 +468,25 @@ static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 	}
 }
 
-/* [ID=]FILE: the model, its executor (ops [0, n) on the CPU) and its buffers. */
-static int serve_load(struct serve *sv, const char *spec)
+/* [ID=]FILE[,BATCHING]: the model, its executor (ops [0, n) on the CPU), its batch (conf/batch.h;
+ * batch the server's default) and its buffers. */
+static int serve_load(struct serve *sv, char *spec, const struct conf_batch *batch)
 {
 	struct serve_model *s = &sv->sm[sv->n_models];
-	const char *eq = strchr(spec, '='), *path = eq ? eq + 1 : spec;
+	struct conf_batch b = *batch;
+	const char *eq, *path;
 	char err[512];
 
 	if (sv->n_models == SERVE_MAX_MODELS) {
 		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
 		return -EINVAL;
 	}
+	if (conf_batch_suffix(spec, SERVE_MAX_BATCH, &b, err, sizeof(err))) {
+		fprintf(stderr, "serve: %s\n", err);
+		return -EINVAL;
+	}
+	eq = strchr(spec, '=');
+	path = eq ? eq + 1 : spec;
 	s->m = model_load(path, err, sizeof(err));
 	if (!s->m) {
 		fprintf(stderr, "serve: %s\n", err);
@@ -460,21 +534,21 @@ static int serve_load(struct serve *sv, const char *spec)
 	snprintf(sv->health[sv->n_models].name, sizeof(sv->health[0].name), "%.*s",
 		 (int)PROTO_HEALTH_NAME_LEN, s->m->name);
 	if (kexec_open(&s->x, &kexec_cpu_ops, NULL, err, sizeof(err)) ||
-	    kexec_load(&s->x, s->m, 0, s->m->n_layers, 1, err, sizeof(err))) {
+	    kexec_load(&s->x, s->m, 0, s->m->n_layers, b.max_batch, err, sizeof(err))) {
 		fprintf(stderr, "serve: %s\n", err);
 		return -EINVAL;
 	}
-	s->in = aligned_alloc(64, (s->in_bytes + 63) / 64 * 64);
-	s->scores = calloc(s->classes, sizeof(double));
 	s->body = malloc((size_t)s->classes * 8);
 	sv->n_models++;
-	if (!s->in || !s->scores || !s->body) {
+	if (serve_batch_init(&s->b, &b, s->in_bytes, s->classes) || !s->body) {
 		fprintf(stderr, "serve: out of memory\n");
 		return -ENOMEM;
 	}
-	printf("serve: model %s id 0x%08x: %s %ux%ux%u -> %u classes, %u ops on the CPU\n",
+	printf("serve: model %s id 0x%08x: %s %ux%ux%u -> %u classes, %u ops on the CPU, batches "
+	       "of %u at most (wait %lu us)\n",
 	       s->m->name, s->id, proto_fmt_name(s->in_fmt), s->m->input.c, s->m->input.h,
-	       s->m->input.w, s->classes, s->m->n_layers);
+	       s->m->input.w, s->classes, s->m->n_layers, b.max_batch,
+	       (unsigned long)(b.max_delay_ns / 1000));
 	return 0;
 }
 
@@ -548,13 +622,20 @@ struct serve_opts {
 	const char *bind, *port, *stats, *ready, *name;
 	struct proto_trust_cfg trust;
 	long payload, err_rate, err_burst;
+	struct conf_batch batch;
 };
 
 #define SERVE_OPT(f) offsetof(struct serve_opts, f)
 
 static const struct conf_opt serve_opts[] = {
     CONF_LIST_ROW("model", "[ID=]MODEL", struct serve_opts, models, n_models,
-		  "a model, its id ID or its name's (up to 8)"),
+		  "a model, its id ID or its name's (up to 8); its own batching after it: "
+		  ",max-batch=N,max-queue-delay-us=US"),
+    CONF_INT_ROW("max-batch", "N", struct serve_opts, batch.max_batch, 1, SERVE_MAX_BATCH, "1",
+		 "requests of a model run as one batch, at most"),
+    CONF_SCALED_ROW("max-queue-delay-us", "US", struct serve_opts, batch.max_delay_ns, 0,
+		    CONF_BATCH_MAX_DELAY_US, 1000, "0",
+		    "how long a request waits for a batch to fill (0: never)"),
     CONF_STR_ROW("bind", "ADDR", SERVE_OPT(bind), "0.0.0.0", "the address to listen on"),
     CONF_PORT_ROW("port", "P", SERVE_OPT(port), "21326", "its UDP port"),
     CONF_LONG_ROW("payload", "BYTES", SERVE_OPT(payload), 256, 65507, "1400",
@@ -592,7 +673,7 @@ int cmd_serve(int argc, char **argv)
 	struct proto_reasm_stats st;
 	uint8_t *rx = NULL;
 	uint32_t held = 0;
-	uint64_t expired = 0;
+	uint64_t expired = 0, wait = UINT64_MAX;
 	struct serve *sv;
 	int ret = 1;
 
@@ -614,7 +695,7 @@ int cmd_serve(int argc, char **argv)
 	proto_trust_set_rate(&sv->trust, (uint32_t)o.err_rate, (uint32_t)o.err_burst);
 	serve_ident(sv, o.name, o.bind, o.port);
 	for (uint32_t k = 0; k < o.n_models; k++)
-		if (serve_load(sv, o.models[k]))
+		if (serve_load(sv, (char *)o.models[k], &o.batch))
 			goto out;
 	sv->ra = proto_reasm_create(&rc);
 	sv->out = malloc(PROTO_MAX_PAYLOAD + 1);
@@ -657,8 +738,12 @@ int cmd_serve(int argc, char **argv)
 			       serve_stop == SIGINT ? "SIGINT" : "SIGTERM", held);
 			fflush(stdout);
 		}
-		if (sv->draining && !st.in_use)
+		if (sv->draining && !st.in_use && wait == UINT64_MAX)
 			break;
+		if (wait != UINT64_MAX && !serve_readable(sv->fd, wait)) {
+			wait = serve_run_due(sv, lat_now_ns());
+			continue;
+		}
 		for (uint32_t i = 0; i < SERVE_BURST; i++)
 			mm[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		n = recvmmsg(sv->fd, mm, SERVE_BURST, MSG_WAITFORONE, NULL);
@@ -673,6 +758,7 @@ int cmd_serve(int argc, char **argv)
 			serve_datagram(sv, iov[i].iov_base, mm[i].msg_len,
 				       (const struct sockaddr *)&from[i], mm[i].msg_hdr.msg_namelen,
 				       sv->now);
+		wait = serve_run_due(sv, lat_now_ns());
 	}
 	ret = 0;
 	expired = st.expired - expired;
@@ -697,8 +783,7 @@ out:
 	for (uint32_t k = 0; k < sv->n_models + (sv->n_models < SERVE_MAX_MODELS); k++) {
 		kexec_close(&sv->sm[k].x);
 		model_free(sv->sm[k].m);
-		free(sv->sm[k].in);
-		free(sv->sm[k].scores);
+		serve_batch_fini(&sv->sm[k].b);
 		free(sv->sm[k].body);
 	}
 	proto_reasm_destroy(sv->ra);
