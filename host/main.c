@@ -357,6 +357,7 @@ static int host_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 
 	*run = (struct dpdk_run){.drain_ns = a->o.drain_ns,
 				 .drain_hold_ns = a->o.drain_hold_ns,
+				 .poll = a->o.poll,
 				 .idle_sleep_us = a->o.idle_sleep_us,
 				 .stats_file = a->o.stats_file};
 	return ret;

@@ -44,8 +44,11 @@ static const struct conf_opt host_rows[] = {
 		    "at SIGINT/SIGTERM, at most MS to finish the requests in hand"),
     CONF_SCALED_ROW("drain-hold-ms", "MS", struct host_opts, drain_hold_ns, 0, 600000, 1000000, "0",
 		    "and at least MS answering HEALTH as draining (a balancer's check sees it)"),
-    CONF_INT_ROW("idle-sleep-us", "US", struct host_opts, idle_sleep_us, 0, 100000, "0",
-		 "an idle worker sleeps (a shared core)"),
+    CONF_ENUM_ROW(
+	"poll", "adaptive|busy", struct host_opts, poll, "adaptive",
+	"idle lcores: busy-poll a while, then sleep (docs/operator-guide.md), or always poll"),
+    CONF_INT_ROW("idle-sleep-us", "US", struct host_opts, idle_sleep_us, 0, 1000000, "10000",
+		 "--poll adaptive: the longest sleep of an idle lcore (0: never sleeps)"),
     CONF_INT_ROW("error-rate", "N", struct host_opts, error_rate, 0, 10000000, "10000",
 		 "ERRORs per second per front-end and worker, at most (0: no limit)"),
     CONF_INT_ROW("queues", "N", struct host_opts, queues, 1, HOST_MAX_WORKERS, NULL,

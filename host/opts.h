@@ -28,9 +28,10 @@ struct host_opts {
 	uint32_t payload;
 	uint64_t drain_ns;
 	uint64_t drain_hold_ns; /* the drain lasts at least this long (HEALTH says draining) */
-	uint32_t idle_sleep_us;
-	uint32_t error_rate; /* ERRORs per second per source and worker; 0: no limit */
-	uint32_t queues;     /* RX/TX queue pairs asked for; 0: as many as fit */
+	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
+	uint32_t idle_sleep_us; /* its longest sleep */
+	uint32_t error_rate;	/* ERRORs per second per source and worker; 0: no limit */
+	uint32_t queues;	/* RX/TX queue pairs asked for; 0: as many as fit */
 	const char *stats_file;
 	const char *name;	/* --name: the HEALTH identity */
 	bool inproc;		/* --nic inproc */

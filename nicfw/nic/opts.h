@@ -34,7 +34,8 @@ struct nic_opts {
 	double duration;
 	const char *stats_file;
 	const char *name;
-	uint32_t idle_sleep_us;
+	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
+	uint32_t idle_sleep_us; /* its longest sleep */
 	uint64_t drain_ns;
 };
 

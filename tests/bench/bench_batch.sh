@@ -91,7 +91,9 @@ measure() { # SERVER CONFIG ROUND
 	$PY -c 'import json,sys
 s=json.load(open(sys.argv[1])); l=json.load(open(sys.argv[2]))
 if l["responses"] < l["requests"]:
-    print(f"  {sys.argv[3]} {sys.argv[4]}: {l['requests'] - l['responses']} of {l['requests']} at low load unanswered: errors {l['errors']}, timeouts {l['timeouts']}", file=sys.stderr)
+    print("  %s %s: %d of %d unanswered at low load, errors %d, timeouts %d" % (sys.argv[3],
+          sys.argv[4], l["requests"] - l["responses"], l["requests"], l["errors"]["total"],
+          l["timeouts"]), file=sys.stderr)
 print(*sys.argv[3:], s["responses"] / s["duration_s"], l["latency_us"]["p50"])' \
 		"$tmp/sat.json" "$tmp/low.json" "$1" "$2" "$3" >>"$tmp/results" || die "client JSON"
 }
