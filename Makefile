@@ -121,7 +121,7 @@ include mk/*.mk
 # resolves left to right): protocol <- model <- kernels <- exec <- split <- nicfw, serve <- cli,
 # lab; lib/ and client/ beside them; conf/ under everything that parses a command line.
 PROJECT_LIBS := $(LIBCLI) $(LIBLAB) $(LIBSERVE) $(LIBSNCLIENT) $(LIBSNAPI) $(LIBNICFW) $(LIBXDP) \
-	$(LIBSPLIT) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBONNX) $(LIBCONVERT) $(LIBMODEL) $(LIBCONF) $(LIBPROTO)
+	$(LIBSPLIT) $(LIBEXEC) $(LIBKERN) $(LIBCUDA) $(LIBONNX) $(LIBCONVERT) $(LIBMODEL) $(LIBMETRICS) $(LIBCONF) $(LIBPROTO)
 EXT_LIBS := $(MODULE_EXT_LIBS) $(JSON_LIBS) $(ZIP_LIBS) $(ZLIB_LIBS) $(BLAS_LIBS) $(LDFLAGS_ALL)
 
 # tests: tests/test_<module>.c, each its own cmocka binary
@@ -144,6 +144,10 @@ $(B)/%.o: %.c
 	$(call say,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(MOD_CFLAGS) $(call isa_flags,$<) $(DEPFLAGS) -c $< -o $@
+
+# splitnic --version names the DPDK the servers are built with
+SN_DPDK_VERSION := $(shell $(PKG_CONFIG) --modversion libdpdk 2>/dev/null)
+$(B)/cli/version.o: MOD_CFLAGS += $(if $(SN_DPDK_VERSION),-DSN_DPDK_VERSION='"$(SN_DPDK_VERSION)"')
 
 $(SPLITNIC): $(B)/cli/splitnic.o $(PROJECT_LIBS)
 	$(call say,LD,$@)
@@ -179,7 +183,7 @@ DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
 	libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev libpcap-dev \
 	tshark gnuplot-nox python3-scapy iproute2 ethtool kmod procps groff-base systemd \
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
-	ipvsadm keepalived user-mode-linux
+	ipvsadm keepalived user-mode-linux prometheus
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -14,12 +14,14 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "cli/progress.h"
 #include "conf/args.h"
 #include "exec/kexec.h"
 #include "kernels/cuda/kcuda.h"
 #include "kernels/kern.h"
 #include "kernels/kern_ops.h"
-#include "lab/sweep.h"
+#include "cli/calibrate_packet.h"
+#include "split/calib.h"
 #include "nicfw/emu/emu.h"
 #include "protocol/proto.h"
 #include "split/stats.h"
@@ -248,7 +250,8 @@ static int cal_nic(struct split_profile *pr, bool quick)
 			rmdir(dir);
 			return -EINVAL;
 		}
-		e = nicfw_emu_create(m, kexec_nic_first(m), NICFW_MAX_EXEC, &ep, err, sizeof(err));
+		e = nicfw_emu_create(m, kexec_nic_first(m), (uint32_t)pr->v[SPLIT_P_NIC_EXECS], &ep,
+				     err, sizeof(err));
 		in = calloc(grid[g][0], 8);
 		scores = calloc(grid[g][1], sizeof(double));
 		if (!e || !in || !scores || nicfw_emu_infer(e, in, scores, &rep) ||
@@ -270,9 +273,10 @@ static int cal_nic(struct split_profile *pr, bool quick)
 		sxx += xs * xs;
 		sxy += xs * yl;
 		printf(
-		    "nic (emulated, 256 executors): binary dense %u -> %u: layer %.1f us, request "
+		    "nic (emulated, %.0f executors): binary dense %u -> %u: layer %.1f us, request "
 		    "%.1f us (modeled)\n",
-		    grid[g][0], grid[g][1], rep.layer_us[0], rep.latency_us);
+		    pr->v[SPLIT_P_NIC_EXECS], grid[g][0], grid[g][1], rep.layer_us[0],
+		    rep.latency_us);
 		nicfw_emu_free(e);
 		model_free(m);
 		free(in);
@@ -341,324 +345,11 @@ out:
 	return ret;
 }
 
-/* ---- the packet path (root: lab/sweep_lab.sh) -----------------------------------------------
- */
-
-/* NIC calibration models, stand-alone (u8 input, all binary): hidden widths, 0-terminated. */
-static const uint32_t cal_pk_nic[][4] = {
-    {0},
-    {1024, 0},
-    {4096, 0},
-    {8192, 0},
-    {256, 256, 256},
-    {1024, 1024, 0},
-    {2048, 2048, 0},
-    {4096, 4096, 0},
-    {256, 4096, 0},
-    {4096, 256, 0},
-    {2048, 4096, 2048},
-    {4096, 4096, 4096},
-};
-#define CAL_PK_NIC    (sizeof(cal_pk_nic) / sizeof(cal_pk_nic[0]))
-#define CAL_PK_IN     64 /* u8 inputs of the NIC models */
-#define CAL_PK_CLASS  16
-#define CAL_PK_ROUNDS 5 /* of the host's latency and capacity runs */
-
-/*
- * An all-binary MLP with u8 input [in] and the given hidden widths, `out` classes, named name,
- * written to dir/name.snm (path in out_path). Returns 0 or -EINVAL with a message in err.
- */
-static int cal_mlp(const char *dir, const char *name, uint32_t in, const uint32_t *hidden,
-		   uint32_t n_hidden, uint32_t out, char *out_path, size_t len, char *err,
-		   size_t errlen)
-{
-	char arch[256], npz[256];
-	FILE *f;
-	int ret;
-
-	snprintf(arch, sizeof(arch), "%s/%s.json", dir, name);
-	snprintf(npz, sizeof(npz), "%s/%s.npz", dir, name);
-	snprintf(out_path, len, "%s/%s.snm", dir, name);
-	f = fopen(arch, "w");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", arch, strerror(errno));
-		return -EINVAL;
-	}
-	fprintf(f, "{\"name\":\"%s\",\"input\":{\"shape\":[%u,1,1],\"dtype\":\"u8\"},\"layers\":[",
-		name, in);
-	for (uint32_t i = 0; i < n_hidden; i++)
-		fprintf(f,
-			"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
-			"{\"type\":\"batchnorm\"},{\"type\":\"sign\"},",
-			hidden[i]);
-	fprintf(f,
-		"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
-		"{\"type\":\"batchnorm\"}]}\n",
-		out);
-	fclose(f);
-	ret = split_tools_gen(arch, npz, 1, err, errlen);
-	if (!ret)
-		ret = model_convert(arch, npz, out_path, err, errlen);
-	unlink(arch);
-	unlink(npz);
-	return ret ? -EINVAL : 0;
-}
-
-#define FIT_K 4 /* features: 1, layers, neuron-words, neurons */
-
-/*
- * Least squares y ~ x beta over n points and FIT_K features, every coefficient >= 0: solve
- * the normal equations (Gaussian elimination) over the active features, drop the most
- * negative coefficient, repeat.
- */
-static void lsq_nonneg(const double (*x)[FIT_K], const double *y, uint32_t n, double *beta)
-{
-	bool act[FIT_K] = {true, true, true, true};
-
-	for (;;) {
-		double a[FIT_K][FIT_K + 1] = {{0}};
-		int idx[FIT_K], k = 0, worst = -1;
-
-		for (int j = 0; j < FIT_K; j++)
-			if (act[j])
-				idx[k++] = j;
-		for (uint32_t i = 0; i < n; i++)
-			for (int r = 0; r < k; r++) {
-				for (int c = 0; c < k; c++)
-					a[r][c] += x[i][idx[r]] * x[i][idx[c]];
-				a[r][k] += x[i][idx[r]] * y[i];
-			}
-		for (int c = 0; c < k; c++) {
-			int piv = c;
-
-			for (int r = c + 1; r < k; r++)
-				if (fabs(a[r][c]) > fabs(a[piv][c]))
-					piv = r;
-			for (int q = 0; q <= k; q++) {
-				double t = a[c][q];
-
-				a[c][q] = a[piv][q];
-				a[piv][q] = t;
-			}
-			for (int r = 0; r < k; r++) {
-				const double f = a[c][c] != 0 ? a[r][c] / a[c][c] : 0;
-
-				for (int q = c; r != c && q <= k; q++)
-					a[r][q] -= f * a[c][q];
-			}
-		}
-		for (int j = 0; j < FIT_K; j++)
-			beta[j] = 0;
-		for (int r = 0; r < k; r++) {
-			beta[idx[r]] = a[r][r] != 0 ? a[r][k] / a[r][r] : 0;
-			if (beta[idx[r]] < 0 && (worst < 0 || beta[idx[r]] < beta[worst]))
-				worst = idx[r];
-		}
-		if (worst < 0)
-			return;
-		act[worst] = false;
-	}
-}
-
-/*
- * The NIC's per-request time MEASURED through the packet path: the calibration MLPs stand-alone
- * on splitnic-nic (its platform's own time: lcore wall time, emu the time it enforces), each
- * request's nic timing field (the chain's run, submit to completion) averaged, then fitted to
- * nic.stage_s + layers x nic.layer_s + neuron-words x nic.nword_s (u8 layers count 8 words per
- * input word, as the planner does). path.nic_s: the end-to-end p50 beyond it.
- */
-static int cal_pk_nic_fit(struct sweep_lab *lab, const char *dir, const char *platform,
-			  const char *execs, struct split_profile *pr)
-{
-	char paths[CAL_PK_NIC][300], names[CAL_PK_NIC][32], err[512], cnt[] = "300";
-	double x[CAL_PK_NIC][FIT_K], y[CAL_PK_NIC], rest[CAL_PK_NIC], e2e[CAL_PK_NIC], beta[FIT_K];
-	bool field = true;
-	char *args[4 + 2 * CAL_PK_NIC + 8];
-	size_t n = 0;
-
-	args[n++] = lab->dir;
-	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
-		uint32_t nh = 0, prev = CAL_PK_IN;
-
-		snprintf(names[g], sizeof(names[g]), "cal-nic-%u", g);
-		x[g][0] = 1;
-		x[g][1] = 1;
-		x[g][2] = 0;
-		x[g][3] = CAL_PK_CLASS;
-		for (; nh < 4 && cal_pk_nic[g][nh]; nh++) {
-			x[g][1] += 1;
-			x[g][2] += (double)cal_pk_nic[g][nh] * model_words(prev) * (nh ? 1 : 8);
-			x[g][3] += cal_pk_nic[g][nh];
-			prev = cal_pk_nic[g][nh];
-		}
-		x[g][2] += (double)CAL_PK_CLASS * model_words(prev) * (nh ? 1 : 8);
-		if (cal_mlp(dir, names[g], CAL_PK_IN, cal_pk_nic[g], nh, CAL_PK_CLASS, paths[g],
-			    sizeof(paths[g]), err, sizeof(err))) {
-			fprintf(stderr, "splitnic calibrate: %s\n", err);
-			return -EINVAL;
-		}
-		args[n++] = "--model";
-		args[n++] = paths[g];
-	}
-	args[n++] = "--executors";
-	args[n++] = (char *)execs;
-	args[n++] = "--platform";
-	args[n++] = (char *)platform;
-	args[n++] = "--";
-	args[n] = NULL;
-	if (sweep_lab_verb(lab, "start", args)) {
-		fprintf(stderr, "splitnic calibrate: splitnic-nic did not start\n");
-		return -EIO;
-	}
-	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
-		/* open loop at a low rate, as the sweeps load it (see cal_pk_host) */
-		char *cargs[] = {"--model", paths[g],	 "--count",	 cnt,	 "--rate",
-				 "300",	    "--poisson", "--timeout-ms", "5000", NULL};
-		struct sweep_point pt;
-
-		if (sweep_lab_client(lab, cargs, &pt) || pt.responses < pt.requests * 0.95) {
-			fprintf(stderr,
-				"splitnic calibrate: %s: fewer than 95%% of the requests "
-				"answered\n",
-				names[g]);
-			return -EIO;
-		}
-		y[g] = pt.srv_p50[PROTO_T_NIC] * 1e-9;
-		e2e[g] = pt.p50 * 1e-6;
-		field &= y[g] > 0;
-		printf("nic (%s, packet path, MEASURED): %.0f layers, %.0f neuron-words, %.0f "
-		       "neurons: nic field p50 %.1f us, end to end p50 %.1f us\n",
-		       platform, x[g][1], x[g][2], x[g][3], y[g] * 1e6, pt.p50);
-	}
-	/* A platform that fills no nic field: the end-to-end p50, whose intercept is the path. */
-	lsq_nonneg((const double(*)[FIT_K])x, field ? y : e2e, CAL_PK_NIC, beta);
-	pr->v[SPLIT_P_NIC_STAGE] = beta[0];
-	pr->v[SPLIT_P_NIC_LAYER] = beta[1];
-	pr->v[SPLIT_P_NIC_NWORD] = beta[2];
-	pr->v[SPLIT_P_NIC_NEURON] = beta[3];
-	for (uint32_t g = 0; g < CAL_PK_NIC; g++) {
-		double fit = 0;
-
-		for (int j = 0; j < FIT_K; j++)
-			fit += beta[j] * x[g][j];
-		rest[g] = e2e[g] - fit;
-		printf("  fit %u: %.1f us MEASURED, %.1f us fitted\n", g,
-		       (field ? y : e2e)[g] * 1e6, fit * 1e6);
-	}
-	if (field) {
-		pr->v[SPLIT_P_PATH_NIC] = fmax(0, stats_median(rest, CAL_PK_NIC));
-	} else {
-		pr->v[SPLIT_P_PATH_NIC] = pr->v[SPLIT_P_NIC_STAGE];
-		pr->v[SPLIT_P_NIC_STAGE] = 0;
-	}
-	printf("nic fit (%s, MEASURED, from the %s): %.2f us per request + %.2f us per layer + "
-	       "%.4f ns per neuron-word + %.2f ns per neuron; the path around a stand-alone NIC "
-	       "%.1f us (p50)\n",
-	       platform,
-	       field ? "RESPONSE nic field (medians)"
-		     : "end-to-end p50: the platform fills no nic field, its per-request part is "
-		       "in the path",
-	       pr->v[SPLIT_P_NIC_STAGE] * 1e6, pr->v[SPLIT_P_NIC_LAYER] * 1e6,
-	       pr->v[SPLIT_P_NIC_NWORD] * 1e9, pr->v[SPLIT_P_NIC_NEURON] * 1e9,
-	       pr->v[SPLIT_P_PATH_NIC] * 1e6);
-	return 0;
-}
-
-/*
- * The host's packet path with a model whose compute is negligible (the 256-32-16-2 traffic MLP,
- * host-only): host.req_s from its capacity (closed loop, 16 outstanding: 1 / throughput less the
- * compute the host reports), path.fixed_s from the end-to-end p50 at 500 requests/s open loop
- * (Poisson, as the sweeps offer their loads) less the host's service time. Link not shaped.
- */
-static int cal_pk_host(struct sweep_lab *lab, const char *dir, struct split_profile *pr)
-{
-	static const uint32_t hidden[] = {32, 16};
-	char path[300], model_nic[310], model_host[320], err[512], cnt1[] = "500", cnt16[] = "3000";
-	char *args[] = {lab->dir,   "--model",	       model_nic, "--", "--model",
-			model_host, "--idle-sleep-us", "20",	  NULL};
-	/* the path as the sweeps load it: open loop, Poisson, at a rate far below capacity (idle
-	 * servers between requests, as at low load), not back to back */
-	char *lat[] = {"--model", path,	       "--count",      cnt1,   "--rate",
-		       "500",	  "--poisson", "--timeout-ms", "5000", NULL};
-	char *cap[] = {"--model", path,		  "--count", cnt16, "--outstanding",
-		       "16",	  "--timeout-ms", "5000",    NULL};
-	double lat50[CAL_PK_ROUNDS], thr[CAL_PK_ROUNDS], comp[CAL_PK_ROUNDS], tot[CAL_PK_ROUNDS];
-	double compute, service, p50, capacity;
-
-	if (cal_mlp(dir, "traffic-256-32-16-2", 256, hidden, 2, 2, path, sizeof(path), err,
-		    sizeof(err))) {
-		fprintf(stderr, "splitnic calibrate: %s\n", err);
-		return -EINVAL;
-	}
-	snprintf(model_nic, sizeof(model_nic), "%s@1", path);
-	snprintf(model_host, sizeof(model_host), "%s:host-only", path);
-	if (sweep_lab_verb(lab, "start", args)) {
-		fprintf(stderr, "splitnic calibrate: the servers did not start\n");
-		return -EIO;
-	}
-	/* interleaved rounds, medians: one run of each is at the mercy of a busy machine */
-	for (uint32_t r = 0; r < CAL_PK_ROUNDS; r++) {
-		struct sweep_point p1, p16;
-
-		if (sweep_lab_client(lab, lat, &p1) || sweep_lab_client(lab, cap, &p16) ||
-		    p1.responses < p1.requests * 0.95 || !(p16.thr > 0)) {
-			fprintf(stderr, "splitnic calibrate: traffic MLP: fewer than 95%% of the "
-					"requests answered\n");
-			return -EIO;
-		}
-		lat50[r] = p1.p50 * 1e-6;
-		thr[r] = p16.thr;
-		comp[r] = p1.srv_p50[PROTO_T_HOST] * 1e-9;
-		tot[r] = p1.srv_p50[PROTO_T_TOTAL] * 1e-9;
-	}
-	compute = stats_median(comp, CAL_PK_ROUNDS);
-	p50 = stats_median(lat50, CAL_PK_ROUNDS);
-	capacity = stats_median(thr, CAL_PK_ROUNDS);
-	service = fmax(1 / capacity, stats_median(tot, CAL_PK_ROUNDS));
-	pr->v[SPLIT_P_HOST_REQ] = fmax(0, service - compute);
-	pr->v[SPLIT_P_PATH_FIXED] = fmax(0, p50 - service);
-	pr->v[SPLIT_P_HOST_OVERLAP] = fmax(0, service - p50);
-	printf(
-	    "host (packet path, MEASURED): traffic MLP host-only, medians of %d rounds: end to "
-	    "end p50 %.1f us at 500 requests/s, Poisson (compute %.1f us); %.0f responses/s at 16 "
-	    "outstanding\n",
-	    CAL_PK_ROUNDS, p50 * 1e6, compute * 1e6, capacity);
-	printf(
-	    "host fit: %.1f us per request on the host core (%.1f us of it off the request's own "
-	    "path); the path around it %.1f us (p50)\n",
-	    pr->v[SPLIT_P_HOST_REQ] * 1e6, pr->v[SPLIT_P_HOST_OVERLAP] * 1e6,
-	    pr->v[SPLIT_P_PATH_FIXED] * 1e6);
-	return 0;
-}
-
-static int cal_packet(struct split_profile *pr, const char *lab_script, const char *tag,
-		      const char *platform, const char *execs)
-{
-	char dir[] = "/tmp/splitnic-calpk-XXXXXX";
-	struct sweep_lab lab;
-	int ret;
-
-	ret = sweep_lab_init(&lab, lab_script, tag, NULL, NULL);
-	if (ret)
-		return ret;
-	if (!mkdtemp(dir))
-		return -errno;
-	ret = sweep_lab_up(&lab);
-	if (!ret)
-		ret = sweep_lab_shape(&lab, 0);
-	if (!ret)
-		ret = cal_pk_nic_fit(&lab, dir, platform, execs, pr);
-	if (!ret)
-		ret = cal_pk_host(&lab, dir, pr);
-	sweep_lab_down(&lab);
-	sweep_remove_dir(dir);
-	return ret;
-}
-
 struct cal_opts {
-	const char *out, *in, *platform, *lab, *tag;
-	long executors;
-	bool quick, keys, packet;
+	const char *out, *in, *platform, *lab, *tag, *host_opt, *compare;
+	long executors, rounds, attempts;
+	double duration, max_spread;
+	bool quick, keys, packet, quiet;
 };
 
 #define CAL_OPT(f) offsetof(struct cal_opts, f)
@@ -669,32 +360,69 @@ static const struct conf_opt cal_opts[] = {
     CONF_FLAG_ROW("keys", CAL_OPT(keys), "list the profile's keys and exit"),
     CONF_FLAG_ROW("packet", CAL_OPT(packet),
 		  "then measure the NIC and the path through the packet path (root)"),
-    CONF_STR_ROW("profile", "IN", CAL_OPT(in), NULL, "--packet: start from this profile"),
+    CONF_STR_ROW("profile", "IN", CAL_OPT(in), NULL,
+		 "--packet: start from this profile; --compare: the other profile"),
     CONF_CHOICE_ROW("platform", "emu|lcore", CAL_OPT(platform), "emu",
 		    "--packet: splitnic-nic's platform"),
     CONF_LONG_ROW("executors", "E", CAL_OPT(executors), 1, 256, "16",
-		  "--packet: splitnic-nic's executors"),
+		  "splitnic-nic's executors (the NIC's chain)"),
+    CONF_STR_ROW("host-opt", "'OPTS'", CAL_OPT(host_opt), "--idle-sleep-us 20",
+		 "--packet: more splitnic-host options (as the sweeps')"),
+    CONF_LONG_ROW("rounds", "N", CAL_OPT(rounds), 1, 9, "3",
+		  "--packet: interleaved rounds of every measurement (medians)"),
+    CONF_LONG_ROW("attempts", "N", CAL_OPT(attempts), 1, 9, "3",
+		  "--packet: calibrations at most while the rounds disagree"),
+    CONF_DOUBLE_ROW("duration", "S", CAL_OPT(duration), 0.1, 60, "seconds", "1",
+		    "--packet: seconds of load per point"),
+    CONF_POSITIVE_ROW("max-spread", "F", CAL_OPT(max_spread), 10, "relative range", "0.1",
+		      "rounds (--compare: two profiles) agreeing within F: quiet"),
     CONF_STR_ROW("lab", "SCRIPT", CAL_OPT(lab), NULL, "--packet: the lab (lab/sweep_lab.sh)"),
     CONF_STR_ROW("tag", "T", CAL_OPT(tag), NULL, "--packet: the lab's namespaces' tag"),
+    CONF_FLAG_ROW("quiet", CAL_OPT(quiet), "no progress line (drawn only on a terminal)"),
+    CONF_STR_ROW("compare", "A", CAL_OPT(compare), NULL,
+		 "compare profile A with --profile B (the figures the planner rests on)"),
 };
 
 const struct conf_cmd cmd_calibrate_spec = {
     CONF_CMD("splitnic calibrate",
-	     "[-o PROFILE] [--quick] [--keys] [--packet [--profile IN] "
-	     "[--platform emu|lcore] [--executors E] [--lab SCRIPT] [--tag T]]",
+	     "[-o PROFILE] [--quick] [--keys] [--executors E] [--packet [--profile IN] "
+	     "[--platform emu|lcore] [--rounds N] [--attempts N] [--duration S] [--max-spread F] "
+	     "[--host-opt 'OPTS'] [--lab SCRIPT] [--tag T]]\n"
+	     "--compare A --profile B [--max-spread F]",
 	     "measure this machine's executors and transfer costs (and the packet path) into "
 	     "a profile",
 	     cal_opts, 0, 0, NULL),
-    .notes = "In process: this machine's kernels, the emulator's NIC, the protocol code.\n"
-	     "--packet (root): then, with no server running meanwhile for the in-process part (or\n"
-	     "from --profile IN), the NIC's per-request time and the path's costs MEASURED\n"
-	     "through splitnic-nic and splitnic-host in the namespaces of lab/sweep_lab.sh.\n"};
+    .notes =
+	"In process: this machine's kernels, the emulator's NIC, the protocol code.\n"
+	"--packet (root): then, with no server running meanwhile for the in-process part (or\n"
+	"from --profile IN), the NIC's per-request time, the path's and the host's costs and\n"
+	"how each waits and sheds under load, MEASURED through splitnic-nic and splitnic-host\n"
+	"in the namespaces of lab/sweep_lab.sh; every figure in --rounds interleaved rounds,\n"
+	"measured again (up to --attempts) while they spread more than --max-spread.\n"
+	"--compare: the figures of two profiles side by side; exit status 1 when they differ\n"
+	"by more than --max-spread.\n"};
+
+/* --compare A --profile B: 0 when they agree within max_spread, else 1. */
+static int cal_compare(const struct cal_opts *o)
+{
+	struct split_profile a, b;
+	double d;
+
+	if (!o->in || split_tools_load_profile("calibrate", o->compare, &a) ||
+	    split_tools_load_profile("calibrate", o->in, &b))
+		return o->in ? 1 : conf_usage_error(&cmd_calibrate_spec);
+	printf("calibrate --compare: %s against %s\n", o->compare, o->in);
+	d = split_cal_compare(&a, &b, stdout);
+	printf("CALCOMPARE largest_difference=%.1f%% agree=%s (within %.0f%%)\n", 100 * d,
+	       d <= o->max_spread ? "yes" : "no", 100 * o->max_spread);
+	return d <= o->max_spread ? 0 : 1;
+}
 
 int cmd_calibrate(int argc, char **argv)
 {
 	struct cal_opts o = {0};
-	char execs[16];
 	struct split_profile pr;
+	struct cli_progress progress;
 	long cache;
 	int reps, ret;
 
@@ -704,15 +432,23 @@ int cmd_calibrate(int argc, char **argv)
 		for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
 			printf("%-20s %-9s %s\n", split_pkey_info(k)->key, split_pkey_info(k)->unit,
 			       split_pkey_info(k)->what);
+		for (unsigned c = 0; c < SPLIT_CV__COUNT; c++)
+			printf("%-20s %-9s %s (a list: one value per curve.u point)\n",
+			       split_curve_info(c)->key, split_curve_info(c)->unit,
+			       split_curve_info(c)->what);
 		return 0;
 	}
+	if (o.compare)
+		return cal_compare(&o);
 	if (!o.packet && (o.in || o.lab || o.tag))
-		return conf_usage_error(&cmd_calibrate_spec);
-	snprintf(execs, sizeof(execs), "%ld", o.executors);
+		return cli_usage_error(&cmd_calibrate_spec,
+				       "--profile, --lab and --tag go with --packet");
 	if (o.out && conf_output_ok("calibrate", "-o", o.out))
 		return 1;
 	split_profile_default(&pr);
+	pr.v[SPLIT_P_NIC_EXECS] = (double)o.executors;
 	ret = 0;
+	cli_progress_start(&progress, "splitnic calibrate", "steps", o.packet ? 6 : 5, o.quiet);
 	if (o.in) {
 		if (split_tools_load_profile("calibrate", o.in, &pr))
 			return 1;
@@ -722,25 +458,42 @@ int cmd_calibrate(int argc, char **argv)
 		if (cache > 0)
 			pr.v[SPLIT_P_CPU_CACHE] = (double)cache;
 		ret = cal_cpu_float(&pr, o.quick, reps);
+		cli_progress_set(&progress, 1);
 		if (!ret)
 			ret = cal_cpu_binary(&pr, reps);
+		cli_progress_set(&progress, 2);
 		if (!ret)
 			cal_gpu(&pr, reps);
+		cli_progress_set(&progress, 3);
 		if (!ret)
 			ret = cal_nic(&pr, o.quick);
+		cli_progress_set(&progress, 4);
 		if (!ret)
 			ret = cal_wire(&pr, reps);
 	}
-	if (!ret && o.packet)
-		ret = cal_packet(&pr, o.lab, o.tag, o.platform, execs);
+	cli_progress_set(&progress, 5);
+	if (!ret && o.packet) {
+		const struct cal_pk_opts po = {.lab = o.lab,
+					       .tag = o.tag,
+					       .platform = o.platform,
+					       .host_opt = o.host_opt,
+					       .executors = (uint32_t)o.executors,
+					       .rounds = (uint32_t)o.rounds,
+					       .attempts = (uint32_t)o.attempts,
+					       .duration = o.duration,
+					       .max_spread = o.max_spread};
+
+		ret = cal_packet_run(&pr, &po);
+	}
+	cli_progress_end(&progress);
 	if (ret) {
 		fprintf(stderr, "splitnic calibrate: %s\n", strerror(-ret));
 		return 1;
 	}
 	if (o.out) {
 		ret = split_profile_save(o.out, &pr,
-					 o.packet  ? "measured by splitnic calibrate --packet (NIC "
-						     "and path keys through the packet path)"
+					 o.packet ? "measured by splitnic calibrate --packet (NIC, "
+						    "path and load keys through the packet path)"
 					 : o.quick ? "measured by splitnic calibrate --quick"
 						   : "measured by splitnic calibrate");
 		if (ret) {

@@ -553,9 +553,15 @@ static int run_loop(struct client_run *r)
 		}
 		if (n == 64)
 			wait = 0;
-		if (wait && epoll_wait(r->ep, ev, 1, (int)((wait + 999999) / 1000000)) < 0 &&
-		    errno != EINTR)
-			return -errno;
+		/* a timeout in nanoseconds: one in milliseconds would send an open loop's
+		 * requests in bursts a millisecond apart, not at their Poisson times */
+		if (wait) {
+			const struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
+						    .tv_nsec = (long)(wait % 1000000000ull)};
+
+			if (epoll_pwait2(r->ep, ev, 1, &ts, NULL) < 0 && errno != EINTR)
+				return -errno;
+		}
 	}
 	return 0;
 }

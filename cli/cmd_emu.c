@@ -11,6 +11,7 @@
 
 #include "cli/cmds.h"
 #include "cli/dataset.h"
+#include "cli/progress.h"
 #include "exec/kexec.h"
 #include "kernels/kern.h"
 #include "nicfw/emu/emu.h"
@@ -141,7 +142,7 @@ struct emu_opts {
 	struct dataset_opts ds;
 	long executors;
 	struct nicfw_emu_params p;
-	bool json, list;
+	bool json, list, quiet;
 };
 
 #define EMU_OPT(f) offsetof(struct emu_opts, f)
@@ -164,6 +165,7 @@ static const struct conf_opt emu_opts[] = {
     CONF_CALL_ROW("param", "NAME=VALUE", 0, NULL, "an emulator parameter (--params lists them)"),
     CONF_FLAG_ROW("params", EMU_OPT(list), "list the emulator's parameters and their sources"),
     CONF_FLAG_ROW("json", EMU_OPT(json), "one JSON object instead of text"),
+    CONF_FLAG_ROW("quiet", EMU_OPT(quiet), "no progress line (drawn only on a terminal)"),
 };
 
 const struct conf_cmd cmd_emu_spec = {CONF_CMD(
@@ -180,6 +182,7 @@ int cmd_emu(int argc, char **argv)
 	struct kern_ctx *ctx = NULL;
 	struct nicfw_emu *e = NULL;
 	struct emu_totals t = {0};
+	struct cli_progress progress;
 	double *nic = NULL, *cpu = NULL;
 	void *act = NULL;
 	char err[512];
@@ -193,8 +196,10 @@ int cmd_emu(int argc, char **argv)
 		print_params(&o.p);
 		return 0;
 	}
-	if (arg == argc || !dataset_opts_valid(&o.ds))
-		return conf_usage_error(&cmd_emu_spec);
+	if (arg == argc)
+		return cli_usage_error(&cmd_emu_spec, "no MODEL");
+	if (!dataset_opts_valid(&o.ds))
+		return cli_usage_error(&cmd_emu_spec, "give one of --images IDX and --npy FILE");
 	m = model_load(argv[arg], err, sizeof(err));
 	if (!m) {
 		fprintf(stderr, "splitnic emu: %s\n", err);
@@ -223,20 +228,24 @@ int cmd_emu(int argc, char **argv)
 		fprintf(stderr, "splitnic emu: out of memory\n");
 		goto out_free;
 	}
+	cli_progress_start(&progress, "splitnic emu", "inputs", (uint64_t)o.ds.count, o.quiet);
 	for (uint32_t i = 0; i < o.ds.count; i++) {
 		struct nicfw_emu_report r;
 		int err_one = emu_one(e, ctx, m, dataset_item(&ds, i), act, nic, cpu, &r);
 
 		if (err_one) {
+			cli_progress_end(&progress);
 			fprintf(stderr, "splitnic emu: request %u: %s\n", i, strerror(-err_one));
 			goto out_free;
 		}
+		cli_progress_add(&progress, 1);
 		totals_add(&t, &r);
 		t.count++;
 		t.agree += scores_equal(nic, cpu, model_classes(m));
 		if (ds.labels)
 			t.correct += kern_argmax(nic, model_classes(m)) == ds.labels[i];
 	}
+	cli_progress_end(&progress);
 	report(m, nicfw_emu_chain(e), &t, ds.labels != NULL, o.json);
 	ret = t.agree == t.count ? 0 : 1;
 	if (ret)

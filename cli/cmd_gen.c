@@ -198,7 +198,7 @@ int cmd_gen(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (!o.out)
-		return conf_usage_error(&cmd_gen_spec);
+		return cli_usage_error(&cmd_gen_spec, "no -o WEIGHTS.npz");
 	if (conf_output_ok("gen", "-o", o.out))
 		return 1;
 	if (split_tools_gen(argv[arg], o.out, o.seed, err, sizeof(err))) {

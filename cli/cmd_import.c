@@ -10,6 +10,8 @@
 #include <zip.h>
 
 #include "cli/cmds.h"
+#include "cli/progress.h"
+#include "conf/args.h"
 #include "model/model_file.h"
 #include "model/npy.h"
 #include "model/onnx/onnx_import.h"
@@ -104,15 +106,6 @@ static int write_interchange(const struct onnx_import *imp, const char *dir)
 {
 	char arch[4096], npz[4096];
 
-	if (imp->extended) {
-		fprintf(
-		    stderr,
-		    "splitnic import: %s uses what the interchange format cannot express "
-		    "(asymmetric or max-pool padding, ceil-mode pooling, or ONNX's three-valued "
-		    "Sign); import it with -o instead\n",
-		    imp->ic.arch_path);
-		return 1;
-	}
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "splitnic import: %s: %s\n", dir, strerror(errno));
 		return 1;
@@ -132,49 +125,82 @@ static int write_interchange(const struct onnx_import *imp, const char *dir)
 
 struct import_opts {
 	const char *out, *dir;
+	bool keep_softmax, quiet;
 };
 
 static const struct conf_opt import_opts[] = {
     CONF_OUTPUT_ROW("MODEL.snm", offsetof(struct import_opts, out), "the model file to write"),
     CONF_STR_ROW("interchange", "DIR", offsetof(struct import_opts, dir), NULL,
 		 "write DIR/arch.json and DIR/weights.npz"),
+    CONF_FLAG_ROW("keep-softmax", offsetof(struct import_opts, keep_softmax),
+		  "refuse a trailing Softmax/LogSoftmax/ArgMax instead of dropping it"),
+    CONF_FLAG_ROW("quiet", offsetof(struct import_opts, quiet),
+		  "no progress line (drawn only on a terminal)"),
 };
 
 const struct conf_cmd cmd_import_spec = {
-    CONF_CMD("splitnic import", "MODEL.onnx (-o MODEL.snm | --interchange DIR)",
+    CONF_CMD("splitnic import", "MODEL.onnx (-o MODEL.snm | --interchange DIR) [--keep-softmax]",
 	     "import an ONNX or QONNX model (docs/onnx-import.md) into a model file", import_opts,
-	     1, 1, NULL)};
+	     1, 1, NULL),
+    .notes = "A trailing Softmax, LogSoftmax or ArgMax is dropped, with a note: the classes are\n"
+	     "the same, the scores are the logits (--keep-softmax refuses it instead).\n"};
 
 int cmd_import(int argc, char **argv)
 {
 	struct import_opts o = {0};
+	struct cli_progress progress;
 	struct onnx_import imp;
 	struct model m;
+	bool compiled = false;
 	char err[1024];
-	int arg = conf_parse(&cmd_import_spec, argc, argv, &o), rc = 0;
+	int arg = conf_parse(&cmd_import_spec, argc, argv, &o), rc = 1, ret;
 
 	if (arg < 0)
 		return 2;
 	if (!o.out && !o.dir)
-		return conf_usage_error(&cmd_import_spec);
-	if (onnx_import_file(argv[arg], &imp, err, sizeof(err))) {
-		fprintf(stderr, "splitnic import: %s\n", err);
+		return cli_usage_error(&cmd_import_spec,
+				       "give -o MODEL.snm, --interchange DIR or both");
+	if (o.out && conf_output_ok("import", "-o", o.out))
 		return 1;
+	cli_progress_start(&progress, "splitnic import", "steps", 4, o.quiet);
+	ret = onnx_import_file(argv[arg], o.keep_softmax ? ONNX_IMPORT_KEEP_SOFTMAX : 0, &imp, err,
+			       sizeof(err));
+	cli_progress_set(&progress, 1);
+	if (ret)
+		goto out;
+	if (imp.dropped[0]) {
+		cli_progress_end(&progress);
+		fprintf(stderr,
+			"splitnic import: note: dropped the trailing %s: the classes are the same, "
+			"the scores are the logits (--keep-softmax refuses it instead)\n",
+			imp.dropped);
 	}
-	if (o.dir)
-		rc = write_interchange(&imp, o.dir);
-	if (!rc && o.out) {
-		int ret = onnx_import_compile(&imp, &m, stderr, err, sizeof(err));
-
-		if (!ret) {
-			ret = model_write(&m, o.out, err, sizeof(err));
-			model_compiled_free(&m);
-		}
-		if (ret) {
-			fprintf(stderr, "splitnic import: %s\n", err);
-			rc = 1;
-		}
+	if (o.out || imp.extended) {
+		ret = onnx_import_compile(&imp, &m, o.out ? stderr : NULL, err, sizeof(err));
+		compiled = !ret;
 	}
+	cli_progress_set(&progress, 2);
+	if (!ret && o.dir && imp.extended)
+		ret = onnx_import_to_interchange(&imp, &m, err, sizeof(err));
+	if (ret)
+		goto out;
+	if (o.dir && write_interchange(&imp, o.dir))
+		goto out_quiet;
+	cli_progress_set(&progress, 3);
+	if (o.out) {
+		ret = model_write(&m, o.out, err, sizeof(err));
+		if (ret)
+			goto out;
+	}
+	rc = 0;
+	goto out_quiet;
+out:
+	cli_progress_end(&progress);
+	fprintf(stderr, "splitnic import: %s\n", err);
+out_quiet:
+	cli_progress_end(&progress);
+	if (compiled)
+		model_compiled_free(&m);
 	onnx_import_free(&imp);
 	return rc;
 }

@@ -9,7 +9,9 @@
 
 #include "cli/cmds.h"
 #include "conf/args.h"
+#include "exec/kexec.h"
 #include "kernels/kern.h"
+#include "split/split.h"
 
 struct convert_opts {
 	const char *out;
@@ -33,7 +35,7 @@ int cmd_convert(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (!o.out)
-		return conf_usage_error(&cmd_convert_spec);
+		return cli_usage_error(&cmd_convert_spec, "no -o MODEL");
 	if (conf_output_ok("convert", "-o", o.out))
 		return 1;
 	if (model_convert(argv[arg], argv[arg + 1], o.out, err, sizeof(err))) {
@@ -43,51 +45,34 @@ int cmd_convert(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Per source layer: the figures `splitnic analyze` gives (split/split.h: output elements, bytes
+ * packed in whole 64-bit words at 1 bit, parameters, weight bytes as the layer defines them),
+ * and what the model file holds for the compiled ops that begin at the layer (file_bytes: rows
+ * padded to 64-bit words, a batch-norm folded into the thresholds of the op before it, bias and
+ * threshold arrays).
+ */
 struct layer_stats {
 	struct model_shape out;
-	uint64_t elems, params, weight_bytes, macs;
+	uint64_t elems, params, weight_bytes, file_bytes, macs;
 };
 
-static void src_stats(const struct model *m, uint32_t i, struct layer_stats *st)
+static void src_stats(const struct model *m, const struct split_arch *a, uint32_t i,
+		      struct layer_stats *st)
 {
-	const struct model_src_layer *s = &m->src[i];
-	struct model_shape in = m->input;
-	uint64_t in_elems, cin;
+	const struct split_layer *L = &a->l[i];
 
-	if (i) {
-		in.c = m->src[i - 1].c;
-		in.h = m->src[i - 1].h;
-		in.w = m->src[i - 1].w;
-	}
-	in_elems = (uint64_t)in.c * in.h * in.w;
-	cin = in.c;
 	memset(st, 0, sizeof(*st));
-	st->out.fmt = MODEL_FMT_F64;
-	st->out.c = s->c;
-	st->out.h = s->h;
-	st->out.w = s->w;
-	st->elems = (uint64_t)s->c * s->h * s->w;
-	switch (s->type) {
-	case MODEL_SRC_DENSE:
-		st->params = st->elems * in_elems + ((s->flags & MODEL_SF_BIAS) ? st->elems : 0);
-		st->macs = st->elems * in_elems;
-		break;
-	case MODEL_SRC_CONV:
-		st->params = (uint64_t)s->c * cin * s->kernel * s->kernel +
-			     ((s->flags & MODEL_SF_BIAS) ? s->c : 0);
-		st->macs = st->elems * cin * s->kernel * s->kernel;
-		break;
-	case MODEL_SRC_BATCHNORM:
-		st->params = 4 * (uint64_t)s->c;
-		st->macs = st->elems;
-		break;
-	default:
-		break;
-	}
+	st->out = (struct model_shape){MODEL_FMT_F64, L->c, L->h, L->w};
+	st->elems = L->elems;
+	st->params = L->params;
+	st->weight_bytes = L->weight_bytes;
+	if (L->type == MODEL_SRC_DENSE || L->type == MODEL_SRC_CONV)
+		st->macs = L->ops;
 	for (uint32_t j = 0; j < m->n_layers; j++)
 		if (m->layers[j].src_first == i)
 			for (int b = 0; b < MODEL_NBLOB; b++)
-				st->weight_bytes += m->layers[j].blob_size[b];
+				st->file_bytes += m->layers[j].blob_size[b];
 }
 
 static void shape_str(const struct model_shape *s, char *buf, size_t len)
@@ -98,10 +83,9 @@ static void shape_str(const struct model_shape *s, char *buf, size_t len)
 		snprintf(buf, len, "%ux%ux%u", s->c, s->h, s->w);
 }
 
-static int inspect_json(const struct model *m, bool with_ops)
+static int inspect_json(const struct model *m, const struct split_arch *a, bool with_ops)
 {
 	json_t *root = json_object(), *layers = json_array(), *ops = json_array();
-	char shape[64];
 	int ret = 0;
 
 	json_object_set_new(root, "name", json_string(m->name));
@@ -113,17 +97,18 @@ static int inspect_json(const struct model *m, bool with_ops)
 		const struct model_src_layer *s = &m->src[i];
 		struct layer_stats st;
 
-		src_stats(m, i, &st);
-		shape_str(&st.out, shape, sizeof(shape));
+		src_stats(m, a, i, &st);
 		json_array_append_new(
-		    layers, json_pack("{s:i,s:s,s:b,s:[i,i,i],s:I,s:I,s:I,s:I,s:I,s:I}", "index", i,
-				      "type", model_src_type_name(s->type), "binary_weights",
-				      !!(s->flags & MODEL_SF_BINW), "output_shape", s->c, s->h,
-				      s->w, "elements", (json_int_t)st.elems, "bytes_f32",
-				      (json_int_t)(st.elems * 4), "bytes_1bit",
-				      (json_int_t)((st.elems + 7) / 8), "params",
-				      (json_int_t)st.params, "weight_bytes",
-				      (json_int_t)st.weight_bytes, "macs", (json_int_t)st.macs));
+		    layers,
+		    json_pack("{s:i,s:s,s:b,s:[i,i,i],s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "index", i,
+			      "type", model_src_type_name(s->type), "binary_weights",
+			      !!(s->flags & MODEL_SF_BINW), "output_shape", st.out.c, st.out.h,
+			      st.out.w, "elements", (json_int_t)st.elems, "bytes_f32",
+			      (json_int_t)split_bytes_f32(st.elems), "bytes_1bit",
+			      (json_int_t)split_bytes_bits(st.elems), "params",
+			      (json_int_t)st.params, "weight_bytes", (json_int_t)st.weight_bytes,
+			      "file_bytes", (json_int_t)st.file_bytes, "macs",
+			      (json_int_t)st.macs));
 	}
 	json_object_set_new(root, "layers", layers);
 	if (with_ops) {
@@ -148,32 +133,42 @@ static int inspect_json(const struct model *m, bool with_ops)
 	return ret;
 }
 
-static void inspect_table(const struct model *m, bool with_ops)
+static void inspect_table(const struct model *m, const struct split_arch *a, bool with_ops)
 {
-	uint64_t tot_params = 0, tot_wbytes = 0, tot_macs = 0;
+	uint64_t tot_params = 0, tot_wbytes = 0, tot_fbytes = 0, tot_macs = 0;
 	char shape[64];
 
 	printf("model %s: input %s %ux%ux%u, %u classes, %u layers compiled to %u ops\n\n", m->name,
 	       model_fmt_name(m->input.fmt), m->input.c, m->input.h, m->input.w, model_classes(m),
 	       m->n_src, m->n_layers);
-	printf("%3s  %-10s %-3s %-12s %10s %12s %10s %12s %12s %14s\n", "#", "layer", "bin",
-	       "output", "elements", "bytes(f32)", "bytes(1b)", "params", "weight B", "MACs");
+	printf("%3s  %-10s %-3s %-12s %10s %12s %10s %12s %12s %12s %14s\n", "#", "layer", "bin",
+	       "output", "elements", "bytes(f32)", "bytes(1b)", "params", "weight B", "file B",
+	       "MACs");
 	for (uint32_t i = 0; i < m->n_src; i++) {
 		struct layer_stats st;
 
-		src_stats(m, i, &st);
+		src_stats(m, a, i, &st);
 		shape_str(&st.out, shape, sizeof(shape));
 		printf("%3u  %-10s %-3s %-12s %10" PRIu64 " %12" PRIu64 " %10" PRIu64 " %12" PRIu64
-		       " %12" PRIu64 " %14" PRIu64 "\n",
+		       " %12" PRIu64 " %12" PRIu64 " %14" PRIu64 "\n",
 		       i, model_src_type_name(m->src[i].type),
 		       (m->src[i].flags & MODEL_SF_BINW) ? "yes" : "", shape, st.elems,
-		       st.elems * 4, (st.elems + 7) / 8, st.params, st.weight_bytes, st.macs);
+		       split_bytes_f32(st.elems), split_bytes_bits(st.elems), st.params,
+		       st.weight_bytes, st.file_bytes, st.macs);
 		tot_params += st.params;
 		tot_wbytes += st.weight_bytes;
+		tot_fbytes += st.file_bytes;
 		tot_macs += st.macs;
 	}
-	printf("%3s  %-10s %-3s %-12s %10s %12s %10s %12" PRIu64 " %12" PRIu64 " %14" PRIu64 "\n",
-	       "", "total", "", "", "", "", "", tot_params, tot_wbytes, tot_macs);
+	printf("%3s  %-10s %-3s %-12s %10s %12s %10s %12" PRIu64 " %12" PRIu64 " %12" PRIu64
+	       " %14" PRIu64 "\n",
+	       "", "total", "", "", "", "", "", tot_params, tot_wbytes, tot_fbytes, tot_macs);
+	printf("\nbytes(1b): packed in whole 64-bit words, as a split sends them; weight B: the "
+	       "weights as the\nlayer defines them (1 bit each when binary, else 4 bytes; bias "
+	       "and batch-norm 4 bytes), as\n`splitnic analyze` counts them; file B: what the "
+	       "model file holds for the compiled ops that\nbegin at the layer (float weights "
+	       "at 8 bytes, binary rows padded to 64-bit words, a batch-norm\nfolded into the "
+	       "thresholds of the op before it)\n");
 	if (!with_ops)
 		return;
 	printf("\ncompiled ops:\n%3s  %-13s %-7s %-6s %-12s %-6s %-12s %s\n", "#", "op", "layers",
@@ -213,6 +208,7 @@ const struct conf_cmd cmd_inspect_spec = {CONF_CMD(
 int cmd_inspect(int argc, char **argv)
 {
 	struct inspect_opts o = {0};
+	struct split_arch a;
 	struct model *m;
 	char err[512];
 	int arg = conf_parse(&cmd_inspect_spec, argc, argv, &o), ret = 0;
@@ -224,10 +220,16 @@ int cmd_inspect(int argc, char **argv)
 		fprintf(stderr, "splitnic inspect: %s\n", err);
 		return 1;
 	}
+	if (split_arch_from_model(m, kexec_nic_first(m), &a, err, sizeof(err))) {
+		fprintf(stderr, "splitnic inspect: %s\n", err);
+		model_free(m);
+		return 1;
+	}
 	if (o.json)
-		ret = inspect_json(m, o.ops);
+		ret = inspect_json(m, &a, o.ops);
 	else
-		inspect_table(m, o.ops);
+		inspect_table(m, &a, o.ops);
+	split_arch_free(&a);
 	model_free(m);
 	return ret;
 }

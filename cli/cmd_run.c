@@ -14,6 +14,7 @@
 
 #include "cli/cmds.h"
 #include "cli/dataset.h"
+#include "cli/progress.h"
 #include "conf/args.h"
 #include "exec/kexec.h"
 #include "kernels/cuda/kcuda.h"
@@ -37,6 +38,7 @@ struct run_job {
 	struct kcuda_model *gpu;    /* --exec gpu: runs instead of ctx */
 	const struct kcuda_ops *cu; /* its table */
 	struct kexec_pipe pipe;	    /* --plan: runs instead of ctx */
+	struct cli_progress *progress;
 };
 
 static void *run_worker(void *arg)
@@ -59,6 +61,7 @@ static void *run_worker(void *arg)
 		j->lat_ns[b] = lat_now_ns() - t0;
 		if (j->ret)
 			break;
+		cli_progress_add(j->progress, n);
 	}
 	return NULL;
 }
@@ -75,6 +78,24 @@ static int write_scores(const char *path, const double *scores, uint32_t count, 
 		for (uint32_t c = 0; c < classes; c++)
 			fprintf(f, "%.17g%c", scores[(size_t)i * classes + c],
 				c + 1 == classes ? '\n' : ',');
+	if (fclose(f)) {
+		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* --classes: the predicted class of each input, one per line (ties: the first, as argmax) */
+static int write_classes(const char *path, const double *scores, uint32_t count, uint32_t classes)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		fprintf(f, "%u\n", kern_argmax(scores + (size_t)i * classes, classes));
 	if (fclose(f)) {
 		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
 		return -EIO;
@@ -124,8 +145,8 @@ static int plan_pipe(struct kexec_pipe *p, const struct model *m, const struct s
 struct run_opts {
 	struct dataset_opts ds;
 	long batch, threads;
-	const char *scores, *exec, *plan;
-	bool json;
+	const char *scores, *classes, *exec, *plan;
+	bool json, quiet;
 };
 
 #define RUN_OPT(f) offsetof(struct run_opts, f)
@@ -136,11 +157,14 @@ static const struct conf_opt run_opts[] = {
     CONF_LONG_ROW("threads", "T", RUN_OPT(threads), 1, 256, "1",
 		  "threads, each with its own context, batches round-robin"),
     CONF_STR_ROW("scores", "FILE.csv", RUN_OPT(scores), NULL, "every score, one line per input"),
+    CONF_STR_ROW("classes", "FILE", RUN_OPT(classes), NULL,
+		 "the predicted class of each input, one per line"),
     CONF_CHOICE_ROW("exec", "cpu|gpu", RUN_OPT(exec), "cpu",
 		    "the CPU kernels or the GPU (the CPU when no GPU is found)"),
     CONF_STR_ROW("plan", "PLAN", RUN_OPT(plan), NULL,
 		 "run a plan's stages on their executors (splitnic plan -o)"),
     CONF_FLAG_ROW("json", RUN_OPT(json), "one JSON object instead of text"),
+    CONF_FLAG_ROW("quiet", RUN_OPT(quiet), "no progress line (drawn only on a terminal)"),
 };
 
 const struct conf_cmd cmd_run_spec = {CONF_CMD(
@@ -160,6 +184,7 @@ int cmd_run(int argc, char **argv)
 	const struct model *m;
 	struct splitnic_error se;
 	struct lat_summary lat;
+	struct cli_progress progress;
 	uint64_t *lat_ns = NULL;
 	double *scores = NULL;
 	uint32_t classes, nbatches, correct = 0;
@@ -172,7 +197,7 @@ int cmd_run(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (!dataset_opts_valid(&o.ds))
-		return conf_usage_error(&cmd_run_spec);
+		return cli_usage_error(&cmd_run_spec, "give one of --images IDX and --npy FILE");
 	gpu = !strcmp(o.exec, "gpu");
 	if (o.plan && gpu) {
 		fprintf(stderr,
@@ -180,6 +205,8 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	if (o.scores && conf_output_ok("run", "--scores", o.scores))
+		return 1;
+	if (o.classes && conf_output_ok("run", "--classes", o.classes))
 		return 1;
 	if (gpu)
 		cu = kcuda_open(gpu_name, sizeof(gpu_name));
@@ -237,7 +264,8 @@ int cmd_run(int argc, char **argv)
 					   {0},
 					   NULL,
 					   NULL,
-					   {0}};
+					   {0},
+					   &progress};
 		if (o.plan) {
 			if (plan_pipe(&jobs[t].pipe, m, &plan, (uint32_t)o.batch, err,
 				      sizeof(err))) {
@@ -264,12 +292,14 @@ int cmd_run(int argc, char **argv)
 			goto out_ctx;
 		}
 	}
+	cli_progress_start(&progress, "splitnic run", "inputs", (uint64_t)o.ds.count, o.quiet);
 	t0 = lat_now_ns();
 	for (long t = 0; t < o.threads; t++)
 		pthread_create(&tids[t], NULL, run_worker, &jobs[t]);
 	for (long t = 0; t < o.threads; t++)
 		pthread_join(tids[t], NULL);
 	wall = lat_now_ns() - t0;
+	cli_progress_end(&progress);
 	for (long t = 0; t < o.threads; t++)
 		if (jobs[t].ret) {
 			fprintf(stderr, "splitnic run: forward pass failed: %s\n",
@@ -324,6 +354,8 @@ int cmd_run(int argc, char **argv)
 	}
 	ret = 0;
 	if (o.scores && write_scores(o.scores, scores, (uint32_t)o.ds.count, classes))
+		ret = 1;
+	if (o.classes && write_classes(o.classes, scores, (uint32_t)o.ds.count, classes))
 		ret = 1;
 out_ctx:
 	for (long t = 0; t < o.threads; t++) {

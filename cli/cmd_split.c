@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* splitnic analyze / plan: static analysis of a model and the planner over the cost model. */
+/* splitnic analyze: static analysis of a model (the plan verb is cli/cmd_plan.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -252,7 +252,7 @@ int cmd_analyze(int argc, char **argv)
 	if (arg < 0)
 		return 2;
 	if (o.csv && o.json)
-		return conf_usage_error(&cmd_analyze_spec);
+		return cli_usage_error(&cmd_analyze_spec, "--csv and --json exclude each other");
 	if (o.plot && conf_output_ok("analyze", "--plot", o.plot))
 		return 1;
 	if (split_tools_is_json(argv[arg])) {
@@ -274,93 +274,6 @@ int cmd_analyze(int argc, char **argv)
 	if (!ret && o.plot)
 		ret = analyze_plot(&a, o.plot) ? 1 : 0;
 	split_arch_free(&a);
-	model_free(m);
-	return ret;
-}
-
-struct plan_opts {
-	struct split_opts o;
-	const char *profile, *out, *objective;
-	bool in_process;
-};
-
-#define PLAN_OPT(f) offsetof(struct plan_opts, f)
-
-static const struct conf_opt plan_opts[] = {
-    CONF_STR_ROW("profile", "P", offsetof(struct plan_opts, profile), NULL,
-		 "the calibration profile (default: the built-in one)"),
-    CONF_POSITIVE_ROW("link-gbps", "X", PLAN_OPT(o.link_gbps), INFINITY, "Gbit/s", NULL,
-		      "the host <-> NIC link (default: the profile's)"),
-    CONF_DOUBLE_ROW("load", "RPS", PLAN_OPT(o.load_rps), 0, 1e9, "requests/s", NULL,
-		    "offered requests/s: each stage a queue"),
-    CONF_CHOICE_ROW("objective", "latency|p99|throughput", PLAN_OPT(objective), "latency",
-		    "p50, p99, or the slowest stage"),
-    CONF_FLAG_ROW("in-process", offsetof(struct plan_opts, in_process),
-		  "predict in process, not the packet path"),
-    CONF_FLAG_ROW("allow-approx", offsetof(struct plan_opts, o.allow_approx),
-		  "cuts that change values (fp16, int8) allowed"),
-    CONF_OUTPUT_ROW("PLAN", offsetof(struct plan_opts, out),
-		    "write the plan file (splitnic run --plan, splitnic-host)"),
-};
-
-const struct conf_cmd cmd_plan_spec = {
-    CONF_CMD("splitnic plan",
-	     "MODEL [--profile P] [--link-gbps X] [--load RPS] "
-	     "[--objective latency|p99|throughput] [--in-process] [--allow-approx] [-o PLAN]",
-	     "choose the split (CPU, GPU, NIC stages) from the cost model, under load", plan_opts,
-	     1, 1, NULL),
-    .notes = "Predicts the packet path (front-end -> splitnic-nic -> splitnic-host -> NIC) unless\n"
-	     "--in-process; --load: offered requests/s, each stage a queue (latency: p50, p99:\n"
-	     "p99, throughput: the slowest stage).\n"};
-
-int cmd_plan(int argc, char **argv)
-{
-	struct plan_opts po = {0};
-	struct split_opts *op = &po.o;
-	struct split_load_pred pred;
-	struct split_profile pr;
-	struct split_problem p;
-	struct split_plan plan;
-	struct model *m;
-	char err[512];
-	int arg = conf_parse(&cmd_plan_spec, argc, argv, &po), ret = 1;
-
-	if (arg < 0)
-		return 2;
-	op->objective = (uint32_t)split_objective_from_name(po.objective);
-	op->packet = !po.in_process;
-	if (po.out && conf_output_ok("plan", "-o", po.out))
-		return 1;
-	if (split_tools_load_profile("plan", po.profile, &pr))
-		return 1;
-	if (op->link_gbps <= 0)
-		op->link_gbps = pr.v[SPLIT_P_LINK_GBPS];
-	m = model_load(argv[arg], err, sizeof(err));
-	if (!m) {
-		fprintf(stderr, "splitnic plan: %s\n", err);
-		return 1;
-	}
-	if (split_tools_plan(m, &pr, op, true, &p, &plan, &pred, err, sizeof(err))) {
-		fprintf(stderr, "splitnic plan: %s\n", err);
-		goto out_model;
-	}
-	printf("model %s: %u ops; objective %s (%.1f us); link %g Gbit/s; %s; offered load %g "
-	       "requests/s; GPU %s; approximate cuts %s\n",
-	       m->name, m->n_layers,
-	       op->objective == SPLIT_OBJ_THROUGHPUT ? "throughput: slowest stage"
-						     : split_objective_name(op->objective),
-	       plan.cost * 1e6, op->link_gbps, op->packet ? "packet path" : "in process",
-	       op->load_rps, pr.v[SPLIT_P_GPU_PRESENT] ? "in the profile" : "not in the profile",
-	       op->allow_approx ? "allowed" : "not allowed");
-	split_tools_print_plan(m, &plan);
-	split_tools_print_load(m, &pr, op, &p, &plan);
-	ret = 0;
-	if (po.out && (ret = split_plan_save(po.out, m, &plan, op, op->link_gbps))) {
-		fprintf(stderr, "splitnic plan: %s: %s\n", po.out, strerror(-ret));
-		ret = 1;
-	}
-	split_problem_free(&p);
-out_model:
 	model_free(m);
 	return ret;
 }

@@ -26,6 +26,7 @@
 #include "kernels/kern.h"
 #include "nicfw/xdp/xdp_infer.h"
 #include "protocol/proto.h"
+#include "protocol/trust.h"
 #include "split/stats.h"
 
 struct xdp_opts {
@@ -34,6 +35,8 @@ struct xdp_opts {
 	uint32_t model_id;
 	const char *images, *scores, *mode_name;
 	bool quiet, bits;
+	struct proto_trust_cfg trust; /* --allow; the rate below at load */
+	uint32_t err_rate, err_burst;
 };
 
 static int xdp_model_id(void *p, const struct conf_opt *opt, const char *arg)
@@ -49,6 +52,13 @@ static const struct conf_opt xdp_opts[] = {
     CONF_LONG_ROW("port", "P", XDP_OPT(port), 1, 65535, NULL,
 		  "the UDP port it answers (default 21326)"),
     CONF_CALL_ROW("model-id", "ID", 0, NULL, "the model id it answers (default: its name's)"),
+    CONF_CIDR_LIST_ROW(
+	"allow", "CIDR", struct xdp_opts, trust.allow, trust.n_allow,
+	"front-ends answered (repeatable; default: all, no reply larger than its request)"),
+    CONF_INT_ROW("error-rate", "N", struct xdp_opts, err_rate, 0, 1000000, "1000",
+		 "ERRORs per second per front-end, at most (0: no limit)"),
+    CONF_INT_ROW("error-burst", "N", struct xdp_opts, err_burst, 1, 1000000, "100",
+		 "ERRORs at once per front-end, at most"),
     CONF_STR_ROW("images", "IDX[.gz]", XDP_OPT(images), NULL, "test: the inputs (default: random)"),
     CONF_STR_ROW("npy", "FILE.npy", XDP_OPT(images), NULL, "test: f32 inputs"),
     CONF_LONG_ROW("count", "N", XDP_OPT(count), 1, 1L << 30, NULL,
@@ -61,15 +71,16 @@ static const struct conf_opt xdp_opts[] = {
     CONF_FLAG_ROW("bits", XDP_OPT(bits), "test: f32 inputs sent as sign(x) packed"),
 };
 
-const struct conf_cmd cmd_xdp_spec = {
-    CONF_CMD("splitnic xdp",
-	     "attach IFACE MODEL [--mode native|generic] [--port P] [--model-id ID]\n"
-	     "pass IFACE [--mode native|generic]   (the XDP_PASS program, for a veth peer)\n"
-	     "detach IFACE\n"
-	     "stats IFACE\n"
-	     "test MODEL [--images IDX[.gz] | --npy FILE.npy [--bits]] [--count N] [--repeat R] "
-	     "[--scores FILE.csv] [--quiet]",
-	     "the binary MLP answered in the kernel's XDP hook", xdp_opts, 1, 2, xdp_model_id)};
+const struct conf_cmd cmd_xdp_spec = {CONF_CMD(
+    "splitnic xdp",
+    "attach IFACE MODEL [--mode native|generic] [--port P] [--model-id ID] [--allow CIDR ...]\n"
+    "       [--error-rate N] [--error-burst N]\n"
+    "pass IFACE [--mode native|generic]   (the XDP_PASS program, for a veth peer)\n"
+    "detach IFACE\n"
+    "stats IFACE\n"
+    "test MODEL [--images IDX[.gz] | --npy FILE.npy [--bits]] [--count N] [--repeat R] "
+    "[--scores FILE.csv] [--quiet]",
+    "the binary MLP answered in the kernel's XDP hook", xdp_opts, 1, 2, xdp_model_id)};
 
 static int iface_index(const char *name)
 {
@@ -81,17 +92,21 @@ static int iface_index(const char *name)
 }
 
 /*
- * The model at path and its XDP program for o's port and model id: the program, or NULL after a
- * message naming the verb (*m is then NULL).
+ * The model at path and its XDP program for o's port, model id and trust policy (--allow,
+ * --error-rate, --error-burst): the program, or NULL after a message naming the verb (*m is then
+ * NULL).
  */
 static struct xdp_infer *load_prog(const char *verb, const char *path, const struct xdp_opts *o,
 				   struct model **m)
 {
+	struct proto_trust_cfg trust = o->trust;
 	char err[1024];
 	struct xdp_infer *x;
 
+	proto_trust_set_rate(&trust, o->err_rate, o->err_burst);
 	*m = model_load(path, err, sizeof(err));
-	x = *m ? xdp_infer_load(*m, (uint32_t)o->port, o->model_id, err, sizeof(err)) : NULL;
+	x = *m ? xdp_infer_load_trust(*m, (uint32_t)o->port, o->model_id, &trust, err, sizeof(err))
+	       : NULL;
 	if (!x) {
 		fprintf(stderr, "splitnic xdp %s: %s\n", verb, err);
 		model_free(*m);
@@ -367,7 +382,9 @@ int cmd_xdp(int argc, char **argv)
 		if (arg < 0)
 			return 2;
 		if (argc - 1 - arg != verbs[k].args)
-			return conf_usage_error(&cmd_xdp_spec);
+			return cli_usage_error(&cmd_xdp_spec, "%s takes %d argument%s, got %d",
+					       verbs[k].name, verbs[k].args,
+					       verbs[k].args == 1 ? "" : "s", argc - 1 - arg);
 		o.mode = strcmp(o.mode_name, "generic") ? XDP_INFER_NATIVE : XDP_INFER_GENERIC;
 		return verbs[k].fn(&o, argv + 1 + arg);
 	}

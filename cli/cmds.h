@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "conf/opts.h"
 #include "lab/respond_ref.h"
@@ -47,6 +48,24 @@ extern const struct conf_cmd cmd_plan_spec;
 extern const struct conf_cmd cmd_gen_spec;
 extern const struct conf_cmd cmd_calibrate_spec;
 extern const struct conf_cmd cmd_sweep_spec;
+
+/*
+ * The exit status of every splitnic program (the verbs, splitnic-nic, splitnic-host), as
+ * docs/operator-guide.md lists them.
+ */
+enum cli_exit {
+	CLI_EXIT_OK = 0,      /* done */
+	CLI_EXIT_FAIL = 1,    /* failed: a file, a model, the network, a check; the message says */
+	CLI_EXIT_USAGE = 2,   /* bad arguments: an option, a value, a missing argument */
+	CLI_EXIT_PARTIAL = 3, /* done in part: some requests got no answer (client) */
+};
+
+/* "PROG: WHAT IS WRONG" and the command's usage on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const struct conf_cmd *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The version, the kernel tables compiled in and usable here, CUDA, DPDK, libbpf. */
+void cli_version(FILE *f);
 
 /*
  * Random weights for the interchange architecture at arch_path, written to npz_path as an .npz

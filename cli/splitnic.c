@@ -27,14 +27,25 @@ static const struct splitnic_cmd cmds[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: splitnic COMMAND [ARGS]   (splitnic COMMAND --help for one command)\n\n"
+	fprintf(f, "usage: splitnic COMMAND [ARGS]   (splitnic help COMMAND, or splitnic COMMAND "
+		   "--help, for one command)\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < N_CMDS; i++)
 		fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].spec->purpose);
 	fprintf(f,
-		"\nsplitnic %s; docs/ holds the model format, the wire protocol, the "
-		"architecture and the operator's guide\n",
+		"\nexit status: 0 done, 1 failed, 2 bad arguments, 3 done in part (client: "
+		"requests without an answer)\n"
+		"splitnic %s (--version: this build's features); docs/ holds the model format, the "
+		"wire protocol, the architecture and the operator's guide\n",
 		CONF_VERSION);
+}
+
+static const struct splitnic_cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < N_CMDS; i++)
+		if (!strcmp(name, cmds[i].name))
+			return &cmds[i];
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -44,23 +55,33 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    (!strcmp(argv[1], "help") && argc == 2)) {
 		usage(stdout);
-		return 0;
+		return CLI_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("splitnic %s\n", CONF_VERSION);
-		return 0;
+		cli_version(stdout);
+		return CLI_EXIT_OK;
 	}
-	for (size_t i = 0; i < N_CMDS; i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			c = &cmds[i];
+	if (!strcmp(argv[1], "help")) { /* splitnic help VERB */
+		c = find_cmd(argv[2]);
+		if (!c || argc > 3) {
+			fprintf(stderr, "splitnic help: %s'%s'\n\n",
+				c ? "one command, got more after " : "unknown command ", argv[2]);
+			usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+		conf_help(stdout, c->spec);
+		return CLI_EXIT_OK;
+	}
+	c = find_cmd(argv[1]);
 	if (!c) {
 		fprintf(stderr, "splitnic: unknown command '%s'\n\n", argv[1]);
 		usage(stderr);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	h = conf_help_arg(argc - 1, argv + 1, true);
 	if (h && !strcmp(h, "--version")) {

@@ -46,24 +46,30 @@ static int batch_one(const char *spec, const char *p, uint32_t max_batch_hi, str
 	return 0;
 }
 
+size_t conf_batch_at(const char *spec)
+{
+	size_t at = strlen(spec);
+
+	for (unsigned k = 0; k < 2; k++) {
+		const char *p = strstr(spec, batch_keys[k]);
+
+		if (p && (size_t)(p - spec) < at)
+			at = (size_t)(p - spec);
+	}
+	return at;
+}
+
 int conf_batch_suffix(char *spec, uint32_t max_batch_hi, struct conf_batch *b, char *err,
 		      size_t errlen)
 {
 	struct conf_batch nb = *b;
+	char *cut = spec + conf_batch_at(spec);
 	const char *p, *next;
-	char *cut = NULL;
 
-	for (unsigned k = 0; k < 2; k++) {
-		char *at = strstr(spec, batch_keys[k]);
-
-		if (at && (!cut || at < cut))
-			cut = at;
-	}
 	for (p = cut; p && *p; p = next)
 		if (batch_one(spec, p, max_batch_hi, &nb, &next, err, errlen))
 			return -EINVAL;
-	if (cut)
-		*cut = 0;
+	*cut = 0;
 	*b = nb;
 	return 0;
 }

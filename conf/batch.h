@@ -24,6 +24,9 @@ struct conf_batch {
 	uint64_t max_delay_ns; /* how long the oldest request waits for a batch to fill */
 };
 
+/* Where the batching suffix of spec (a --model value) starts: strlen(spec) if it has none. */
+size_t conf_batch_at(const char *spec);
+
 /*
  * Cut the batching suffix off spec (a --model value) and parse it into *b (fields the suffix
  * does not name are left as they are): N in 1..max_batch_hi, US in 0..CONF_BATCH_MAX_DELAY_US.

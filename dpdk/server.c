@@ -16,15 +16,29 @@
 #include <rte_errno.h>
 
 #include "dpdk/idle.h"
+#include "dpdk/metrics.h"
 #include "dpdk/server.h"
 #include "kernels/kern_ops.h"
 
-static volatile sig_atomic_t quit_sig;
+static volatile sig_atomic_t quit_sig, hup_sig;
+static int cmd_argc;
+static char **cmd_argv;
 
 static void on_signal(int sig)
 {
 	if (!quit_sig)
 		quit_sig = sig;
+}
+
+static void on_hup(int sig)
+{
+	hup_sig = sig;
+}
+
+void dpdk_server_argv(int *argc, char ***argv)
+{
+	*argc = cmd_argc;
+	*argv = cmd_argv;
 }
 
 const char *dpdk_signal_name(int sig)
@@ -94,6 +108,7 @@ static int run_loop(const struct dpdk_server *s, void *srv, const struct dpdk_ru
 		if (unlikely(quit_sig && !sig)) {
 			sig = quit_sig;
 			s->drain(srv);
+			dpdk_metrics_draining();
 			hold_end = now + run->drain_hold_ns;
 			drain_end = now + RTE_MAX(run->drain_ns, run->drain_hold_ns);
 			printf("%s: %s: draining %u request(s)\n", s->who, dpdk_signal_name(sig),
@@ -102,6 +117,14 @@ static int run_loop(const struct dpdk_server *s, void *srv, const struct dpdk_ru
 		}
 		if (unlikely(sig) && ((now >= hold_end && !s->in_use(srv)) || now >= drain_end))
 			break;
+		if (unlikely(hup_sig)) {
+			hup_sig = 0;
+			if (s->reload)
+				s->reload(srv);
+			else
+				printf("%s: SIGHUP: its models change only with a restart\n",
+				       s->who);
+		}
 		dpdk_idle_after(&idle, s->step(srv));
 	}
 	return sig;
@@ -132,6 +155,8 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 	bool eal_cleanup = true;
 	int ret, status = 1;
 
+	cmd_argc = argc;
+	cmd_argv = argv;
 	ret = kern_blas_one_thread(argv);
 	if (ret)
 		fprintf(stderr, "%s: cannot restart with one OpenBLAS thread: %s\n", s->who,
@@ -158,18 +183,26 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_hup);
 	ret = s->setup(srv, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", s->who, err);
 		goto out_teardown;
 	}
 	dpdk_telemetry_register(s, srv);
+	ret = dpdk_metrics_start(s, srv, &run, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", s->who, err);
+		goto out_teardown;
+	}
 	s->start(srv);
+	dpdk_metrics_ready();
 	fflush(stdout);
 	s->stop(srv, run_loop(s, srv, &run));
 	write_report(s, srv, run.stats_file);
 	status = 0;
 out_teardown:
+	dpdk_metrics_stop();
 	dpdk_telemetry_register(s, NULL);
 	eal_cleanup = s->teardown(srv);
 out_eal:

@@ -33,9 +33,11 @@
  *     step 3 (what EAL would fail on) and between steps 4 and 6 (what the options ask for);
  *   - power-aware polling (DPDK's l3fwd-power: pause, then sleep, then RX interrupts): the idle
  *     policy of dpdk/idle.h, which every poll loop already reports its work to, turn by turn;
- *   - an OpenMetrics (Prometheus) endpoint: another reader of counters, as telemetry is;
- *   - reloading models without a restart: an operation the main lcore's loop calls between
- *     turns, as it calls drain.
+ *   - the metrics endpoint (dpdk/metrics.h, --metrics-port): another reader of counters, as
+ *     telemetry is, started after step 6, ready from step 7, not ready from the drain on;
+ *   - reloading models without a restart: SIGHUP makes the main lcore's loop call reload
+ *     between turns (it only asks: the server's own thread does the work off the lcores); the
+ *     telemetry command reload_path and POST /-/reload on the metrics port ask and wait.
  */
 #ifndef DPDK_SERVER_H
 #define DPDK_SERVER_H
@@ -47,15 +49,18 @@
 #include "conf/conf.h"
 
 struct rte_tel_data;
+struct dpdk_metrics_ops;
 
 /* What the skeleton runs by, from the server's options. */
 struct dpdk_run {
-	uint64_t drain_ns;	/* the drain lasts at most this long ... */
-	uint64_t drain_hold_ns; /* ... and at least this long (HEALTH says draining) */
-	double duration_s;	/* > 0: stop after this long */
-	uint32_t poll;		/* the idle policy (dpdk/idle.h): enum dpdk_poll */
-	uint32_t idle_sleep_us; /* its longest sleep (0: busy-poll) */
-	const char *stats_file; /* the counters at exit (NULL: standard output) */
+	uint64_t drain_ns;	  /* the drain lasts at most this long ... */
+	uint64_t drain_hold_ns;	  /* ... and at least this long (HEALTH says draining) */
+	double duration_s;	  /* > 0: stop after this long */
+	uint32_t poll;		  /* the idle policy (dpdk/idle.h): enum dpdk_poll */
+	uint32_t idle_sleep_us;	  /* its longest sleep (0: busy-poll) */
+	const char *stats_file;	  /* the counters at exit (NULL: standard output) */
+	const char *metrics_port; /* the metrics endpoint's TCP port (NULL: none; dpdk/metrics.h) */
+	const char *metrics_addr; /* ... and address (NULL: every address) */
 };
 
 /* A telemetry command of the server: fn fills d (a dictionary already started) from srv. */
@@ -72,6 +77,7 @@ struct dpdk_server {
 	const char *stats_help;
 	const struct dpdk_tel_cmd *tel; /* its other telemetry commands */
 	unsigned n_tel;
+	const struct dpdk_metrics_ops *metrics; /* its histograms and gauges (NULL: none) */
 
 	/* Its options (argv[0] its name, after EAL's) into srv, and what the skeleton runs by
 	 * into run: 0, or -EINVAL after a message (exit 2). */
@@ -96,7 +102,17 @@ struct dpdk_server {
 	/* Everything setup did, undone (also after a failed setup); false: rte_eal_cleanup must be
 	 * left out (a thread of EAL's is parked in the server's code until the process ends). */
 	bool (*teardown)(void *srv);
+	/* Models without a restart (NULL: the server has none): ask for a reload (atomics only,
+	 * from any thread): its number; wait (off the lcores) until reload n is done: 0 or -errno,
+	 * what happened in msg. reload_path: its telemetry command ("/splitnic/host/reload"). */
+	int (*reload)(void *srv);
+	int (*reload_wait)(void *srv, int n, char *msg, size_t len);
+	const char *reload_path;
 };
+
+/* The command line the process was started with (before --config was read): what a reload
+ * reads again. */
+void dpdk_server_argv(int *argc, char ***argv);
 
 /* Runs server s with its state srv (zeroed, static) from argv: the exit status. */
 int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **argv);

@@ -29,6 +29,14 @@ static int tel_cmd(const char *cmd, const char *params, struct rte_tel_data *d)
 		tel_server->counters(srv, tel_put, d);
 		return 0;
 	}
+	if (tel_server->reload && !strcmp(cmd, tel_server->reload_path)) {
+		char msg[RTE_TEL_MAX_STRING_LEN];
+		int rc = tel_server->reload_wait(srv, tel_server->reload(srv), msg, sizeof(msg));
+
+		rte_tel_data_add_dict_int(d, "status", rc);
+		rte_tel_data_add_dict_string(d, "message", msg);
+		return 0;
+	}
 	for (unsigned i = 0; i < tel_server->n_tel; i++)
 		if (!strcmp(cmd, tel_server->tel[i].path))
 			return tel_server->tel[i].fn(srv, params, d);
@@ -42,6 +50,10 @@ void dpdk_telemetry_register(const struct dpdk_server *s, void *srv)
 		rte_telemetry_register_cmd(s->stats_path, tel_cmd, s->stats_help);
 		for (unsigned i = 0; i < s->n_tel; i++)
 			rte_telemetry_register_cmd(s->tel[i].path, tel_cmd, s->tel[i].help);
+		if (s->reload)
+			rte_telemetry_register_cmd(s->reload_path, tel_cmd,
+						   "reload the models (the configuration read "
+						   "again): status 0 or -errno, message");
 	}
 	__atomic_store_n(&tel_srv, srv, __ATOMIC_RELEASE);
 }

@@ -9,7 +9,6 @@
 
 #include "host/host_dpdk.h"
 
-static struct proto_health_model health_models[HOST_MAX_MODELS];
 static char health_ident[PROTO_HEALTH_IDENT_LEN + 1];
 
 void host_health_setup(struct host_app *a)
@@ -20,13 +19,13 @@ void host_health_setup(struct host_app *a)
 		snprintf(health_ident, sizeof(health_ident), "splitnic-host@%u.%u.%u.%u",
 			 a->o.ip >> 24, (a->o.ip >> 16) & 0xff, (a->o.ip >> 8) & 0xff,
 			 a->o.ip & 0xff);
-	host_health_models(a->hm, a->n_models, health_models);
 }
 
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
 		    uint32_t probe_len, uint64_t now)
 {
 	struct host_app *a = w->a;
+	const struct host_map *mp = host_map(a);
 	struct proto_addr to;
 	struct rte_mbuf *mb;
 	uint32_t cap;
@@ -48,10 +47,10 @@ void host_rx_health(struct host_worker *w, const struct proto_msg *m, const stru
 		w->c[HOST_C_TX_NOMBUF]++;
 		return;
 	}
-	n = proto_build_health_report(
-	    p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cap, m->request_id,
-	    PROTO_ROLE_HOST, host_health_state(a->hm, a->n_models, a->draining, a->link_up),
-	    host_in_use(a), health_ident, health_models, a->n_models);
+	n = proto_build_health_report(p + PROTO_FRAME_HDRS, PROTO_FRAME_MAX - PROTO_FRAME_HDRS, cap,
+				      m->request_id, PROTO_ROLE_HOST,
+				      host_health_state(mp->hm, mp->n, a->draining, a->link_up),
+				      host_in_use(a), health_ident, mp->health, mp->n);
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);
 		w->c[HOST_C_HEALTH_DROPPED]++;

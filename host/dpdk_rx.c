@@ -11,12 +11,15 @@
 
 #include "host/host_dpdk.h"
 
+/* The slot serving model_id now (0: the first model), or -1. */
 static int find_model(const struct host_app *a, uint32_t model_id)
 {
-	for (uint32_t i = 0; i < a->n_models; i++)
-		if (a->hm[i].model_id == model_id)
-			return (int)i;
-	return model_id == 0 ? 0 : -1;
+	const struct host_map *mp = host_map(a);
+
+	for (uint32_t i = 0; i < mp->n; i++)
+		if (mp->hm[i].model_id == model_id)
+			return mp->slot[i];
+	return model_id == 0 && mp->n ? mp->slot[0] : -1;
 }
 
 static uint32_t notice_ref(const struct proto_msg *m)
@@ -121,6 +124,7 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 	r->t_rx = host_sat32(now - t_in);
 	r->t_queued = now;
 	q->r[(q->head + q->n++) & q->mask] = r;
+	__atomic_store_n(&w->slot_reqs[k], w->slot_reqs[k] + 1, __ATOMIC_RELEASE);
 	w->c[HOST_C_ACCEPTED]++;
 	return true;
 }
@@ -128,12 +132,21 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 /* A notice from the NIC, on the worker that owns its request. */
 static void on_notice(struct host_worker *w, const struct proto_msg *m)
 {
-	const int k = find_model(w->a, m->model_id);
-	enum host_notice_verdict v;
+	struct host_app *a = w->a;
+	const int first = find_model(a, m->model_id);
+	enum host_notice_verdict v = HOST_NOTICE_STALE;
+	uint32_t k = 0, id = m->model_id;
 
 	if (m->frag_off) /* a long RESPONSE: its first datagram is the notice */
 		return;
-	v = k >= 0 && w->nic[k].priv ? host_remote_notice(&w->nic[k], m) : HOST_NOTICE_STALE;
+	if (!id && first >= 0) /* 0: the first model, as the request named it */
+		id = a->hm[first].model_id;
+	/* the slot serving the model now, or one of its versions still finishing requests */
+	for (uint32_t s = 0; s < host_slots(a) && v == HOST_NOTICE_STALE; s++)
+		if (host_slot_on(a, s) && a->hm[s].model_id == id && w->nic[s].priv) {
+			k = s;
+			v = host_remote_notice(&w->nic[s], m);
+		}
 	switch (v) {
 	case HOST_NOTICE_OK:
 		if (m->type != PROTO_ERROR)

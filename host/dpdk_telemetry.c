@@ -7,6 +7,7 @@
 
 #include <rte_telemetry.h>
 
+#include "dpdk/metrics.h"
 #include "host/host_dpdk.h"
 
 static const char *const counter_names[HOST_C__COUNT] = {
@@ -94,7 +95,9 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 		cns += rd(&w->compute_ns);
 		dbl += rd(&w->tab.double_puts);
 		in_use += w->tab.slots - __atomic_load_n(&w->tab.n_free, __ATOMIC_RELAXED);
-		for (uint32_t k = 0; k < a->n_models; k++) {
+		for (uint32_t k = 0; k < host_slots(a); k++) {
+			if (!host_slot_on(a, k))
+				continue;
 			gfb += host_stage_gpu_fallbacks(&w->st[k]);
 			in_flight += host_remote_in_flight(&w->nic[k]);
 			queued[k] += __atomic_load_n(&w->q[k].n, __ATOMIC_RELAXED);
@@ -125,11 +128,17 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 	put(arg, "double_free_refused", dbl);
 	put(arg, "in_use", in_use);
 	put(arg, "in_flight_nic", in_flight);
-	for (uint32_t k = 0; k < a->n_models; k++) {
+	for (uint32_t k = 0; k < host_slots(a); k++) {
+		if (!host_slot_on(a, k))
+			continue;
 		snprintf(key, sizeof(key), "m%u_queued", k); /* /splitnic/host/models names m<k> */
 		put(arg, key, queued[k]);
 	}
 	put(arg, "link_up", a->link_up);
+	host_reload_figures(a, &batches, &reqs);
+	put(arg, "models", host_map(a)->n);
+	put(arg, "models_version", batches);
+	put(arg, "reloads", reqs);
 	if (a->inproc.disp) {
 		uint64_t nc[NICFW_C__COUNT];
 
@@ -156,7 +165,8 @@ static int tel_latency(void *srv, const char *params, struct rte_tel_data *d)
 			uint64_t v = 0;
 
 			for (unsigned i = 0; i < a->n_workers; i++)
-				v += rd(&a->w[i].h[h].b[b]);
+				for (uint32_t k = 0; k < HOST_MAX_HISTS; k++)
+					v += rd(&a->w[i].h[k][h].b[b]);
 			rte_tel_data_add_array_u64(arr, v);
 		}
 		rte_tel_data_add_dict_container(d, hist_names[h], arr, 0);
@@ -170,11 +180,17 @@ static int tel_latency(void *srv, const char *params, struct rte_tel_data *d)
  */
 static int tel_models(void *srv, const char *params, struct rte_tel_data *d)
 {
-	const struct host_app *a = srv;
+	struct host_app *a = srv;
+	const struct host_map *mp;
 	char key[32];
 
-	rte_tel_data_add_dict_u64(d, "models", a->n_models);
-	for (uint32_t i = 0; i < a->n_models; i++) {
+	host_read_begin(a);
+	mp = host_map(a);
+	rte_tel_data_add_dict_u64(d, "models", mp->n);
+	rte_tel_data_add_dict_u64(d, "epoch", __atomic_load_n(&a->epoch, __ATOMIC_RELAXED));
+	for (uint32_t j = 0; j < mp->n; j++) {
+		const uint32_t i = mp->slot[j];
+
 		snprintf(key, sizeof(key), "m%u_name", i);
 		rte_tel_data_add_dict_string(d, key, a->hm[i].m->name);
 		snprintf(key, sizeof(key), "m%u_id", i);
@@ -184,6 +200,7 @@ static int tel_models(void *srv, const char *params, struct rte_tel_data *d)
 		snprintf(key, sizeof(key), "m%u_split", i);
 		rte_tel_data_add_dict_u64(d, key, a->hm[i].split);
 	}
+	host_read_end(a);
 	return 0;
 }
 
@@ -193,7 +210,45 @@ const struct dpdk_tel_cmd host_tel_cmds[HOST_N_TEL_CMDS] = {
     {"/splitnic/host/models", "models served: m<i>_name, _id, _mode, _split", tel_models},
 };
 
+/* The latency histograms per model name and stage, summed over the workers (a name's stay after
+ * its model is unloaded). */
+static void metrics_hist(void *srv, metrics_hist_put put, void *arg)
+{
+	static const char *const stage[HOST_H__COUNT] = {"total", "queue", "nic_round_trip",
+							 "host_batch_compute"};
+	const struct host_app *a = srv;
+	const uint32_t n = __atomic_load_n(&a->n_hist, __ATOMIC_ACQUIRE);
+
+	for (uint32_t k = 0; k < n; k++)
+		for (unsigned h = 0; h < HOST_H__COUNT; h++) {
+			uint64_t b[HOST_HIST_BUCKETS] = {0}, sum = 0;
+
+			for (unsigned i = 0; i < a->n_workers; i++) {
+				for (unsigned j = 0; j < HOST_HIST_BUCKETS; j++)
+					b[j] += rd(&a->w[i].h[k][h].b[j]);
+				sum += rd(&a->w[i].h[k][h].sum_ns);
+			}
+			put(arg, a->hist_name[k], stage[h], b, HOST_HIST_BUCKETS, sum);
+		}
+}
+
+static const char *metrics_model(void *srv, unsigned i)
+{
+	const struct host_app *a = srv;
+
+	/* called inside host_counters' read */
+	return i < host_slots(a) && host_slot_on(a, i) ? a->hm[i].m->name : NULL;
+}
+
+static const char *const gauges[] = {"workers",	      "queue_pairs",	"in_use",
+				     "in_flight_nic", "queued",		"link_up",
+				     "models",	      "models_version", NULL};
+
+const struct dpdk_metrics_ops host_metrics_ops = {metrics_hist, metrics_model, gauges};
+
 void host_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {
+	host_read_begin(srv);
 	stats_each(srv, put, arg);
+	host_read_end(srv);
 }

@@ -269,7 +269,7 @@ void host_tx_response(struct host_worker *w, struct host_req *r, uint64_t now)
 		tx_message(w, &m, w->body, hm->classes * 8, &to, false);
 	}
 	w->c[HOST_C_ANSWERED_HOST]++;
-	host_hist_add(&w->h[HOST_H_TOTAL], now - r->t_in);
+	host_hist_add(&w->h[w->a->slot_hist[r->model]][HOST_H_TOTAL], now - r->t_in);
 }
 
 void host_act_describe(void *arg, uint64_t tag, struct proto_msg *m)

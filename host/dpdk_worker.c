@@ -30,8 +30,11 @@ static void release_input(struct host_worker *w, struct host_req *r)
 
 void host_req_done(struct host_worker *w, struct host_req *r)
 {
+	uint32_t *n = &w->slot_reqs[r->model];
+
 	release_input(w, r);
 	host_reqtab_put(&w->tab, r);
+	__atomic_store_n(n, *n - 1, __ATOMIC_RELEASE);
 }
 
 /* The host's RESPONSE (held while the link is down: it has no way out), then the slot freed. */
@@ -145,7 +148,7 @@ static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
 		r->t_queue = host_sat32(t0 - r->t_queued);
 		r->t_host = host_sat32(t1 - t0);
 		r->t_done = t1;
-		host_hist_add(&w->h[HOST_H_QUEUE], r->t_queue);
+		host_hist_add(&w->h[w->a->slot_hist[k]][HOST_H_QUEUE], r->t_queue);
 		if (unlikely(ret)) {
 			stage_failed(w, r, t1);
 		} else if (hm->mode == HOST_MODE_HOST_ONLY) {
@@ -159,7 +162,7 @@ static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
 	w->batches++;
 	w->reqs += n;
 	w->compute_ns += t1 - t0;
-	host_hist_add(&w->h[HOST_H_COMPUTE], t1 - t0);
+	host_hist_add(&w->h[w->a->slot_hist[k]][HOST_H_COMPUTE], t1 - t0);
 	return n;
 }
 
@@ -176,8 +179,8 @@ static uint32_t nic_completions(struct host_worker *w, uint32_t k, uint64_t now)
 
 		if (likely(!d[i].status)) {
 			w->c[HOST_C_ANSWERED_NIC]++;
-			host_hist_add(&w->h[HOST_H_NIC_RTT], now - r->t_sent);
-			host_hist_add(&w->h[HOST_H_TOTAL], now - r->t_in);
+			host_hist_add(&w->h[w->a->slot_hist[k]][HOST_H_NIC_RTT], now - r->t_sent);
+			host_hist_add(&w->h[w->a->slot_hist[k]][HOST_H_TOTAL], now - r->t_in);
 			host_req_done(w, r);
 			continue;
 		}
@@ -203,8 +206,8 @@ static uint32_t rx_ring(struct host_worker *w, struct rte_ring *ring, enum host_
 /* Requests waiting for this worker's next turn: a queue or a fallback batch not empty. */
 static bool more_work(const struct host_worker *w)
 {
-	for (uint32_t k = 0; k < w->a->n_models; k++)
-		if (w->q[k].n || w->nfb[k])
+	for (uint32_t k = 0; k < host_slots(w->a); k++)
+		if (host_slot_on(w->a, k) && (w->q[k].n || w->nfb[k]))
 			return true;
 	return false;
 }
@@ -213,9 +216,13 @@ uint32_t host_worker_step(struct host_worker *w, uint64_t now)
 {
 	struct host_app *a = w->a;
 	struct rte_mbuf *pkts[HOST_BURST];
-	uint32_t work = 0;
+	uint32_t work = 0, slots;
 	uint16_t n;
 
+	/* this turn sees the models as of this epoch (dpdk_reload.c waits for it) */
+	__atomic_store_n(&w->model_epoch, __atomic_load_n(&a->epoch, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	slots = host_slots(a);
 	w->io = host_port_enter(w);
 	if (w->io && w->rxq >= 0) {
 		n = rte_eth_rx_burst(a->port, (uint16_t)w->rxq, pkts, HOST_BURST);
@@ -229,7 +236,9 @@ uint32_t host_worker_step(struct host_worker *w, uint64_t now)
 	work += rx_ring(w, w->in, HOST_SRC_SPREAD, now);
 	if (w->from_nic)
 		work += rx_ring(w, w->from_nic, HOST_SRC_NIC, now);
-	for (uint32_t k = 0; k < a->n_models; k++) {
+	for (uint32_t k = 0; k < slots; k++) {
+		if (!host_slot_on(a, k))
+			continue;
 		if (w->nic[k].priv)
 			work += nic_completions(w, k, now);
 		work += run_batch(w, k, host_now_ns(a));

@@ -112,6 +112,21 @@ int host_model_init(struct host_model *hm, struct model *m, uint32_t mode, uint3
 int host_model_set_stages(struct host_model *hm, const struct host_plan_stage *st, uint32_t n,
 			  char *err, size_t errlen);
 
+/*
+ * The models served now, as splitnic-host's workers look them up by id and HEALTH lists them:
+ * their slots (indexes of the application's per-model arrays), in order. Replaced whole by a
+ * reload and published with one atomic store; never changed once published.
+ */
+struct host_map {
+	uint32_t n;
+	uint8_t slot[HOST_MAX_MODELS];
+	struct host_model hm[HOST_MAX_MODELS]; /* copies of the slots' models (HEALTH's state) */
+	struct proto_health_model health[HOST_MAX_MODELS];
+};
+
+/* The map of slots[n] of the models by slot hm, allocated (NULL: out of memory). */
+struct host_map *host_map_build(const struct host_model *hm, const uint8_t *slots, uint32_t n);
+
 /* --- the request table ------------------------------------------------------------------ */
 
 enum host_req_state {

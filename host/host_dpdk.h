@@ -133,6 +133,10 @@ enum host_fb_reason {
 	HOST_FB_SUSPECT,    /* a recent deadline passed: the NIC is held off for a while */
 };
 
+/* Latency histograms are kept per model name for the life of the process (a replaced model's go
+ * on counting): names[i] is histogram i's, slot_hist[k] slot k's. */
+#define HOST_MAX_HISTS 16
+
 enum host_hist_id { HOST_H_TOTAL = 0, HOST_H_QUEUE, HOST_H_NIC_RTT, HOST_H_COMPUTE, HOST_H__COUNT };
 
 /* A request queue: admitted requests of one model waiting for a batch (power of two). */
@@ -174,8 +178,10 @@ struct host_worker {
 	struct proto_neigh_table neigh; /* front-ends' MACs, for the in-process NIC's frames */
 	uint64_t c[HOST_C__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
-	struct host_hist h[HOST_H__COUNT];
+	struct host_hist h[HOST_MAX_HISTS][HOST_H__COUNT]; /* latency, per model name and stage */
 	uint64_t batches, reqs, fallbacks, compute_ns;
+	uint64_t model_epoch;		     /* the models' epoch at its last turn's start */
+	uint32_t slot_reqs[HOST_MAX_MODELS]; /* its requests of each model slot, any state */
 } __rte_cache_aligned;
 
 /* The in-process NIC stage (--nic inproc): its own lcore, rings both ways. */
@@ -188,11 +194,22 @@ struct host_inproc {
 	uint64_t tx_drop; /* frames the NIC could not hand back (ring full, no mbuf) */
 } __rte_cache_aligned;
 
+struct host_reload;
+
 struct host_app {
 	struct host_opts o;
-	struct host_model hm[HOST_MAX_MODELS];
-	uint32_t n_models;
-	bool refusal_said[HOST_MAX_MODELS]; /* the NIC's first ERROR unsupported, logged once */
+	struct host_model hm[HOST_MAX_MODELS]; /* by slot */
+	uint32_t n_models;		       /* slots [0, n_models) may be on (atomic) */
+	uint8_t slot_on[HOST_MAX_MODELS];      /* atomic: the workers run slot k */
+	struct host_map *map;		       /* atomic: the models found by id */
+	uint64_t epoch;			       /* atomic: moved on by every change of the above */
+	int readers;			       /* atomic: telemetry and metrics reads under way */
+	uint32_t max_in, max_act, max_cls;     /* what the buffers hold (set at start) */
+	uint8_t slot_hist[HOST_MAX_MODELS];    /* slot k's histograms (set before it is on) */
+	char hist_name[HOST_MAX_HISTS][64];    /* each histogram's model name */
+	uint32_t n_hist;		       /* atomic: names given */
+	struct host_reload *reload;	       /* dpdk_reload.c's */
+	bool refusal_said[HOST_MAX_MODELS];    /* the NIC's first ERROR unsupported, logged once */
 	struct rte_mempool *pool;
 	uint16_t port;
 	uint8_t mac[6];
@@ -216,6 +233,34 @@ struct host_app {
 static inline uint64_t host_now_ns(const struct host_app *a)
 {
 	return (uint64_t)((double)(rte_get_tsc_cycles() - a->tsc0) * a->ns_per_cyc);
+}
+
+/* The models found by id now (the map is freed only after every worker has begun a turn since
+ * it was replaced, and no telemetry or metrics read is under way). */
+static inline const struct host_map *host_map(const struct host_app *a)
+{
+	return __atomic_load_n(&a->map, __ATOMIC_ACQUIRE);
+}
+
+static inline bool host_slot_on(const struct host_app *a, uint32_t k)
+{
+	return __atomic_load_n(&a->slot_on[k], __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t host_slots(const struct host_app *a)
+{
+	return __atomic_load_n(&a->n_models, __ATOMIC_ACQUIRE);
+}
+
+/* A telemetry or metrics read of the models' state (a grace period's reader, dpdk_reload.c). */
+static inline void host_read_begin(struct host_app *a)
+{
+	__atomic_add_fetch(&a->readers, 1, __ATOMIC_SEQ_CST);
+}
+
+static inline void host_read_end(struct host_app *a)
+{
+	__atomic_sub_fetch(&a->readers, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Requests held by every worker now (in their tables). */
@@ -292,17 +337,47 @@ uint32_t host_inproc_step(struct host_app *a);
 int host_inproc_main(void *arg);
 void host_inproc_teardown(struct host_app *a);
 
-/* dpdk_health.c: the report's identity and models (once, after the models are loaded), and a
- * probe of probe_len bytes from `from` answered by worker w (or dropped, counted). */
+/* dpdk_health.c: the report's identity (once), and a probe of probe_len bytes from `from` answered
+ * by worker w (or dropped, counted). */
 void host_health_setup(struct host_app *a);
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
 		    uint32_t probe_len, uint64_t now);
+
+/* main.c: model slot k of worker w set up (its queue, host stages, NIC executor, templates) and
+ * undone; FILE[:MODE[:SPLIT]] loaded into hm (spec is written to). */
+int host_slot_setup(struct host_app *a, struct host_worker *w, uint32_t k, char *err,
+		    size_t errlen);
+void host_slot_fini(struct host_worker *w, uint32_t k);
+/* Slot k's histograms: those of its model's name (a new name takes the next free ones, the last
+ * ones being shared by the names beyond HOST_MAX_HISTS). Before the slot is on. */
+void host_slot_hist(struct host_app *a, uint32_t k);
+int host_load_model(struct host_model *hm, char *spec, const struct conf_batch *batch, char *err,
+		    size_t errlen);
+
+/*
+ * dpdk_reload.c: models loaded, replaced and unloaded while the workers run (SIGHUP, the
+ * telemetry command /splitnic/host/reload, POST /-/reload): a thread of its own (a DPDK
+ * control thread) reads the command line and the configuration file again; what changed is
+ * loaded into free slots, published in a new map, and the slots no longer named are drained
+ * (their requests finish on the old version) and freed after a grace period (every worker has
+ * begun a turn since, no telemetry read under way). host_reload_ask() asks (atomics only; any
+ * thread), host_reload_wait() waits off the lcores for reload n's outcome.
+ */
+int host_reload_setup(struct host_app *a, char *err, size_t errlen);
+int host_reload_ask(void *srv);
+/* The version of the models served (1 at start, one more per reload that changed them) and the
+ * reloads done. */
+void host_reload_figures(const struct host_app *a, uint64_t *version, uint64_t *done);
+int host_reload_wait(void *srv, int n, char *msg, size_t len);
+void host_reload_teardown(struct host_app *a);
 
 /* dpdk_telemetry.c: the commands /splitnic/host/latency and /splitnic/host/models (dpdk/server.h;
  * the skeleton registers them with /splitnic/host/stats, host_counters), and every counter of
  * the application (srv), summed over the workers. */
 #define HOST_N_TEL_CMDS 2
 extern const struct dpdk_tel_cmd host_tel_cmds[HOST_N_TEL_CMDS];
+/* ... and the metrics endpoint's histograms (per model and stage) and gauges (dpdk/metrics.h). */
+extern const struct dpdk_metrics_ops host_metrics_ops;
 void host_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg);
 
 #endif /* HOST_DPDK_H */

@@ -27,9 +27,10 @@
 
 /* --- models -------------------------------------------------------------------------------- */
 
-/* FILE[:MODE[:SPLIT]][,BATCHING] -> a loaded, split model (batching conf/batch.h's). */
-static int load_model(struct host_model *hm, char *spec, const struct conf_batch *batch, char *err,
-		      size_t errlen)
+/* FILE[:MODE[:SPLIT]][,BATCHING] -> a loaded, split model (batching conf/batch.h's, batch the
+ * default). */
+int host_load_model(struct host_model *hm, char *spec, const struct conf_batch *batch, char *err,
+		    size_t errlen)
 {
 	char *mode_s = strchr(spec, ':'), *split_s = NULL, *plan_s = NULL;
 	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX, n_hs = 0;
@@ -130,10 +131,12 @@ static int load_models(struct host_app *a, uint32_t *max_in, uint32_t *max_act, 
 	for (uint32_t i = 0; i < a->o.n_models; i++) {
 		struct host_model *hm = &a->hm[i];
 
-		ret = load_model(hm, (char *)a->o.model_spec[i], &a->o.batch, err, errlen);
+		ret = host_load_model(hm, (char *)a->o.model_spec[i], &a->o.batch, err, errlen);
 		if (ret)
 			return ret;
 		a->n_models++;
+		host_slot_hist(a, i);
+		a->slot_on[i] = 1;
 		*max_in = RTE_MAX(*max_in, hm->in_bytes);
 		*max_act = RTE_MAX(*max_act, hm->act_bytes);
 		*max_cls = RTE_MAX(*max_cls, hm->classes);
@@ -176,12 +179,8 @@ static void count_workers(struct host_app *a)
 	}
 }
 
-/* A worker's own state: request table, queues, reassembly, stages, NIC executors, rings, TX
- * queue and templates. */
-static int worker_setup(struct host_app *a, struct host_worker *w, uint32_t max_in,
-			uint32_t max_act, uint32_t max_cls, char *err, size_t errlen)
+int host_slot_setup(struct host_app *a, struct host_worker *w, uint32_t k, char *err, size_t errlen)
 {
-	const uint32_t slots = a->n_models * (a->o.queue + a->o.window) + 2 * HOST_MAX_BATCH;
 	const struct host_remote_conf rc = {
 	    .window = a->o.window,
 	    .timeout_ns = a->o.nic_timeout_ns,
@@ -191,6 +190,63 @@ static int worker_setup(struct host_app *a, struct host_worker *w, uint32_t max_
 	    .send = host_act_send,
 	    .now = host_act_now,
 	};
+	struct host_rq *q = &w->q[k];
+	int ret;
+
+	q->mask = pow2_at_least(a->o.queue) - 1;
+	q->r = calloc(q->mask + 1, sizeof(*q->r));
+	if (!q->r) {
+		snprintf(err, errlen, "worker %u: queue of model %s: out of memory", w->id,
+			 a->hm[k].m->name);
+		return -ENOMEM;
+	}
+	ret = host_stage_init(&w->st[k], &a->hm[k], a->hm[k].batch.max_batch, err, errlen);
+	if (ret)
+		return ret;
+	if (a->hm[k].mode == HOST_MODE_COPROC) {
+		ret = kexec_open(&w->nic[k], &host_exec_remote_ops, &rc, err, errlen);
+		if (!ret)
+			ret = kexec_load(&w->nic[k], a->hm[k].m, a->hm[k].split,
+					 a->hm[k].m->n_layers, 1, err, errlen);
+		if (ret)
+			return ret;
+	}
+	host_tx_templates(w, k);
+	return 0;
+}
+
+void host_slot_fini(struct host_worker *w, uint32_t k)
+{
+	host_stage_fini(&w->st[k]);
+	kexec_close(&w->nic[k]);
+	free(w->q[k].r);
+	memset(&w->q[k], 0, sizeof(w->q[k]));
+	memset(&w->nic[k], 0, sizeof(w->nic[k]));
+	w->nfb[k] = 0;
+}
+
+void host_slot_hist(struct host_app *a, uint32_t k)
+{
+	const char *name = a->hm[k].m->name;
+	uint32_t i;
+
+	for (i = 0; i < a->n_hist && strcmp(a->hist_name[i], name); i++)
+		;
+	if (i == a->n_hist && i < HOST_MAX_HISTS) {
+		if (i == HOST_MAX_HISTS - 1)
+			name = "other"; /* the last histograms: every name beyond */
+		snprintf(a->hist_name[i], sizeof(a->hist_name[i]), "%s", name);
+		__atomic_store_n(&a->n_hist, i + 1, __ATOMIC_RELEASE);
+	}
+	a->slot_hist[k] = (uint8_t)(i < HOST_MAX_HISTS ? i : HOST_MAX_HISTS - 1);
+}
+
+/* A worker's own state: request table, queues, reassembly, stages, NIC executors, rings, TX
+ * queue and templates. */
+static int worker_setup(struct host_app *a, struct host_worker *w, uint32_t max_in,
+			uint32_t max_act, uint32_t max_cls, char *err, size_t errlen)
+{
+	const uint32_t slots = a->n_models * (a->o.queue + a->o.window) + 2 * HOST_MAX_BATCH;
 	struct proto_reasm_config rac = {HOST_REASM_SLOTS, max_in, 1000000000ull};
 	char name[RTE_RING_NAMESIZE];
 	int ret;
@@ -205,24 +261,9 @@ static int worker_setup(struct host_app *a, struct host_worker *w, uint32_t max_
 	if (ret || !w->held || !w->body || !w->ra)
 		goto err_nomem;
 	for (uint32_t k = 0; k < a->n_models; k++) {
-		struct host_rq *q = &w->q[k];
-
-		q->mask = pow2_at_least(a->o.queue) - 1;
-		q->r = calloc(q->mask + 1, sizeof(*q->r));
-		if (!q->r)
-			goto err_nomem;
-		ret = host_stage_init(&w->st[k], &a->hm[k], a->hm[k].batch.max_batch, err, errlen);
+		ret = host_slot_setup(a, w, k, err, errlen);
 		if (ret)
 			return ret;
-		if (a->hm[k].mode == HOST_MODE_COPROC) {
-			ret = kexec_open(&w->nic[k], &host_exec_remote_ops, &rc, err, errlen);
-			if (!ret)
-				ret = kexec_load(&w->nic[k], a->hm[k].m, a->hm[k].split,
-						 a->hm[k].m->n_layers, 1, err, errlen);
-			if (ret)
-				return ret;
-		}
-		host_tx_templates(w, k);
 	}
 	snprintf(name, sizeof(name), "snhost_in%u", w->id);
 	w->in = rte_ring_create(name, HOST_RING, rte_socket_id(), RING_F_SC_DEQ);
@@ -256,6 +297,18 @@ static int host_setup(void *srv, char *err, size_t errlen)
 	ret = load_models(a, &max_in, &max_act, &max_cls, err, errlen);
 	if (ret)
 		return ret;
+	a->max_in = max_in;
+	a->max_act = max_act;
+	a->max_cls = max_cls;
+	{
+		uint8_t all[HOST_MAX_MODELS];
+
+		for (uint32_t k = 0; k < a->n_models; k++)
+			all[k] = (uint8_t)k;
+		a->map = host_map_build(a->hm, all, a->n_models);
+		if (!a->map)
+			return -ENOMEM;
+	}
 	count_workers(a);
 	proto_trust_set_rate(&a->o.trust, a->o.error_rate, a->o.error_rate);
 	a->w = rte_zmalloc("snhost_workers", sizeof(*a->w) * a->n_workers, RTE_CACHE_LINE_SIZE);
@@ -293,6 +346,10 @@ static int host_setup(void *srv, char *err, size_t errlen)
 		ret = host_inproc_setup(a, err, errlen);
 		if (ret)
 			return ret;
+	} else {
+		ret = host_reload_setup(a, err, errlen);
+		if (ret)
+			return ret;
 	}
 	printf("host: %u worker lcore(s), port %u with %u queue pair(s), requests spread: %s; "
 	       "per worker: %u slots, queue %u per model, NIC window %u, timeout %lu us, batch %u "
@@ -317,6 +374,7 @@ static bool host_teardown(void *srv)
 {
 	struct host_app *a = srv;
 
+	host_reload_teardown(a);
 	a->workers_stop = true;
 	rte_eal_mp_wait_lcore();
 	if (a->pool && rte_eth_dev_count_avail()) {
@@ -328,11 +386,8 @@ static bool host_teardown(void *srv)
 	for (unsigned i = 0; a->w && i < a->n_workers; i++) {
 		struct host_worker *w = &a->w[i];
 
-		for (uint32_t k = 0; k < a->n_models; k++) {
-			host_stage_fini(&w->st[k]);
-			kexec_close(&w->nic[k]);
-			free(w->q[k].r);
-		}
+		for (uint32_t k = 0; k < a->n_models; k++)
+			host_slot_fini(w, k);
 		free_ring(w->in);
 		free_ring(w->tx_via);
 		proto_reasm_destroy(w->ra);
@@ -344,6 +399,7 @@ static bool host_teardown(void *srv)
 	rte_free(a->w);
 	for (uint32_t k = 0; k < a->n_models; k++)
 		model_free(a->hm[k].m);
+	free(a->map);
 	rte_mempool_free(a->pool);
 	return true;
 }
@@ -359,7 +415,9 @@ static int host_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 				 .drain_hold_ns = a->o.drain_hold_ns,
 				 .poll = a->o.poll,
 				 .idle_sleep_us = a->o.idle_sleep_us,
-				 .stats_file = a->o.stats_file};
+				 .stats_file = a->o.stats_file,
+				 .metrics_port = a->o.metrics_port,
+				 .metrics_addr = a->o.metrics_addr};
 	return ret;
 }
 
@@ -427,6 +485,7 @@ static const struct dpdk_server host_server = {
     .stats_help = "splitnic-host counters by reason, parser verdicts, reassembly",
     .tel = host_tel_cmds,
     .n_tel = HOST_N_TEL_CMDS,
+    .metrics = &host_metrics_ops,
     .options = host_options,
     .setup = host_setup,
     .start = host_start,
@@ -436,6 +495,9 @@ static const struct dpdk_server host_server = {
     .stop = host_stop,
     .counters = host_counters,
     .teardown = host_teardown,
+    .reload = host_reload_ask,
+    .reload_wait = host_reload_wait,
+    .reload_path = "/splitnic/host/reload",
 };
 
 int main(int argc, char **argv)

@@ -2,6 +2,7 @@
 /* Served models: where each is split, and the tensors that cross. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "exec/kexec.h"
 #include "host/host.h"
@@ -106,4 +107,19 @@ int host_model_set_stages(struct host_model *hm, const struct host_plan_stage *s
 	for (uint32_t i = 0; i < n; i++)
 		hm->stage[i] = st[i];
 	return 0;
+}
+
+struct host_map *host_map_build(const struct host_model *hm, const uint8_t *slots, uint32_t n)
+{
+	struct host_map *mp = calloc(1, sizeof(*mp));
+
+	if (!mp)
+		return NULL;
+	mp->n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		mp->slot[i] = slots[i];
+		mp->hm[i] = hm[slots[i]];
+	}
+	host_health_models(mp->hm, n, mp->health);
+	return mp;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "host/opts.h"
+#include "metrics/metrics.h"
 #include "nicfw/chain.h"
 
 #define HOST_PROG "splitnic-host"
@@ -55,6 +56,7 @@ static const struct conf_opt host_rows[] = {
 		 "RX/TX queue pairs asked for (default: one per worker lcore)"),
     CONF_STR_ROW("stats-file", "FILE", offsetof(struct host_opts, stats_file), NULL,
 		 "every counter, at exit"),
+    METRICS_OPT_ROWS(struct host_opts, metrics_port, metrics_addr),
     CONF_ENUM_ROW("nic", "port|inproc", struct host_opts, inproc, "port",
 		  "the NIC behind the port, or its stage in this process on its own lcore"),
     CONF_INT_ROW("nic-executors", "E", struct host_opts, nic_executors, 1, NICFW_MAX_EXEC, "16",

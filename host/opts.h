@@ -33,9 +33,10 @@ struct host_opts {
 	uint32_t error_rate;	/* ERRORs per second per source and worker; 0: no limit */
 	uint32_t queues;	/* RX/TX queue pairs asked for; 0: as many as fit */
 	const char *stats_file;
-	const char *name;	/* --name: the HEALTH identity */
-	bool inproc;		/* --nic inproc */
-	uint32_t nic_executors; /* its executor chains */
+	const char *metrics_port, *metrics_addr; /* the metrics endpoint (dpdk/metrics.h) */
+	const char *name;			 /* --name: the HEALTH identity */
+	bool inproc;				 /* --nic inproc */
+	uint32_t nic_executors;			 /* its executor chains */
 };
 
 /* splitnic-host's options and configuration file. */

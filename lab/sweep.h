@@ -18,6 +18,8 @@
 #define SWEEP_MAX_BW	 8
 #define SWEEP_MAX_LOAD	 8
 #define SWEEP_MAX_ROUNDS 9
+/* goodput first: a split answering less of what was offered is never best on latency */
+#define SWEEP_MIN_ANSWERED 0.99
 
 struct sweep_pk_opts {
 	const char *model_path;
@@ -43,6 +45,7 @@ struct sweep_pk_opts {
 	int64_t split;	      /* the op where the NIC starts (m->n_layers: all-host); -1 */
 	uint32_t splits[64];  /* --splits: the candidates to measure (none: every one) */
 	uint32_t n_splits;
+	struct sweep_pk_result *result; /* not NULL: filled (points copied) when the sweep ends */
 };
 
 /* ---- the lab (lab/sweep_lab.c, the C side of lab/sweep_lab.sh) ------------------------ */
@@ -55,7 +58,16 @@ struct sweep_point {
 	uint64_t requests, responses, errors, busy, timeouts, ex_nic, ex_fallback;
 	double srv[PROTO_T_COUNT];     /* mean ns of the RESPONSE timing fields */
 	double srv_p50[PROTO_T_COUNT]; /* their medians */
+	double spread;		       /* the rounds' relative range of the p50 (0: one round) */
 	struct split_load_pred pred;
+};
+
+/* plan --measure: the measured points of the candidates, at the first rate and load */
+#define SWEEP_MAX_CAND 64
+struct sweep_pk_result {
+	uint32_t n;
+	uint32_t k[SWEEP_MAX_CAND]; /* NIC from op k; n_layers: all-host */
+	struct sweep_point pt[SWEEP_MAX_CAND];
 };
 
 struct sweep_lab {
@@ -88,11 +100,43 @@ void sweep_remove_dir(const char *dir);
 int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point *pt);
 
 /*
+ * The capacity of the servers for model_path as the planner defines it
+ * (split_pipeline_capacity): the largest open-loop (Poisson) load answered at `answered`. A
+ * closed loop overstates it (16 outstanding never queue what a Poisson burst queues). From
+ * `start` requests/s (<= 0: a quarter of a closed-loop probe's rate), halved until it is
+ * answered, the load rises by a quarter until less is answered or the p50 passes 30 times the
+ * first answered one's; `seconds` of load a step; images: the client's --images (or NULL).
+ * 0, or -EIO after a message.
+ */
+int sweep_lab_capacity(struct sweep_lab *l, const char *model_path, const char *images,
+		       double start, double seconds, double answered, double *cap);
+
+/*
  * --json: the root object of a sweep's report (model, mode, method) to fill; sweep_json_write
  * writes it to path and frees it: 0, or -EIO after a message.
  */
 json_t *sweep_json_root(const char *model, const char *mode, const char *method);
 int sweep_json_write(json_t *root, const char *path);
+
+/* ---- the sweep's figure (lab/sweep_plot.c) ---------------------------------------------- */
+
+/* host compute, pack, NIC, the servers' other time, the rest of the p50 (wire, link, kernel) */
+#define SWEEP_PLOT_PARTS 5
+struct sweep_plot_bar {
+	char name[48];
+	double part[SWEEP_PLOT_PARTS]; /* MEASURED medians, in the plot's unit */
+	double p50, pred_p50;	       /* MEASURED, MODELED (<= 0: none) */
+	double answered, by_nic;       /* MEASURED shares: answered, answered by the NIC */
+	bool planner, best;	       /* the planner's choice; the measured best or tied */
+};
+struct sweep_plot_panel {
+	char title[128];
+	uint32_t n;
+	struct sweep_plot_bar bar[SWEEP_MAX_CAND];
+};
+/* panels[row * cols + col] drawn to out (.png or .svg); 0, or -1 after a message. */
+int sweep_plot_write(const char *out, const char *title, const char *unit,
+		     const struct sweep_plot_panel *panels, uint32_t rows, uint32_t cols);
 
 /* Measure and report; 0, or 1 after a message (the sweep failed or was interrupted). */
 int sweep_packet_run(const struct model *m, const struct split_profile *pr,

@@ -272,3 +272,66 @@ int sweep_json_write(json_t *root, const char *path)
 		fprintf(stderr, "splitnic sweep: --json %s: cannot write\n", path);
 	return ret;
 }
+
+/* The client on model_path: open loop (Poisson) at rps, or closed loop, 16 outstanding (0). */
+static int capacity_point(struct sweep_lab *l, const char *model_path, const char *images,
+			  double rps, double seconds, struct sweep_point *pt)
+{
+	const double want = rps > 0 ? rps * seconds : 1000;
+	char cnt[32], rate[32];
+	char *args[16] = {"--model", (char *)model_path, "--count", cnt, "--timeout-ms", "5000"};
+	size_t n = 6;
+
+	snprintf(cnt, sizeof(cnt), "%.0f", want < 150 ? 150 : want > 100000 ? 100000 : want);
+	snprintf(rate, sizeof(rate), "%.3f", rps);
+	if (images) {
+		args[n++] = "--images";
+		args[n++] = (char *)images;
+	}
+	args[n++] = rps > 0 ? "--rate" : "--outstanding";
+	args[n++] = rps > 0 ? rate : "16";
+	if (rps > 0)
+		args[n++] = "--poisson";
+	args[n] = NULL;
+	return sweep_lab_client(l, args, pt);
+}
+
+int sweep_lab_capacity(struct sweep_lab *l, const char *model_path, const char *images,
+		       double start, double seconds, double answered, double *cap)
+{
+	struct sweep_point pt;
+	double rps = start, base;
+	int step;
+
+	*cap = 0;
+	if (!(rps > 0)) { /* a closed-loop probe for where to start */
+		if (capacity_point(l, model_path, images, 0, seconds, &pt) || !(pt.thr > 0))
+			return -EIO;
+		rps = pt.thr / 4;
+	}
+	for (step = 0; step < 8; step++, rps /= 2) {
+		if (capacity_point(l, model_path, images, rps, seconds, &pt))
+			return -EIO;
+		usleep(200000);
+		if ((double)pt.responses >= answered * (double)pt.requests)
+			break;
+	}
+	if (step == 8) {
+		fprintf(stderr, "sweep: %s: less than %.0f%% answered even at %.0f requests/s\n",
+			model_path, 100 * answered, rps * 2);
+		return -EIO;
+	}
+	base = pt.p50;
+	*cap = rps;
+	for (step = 0; step < 24; step++) {
+		rps *= 1.25;
+		if (capacity_point(l, model_path, images, rps, seconds, &pt))
+			return -EIO;
+		usleep(100000);
+		if ((double)pt.responses < answered * (double)pt.requests || !(pt.p50 < 30 * base))
+			break;
+		*cap = rps;
+	}
+	usleep(300000); /* let the last, full queue drain */
+	return 0;
+}

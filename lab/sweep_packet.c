@@ -22,8 +22,10 @@
 
 #include "conf/opts.h"
 #include "exec/kexec.h"
+#include "lab/plan_measure.h"
 #include "lab/sweep.h"
 #include "protocol/proto.h"
+#include "split/calib.h"
 #include "split/stats.h"
 #include "split/verbs.h"
 
@@ -57,8 +59,7 @@ struct pk {
 	struct sweep_lab lab;
 	uint32_t points, points_done;
 	uint64_t t_start;
-	double *op_s; /* each op's CPU time, MEASURED in process before the servers start */
-	double op_total_us;
+	struct plan_measured pm; /* MEASURED in process before the servers start */
 };
 
 static volatile sig_atomic_t pk_stop;
@@ -146,7 +147,9 @@ static int predict(struct pk *p)
 					       .objective = p->o->objective,
 					       .packet = true,
 					       .load_rps = p->load[b][l],
-					       .cpu_op_s = p->op_s};
+					       .min_answered = SWEEP_MIN_ANSWERED,
+					       .cpu_op_s = p->pm.cpu_op_s,
+					       .nic_suffix_s = p->pm.nic_suffix_s};
 			struct split_problem prob;
 			struct split_plan plan;
 			const struct split_stage *last;
@@ -204,24 +207,23 @@ static void progress(struct pk *p, const struct pk_cand *c, uint32_t b,
 		el / p->points_done * (p->points - p->points_done));
 }
 
-/* The client at `load` (open loop, Poisson) or, with load 0, closed loop with 16 outstanding. */
+/* The client at `load` requests/s, open loop (Poisson). */
 static int run_point(struct pk *p, double load, struct sweep_point *pt)
 {
 	char cnt[32], rate[32];
-	char *args[16] = {"--model", (char *)p->o->model_path, "--count",
-			  cnt,	     "--timeout-ms",	       "5000"};
-	size_t n = 6;
+	char *args[16] = {"--model",	  (char *)p->o->model_path,
+			  "--count",	  cnt,
+			  "--timeout-ms", "5000",
+			  "--rate",	  rate,
+			  "--poisson"};
+	size_t n = 9;
 
-	snprintf(cnt, sizeof(cnt), "%u", point_count(p, load > 0 ? load : 2000));
+	snprintf(cnt, sizeof(cnt), "%u", point_count(p, load));
 	snprintf(rate, sizeof(rate), "%.3f", load);
 	if (p->o->images) {
 		args[n++] = "--images";
 		args[n++] = (char *)p->o->images;
 	}
-	args[n++] = load > 0 ? "--rate" : "--outstanding";
-	args[n++] = load > 0 ? rate : "16";
-	if (load > 0)
-		args[n++] = "--poisson";
 	args[n] = NULL;
 	return sweep_lab_client(&p->lab, args, pt);
 }
@@ -230,7 +232,9 @@ static int run_point(struct pk *p, double load, struct sweep_point *pt)
 static double modeled_capacity(const struct pk *p, const struct pk_cand *c, uint32_t b)
 {
 	struct split_opts o = {.link_gbps = p->o->rate[b] > 0 ? p->o->rate[b] : UNSHAPED,
-			       .packet = true};
+			       .packet = true,
+			       .cpu_op_s = p->pm.cpu_op_s,
+			       .nic_suffix_s = p->pm.nic_suffix_s};
 	struct split_profile pr;
 	struct split_problem prob;
 	struct split_pipeline pl;
@@ -251,16 +255,16 @@ static double modeled_capacity(const struct pk *p, const struct pk_cand *c, uint
 static int measure_capacity(struct pk *p)
 {
 	for (uint32_t b = 0; b < p->o->n_rate && !pk_stop; b++) {
-		struct sweep_point pt;
-
-		if (sweep_lab_shape(&p->lab, p->o->rate[b]) || run_point(p, 0, &pt))
+		if (sweep_lab_shape(&p->lab, p->o->rate[b]) ||
+		    sweep_lab_capacity(&p->lab, p->o->model_path, p->o->images, 0, 0.5,
+				       SPLIT_CAPACITY_ANSWERED, &p->cap[b]))
 			return -EIO;
-		p->cap[b] = pt.thr;
-		fprintf(stderr,
-			"sweep %s: %s capacity at link %g Gbit/s (0: not shaped): %.0f responses/s "
-			"(closed loop, 16 outstanding; MODELED %.0f/s)\n",
-			p->m->name, p->o->servers ? "the servers'" : "all-host", p->o->rate[b],
-			pt.thr, modeled_capacity(p, &p->cand[0], b));
+		fprintf(
+		    stderr,
+		    "sweep %s: %s capacity at link %g Gbit/s (0: not shaped): %.0f requests/s "
+		    "(MEASURED: the largest open-loop load answered at %.0f%%; MODELED %.0f/s)\n",
+		    p->m->name, p->o->servers ? "the servers'" : "all-host", p->o->rate[b],
+		    p->cap[b], 100 * SPLIT_CAPACITY_ANSWERED, modeled_capacity(p, &p->cand[0], b));
 		for (uint32_t l = 0; l < p->o->n_load; l++)
 			p->load[b][l] =
 			    p->o->load_rel[l] ? p->o->load[l] * p->cap[b] : p->o->load[l];
@@ -295,6 +299,14 @@ static void combine_rounds(struct sweep_point *pt, const struct sweep_point *r, 
 		MEDIAN_OF(srv_p50[k]);
 	}
 #undef MEDIAN_OF
+	{
+		uint32_t m = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (isfinite(r[i].p50))
+				v[m++] = r[i].p50;
+		pt->spread = split_cal_range(v, m);
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		pt->requests += r[i].requests;
 		pt->responses += r[i].responses;
@@ -362,66 +374,159 @@ static double rel_err(double pred_s, double meas_us)
 	return meas_us > 0 && isfinite(pred_s) ? (pred_s * 1e6 - meas_us) / meas_us : NAN;
 }
 
+static double answered_share(const struct sweep_point *pt)
+{
+	return pt->requests ? (double)pt->responses / (double)pt->requests : 0;
+}
+
+/* The objective's MEASURED value of a point (us): p50, or p99 for --objective p99. */
+static double measured_value(const struct pk *p, const struct sweep_point *pt)
+{
+	return p->o->objective == SPLIT_OBJ_P99 ? pt->p99 : pt->p50;
+}
+
+/*
+ * The MEASURED verdict at rate b, load l (goodput first): the splits that answer at least
+ * SWEEP_MIN_ANSWERED of what was offered compete on the objective's value, the best and every
+ * split within max(3%, the rounds' spread of either) of it are tied best; when none answers
+ * that much, the split answering the largest share is best (ties within a point). within5[j]:
+ * split j is within 5% of the best (or the rounds' spread), or tied. Returns the best's index,
+ * or UINT32_MAX when nothing was measured.
+ */
+struct pk_verdict {
+	uint32_t best;
+	bool goodput_met;	  /* some split answered at least SWEEP_MIN_ANSWERED */
+	bool tie[SWEEP_MAX_CAND]; /* tied with the best */
+	bool within5[SWEEP_MAX_CAND];
+};
+
+static void judge(const struct pk *p, uint32_t b, uint32_t l, struct pk_verdict *v)
+{
+	const uint32_t i = b * SWEEP_MAX_LOAD + l,
+		       n = p->n_cand < SWEEP_MAX_CAND ? p->n_cand : SWEEP_MAX_CAND;
+	const struct sweep_point *bp;
+
+	memset(v, 0, sizeof(*v));
+	v->best = UINT32_MAX;
+	for (uint32_t j = 0; j < n; j++) {
+		const struct sweep_point *pt = &p->cand[j].pt[i];
+
+		if (pt->done && answered_share(pt) >= SWEEP_MIN_ANSWERED &&
+		    measured_value(p, pt) > 0) {
+			v->goodput_met = true;
+			if (v->best == UINT32_MAX ||
+			    measured_value(p, pt) < measured_value(p, &p->cand[v->best].pt[i]))
+				v->best = j;
+		}
+	}
+	for (uint32_t j = 0; j < n && !v->goodput_met; j++) {
+		const struct sweep_point *pt = &p->cand[j].pt[i];
+
+		if (pt->done && (v->best == UINT32_MAX ||
+				 answered_share(pt) > answered_share(&p->cand[v->best].pt[i])))
+			v->best = j;
+	}
+	if (v->best == UINT32_MAX)
+		return;
+	bp = &p->cand[v->best].pt[i];
+	for (uint32_t j = 0; j < n; j++) {
+		const struct sweep_point *pt = &p->cand[j].pt[i];
+		const double sp = fmax(pt->spread, bp->spread);
+
+		if (!pt->done)
+			continue;
+		if (v->goodput_met) {
+			if (answered_share(pt) < SWEEP_MIN_ANSWERED || !(measured_value(p, pt) > 0))
+				continue;
+			v->tie[j] =
+			    measured_value(p, pt) <= measured_value(p, bp) * (1 + fmax(0.03, sp));
+			v->within5[j] =
+			    measured_value(p, pt) <= measured_value(p, bp) * (1 + fmax(0.05, sp));
+		} else {
+			v->tie[j] = v->within5[j] = answered_share(pt) >= answered_share(bp) - 0.01;
+		}
+	}
+}
+
+static uint32_t planner_index(const struct pk *p, uint32_t b, uint32_t l)
+{
+	for (uint32_t j = 0; j < p->n_cand; j++)
+		if (p->cand[j].pt[b * SWEEP_MAX_LOAD + l].done && p->cand[j].k == p->plan_k[b][l])
+			return j;
+	return UINT32_MAX;
+}
+
 static void report_text(struct pk *p)
 {
 	const struct model *m = p->m;
 	const uint32_t n_pts = p->n_cand * p->o->n_rate * p->o->n_load;
 	double *errs = calloc(n_pts + 1, sizeof(double)), *perr = calloc(n_pts + 1, sizeof(double));
-	uint32_t ne = 0, npe = 0, ok = 0, cases = 0;
+	double *uerr = calloc(n_pts + 1, sizeof(double)), ans_err = 0;
+	uint32_t ne = 0, npe = 0, nue = 0, ok = 0, ok_host = 0, cases = 0;
 	char name[48], name2[48];
+	const char *val = p->o->objective == SPLIT_OBJ_P99 ? "p99" : "p50";
 
 	printf("model %s: %u ops, the NIC can start at op %u; packet path (splitnic client -> "
 	       "splitnic-nic %s -> splitnic-host -> NIC), MEASURED end to end by the client; "
 	       "per-stage medians from the RESPONSE timing fields (MEASURED by the servers); pred: "
-	       "the cost model's MODELED p50 at that load, from each op's CPU time MEASURED "
-	       "in process before the servers started (all ops: %.1f us)\n",
-	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform, p->op_total_us);
+	       "the cost model's MODELED figures at that load (profile's packet-path curves; each "
+	       "op's CPU time and the NIC's suffixes MEASURED in process before the servers "
+	       "started, all ops on the CPU: %.1f us)\n",
+	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform, p->pm.cpu_total_s * 1e6);
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
 		for (uint32_t l = 0; l < p->o->n_load; l++) {
-			uint32_t best = UINT32_MAX, pj = UINT32_MAX;
-			double regret;
+			const uint32_t pi = b * SWEEP_MAX_LOAD + l, pj = planner_index(p, b, l);
+			uint32_t hj = UINT32_MAX;
+			struct pk_verdict v;
 
-			for (uint32_t j = 0; j < p->n_cand; j++) {
-				const struct sweep_point *pt =
-				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
-
-				if (pt->done && p->cand[j].k == p->plan_k[b][l])
-					pj = j;
-				if (!pt->done || !(pt->p50 > 0))
-					continue;
-				if (best == UINT32_MAX ||
-				    pt->p50 < p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50)
-					best = j;
-			}
+			judge(p, b, l, &v);
 			printf("\nlink %g Gbit/s%s, offered %.0f requests/s (Poisson)",
 			       p->o->rate[b], p->o->rate[b] > 0 ? "" : " (not shaped)",
 			       p->load[b][l]);
 			if (p->o->load_rel[l])
 				printf(" = %gx the all-host capacity %.0f/s (measured)",
 				       p->o->load[l], p->cap[b]);
-			printf("\n%-22s %9s %9s %9s %8s %7s %8s %8s %8s %8s %9s %9s %7s %s\n",
-			       "split", "p50_us", "p99_us", "resp/s", "busy", "host_us", "pack_us",
-			       "nic_us", "total_us", "net_us", "pred_p50*", "pred_p99*", "err", "");
+			printf(
+			    "\n%-22s %9s %9s %6s %6s %6s %6s %7s %8s %8s %8s %9s %9s %6s %6s %6s "
+			    "%7s %s\n",
+			    "split", "p50_us", "p99_us", "ans%", "nic%", "fb%", "sprd%", "host_us",
+			    "pack_us", "nic_us", "net_us", "pred_p50*", "pred_p99*", "pans%*",
+			    "pnic%*", "rho*", "err", "");
 			for (uint32_t j = 0; j < p->n_cand; j++) {
-				const struct sweep_point *pt =
-				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+				const struct sweep_point *pt = &p->cand[j].pt[pi];
 				const double e = rel_err(pt->pred.p50, pt->p50);
+				const double req = pt->requests ? (double)pt->requests : 1;
 
 				if (!pt->done)
 					continue;
-				if (isfinite(e))
+				if (p->cand[j].k == m->n_layers)
+					hj = j;
+				if (isfinite(e)) {
 					errs[ne++] = fabs(e);
-				printf("%-22s %9.1f %9.1f %9.0f %8lu %7.1f %8.1f %8.1f %8.1f %8.1f "
-				       "%9.1f %9.1f %6.1f%% %s%s\n",
-				       cand_name(p, p->cand[j].k, name, sizeof(name)), pt->p50,
-				       pt->p99, pt->thr, (unsigned long)pt->busy,
-				       pt->srv_p50[PT_HOST] / 1e3, pt->srv_p50[PT_PACK] / 1e3,
-				       pt->srv_p50[PT_NIC] / 1e3, pt->srv_p50[PT_TOTAL] / 1e3,
-				       (pt->p50 * 1e3 - pt->srv_p50[PT_TOTAL]) / 1e3,
-				       pt->pred.p50 * 1e6, pt->pred.p99 * 1e6, 100 * e,
-				       j == best ? "measured-best " : "", j == pj ? "planner" : "");
+					if (pt->pred.rho_max < 0.95 &&
+					    answered_share(pt) >= SWEEP_MIN_ANSWERED)
+						uerr[nue++] = fabs(e);
+				}
+				ans_err =
+				    fmax(ans_err, fabs(pt->pred.answered - answered_share(pt)));
+				printf(
+				    "%-22s %9.1f %9.1f %6.1f %6.1f %6.1f %6.1f %7.1f %8.1f %8.1f "
+				    "%8.1f %9.1f %9.1f %6.1f %6.1f %6.2f %6.1f%% %s%s%s\n",
+				    cand_name(p, p->cand[j].k, name, sizeof(name)), pt->p50,
+				    pt->p99, 100 * answered_share(pt), 100 * pt->ex_nic / req,
+				    100 * pt->ex_fallback / req, 100 * pt->spread,
+				    pt->srv_p50[PT_HOST] / 1e3, pt->srv_p50[PT_PACK] / 1e3,
+				    pt->srv_p50[PT_NIC] / 1e3,
+				    (pt->p50 * 1e3 - pt->srv_p50[PT_TOTAL]) / 1e3,
+				    pt->pred.p50 * 1e6, pt->pred.p99 * 1e6, 100 * pt->pred.answered,
+				    100 * pt->pred.by_nic, pt->pred.rho_max, 100 * e,
+				    j == v.best ? "measured-best "
+				    : v.tie[j]	? "tied-best "
+						: "",
+				    j == pj ? "planner " : "",
+				    answered_share(pt) < SWEEP_MIN_ANSWERED ? "(sheds)" : "");
 			}
-			if (best == UINT32_MAX)
+			if (v.best == UINT32_MAX)
 				continue;
 			if (pj == UINT32_MAX) {
 				printf("SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
@@ -431,46 +536,55 @@ static void report_text(struct pk *p)
 				continue;
 			}
 			cases++;
-			if (!(p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50 > 0)) {
-				printf("SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
-				       "measured_p50_us=none within5=no (no answers)\n",
-				       m->name, p->o->rate[b], p->load[b][l],
-				       cand_name(p, p->plan_k[b][l], name, sizeof(name)));
-				continue;
-			}
-			regret = p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50 /
-				     p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50 -
-				 1;
-			ok += regret <= 0.05;
-			perr[npe] = fabs(rel_err(p->plan_pred[b][l].p50,
-						 p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50));
+			ok += v.within5[pj];
+			ok_host += hj != UINT32_MAX && v.within5[hj];
+			perr[npe] = fabs(rel_err(p->plan_pred[b][l].p50, p->cand[pj].pt[pi].p50));
 			npe += isfinite(perr[npe]);
-			printf("SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
-			       "predicted_p50_us=%.1f measured_p50_us=%.1f best=%s best_us=%.1f "
-			       "regret=%.2f%% within5=%s best_is_all_host=%s pred_err=%.1f%%\n",
-			       m->name, p->o->rate[b], p->load[b][l],
-			       cand_name(p, p->plan_k[b][l], name, sizeof(name)),
-			       p->plan_pred[b][l].p50 * 1e6,
-			       p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50,
-			       cand_name(p, p->cand[best].k, name2, sizeof(name2)),
-			       p->cand[best].pt[b * SWEEP_MAX_LOAD + l].p50, 100 * regret,
-			       regret <= 0.05 ? "yes" : "no",
-			       p->cand[best].k == m->n_layers ? "yes" : "no",
-			       100 * rel_err(p->plan_pred[b][l].p50,
-					     p->cand[pj].pt[b * SWEEP_MAX_LOAD + l].p50));
+			printf(
+			    "SWEEP mode=packet model=%s gbps=%g load=%.1f planner=%s "
+			    "predicted_%s_us=%.1f measured_%s_us=%.1f planner_answered=%.1f%% "
+			    "predicted_answered=%.1f%% best=%s best_us=%.1f best_answered=%.1f%% "
+			    "goodput_met=%s within5=%s all_host_within5=%s best_is_all_host=%s "
+			    "pred_err=%.1f%%\n",
+			    m->name, p->o->rate[b], p->load[b][l],
+			    cand_name(p, p->plan_k[b][l], name, sizeof(name)), val,
+			    1e6 * (p->o->objective == SPLIT_OBJ_P99 ? p->plan_pred[b][l].p99
+								    : p->plan_pred[b][l].p50),
+			    val, measured_value(p, &p->cand[pj].pt[pi]),
+			    100 * answered_share(&p->cand[pj].pt[pi]),
+			    100 * p->plan_pred[b][l].answered,
+			    cand_name(p, p->cand[v.best].k, name2, sizeof(name2)),
+			    measured_value(p, &p->cand[v.best].pt[pi]),
+			    100 * answered_share(&p->cand[v.best].pt[pi]),
+			    v.goodput_met ? "yes" : "no", v.within5[pj] ? "yes" : "no",
+			    hj == UINT32_MAX ? "-"
+			    : v.within5[hj]  ? "yes"
+					     : "no",
+			    p->cand[v.best].k == m->n_layers ? "yes" : "no",
+			    100 * rel_err(p->plan_pred[b][l].p50, p->cand[pj].pt[pi].p50));
 		}
 	}
-	printf("\nhost_us .. total_us: medians of the servers' RESPONSE timing fields; net_us: the "
-	       "end-to-end p50 minus the servers' median total: the wire both ways and the host -> "
-	       "NIC "
-	       "transfer (no server clock holds it); err: (MODELED p50 - MEASURED p50) / MEASURED "
-	       "p50\n");
 	printf(
-	    "SWEEPSUM mode=packet model=%s cases=%u planner_within5=%u median_abs_pred_err=%.1f%% "
-	    "median_abs_pred_err_planner=%.1f%% points=%u\n",
-	    m->name, cases, ok, 100 * stats_median(errs, ne), 100 * stats_median(perr, npe), ne);
+	    "\nans%%, nic%%, fb%%: MEASURED shares of the offered requests answered, answered by "
+	    "the NIC, finished by the host's fallback; sprd%%: the rounds' relative range of the "
+	    "p50; host_us .. nic_us: medians of the servers' RESPONSE timing fields; net_us: the "
+	    "end-to-end p50 minus the servers' median total (the wire both ways and the host -> "
+	    "NIC transfer: no server clock holds it); *: MODELED (pans%%, pnic%%: answered, by "
+	    "the NIC; rho: the bottleneck's utilisation); err: (MODELED p50 - MEASURED p50) / "
+	    "MEASURED p50. Best: goodput first (a split answering under %.0f%% is never best on "
+	    "latency), ties within 3%% or the rounds' spread; within5: within 5%% of the best "
+	    "(or the spread)\n",
+	    100 * SWEEP_MIN_ANSWERED);
+	printf("SWEEPSUM mode=packet model=%s cases=%u planner_within5=%u all_host_within5=%u "
+	       "median_abs_pred_err=%.1f%% median_abs_pred_err_unsaturated=%.1f%% "
+	       "median_abs_pred_err_planner=%.1f%% max_answered_err=%.1f points=%u "
+	       "unsaturated_points=%u\n",
+	       m->name, cases, ok, ok_host, 100 * stats_median(errs, ne),
+	       100 * stats_median(uerr, nue), 100 * stats_median(perr, npe), 100 * ans_err, ne,
+	       nue);
 	free(errs);
 	free(perr);
+	free(uerr);
 }
 
 /* A number, or null where there is none (no answers: no latency). */
@@ -500,6 +614,14 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 	json_object_set_new(meas, "timeouts", json_integer((json_int_t)pt->timeouts));
 	json_object_set_new(meas, "answered_by_nic", json_integer((json_int_t)pt->ex_nic));
 	json_object_set_new(meas, "host_fallback", json_integer((json_int_t)pt->ex_fallback));
+	json_object_set_new(meas, "answered_share", jreal(answered_share(pt)));
+	json_object_set_new(meas, "nic_share",
+			    jreal(pt->requests ? (double)pt->ex_nic / (double)pt->requests : 0));
+	json_object_set_new(
+	    meas, "fallback_share",
+	    jreal(pt->requests ? (double)pt->ex_fallback / (double)pt->requests : 0));
+	json_object_set_new(meas, "unanswered_share", jreal(1 - answered_share(pt)));
+	json_object_set_new(meas, "p50_spread", jreal(pt->spread));
 	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
 		json_object_set_new(srv, t_names[k], jreal(pt->srv[k]));
 		json_object_set_new(srv50, t_names[k], jreal(pt->srv_p50[k]));
@@ -512,9 +634,44 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 	json_object_set_new(pred, "mean_us", jreal(pt->pred.mean * 1e6));
 	json_object_set_new(pred, "throughput_rps", jreal(pt->pred.throughput));
 	json_object_set_new(pred, "bottleneck_rho", jreal(pt->pred.rho_max));
+	json_object_set_new(pred, "answered_share", jreal(pt->pred.answered));
+	json_object_set_new(pred, "nic_share", jreal(pt->pred.by_nic));
+	json_object_set_new(pred, "fallback_share", jreal(pt->pred.fallback));
+	json_object_set_new(pred, "unanswered_share", jreal(pt->pred.shed));
 	json_object_set_new(j, "measured", meas);
 	json_object_set_new(j, "predicted", pred);
 	return j;
+}
+
+/* The candidates measured at rate b, load l in the model's order (goodput first: those
+ * MODELED to answer SWEEP_MIN_ANSWERED by the objective's value, then the rest by the share
+ * they answer); their count. */
+static uint32_t model_ranking(const struct pk *p, uint32_t b, uint32_t l, uint32_t *order)
+{
+	const uint32_t i = b * SWEEP_MAX_LOAD + l;
+	double key[SWEEP_MAX_CAND][2];
+	uint32_t n = 0;
+
+	for (uint32_t j = 0; j < p->n_cand && j < SWEEP_MAX_CAND; j++) {
+		const struct split_load_pred *pr = &p->cand[j].pt[i].pred;
+
+		if (!p->cand[j].pt[i].done)
+			continue;
+		key[j][0] = pr->answered >= SWEEP_MIN_ANSWERED - 1e-9 ? 0 : 1 - pr->answered;
+		key[j][1] = p->o->objective == SPLIT_OBJ_P99 ? pr->p99 : pr->p50;
+		order[n++] = j;
+	}
+	for (uint32_t a = 1; a < n; a++) /* insertion sort: a few dozen at most */
+		for (uint32_t c = a; c > 0; c--) {
+			const uint32_t x = order[c - 1], y = order[c];
+
+			if (key[x][0] < key[y][0] ||
+			    (key[x][0] == key[y][0] && key[x][1] <= key[y][1]))
+				break;
+			order[c - 1] = y;
+			order[c] = x;
+		}
+	return n;
 }
 
 static const char pk_method[] =
@@ -538,10 +695,35 @@ static int report_json(const struct pk *p)
 		for (uint32_t l = 0; l < p->o->n_load; l++) {
 			json_t *lo = json_object(), *cands = json_array();
 
+			json_t *best = json_array(), *rank = json_array();
+			uint32_t order[SWEEP_MAX_CAND], n_order = model_ranking(p, b, l, order);
+			const uint32_t pj = planner_index(p, b, l);
+			struct pk_verdict v;
+
+			judge(p, b, l, &v);
 			json_object_set_new(lo, "offered_rps", jreal(p->load[b][l]));
 			json_object_set_new(
 			    lo, "planner",
 			    json_string(cand_name(p, p->plan_k[b][l], name, sizeof(name))));
+			json_object_set_new(lo, "planner_predicted_p50_us",
+					    jreal(p->plan_pred[b][l].p50 * 1e6));
+			json_object_set_new(lo, "planner_predicted_answered",
+					    jreal(p->plan_pred[b][l].answered));
+			for (uint32_t j = 0; j < p->n_cand && j < SWEEP_MAX_CAND; j++)
+				if (v.tie[j])
+					json_array_append_new(
+					    best, json_string(cand_name(p, p->cand[j].k, name,
+									sizeof(name))));
+			for (uint32_t r = 0; r < n_order; r++)
+				json_array_append_new(rank,
+						      json_string(cand_name(p, p->cand[order[r]].k,
+									    name, sizeof(name))));
+			json_object_set_new(lo, "measured_best", best);
+			json_object_set_new(lo, "modeled_ranking", rank);
+			json_object_set_new(lo, "goodput_met", json_boolean(v.goodput_met));
+			json_object_set_new(lo, "planner_within5",
+					    pj == UINT32_MAX ? json_null()
+							     : json_boolean(v.within5[pj]));
 			for (uint32_t j = 0; j < p->n_cand; j++) {
 				const struct sweep_point *pt =
 				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
@@ -560,75 +742,67 @@ static int report_json(const struct pk *p)
 	return sweep_json_write(root, p->o->json);
 }
 
-/*
- * The seed's Figure 5 over the packet path: one panel per link rate (columns) and load (rows);
- * per split a bar of the MEASURED end-to-end p50 (its top also an open triangle), split by the
- * servers' per-stage medians (host compute, pack, NIC, the servers' other time, and the rest up
- * to the p50: wire and link), beside the MODELED p50 (a filled circle). Medians, not means: on a
- * shared machine a few descheduled requests would make the means meaningless.
- */
+/* The figure (lab/sweep_plot.c): rows the loads, columns the link rates. */
 static int report_plot(const struct pk *p)
 {
-	const char *unit = p->o->normalize ? "x all-host p50" : "us";
-	char script[64], name[48];
-	FILE *f = split_tools_plot_open("sweep", p->o->plot, script, sizeof(script));
+	const uint32_t rows = p->o->n_load, cols = p->o->n_rate;
+	struct sweep_plot_panel *pn = calloc((size_t)rows * cols, sizeof(*pn));
+	char title[512];
+	int ret;
 
-	if (!f)
-		return -EINVAL;
-	for (uint32_t b = 0; b < p->o->n_rate; b++)
-		for (uint32_t l = 0; l < p->o->n_load; l++) {
-			double scale = 1e-3;
+	if (!pn)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < cols; b++)
+		for (uint32_t l = 0; l < rows; l++) {
+			struct sweep_plot_panel *q = &pn[l * cols + b];
+			const uint32_t pj = planner_index(p, b, l), i = b * SWEEP_MAX_LOAD + l;
+			double scale = 1e-3; /* ns -> us */
+			struct pk_verdict v;
+			int at;
 
-			for (uint32_t j = 0; p->o->normalize && j < p->n_cand; j++) {
-				const struct sweep_point *pt =
-				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
-
-				if (p->cand[j].k == p->m->n_layers && pt->p50 > 0)
-					scale = 1 / (pt->p50 * 1e3);
-			}
-			fprintf(f, "$d%u_%u << EOD\n", b, l);
-			for (uint32_t j = 0; j < p->n_cand; j++) {
-				const struct sweep_point *pt =
-				    &p->cand[j].pt[b * SWEEP_MAX_LOAD + l];
+			judge(p, b, l, &v);
+			for (uint32_t j = 0; p->o->normalize && j < p->n_cand; j++)
+				if (p->cand[j].k == p->m->n_layers && p->cand[j].pt[i].p50 > 0)
+					scale = 1 / (p->cand[j].pt[i].p50 * 1e3);
+			at = snprintf(q->title, sizeof(q->title),
+				      "link %g Gbit/s%s, %.0f requests/s", p->o->rate[b],
+				      p->o->rate[b] > 0 ? "" : " (not shaped)", p->load[b][l]);
+			if (p->o->load_rel[l] && at > 0 && (size_t)at < sizeof(q->title))
+				snprintf(q->title + at, sizeof(q->title) - (size_t)at,
+					 " (%gx all-host capacity)", p->o->load[l]);
+			for (uint32_t j = 0; j < p->n_cand && q->n < SWEEP_MAX_CAND; j++) {
+				const struct sweep_point *pt = &p->cand[j].pt[i];
 				const double *m = pt->srv_p50;
-				const double other =
-				    m[PT_TOTAL] - m[PT_HOST] - m[PT_PACK] - m[PT_NIC];
+				struct sweep_plot_bar *bar = &q->bar[q->n];
 
 				if (!pt->done)
 					continue;
-				fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
-					cand_name(p, p->cand[j].k, name, sizeof(name)),
-					m[PT_HOST] * scale, m[PT_PACK] * scale, m[PT_NIC] * scale,
-					fmax(0, other) * scale,
-					fmax(0, pt->p50 * 1e3 - m[PT_TOTAL]) * scale,
-					pt->p50 * 1e3 * scale, pt->pred.p50 * 1e9 * scale);
+				cand_name(p, p->cand[j].k, bar->name, sizeof(bar->name));
+				bar->part[0] = m[PT_HOST] * scale;
+				bar->part[1] = m[PT_PACK] * scale;
+				bar->part[2] = m[PT_NIC] * scale;
+				bar->part[3] =
+				    fmax(0, m[PT_TOTAL] - m[PT_HOST] - m[PT_PACK] - m[PT_NIC]) *
+				    scale;
+				bar->part[4] = fmax(0, pt->p50 * 1e3 - m[PT_TOTAL]) * scale;
+				bar->p50 = isfinite(pt->p50) ? pt->p50 * 1e3 * scale : 0;
+				bar->pred_p50 = pt->pred.p50 * 1e9 * scale;
+				bar->answered = answered_share(pt);
+				bar->by_nic =
+				    pt->requests ? (double)pt->ex_nic / (double)pt->requests : 0;
+				bar->planner = j == pj;
+				bar->best = j < SWEEP_MAX_CAND && v.tie[j];
+				q->n++;
 			}
-			fprintf(f, "EOD\n");
 		}
-	fprintf(
-	    f,
-	    "set multiplot layout %u,%u title \"splitnic sweep --packet: %s (NIC platform %s)%s\\n"
-	    "bars: the MEASURED end-to-end p50 (triangle), split by the servers' medians per "
-	    "stage; circles: MODELED p50\" font ',10'\n"
-	    "set style fill solid 0.8 border -1\nset boxwidth 0.8\nset xtics rotate by -60 "
-	    "font ',8'\nset grid ytics\nset key top left font ',7' samplen 1 spacing 0.8\n"
-	    "set style data histogram\nset style histogram rowstacked\nset yrange [0:*]\n",
-	    p->o->n_load, p->o->n_rate, p->m->name, p->o->platform,
-	    p->o->normalize ? ", normalised to the all-host p50" : "");
-	for (uint32_t l = 0; l < p->o->n_load; l++)
-		for (uint32_t b = 0; b < p->o->n_rate; b++)
-			fprintf(
-			    f,
-			    "set title 'link %g Gbit/s%s, %.0f req/s' font ',9'\nset ylabel "
-			    "'latency (%s)'\nplot $d%u_%u using 2:xtic(1) title 'host compute', "
-			    "'' using 3 title 'pack', '' using 4 title 'NIC', '' using 5 title "
-			    "'servers, other', '' using 6 title 'wire + link', '' using 0:7 with "
-			    "points pt 8 ps 1.2 lc rgb 'black' title 'p50 (measured)', '' using "
-			    "0:8 with points pt 7 ps 1 lc rgb 'red' title 'p50 (MODELED)'\n",
-			    p->o->rate[b], p->o->rate[b] > 0 ? "" : " (not shaped)", p->load[b][l],
-			    unit, b, l);
-	fprintf(f, "unset multiplot\n");
-	return split_tools_plot_run("sweep", f, script);
+	snprintf(title, sizeof(title),
+		 "splitnic sweep --packet: %s, NIC platform %s (bars: MEASURED p50 by stage%s; "
+		 "over each bar the shares answered / by the NIC)",
+		 p->m->name, p->o->platform, p->o->normalize ? ", over the all-host p50" : "");
+	ret = sweep_plot_write(p->o->plot, title, p->o->normalize ? "x all-host" : "us", pn, rows,
+			       cols);
+	free(pn);
+	return ret ? -EIO : 0;
 }
 
 /* ---- set-up -------------------------------------------------------------------------------- */
@@ -692,21 +866,14 @@ int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 	ret = candidates(&p);
 	if (ret)
 		goto out;
-	p.op_s = calloc(m->n_layers, sizeof(*p.op_s));
-	if (!p.op_s) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	{
 		char err[512];
 
-		ret = split_tools_measure_ops(m, SWEEP_OP_ROUNDS, p.op_s, err, sizeof(err));
+		ret = plan_measure(m, pr, SWEEP_OP_ROUNDS, o->executors, &p.pm, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "splitnic sweep: %s\n", err);
 			goto out;
 		}
-		for (uint32_t j = 0; j < m->n_layers; j++)
-			p.op_total_us += p.op_s[j] * 1e6;
 	}
 	ret = sweep_lab_init(&p.lab, o->lab, o->tag, o->servers, o->netns);
 	if (ret)
@@ -744,6 +911,13 @@ out_lab:
 	sweep_lab_down(&p.lab);
 	if (ret == -EINTR)
 		fprintf(stderr, "splitnic sweep: interrupted; the lab is down\n");
+	if (!ret && o->result) {
+		o->result->n = 0;
+		for (uint32_t j = 0; j < p.n_cand && j < SWEEP_MAX_CAND; j++) {
+			o->result->k[o->result->n] = p.cand[j].k;
+			o->result->pt[o->result->n++] = p.cand[j].pt[0];
+		}
+	}
 	if (!ret) {
 		report_text(&p);
 		if (o->json)
@@ -760,7 +934,7 @@ out:
 		free(p.cand[j].rnd);
 	}
 	free(p.cand);
-	free(p.op_s);
+	plan_measured_free(&p.pm);
 	return ret ? 1 : 0;
 }
 

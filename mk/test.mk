@@ -29,7 +29,7 @@ bench-kernels: $(B)/bench/bench_kernels $(B)/bench/bench_models models $(SPLITNI
 		/usr/bin/python3 tests/bench/bench_peers.py
 
 # Split experiments over the packet path and the planner's accuracy scored against them (root,
-# about 15 minutes): tests/bench/bench_split.sh.
+# about 45 minutes): tests/bench/bench_split.sh.
 bench-split: all models
 	$(Q)B=$(B) BENCH_JSONL=$${BENCH_JSONL:-$(CURDIR)/$(B)/bench.jsonl} tests/bench/bench_split.sh
 

@@ -360,6 +360,11 @@ static void disp_timing(struct nicfw_disp *d, uint32_t m, uint64_t ns)
 {
 	struct nicfw_disp_timing *t = &d->tm[m];
 
+	uint64_t us = ns / 1000;
+	unsigned b = us ? 64 - (unsigned)__builtin_clzll(us) : 0;
+
+	b = b < NICFW_DISP_HIST ? b : NICFW_DISP_HIST - 1;
+	__atomic_store_n(&t->hist[b], t->hist[b] + 1, __ATOMIC_RELAXED);
 	t->ns[t->requests % NICFW_DISP_SAMPLES] = sat32(ns);
 	__atomic_store_n(&t->ns_sum, t->ns_sum + ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->requests, t->requests + 1, __ATOMIC_RELAXED);

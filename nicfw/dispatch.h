@@ -92,6 +92,7 @@
 #define NICFW_DISP_MAX_MODELS 16
 #define NICFW_DISP_QUEUE      KEXEC_FIFO /* requests per model waiting or running */
 #define NICFW_DISP_SAMPLES    4096	 /* per model: the last NIC times kept (timing) */
+#define NICFW_DISP_HIST	      24	 /* per model: log2 buckets of every NIC time (timing) */
 
 enum nicfw_port { NICFW_PORT_WIRE = 0, NICFW_PORT_HOST = 1 };
 
@@ -172,6 +173,7 @@ int nicfw_disp_model_init(struct nicfw_disp_model *md, uint32_t model_id, struct
 /* Per model: the NIC time of its RESPONSEs (the nic field), single writer, read from anywhere. */
 struct nicfw_disp_timing {
 	uint64_t requests, ns_sum;
+	uint64_t hist[NICFW_DISP_HIST];	 /* all of them: bucket b counts [2^(b-1), 2^b) us */
 	uint32_t ns[NICFW_DISP_SAMPLES]; /* the last ones, saturated at UINT32_MAX */
 };
 

@@ -56,21 +56,20 @@
 #include "conf/args.h"
 #include "exec/kexec.h"
 #include "kernels/kern.h"
+#include "metrics/metrics.h"
 #include "protocol/frame.h"
 #include "protocol/net_util.h"
 #include "protocol/reasm.h"
 #include "protocol/trust.h"
-#include "serve/batch.h"
+#include "serve/models.h"
 #include "serve/serve.h"
 #include "split/stats.h"
 
-#define SERVE_MAX_MODELS 8
-#define SERVE_BURST	 32
-#define SERVE_MAX_BATCH	 64
-#define SERVE_SLOTS	 64
-#define SERVE_MAX_MSG	 (16u << 20)
-#define SERVE_REASM_NS	 1000000000ull
-#define SERVE_IDLE_MS	 100 /* a receive waits at most this long: reassembly expiry, the drain */
+#define SERVE_BURST    32
+#define SERVE_SLOTS    64
+#define SERVE_MAX_MSG  (16u << 20)
+#define SERVE_REASM_NS 1000000000ull
+#define SERVE_IDLE_MS  100 /* a receive waits at most this long: reassembly expiry, the drain */
 
 /* The counters: their enum and their names in the report, from one list. */
 #define SERVE_COUNTERS(X)                                                                          \
@@ -104,19 +103,12 @@ enum serve_counter { SERVE_COUNTERS(SC_ENUM) SC__COUNT };
 
 static const char *const sc_names[SC__COUNT] = {SERVE_COUNTERS(SC_NAME)};
 
-struct serve_model {
-	struct model *m;
-	struct kexec x;
-	uint32_t id, in_fmt, in_bytes, in_count, classes;
-	uint32_t resp_bytes;  /* the RESPONSE's UDP payload bytes, all datagrams */
-	struct serve_batch b; /* its requests waiting for the executor */
-	uint8_t *body;	      /* classes * 8: the RESPONSE's data section */
-};
+static const char *const serve_stage_names[SERVE_H__COUNT] = {"total", "queue", "compute"};
 
 struct serve {
 	int fd;
-	uint32_t payload, n_models;
-	struct serve_model sm[SERVE_MAX_MODELS];
+	uint32_t payload;
+	struct serve_table *tab; /* the models: replaced whole by a reload (serve/models.h) */
 	struct proto_reasm *ra;
 	uint8_t *out; /* one reply datagram */
 	bool draining;
@@ -124,17 +116,28 @@ struct serve {
 	struct proto_trust_cfg trust;
 	uint64_t rl[PROTO_TRUST_SLOTS]; /* ERRORs per source: GCRA times */
 	char ident[PROTO_HEALTH_IDENT_LEN + 1];
-	struct proto_health_model health[SERVE_MAX_MODELS];
 	uint64_t c[SC__COUNT];
 	uint64_t verdicts[PROTO_VERDICT__COUNT];
 	uint64_t ra_verdicts[PROTO_RA__COUNT];
+	uint32_t held;		  /* messages in reassembly, as of the last loop turn */
+	struct metrics_keys keys; /* the metrics endpoint's (its thread's) */
+	uint64_t rgen;		  /* the metrics thread's reads: odd while inside one */
+	struct serve_hist hist[SERVE_MAX_HISTS];	/* per model name, ever */
+	uint32_t n_hist;				/* atomic: names in hist */
+	struct metrics_log2 hist_spare[SERVE_H__COUNT]; /* names beyond SERVE_MAX_HISTS */
+	struct serve_reloader reload;
 };
 
-static volatile sig_atomic_t serve_stop;
+static volatile sig_atomic_t serve_stop, serve_hup;
 
 static void on_signal(int sig)
 {
 	serve_stop = sig;
+}
+
+static void on_hup(int sig)
+{
+	serve_hup = sig;
 }
 
 static void serve_send(struct serve *sv, const struct sockaddr *to, socklen_t tolen, int n)
@@ -197,12 +200,50 @@ static void serve_error(struct serve *sv, const struct serve_src *src, uint32_t 
 	sv->c[SC_ERRORS_SENT]++;
 }
 
-static struct serve_model *find_model(struct serve *sv, uint32_t id)
+static void serve_run(struct serve *sv, struct serve_model *s);
+
+/* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, queued for
+ * its model's batch (run when full, or by the loop: serve_run_due). */
+static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
+			  const struct serve_src *src, uint64_t t_in)
 {
-	for (uint32_t k = 0; k < sv->n_models; k++)
-		if (sv->sm[k].id == id)
-			return &sv->sm[k];
-	return id == 0 && sv->n_models ? &sv->sm[0] : NULL;
+	struct serve_model *s = serve_table_find(sv->tab, m->model_id);
+	enum proto_trust_verdict v;
+	struct serve_req *r;
+	uint32_t cap;
+	void *in;
+
+	sv->c[SC_REQUESTS]++;
+	if (!s) {
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
+			    m->model_id, SC_ERR_UNKNOWN_MODEL, "unknown model");
+		return;
+	}
+	if (!proto_input_matches(&m->tensor, s->in_fmt, s->m->input.c, s->m->input.h,
+				 s->m->input.w) ||
+	    m->total_len != s->in_bytes) {
+		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE, s->in_count,
+			    SC_ERR_BAD_SHAPE, "input format or shape differs from the model's");
+		return;
+	}
+	v = serve_trust(sv, src, PROTO_RESPONSE, s->resp_bytes, &cap);
+	if (v != PROTO_TRUST_SEND) {
+		if (v == PROTO_TRUST_TOO_LARGE)
+			serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
+				    s->resp_bytes, SC_ERR_REPLY_LARGER,
+				    "reply larger than the request: front-end not allowed");
+		return;
+	}
+	r = serve_batch_slot(&s->b, &in);
+	memcpy(in, data, s->in_bytes);
+	memcpy(&r->to, src->sa, src->len);
+	r->tolen = src->len;
+	r->model_id = m->model_id;
+	r->request_id = m->request_id;
+	r->in_bytes = src->in_bytes;
+	r->t_in = t_in;
+	if (serve_batch_add(&s->b))
+		serve_run(sv, s);
 }
 
 /* The source of a datagram of len bytes: its address for the rate limit and the allow-list, a
@@ -236,7 +277,7 @@ static void serve_source(const struct serve *sv, const struct sockaddr *a, sockl
 	src->v6 = !v4;
 }
 
-/* The RESPONSE to r from its scores (the batch ran from t_run to t_done). */
+/* The RESPONSE to r from its scores (its batch ran from t_run to t_done). */
 static void serve_answer(struct serve *sv, struct serve_model *s, const struct serve_req *r,
 			 const struct serve_src *src, const double *scores, uint64_t t_run,
 			 uint64_t t_done)
@@ -246,6 +287,8 @@ static void serve_answer(struct serve *sv, struct serve_model *s, const struct s
 	uint32_t cls = 0;
 	int n;
 
+	metrics_log2_add(&s->h[SERVE_H_QUEUE], t_run - r->t_in);
+	metrics_log2_add(&s->h[SERVE_H_COMPUTE], t_done - t_run);
 	for (uint32_t k = 0; k < s->classes; k++) {
 		proto_le_put_f64(s->body + 8 * k, scores[k]);
 		if (scores[k] > scores[cls])
@@ -268,6 +311,7 @@ static void serve_answer(struct serve *sv, struct serve_model *s, const struct s
 	while ((n = proto_frag_next(&f, sv->out, sv->payload)) > 0)
 		serve_send(sv, src->sa, src->len, n);
 	sv->c[SC_ANSWERED]++;
+	metrics_log2_add(&s->h[SERVE_H_TOTAL], lat_now_ns() - r->t_in);
 }
 
 /* Model s's batch (serve/batch.h) through its executor, each request answered. */
@@ -310,59 +354,15 @@ static uint64_t serve_run_due(struct serve *sv, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 
-	for (uint32_t k = 0; k < sv->n_models; k++) {
-		uint64_t w = serve_batch_wait_ns(&sv->sm[k].b, now);
+	for (uint32_t k = 0; k < sv->tab->n_models; k++) {
+		uint64_t w = serve_batch_wait_ns(&sv->tab->sm[k].b, now);
 
 		if (!w)
-			serve_run(sv, &sv->sm[k]);
+			serve_run(sv, &sv->tab->sm[k]);
 		else if (w < next)
 			next = w;
 	}
 	return next;
-}
-
-/* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, queued for
- * its model's batch (run when full, or by the loop). */
-static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
-			  const struct serve_src *src, uint64_t t_in)
-{
-	struct serve_model *s = find_model(sv, m->model_id);
-	enum proto_trust_verdict v;
-	struct serve_req *r;
-	uint32_t cap;
-	void *in;
-
-	sv->c[SC_REQUESTS]++;
-	if (!s) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
-			    m->model_id, SC_ERR_UNKNOWN_MODEL, "unknown model");
-		return;
-	}
-	if (!proto_input_matches(&m->tensor, s->in_fmt, s->m->input.c, s->m->input.h,
-				 s->m->input.w) ||
-	    m->total_len != s->in_bytes) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE, s->in_count,
-			    SC_ERR_BAD_SHAPE, "input format or shape differs from the model's");
-		return;
-	}
-	v = serve_trust(sv, src, PROTO_RESPONSE, s->resp_bytes, &cap);
-	if (v != PROTO_TRUST_SEND) {
-		if (v == PROTO_TRUST_TOO_LARGE)
-			serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_TOO_LARGE,
-				    s->resp_bytes, SC_ERR_REPLY_LARGER,
-				    "reply larger than the request: front-end not allowed");
-		return;
-	}
-	r = serve_batch_slot(&s->b, &in);
-	memcpy(in, data, s->in_bytes);
-	memcpy(&r->to, src->sa, src->len);
-	r->tolen = src->len;
-	r->model_id = m->model_id;
-	r->request_id = m->request_id;
-	r->in_bytes = src->in_bytes;
-	r->t_in = t_in;
-	if (serve_batch_add(&s->b))
-		serve_run(sv, s);
 }
 
 /* A HEALTH probe for any role or serve's: the report, never longer than the probe. */
@@ -383,7 +383,7 @@ static void serve_health(struct serve *sv, const struct proto_msg *m, const stru
 	proto_reasm_stats(sv->ra, &st);
 	n = proto_build_health_report(sv->out, sv->payload, cap, m->request_id, PROTO_ROLE_SERVE,
 				      sv->draining ? PROTO_HEALTH_DRAINING : PROTO_HEALTH_SERVING,
-				      st.in_use, sv->ident, sv->health, sv->n_models);
+				      st.in_use, sv->ident, sv->tab->health, sv->tab->n_models);
 	if (n <= 0) {
 		sv->c[SC_HEALTH_DROPPED]++;
 		return;
@@ -468,90 +468,6 @@ static void serve_datagram(struct serve *sv, const uint8_t *p, size_t len,
 	}
 }
 
-/* [ID=]FILE[,BATCHING]: the model, its executor (ops [0, n) on the CPU), its batch (conf/batch.h;
- * batch the server's default) and its buffers. */
-static int serve_load(struct serve *sv, char *spec, const struct conf_batch *batch)
-{
-	struct serve_model *s = &sv->sm[sv->n_models];
-	struct conf_batch b = *batch;
-	const char *eq, *path;
-	char err[512];
-
-	if (sv->n_models == SERVE_MAX_MODELS) {
-		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
-		return -EINVAL;
-	}
-	if (conf_batch_suffix(spec, SERVE_MAX_BATCH, &b, err, sizeof(err))) {
-		fprintf(stderr, "serve: %s\n", err);
-		return -EINVAL;
-	}
-	eq = strchr(spec, '=');
-	path = eq ? eq + 1 : spec;
-	s->m = model_load(path, err, sizeof(err));
-	if (!s->m) {
-		fprintf(stderr, "serve: %s\n", err);
-		return -EINVAL;
-	}
-	s->id = proto_model_id(s->m->name);
-	if (eq) {
-		char id[24];
-		int64_t v;
-
-		snprintf(id, sizeof(id), "%.*s", (int)(eq - spec), spec);
-		if ((size_t)(eq - spec) >= sizeof(id) ||
-		    conf_int(NULL, NULL, id, 0, UINT32_MAX, &v)) {
-			fprintf(stderr, "serve: --model %s: the id before '=' is not a number\n",
-				spec);
-			return -EINVAL;
-		}
-		s->id = (uint32_t)v;
-	}
-	for (uint32_t k = 0; k < sv->n_models; k++)
-		if (sv->sm[k].id == s->id) {
-			fprintf(stderr, "serve: --model %s: model id 0x%08x given twice\n", spec,
-				s->id);
-			return -EINVAL;
-		}
-	if (s->m->input.fmt != MODEL_FMT_U8 && s->m->input.fmt != MODEL_FMT_F32) {
-		fprintf(stderr, "serve: %s: input format %s has no wire format\n", path,
-			model_fmt_name(s->m->input.fmt));
-		return -EINVAL;
-	}
-	s->in_fmt = s->m->input.fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
-	s->in_count = (uint32_t)model_shape_elems(&s->m->input);
-	s->in_bytes = (uint32_t)model_shape_bytes(&s->m->input);
-	s->classes = model_classes(s->m);
-	s->resp_bytes = proto_wire_bytes(PROTO_RESP_HDR_LEN, (size_t)s->classes * 8, sv->payload);
-	sv->health[sv->n_models] = (struct proto_health_model){
-	    .model_id = s->id,
-	    .mode = PROTO_MODE_WHOLE,
-	    .in_fmt = (uint8_t)s->in_fmt,
-	    .c = s->m->input.c,
-	    .h = s->m->input.h,
-	    .w = s->m->input.w,
-	    .classes = (uint16_t)s->classes,
-	};
-	snprintf(sv->health[sv->n_models].name, sizeof(sv->health[0].name), "%.*s",
-		 (int)PROTO_HEALTH_NAME_LEN, s->m->name);
-	if (kexec_open(&s->x, &kexec_cpu_ops, NULL, err, sizeof(err)) ||
-	    kexec_load(&s->x, s->m, 0, s->m->n_layers, b.max_batch, err, sizeof(err))) {
-		fprintf(stderr, "serve: %s\n", err);
-		return -EINVAL;
-	}
-	s->body = malloc((size_t)s->classes * 8);
-	sv->n_models++;
-	if (serve_batch_init(&s->b, &b, s->in_bytes, s->classes) || !s->body) {
-		fprintf(stderr, "serve: out of memory\n");
-		return -ENOMEM;
-	}
-	printf("serve: model %s id 0x%08x: %s %ux%ux%u -> %u classes, %u ops on the CPU, batches "
-	       "of %u at most (wait %lu us)\n",
-	       s->m->name, s->id, proto_fmt_name(s->in_fmt), s->m->input.c, s->m->input.h,
-	       s->m->input.w, s->classes, s->m->n_layers, b.max_batch,
-	       (unsigned long)(b.max_delay_ns / 1000));
-	return 0;
-}
-
 /* The HEALTH identity: --name, else serve@HOST:PORT (HOST: the bound address, or this
  * machine's name when bound to every address), cut at 32 bytes. */
 static void serve_ident(struct serve *sv, const char *name, const char *bind_addr, const char *port)
@@ -616,14 +532,117 @@ static void serve_report(const struct serve *sv, FILE *f, bool json)
 	fputs(json ? "}\n" : "\n", f);
 }
 
-struct serve_opts {
-	const char *models[SERVE_MAX_MODELS];
-	uint32_t n_models;
-	const char *bind, *port, *stats, *ready, *name;
-	struct proto_trust_cfg trust;
-	long payload, err_rate, err_burst;
-	struct conf_batch batch;
-};
+/* --- the metrics endpoint (metrics/metrics.h), read from its thread ------------------------- */
+
+static uint64_t rd(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* arg: the table read (one load per scrape, inside the read generation) */
+static const char *serve_model_name(void *arg, unsigned i)
+{
+	const struct serve_table *t = arg;
+
+	return i < t->n_models ? t->sm[i].m->name : NULL;
+}
+
+/* Every model name's histograms, those of models unloaded too. */
+static void serve_histograms(void *arg, metrics_hist_put put, void *put_arg)
+{
+	struct serve *sv = arg;
+	const uint32_t n = __atomic_load_n(&sv->n_hist, __ATOMIC_ACQUIRE);
+
+	for (uint32_t k = 0; k < n; k++)
+		for (unsigned h = 0; h < SERVE_H__COUNT; h++)
+			put(put_arg, sv->hist[k].name, serve_stage_names[h], sv->hist[k].h[h].b,
+			    METRICS_LOG2_BUCKETS, rd(&sv->hist[k].h[h].sum_ns));
+}
+
+/* Table t's models given their name's histograms (before t is served: the packet loop, or the
+ * start). A new name takes a free entry, published after its name is written. */
+static void serve_hist_assign(struct serve *sv, struct serve_table *t)
+{
+	for (uint32_t i = 0; i < t->n_models; i++) {
+		uint32_t k;
+
+		for (k = 0; k < sv->n_hist && strcmp(sv->hist[k].name, t->sm[i].m->name); k++)
+			;
+		if (k == SERVE_MAX_HISTS) {
+			t->sm[i].h = sv->hist_spare;
+			continue;
+		}
+		if (k == sv->n_hist) {
+			snprintf(sv->hist[k].name, sizeof(sv->hist[k].name), "%s",
+				 t->sm[i].m->name);
+			__atomic_store_n(&sv->n_hist, k + 1, __ATOMIC_RELEASE);
+		}
+		t->sm[i].h = sv->hist[k].h;
+	}
+}
+
+/* Between bursts: a reloaded table served from now on (its models' histograms those of their
+ * names), the old one handed back to the reloader (serve/models.h). */
+static void serve_swap(struct serve *sv)
+{
+	struct serve_table *t = serve_reloader_take(&sv->reload), *old = sv->tab;
+
+	if (!t)
+		return;
+	serve_hist_assign(sv, t);
+	__atomic_store_n(&sv->tab, t, __ATOMIC_SEQ_CST);
+	serve_reloader_retire(&sv->reload, old);
+}
+
+static void serve_metrics(void *arg, struct metrics_buf *b)
+{
+	static const char *const gauges[] = {"in_flight", "models", "models_version", NULL};
+	struct serve *sv = arg;
+	struct metrics_keys *k = &sv->keys;
+	struct serve_table *t;
+	char key[64];
+
+	/* an RCU read: the table is not freed before the generation moves on */
+	__atomic_add_fetch(&sv->rgen, 1, __ATOMIC_SEQ_CST);
+	t = __atomic_load_n(&sv->tab, __ATOMIC_SEQ_CST);
+	k->who = "serve";
+	k->arg = t;
+	k->model_name = serve_model_name;
+	k->gauges = gauges;
+	for (unsigned c = 0; c < SC__COUNT; c++)
+		metrics_keys_put(k, sc_names[c], rd(&sv->c[c]));
+	for (unsigned v = 0; v < PROTO_VERDICT__COUNT; v++) {
+		snprintf(key, sizeof(key), "verdict_%s", v ? proto_verdict_name(v) : "ok");
+		metrics_keys_put(k, key, rd(&sv->verdicts[v]));
+	}
+	for (unsigned v = 0; v < PROTO_RA__COUNT; v++) {
+		snprintf(key, sizeof(key), "reasm_%s", proto_ra_verdict_name(v));
+		metrics_keys_put(k, key, rd(&sv->ra_verdicts[v]));
+	}
+	metrics_keys_put(k, "in_flight", __atomic_load_n(&sv->held, __ATOMIC_RELAXED));
+	metrics_keys_put(k, "models", t->n_models);
+	metrics_keys_put(k, "models_version", t->version);
+	metrics_keys_put(k, "reloads",
+			 (uint64_t)__atomic_load_n(&sv->reload.done, __ATOMIC_RELAXED));
+	metrics_keys_write(k, b);
+	metrics_latency(b, "serve", serve_histograms, sv);
+	__atomic_add_fetch(&sv->rgen, 1, __ATOMIC_SEQ_CST);
+	metrics_ready(b, "serve", !__atomic_load_n(&sv->draining, __ATOMIC_RELAXED));
+}
+
+/* POST /-/reload: a reload asked for, and waited for (off the packet path). */
+static int serve_http_reload(void *arg, char *msg, size_t len)
+{
+	struct serve *sv = arg;
+
+	return serve_reloader_wait(&sv->reload, serve_reloader_ask(&sv->reload), 60000, msg, len);
+}
+
+static const char *serve_not_ready(void *arg)
+{
+	return __atomic_load_n(&((struct serve *)arg)->draining, __ATOMIC_RELAXED) ? "draining"
+										   : NULL;
+}
 
 #define SERVE_OPT(f) offsetof(struct serve_opts, f)
 
@@ -651,6 +670,7 @@ static const struct conf_opt serve_opts[] = {
 		  "ERRORs per second per source (0: no limit)"),
     CONF_LONG_ROW("error-burst", "N", SERVE_OPT(err_burst), 1, 1000000, "100",
 		  "ERRORs a source may get at once"),
+    METRICS_OPT_ROWS(struct serve_opts, metrics_port, metrics_addr),
 };
 
 const struct conf_cmd cmd_serve_spec = {
@@ -660,43 +680,51 @@ const struct conf_cmd cmd_serve_spec = {
 	     serve_opts, 0, 0, NULL),
     .notes = "Answers REQUESTs and HEALTH probes on a kernel UDP socket with the CPU kernels;\n"
 	     "on SIGINT or SIGTERM it drains (finishes the fragmented requests it holds, takes\n"
-	     "no new ones) and prints its counters (and writes them to --stats-file as JSON).\n"};
+	     "no new ones) and prints its counters (and writes them to --stats-file as JSON).\n"
+	     "--config FILE reads the options from an INI file ([server] keys, one [model NAME]\n"
+	     "section each: file, id); SIGHUP or POST /-/reload on the metrics port reloads the\n"
+	     "models without a restart (docs/operator-guide.md).\n"};
 
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_opts o = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct conf_args hold;
+	struct sigaction sa = {.sa_handler = on_signal}, hup = {.sa_handler = on_hup};
 	struct proto_reasm_config rc = {SERVE_SLOTS, SERVE_MAX_MSG, SERVE_REASM_NS};
 	struct sockaddr_storage from[SERVE_BURST];
 	struct mmsghdr mm[SERVE_BURST];
 	struct iovec iov[SERVE_BURST];
 	struct proto_reasm_stats st;
+	struct metrics_http *http = NULL;
 	uint8_t *rx = NULL;
 	uint32_t held = 0;
 	uint64_t expired = 0, wait = UINT64_MAX;
 	struct serve *sv;
 	int ret = 1;
 
-	if (conf_parse(&cmd_serve_spec, argc, argv, &o) < 0)
+	if (serve_opts_read(argc, argv, &o, &hold))
 		return 2;
 	if (!o.n_models) {
-		fprintf(stderr, "serve: no --model\n");
+		fprintf(stderr, "serve: no --model (nor a [model NAME] section of --config)\n");
+		conf_args_free(&hold);
 		return conf_usage_error(&cmd_serve_spec);
 	}
-	if ((o.stats && conf_output_ok("serve", "--stats-file", o.stats)) ||
-	    (o.ready && conf_output_ok("serve", "--ready-file", o.ready)))
-		return 1;
 	sv = calloc(1, sizeof(*sv));
-	if (!sv)
+	if (!sv || (o.stats && conf_output_ok("serve", "--stats-file", o.stats)) ||
+	    (o.ready && conf_output_ok("serve", "--ready-file", o.ready))) {
+		free(sv);
+		conf_args_free(&hold);
 		return 1;
+	}
 	sv->fd = -1;
 	sv->payload = (uint32_t)o.payload;
 	sv->trust = o.trust;
 	proto_trust_set_rate(&sv->trust, (uint32_t)o.err_rate, (uint32_t)o.err_burst);
 	serve_ident(sv, o.name, o.bind, o.port);
-	for (uint32_t k = 0; k < o.n_models; k++)
-		if (serve_load(sv, (char *)o.models[k], &o.batch))
-			goto out;
+	sv->tab = serve_table_load(&o, sv->payload, 1);
+	if (!sv->tab)
+		goto out;
+	serve_hist_assign(sv, sv->tab);
 	sv->ra = proto_reasm_create(&rc);
 	sv->out = malloc(PROTO_MAX_PAYLOAD + 1);
 	rx = malloc((size_t)SERVE_BURST * (PROTO_MAX_PAYLOAD + 1));
@@ -706,9 +734,28 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (serve_socket(sv, o.bind, o.port))
 		goto out;
+	if (o.metrics_port) {
+		const struct metrics_src src = {sv, serve_metrics, serve_not_ready,
+						serve_http_reload};
+		char err[256];
+
+		http = metrics_http_start(o.metrics_addr, o.metrics_port, &src, NULL, err,
+					  sizeof(err));
+		if (!http) {
+			fprintf(stderr, "serve: %s\n", err);
+			goto out;
+		}
+		printf("serve: metrics on http://%s:%u/metrics\n",
+		       o.metrics_addr ? o.metrics_addr : "0.0.0.0", metrics_http_port(http));
+	}
+	if (serve_reloader_start(&sv->reload, argc, argv, sv->payload, &sv->rgen, 1)) {
+		fprintf(stderr, "serve: the reloader's thread: %s\n", strerror(errno));
+		goto out;
+	}
 	/* no SA_RESTART: a signal must interrupt recvmmsg so that the loop sees serve_stop */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &hup, NULL);
 	printf("serve: listening on %s:%s (UDP)\n", o.bind, o.port);
 	fflush(stdout);
 	if (o.ready) {
@@ -730,8 +777,9 @@ int cmd_serve(int argc, char **argv)
 
 		proto_reasm_expire(sv->ra, lat_now_ns());
 		proto_reasm_stats(sv->ra, &st);
+		__atomic_store_n(&sv->held, st.in_use, __ATOMIC_RELAXED);
 		if (serve_stop && !sv->draining) {
-			sv->draining = true;
+			__atomic_store_n(&sv->draining, true, __ATOMIC_RELAXED);
 			held = st.in_use;
 			expired = st.expired;
 			printf("serve: %s: draining %u request(s)\n",
@@ -740,7 +788,13 @@ int cmd_serve(int argc, char **argv)
 		}
 		if (sv->draining && !st.in_use && wait == UINT64_MAX)
 			break;
-		if (wait != UINT64_MAX && !serve_readable(sv->fd, wait)) {
+		if (serve_hup) {
+			serve_hup = 0;
+			serve_reloader_ask(&sv->reload);
+		}
+		if (wait == UINT64_MAX) /* no request waits in a batch of the old table */
+			serve_swap(sv);
+		else if (!serve_readable(sv->fd, wait)) {
 			wait = serve_run_due(sv, lat_now_ns());
 			continue;
 		}
@@ -778,14 +832,13 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 out:
+	metrics_http_stop(http);
+	serve_reloader_stop(&sv->reload);
+	metrics_keys_free(&sv->keys);
 	if (sv->fd >= 0)
 		close(sv->fd);
-	for (uint32_t k = 0; k < sv->n_models + (sv->n_models < SERVE_MAX_MODELS); k++) {
-		kexec_close(&sv->sm[k].x);
-		model_free(sv->sm[k].m);
-		serve_batch_fini(&sv->sm[k].b);
-		free(sv->sm[k].body);
-	}
+	serve_table_free(sv->tab);
+	conf_args_free(&hold);
 	proto_reasm_destroy(sv->ra);
 	free(sv->out);
 	free(rx);

@@ -251,6 +251,27 @@ static double cut_best(const struct model_shape *s, unsigned a, unsigned b,
 	return best;
 }
 
+/*
+ * Op i's NIC cost from the measured suffixes: the time of the suffix that starts at i less that
+ * of the next op where the NIC can start (the ops between cost nothing on their own: a NIC
+ * stage always starts at a startable op), times nic.scale. INFINITY before nic_first; NAN
+ * without suffixes (the caller then uses split_op_cost).
+ */
+static double nic_suffix_op(const struct model *m, uint32_t i, const struct split_profile *pr,
+			    const struct split_opts *o)
+{
+	const double *t = o->nic_suffix_s;
+	uint32_t j = i + 1;
+
+	if (!t)
+		return NAN;
+	if (i < o->nic_first || isnan(t[i]))
+		return i < o->nic_first ? INFINITY : 0;
+	while (j < m->n_layers && isnan(t[j]))
+		j++;
+	return pr->v[SPLIT_P_NIC_SCALE] * fmax(0, t[i] - t[j]);
+}
+
 int split_problem_from_model(struct split_problem *p, const struct model *m,
 			     const struct split_profile *pr, const struct split_opts *o)
 {
@@ -265,11 +286,16 @@ int split_problem_from_model(struct split_problem *p, const struct model *m,
 	p->mem[SPLIT_EX_GPU] = (uint64_t)pr->v[SPLIT_P_GPU_MEM];
 	p->mem[SPLIT_EX_NIC] = (uint64_t)pr->v[SPLIT_P_NIC_MEM];
 	p->stage_cost[SPLIT_EX_GPU] = pr->v[SPLIT_P_GPU_STAGE];
-	p->stage_cost[SPLIT_EX_NIC] = pr->v[SPLIT_P_NIC_STAGE];
+	/* with the NIC's measured suffixes, nic.stage_s is what the NIC adds beyond its chain's
+	 * own time (calibrate --packet fits it); before a packet calibration it is the chain's
+	 * own per-request part (calibrate in process), which the suffixes already hold */
+	p->stage_cost[SPLIT_EX_NIC] =
+	    o->nic_suffix_s && !(pr->v[SPLIT_P_CAL_TIME] > 0) ? 0 : pr->v[SPLIT_P_NIC_STAGE];
 	for (uint32_t i = 0; i < m->n_layers; i++) {
 		const struct model_layer *l = &m->layers[i];
 
 		p->start_ok[i] = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_GPU);
+		p->op[i][SPLIT_EX_NIC] = nic_suffix_op(m, i, pr, o);
 		if (o->packet ? kexec_nic_handoff_ok(m, i)
 			      : kexec_can_run(KEXEC_KIND_NIC, m, i, m->n_layers))
 			p->start_ok[i] |= SPLIT_EXM(SPLIT_EX_NIC);
@@ -278,6 +304,9 @@ int split_problem_from_model(struct split_problem *p, const struct model *m,
 
 			if (e == SPLIT_EX_CPU && o->cpu_op_s)
 				p->op[i][e] = o->cpu_op_s[i];
+			else if (e == SPLIT_EX_NIC && o->nic_suffix_s)
+				p->op[i][e] =
+				    (o->exec_mask & SPLIT_EXM(e)) ? p->op[i][e] : INFINITY;
 			else
 				p->op[i][e] = (o->exec_mask & SPLIT_EXM(e)) || e == SPLIT_EX_CPU
 						  ? split_op_cost(m, i, e, pr, o->nic_first)

@@ -25,6 +25,13 @@ uint64_t split_model_hash(const struct model *m)
 int split_plan_save(const char *path, const struct model *m, const struct split_plan *plan,
 		    const struct split_opts *o, double link_gbps)
 {
+	return split_plan_save_figures(path, m, plan, o, link_gbps, NULL);
+}
+
+int split_plan_save_figures(const char *path, const struct model *m, const struct split_plan *plan,
+			    const struct split_opts *o, double link_gbps,
+			    const struct split_plan_figures *fig)
+{
 	FILE *f = fopen(path, "w");
 	int ret = 0;
 
@@ -36,6 +43,9 @@ int split_plan_save(const char *path, const struct model *m, const struct split_
 	if (o->load_rps > 0)
 		fprintf(f, "load_rps %g\n", o->load_rps);
 	fprintf(f, "predicted_us %.3f\n", plan->cost * 1e6);
+	if (fig && fig->measured && isfinite(fig->p50_us) && isfinite(fig->p99_us))
+		fprintf(f, "measured_p50_us %.3f\nmeasured_p99_us %.3f\nmeasured_answered %.4f\n",
+			fig->p50_us, fig->p99_us, fig->answered);
 	for (uint32_t s = 0; s < plan->n_stages; s++)
 		fprintf(f, "stage %s %u %u %s\n", split_exec_name(plan->stage[s].exec),
 			plan->stage[s].first, plan->stage[s].last,
@@ -56,7 +66,8 @@ struct plan_parse {
 	char name[MODEL_NAME_MAX + 8];
 	uint64_t hash;
 	unsigned n_ops;
-	bool seen[5]; /* model, objective, link_gbps, predicted_us, load_rps */
+	bool seen[8]; /* model, objective, link_gbps, predicted_us, load_rps, measured_p50_us,
+		       * measured_p99_us, measured_answered */
 };
 
 __attribute__((format(printf, 2, 3))) static int plan_fail(struct plan_parse *pp, const char *fmt,
@@ -129,6 +140,10 @@ static int plan_line(struct plan_parse *pp, const char *line, struct split_plan 
 			plan->cost = v * 1e-6;
 		return r < 0 ? r : 0;
 	}
+	if ((r = plan_record(pp, 5, line, "measured_p50_us")) ||
+	    (r = plan_record(pp, 6, line, "measured_p99_us")) ||
+	    (r = plan_record(pp, 7, line, "measured_answered")))
+		return r < 0 ? r : plan_number(pp, line, &v);
 	if (!plan_record(pp, -1, line, "stage"))
 		return plan_fail(pp, "unknown record");
 	if (sscanf(line, "stage %15s %u %u %15s%n", ex, &first, &last, fmt, &end) != 4 || line[end])

@@ -77,10 +77,6 @@ static const struct {
 			   "packet path: the host core per request (receive, reassemble, admit, "
 			   "answer or hand off)"},
 			  1e-5},
-    [SPLIT_P_HOST_OVERLAP] = {{"host.overlap_s", "s",
-			       "packet path: of host.req_s, the part off a request's own path "
-			       "(its capacity cost beyond its latency)"},
-			      0},
     [SPLIT_P_HOST_QUEUE] = {{"host.queue", "req", "packet path: splitnic-host --queue"}, 64},
     [SPLIT_P_NIC_WINDOW] = {{"nic.window", "req", "packet path: splitnic-host --nic-window"}, 32},
     [SPLIT_P_LINK_LIMIT] =
@@ -91,12 +87,120 @@ static const struct {
 			     "packet path: a token bucket's depth on the link (tc tbf burst; 0: a "
 			     "plain wire, every frame takes its bytes / rate)"},
 			    0},
+    [SPLIT_P_HOST_SCALE] = {{"host.scale", "x",
+			     "packet path: host core time per second of the ops' in-process "
+			     "time (the stage's compute as served)"},
+			    1},
+    [SPLIT_P_NIC_SCALE] = {{"nic.scale", "x",
+			    "packet path: NIC stage time per second of its chain's own time (emu: "
+			    "modeled; lcore: in process)"},
+			   1},
+    [SPLIT_P_NIC_EXECS] = {{"nic.executors", "exec", "the NIC's chain: splitnic-nic --executors"},
+			   16},
+    [SPLIT_P_NIC_EMU] = {{"nic.emu", "0/1",
+			  "the NIC's platform is emu (its chain's time is the emulator's model)"},
+			 1},
+    [SPLIT_P_SYS_S] = {{"sys.s", "s",
+			"packet path: the machine's work per request outside every stage's "
+			"compute (1 / the capacity of a model without compute), 4 frames"},
+		       1e-5},
+    [SPLIT_P_PATH_COPROC] = {{"path.coproc_s", "s+-",
+			      "packet path: what a co-processor request adds to path.fixed_s "
+			      "beyond the NIC's stage (the ACTIVATION's hop, the notice)"},
+			     0},
+    [SPLIT_P_CAL_TIME] = {{"cal.time", "epoch",
+			   "when the packet path was calibrated (s since 1970; 0: never)"},
+			  0},
+    [SPLIT_P_CAL_SPREAD] = {{"cal.spread", "x",
+			     "the calibration's spread: the largest relative range of a figure "
+			     "over its rounds"},
+			    0},
 };
+
+static const struct split_pkey_info ctab[SPLIT_CV__COUNT] = {
+    [SPLIT_CV_SYS_P50] = {"curve.sys.p50", "x s", "the path's p50 beyond its no-load time"},
+    [SPLIT_CV_SYS_P99] = {"curve.sys.p99", "x s", "the path's p99 beyond its no-load time"},
+    [SPLIT_CV_SYS_ANS] = {"curve.sys.answered", "share", "requests the path answers"},
+    [SPLIT_CV_HOST_P50] = {"curve.host.p50", "x s", "the host core's p50 beyond its compute"},
+    [SPLIT_CV_HOST_P99] = {"curve.host.p99", "x s", "the host core's p99 beyond its compute"},
+    [SPLIT_CV_HOST_ANS] = {"curve.host.answered", "share", "requests the host's queue takes"},
+    [SPLIT_CV_NIC_P50] = {"curve.nic.p50", "x s", "the NIC stage's p50 beyond its chain"},
+    [SPLIT_CV_NIC_P99] = {"curve.nic.p99", "x s", "the NIC stage's p99 beyond its chain"},
+    [SPLIT_CV_NIC_FB] = {"curve.nic.fallback", "share",
+			 "requests the NIC's window (stand-alone: its queue) turns away"},
+};
+
+static const struct split_pkey_info grid_info = {
+    "curve.u", "rho", "utilisations the curves are measured at (increasing)"};
+
+static const double grid_default[] = {0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 1.0, 1.2, 1.5};
+
+/* A full queue of this many requests ahead: the default curves' wait past saturation. */
+#define CURVE_FULL 63.0
+
+/* The default curves (no calibration): M/D/1's mean wait for a p50, M/M/1's for a p99 (in
+ * service times), bounded by a full queue; past saturation the fluid shares. */
+static double curve_default(unsigned c, double u)
+{
+	switch (c) {
+	case SPLIT_CV_SYS_ANS:
+	case SPLIT_CV_HOST_ANS:
+		return u < 1 ? 1 : 1 / u;
+	case SPLIT_CV_NIC_FB:
+		return u < 1 ? 0 : 1 - 1 / u;
+	case SPLIT_CV_SYS_P99:
+	case SPLIT_CV_HOST_P99:
+	case SPLIT_CV_NIC_P99:
+		return u >= 1	  ? CURVE_FULL
+		       : u > 0.01 ? fmin(CURVE_FULL, log(100 * u) / (1 - u))
+				  : 0;
+	default:
+		return u >= 1 ? CURVE_FULL : fmin(CURVE_FULL, u / (2 * (1 - u)));
+	}
+}
+
+static void curves_default(struct split_profile *p)
+{
+	for (unsigned c = 0; c < SPLIT_CV__COUNT; c++)
+		for (uint32_t i = 0; i < p->n_grid; i++)
+			p->curve[c][i] = curve_default(c, p->grid[i]);
+}
 
 void split_profile_default(struct split_profile *p)
 {
+	memset(p, 0, sizeof(*p));
 	for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
 		p->v[k] = ptab[k].def;
+	p->n_grid = sizeof(grid_default) / sizeof(grid_default[0]);
+	memcpy(p->grid, grid_default, sizeof(grid_default));
+	curves_default(p);
+}
+
+const struct split_pkey_info *split_curve_info(unsigned c)
+{
+	return c < SPLIT_CV__COUNT ? &ctab[c] : NULL;
+}
+
+static bool curve_is_share(unsigned c)
+{
+	return c == SPLIT_CV_SYS_ANS || c == SPLIT_CV_HOST_ANS || c == SPLIT_CV_NIC_FB;
+}
+
+double split_curve_at(const struct split_profile *p, unsigned c, double u)
+{
+	const uint32_t n = p->n_grid;
+	const double *g = p->grid, *y = p->curve[c];
+	double last;
+
+	if (!n || !(u > g[0]))
+		return n ? y[0] : 0;
+	for (uint32_t i = 1; i < n; i++)
+		if (u <= g[i])
+			return y[i - 1] + (y[i] - y[i - 1]) * (u - g[i - 1]) / (g[i] - g[i - 1]);
+	last = y[n - 1];
+	if (c == SPLIT_CV_NIC_FB)
+		return 1 - (1 - last) * g[n - 1] / u;
+	return curve_is_share(c) ? last * g[n - 1] / u : last;
 }
 
 const struct split_pkey_info *split_pkey_info(unsigned k)
@@ -131,7 +235,7 @@ static void value_range(unsigned k, double *min, double *max, bool *whole)
 {
 	const char *u = ptab[k].info.unit;
 
-	*whole = !strcmp(u, "B") || !strcmp(u, "0/1") || !strcmp(u, "req");
+	*whole = !strcmp(u, "B") || !strcmp(u, "0/1") || !strcmp(u, "req") || !strcmp(u, "exec");
 	if (k == SPLIT_P_PAYLOAD) {
 		*min = PROTO_ACT_HDR_LEN + PROTO_FRAG_ALIGN;
 		*max = PROTO_MAX_PAYLOAD;
@@ -147,10 +251,89 @@ static void value_range(unsigned k, double *min, double *max, bool *whole)
 	} else if (!strcmp(u, "s")) {
 		*min = 0;
 		*max = 3600;
+	} else if (!strcmp(u, "s+-")) {
+		*min = -1;
+		*max = 1;
+	} else if (!strcmp(u, "exec")) {
+		*min = 1;
+		*max = 256;
+	} else if (!strcmp(u, "x")) {
+		*min = 0;
+		*max = 1000;
+	} else if (!strcmp(u, "epoch")) {
+		*min = 0;
+		*max = 1e11;
 	} else {
 		*min = 1e-6;
 		*max = 1e18;
 	}
+}
+
+/* Seen flags of a profile's keys: the scalars, the curves, then the grid. */
+#define SEEN_COUNT (SPLIT_P__COUNT + SPLIT_CV__COUNT + 1)
+
+/*
+ * A list key: curve.u (1..SPLIT_GRID_MAX utilisations in (0, 10], increasing; the curves not
+ * given yet take their defaults at them), or curve c (one value per utilisation, after
+ * curve.u if that is given: a p50/p99 in 0..1e5 service times, a share in 0..1).
+ */
+static int curve_line(const char *label, unsigned lineno, unsigned c, char *val,
+		      struct split_profile *p, const bool *seen, char *err, size_t errlen)
+{
+	const bool grid = c == SPLIT_CV__COUNT;
+	const char *key = grid ? grid_info.key : ctab[c].key;
+	double v[SPLIT_GRID_MAX + 1];
+	uint32_t n = 0;
+	char *end;
+
+	while (*val && n <= SPLIT_GRID_MAX) {
+		v[n] = strtod(val, &end);
+		if (end == val || (*end && *end != ' ' && *end != '\t') || !isfinite(v[n]))
+			break;
+		n++;
+		val = end;
+		while (*val == ' ' || *val == '\t')
+			val++;
+	}
+	if (*val || !n || n > SPLIT_GRID_MAX) {
+		snprintf(err, errlen, "%s:%u: %s: 1 to %d numbers separated by spaces expected",
+			 label, lineno, key, SPLIT_GRID_MAX);
+		return -EINVAL;
+	}
+	if (grid) {
+		for (unsigned k = 0; k < SPLIT_CV__COUNT; k++)
+			if (seen[SPLIT_P__COUNT + k]) {
+				snprintf(err, errlen, "%s:%u: curve.u after %s (give it first)",
+					 label, lineno, ctab[k].key);
+				return -EINVAL;
+			}
+		for (uint32_t i = 0; i < n; i++)
+			if (!(v[i] > (i ? v[i - 1] : 0)) || v[i] > 10) {
+				snprintf(err, errlen,
+					 "%s:%u: curve.u: increasing utilisations in (0, 10] "
+					 "expected",
+					 label, lineno);
+				return -EINVAL;
+			}
+		p->n_grid = n;
+		memcpy(p->grid, v, n * sizeof(v[0]));
+		curves_default(p);
+		return 0;
+	}
+	if (n != p->n_grid) {
+		snprintf(err, errlen,
+			 "%s:%u: %s: %u values expected (one per curve.u point), got %u", label,
+			 lineno, key, p->n_grid, n);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!(v[i] >= 0) || v[i] > (curve_is_share(c) ? 1 : 1e5)) {
+			snprintf(err, errlen, "%s:%u: %s: values in 0..%s expected", label, lineno,
+				 key, curve_is_share(c) ? "1" : "1e5");
+			return -EINVAL;
+		}
+	memcpy(p->curve[c], v, n * sizeof(v[0]));
+	return 0;
 }
 
 static int profile_line(const char *label, unsigned lineno, char *line, struct split_profile *p,
@@ -178,6 +361,16 @@ static int profile_line(const char *label, unsigned lineno, char *line, struct s
 		if (!strcmp(key, ptab[k].info.key))
 			break;
 	if (k == SPLIT_P__COUNT) {
+		for (unsigned c = 0; c <= SPLIT_CV__COUNT; c++)
+			if (!strcmp(key, c < SPLIT_CV__COUNT ? ctab[c].key : grid_info.key)) {
+				if (seen[SPLIT_P__COUNT + c]) {
+					snprintf(err, errlen, "%s:%u: %s given twice", label,
+						 lineno, key);
+					return -EINVAL;
+				}
+				seen[SPLIT_P__COUNT + c] = true;
+				return curve_line(label, lineno, c, val, p, seen, err, errlen);
+			}
 		snprintf(err, errlen, "%s:%u: unknown key \"%.40s\"", label, lineno, key);
 		return -EINVAL;
 	}
@@ -201,7 +394,7 @@ static int profile_line(const char *label, unsigned lineno, char *line, struct s
 int split_profile_read(FILE *f, const char *label, struct split_profile *p, char *err,
 		       size_t errlen)
 {
-	bool seen[SPLIT_P__COUNT] = {false};
+	bool seen[SEEN_COUNT] = {false};
 	char *line = NULL;
 	size_t cap = 0;
 	unsigned lineno = 0;
@@ -267,8 +460,19 @@ int split_profile_save(const char *path, const struct split_profile *p, const ch
 	if (comment)
 		fprintf(f, "# %s\n", comment);
 	for (unsigned k = 0; k < SPLIT_P__COUNT; k++)
-		fprintf(f, "%-20s = %-14.6g # %s: %s\n", ptab[k].info.key, p->v[k],
+		fprintf(f, "%-20s = %-14.10g # %s: %s\n", ptab[k].info.key, p->v[k],
 			ptab[k].info.unit, ptab[k].info.what);
+	fprintf(f, "# %s: %s\n%s =", grid_info.key, grid_info.what, grid_info.key);
+	for (uint32_t i = 0; i < p->n_grid; i++)
+		fprintf(f, " %.6g", p->grid[i]);
+	fprintf(f, "\n");
+	for (unsigned c = 0; c < SPLIT_CV__COUNT; c++) {
+		fprintf(f, "# %s (%s): %s\n%s =", ctab[c].key, ctab[c].unit, ctab[c].what,
+			ctab[c].key);
+		for (uint32_t i = 0; i < p->n_grid; i++)
+			fprintf(f, " %.6g", p->curve[c][i]);
+		fprintf(f, "\n");
+	}
 	if (fclose(f))
 		ret = -errno;
 	return ret;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Under load: every stage a FIFO single server (M/G/1 with a bounded queue), a plan as a tandem
- * of them, and the best plan for an offered load by enumeration (the objective is not a sum of
- * per-stage costs once the waits depend on the load, so the dynamic program does not apply).
+ * Under load: a plan as a tandem of servers (links and in-process stages as M/G/1 queues, the
+ * packet path's host and NIC by the profile's measured curves), and the best plan for an offered
+ * load by enumeration (the objective is not a sum of per-stage costs once the waits depend on the
+ * load, so the dynamic program does not apply).
  */
 #include <errno.h>
 #include <math.h>
@@ -43,7 +44,7 @@ double split_wait_quantile(const struct split_server *v, double rps, double q)
 	return cap_wait(v, w / rho * log(rho / (1 - q)));
 }
 
-/* Delay through server v at rate rps, quantile q (q < 0: the mean). */
+/* Delay through a QUEUE server v at rate rps, quantile q (q < 0: the mean). */
 static double term(const struct split_server *v, double rps, double q)
 {
 	const double w = q < 0 ? split_wait_mean(v, rps) : split_wait_quantile(v, rps, q);
@@ -51,122 +52,21 @@ static double term(const struct split_server *v, double rps, double q)
 	return fmax(0, v->s + w - v->head);
 }
 
-/* M/M/1/K blocking at utilisation rho: 1 - 1/rho past saturation. */
-static double blocking(double rho, uint32_t k)
-{
-	if (rho <= 0)
-		return 0;
-	if (fabs(rho - 1) < 1e-9)
-		return 1.0 / (k + 1);
-	if (rho > 1)
-		return fmax(1 - 1 / rho, (1 - rho) * pow(rho, k) / (1 - pow(rho, k + 1)));
-	return (1 - rho) * pow(rho, k) / (1 - pow(rho, k + 1));
-}
-
-struct fb_state {
-	double pb;	       /* blocked share */
-	struct split_server h; /* the host with the fallback's work mixed in */
-	double rps_nic;	       /* what the NIC sees */
-};
-
-/* Path nic (!back) or fallback (back) at quantile q (< 0: mean), fallback on. */
-static double path_q(const struct split_pipeline *pl, const struct fb_state *f, double rps,
-		     bool back, double q)
-{
-	double t = pl->fixed;
-
-	for (uint32_t k = 0; k < pl->n; k++) {
-		if (k == pl->fb.host)
-			t += term(&f->h, rps, q) - f->h.s + pl->srv[k].s +
-			     (back ? pl->fb.s_back : 0);
-		else if (k == pl->fb.nic)
-			t += back ? 0 : term(&pl->srv[k], f->rps_nic, q);
-		else
-			t += term(&pl->srv[k], rps, q);
-	}
-	return t;
-}
-
-/* The share of path `back` at or below x (its quantile function inverted by bisection). */
-static double path_cdf(const struct split_pipeline *pl, const struct fb_state *f, double rps,
-		       bool back, double x)
-{
-	double lo = 1e-6, hi = 1 - 1e-6;
-
-	if (path_q(pl, f, rps, back, lo) > x)
-		return 0;
-	if (path_q(pl, f, rps, back, hi) <= x)
-		return 1;
-	for (int i = 0; i < 60; i++) {
-		const double mid = (lo + hi) / 2;
-
-		if (path_q(pl, f, rps, back, mid) <= x)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Quantile q of the mixture (1 - pb) nic path + pb fallback path. */
-static double mix_q(const struct split_pipeline *pl, const struct fb_state *f, double rps, double q)
-{
-	double lo = fmin(path_q(pl, f, rps, false, 1e-6), path_q(pl, f, rps, true, 1e-6));
-	double hi = fmax(path_q(pl, f, rps, false, 1 - 1e-6), path_q(pl, f, rps, true, 1 - 1e-6));
-
-	for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; i++) {
-		const double mid = (lo + hi) / 2;
-		const double c = (1 - f->pb) * path_cdf(pl, f, rps, false, mid) +
-				 f->pb * path_cdf(pl, f, rps, true, mid);
-
-		if (c < q)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return hi;
-}
-
-void split_pipeline_predict(const struct split_pipeline *pl, double rps,
-			    struct split_load_pred *out)
+static void predict_in_process(const struct split_pipeline *pl, double rps,
+			       struct split_load_pred *out)
 {
 	double smax = 0;
 
-	memset(out, 0, sizeof(*out));
-	out->rps = rps;
 	for (uint32_t k = 0; k < pl->n; k++) {
-		const double r = rps * pl->srv[k].s;
-
 		if (pl->srv[k].s > smax) {
 			smax = pl->srv[k].s;
 			out->bottleneck = k;
 		}
-		if (r > out->rho_max)
-			out->rho_max = r;
+		out->rho[k] = rps * pl->srv[k].s;
+		out->rho_max = fmax(out->rho_max, rps * pl->srv[k].s);
 	}
 	out->throughput = smax > 0 ? 1 / smax : INFINITY;
-	if (pl->fb.on && rps > 0) {
-		const struct split_server *h = &pl->srv[pl->fb.host], *n = &pl->srv[pl->fb.nic];
-		struct fb_state f = {.pb = blocking(rps * n->s, n->cap), .h = *h};
-		const double m1 = h->s + f.pb * pl->fb.s_back;
-		const double var = f.pb * (1 - f.pb) * pl->fb.s_back * pl->fb.s_back;
-
-		f.h.s = m1;
-		f.h.cs2 = m1 > 0 ? (h->cs2 * h->s * h->s + var) / (m1 * m1) : 0;
-		f.rps_nic = rps * (1 - f.pb);
-		out->fallback = f.pb;
-		out->mean = (1 - f.pb) * path_q(pl, &f, rps, false, -1) +
-			    f.pb * path_q(pl, &f, rps, true, -1);
-		out->p50 = f.pb > 1e-9 ? mix_q(pl, &f, rps, 0.5) : path_q(pl, &f, rps, false, 0.5);
-		out->p99 =
-		    f.pb > 1e-9 ? mix_q(pl, &f, rps, 0.99) : path_q(pl, &f, rps, false, 0.99);
-		out->rho_max = fmax(rps * m1, f.rps_nic * n->s);
-		for (uint32_t k = 0; k < pl->n; k++)
-			if (k != pl->fb.host && k != pl->fb.nic)
-				out->rho_max = fmax(out->rho_max, rps * pl->srv[k].s);
-		out->throughput = fmin(rps, 1 / fmax(m1, 1e-12));
-		return;
-	}
+	out->answered = rps * smax > 1 ? 1 / (rps * smax) : 1;
 	out->mean = out->p50 = out->p99 = pl->fixed;
 	for (uint32_t k = 0; k < pl->n; k++) {
 		out->mean += term(&pl->srv[k], rps, -1);
@@ -175,6 +75,219 @@ void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 	}
 	if (rps > 0 && rps < out->throughput)
 		out->throughput = rps;
+}
+
+/* ---- the packet path: the measured curves ------------------------------------------------- */
+
+/* Where the packet path's load lands: utilisations, shares, the rates at each server. */
+struct pk_state {
+	double u_sys, u_host, u_nic; /* u_nic: offered to the NIC (before its window turns away) */
+	double s_host;		     /* the host's service with the fallback's share mixed in */
+	double lam, lam_out;	     /* requests/s past the sys server, and past the host */
+	double pb;		     /* the share the NIC turns away: fallback (or refused alone) */
+	int host, nic;		     /* server indices, -1 if none */
+};
+
+static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state *st)
+{
+	const struct split_profile *pr = pl->pr;
+	double a_host = 1;
+
+	memset(st, 0, sizeof(*st));
+	st->host = st->nic = -1;
+	for (uint32_t k = 0; k < pl->n; k++) {
+		if (pl->srv[k].kind == SPLIT_SRV_HOST)
+			st->host = (int)k;
+		else if (pl->srv[k].kind == SPLIT_SRV_NIC)
+			st->nic = (int)k;
+	}
+	st->u_sys = rps * pl->sys_s;
+	st->lam = rps * split_curve_at(pr, SPLIT_CV_SYS_ANS, st->u_sys);
+	/* a link past its rate drops the excess (its queue is bounded): the fluid share */
+	for (uint32_t k = 0; k < pl->n; k++)
+		if (pl->srv[k].kind == SPLIT_SRV_LINK && !strcmp(pl->srv[k].name, "link-up") &&
+		    st->lam * pl->srv[k].s > 1)
+			st->lam = 1 / pl->srv[k].s;
+	/* the fallback's work loads the host that decides it: a fixed point, damped */
+	for (int it = 0; it < 60; it++) {
+		double pb = 0;
+
+		if (st->host >= 0) {
+			st->s_host = pl->srv[st->host].s + (pl->fb.on ? st->pb * pl->fb.s_back : 0);
+			st->u_host = st->lam * st->s_host;
+			a_host = split_curve_at(pr, SPLIT_CV_HOST_ANS, st->u_host);
+		}
+		st->lam_out = st->lam * a_host;
+		for (uint32_t k = 0; k < pl->n; k++)
+			if (pl->srv[k].kind == SPLIT_SRV_LINK &&
+			    !strcmp(pl->srv[k].name, "link-down") && st->lam_out * pl->srv[k].s > 1)
+				st->lam_out = 1 / pl->srv[k].s;
+		if (st->nic >= 0) {
+			st->u_nic = st->lam_out * pl->srv[st->nic].s;
+			pb = split_curve_at(pr, SPLIT_CV_NIC_FB, st->u_nic);
+		}
+		if (fabs(pb - st->pb) < 1e-9)
+			break;
+		st->pb = it ? (st->pb + pb) / 2 : pb;
+	}
+}
+
+/* The path of a request answered by the NIC (!back) or by the fallback (back) at quantile
+ * q: 0.5 or 0.99. */
+static double pk_path(const struct split_pipeline *pl, const struct pk_state *st, bool back,
+		      double q)
+{
+	const struct split_profile *pr = pl->pr;
+	const bool p99 = q > 0.5;
+	double t =
+	    pl->fixed +
+	    pl->sys_s * split_curve_at(pr, p99 ? SPLIT_CV_SYS_P99 : SPLIT_CV_SYS_P50, st->u_sys);
+
+	for (uint32_t k = 0; k < pl->n; k++) {
+		const struct split_server *v = &pl->srv[k];
+
+		switch (v->kind) {
+		case SPLIT_SRV_HOST:
+			t += v->own + (back ? pl->fb.own_back : 0) +
+			     st->s_host *
+				 split_curve_at(pr, p99 ? SPLIT_CV_HOST_P99 : SPLIT_CV_HOST_P50,
+						st->u_host);
+			break;
+		case SPLIT_SRV_NIC:
+			if (!back)
+				t += v->own + v->s * split_curve_at(pr,
+								    p99 ? SPLIT_CV_NIC_P99
+									: SPLIT_CV_NIC_P50,
+								    st->u_nic);
+			break;
+		default:
+			t += term(v, (int)k > st->host ? st->lam_out : st->lam, q);
+			break;
+		}
+	}
+	return fmax(t, 1e-9); /* a latency, positive even from a profile fitted on noise */
+}
+
+/* A path's latency as a log-normal through its p50 m and p99 h: its distribution function. */
+static double lognorm_cdf(double x, double m, double h)
+{
+	const double sg = h > m * 1.0001 ? log(h / m) / 2.3263478740408408 : 1e-4;
+
+	return x > 0 ? 0.5 * erfc(-(log(x) - log(m)) / (sg * M_SQRT2)) : 0;
+}
+
+static double lognorm_mean(double m, double h)
+{
+	const double sg = h > m ? log(h / m) / 2.3263478740408408 : 0;
+
+	return m * exp(sg * sg / 2);
+}
+
+/* Quantile q of the mixture (1 - w) path a + w path b, each (p50, p99). */
+static double mix_q(const double a[2], const double b[2], double w, double q)
+{
+	double lo = log(fmin(a[0], b[0]) / 100), hi = log(fmax(a[1], b[1]) * 100);
+
+	for (int i = 0; i < 80; i++) {
+		const double mid = (lo + hi) / 2, x = exp(mid);
+		const double c =
+		    (1 - w) * lognorm_cdf(x, a[0], a[1]) + w * lognorm_cdf(x, b[0], b[1]);
+
+		if (c < q)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return exp(hi);
+}
+
+static void predict_packet(const struct split_pipeline *pl, double rps, struct split_load_pred *out)
+{
+	struct pk_state st;
+	double a[2], b[2], a_nic = 1;
+
+	pk_load(pl, rps, &st);
+	if (pl->standalone)
+		a_nic = 1 - st.pb;
+	out->answered = (rps > 0 ? st.lam_out / rps : 1) * a_nic;
+	if (rps <= 0)
+		out->answered = 1;
+	out->shed = 1 - out->answered;
+	out->by_nic = st.nic >= 0 ? out->answered * (pl->standalone ? 1 : 1 - st.pb) : 0;
+	out->fallback = pl->fb.on ? out->answered * st.pb : 0;
+	out->throughput = rps > 0 ? rps * out->answered : 0;
+	out->rho_max = st.u_sys;
+	out->bottleneck = pl->n;
+	for (uint32_t k = 0; k < pl->n; k++) {
+		const double u = (int)k == st.host  ? st.u_host
+				 : (int)k == st.nic ? st.u_nic
+						    : rps * pl->srv[k].s;
+
+		out->rho[k] = u;
+		if (u > out->rho_max) {
+			out->rho_max = u;
+			out->bottleneck = k;
+		}
+	}
+	out->rho[pl->n] = st.u_sys;
+	a[0] = pk_path(pl, &st, false, 0.5);
+	a[1] = pk_path(pl, &st, false, 0.99);
+	if (!pl->fb.on || st.pb <= 1e-9) {
+		out->p50 = a[0];
+		out->p99 = a[1];
+		out->mean = lognorm_mean(a[0], a[1]);
+		return;
+	}
+	b[0] = pk_path(pl, &st, true, 0.5);
+	b[1] = pk_path(pl, &st, true, 0.99);
+	out->p50 = mix_q(a, b, st.pb, 0.5);
+	out->p99 = mix_q(a, b, st.pb, 0.99);
+	out->mean = (1 - st.pb) * lognorm_mean(a[0], a[1]) + st.pb * lognorm_mean(b[0], b[1]);
+}
+
+double split_pipeline_capacity(const struct split_pipeline *pl, double min_answered)
+{
+	struct split_load_pred p;
+	double lo = 0, hi = 1e3, smax = 0;
+
+	if (!pl->pr) {
+		for (uint32_t k = 0; k < pl->n; k++)
+			smax = fmax(smax, pl->srv[k].s);
+		return smax > 0 ? 1 / smax : INFINITY;
+	}
+	for (;;) {
+		memset(&p, 0, sizeof(p));
+		predict_packet(pl, hi, &p);
+		if (p.answered < min_answered || hi >= 1e9)
+			break;
+		lo = hi;
+		hi *= 4;
+	}
+	for (int i = 0; i < 50 && hi - lo > 1e-4 * hi; i++) {
+		const double mid = (lo + hi) / 2;
+
+		memset(&p, 0, sizeof(p));
+		predict_packet(pl, mid, &p);
+		if (p.answered < min_answered)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return lo;
+}
+
+void split_pipeline_predict(const struct split_pipeline *pl, double rps,
+			    struct split_load_pred *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->rps = rps;
+	if (pl->pr) {
+		predict_packet(pl, rps, out);
+		if (!(rps > 0))
+			out->throughput = split_pipeline_capacity(pl, SPLIT_CAPACITY_ANSWERED);
+	} else {
+		predict_in_process(pl, rps, out);
+	}
 }
 
 /* ---- the servers of a plan ---------------------------------------------------------------- */
@@ -217,7 +330,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	const bool standalone = plan->stage[0].exec == SPLIT_EX_NIC;
 	struct split_xfer req = {0}, resp = {0};
 	uint64_t up_bytes = 0, down_bytes = 0;
-	double up = 0, down = 0, head;
+	double up = 0, down = 0, head, frames = 0;
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
@@ -225,22 +338,31 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 				 false, PROTO_REQUEST_HDR_LEN, &req);
 		split_link_parts(pr, gbps, SPLIT_FMT_F64, model_classes(m), false,
 				 PROTO_RESP_HDR_LEN, &resp);
-		pl->fixed = pr->v[standalone ? SPLIT_P_PATH_NIC : SPLIT_P_PATH_FIXED];
+		pl->pr = pr;
+		pl->standalone = standalone;
+		pl->fixed = standalone ? pr->v[SPLIT_P_PATH_NIC]
+				       : pr->v[SPLIT_P_PATH_FIXED] +
+					     (nic_last ? pr->v[SPLIT_P_PATH_COPROC] : 0);
+		/* front-end -> NIC -> front-end; through the host: up and back down as well */
+		frames = req.pkts + resp.pkts;
 		if (!standalone) {
+			frames *= 2;
 			/* up to the host: the REQUEST, then the NIC's completion notice */
 			up = req.wire + (nic_last ? resp.wire : 0);
 			up_bytes = req.wire_bytes + (nic_last ? resp.wire_bytes : 0);
 			struct split_server *h = server(pl, "host", hq);
 
-			h->s = pr->v[SPLIT_P_HOST_REQ] + req.recv;
-			h->head = pr->v[SPLIT_P_HOST_OVERLAP];
+			h->kind = SPLIT_SRV_HOST;
+			h->own = req.recv;
 		}
 	}
 	for (uint32_t s = 0; s < plan->n_stages; s++) {
 		const struct split_stage *st = &plan->stage[s];
 		struct split_server *v = server(pl, stage_srv[st->exec], cap[st->exec]);
 
-		v->s += st->compute;
+		if (o->packet && st->exec != SPLIT_EX_GPU)
+			v->kind = st->exec == SPLIT_EX_CPU ? SPLIT_SRV_HOST : SPLIT_SRV_NIC;
+		v->own += st->compute;
 		if (!st->fmt_in)
 			continue;
 		if (st->exec == SPLIT_EX_NIC) { /* the NIC is last: never a cut out of it */
@@ -250,43 +372,63 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 			split_link_parts(pr, gbps, st->fmt_in, model_shape_elems(in),
 					 st->fmt_in == SPLIT_FMT_BITS && in->h * in->w > 1,
 					 PROTO_ACT_HDR_LEN, &x);
-			v->s += x.recv;
+			v->own += x.recv;
 			if (s)
 				server(pl, stage_srv[plan->stage[s - 1].exec],
 				       cap[plan->stage[s - 1].exec])
-				    ->s += x.send;
+				    ->own += x.send;
 			if (!o->packet) {
-				server(pl, "link", 0)->s += x.wire;
+				server(pl, "link", 0)->own += x.wire;
 			} else if (s) {
 				down += x.wire;
 				down_bytes += x.wire_bytes;
+				frames += x.pkts - resp.pkts;
 			}
 		} else {
-			v->s += st->cut_in; /* host <-> GPU over PCIe: the GPU stage waits for it */
+			v->own +=
+			    st->cut_in; /* host <-> GPU over PCIe: the GPU stage waits for it */
 		}
 	}
 	if (o->packet && !nic_last) {
 		down += resp.wire;
 		down_bytes += resp.wire_bytes;
-		server(pl, stage_srv[last->exec], cap[last->exec])->s += resp.send;
+		server(pl, stage_srv[last->exec], cap[last->exec])->own += resp.send;
 	}
 	if (o->packet && nic_last && !standalone) {
+		frames += resp.pkts; /* the completion notice */
 		pl->fb.on = true;
 		pl->fb.host = (uint32_t)(server(pl, "host", hq) - pl->srv);
 		pl->fb.nic = (uint32_t)(server(pl, "nic", cap[SPLIT_EX_NIC]) - pl->srv);
-		pl->fb.s_back = resp.send;
+		pl->fb.own_back = resp.send;
 		for (uint32_t i = last->first; i < p->n; i++)
-			pl->fb.s_back += p->op[i][SPLIT_EX_CPU];
+			pl->fb.own_back += p->op[i][SPLIT_EX_CPU];
+		pl->fb.s_back = pr->v[SPLIT_P_HOST_SCALE] * pl->fb.own_back;
 	}
+	for (uint32_t k = 0; k < pl->n; k++) {
+		struct split_server *v = &pl->srv[k];
+
+		v->s = v->kind == SPLIT_SRV_HOST
+			   ? pr->v[SPLIT_P_HOST_REQ] + pr->v[SPLIT_P_HOST_SCALE] * v->own
+			   : v->own;
+	}
+	pl->sys_s = pr->v[SPLIT_P_SYS_S] * frames / 4;
 	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
 	if (up > 0)
-		*server(pl, "link-up", cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes)) =
-		    (struct split_server){"link-up", up, 0, head,
-					  cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes)};
+		*server(pl, "link-up", 0) =
+		    (struct split_server){.name = "link-up",
+					  .kind = SPLIT_SRV_LINK,
+					  .s = up,
+					  .own = up,
+					  .head = head,
+					  .cap = cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes)};
 	if (down > 0)
-		*server(pl, "link-down", cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes)) =
-		    (struct split_server){"link-down", down, 0, head,
-					  cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes)};
+		*server(pl, "link-down", 0) =
+		    (struct split_server){.name = "link-down",
+					  .kind = SPLIT_SRV_LINK,
+					  .s = down,
+					  .own = down,
+					  .head = head,
+					  .cap = cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes)};
 }
 
 int split_plan_pipeline(const struct split_problem *p, const struct model *m,
@@ -313,7 +455,7 @@ struct enum_ctx {
 	uint64_t *wpre[SPLIT_EX__COUNT]; /* [e][i]: weight bytes of ops [0, i) */
 	struct split_plan cur, best;
 	struct split_load_pred best_pred;
-	double best_key[2];
+	double best_key[3];
 	bool found;
 };
 
@@ -321,32 +463,36 @@ static void enum_eval(struct enum_ctx *c)
 {
 	struct split_pipeline pl;
 	struct split_load_pred pr;
-	double key[2];
+	double key[3], smax = 0;
 
 	build_pipeline(c->p, c->m, c->pr, c->o, &c->cur, &pl);
 	split_pipeline_predict(&pl, c->o->load_rps, &pr);
+	for (uint32_t k = 0; k < pl.n; k++)
+		smax = fmax(smax, pl.srv[k].s);
+	/* goodput first: a plan under the share asked for ranks by the share it answers */
+	key[0] = pr.answered >= c->o->min_answered - 1e-9 ? 0 : 1 - pr.answered;
 	switch (c->o->objective) {
 	case SPLIT_OBJ_THROUGHPUT:
-		key[0] = pl.srv[pr.bottleneck].s;
-		key[1] = pr.p50;
+		key[1] = smax;
+		key[2] = pr.p50;
 		break;
 	case SPLIT_OBJ_P99:
-		key[0] = pr.p99;
-		key[1] = pl.srv[pr.bottleneck].s;
+		key[1] = pr.p99;
+		key[2] = smax;
 		break;
 	default:
-		key[0] = pr.p50;
-		key[1] = pl.srv[pr.bottleneck].s;
+		key[1] = pr.p50;
+		key[2] = smax;
 		break;
 	}
 	if (!c->found || key[0] < c->best_key[0] ||
-	    (key[0] == c->best_key[0] && key[1] < c->best_key[1])) {
+	    (key[0] == c->best_key[0] &&
+	     (key[1] < c->best_key[1] || (key[1] == c->best_key[1] && key[2] < c->best_key[2])))) {
 		c->best = c->cur;
-		c->best.cost = key[0];
+		c->best.cost = key[1];
 		c->best.latency = pr.p50;
 		c->best_pred = pr;
-		c->best_key[0] = key[0];
-		c->best_key[1] = key[1];
+		memcpy(c->best_key, key, sizeof(key));
 		c->found = true;
 	}
 }

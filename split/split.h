@@ -135,16 +135,49 @@ enum split_pkey {
 	SPLIT_P_PATH_FIXED,    /* s, packet path: a request's round trip outside every server */
 	SPLIT_P_PATH_NIC,      /* s, the same when the NIC answers alone (stand-alone) */
 	SPLIT_P_HOST_REQ,      /* s, packet path: the host core's own work per request */
-	SPLIT_P_HOST_OVERLAP,  /* s, of that work, what is off a request's own path */
 	SPLIT_P_HOST_QUEUE,    /* requests, packet path: the host's bounded queue */
 	SPLIT_P_NIC_WINDOW,    /* requests, packet path: ACTIVATIONs in flight at most */
 	SPLIT_P_LINK_LIMIT,    /* bytes, packet path: the link's queue (tc tbf limit) */
 	SPLIT_P_LINK_BURST,    /* bytes, a token bucket's depth on the link (0: a plain wire) */
+	SPLIT_P_HOST_SCALE,    /* packet path: host core time per second of in-process compute */
+	SPLIT_P_NIC_SCALE,     /* packet path: NIC stage time per second of its chain's own time */
+	SPLIT_P_NIC_EXECS,     /* executors of the NIC's chain (splitnic-nic --executors) */
+	SPLIT_P_NIC_EMU,       /* 0/1: the NIC's platform is emu (its chain's time is modeled) */
+	SPLIT_P_SYS_S,	       /* s, packet path: the machine's work per request outside compute */
+	SPLIT_P_PATH_COPROC, /* s, packet path: what a co-processor request adds to path.fixed_s */
+	SPLIT_P_CAL_TIME,    /* s since the epoch: when the packet path was calibrated (0: never) */
+	SPLIT_P_CAL_SPREAD,  /* relative spread of the calibration's rounds */
 	SPLIT_P__COUNT
+};
+
+/*
+ * Load curves (split/queue.c), measured by `splitnic calibrate --packet` at the utilisations of
+ * the grid (`curve.u`, increasing): for each kind of server on the packet path (sys: the
+ * machine's per-request work outside compute, i.e. front-end, kernel and the servers' packet
+ * handling; host: splitnic-host's core; nic: the NIC's chain), the p50 and p99 of what a request
+ * spends at it beyond its own compute, in units of that server's service time, and the share of
+ * the requests that pass it (answered; for the NIC's window, the share that falls back instead).
+ */
+#define SPLIT_GRID_MAX 12
+
+enum split_curve {
+	SPLIT_CV_SYS_P50,
+	SPLIT_CV_SYS_P99,
+	SPLIT_CV_SYS_ANS,
+	SPLIT_CV_HOST_P50,
+	SPLIT_CV_HOST_P99,
+	SPLIT_CV_HOST_ANS,
+	SPLIT_CV_NIC_P50,
+	SPLIT_CV_NIC_P99,
+	SPLIT_CV_NIC_FB,
+	SPLIT_CV__COUNT
 };
 
 struct split_profile {
 	double v[SPLIT_P__COUNT];
+	uint32_t n_grid;
+	double grid[SPLIT_GRID_MAX];
+	double curve[SPLIT_CV__COUNT][SPLIT_GRID_MAX];
 };
 
 struct split_pkey_info {
@@ -153,6 +186,14 @@ struct split_pkey_info {
 
 void split_profile_default(struct split_profile *p);
 const struct split_pkey_info *split_pkey_info(unsigned k);
+/* The key of curve c ("curve.host.p50", ...) and what it holds. */
+const struct split_pkey_info *split_curve_info(unsigned c);
+/*
+ * Curve c at utilisation u: linear between the grid's points, the first point's value below
+ * it; beyond the last point a p50/p99 stays at its last value (the queue is full) and a share
+ * follows the fluid limit (answered x last / u; fallback 1 - (1 - last) x last / u).
+ */
+double split_curve_at(const struct split_profile *p, unsigned c, double u);
 /* Read / write a profile file. 0 or -errno / -EINVAL (message names the line) in err. */
 int split_profile_load(const char *path, struct split_profile *p, char *err, size_t errlen);
 /* The same from an open stream; `label` names it in messages. */
@@ -261,6 +302,14 @@ struct split_opts {
 	/* seconds of each op of the model on the CPU as measured on this machine (one image, the
 	 * median of timed runs), or NULL: the profile's model of them (split_op_cost) */
 	const double *cpu_op_s;
+	/* seconds of the NIC's chain from op k to the end, for k in [0, n] (NAN where the NIC
+	 * cannot start; [n] = 0): the NIC platform's own time of that part (emu: the emulator's
+	 * steady-state modeled time; lcore: the ops' in-process time), or NULL: the profile's
+	 * per-op model (split_op_cost) */
+	const double *nic_suffix_s;
+	/* under load: the share of the offered requests a plan must answer to be chosen on latency
+	 * (plans below it rank by the share they answer); 0: none */
+	double min_answered;
 };
 
 /* Predicted seconds of op i of m on executor e under profile pr (INFINITY if unsupported). */
@@ -298,18 +347,35 @@ int split_problem_from_model(struct split_problem *p, const struct model *m,
 /* ---- under load: queueing at each stage (split/queue.c) ---------------------------------- */
 
 /*
- * A stage as a FIFO single server fed by Poisson arrivals at rps requests/s: service time s
- * seconds with squared coefficient of variation cs2 (0: deterministic, as a stage that runs the
- * same ops on every request), and room for at most cap requests waiting or in service (0:
- * unbounded; a full queue refuses, as splitnic-host answers ERROR busy). rho = rps * s.
+ * How a server waits. SPLIT_SRV_QUEUE: a FIFO single server fed by Poisson arrivals
+ * (Pollaczek-Khinchine, below): links, and every stage in process. SPLIT_SRV_HOST,
+ * SPLIT_SRV_NIC: a stage of the packet path, whose waits and refusals follow the profile's
+ * measured curves for that kind of server (split_curve_at) at its utilisation rps x s.
+ */
+enum split_srv_kind {
+	SPLIT_SRV_QUEUE = 0,
+	SPLIT_SRV_HOST = 1,
+	SPLIT_SRV_NIC = 2,
+	SPLIT_SRV_LINK = 3, /* a packet path's link ("link-up", "link-down"): a QUEUE that drops
+			     * what exceeds its rate (tc tbf's bounded queue) */
+};
+
+/*
+ * A stage as a single server at rps requests/s: service time s seconds (what it holds its core
+ * or link for per request; rho = rps * s), own: the part of its delay that is the request's own
+ * work at no load (its compute; a QUEUE server's is s), with squared coefficient of variation
+ * cs2 (QUEUE: 0 deterministic, as a stage that runs the same ops on every request), and room
+ * for at most cap requests waiting or in service (0: unbounded; a full queue refuses, as
+ * splitnic-host answers ERROR busy).
  * head: for a link shaped by a token bucket (rate r, depth b bytes), b / r: the bucket lets a
  * request through that much ahead of a plain wire of rate r, so its delay is
  * max(0, s + wait - head) (0 for a wire or a core).
  */
 struct split_server {
 	const char *name;
-	double s, cs2, head;
+	double s, cs2, head, own;
 	uint32_t cap;
+	uint32_t kind; /* enum split_srv_kind */
 };
 
 /*
@@ -330,56 +396,86 @@ double split_wait_quantile(const struct split_server *v, double rps, double q);
 
 /*
  * A plan as a tandem of servers and a fixed delay that no server holds (wires, kernel hops).
- * fb: splitnic-host's fallback (host/host.h): a request that finds the NIC's queue full (the
- * in-flight window) is finished on the host instead: s_back more on server `host`, and it skips
- * server `nic`.
+ * pr: the profile whose curves the HOST and NIC servers follow (NULL in process).
+ * sys_s: the packet path's work per request outside every stage (sys.s scaled by the frames a
+ * request makes: its own server, following the sys curves; 0 in process).
+ * fb: splitnic-host's fallback (host/host.h): a request that the NIC's window turns away is
+ * finished on the host instead: s_back more on server `host` (own_back of it its compute), and
+ * it skips server `nic`. standalone: the NIC answers the REQUEST itself, its queue refuses what
+ * it cannot take (no fallback).
  */
 struct split_pipeline {
 	uint32_t n;
 	struct split_server srv[SPLIT_MAX_SERVERS];
-	double fixed;
+	double fixed, sys_s;
+	const struct split_profile *pr;
+	bool standalone;
 	struct {
 		bool on;
 		uint32_t host, nic; /* server indices */
 		double s_back;	    /* the NIC's ops on the host's CPU, and its RESPONSE */
+		double own_back;    /* of which the request's own compute */
 	} fb;
 };
 
 /*
- * End-to-end at rps (MODELED). Each quantile (and the mean) is the fixed delay plus, over the
- * servers, max(0, s + that server's wait quantile - head): exact when one server holds all the
- * waiting (the bottleneck near saturation), an upper bound otherwise. throughput: min(rps,
- * 1 / s of the bottleneck); the rest is refused by the bounded queues. With the fallback on, a
- * share P of the requests finds the NIC's queue full (M/M/1/K blocking at the NIC's rho, which is
- * 1 - 1/rho past saturation): the host's service becomes the mixture s + P s_back (its cs2 from
- * the two values), the NIC sees (1 - P) rps, and each quantile is that of the mixture of the two
- * paths (NIC, weight 1 - P; host, weight P), found by bisection.
+ * End-to-end at rps (MODELED).
+ * In process (no pr): each quantile (and the mean) is the fixed delay plus, over the servers,
+ * max(0, s + that server's wait quantile - head): exact when one server holds all the waiting
+ * (the bottleneck near saturation), an upper bound otherwise; throughput min(rps, 1 / s of the
+ * bottleneck).
+ * Packet path (pr): the sys server at u = rps x sys_s, each HOST or NIC server at its
+ * utilisation, the links as queues; each quantile is the fixed delay plus every server's own
+ * time plus its curve's excess (in its service times) at its utilisation. Shares: the sys and
+ * host curves say what is answered (the rest is refused: ERROR busy, or lost); the NIC's
+ * fallback curve at the utilisation offered to it says what the host finishes itself (that
+ * work is added to the host's service, found by a fixed point); stand-alone, what the NIC's
+ * queue refuses. With a fallback each quantile is that of the mixture of the two paths (each a
+ * log-normal through its p50 and p99), found by bisection.
  */
 struct split_load_pred {
 	double rps;
-	double mean, p50, p99; /* seconds */
+	double mean, p50, p99; /* seconds, of the answered requests */
 	double throughput;     /* responses/s */
 	double rho_max;	       /* the bottleneck's utilisation */
-	uint32_t bottleneck;   /* index of the server with the largest rho */
-	double fallback;       /* the share finished on the host by the fallback */
+	uint32_t bottleneck;   /* index of the server with the largest rho; n: the sys server */
+	double answered;       /* share of the offered requests answered */
+	double by_nic;	       /* share answered by the NIC's stage */
+	double fallback;       /* share finished on the host by the fallback */
+	double shed;	       /* share not answered (1 - answered) */
+	double rho[SPLIT_MAX_SERVERS + 1]; /* each server's utilisation; [n]: the sys server's */
 };
 void split_pipeline_predict(const struct split_pipeline *pl, double rps,
 			    struct split_load_pred *out);
 
 /*
+ * The largest offered load (requests/s) at which pl is MODELED to answer at least min_answered
+ * of what is offered: in process 1 / the slowest server's service time; on the packet path by
+ * bisection over split_pipeline_predict (its fallback, links and curves included). Every
+ * capacity the verbs print is this one with SPLIT_CAPACITY_ANSWERED; so is the throughput
+ * split_pipeline_predict reports at rps 0.
+ */
+#define SPLIT_CAPACITY_ANSWERED 0.99
+double split_pipeline_capacity(const struct split_pipeline *pl, double min_answered);
+
+/*
  * The servers of a plan (its stages' compute from split_plan_eval on the problem of m):
- *   in process (!o->packet): one server per stage (compute; an incoming cut's sender part on the
- *   previous stage, its link part on a "link" server, its receiver part on the stage);
+ *   in process (!o->packet): one QUEUE server per stage (compute; an incoming cut's sender part
+ *   on the previous stage, its link part on a "link" server, its receiver part on the stage);
  *   the packet path (o->packet): the request arrives at the NIC and, unless the NIC runs the
  *   whole model, crosses the link up to the host ("link-up": the REQUEST's datagrams, and the
- *   NIC's completion notice when a NIC stage follows); the host core ("host": host.req_s, its
- *   CPU stage, the sender part of the cut to the NIC) with a queue of host.queue; a GPU stage
- *   ("gpu", PCIe in); "link-down": the ACTIVATION to the NIC, or the RESPONSE when the host
- *   answers; the NIC chain ("nic": the cut's receiver part and its stage) with a queue of
- *   nic.window; links with a queue of link.limit_bytes and a head of link.burst_bytes at the
- *   link rate. fixed: path.fixed_s (path.nic_s when
- *   the NIC runs the whole model: the request never crosses the link). A host stage followed
- *   by the NIC gets the fallback (fb): the NIC's ops on the CPU (the problem's op costs).
+ *   NIC's completion notice when a NIC stage follows); the host core ("host", HOST: own = its
+ *   CPU stage, the REQUEST's receiver part and the sender part of the cut to the NIC or of the
+ *   RESPONSE; s = host.req_s + host.scale x own) with a queue of host.queue; a GPU stage ("gpu",
+ *   PCIe in, a QUEUE); "link-down": the ACTIVATION to the NIC, or the RESPONSE when the host
+ *   answers; the NIC ("nic", NIC: its chain's time T and the cut's receiver part,
+ *   s = own = nic.stage_s + nic.scale x T) with a queue of nic.window; links with a queue of
+ *   link.limit_bytes and a head of link.burst_bytes at the link rate. fixed: path.fixed_s
+ *   (+ path.coproc_s with a NIC stage after the host; path.nic_s when the NIC runs the whole
+ *   model: the request never crosses the link). sys_s: sys.s x the request's frames / 4 (a
+ *   plain request and its RESPONSE through the NIC to the host and back make 4). A host stage
+ *   followed by the NIC gets the fallback (fb): the NIC's ops on the CPU (the problem's op
+ *   costs).
  * -EINVAL if the plan breaks the problem's constraints.
  */
 int split_plan_pipeline(const struct split_problem *p, const struct model *m,
@@ -389,8 +485,10 @@ int split_plan_pipeline(const struct split_problem *p, const struct model *m,
 /*
  * The best plan of p for m under o->load_rps and o->objective, by enumerating every feasible
  * plan (each executor at most one stage, the NIC last; O(n^(E-1)) plans, prefix sums make each
- * one O(E)): latency minimises the predicted p50, p99 the p99, throughput the bottleneck's
- * service time (then the p50). plan->cost is the objective's value (seconds; for throughput
+ * one O(E)): goodput first (a plan predicted to answer at least o->min_answered of the offered
+ * requests beats every plan that answers less; among those below it, the larger share wins),
+ * then latency minimises the predicted p50, p99 the p99, throughput the bottleneck's service
+ * time (then the p50). plan->cost is the objective's value (seconds; for throughput
  * the bottleneck's service time), plan->latency the p50. -ENOENT if none is feasible, -E2BIG
  * beyond SPLIT_ENUM_MAX plans.
  */
@@ -409,7 +507,10 @@ int split_plan_solve_load(const struct split_problem *p, const struct model *m,
  *   objective latency|throughput|p99
  *   link_gbps X
  *   load_rps X                   optional: the offered load planned for (0 or absent: none)
- *   predicted_us X               the objective's value
+ *   predicted_us X               the objective's value (MODELED)
+ *   measured_p50_us X            optional (plan --measure): the plan's MEASURED p50, p99 and
+ *   measured_p99_us X            answered share over the packet path at load_rps
+ *   measured_answered X
  *   stage EXEC FIRST LAST FMT_IN one per stage, in order: executor (cpu|gpu|nic), ops
  *                                [FIRST, LAST), format of the activation it receives (u8,
  *                                f32, fp16, int8, bits, f64; "-" for the stage holding the input)
@@ -420,6 +521,14 @@ int split_plan_solve_load(const struct split_problem *p, const struct model *m,
 uint64_t split_model_hash(const struct model *m);
 int split_plan_save(const char *path, const struct model *m, const struct split_plan *plan,
 		    const struct split_opts *o, double link_gbps);
+/* The MEASURED figures a plan file may carry (plan --measure). */
+struct split_plan_figures {
+	bool measured;
+	double p50_us, p99_us, answered;
+};
+int split_plan_save_figures(const char *path, const struct model *m, const struct split_plan *plan,
+			    const struct split_opts *o, double link_gbps,
+			    const struct split_plan_figures *fig);
 int split_plan_load(const char *path, const struct model *m, struct split_plan *plan, char *err,
 		    size_t errlen);
 /* The same from an open stream; `path` names it in messages. */

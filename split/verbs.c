@@ -221,27 +221,41 @@ void split_tools_print_load(const struct model *m, const struct split_profile *p
 			    const struct split_opts *o, const struct split_problem *p,
 			    const struct split_plan *plan)
 {
+	static const char *const kind[] = {"queue", "host", "nic", "link"};
 	struct split_load_pred lp;
 	struct split_pipeline pl;
 
 	if (split_plan_pipeline(p, m, pr, o, plan, &pl))
 		return;
 	split_pipeline_predict(&pl, o->load_rps, &lp);
-	printf("  MODELED %s at %g requests/s: each stage a FIFO queue (M/D/1, bounded), quantiles "
-	       "summed over stages\n",
-	       o->packet ? "packet path" : "in process", o->load_rps);
+	if (o->packet)
+		printf("  MODELED packet path at %g requests/s: the host's and the NIC's waits and "
+		       "shares from the profile's measured load curves, links as bounded queues\n",
+		       o->load_rps);
+	else
+		printf("  MODELED in process at %g requests/s: each stage a FIFO queue (M/D/1, "
+		       "bounded), quantiles summed over stages\n",
+		       o->load_rps);
 	for (uint32_t k = 0; k < pl.n; k++) {
 		const struct split_server *v = &pl.srv[k];
 
-		printf("    %-10s service %9.1f us  rho %5.2f  queue %7u  wait p50 %9.1f us  p99 "
-		       "%9.1f us\n",
-		       v->name, v->s * 1e6, o->load_rps * v->s, v->cap,
-		       split_wait_quantile(v, o->load_rps, 0.5) * 1e6,
-		       split_wait_quantile(v, o->load_rps, 0.99) * 1e6);
+		printf("    %-10s %-5s service %9.1f us  own %9.1f us  rho %5.2f  queue %u\n",
+		       v->name, kind[v->kind < 4 ? v->kind : 0], v->s * 1e6, v->own * 1e6,
+		       lp.rho[k], v->cap);
 	}
+	if (o->packet)
+		printf("    %-10s %-5s service %9.1f us (front-end, kernel, packet handling)  rho "
+		       "%5.2f\n",
+		       "path", "sys", pl.sys_s * 1e6, lp.rho[pl.n]);
 	printf("    %-10s %9.1f us (no queue)\n", "fixed", pl.fixed * 1e6);
 	printf("  predicted p50 %.1f us  p99 %.1f us  mean %.1f us  throughput %.0f responses/s "
-	       "(bottleneck %s, rho %.2f)\n",
-	       lp.p50 * 1e6, lp.p99 * 1e6, lp.mean * 1e6, lp.throughput, pl.srv[lp.bottleneck].name,
-	       lp.rho_max);
+	       "(bottleneck %s, utilisation %.2f)\n",
+	       lp.p50 * 1e6, lp.p99 * 1e6, lp.mean * 1e6, lp.throughput,
+	       lp.bottleneck < pl.n ? pl.srv[lp.bottleneck].name : "path", lp.rho_max);
+	printf("  predicted shares of the offered requests: answered %.1f%% (by the NIC %.1f%%, by "
+	       "the host's fallback %.1f%%), not answered %.1f%%; MODELED capacity %.0f "
+	       "requests/s (answered >= %.0f%%)\n",
+	       100 * lp.answered, 100 * lp.by_nic, 100 * lp.fallback, 100 * lp.shed,
+	       split_pipeline_capacity(&pl, SPLIT_CAPACITY_ANSWERED),
+	       100 * SPLIT_CAPACITY_ANSWERED);
 }

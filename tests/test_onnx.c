@@ -182,7 +182,7 @@ static void test_onnx_pool_ceil_sign3(void **state)
 	g.nodes[1] = &sign;
 	g.graph.n_node = 2;
 	buf = tg_pack(&g, &len);
-	if (onnx_import_buffer(buf, len, "t.onnx", &imp, err, sizeof(err)))
+	if (onnx_import_buffer(buf, len, "t.onnx", 0, &imp, err, sizeof(err)))
 		fail_msg("import: %s", err);
 	free(buf);
 	assert_true(imp.extended);
@@ -243,7 +243,7 @@ static void test_onnx_refusals(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    onnx_import_buffer(garbage, sizeof(garbage), "g.onnx", &imp, err, sizeof(err)),
+	    onnx_import_buffer(garbage, sizeof(garbage), "g.onnx", 0, &imp, err, sizeof(err)),
 	    -EINVAL);
 	assert_non_null(strstr(err, "g.onnx: not a valid ONNX protobuf"));
 
@@ -270,20 +270,23 @@ static void test_onnx_refusals(void **state)
 	g.inits[0] = &w;
 	g.graph.n_initializer = 1;
 	buf = tg_pack(&g, &len);
-	assert_int_equal(onnx_import_buffer(buf, len, "e.onnx", &imp, err, sizeof(err)), -EINVAL);
+	assert_int_equal(onnx_import_buffer(buf, len, "e.onnx", 0, &imp, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "initializer 'w': external data"));
 
 	g.graph.n_initializer = 0;
 	g.opset.version = 19;
 	free(buf);
 	buf = tg_pack(&g, &len);
-	assert_int_equal(onnx_import_buffer(buf, len, "o.onnx", &imp, err, sizeof(err)), -EINVAL);
+	assert_int_equal(onnx_import_buffer(buf, len, "o.onnx", 0, &imp, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "opset 19"));
 	/* a (1,4,4) input into MatMul: the refusal names the node */
 	g.opset.version = 13;
 	free(buf);
 	buf = tg_pack(&g, &len);
-	assert_int_equal(onnx_import_buffer(buf, len, "c.onnx", &imp, err, sizeof(err)), -EINVAL);
+	assert_int_equal(onnx_import_buffer(buf, len, "c.onnx", 0, &imp, err, sizeof(err)),
+			 -EINVAL);
 	assert_non_null(strstr(err, "node 'mm' (MatMul)"));
 	free(buf);
 }

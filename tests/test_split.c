@@ -353,6 +353,9 @@ static void test_plan_file_rejects(void **state)
 	    {PLAN_HEAD "objective fastest\nstage cpu 0 3 -\n", "t.plan:3: expected objective"},
 	    {PLAN_HEAD "load_rps -5\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "load_rps 5\nload_rps 5\n", "t.plan:4: load_rps given twice"},
+	    {PLAN_HEAD "measured_p50_us 5\nmeasured_p50_us 5\n",
+	     "t.plan:4: measured_p50_us given twice"},
+	    {PLAN_HEAD "measured_answered x\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "link_gbps 10 20\nstage cpu 0 3 -\n", "t.plan:3: expected a finite"},
 	    {PLAN_HEAD "model t cbf29ce484222325 3\n", "t.plan:3: model given twice"},
 	    {PLAN_HEAD "stage cpu 0 3 - extra\n", "t.plan:3: expected stage"},
@@ -387,7 +390,8 @@ static void test_plan_file_rejects(void **state)
 	n = (size_t)snprintf(text, sizeof(text),
 			     PLAN_HEAD
 			     "objective p99\r\nlink_gbps 2.5\nload_rps 3000\npredicted_us "
-			     "12.5\nstage cpu 0 1 -\nstage nic 1 3 bits\n");
+			     "12.5\nmeasured_p50_us 11.5\nmeasured_p99_us 40\nmeasured_answered "
+			     "0.995\nstage cpu 0 1 -\nstage nic 1 3 bits\n");
 	assert_int_equal(plan_from(text, n, &plan, err, sizeof(err)), 0);
 	assert_int_equal(plan.n_stages, 2);
 	assert_int_equal(plan.stage[1].exec, SPLIT_EX_NIC);
@@ -431,6 +435,7 @@ static void test_queue_pipeline(void **state)
 {
 	struct split_pipeline pl = {.n = 2, .fixed = 10e-6};
 	struct split_load_pred p;
+	struct split_profile pr;
 
 	(void)state;
 	pl.srv[0] = (struct split_server){.name = "a", .s = 100e-6, .cap = 64};
@@ -446,23 +451,40 @@ static void test_queue_pipeline(void **state)
 	assert_true(fabs(p.throughput - 1e4) < 1e-6 && p.rho_max > 1);
 	assert_true(fabs(p.p50 - (160e-6 + 63 * 100e-6 + 63 * 50e-6)) < 1e-12);
 
-	/* the fallback: a NIC at rho 3 turns 2/3 of the requests back to the host, whose p50 path
-	 * then holds the median; the p99 waits in the NIC's full window */
-	pl = (struct split_pipeline){.n = 2, .fixed = 10e-6};
-	pl.srv[0] = (struct split_server){.name = "host", .s = 50e-6, .cap = 64};
-	pl.srv[1] = (struct split_server){.name = "nic", .s = 1000e-6, .cap = 32};
+	/* the packet path's fallback (the default curves: the fluid limit past saturation): a NIC
+	 * offered rho 3 turns 2/3 of the requests back to the host, whose path then holds the
+	 * median; the p99 waits in the NIC's full window */
+	split_profile_default(&pr);
+	pl = (struct split_pipeline){.n = 2, .fixed = 10e-6, .pr = &pr};
+	pl.srv[0] = (struct split_server){
+	    .name = "host", .s = 50e-6, .own = 50e-6, .cap = 64, .kind = SPLIT_SRV_HOST};
+	pl.srv[1] = (struct split_server){
+	    .name = "nic", .s = 1000e-6, .own = 1000e-6, .cap = 32, .kind = SPLIT_SRV_NIC};
 	pl.fb.on = true;
 	pl.fb.host = 0;
 	pl.fb.nic = 1;
-	pl.fb.s_back = 100e-6;
+	pl.fb.s_back = pl.fb.own_back = 100e-6;
 	split_pipeline_predict(&pl, 3000, &p);
 	assert_true(fabs(p.fallback - 2.0 / 3) < 1e-6);
+	assert_true(fabs(p.by_nic - 1.0 / 3) < 1e-6 && fabs(p.answered - 1) < 1e-9);
 	assert_true(p.p50 > 160e-6 && p.p50 < 400e-6);
-	assert_true(p.p99 > 30e-3 && p.p99 < 34e-3);
-	assert_true(p.throughput == 3000 && fabs(p.rho_max - 1) < 1e-6);
-	/* below the NIC's saturation almost nothing falls back */
+	assert_true(p.p99 > 30e-3 && p.p99 < 70e-3);
+	assert_true(fabs(p.throughput - 3000) < 1e-6 && fabs(p.rho_max - 3) < 1e-6);
+	/* below the NIC's saturation nothing falls back, and the waits rise with the load */
 	split_pipeline_predict(&pl, 500, &p);
 	assert_true(p.fallback < 1e-6 && p.p50 >= 1060e-6 && p.p50 < 2000e-6);
+	{
+		struct split_load_pred q;
+
+		split_pipeline_predict(&pl, 800, &q);
+		assert_true(q.p50 > p.p50 && q.p99 > p.p99);
+	}
+	/* stand-alone, the NIC's queue refuses what it cannot take: answered, not fallen back */
+	pl = (struct split_pipeline){.n = 1, .fixed = 10e-6, .pr = &pr, .standalone = true};
+	pl.srv[0] = (struct split_server){
+	    .name = "nic", .s = 1000e-6, .own = 1000e-6, .cap = 32, .kind = SPLIT_SRV_NIC};
+	split_pipeline_predict(&pl, 2000, &p);
+	assert_true(fabs(p.answered - 0.5) < 1e-6 && p.fallback == 0 && fabs(p.shed - 0.5) < 1e-6);
 }
 
 static int model_setup(void **state)
@@ -576,7 +598,8 @@ static void test_plan_load_enumerates(void **state)
 
 /*
  * The best split changes with load: a host slower than the NIC per request but closer (no link,
- * no NIC overhead) wins at low load; past its capacity the split that moves work to the NIC wins.
+ * no NIC overhead) wins at low load; past its capacity (goodput first: all-host then answers
+ * under 99%) the split that moves work to the NIC wins.
  */
 static void test_plan_load_changes_choice(void **state)
 {
@@ -584,7 +607,8 @@ static void test_plan_load_changes_choice(void **state)
 	struct split_opts o = {.link_gbps = 10,
 			       .exec_mask = SPLIT_EXM(SPLIT_EX_NIC),
 			       .nic_first = kexec_nic_first(m),
-			       .packet = true};
+			       .packet = true,
+			       .min_answered = 0.99};
 	struct split_profile pr;
 	struct split_problem p;
 	struct split_plan lo, hi;
@@ -602,7 +626,7 @@ static void test_plan_load_changes_choice(void **state)
 	o.load_rps = 1.2 * plo.throughput;
 	assert_int_equal(split_plan_solve_load(&p, m, &pr, &o, &hi, &phi), 0);
 	assert_int_equal(hi.stage[hi.n_stages - 1].exec, SPLIT_EX_NIC);
-	assert_true(phi.rho_max < 1);
+	assert_true(phi.rho_max < 1 && phi.answered >= 0.99);
 	assert_true(phi.p50 < hi.latency + 1e-12 && hi.latency < 0.1);
 	split_problem_free(&p);
 	model_free(m);

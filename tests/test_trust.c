@@ -340,6 +340,9 @@ static void host_open(enum cfg_id c)
 		assert_non_null(w->ra);
 		assert_non_null(w->q[0].r);
 		assert_int_equal(host_reqtab_init(&w->tab, 64, 8, CLASSES), 0);
+		a->slot_on[0] = 1;
+		a->map = host_map_build(a->hm, (const uint8_t[]){0}, 1);
+		assert_non_null(a->map);
 		host_health_setup(a);
 	}
 	host.a->o.trust = trust_cfg(c);

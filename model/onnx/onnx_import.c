@@ -260,6 +260,65 @@ static int take_input(struct onnx_walk *x)
 	return 0;
 }
 
+/* --- the classification head ------------------------------------------------------------- */
+
+static bool is_head(const Onnx__NodeProto *n)
+{
+	return onnx_op_is(n, "Softmax") || onnx_op_is(n, "LogSoftmax") || onnx_op_is(n, "ArgMax");
+}
+
+/*
+ * Node i is a Softmax, LogSoftmax or ArgMax: dropped when it and every node after it are such
+ * heads over the class axis (the argmax of the scores, the class, is the same without them),
+ * noted in imp->dropped; refused with the reason otherwise.
+ */
+static int drop_head(struct onnx_walk *x, size_t i)
+{
+	static const char *const known_sm[] = {"axis", NULL};
+	static const char *const known_am[] = {"axis", "keepdims", "select_last_index", NULL};
+	const Onnx__GraphProto *g = x->g;
+	const Onnx__NodeProto *n = g->node[i];
+	const bool argmax = onnx_op_is(n, "ArgMax");
+	int64_t axis, last = 0;
+	size_t len;
+	int ret;
+
+	for (size_t j = i + 1; j < g->n_node; j++)
+		if (!x->folded[j] && !is_head(g->node[j]))
+			return onnx_fail(&x->e, n,
+					 "supported only at the end of the graph (where it is "
+					 "dropped: the class is the argmax of its input), not "
+					 "before node '%s' (%s)",
+					 g->node[j]->name ? g->node[j]->name : "",
+					 g->node[j]->op_type ? g->node[j]->op_type : "?");
+	if (x->imp->keep_softmax)
+		return onnx_fail(
+		    &x->e, n,
+		    "refused by --keep-softmax (without it this trailing %s is dropped: "
+		    "the classes are the same, the scores are its input)",
+		    n->op_type);
+	ret = onnx_attrs_known(&x->e, n, argmax ? known_am : known_sm);
+	if (!ret)
+		ret = onnx_attr_int(&x->e, n, "axis", argmax ? 0 : -1, &axis);
+	if (!ret && argmax)
+		ret = onnx_attr_int(&x->e, n, "select_last_index", 0, &last);
+	if (ret)
+		return ret;
+	if (x->rank != 1 || (axis != 1 && axis != -1))
+		return onnx_fail(&x->e, n,
+				 "axis %lld of a tensor of rank %u after the batch: only over the "
+				 "classes of a (batch, classes) tensor (axis 1 or -1)",
+				 (long long)axis, x->rank);
+	if (last)
+		return onnx_fail(&x->e, n,
+				 "select_last_index 1: ties would pick the last class, the "
+				 "model's classes pick the first");
+	len = strlen(x->imp->dropped);
+	snprintf(x->imp->dropped + len, sizeof(x->imp->dropped) - len, "%snode '%s' (%s)",
+		 len ? ", " : "", n->name && *n->name ? n->name : "(unnamed)", n->op_type);
+	return 0;
+}
+
 static int walk(struct onnx_walk *x)
 {
 	const Onnx__GraphProto *g = x->g;
@@ -282,7 +341,8 @@ static int walk(struct onnx_walk *x)
 			    prev ? "the previous node" : "the graph input");
 		if (!onnx_has_output(n))
 			return onnx_fail(&x->e, n, "output 0 missing");
-		ret = onnx_chain_node(x, i, &span);
+		span = 1;
+		ret = is_head(n) && !x->u8_cast ? drop_head(x, i) : onnx_chain_node(x, i, &span);
 		if (ret)
 			return ret;
 		i += span - 1;
@@ -317,8 +377,8 @@ void onnx_import_free(struct onnx_import *imp)
 	memset(imp, 0, sizeof(*imp));
 }
 
-int onnx_import_buffer(const void *buf, size_t len, const char *label, struct onnx_import *imp,
-		       char *err, size_t errlen)
+int onnx_import_buffer(const void *buf, size_t len, const char *label, unsigned flags,
+		       struct onnx_import *imp, char *err, size_t errlen)
 {
 	struct onnx_walk x = {.e = {label, err, errlen}, .imp = imp};
 	Onnx__ModelProto *mp;
@@ -326,6 +386,7 @@ int onnx_import_buffer(const void *buf, size_t len, const char *label, struct on
 	int ret;
 
 	memset(imp, 0, sizeof(*imp));
+	imp->keep_softmax = flags & ONNX_IMPORT_KEEP_SOFTMAX;
 	mp = onnx__model_proto__unpack(NULL, len, buf);
 	if (!mp)
 		return onnx_fail(&x.e, NULL, "not a valid ONNX protobuf (ModelProto)");
@@ -362,7 +423,8 @@ out:
 	return ret;
 }
 
-int onnx_import_file(const char *path, struct onnx_import *imp, char *err, size_t errlen)
+int onnx_import_file(const char *path, unsigned flags, struct onnx_import *imp, char *err,
+		     size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	struct stat st;
@@ -390,7 +452,7 @@ int onnx_import_file(const char *path, struct onnx_import *imp, char *err, size_
 		return ret;
 	}
 	fclose(f);
-	ret = onnx_import_buffer(buf, (size_t)st.st_size, path, imp, err, errlen);
+	ret = onnx_import_buffer(buf, (size_t)st.st_size, path, flags, imp, err, errlen);
 	free(buf);
 	return ret;
 }
@@ -420,5 +482,56 @@ int onnx_import_compile(const struct onnx_import *imp, struct model *m, FILE *no
 			    "import: %s: Sign runs three-valued (Sign(0) = 0): no proof that its "
 			    "input is never 0, so it is not a 1-bit sign\n",
 			    imp->layer_node[m->layers[i].src_first]);
+	return 0;
+}
+
+/* Does model m, compiled from imp, run source layer i as the three-valued op? */
+static bool runs_sign3(const struct model *m, uint32_t i)
+{
+	for (uint32_t k = 0; k < m->n_layers; k++)
+		if (m->layers[k].op == MODEL_OP_SIGN3 && m->layers[k].src_first <= i &&
+		    i < m->layers[k].src_first +
+			    (m->layers[k].src_count ? m->layers[k].src_count : 1))
+			return true;
+	return false;
+}
+
+int onnx_import_to_interchange(struct onnx_import *imp, const struct model *m, char *err,
+			       size_t errlen)
+{
+	for (uint32_t i = 0; i < imp->ic.n_layers; i++) {
+		struct model_ic_layer *L = &imp->ic.layers[i];
+		const uint32_t *p = L->pads;
+
+		if (L->type == MODEL_SRC_PAD && L->pad_neginf) {
+			snprintf(err, errlen,
+				 "%s: %s: max-pool padding (top %u, left %u, bottom %u, right %u: "
+				 "pads or ceil_mode) has no interchange form (its maxpool has no "
+				 "padding); import it with -o instead",
+				 imp->ic.arch_path, imp->layer_node[i], p[0], p[1], p[2], p[3]);
+			return -EINVAL;
+		}
+		if (L->type == MODEL_SRC_PAD) {
+			snprintf(err, errlen,
+				 "%s: %s: asymmetric padding (top %u, left %u, bottom %u, right "
+				 "%u) has no interchange form (its conv pads every side alike); "
+				 "import it with -o instead",
+				 imp->ic.arch_path, imp->layer_node[i], p[0], p[1], p[2], p[3]);
+			return -EINVAL;
+		}
+		if (L->type != MODEL_SRC_SIGN3)
+			continue;
+		if (runs_sign3(m, i)) {
+			snprintf(err, errlen,
+				 "%s: %s: ONNX Sign is three-valued (Sign(0) = 0) and its input "
+				 "can be exactly 0 here, but the interchange sign maps 0 to +1; "
+				 "import it with -o instead",
+				 imp->ic.arch_path, imp->layer_node[i]);
+			return -EINVAL;
+		}
+		/* proven never 0 on its reachable inputs: the 1-bit sign gives the same */
+		L->type = MODEL_SRC_SIGN;
+	}
+	imp->extended = false;
 	return 0;
 }

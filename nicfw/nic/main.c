@@ -304,7 +304,9 @@ static int nic_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 				 .duration_s = n->o.duration,
 				 .poll = n->o.poll,
 				 .idle_sleep_us = n->o.idle_sleep_us,
-				 .stats_file = n->o.stats_file};
+				 .stats_file = n->o.stats_file,
+				 .metrics_port = n->o.metrics_port,
+				 .metrics_addr = n->o.metrics_addr};
 	return ret;
 }
 
@@ -367,6 +369,7 @@ static const struct dpdk_server nic_server = {
     .stats_help = "splitnic-nic counters: dispatcher reasons, parser verdicts, reassembly, ports",
     .tel = nic_tel_cmds,
     .n_tel = NIC_N_TEL_CMDS,
+    .metrics = &nic_metrics_ops,
     .options = nic_options,
     .setup = nic_setup,
     .start = nic_start,

@@ -91,6 +91,8 @@ bool nic_ports_close(struct nic *n);
  * stats file gets: the counters and the timing figures, as timing_m<i>_<key>. */
 #define NIC_N_TEL_CMDS 2
 extern const struct dpdk_tel_cmd nic_tel_cmds[NIC_N_TEL_CMDS];
+/* ... and the metrics endpoint's histograms (per model, stage nic) and gauges (dpdk/metrics.h). */
+extern const struct dpdk_metrics_ops nic_metrics_ops;
 void nic_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg);
 void nic_report(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg);
 

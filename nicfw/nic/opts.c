@@ -8,6 +8,7 @@
 
 #include <rte_config.h>
 
+#include "metrics/metrics.h"
 #include "nicfw/chain.h"
 #include "nicfw/nic/opts.h"
 #include "protocol/proto.h"
@@ -35,6 +36,7 @@ static const struct conf_opt nic_rows[] = {
 		      NULL, "stop after S seconds"),
     CONF_STR_ROW("stats-file", "FILE", offsetof(struct nic_opts, stats_file), NULL,
 		 "every counter, at exit"),
+    METRICS_OPT_ROWS(struct nic_opts, metrics_port, metrics_addr),
     CONF_FLAG_ROW("notify-host", offsetof(struct nic_opts, notify_host),
 		  "copy each RESPONSE to an ACTIVATION to the host (co-processor mode)"),
     CONF_TEXT_ROW("name", "NAME", offsetof(struct nic_opts, name), PROTO_HEALTH_IDENT_LEN, NULL,

@@ -6,6 +6,7 @@
 
 #include <rte_telemetry.h>
 
+#include "dpdk/metrics.h"
 #include "nicfw/emu/exec_emu.h"
 #include "nicfw/nic/nic.h"
 
@@ -179,6 +180,30 @@ const struct dpdk_tel_cmd nic_tel_cmds[NIC_N_TEL_CMDS] = {
      "time (modeled)",
      tel_timing},
 };
+
+/* Per model, the NIC time of every RESPONSE (submit to result): stage "nic". */
+static void metrics_hist(void *srv, metrics_hist_put put, void *arg)
+{
+	struct nic *n = srv;
+
+	for (uint32_t i = 0; i < n->o.n_models; i++) {
+		const struct nicfw_disp_timing *t = nicfw_disp_timing(n->disp, i);
+
+		put(arg, n->m[i]->name, "nic", t->hist, NICFW_DISP_HIST,
+		    __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED));
+	}
+}
+
+static const char *metrics_model(void *srv, unsigned i)
+{
+	const struct nic *n = srv;
+
+	return i < n->o.n_models ? n->m[i]->name : NULL;
+}
+
+static const char *const gauges[] = {"queued", NULL};
+
+const struct dpdk_metrics_ops nic_metrics_ops = {metrics_hist, metrics_model, gauges};
 
 void nic_counters(void *srv, void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {

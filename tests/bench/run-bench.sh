@@ -21,10 +21,13 @@ echo "== splitnic-nic: forwarding rate with and without inference load below cap
 tests/bench/bench_nic_fwd.sh "$B/splitnic-nic" "$B/models/fmnist-bmlp.snm"
 echo
 echo "== split planning: the planner's choice against the measured best split over the packet path is"
-echo "   make bench-split (tests/bench/bench_split.sh, about 15 minutes)"
+echo "   make bench-split (tests/bench/bench_split.sh, about 45 minutes)"
 echo
 echo "== splitnic-host: packet path vs in-process compute, per mode (needs root)"
 tests/bench/bench_host.sh "$B"
+echo
+echo "== splitnic-host: capacity while its metrics endpoint is scraped every 10 ms, against not scraped (needs root)"
+tests/bench/bench_metrics.sh "$B"
 echo
 echo "== one front-end, four servers: XDP, splitnic-nic stand-alone, splitnic-host host-only, splitnic serve (needs root)"
 tests/bench/bench_fourway.sh

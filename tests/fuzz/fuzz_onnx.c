@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	void *buf;
 	size_t len;
 
-	if (onnx_import_buffer(data, size, "fuzz.onnx", &imp, err, sizeof(err))) {
+	if (onnx_import_buffer(data, size, "fuzz.onnx", 0, &imp, err, sizeof(err))) {
 		CHECK(err[0]);
 		return 0;
 	}

@@ -6,7 +6,8 @@
 #      unbatched (--max-batch 1: one batch per request), then batched, the CNN by its --model
 #      suffix (,max-batch=16,max-queue-delay-us=300) and the MLP by --max-batch 8: every request
 #      answered with the same classes, fewer batches than requests; a bad suffix is refused with
-#      a message naming it;
+#      a message naming it; serve's configuration file takes max-batch and max-queue-delay-us in
+#      a [model NAME] section;
 #   2. splitnic-host host-only on net_af_packet (root), the same two models from a configuration
 #      file whose [model NAME] sections give max-batch and max-queue-delay-us: the same classes,
 #      fewer batches than requests (worker_batches < worker_requests).
@@ -69,6 +70,19 @@ print(f"serve {cfg}: {s['answered']} answered in {s['batches']} batches")
 sys.exit(not (s["answered"] == 1300 and (s["batches"] == 1300) == (cfg == "unbatched")))
 EOF
 done
+
+# serve's configuration file takes the same [model NAME] keys
+port=$((20000 + (RANDOM + $$) % 40000))
+printf '[server]\nbind = 127.0.0.1\nport = %s\n[model cnn]\nfile = %s\nmax-batch = 16\nmax-queue-delay-us = 300\n' \
+	"$port" "$CNN" >"$tmp/serve.conf"
+"$S" serve --config "$tmp/serve.conf" >"$tmp/server.log" 2>&1 &
+pid=$!
+netns_wait_log "$tmp/server.log" "^serve: listening" "$pid" "splitnic serve" || fail "$NETNS_WHY"
+grep -q "fmnist-bcnn.*batches of 16 at most (wait 300 us)" "$tmp/server.log" ||
+	fail "serve: the [model] keys not taken"
+netns_term "$pid" "splitnic serve" || fail "$NETNS_WHY"
+pid=
+echo "serve --config: [model cnn] max-batch = 16, max-queue-delay-us = 300 taken"
 
 # --- 2. splitnic-host host-only, batching from the configuration file ---------------------------
 if [ "$(id -u)" != 0 ]; then

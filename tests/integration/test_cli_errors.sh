@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Bad CLI input gets a clear error naming what is wrong, a non-zero exit (1 or 2), never a crash.
+# Bad CLI input gets a clear error naming what is wrong, never a crash, and the documented exit
+# status (docs/operator-guide.md): 2 for bad arguments, 1 for a failure; messages start with the
+# program and its command ("splitnic run: ..."). Also: `splitnic help VERB`, `--version`'s
+# features, the man page's list of commands and exit statuses, inspect and analyze agreeing on
+# the same layers, run --classes, and the progress line (on a terminal only, not with --quiet).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${B:-build}
@@ -16,6 +20,14 @@ expect() {
 	shift 3
 	"$@" >"$tmp/out" 2>"$tmp/err"
 	local rc=$?
+	# the prefix rule: the first line names the program and its command (or is the usage);
+	# serve's, the client's and respond-ref's own messages start with their name alone
+	if ! head -1 "$tmp/err" |
+		grep -qE "^((usage: )?splitnic( [a-z-]+( [a-z]+)?)?[: ]|(serve|client|respond-ref): )"; then
+		echo "FAIL: '$*': the first line does not start with 'splitnic COMMAND:':"
+		sed 's/^/    /' "$tmp/err"
+		fail=1
+	fi
 	if [[ " $codes " != *" $rc "* ]] || ! grep -qE -- "$pat" "$tmp/err"; then
 		echo "FAIL: '$*' exited $rc (want $codes), stderr:"; sed 's/^/    /' "$tmp/err"
 		fail=1
@@ -63,11 +75,31 @@ expect "1" "$tmp: not a regular file" -- "$S" sweep "$B/models/fmnist-bcnn.snm" 
 expect "1" "nope.profile: No such file" -- "$S" plan "$B/models/fmnist-bcnn.snm" --profile "$tmp/nope.profile"
 # ports: 1..65535 wherever one is parsed
 for bad in 0 65536 70000 -1 12x; do
-	expect "1 2" "port.*1..65535.*'$bad'" -- "$S" client "127.0.0.1:$bad" --shape 1,1,1 --count 1
-	expect "1 2" "port.*1..65535.*'$bad'" -- "$S" client 127.0.0.1 --port "$bad" --shape 1,1,1 --count 1
-	expect "1 2" "port.*1..65535.*'$bad'" -- "$S" respond-ref --port "$bad"
-	expect "1 2" "port" -- "$S" xdp test "$B/models/fmnist-bmlp.snm" --port "$bad"
+	expect "2" "port.*1..65535.*'$bad'" -- "$S" client "127.0.0.1:$bad" --shape 1,1,1 --count 1
+	expect "2" "port.*1..65535.*'$bad'" -- "$S" client 127.0.0.1 --port "$bad" --shape 1,1,1 --count 1
+	expect "2" "port.*1..65535.*'$bad'" -- "$S" respond-ref --port "$bad"
+	expect "2" "port" -- "$S" xdp test "$B/models/fmnist-bmlp.snm" --port "$bad"
 done
+# what is missing or does not go together is named before the usage (exit 2, nothing done)
+M=$B/models/fmnist-bmlp.snm
+expect "2" "splitnic run: give one of --images IDX and --npy FILE" -- "$S" run "$M"
+expect "2" "splitnic emu: give one of --images IDX and --npy FILE" -- "$S" emu "$M"
+expect "2" "splitnic emu: no MODEL" -- "$S" emu --images $D/t10k-images-idx3-ubyte.gz
+expect "2" "splitnic import: give -o MODEL.snm, --interchange DIR or both" -- "$S" import x.onnx
+expect "2" "splitnic convert: no -o MODEL" -- "$S" convert a.json w.npz
+expect "2" "splitnic gen: no -o WEIGHTS.npz" -- "$S" gen split/arch/alexnet.json
+expect "2" "splitnic analyze: --csv and --json exclude each other" -- "$S" analyze "$M" --csv --json
+expect "2" "splitnic calibrate: --profile, --lab and --tag go with --packet" -- "$S" calibrate --tag x
+expect "2" "splitnic run: unrecognized option '--bogus'" -- "$S" run "$M" --bogus
+expect "2" "splitnic run: --exec: cpu or gpu, got 'tpu'" -- "$S" run "$M" --images $D/t10k-images-idx3-ubyte.gz --exec tpu
+expect "2" "splitnic emu: --param: no parameter named 'nope'" -- "$S" emu "$M" --images $D/t10k-images-idx3-ubyte.gz --param nope=1
+expect "2" "splitnic xdp: unknown verb 'frob'" -- "$S" xdp frob
+expect "2" "splitnic serve: unrecognized option '--bogus'" -- "$S" serve --model "$M" --bogus
+expect "2" "splitnic client: --shape: C,H,W" -- "$S" client 127.0.0.1 --shape 1,x,1
+expect "1" "splitnic import: .*nope.onnx: No such file" -- "$S" import "$tmp/nope.onnx" -o "$tmp/x.snm"
+expect "1" "splitnic import: -o $tmp/no/x.snm: its directory" -- "$S" import "$tmp/nope.onnx" -o "$tmp/no/x.snm"
+# splitnic help VERB: that verb's help, exit 0 (below); an unknown verb: exit 2
+expect "2" "splitnic help: unknown command 'frobnicate'" -- "$S" help frobnicate
 # outputs are checked before the work: nothing is computed (empty stdout) when they cannot be
 # written
 outputs_first() {
@@ -91,7 +123,73 @@ for c in $("$S" --help | awk '/^commands:/ {on=1; next} on && NF {print $1} on &
 		{ echo "FAIL: splitnic $c --help: $h"; fail=1; }
 	v=$("$S" "$c" --version) && [[ "$v" == "splitnic $c "[0-9]* ]] ||
 		{ echo "FAIL: splitnic $c --version: $v"; fail=1; }
+	hv=$("$S" help "$c") && [ "$hv" = "$h" ] ||
+		{ echo "FAIL: splitnic help $c is not splitnic $c --help"; fail=1; }
+	# man splitnic describes every command
+	grep '^\.It Cm ' man/splitnic.1 | grep -oE 'Cm [a-z-]+' | grep -qx "Cm $c" ||
+		{ echo "FAIL: man/splitnic.1 does not describe $c"; fail=1; }
 done
+echo "ok: splitnic help VERB and VERB --help agree; man splitnic describes every command"
+# the exit statuses, documented once: the man page and the operator's guide list 0 to 3
+for n in 0 1 2 3; do
+	sed -n '/^\.Sh EXIT STATUS/,/^\.Sh EXAMPLES/p' man/splitnic.1 | grep -q "^\.It $n$" ||
+		{ echo "FAIL: man/splitnic.1 EXIT STATUS lacks $n"; fail=1; }
+	grep -q "^| $n | " docs/operator-guide.md || { echo "FAIL: operator-guide.md lacks exit $n"; fail=1; }
+done
+# --version: the build's features
+v=$("$S" --version)
+for want in "^splitnic [0-9]" "binary kernels: tables ref, avx2, avx512 compiled in; this CPU runs ref" \
+	"in use: (ref|avx2|avx512)" "CUDA: (not compiled|compiled)" "DPDK: [0-9]+\.[0-9]+" "libbpf: v?[0-9]"; do
+	grep -qE "$want" <<<"$v" || { echo "FAIL: splitnic --version lacks '$want':"; echo "$v"; fail=1; }
+done
+echo "ok: splitnic --version: $(tr '\n' ' ' <<<"$v")"
+
+# inspect and analyze agree on the same layers (elements, bytes at 1 bit, parameters, weight
+# bytes); what the model file holds is inspect's own column, file_bytes
+for m in "$B"/models/fmnist-*.snm; do
+	"$S" inspect "$m" --json >"$tmp/in.json" && "$S" analyze "$m" --json >"$tmp/an.json" ||
+		{ echo "FAIL: inspect/analyze $m"; fail=1; continue; }
+	/usr/bin/python3 - "$tmp/in.json" "$tmp/an.json" "$m" <<'EOF' || fail=1
+import json, sys
+i = json.load(open(sys.argv[1]))["layers"]
+a = json.load(open(sys.argv[2]))["layers"]
+bad = [(x["index"], k, x[k], v) for x, y in zip(i, a)
+       for k, v in (("elements", y["elements"]), ("bytes_1bit", y["bytes"]["1bit"]),
+                    ("params", y["params"]), ("weight_bytes", y["weight_bytes"])) if x[k] != v]
+if len(i) != len(a) or bad or not all("file_bytes" in x for x in i):
+    print(f"FAIL: {sys.argv[3]}: inspect and analyze differ (layer, key, inspect, analyze): {bad}")
+    sys.exit(1)
+print(f"ok: {sys.argv[3]}: inspect and analyze agree on {len(i)} layers")
+EOF
+done
+
+# run --classes: one class per input, the argmax of --scores
+"$S" run "$M" --images $D/t10k-images-idx3-ubyte.gz --count 300 --scores "$tmp/s.csv" \
+	--classes "$tmp/c.txt" >/dev/null 2>"$tmp/run.err" || { echo "FAIL: run --classes"; fail=1; }
+/usr/bin/python3 - "$tmp/s.csv" "$tmp/c.txt" <<'EOF' || fail=1
+import sys
+want = []
+for line in open(sys.argv[1]):
+    v = [float(x) for x in line.split(",")]
+    want.append(max(range(len(v)), key=lambda k: (v[k], -k)))
+got = [int(x) for x in open(sys.argv[2])]
+if got != want or len(got) != 300:
+    print(f"FAIL: run --classes: {len(got)} lines, {sum(a != b for a, b in zip(got, want))} differ")
+    sys.exit(1)
+print("ok: run --classes: 300 classes, the argmax of --scores")
+EOF
+# the progress line: none when stderr is not a terminal (run's stderr above is empty); on a
+# terminal (script(1) gives one) a line with the rate and the ETA; none there with --quiet
+[ -s "$tmp/run.err" ] && { echo "FAIL: run wrote to a stderr that is no terminal:"; cat "$tmp/run.err"; fail=1; }
+emu_cmd="$S emu $M --images $D/t10k-images-idx3-ubyte.gz --count 400"
+script -qec "$emu_cmd >/dev/null" /dev/null >"$tmp/tty.out" 2>&1 </dev/null
+if ! grep -qaE "splitnic emu: [0-9]+/400 inputs, [0-9.]+ inputs/s, ETA [0-9:]+( s)?" "$tmp/tty.out"; then
+	echo "FAIL: emu on a terminal drew no progress line:"; od -c "$tmp/tty.out" | head -5; fail=1
+else
+	echo "ok: emu on a terminal: $(tr '\r' '\n' <"$tmp/tty.out" | grep -a ETA | tail -1 | sed 's/\x1b\[K//g')"
+fi
+script -qec "$emu_cmd --quiet >/dev/null" /dev/null >"$tmp/tty.out" 2>&1 </dev/null
+grep -qa "ETA" "$tmp/tty.out" && { echo "FAIL: emu --quiet drew a progress line"; fail=1; }
 [ "$("$S" --help | awk '/^commands:/ {on=1; next} on && NF {n++} on && !NF {exit} END {print n+0}')" -ge 12 ] ||
 	{ echo "FAIL: splitnic --help lists fewer than 12 commands"; fail=1; }
 # the servers answer --help and --version before DPDK starts (no EAL line, exit 0), anywhere on

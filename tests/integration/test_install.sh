@@ -95,6 +95,20 @@ for f in README.md docs/*.md; do
 	cmp -s "$f" "$docdir/$f" || fail "documentation: $f not installed as $docdir/$f"
 done
 echo "pass: README.md and $(ls docs/*.md | wc -l) docs installed in share/doc/splitnic"
+lab=$dest/usr/local/share/splitnic/lab
+for f in lab/*.sh; do
+	cmp -s "$f" "$lab/${f#lab/}" || fail "the lab: $f not installed as $lab/${f#lab/}"
+done
+[ -x "$lab/sweep_lab.sh" ] || fail "the lab: sweep_lab.sh not executable"
+cmp -s contrib/wireshark/splitnic.lua "$dest/usr/local/share/splitnic/wireshark/splitnic.lua" ||
+	fail "the Wireshark dissector not installed in share/splitnic/wireshark"
+# the installed man page describes every command of the installed splitnic and its exit status 3
+man1=$dest/usr/local/share/man/man1/splitnic.1
+for c in $("$dest/usr/local/bin/splitnic" --help | awk '/^commands:/ {on=1; next} on && NF {print $1} on && !NF {exit}'); do
+	grep '^\.It Cm ' "$man1" | grep -oE 'Cm [a-z-]+' | grep -qx "Cm $c" || fail "man splitnic lacks $c"
+done
+sed -n '/^\.Sh EXIT STATUS/,/^\.Sh EXAMPLES/p' "$man1" | grep -q '^\.It 3$' || fail "man splitnic lacks exit status 3"
+echo "pass: $(ls lab/*.sh | wc -l) lab scripts and the Wireshark dissector installed; man splitnic describes every command and exit status 3"
 if [ -f "$B/libsncuda.so" ]; then
 	"$dest/usr/local/bin/splitnic" run "$share/fmnist-bmlp.snm" --images "$IMG" --count 64 \
 		--exec gpu --json >"$tmp/gpu.json" 2>"$tmp/gpu.err" ||

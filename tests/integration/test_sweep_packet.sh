@@ -8,8 +8,13 @@
 #   2. a short sweep over the packet path (fmnist-bcnn, all-host and the NIC from op 9, one
 #      rate, two loads, two interleaved rounds): every point has answers and every request is accounted for (answered,
 #      refused or timed out), SWEEP lines, the JSON holds measured and MODELED numbers apart
-#      (the latter labelled), the plot says MODELED; the lab is gone afterwards. How well the
-#      planner does is a timing figure (make bench-split), not asserted here.
+#      (the latter labelled), the answered shares measured (= responses / requests) and
+#      predicted (by the NIC + by the fallback = answered), the measured best and the model's
+#      ranking per load, the plot says MODELED and marks the planner's choice and the measured
+#      best; the lab is gone afterwards;
+#   3. plan --measure 2: the plan file carries the measured figures and `splitnic run --plan`
+#      takes it. How well the planner does is a timing figure (make bench-split), not asserted
+#      here.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
@@ -78,9 +83,30 @@ pts = [s for r in j["rates"] for l in r["loads"] for s in l["splits"]]
 bad = [p["split"] for p in pts
        if p["measured"]["responses"] + p["measured"]["errors"] + p["measured"]["timeouts"]
        != p["measured"]["requests"] or not p["measured"]["responses"]
-       or p["predicted"]["label"] != "MODELED" or not p["predicted"]["p50_us"]]
+       or p["predicted"]["label"] != "MODELED" or not p["predicted"]["p50_us"]
+       or abs(p["measured"]["answered_share"]
+              - p["measured"]["responses"] / p["measured"]["requests"]) > 1e-9
+       or not 0 <= p["predicted"]["answered_share"] <= 1
+       or abs(p["predicted"]["answered_share"] + p["predicted"]["unanswered_share"] - 1) > 1e-6
+       or (p["split"] != "all-host" and abs(p["predicted"]["nic_share"]
+           + p["predicted"]["fallback_share"] - p["predicted"]["answered_share"]) > 1e-6)]
+loads = [l for r in j["rates"] for l in r["loads"]]
+bad += [l["offered_rps"] for l in loads if not l["measured_best"]
+        or sorted(l["modeled_ranking"]) != ["all-host", "nic@9:bdense"]]
 print(f"sweep JSON: {len(pts)} points, method: {j['method'][:60]}...")
 sys.exit(1 if bad or len(pts) != 4 else 0)
 EOF
-echo "pass: the ACTIVATIONs go through the tbf-shaped host <-> NIC link, frame for frame; a packet sweep measures, predicts (labelled MODELED) and cleans up"
+grep -q 'planner' "$tmp/sweep.svg" && grep -q 'MEASURED best' "$tmp/sweep.svg" ||
+	fail "the plot does not mark the planner's choice and the measured best"
+
+# --- 3. plan --measure: the model's best 2 splits measured, the best measured written -----------
+"$S" plan "$CNN" --load 200 --measure 2 --duration 0.3 --rounds 1 --tag "$tag" -o "$tmp/m.plan" \
+	>"$tmp/measure.txt" 2>"$tmp/measure.err" || { tail -5 "$tmp/measure.err"; fail "plan --measure"; }
+grep '^--measure' "$tmp/measure.txt"
+grep -q '^measured_p50_us [0-9.]*$' "$tmp/m.plan" && grep -q '^measured_answered ' "$tmp/m.plan" ||
+	fail "plan --measure: no measured figures in the plan"
+"$S" run "$CNN" --images "$IMG" --count 4 --plan "$tmp/m.plan" >/dev/null 2>"$tmp/run.err" ||
+	fail "splitnic run --plan does not take the measured plan: $(cat "$tmp/run.err")"
+ip netns list | grep -q "snsw-$tag-" && fail "plan --measure left its namespaces behind"
+echo "pass: the ACTIVATIONs go through the tbf-shaped host <-> NIC link, frame for frame; a packet sweep measures, predicts (labelled MODELED, shares included) and cleans up; plan --measure writes the best measured split"
 exit 0

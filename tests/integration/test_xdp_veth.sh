@@ -110,5 +110,22 @@ if cli["responses"] != 1000 or cli["executors"]["xdp"] != 1000 or cli["correct"]
     sys.exit(1)
 EOF
 ip netns exec "$ns_s" "$S" xdp detach vxs >/dev/null || fail "xdp detach (generic)"
-echo "pass: 10000 Fashion-MNIST requests answered in XDP over veth (native), 1000 more in generic mode; classes and scores equal the CPU kernels; a bad shape answered ERROR bad_shape"
+
+# the trust policy's allow-list: a front-end outside it gets nothing (dropped, counted); one on
+# it is answered
+ip netns exec "$ns_s" "$S" xdp attach vxs "$MODEL" --mode generic --allow 10.99.0.0/16 \
+	>/dev/null || fail "xdp attach --allow"
+ip netns exec "$ns_c" "$S" client 10.77.0.1 --images "$IMG" --count 5 --retries 0 \
+	--timeout-ms 300 --json >"$tmp/refused.json" 2>/dev/null
+ip netns exec "$ns_s" "$S" xdp stats vxs | grep -q "^drop_not_allowed *5$" ||
+	fail "xdp --allow: 5 requests from outside the list are not counted drop_not_allowed"
+grep -q '"responses": 0' "$tmp/refused.json" || fail "xdp --allow: a front-end outside the list was answered"
+ip netns exec "$ns_s" "$S" xdp detach vxs >/dev/null || fail "xdp detach (--allow)"
+ip netns exec "$ns_s" "$S" xdp attach vxs "$MODEL" --mode generic --allow 10.77.0.2 >/dev/null ||
+	fail "xdp attach --allow (listed)"
+ip netns exec "$ns_c" "$S" client 10.77.0.1 --images "$IMG" --count 5 --timeout-ms 3000 \
+	--json >"$tmp/listed.json" || fail "xdp --allow: a listed front-end was not answered"
+grep -q '"responses": 5' "$tmp/listed.json" || fail "xdp --allow: 5 requests from a listed front-end, not 5 responses"
+ip netns exec "$ns_s" "$S" xdp detach vxs >/dev/null || fail "xdp detach (--allow, listed)"
+echo "pass: 10000 Fashion-MNIST requests answered in XDP over veth (native), 1000 more in generic mode; classes and scores equal the CPU kernels; a bad shape answered ERROR bad_shape; --allow drops and counts the unlisted, answers the listed"
 exit 0

@@ -277,8 +277,39 @@ def interchange(tmp, path, x, got):
     check(ic.shape == got.shape and np.array_equal(ic, got),
           "the interchange pair gives the import's scores bit for bit")
     p = splitnic("import", os.path.join(tmp, "sign0.onnx"), "--interchange", d + "2")
-    check(p.returncode == 1 and "interchange format cannot express" in p.stderr,
-          "--interchange refuses a three-valued Sign: " + p.stderr.strip())
+    check(p.returncode == 1 and "node 'the_sign' (Sign)" in p.stderr
+          and "can be exactly 0" in p.stderr,
+          "--interchange refuses a three-valued Sign, naming it and why: " + p.stderr.strip())
+    # a Sign proven never to see 0 is the interchange's 1-bit sign: written, same scores
+    p = splitnic("import", os.path.join(tmp, "sign1.onnx"), "--interchange", d + "3")
+    check(p.returncode == 0, "--interchange writes a Sign proven 1-bit as a sign " + p.stderr)
+    snm = os.path.join(tmp, "ic3.snm")
+    p = splitnic("convert", os.path.join(d + "3", "arch.json"), os.path.join(d + "3", "weights.npz"),
+                 "-o", snm)
+    r = splitnic("run", snm, "--npy", os.path.join(tmp, "sign1.npy"), "--scores",
+                 os.path.join(tmp, "ic3.csv"))
+    r1 = splitnic("run", os.path.join(tmp, "sign1.snm"), "--npy", os.path.join(tmp, "sign1.npy"),
+                  "--scores", os.path.join(tmp, "sign1.csv"))
+    same = (p.returncode == 0 and r.returncode == 0 and r1.returncode == 0 and
+            open(os.path.join(tmp, "ic3.csv")).read() == open(os.path.join(tmp, "sign1.csv")).read())
+    check(same, "  its interchange pair gives the import's scores bit for bit")
+    # padding the interchange format has no form for: refused naming the node and the pads
+    for name, op, want in (("ceil", "MaxPool", "node 'pool1' (MaxPool): max-pool padding (top 0, "
+                            "left 0, bottom 1, right 1"),
+                           ("asym", "Conv", "node 'conv1' (Conv): asymmetric padding (top 0, "
+                            "left 0, bottom 1, right 1)")):
+        g = G()
+        if op == "MaxPool":
+            t = g.node("MaxPool", ["x"], name="pool1", kernel_shape=[2, 2], strides=[2, 2],
+                       ceil_mode=1)
+        else:
+            t = g.node("Conv", ["x", g.const(np.ones((2, 1, 3, 3), np.float32))], name="conv1",
+                       pads=[0, 0, 1, 1])
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(g.model((1, 5, 5), g.node("Flatten", [t], axis=1)), path)
+        p = splitnic("import", path, "--interchange", os.path.join(tmp, name))
+        check(p.returncode == 1 and want in p.stderr and "import it with -o" in p.stderr,
+              f"--interchange refuses {op} padding: " + p.stderr.strip())
 
 
 def refusals(tmp):
@@ -312,7 +343,9 @@ def refusals(tmp):
     refused("opset8", g.model((8,), t, opset=8), ["opset 8"])
     g = G()
     t = g.node("Softmax", ["x"], name="sm")
-    refused("softmax", g.model((8,), t), ["node 'sm' (Softmax)", "not supported"])
+    t = g.node("MatMul", [t, g.const(np.ones((8, 3), np.float32))], name="after")
+    refused("softmax", g.model((8,), t), ["node 'sm' (Softmax)", "only at the end",
+                                          "node 'after' (MatMul)"])
     good = open(os.path.join(tmp, "qmlp.onnx"), "rb").read()
     refused("truncated", good[:len(good) // 2], ["not a valid ONNX protobuf"])
     refused("garbage", bytes(rng.integers(0, 256, 4096, dtype=np.uint8)),

@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: MIT
+/*
+ * splitnic calibrate --packet: the packet path measured as deployed, fitted into the profile.
+ *
+ * Calibration models (all-binary MLPs on 256 u8 inputs, random weights): twelve NIC models
+ * answered stand-alone (the NIC's time per request against its chain's own time); "sys", no
+ * compute, all on the host (the path's capacity and how it waits under load); "host", a stage
+ * that keeps the host's core busy; "host2", a small one (the host's service against compute,
+ * and an out-of-sample check); "nic", a co-processor plan whose NIC stage is the busy one. One
+ * splitnic-nic and one splitnic-host serve them all, as the sweeps start them; the client loads
+ * them open loop (Poisson) at the utilisations of the profile's grid, every figure in
+ * interleaved rounds (their medians). split/calib.c then fits the curves.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/calibrate_packet.h"
+#include "cli/cmds.h"
+#include "exec/kexec.h"
+#include "lab/plan_measure.h"
+#include "lab/sweep.h"
+#include "split/calib.h"
+#include "split/stats.h"
+
+#define CAL_IN	    256 /* u8 inputs of the host and co-processor models */
+#define CAL_NIC_IN  64	/* u8 inputs of the NIC models */
+#define CAL_CLASS   16
+#define CAL_OUT	    2 /* classes of "sys" */
+#define UNSHAPED    1000.0
+#define MAX_ROUNDS  9
+#define N_VALID	    3 /* host2's points: utilisations 0.25, 0.55, 0.85 */
+#define CAP_SECONDS 0.5
+
+/* NIC models, stand-alone: hidden widths, 0-terminated. */
+static const uint32_t nic_fit_hidden[][4] = {
+    {0},
+    {1024, 0},
+    {4096, 0},
+    {256, 256, 256},
+    {1024, 1024, 0},
+    {2048, 2048, 0},
+    {4096, 4096, 0},
+    {256, 4096, 0},
+    {4096, 256, 0},
+    {2048, 4096, 2048},
+    {4096, 4096, 4096},
+    {8192, 0},
+};
+#define N_NIC (sizeof(nic_fit_hidden) / sizeof(nic_fit_hidden[0]))
+
+enum { M_SYS, M_HOST, M_HOST2, M_NIC, M__COUNT };
+
+static const struct {
+	const char *name;
+	uint32_t hidden[4], out, split; /* split: the NIC from this op (0: all on the host) */
+} cal_models[M__COUNT] = {
+    [M_SYS] = {"cal-sys", {32, 16}, CAL_OUT, 0},
+    [M_HOST] = {"cal-host", {4096, 4096, 2048}, CAL_CLASS, 0},
+    [M_HOST2] = {"cal-host2", {1024, 1024}, CAL_CLASS, 0},
+    [M_NIC] = {"cal-nic", {64, 1024, 1024}, CAL_CLASS, 1},
+};
+
+static const double valid_u[N_VALID] = {0.25, 0.55, 0.85};
+
+struct cal_model {
+	char path[300];
+	struct model *m;
+	struct plan_measured pm;
+	struct split_problem prob;
+	struct split_plan plan;
+	struct split_pipeline pl;
+	double nic_t; /* NIC models: the chain's own time */
+	double x[4];  /* NIC models: 1, layers, neuron-words, neurons */
+};
+
+struct cal {
+	const struct cal_pk_opts *o;
+	struct split_profile *pr;
+	struct sweep_lab lab;
+	char dir[64];
+	struct cal_model nic[N_NIC], mod[M__COUNT];
+	/* per round */
+	double cap[MAX_ROUNDS][3]; /* closed-loop capacity of sys, host, host2 */
+	struct sweep_point nicpt[MAX_ROUNDS][N_NIC];
+	struct sweep_point grid[MAX_ROUNDS][SPLIT_CAL__COUNT][SPLIT_GRID_MAX];
+	struct sweep_point valid[MAX_ROUNDS][N_VALID];
+	double valid_rps[N_VALID];
+	double spread;
+	char spread_what[96];
+};
+
+/* An all-binary MLP with u8 input [in], written to dir/name.snm (path in out_path). */
+static int cal_mlp(const char *dir, const char *name, uint32_t in, const uint32_t *hidden,
+		   uint32_t out, char *out_path, size_t len)
+{
+	char arch[256], npz[256], err[512];
+	FILE *f;
+	int ret;
+
+	snprintf(arch, sizeof(arch), "%s/%s.json", dir, name);
+	snprintf(npz, sizeof(npz), "%s/%s.npz", dir, name);
+	snprintf(out_path, len, "%s/%s.snm", dir, name);
+	f = fopen(arch, "w");
+	if (!f) {
+		fprintf(stderr, "splitnic calibrate: %s: %s\n", arch, strerror(errno));
+		return -EIO;
+	}
+	fprintf(f, "{\"name\":\"%s\",\"input\":{\"shape\":[%u,1,1],\"dtype\":\"u8\"},\"layers\":[",
+		name, in);
+	for (uint32_t i = 0; i < 4 && hidden[i]; i++)
+		fprintf(f,
+			"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
+			"{\"type\":\"batchnorm\"},{\"type\":\"sign\"},",
+			hidden[i]);
+	fprintf(f,
+		"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
+		"{\"type\":\"batchnorm\"}]}\n",
+		out);
+	fclose(f);
+	ret = split_tools_gen(arch, npz, 1, err, sizeof(err));
+	if (!ret)
+		ret = model_convert(arch, npz, out_path, err, sizeof(err));
+	unlink(arch);
+	unlink(npz);
+	if (ret) {
+		fprintf(stderr, "splitnic calibrate: %s: %s\n", name, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+#define FIT_K 4 /* features: 1, layers, neuron-words, neurons */
+
+/*
+ * Least squares y ~ x beta over n points and k <= FIT_K features, every coefficient >= 0:
+ * solve the normal equations (Gaussian elimination) over the active features, drop the most
+ * negative coefficient, repeat.
+ */
+static void lsq_nonneg(const double (*x)[FIT_K], const double *y, uint32_t n, int nk, double *beta)
+{
+	bool act[FIT_K] = {nk > 0, nk > 1, nk > 2, nk > 3};
+
+	for (;;) {
+		double a[FIT_K][FIT_K + 1] = {{0}};
+		int idx[FIT_K], k = 0, worst = -1;
+
+		for (int j = 0; j < FIT_K; j++)
+			if (act[j])
+				idx[k++] = j;
+		for (uint32_t i = 0; i < n; i++)
+			for (int r = 0; r < k; r++) {
+				for (int c = 0; c < k; c++)
+					a[r][c] += x[i][idx[r]] * x[i][idx[c]];
+				a[r][k] += x[i][idx[r]] * y[i];
+			}
+		for (int c = 0; c < k; c++) {
+			int piv = c;
+
+			for (int r = c + 1; r < k; r++)
+				if (fabs(a[r][c]) > fabs(a[piv][c]))
+					piv = r;
+			for (int q = 0; q <= k; q++) {
+				double t = a[c][q];
+
+				a[c][q] = a[piv][q];
+				a[piv][q] = t;
+			}
+			for (int r = 0; r < k; r++) {
+				const double f = a[c][c] != 0 ? a[r][c] / a[c][c] : 0;
+
+				for (int q = c; r != c && q <= k; q++)
+					a[r][q] -= f * a[c][q];
+			}
+		}
+		for (int j = 0; j < FIT_K; j++)
+			beta[j] = 0;
+		for (int r = 0; r < k; r++) {
+			beta[idx[r]] = a[r][r] != 0 ? a[r][k] / a[r][r] : 0;
+			if (beta[idx[r]] < 0 && (worst < 0 || beta[idx[r]] < beta[worst]))
+				worst = idx[r];
+		}
+		if (worst < 0)
+			return;
+		act[worst] = false;
+	}
+}
+
+/* ---- set-up: models, their measured ops and plans, the servers --------------------------- */
+
+static int measure_model(struct cal *c, struct cal_model *cm)
+{
+	char err[512];
+	int ret;
+
+	cm->m = model_load(cm->path, err, sizeof(err));
+	ret = cm->m ? plan_measure(cm->m, c->pr, 15, c->o->executors, &cm->pm, err, sizeof(err))
+		    : -EINVAL;
+	if (ret)
+		fprintf(stderr, "splitnic calibrate: %s\n", err);
+	return ret;
+}
+
+static int make_models(struct cal *c)
+{
+	int ret = 0;
+
+	for (uint32_t g = 0; g < N_NIC && !ret; g++) {
+		struct cal_model *cm = &c->nic[g];
+		uint32_t prev = CAL_NIC_IN, nh = 0;
+		char name[32];
+
+		snprintf(name, sizeof(name), "cal-nic-%u", g);
+		ret = cal_mlp(c->dir, name, CAL_NIC_IN, nic_fit_hidden[g], CAL_CLASS, cm->path,
+			      sizeof(cm->path));
+		if (!ret)
+			ret = measure_model(c, cm);
+		if (ret)
+			break;
+		/* the profile's per-op model of the NIC (split_op_cost): u8 layers count 8 words */
+		cm->x[0] = 1;
+		cm->x[1] = 1;
+		cm->x[3] = CAL_CLASS;
+		for (; nh < 4 && nic_fit_hidden[g][nh]; nh++) {
+			cm->x[1] += 1;
+			cm->x[2] +=
+			    (double)nic_fit_hidden[g][nh] * model_words(prev) * (nh ? 1 : 8);
+			cm->x[3] += nic_fit_hidden[g][nh];
+			prev = nic_fit_hidden[g][nh];
+		}
+		cm->x[2] += (double)CAL_CLASS * model_words(prev) * (nh ? 1 : 8);
+		cm->nic_t = cm->pm.nic_suffix_s[0];
+	}
+	for (unsigned k = 0; k < M__COUNT && !ret; k++) {
+		ret = cal_mlp(c->dir, cal_models[k].name, CAL_IN, cal_models[k].hidden,
+			      cal_models[k].out, c->mod[k].path, sizeof(c->mod[k].path));
+		if (!ret)
+			ret = measure_model(c, &c->mod[k]);
+	}
+	return ret;
+}
+
+/* The plan of calibration model k and its servers under the profile as it stands. */
+static int model_pipeline(struct cal *c, unsigned k)
+{
+	struct cal_model *cm = &c->mod[k];
+	const struct model *m = cm->m;
+	const uint32_t sp = cal_models[k].split;
+	struct split_opts o = {.link_gbps = UNSHAPED,
+			       .packet = true,
+			       .exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC),
+			       .nic_first = kexec_nic_first(m),
+			       .cpu_op_s = cm->pm.cpu_op_s,
+			       .nic_suffix_s = cm->pm.nic_suffix_s};
+	int ret;
+
+	split_problem_free(&cm->prob);
+	ret = split_problem_from_model(&cm->prob, m, c->pr, &o);
+	if (ret)
+		return ret;
+	memset(&cm->plan, 0, sizeof(cm->plan));
+	cm->plan.stage[cm->plan.n_stages++] =
+	    (struct split_stage){.exec = SPLIT_EX_CPU, .first = 0, .last = sp ? sp : m->n_layers};
+	if (sp)
+		cm->plan.stage[cm->plan.n_stages++] =
+		    (struct split_stage){.exec = SPLIT_EX_NIC, .first = sp, .last = m->n_layers};
+	ret = split_plan_pipeline(&cm->prob, m, c->pr, &o, &cm->plan, &cm->pl);
+	if (ret)
+		fprintf(stderr, "splitnic calibrate: %s: not a plan of the cost model\n", m->name);
+	return ret;
+}
+
+static int start_servers(struct cal *c)
+{
+	char nicmod[N_NIC + 1][320], hostmod[M__COUNT][340], execs[16], queue[16], window[16];
+	char opt[512], *args[96];
+	size_t n = 0;
+
+	args[n++] = c->lab.dir;
+	for (uint32_t g = 0; g < N_NIC; g++) {
+		snprintf(nicmod[g], sizeof(nicmod[g]), "%s", c->nic[g].path);
+		args[n++] = "--model";
+		args[n++] = nicmod[g];
+	}
+	snprintf(nicmod[N_NIC], sizeof(nicmod[N_NIC]), "%s@%u", c->mod[M_NIC].path,
+		 cal_models[M_NIC].split);
+	args[n++] = "--model";
+	args[n++] = nicmod[N_NIC];
+	snprintf(execs, sizeof(execs), "%u", c->o->executors);
+	args[n++] = "--notify-host";
+	args[n++] = "--executors";
+	args[n++] = execs;
+	args[n++] = "--platform";
+	args[n++] = (char *)c->o->platform;
+	args[n++] = "--";
+	for (unsigned k = 0; k < M__COUNT; k++) {
+		if (cal_models[k].split)
+			snprintf(hostmod[k], sizeof(hostmod[k]), "%s:coproc:%u", c->mod[k].path,
+				 cal_models[k].split);
+		else
+			snprintf(hostmod[k], sizeof(hostmod[k]), "%s:host-only", c->mod[k].path);
+		args[n++] = "--model";
+		args[n++] = hostmod[k];
+	}
+	snprintf(queue, sizeof(queue), "%.0f", c->pr->v[SPLIT_P_HOST_QUEUE]);
+	snprintf(window, sizeof(window), "%.0f", c->pr->v[SPLIT_P_NIC_WINDOW]);
+	args[n++] = "--queue";
+	args[n++] = queue;
+	args[n++] = "--nic-window";
+	args[n++] = window;
+	snprintf(opt, sizeof(opt), "%s", c->o->host_opt ? c->o->host_opt : "");
+	for (char *save = NULL, *t = strtok_r(opt, " ", &save); t && n < 94;
+	     t = strtok_r(NULL, " ", &save))
+		args[n++] = t;
+	args[n] = NULL;
+	if (sweep_lab_verb(&c->lab, "start", args)) {
+		fprintf(stderr, "splitnic calibrate: the servers did not start\n");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- measuring ----------------------------------------------------------------------------- */
+
+/* The client on model `path`: open loop (Poisson) at rps for count requests, or closed loop
+ * with 16 outstanding (rps 0). */
+static int client(struct cal *c, const char *path, double rps, uint32_t count,
+		  struct sweep_point *pt)
+{
+	char cnt[32], rate[32];
+	char *args[] = {
+	    "--model", (char *)path,   "--count", cnt,	rps > 0 ? "--rate" : "--outstanding",
+	    rate,      "--timeout-ms", "5000",	  NULL, NULL};
+
+	snprintf(cnt, sizeof(cnt), "%u", count);
+	if (rps > 0) {
+		snprintf(rate, sizeof(rate), "%.3f", rps);
+		args[8] = "--poisson";
+	} else {
+		snprintf(rate, sizeof(rate), "16");
+	}
+	if (sweep_lab_client(&c->lab, args, pt)) {
+		fprintf(stderr, "splitnic calibrate: the client failed on %s\n", path);
+		return -EIO;
+	}
+	if (!pt->responses) {
+		fprintf(stderr, "splitnic calibrate: %s: no answers\n", path);
+		return -EIO;
+	}
+	return 0;
+}
+
+static uint32_t count_for(double rps, double seconds)
+{
+	const double n = rps * seconds;
+
+	return n < 150 ? 150 : n > 100000 ? 100000 : (uint32_t)n;
+}
+
+/* The capacities of sys, host and host2 in round r. */
+static int measure_capacity(struct cal *c, uint32_t r)
+{
+	static const unsigned which[3] = {M_SYS, M_HOST, M_HOST2};
+
+	for (unsigned i = 0; i < 3; i++) {
+		/* open loop, as the planner defines a capacity (sweep_lab_capacity) */
+		if (sweep_lab_capacity(&c->lab, c->mod[which[i]].path, NULL,
+				       r ? c->cap[r - 1][i] / 2 : 0, CAP_SECONDS,
+				       SPLIT_CAPACITY_ANSWERED, &c->cap[r][i]))
+			return -EIO;
+	}
+	return 0;
+}
+
+/* The NIC models at a quarter of their capacity (at most 300/s), round r. */
+static int measure_nic(struct cal *c, uint32_t r)
+{
+	for (uint32_t g = 0; g < N_NIC; g++) {
+		const double rps = fmin(300, 0.25 / fmax(c->nic[g].nic_t, 1e-6));
+		int ret =
+		    client(c, c->nic[g].path, rps, count_for(rps, c->o->duration), &c->nicpt[r][g]);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static double med_round(const double *v, uint32_t n)
+{
+	double tmp[MAX_ROUNDS];
+
+	memcpy(tmp, v, n * sizeof(double));
+	return stats_median(tmp, n);
+}
+
+/* nic.stage_s and nic.scale (the NIC field against the chain's own time), the per-op model of
+ * the chain's own time, path.nic_s (the end to end beyond the field). */
+static void fit_nic(struct cal *c)
+{
+	const uint32_t R = c->o->rounds;
+	double x[N_NIC][FIT_K], y[N_NIC], t[N_NIC], rest[N_NIC], beta[FIT_K];
+	struct split_profile *pr = c->pr;
+	const bool field = c->nicpt[0][0].srv_p50[PROTO_T_NIC] > 0;
+
+	for (uint32_t g = 0; g < N_NIC; g++) {
+		double f[MAX_ROUNDS], e[MAX_ROUNDS];
+
+		for (uint32_t r = 0; r < R; r++) {
+			f[r] = c->nicpt[r][g].srv_p50[PROTO_T_NIC] * 1e-9;
+			e[r] = c->nicpt[r][g].p50 * 1e-6;
+		}
+		y[g] = med_round(f, R);
+		rest[g] = med_round(e, R) - (field ? y[g] : 0);
+		x[g][0] = 1;
+		x[g][1] = c->nic[g].nic_t;
+		x[g][2] = x[g][3] = 0;
+		t[g] = c->nic[g].nic_t;
+	}
+	if (field) {
+		lsq_nonneg((const double(*)[FIT_K])x, y, N_NIC, 2, beta);
+		pr->v[SPLIT_P_NIC_STAGE] = beta[0];
+		pr->v[SPLIT_P_NIC_SCALE] = beta[1] > 0 ? beta[1] : 1;
+		pr->v[SPLIT_P_PATH_NIC] = fmax(0, stats_median(rest, N_NIC));
+	} else {
+		double e2e[N_NIC];
+
+		for (uint32_t g = 0; g < N_NIC; g++)
+			e2e[g] = rest[g];
+		lsq_nonneg((const double(*)[FIT_K])x, e2e, N_NIC, 2, beta);
+		pr->v[SPLIT_P_PATH_NIC] = beta[0];
+		pr->v[SPLIT_P_NIC_STAGE] = 0;
+		pr->v[SPLIT_P_NIC_SCALE] = beta[1] > 0 ? beta[1] : 1;
+	}
+	/* the per-op model (split_op_cost, for a plan without the chain's measured times) */
+	for (uint32_t g = 0; g < N_NIC; g++)
+		memcpy(x[g], &c->nic[g].x[1], 3 * sizeof(double));
+	lsq_nonneg((const double(*)[FIT_K])x, t, N_NIC, 3, beta);
+	pr->v[SPLIT_P_NIC_LAYER] = beta[0];
+	pr->v[SPLIT_P_NIC_NWORD] = beta[1];
+	pr->v[SPLIT_P_NIC_NEURON] = beta[2];
+	printf("nic (%s, %u executors, MEASURED through the packet path, medians of %u rounds): "
+	       "its time per request = %.1f us + %.3f x the chain's own time (%s); the path around "
+	       "a stand-alone NIC %.1f us (p50)\n",
+	       c->o->platform, c->o->executors, R, pr->v[SPLIT_P_NIC_STAGE] * 1e6,
+	       pr->v[SPLIT_P_NIC_SCALE], c->o->platform[0] == 'e' ? "modeled" : "in process",
+	       pr->v[SPLIT_P_PATH_NIC] * 1e6);
+	for (uint32_t g = 0; g < N_NIC; g++)
+		printf("  %-10s chain %8.1f us  nic field %8.1f us  fitted %8.1f us\n",
+		       c->nic[g].m->name, t[g] * 1e6, y[g] * 1e6,
+		       (pr->v[SPLIT_P_NIC_STAGE] + pr->v[SPLIT_P_NIC_SCALE] * t[g]) * 1e6);
+}
+
+/* sys.s, host.req_s and host.scale from the capacities (medians over the rounds). */
+static void fit_capacity(struct cal *c)
+{
+	const uint32_t R = c->o->rounds;
+	struct split_profile *pr = c->pr;
+	double cap[3], own[2], col[MAX_ROUNDS], raw;
+
+	for (unsigned i = 0; i < 3; i++) {
+		for (uint32_t r = 0; r < R; r++)
+			col[r] = c->cap[r][i];
+		cap[i] = med_round(col, R);
+	}
+	pr->v[SPLIT_P_SYS_S] = 1 / cap[0];
+	/* the host's own work of host and host2 with a scale of 1 and no per-request cost */
+	pr->v[SPLIT_P_HOST_REQ] = 0;
+	pr->v[SPLIT_P_HOST_SCALE] = 1;
+	for (unsigned i = 0; i < 2; i++) {
+		model_pipeline(c, i ? M_HOST2 : M_HOST);
+		own[i] = c->mod[i ? M_HOST2 : M_HOST].pl.srv[0].own;
+	}
+	raw = (1 / cap[1] - 1 / cap[2]) / (own[0] - own[1]);
+	pr->v[SPLIT_P_HOST_SCALE] = raw;
+	pr->v[SPLIT_P_HOST_REQ] = 1 / cap[1] - raw * own[0];
+	if (!(raw >= 0.5 && raw <= 4) || pr->v[SPLIT_P_HOST_REQ] < 0) {
+		/* a core doing the work costs 0.5-4x its in-process time: outside that, what
+		 * limited the two capacities was not the host's core (a busy machine) */
+		pr->v[SPLIT_P_HOST_SCALE] = 1;
+		pr->v[SPLIT_P_HOST_REQ] = fmax(0, fmin(1 / cap[1] - own[0], 1 / cap[2] - own[1]));
+		printf("capacity: the host's two capacities do not fit a core doing the work "
+		       "(%.2f x its in-process time): the machine was busy; 1 x kept\n",
+		       raw);
+	}
+	printf("capacity (MEASURED: the largest open-loop load answered at 99%%, medians of %u "
+	       "rounds): sys %.0f/s, "
+	       "host %.0f/s (own work %.1f us), host2 %.0f/s (%.1f us): sys.s %.2f us, a host "
+	       "stage costs its core %.2f us + %.3f x its in-process time\n",
+	       R, cap[0], cap[1], own[0] * 1e6, cap[2], own[1] * 1e6, pr->v[SPLIT_P_SYS_S] * 1e6,
+	       pr->v[SPLIT_P_HOST_REQ] * 1e6, pr->v[SPLIT_P_HOST_SCALE]);
+}
+
+static const unsigned series_model[SPLIT_CAL__COUNT] = {M_SYS, M_HOST, M_NIC};
+static const char *const series_name[SPLIT_CAL__COUNT] = {"sys", "host", "nic"};
+
+/* The grid's loads of each series and host2's checks, round r (the series interleaved). */
+static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
+{
+	const struct split_profile *pr = c->pr;
+
+	for (uint32_t i = 0; i < pr->n_grid; i++)
+		for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++) {
+			const double rps = pr->grid[i] / split_cal_service(&s[k], k);
+			struct sweep_point *pt = &c->grid[r][k][i];
+			int ret = client(c, c->mod[series_model[k]].path, rps,
+					 count_for(rps, c->o->duration), pt);
+
+			if (ret)
+				return ret;
+			pt->load = rps;
+			if (pr->grid[i] >= 1)
+				usleep(300000); /* let a full queue drain */
+		}
+	for (uint32_t v = 0; v < N_VALID; v++) {
+		int ret = client(c, c->mod[M_HOST2].path, c->valid_rps[v],
+				 count_for(c->valid_rps[v], c->o->duration), &c->valid[r][v]);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The medians of a grid point over the rounds, as an observation (seconds, shares). */
+static void observe(const struct sweep_point *const *pts, uint32_t R, double rps,
+		    struct split_cal_obs *ob)
+{
+	double a[MAX_ROUNDS], b[MAX_ROUNDS], d[MAX_ROUNDS], e[MAX_ROUNDS];
+
+	for (uint32_t r = 0; r < R; r++) {
+		const struct sweep_point *p = pts[r];
+		const double req = p->requests ? (double)p->requests : 1;
+
+		a[r] = isfinite(p->p50) ? p->p50 * 1e-6 : 0;
+		b[r] = isfinite(p->p99) ? p->p99 * 1e-6 : 0;
+		d[r] = (double)p->responses / req;
+		e[r] = (double)p->ex_fallback / req;
+	}
+	ob->rps = rps;
+	ob->p50 = med_round(a, R);
+	ob->p99 = med_round(b, R);
+	ob->answered = med_round(d, R);
+	ob->fallback = med_round(e, R);
+}
+
+/* The largest relative range over the rounds of the figures the fit rests on. */
+static void spread_of(struct cal *c)
+{
+	const uint32_t R = c->o->rounds, at[2] = {0, c->pr->n_grid / 4};
+	double v[MAX_ROUNDS];
+
+	c->spread = 0;
+	for (unsigned i = 0; i < 3; i++) {
+		for (uint32_t r = 0; r < R; r++)
+			v[r] = c->cap[r][i];
+		if (split_cal_range(v, R) > c->spread) {
+			c->spread = split_cal_range(v, R);
+			snprintf(c->spread_what, sizeof(c->spread_what), "the capacity of %s",
+				 cal_models[i == 0   ? M_SYS
+					    : i == 1 ? M_HOST
+						     : M_HOST2]
+				     .name);
+		}
+	}
+	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
+		for (uint32_t j = 0; j < 2; j++) {
+			const uint32_t i = at[j];
+
+			for (uint32_t r = 0; r < R; r++)
+				v[r] = c->grid[r][k][i].p50;
+			if (split_cal_range(v, R) > c->spread) {
+				c->spread = split_cal_range(v, R);
+				snprintf(c->spread_what, sizeof(c->spread_what),
+					 "the p50 of %s at utilisation %.2f", series_name[k],
+					 c->pr->grid[i]);
+			}
+		}
+}
+
+static void print_series(const struct cal *c, const struct split_cal_series *s)
+{
+	const struct split_profile *pr = c->pr;
+
+	printf("load curves (MEASURED p50 / p99 / answered / fallback at each utilisation, medians "
+	       "of %u rounds; MODELED p50 from the fitted curves):\n",
+	       c->o->rounds);
+	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++) {
+		printf("  %s (%s, service %.1f us):\n", series_name[k],
+		       c->mod[series_model[k]].m->name, split_cal_service(&s[k], k) * 1e6);
+		for (uint32_t i = 0; i < pr->n_grid; i++) {
+			const struct split_cal_obs *o = &s[k].o[i];
+			struct split_load_pred p;
+
+			split_pipeline_predict(&s[k].pl, o->rps, &p);
+			printf("    u %4.2f %8.0f/s: p50 %9.1f us p99 %9.1f us answered %5.1f%% "
+			       "fallback %5.1f%%  MODELED p50 %9.1f us\n",
+			       pr->grid[i], o->rps, o->p50 * 1e6, o->p99 * 1e6, 100 * o->answered,
+			       100 * o->fallback, p.p50 * 1e6);
+		}
+	}
+}
+
+/* host2, never fitted: MEASURED against MODELED. */
+static void print_validation(struct cal *c)
+{
+	const uint32_t R = c->o->rounds;
+	struct cal_model *cm = &c->mod[M_HOST2];
+
+	model_pipeline(c, M_HOST2);
+	cm->pl.pr = c->pr;
+	printf("check (host2, not fitted; MEASURED against MODELED p50):\n");
+	for (uint32_t v = 0; v < N_VALID; v++) {
+		const struct sweep_point *pts[MAX_ROUNDS];
+		struct split_cal_obs ob;
+		struct split_load_pred p;
+
+		for (uint32_t r = 0; r < R; r++)
+			pts[r] = &c->valid[r][v];
+		observe(pts, R, c->valid_rps[v], &ob);
+		split_pipeline_predict(&cm->pl, ob.rps, &p);
+		printf("  u %4.2f %8.0f/s: MEASURED p50 %8.1f us, MODELED %8.1f us (%+.1f%%); "
+		       "answered %5.1f%% (MODELED %5.1f%%)\n",
+		       valid_u[v], ob.rps, ob.p50 * 1e6, p.p50 * 1e6,
+		       ob.p50 > 0 ? 100 * (p.p50 - ob.p50) / ob.p50 : 0, 100 * ob.answered,
+		       100 * p.answered);
+	}
+}
+
+/* One calibration: every measurement in rounds, then the fits. */
+static int attempt(struct cal *c)
+{
+	const uint32_t R = c->o->rounds;
+	struct split_cal_series s[SPLIT_CAL__COUNT];
+	int ret = 0;
+
+	for (uint32_t r = 0; r < R && !ret; r++) {
+		ret = measure_capacity(c, r);
+		if (!ret)
+			ret = measure_nic(c, r);
+	}
+	if (ret)
+		return ret;
+	fit_nic(c);
+	fit_capacity(c);
+	for (unsigned k = 0; k < SPLIT_CAL__COUNT && !ret; k++) {
+		ret = model_pipeline(c, series_model[k]);
+		s[k].pl = c->mod[series_model[k]].pl;
+	}
+	if (!ret && model_pipeline(c, M_HOST2))
+		ret = -EINVAL;
+	for (uint32_t v = 0; v < N_VALID && !ret; v++)
+		c->valid_rps[v] = valid_u[v] / c->mod[M_HOST2].pl.srv[0].s;
+	for (uint32_t r = 0; r < R && !ret; r++) {
+		fprintf(stderr, "calibrate: load curves, round %u of %u\n", r + 1, R);
+		ret = measure_grid(c, r, s);
+	}
+	if (ret)
+		return ret;
+	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
+		for (uint32_t i = 0; i < c->pr->n_grid; i++) {
+			const struct sweep_point *pts[MAX_ROUNDS];
+
+			for (uint32_t r = 0; r < R; r++)
+				pts[r] = &c->grid[r][k][i];
+			observe(pts, R, c->grid[0][k][i].load, &s[k].o[i]);
+		}
+	{
+		const double worst = split_cal_fit(c->pr, s);
+
+		print_series(c, s);
+		printf("fit: path.fixed_s %.1f us, path.coproc_s %+.1f us; the MODELED p50 meets "
+		       "the MEASURED one within %.1f%% at every fitted point\n",
+		       c->pr->v[SPLIT_P_PATH_FIXED] * 1e6, c->pr->v[SPLIT_P_PATH_COPROC] * 1e6,
+		       100 * worst);
+	}
+	print_validation(c);
+	spread_of(c);
+	return 0;
+}
+
+static void free_models(struct cal *c)
+{
+	for (uint32_t g = 0; g < N_NIC; g++) {
+		model_free(c->nic[g].m);
+		plan_measured_free(&c->nic[g].pm);
+	}
+	for (unsigned k = 0; k < M__COUNT; k++) {
+		model_free(c->mod[k].m);
+		plan_measured_free(&c->mod[k].pm);
+		split_problem_free(&c->mod[k].prob);
+	}
+}
+
+int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
+{
+	struct cal *c = calloc(1, sizeof(*c));
+	struct split_profile best = *pr;
+	double best_spread = INFINITY;
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->o = o;
+	c->pr = pr;
+	pr->v[SPLIT_P_NIC_EXECS] = o->executors;
+	pr->v[SPLIT_P_NIC_EMU] = !strcmp(o->platform, "emu");
+	snprintf(c->dir, sizeof(c->dir), "/tmp/splitnic-calpk-XXXXXX");
+	if (o->rounds > MAX_ROUNDS || !o->rounds || !mkdtemp(c->dir)) {
+		free(c);
+		return o->rounds > MAX_ROUNDS || !o->rounds ? -EINVAL : -errno;
+	}
+	ret = make_models(c);
+	if (!ret)
+		ret = sweep_lab_init(&c->lab, o->lab, o->tag, NULL, NULL);
+	if (!ret)
+		ret = sweep_lab_up(&c->lab);
+	if (!ret)
+		ret = sweep_lab_shape(&c->lab, 0);
+	if (!ret)
+		ret = start_servers(c);
+	for (uint32_t a = 0; a < o->attempts && !ret; a++) {
+		struct split_profile trial = *pr;
+
+		c->pr = &trial;
+		ret = attempt(c);
+		c->pr = pr;
+		if (ret)
+			break;
+		if (o->rounds > 1)
+			printf("calibration %u: the rounds agree within %.1f%% (largest: %s)\n",
+			       a + 1, 100 * c->spread, c->spread_what);
+		else
+			printf("calibration %u: one round, no spread to judge the machine by\n",
+			       a + 1);
+		if (c->spread < best_spread) {
+			best = trial;
+			best_spread = c->spread;
+		}
+		if (c->spread <= o->max_spread)
+			break;
+		printf("calibration %u: the machine was noisy: %s spread %.1f%% over %u rounds "
+		       "(more than %.0f%%)%s\n",
+		       a + 1, c->spread_what, 100 * c->spread, o->rounds, 100 * o->max_spread,
+		       a + 1 < o->attempts ? "; measuring again" : "");
+	}
+	sweep_lab_down(&c->lab);
+	if (!ret) {
+		*pr = best;
+		pr->v[SPLIT_P_CAL_TIME] = (double)time(NULL);
+		pr->v[SPLIT_P_CAL_SPREAD] = best_spread;
+		if (best_spread > o->max_spread)
+			printf("calibration: NOISY: the quietest of %u attempts kept, its rounds "
+			       "spread %.1f%% (cal.spread in the profile)\n",
+			       o->attempts, 100 * best_spread);
+	}
+	free_models(c);
+	sweep_remove_dir(c->dir);
+	free(c);
+	return ret;
+}

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+/* A command's bad arguments: what is wrong, then its usage (exit status 2). */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cli/cmds.h"
+
+int cli_usage_error(const struct conf_cmd *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", c->prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return conf_usage_error(c);
+}

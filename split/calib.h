@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * split/calib.h — from packet-path measurements to the profile's load model: the curves that
+ * make the planner's own predictions (split_pipeline_predict) reproduce what was measured, and
+ * how far a calibration's rounds, or two calibrations, agree. `splitnic calibrate --packet`
+ * (cli/calibrate_packet.c) measures; this file only computes, so that tests can check it.
+ */
+#ifndef SPLIT_CALIB_H
+#define SPLIT_CALIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "split/split.h"
+
+/* One calibration model at one offered load: medians over the rounds (seconds, and shares of
+ * the offered requests). */
+struct split_cal_obs {
+	double rps, p50, p99, answered, fallback;
+};
+
+/*
+ * The three calibration series, each a model whose plan exercises one kind of server:
+ *   SPLIT_CAL_SYS:  a model without compute, all on the host (the path: front-end, kernel,
+ *                   both servers' packet handling);
+ *   SPLIT_CAL_HOST: a model whose compute keeps the host's core busy, all on the host;
+ *   SPLIT_CAL_NIC:  a co-processor plan whose NIC stage is the busy one.
+ * pl: its plan's servers (split_plan_pipeline with the profile's scalars already fitted);
+ * o[i]: measured at the grid's utilisation i of that kind of server (rps = u_i / its service).
+ */
+enum { SPLIT_CAL_SYS, SPLIT_CAL_HOST, SPLIT_CAL_NIC, SPLIT_CAL__COUNT };
+
+struct split_cal_series {
+	struct split_pipeline pl;
+	struct split_cal_obs o[SPLIT_GRID_MAX];
+};
+
+/* The service time whose utilisation series k is measured at (rps_i = grid_i / it). */
+double split_cal_service(const struct split_cal_series *s, unsigned k);
+
+/*
+ * Fit path.fixed_s and path.coproc_s (from the lowest load of the SYS and NIC series, where
+ * their p50 curves are 0 by definition; neither fixed delay below 0) and every curve of pr, point
+ * by point, so that each series' MODELED p50, p99 and shares at its measured loads equal the
+ * measurements: each value by bisection, the kinds in turn, three passes (each series also crosses
+ * the other kinds' servers). A measurement the model cannot reach within the curves' ranges (below
+ * the no-load time, say) leaves the curve at its bound. Then each curve is made monotone in the
+ * load (isotonic regression: waits and fallback never fall, answered shares never rise as the load
+ * rises). Returns the largest relative difference left between a MODELED and a MEASURED p50
+ * over the points.
+ */
+double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_CAL__COUNT]);
+
+/* The relative range (max - min) / median of n > 0 values; 0 for n < 2 or a median of 0. */
+double split_cal_range(const double *v, uint32_t n);
+
+/*
+ * A profile's figures that two calibrations of one machine must agree on (each a time or a
+ * rate that the planner's predictions rest on): path.fixed_s, path.nic_s, sys.s, host.req_s +
+ * host.scale x 100 us (the host's service of a 100 us stage), nic.stage_s, and the p50 excess of
+ * each kind of server at utilisation 0.55 (in seconds of a 100 us service).
+ */
+#define SPLIT_CAL_FIGURES 8
+void split_cal_figures(const struct split_profile *pr, double fig[SPLIT_CAL_FIGURES],
+		       const char **names);
+
+/*
+ * Compare two profiles' figures: prints each (a, b, relative difference) to f when f is not
+ * NULL, and returns the largest relative difference |a - b| / max(|a|, |b|) (figures under
+ * 1 us in both count as equal).
+ */
+double split_cal_compare(const struct split_profile *a, const struct split_profile *b, FILE *f);
+
+#endif /* SPLIT_CALIB_H */

@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Scores splitnic sweep --packet JSON reports against their MEASUREMENTS (never the model).
+
+usage: bench_split_score.py JSONL METHOD GROUP:SWEEP.json... [--cal-compare FILE]
+
+A case is a model at one link rate and offered load. Per case, from the measured points only:
+  - the measured best: goodput first (a split answering < 99% of what was offered never wins
+    on latency; if none answers 99%, the one answering most), then the lowest measured p50;
+    splits within max(3%, the rounds' spread) of it are tied best;
+  - a policy is within 5% when its split answers >= 99% and its measured p50 is within
+    max(5%, the rounds' spread) of the best (or, when no split answers 99%, it answers within
+    a point of the best share);
+  - policies: the planner (its choice from the model alone), always all-host, and
+    `plan --measure 3` replayed on the sweep's own measurements (the best measured of the
+    model's top 3, ties within the spread going to the model's order).
+Prediction errors: |MODELED - MEASURED| / MEASURED of the p50 over unsaturated points (MEASURED
+answered >= 99% and MODELED bottleneck utilisation < 0.95) and over all answered points; the
+answered share's error in points at every point.
+Figures are printed and appended to JSONL, one group (project, held-out) at a time.
+"""
+import json
+import statistics
+import sys
+
+MIN_ANS = 0.99
+
+
+def share(m):
+    return m["responses"] / m["requests"] if m["requests"] else 0.0
+
+
+def p50(m):
+    return m["p50_us"] if m["p50_us"] else None
+
+
+def spread(m):
+    return m.get("p50_spread") or 0.0
+
+
+def verdict(splits):
+    """(best split, goodput met, {name: within5}, {name: tied})"""
+    meas = {s["split"]: s["measured"] for s in splits}
+    ok = [n for n, m in meas.items() if share(m) >= MIN_ANS and p50(m)]
+    within, tie = {}, {}
+    if ok:
+        best = min(ok, key=lambda n: p50(meas[n]))
+        b = meas[best]
+        for n, m in meas.items():
+            good = n in ok
+            sp = max(spread(m), spread(b))
+            within[n] = good and p50(m) <= p50(b) * (1 + max(0.05, sp))
+            tie[n] = good and p50(m) <= p50(b) * (1 + max(0.03, sp))
+        return best, True, within, tie
+    best = max(meas, key=lambda n: share(meas[n]))
+    for n, m in meas.items():
+        within[n] = tie[n] = share(m) >= share(meas[best]) - 0.01
+    return best, False, within, tie
+
+
+def replay_measure(splits, ranking, k, tie_order=True):
+    """plan --measure k on the sweep's own points: the best measured of the model's top k."""
+    meas = {s["split"]: s["measured"] for s in splits}
+    top = [n for n in ranking if n in meas][:k]
+    best = None
+    for n in top:
+        m = meas[n]
+        if best is None:
+            best = n
+            continue
+        b = meas[best]
+        ok, bok = share(m) >= MIN_ANS and p50(m), share(b) >= MIN_ANS and p50(b)
+        if ok != bok:
+            best = n if ok else best
+        elif ok:
+            tol = max(0.03, spread(m), spread(b))
+            if p50(m) < p50(b) / (1 + tol):
+                best = n
+        elif share(m) > share(b):
+            best = n
+    return best
+
+
+def score(group, files):
+    cases = planner_ok = host_ok = meas3_ok = 0
+    errs_u, errs_all, ans_err, planner_errs, lines = [], [], [], [], []
+    for path in files:
+        j = json.load(open(path))
+        for r in j["rates"]:
+            for ld in r["loads"]:
+                splits = [s for s in ld["splits"] if s["measured"]["requests"]]
+                if not splits:
+                    continue
+                for s in splits:
+                    m, p = s["measured"], s["predicted"]
+                    ans_err.append(abs(p["answered_share"] - share(m)))
+                    if p50(m) and share(m) > 0:
+                        e = abs(p["p50_us"] - p50(m)) / p50(m)
+                        errs_all.append(e)
+                        if share(m) >= MIN_ANS and p["bottleneck_rho"] < 0.95:
+                            errs_u.append(e)
+                best, met, within, tie = verdict(splits)
+                names = {s["split"] for s in splits}
+                planner = ld["planner"]
+                cases += 1
+                pw = within.get(planner, False)
+                hw = within.get("all-host", False)
+                m3 = replay_measure(splits, ld.get("modeled_ranking", []), 3)
+                mw = within.get(m3, False) if m3 else False
+                planner_ok += pw
+                host_ok += hw
+                meas3_ok += mw
+                pm = next((s for s in splits if s["split"] == planner), None)
+                if pm and p50(pm["measured"]):
+                    planner_errs.append(abs(pm["predicted"]["p50_us"] - p50(pm["measured"])) /
+                                        p50(pm["measured"]))
+                gb = r["link_gbps"] if r["link_gbps"] is not None else "unshaped"
+                lines.append(f"  {j['model']:<22} {gb!s:>8} Gbit/s {ld['offered_rps']:8.0f}/s: best "
+                             f"{best}{'' if met else ' (none answers 99%)'}"
+                             f"{' (ties: ' + ', '.join(n for n in sorted(names) if tie[n] and n != best) + ')' if sum(tie.values()) > 1 else ''}; "
+                             f"planner {planner} {'ok' if pw else 'MISS' if planner in names else 'not measured'}; "
+                             f"all-host {'ok' if hw else 'miss'}; measure-3 {m3} {'ok' if mw else 'miss'}")
+    if not cases:
+        print(f"{group}: no cases")
+        return []
+    med = lambda v: 100 * statistics.median(v) if v else float("nan")
+    figs = [
+        (f"split_{group}_planner_within5", 100 * planner_ok / cases, "%"),
+        (f"split_{group}_all_host_within5", 100 * host_ok / cases, "%"),
+        (f"split_{group}_measure3_within5", 100 * meas3_ok / cases, "%"),
+        (f"split_{group}_pred_err_median_unsaturated", med(errs_u), "%"),
+        (f"split_{group}_pred_err_median_all", med(errs_all), "%"),
+        (f"split_{group}_pred_err_median_planner", med(planner_errs), "%"),
+        (f"split_{group}_answered_err_max", 100 * max(ans_err), "points"),
+        (f"split_{group}_cases", cases, "cases"),
+    ]
+    print(f"== {group}: {cases} cases (model, link rate, load)")
+    print("\n".join(lines))
+    print(f"planner (model only) within 5% of the measured best: {planner_ok} of {cases} "
+          f"({100 * planner_ok / cases:.0f}%, target >= 90% and more than all-host)")
+    print(f"always all-host within 5%: {host_ok} of {cases} ({100 * host_ok / cases:.0f}%)")
+    print(f"plan --measure 3 (replayed on the sweep's measurements) within 5%: {meas3_ok} of "
+          f"{cases} ({100 * meas3_ok / cases:.0f}%, target >= 95%)")
+    print(f"median |MODELED - MEASURED| / MEASURED p50: {med(errs_u):.1f}% over {len(errs_u)} "
+          f"unsaturated points (target <= 15%), {med(errs_all):.1f}% over {len(errs_all)} answered "
+          f"points, {med(planner_errs):.1f}% over the planner's choices")
+    print(f"answered share: MODELED within {100 * max(ans_err):.1f} points of MEASURED at every "
+          f"one of {len(ans_err)} points (target 5)")
+    return figs
+
+
+def main():
+    jsonl, method = sys.argv[1], sys.argv[2]
+    groups, cal = {}, None
+    args = sys.argv[3:]
+    while args:
+        a = args.pop(0)
+        if a == "--cal-compare":
+            cal = float(args.pop(0))
+            continue
+        g, f = a.split(":", 1)
+        groups.setdefault(g, []).append(f)
+    figs = []
+    for g, files in groups.items():
+        figs += score(g, files)
+    if cal is not None:
+        figs.append(("split_calibrations_largest_difference", cal, "%"))
+    with open(jsonl, "a") as f:
+        for name, v, unit in figs:
+            f.write(json.dumps({"name": name, "value": round(v, 2), "unit": unit,
+                                "method": method}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

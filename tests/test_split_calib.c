@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/*
+ * split/calib.c and the packet path's load model: the fit reproduces measurements made by a
+ * known profile (and recovers its curves), a profile's curves survive a save and a load, bad
+ * curve lines are refused with their line named, two calibrations are compared on the figures
+ * the planner rests on, and the MODELED capacity is where the answered share drops under 99%.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "split/calib.h"
+#include "split/split.h"
+
+/* The three calibration series' plans as calibrate --packet builds them, by hand. */
+static void series(struct split_cal_series s[SPLIT_CAL__COUNT], const struct split_profile *pr)
+{
+	const double host_s = pr->v[SPLIT_P_HOST_REQ], scale = pr->v[SPLIT_P_HOST_SCALE];
+
+	memset(s, 0, SPLIT_CAL__COUNT * sizeof(*s));
+	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++) {
+		s[k].pl.pr = pr;
+		s[k].pl.sys_s = pr->v[SPLIT_P_SYS_S] * (k == SPLIT_CAL_NIC ? 1.25 : 1);
+		s[k].pl.n = 1;
+		s[k].pl.srv[0] = (struct split_server){.name = "host",
+						       .own = k == SPLIT_CAL_HOST ? 80e-6 : 2e-6,
+						       .cap = 64,
+						       .kind = SPLIT_SRV_HOST};
+		s[k].pl.srv[0].s = host_s + scale * s[k].pl.srv[0].own;
+	}
+	s[SPLIT_CAL_NIC].pl.n = 2;
+	s[SPLIT_CAL_NIC].pl.srv[1] = (struct split_server){
+	    .name = "nic", .s = 120e-6, .own = 120e-6, .cap = 32, .kind = SPLIT_SRV_NIC};
+	s[SPLIT_CAL_NIC].pl.fb.on = true;
+	s[SPLIT_CAL_NIC].pl.fb.host = 0;
+	s[SPLIT_CAL_NIC].pl.fb.nic = 1;
+	s[SPLIT_CAL_NIC].pl.fb.own_back = 30e-6;
+	s[SPLIT_CAL_NIC].pl.fb.s_back = scale * 30e-6;
+}
+
+static void truth(struct split_profile *t)
+{
+	split_profile_default(t);
+	t->v[SPLIT_P_SYS_S] = 15e-6;
+	t->v[SPLIT_P_HOST_REQ] = 6e-6;
+	t->v[SPLIT_P_HOST_SCALE] = 1.2;
+	t->v[SPLIT_P_PATH_FIXED] = 40e-6;
+	t->v[SPLIT_P_PATH_COPROC] = 7e-6;
+	/* curves unlike the defaults: the waits 1.7 times M/D/1's, a NIC that falls back early */
+	for (uint32_t i = 0; i < t->n_grid; i++) {
+		const double u = t->grid[i];
+
+		t->curve[SPLIT_CV_SYS_P50][i] *= 1.7;
+		t->curve[SPLIT_CV_HOST_P50][i] *= 1.3;
+		t->curve[SPLIT_CV_HOST_P99][i] *= 0.8;
+		t->curve[SPLIT_CV_NIC_P50][i] *= 2.0;
+		t->curve[SPLIT_CV_NIC_FB][i] = u < 0.5 ? 0 : fmin(0.9, (u - 0.5) * 0.6);
+		t->curve[SPLIT_CV_HOST_ANS][i] = u < 0.9 ? 1 : fmax(0.3, 1 - (u - 0.9));
+	}
+	t->curve[SPLIT_CV_SYS_P50][0] = t->curve[SPLIT_CV_NIC_P50][0] = 0;
+}
+
+static void test_calib_fit_reproduces(void **state)
+{
+	struct split_profile t, f;
+	struct split_cal_series st[SPLIT_CAL__COUNT], sf[SPLIT_CAL__COUNT];
+	double worst;
+
+	(void)state;
+	truth(&t);
+	series(st, &t);
+	st[SPLIT_CAL_SYS].pl.fixed = st[SPLIT_CAL_HOST].pl.fixed = t.v[SPLIT_P_PATH_FIXED];
+	st[SPLIT_CAL_NIC].pl.fixed = t.v[SPLIT_P_PATH_FIXED] + t.v[SPLIT_P_PATH_COPROC];
+	/* "measure" with the true profile at the grid's utilisations of each kind */
+	split_profile_default(&f);
+	f.v[SPLIT_P_SYS_S] = t.v[SPLIT_P_SYS_S];
+	f.v[SPLIT_P_HOST_REQ] = t.v[SPLIT_P_HOST_REQ];
+	f.v[SPLIT_P_HOST_SCALE] = t.v[SPLIT_P_HOST_SCALE];
+	series(sf, &f);
+	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
+		for (uint32_t i = 0; i < t.n_grid; i++) {
+			const double rps = t.grid[i] / split_cal_service(&st[k], k);
+			struct split_load_pred p;
+
+			split_pipeline_predict(&st[k].pl, rps, &p);
+			sf[k].o[i] = (struct split_cal_obs){.rps = rps,
+							    .p50 = p.p50,
+							    .p99 = p.p99,
+							    .answered = p.answered,
+							    .fallback = p.fallback};
+		}
+	worst = split_cal_fit(&f, sf);
+	assert_true(worst < 0.01);
+	assert_true(fabs(f.v[SPLIT_P_PATH_FIXED] - 40e-6) < 0.5e-6);
+	assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] - 7e-6) < 0.5e-6);
+	/* below saturation (where a point moves the prediction) the curves are the true ones */
+	for (uint32_t i = 1; i < t.n_grid && t.grid[i] < 0.9; i++) {
+		assert_true(fabs(f.curve[SPLIT_CV_SYS_P50][i] - t.curve[SPLIT_CV_SYS_P50][i]) <
+			    0.02 * t.curve[SPLIT_CV_SYS_P50][i] + 1e-3);
+		assert_true(fabs(f.curve[SPLIT_CV_HOST_P50][i] - t.curve[SPLIT_CV_HOST_P50][i]) <
+			    0.02 * t.curve[SPLIT_CV_HOST_P50][i] + 1e-3);
+		assert_true(fabs(f.curve[SPLIT_CV_NIC_FB][i] - t.curve[SPLIT_CV_NIC_FB][i]) < 0.01);
+	}
+	/* a spike in one measurement (a descheduled round) leaves the curves monotone */
+	sf[SPLIT_CAL_HOST].o[3].p50 *= 4;
+	sf[SPLIT_CAL_SYS].o[2].answered = 0.5;
+	split_cal_fit(&f, sf);
+	for (uint32_t i = 1; i < f.n_grid; i++) {
+		assert_true(f.curve[SPLIT_CV_HOST_P50][i] >= f.curve[SPLIT_CV_HOST_P50][i - 1]);
+		assert_true(f.curve[SPLIT_CV_SYS_ANS][i] <= f.curve[SPLIT_CV_SYS_ANS][i - 1]);
+	}
+	assert_true(f.curve[SPLIT_CV_HOST_P50][3] > t.curve[SPLIT_CV_HOST_P50][3]);
+	/* and the predictions rise with the load */
+	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
+		for (uint32_t i = 1; i < f.n_grid && f.grid[i] < 0.9; i++) {
+			struct split_load_pred a, b;
+
+			split_pipeline_predict(&sf[k].pl, sf[k].o[i - 1].rps, &a);
+			split_pipeline_predict(&sf[k].pl, sf[k].o[i].rps, &b);
+			assert_true(b.p50 > a.p50 && b.p99 >= a.p99);
+		}
+}
+
+static int read_text(const char *text, struct split_profile *p, char *err, size_t len)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int ret;
+
+	assert_non_null(f);
+	ret = split_profile_read(f, "t.profile", p, err, len);
+	fclose(f);
+	return ret;
+}
+
+static void test_calib_profile_curves(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+	    {"curve.u = 0.5 0.2\n", "t.profile:1: curve.u: increasing"},
+	    {"curve.u = 0.1 0.5\ncurve.host.p50 = 1 2 3\n",
+	     "t.profile:2: curve.host.p50: 2 values"},
+	    {"curve.nic.fallback = 0 0 0 0 0 0 0 0 1.5\n", "curve.nic.fallback: values in 0..1"},
+	    {"curve.sys.p50 = 1 2 x\n", "t.profile:1: curve.sys.p50: 1 to 12 numbers"},
+	    {"curve.host.p50 = 0 0 0 0 0 0 0 0 0\ncurve.u = 0.5\n", "curve.u after"},
+	    {"curve.u = 0.5\ncurve.u = 0.6\n", "t.profile:2: curve.u given twice"},
+	};
+	char path[] = "/tmp/test-split-calib-XXXXXX", err[256];
+	struct split_profile a, b;
+	int fd;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		if (read_text(bad[i].text, &a, err, sizeof(err)) != -EINVAL ||
+		    !strstr(err, bad[i].want))
+			fail_msg("\"%s\": \"%s\", expected \"%s\"", bad[i].text, err, bad[i].want);
+	}
+	truth(&a);
+	a.v[SPLIT_P_CAL_TIME] = 1.7e9;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(split_profile_save(path, &a, "test"), 0);
+	assert_int_equal(split_profile_load(path, &b, err, sizeof(err)), 0);
+	unlink(path);
+	assert_int_equal(a.n_grid, b.n_grid);
+	for (uint32_t i = 0; i < a.n_grid; i++)
+		for (unsigned c = 0; c < SPLIT_CV__COUNT; c++)
+			assert_true(fabs(a.curve[c][i] - b.curve[c][i]) <=
+				    1e-5 * fabs(a.curve[c][i]) + 1e-9);
+	assert_true(split_cal_compare(&a, &b, NULL) < 1e-4);
+	/* between the points linear, past the last one a full queue and the fluid shares */
+	assert_true(fabs(split_curve_at(&a, SPLIT_CV_HOST_ANS, 3.0) -
+			 a.curve[SPLIT_CV_HOST_ANS][a.n_grid - 1] * a.grid[a.n_grid - 1] / 3) <
+		    1e-12);
+	assert_true(split_curve_at(&a, SPLIT_CV_HOST_P50, 5) ==
+		    a.curve[SPLIT_CV_HOST_P50][a.n_grid - 1]);
+}
+
+static void test_calib_compare(void **state)
+{
+	struct split_profile a, b;
+	double v[5] = {10, 11, 9, 10.5, 10};
+
+	(void)state;
+	truth(&a);
+	b = a;
+	assert_true(split_cal_compare(&a, &b, NULL) == 0);
+	b.v[SPLIT_P_PATH_FIXED] *= 1.25; /* 40 -> 50 us: 20% of the larger */
+	assert_true(fabs(split_cal_compare(&a, &b, NULL) - 0.2) < 1e-9);
+	b = a;
+	b.curve[SPLIT_CV_HOST_P50][3] *= 2; /* the excess at 0.55: twice */
+	assert_true(split_cal_compare(&a, &b, NULL) > 0.4);
+	assert_true(fabs(split_cal_range(v, 5) - 0.2) < 1e-12);
+	assert_true(split_cal_range(v, 1) == 0);
+}
+
+static void test_calib_capacity(void **state)
+{
+	struct split_profile pr;
+	struct split_cal_series s[SPLIT_CAL__COUNT];
+	struct split_load_pred p;
+	double cap;
+
+	(void)state;
+	truth(&pr);
+	series(s, &pr);
+	cap = split_pipeline_capacity(&s[SPLIT_CAL_HOST].pl, 0.99);
+	split_pipeline_predict(&s[SPLIT_CAL_HOST].pl, cap * 0.999, &p);
+	assert_true(p.answered >= 0.99);
+	split_pipeline_predict(&s[SPLIT_CAL_HOST].pl, cap * 1.01, &p);
+	assert_true(p.answered < 0.99);
+	split_pipeline_predict(&s[SPLIT_CAL_HOST].pl, 0, &p);
+	assert_true(fabs(p.throughput - cap) < 1e-9 * cap);
+	/* the fallback keeps answering past the NIC's saturation, until the host saturates */
+	cap = split_pipeline_capacity(&s[SPLIT_CAL_NIC].pl, 0.99);
+	assert_true(cap > 1 / s[SPLIT_CAL_NIC].pl.srv[1].s);
+	split_pipeline_predict(&s[SPLIT_CAL_NIC].pl, cap * 0.999, &p);
+	assert_true(p.fallback > 0.1 && p.by_nic + p.fallback > 0.99 - 1e-9);
+	assert_true(fabs(p.by_nic + p.fallback + p.shed - 1) < 1e-9);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_calib_fit_reproduces),
+	    cmocka_unit_test(test_calib_profile_curves),
+	    cmocka_unit_test(test_calib_compare),
+	    cmocka_unit_test(test_calib_capacity),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
