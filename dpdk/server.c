@@ -96,10 +96,11 @@ static int run_loop(const struct dpdk_server *s, void *srv, const struct dpdk_ru
 	const uint64_t t0 = rte_get_tsc_cycles();
 	const double ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
 	const uint64_t t_end = run->duration_s > 0 ? (uint64_t)(run->duration_s * 1e9) : UINT64_MAX;
-	struct dpdk_idle idle = {.sleep_us = run->idle_sleep_us};
+	struct dpdk_idle idle;
 	uint64_t now, hold_end = 0, drain_end = 0;
 	int sig = 0;
 
+	dpdk_idle_init(&idle, run->poll, run->idle_sleep_us);
 	for (;;) {
 		now = (uint64_t)((double)(rte_get_tsc_cycles() - t0) * ns_per_cyc);
 		if (unlikely(now >= t_end))

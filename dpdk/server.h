@@ -56,7 +56,8 @@ struct dpdk_run {
 	uint64_t drain_ns;	  /* the drain lasts at most this long ... */
 	uint64_t drain_hold_ns;	  /* ... and at least this long (HEALTH says draining) */
 	double duration_s;	  /* > 0: stop after this long */
-	uint32_t idle_sleep_us;	  /* the idle policy's sleep (0: busy-poll) */
+	uint32_t poll;		  /* the idle policy (dpdk/idle.h): enum dpdk_poll */
+	uint32_t idle_sleep_us;	  /* its longest sleep (0: busy-poll) */
 	const char *stats_file;	  /* the counters at exit (NULL: standard output) */
 	const char *metrics_port; /* the metrics endpoint's TCP port (NULL: none; dpdk/metrics.h) */
 	const char *metrics_addr; /* ... and address (NULL: every address) */

@@ -64,8 +64,9 @@ uint32_t host_inproc_step(struct host_app *a)
 int host_inproc_main(void *arg)
 {
 	struct host_app *a = arg;
-	struct dpdk_idle idle = {.sleep_us = a->o.idle_sleep_us};
+	struct dpdk_idle idle;
 
+	dpdk_idle_init(&idle, a->o.poll, a->o.idle_sleep_us);
 	while (!a->workers_stop)
 		dpdk_idle_after(&idle, host_inproc_step(a));
 	return 0;

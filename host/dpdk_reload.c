@@ -134,7 +134,7 @@ static int slot_load(struct host_reload *r, uint32_t k, const char *spec, const 
 
 	if (!dup)
 		return -ENOMEM;
-	ret = host_load_model(hm, dup, err, errlen);
+	ret = host_load_model(hm, dup, &a->o.batch, err, errlen);
 	free(dup);
 	if (ret) {
 		memset(hm, 0, sizeof(*hm));
@@ -226,7 +226,7 @@ static void reload_once(struct host_reload *r)
 	ret = 0;
 	for (uint32_t i = 0; !ret && i < o.n_models; i++) {
 		const char *spec = o.model_spec[i];
-		size_t plen = strcspn(spec, ":");
+		size_t plen = RTE_MIN(strcspn(spec, ":"), conf_batch_at(spec));
 		char path[4096];
 		struct stat st;
 		uint32_t k;
@@ -371,7 +371,8 @@ int host_reload_setup(struct host_app *a, char *err, size_t errlen)
 		const char *spec = a->o.model_spec[k];
 		char path[4096];
 
-		snprintf(path, sizeof(path), "%.*s", (int)strcspn(spec, ":"), spec);
+		snprintf(path, sizeof(path), "%.*s",
+			 (int)RTE_MIN(strcspn(spec, ":"), conf_batch_at(spec)), spec);
 		r->spec[k] = strdup(spec);
 		if (!r->spec[k] || stat(path, &r->st[k]))
 			memset(&r->st[k], 0, sizeof(r->st[k])); /* never the same file again */

@@ -92,7 +92,7 @@ void host_fallback(struct host_worker *w, struct host_req *r, enum host_fb_reaso
 	w->c[HOST_C_FB_FORCED + why]++;
 	r->state = HOST_RS_FALLBACK;
 	w->fb[k][w->nfb[k]++] = r;
-	if (w->nfb[k] == w->a->o.batch)
+	if (w->nfb[k] == w->st[k].max_batch)
 		run_fallbacks(w, k);
 }
 
@@ -116,19 +116,21 @@ static void hand_off(struct host_worker *w, struct host_req *r)
 				       : HOST_FB_WINDOW);
 }
 
-/* One batch of model k's queue through its host stages, if the batch is full or has waited
- * long enough; each request then handed off or answered. */
+/* One batch of model k's queue through its host stages (dynamic batching, conf/batch.h): what
+ * is queued, at most max_batch, once the batch is full or its oldest request has waited
+ * max_delay_ns; each request then handed off or answered. */
 static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
 {
 	struct host_app *a = w->a;
 	const struct host_model *hm = &a->hm[k];
 	struct host_req *reqs[HOST_MAX_BATCH];
 	struct host_rq *q = &w->q[k];
-	const uint32_t n = RTE_MIN(q->n, a->o.batch);
+	const uint32_t max = w->st[k].max_batch;
+	const uint32_t n = RTE_MIN(q->n, max);
 	uint64_t t0, t1;
 	int ret;
 
-	if (!n || (n < a->o.batch && now - q->r[q->head & q->mask]->t_queued < a->o.batch_wait_ns))
+	if (!n || (n < max && now - q->r[q->head & q->mask]->t_queued < hm->batch.max_delay_ns))
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		reqs[i] = q->r[(q->head + i) & q->mask];
@@ -262,8 +264,9 @@ int host_worker_main(void *arg)
 {
 	struct host_worker *w = arg;
 	struct host_app *a = w->a;
-	struct dpdk_idle idle = {.sleep_us = a->o.idle_sleep_us};
+	struct dpdk_idle idle;
 
+	dpdk_idle_init(&idle, a->o.poll, a->o.idle_sleep_us);
 	while (!a->workers_stop)
 		dpdk_idle_after(&idle, host_worker_step(w, host_now_ns(a)));
 	return 0;

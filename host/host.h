@@ -57,6 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf/batch.h"
 #include "exec/kexec.h"
 #include "kernels/kern.h"
 #include "protocol/frame.h"
@@ -94,6 +95,7 @@ struct host_model {
 	uint32_t classes;
 	uint32_t n_stages; /* the host stages, covering [0, split) in order */
 	struct host_plan_stage stage[KEXEC_PIPE_MAX];
+	struct conf_batch batch; /* its dynamic batching (the caller's to set) */
 };
 
 /*

@@ -351,7 +351,8 @@ void host_slot_fini(struct host_worker *w, uint32_t k);
 /* Slot k's histograms: those of its model's name (a new name takes the next free ones, the last
  * ones being shared by the names beyond HOST_MAX_HISTS). Before the slot is on. */
 void host_slot_hist(struct host_app *a, uint32_t k);
-int host_load_model(struct host_model *hm, char *spec, char *err, size_t errlen);
+int host_load_model(struct host_model *hm, char *spec, const struct conf_batch *batch, char *err,
+		    size_t errlen);
 
 /*
  * dpdk_reload.c: models loaded, replaced and unloaded while the workers run (SIGHUP, the

@@ -28,16 +28,21 @@
 
 /* --- models -------------------------------------------------------------------------------- */
 
-/* FILE[:MODE[:SPLIT]] -> a loaded, split model. */
-int host_load_model(struct host_model *hm, char *spec, char *err, size_t errlen)
+/* FILE[:MODE[:SPLIT]][,BATCHING] -> a loaded, split model (batching conf/batch.h's, batch the
+ * default). */
+int host_load_model(struct host_model *hm, char *spec, const struct conf_batch *batch, char *err,
+		    size_t errlen)
 {
 	char *mode_s = strchr(spec, ':'), *split_s = NULL, *plan_s = NULL;
 	uint32_t mode = HOST_MODE_COPROC, k = UINT32_MAX, n_hs = 0;
 	struct host_plan_stage hs[SPLIT_EX__COUNT];
 	struct split_plan plan;
+	struct conf_batch b = *batch;
 	struct model *m;
 	int ret;
 
+	if (conf_batch_suffix(spec, HOST_MAX_BATCH, &b, err, errlen))
+		return -EINVAL;
 	if (mode_s) {
 		*mode_s++ = 0;
 		split_s = strchr(mode_s, ':');
@@ -97,6 +102,7 @@ int host_load_model(struct host_model *hm, char *spec, char *err, size_t errlen)
 		}
 	}
 	ret = host_model_init(hm, m, mode, k, err, errlen);
+	hm->batch = b;
 	if (!ret && plan_s)
 		ret = host_model_set_stages(hm, hs, n_hs, err, errlen);
 	if (!ret)
@@ -126,7 +132,7 @@ static int load_models(struct host_app *a, uint32_t *max_in, uint32_t *max_act, 
 	for (uint32_t i = 0; i < a->o.n_models; i++) {
 		struct host_model *hm = &a->hm[i];
 
-		ret = host_load_model(hm, (char *)a->o.model_spec[i], err, errlen);
+		ret = host_load_model(hm, (char *)a->o.model_spec[i], &a->o.batch, err, errlen);
 		if (ret)
 			return ret;
 		a->n_models++;
@@ -136,12 +142,13 @@ static int load_models(struct host_app *a, uint32_t *max_in, uint32_t *max_act, 
 		*max_act = RTE_MAX(*max_act, hm->act_bytes);
 		*max_cls = RTE_MAX(*max_cls, hm->classes);
 		printf("host: model %s id %#x: %s, host ops 0..%u%s, input %s %ux%ux%u, %u "
-		       "classes\n",
+		       "classes, batches of %u at most (wait %lu us)\n",
 		       hm->m->name, hm->model_id, host_mode_name(hm->mode),
 		       hm->split ? hm->split - 1 : 0,
 		       hm->mode == HOST_MODE_HOST_ONLY ? " (whole model)" : ", the NIC the rest",
 		       hm->in_fmt == PROTO_FMT_U8 ? "u8" : "f32", hm->in_c, hm->in_h, hm->in_w,
-		       hm->classes);
+		       hm->classes, hm->batch.max_batch,
+		       (unsigned long)(hm->batch.max_delay_ns / 1000));
 		for (uint32_t s = 0; s < hm->n_stages; s++)
 			printf("host:   stage %u: %s ops %u..%u\n", s,
 			       kexec_kind_name(hm->stage[s].kind), hm->stage[s].first,
@@ -194,7 +201,7 @@ int host_slot_setup(struct host_app *a, struct host_worker *w, uint32_t k, char 
 			 a->hm[k].m->name);
 		return -ENOMEM;
 	}
-	ret = host_stage_init(&w->st[k], &a->hm[k], a->o.batch, err, errlen);
+	ret = host_stage_init(&w->st[k], &a->hm[k], a->hm[k].batch.max_batch, err, errlen);
 	if (ret)
 		return ret;
 	if (a->hm[k].mode == HOST_MODE_COPROC) {
@@ -349,8 +356,8 @@ static int host_setup(void *srv, char *err, size_t errlen)
 	       "per worker: %u slots, queue %u per model, NIC window %u, timeout %lu us, batch %u "
 	       "(wait %lu us); UDP checksums %s\n",
 	       a->n_workers, a->port, a->nq, a->spread_by, a->w[0].tab.slots, a->o.queue,
-	       a->o.window, (unsigned long)(a->o.nic_timeout_ns / 1000), a->o.batch,
-	       (unsigned long)(a->o.batch_wait_ns / 1000),
+	       a->o.window, (unsigned long)(a->o.nic_timeout_ns / 1000), a->o.batch.max_batch,
+	       (unsigned long)(a->o.batch.max_delay_ns / 1000),
 	       a->udp_offload ? "offloaded to the port" : "in software, from templates");
 	return 0;
 }
@@ -409,6 +416,7 @@ static int host_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 		kern_precision_set_default(kern_precision_from_name(a->o.precision));
 	*run = (struct dpdk_run){.drain_ns = a->o.drain_ns,
 				 .drain_hold_ns = a->o.drain_hold_ns,
+				 .poll = a->o.poll,
 				 .idle_sleep_us = a->o.idle_sleep_us,
 				 .stats_file = a->o.stats_file,
 				 .metrics_port = a->o.metrics_port,

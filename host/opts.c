@@ -13,7 +13,8 @@
 
 static const struct conf_opt host_rows[] = {
     CONF_LIST_ROW("model", "FILE[:MODE[:SPLIT]]", struct host_opts, model_spec, n_models,
-		  "a model (up to 8); MODE coproc|host-only|fallback, SPLIT an op or a plan file"),
+		  "a model (up to 8); MODE coproc|host-only|fallback, SPLIT an op or a plan file; "
+		  "its own batching after it: ,max-batch=N,max-queue-delay-us=US"),
     CONF_IPV4_ROW("ip", "A.B.C.D", struct host_opts, ip, NULL,
 		  "the address the front-ends send to (splitnic-nic's --ip; required)"),
     CONF_INT_ROW("port", "UDP", struct host_opts, udp_port, 1, 65535, "21326",
@@ -26,10 +27,15 @@ static const struct conf_opt host_rows[] = {
 		 "ACTIVATIONs in flight to the NIC per worker and model"),
     CONF_INT_ROW("queue", "N", struct host_opts, queue, 1, 65536, "64",
 		 "requests waiting per worker and model (full: ERROR busy)"),
-    CONF_INT_ROW("batch", "MAX", struct host_opts, batch, 1, HOST_MAX_BATCH, "1",
-		 "requests per batch of the host stages"),
-    CONF_SCALED_ROW("batch-wait-us", "US", struct host_opts, batch_wait_ns, 0, 1000000, 1000, "0",
-		    "how long a batch waits to fill"),
+    CONF_INT_ROW("max-batch", "N", struct host_opts, batch.max_batch, 1, HOST_MAX_BATCH, "1",
+		 "requests of a model run as one batch of the host stages, at most"),
+    CONF_SCALED_ROW("max-queue-delay-us", "US", struct host_opts, batch.max_delay_ns, 0,
+		    CONF_BATCH_MAX_DELAY_US, 1000, "0",
+		    "how long a request waits for a batch to fill (0: never)"),
+    CONF_INT_ROW("batch", "N", struct host_opts, batch.max_batch, 1, HOST_MAX_BATCH, NULL,
+		 "the same as --max-batch"),
+    CONF_SCALED_ROW("batch-wait-us", "US", struct host_opts, batch.max_delay_ns, 0,
+		    CONF_BATCH_MAX_DELAY_US, 1000, NULL, "the same as --max-queue-delay-us"),
     CONF_CIDR_LIST_ROW(
 	"allow", "CIDR", struct host_opts, trust.allow, trust.n_allow,
 	"front-ends answered (repeatable; default: all, no reply larger than its request)"),
@@ -39,8 +45,11 @@ static const struct conf_opt host_rows[] = {
 		    "at SIGINT/SIGTERM, at most MS to finish the requests in hand"),
     CONF_SCALED_ROW("drain-hold-ms", "MS", struct host_opts, drain_hold_ns, 0, 600000, 1000000, "0",
 		    "and at least MS answering HEALTH as draining (a balancer's check sees it)"),
-    CONF_INT_ROW("idle-sleep-us", "US", struct host_opts, idle_sleep_us, 0, 100000, "0",
-		 "an idle worker sleeps (a shared core)"),
+    CONF_ENUM_ROW(
+	"poll", "adaptive|busy", struct host_opts, poll, "adaptive",
+	"idle lcores: busy-poll a while, then sleep (docs/operator-guide.md), or always poll"),
+    CONF_INT_ROW("idle-sleep-us", "US", struct host_opts, idle_sleep_us, 0, 1000000, "10000",
+		 "--poll adaptive: the longest sleep of an idle lcore (0: never sleeps)"),
     CONF_INT_ROW("error-rate", "N", struct host_opts, error_rate, 0, 10000000, "10000",
 		 "ERRORs per second per front-end and worker, at most (0: no limit)"),
     CONF_INT_ROW("queues", "N", struct host_opts, queues, 1, HOST_MAX_WORKERS, NULL,
@@ -66,19 +75,23 @@ static const struct conf_cmd host_cmd = {
 	     host_rows, 0, 0, NULL),
     .notes = CONF_SERVER_NOTES(HOST_PROG)};
 
-/* A [model NAME] section's file, mode, split -> --model FILE[:MODE[:SPLIT]]. */
+/* A [model NAME] section's file, mode, split, batching -> --model FILE[:MODE[:SPLIT]][,...]. */
 static int host_model_spec(const char *const *v, char *out, size_t outlen)
 {
 	int n = snprintf(out, outlen, "%s%s%s%s%s", v[0], v[1] || v[2] ? ":" : "", v[1] ? v[1] : "",
 			 v[2] ? ":" : "", v[2] ? v[2] : "");
 
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG
+					    : conf_batch_spec(v[3], v[4], out, outlen);
 }
 
-static const struct conf_model_key host_model_keys[] = {
-    {"file", true}, {"mode", false}, {"split", false}};
+static const struct conf_model_key host_model_keys[] = {{"file", true},
+							{"mode", false},
+							{"split", false},
+							{"max-batch", false},
+							{"max-queue-delay-us", false}};
 
-const struct conf_server host_conf = {&host_cmd, host_model_keys, 3, host_model_spec};
+const struct conf_server host_conf = {&host_cmd, host_model_keys, 5, host_model_spec};
 
 int host_opts_parse(struct host_opts *o, int argc, char **argv)
 {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf/batch.h"
 #include "conf/conf.h"
 #include "host/host.h"
 #include "protocol/trust.h"
@@ -22,15 +23,15 @@ struct host_opts {
 	uint64_t nic_timeout_ns;
 	uint32_t window;
 	uint32_t queue;
-	uint32_t batch;
-	uint64_t batch_wait_ns;
+	struct conf_batch batch;      /* every model's, unless its --model value says otherwise */
 	struct proto_trust_cfg trust; /* --allow; the rate from error_rate at set-up */
 	uint32_t payload;
 	uint64_t drain_ns;
 	uint64_t drain_hold_ns; /* the drain lasts at least this long (HEALTH says draining) */
-	uint32_t idle_sleep_us;
-	uint32_t error_rate; /* ERRORs per second per source and worker; 0: no limit */
-	uint32_t queues;     /* RX/TX queue pairs asked for; 0: as many as fit */
+	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
+	uint32_t idle_sleep_us; /* its longest sleep */
+	uint32_t error_rate;	/* ERRORs per second per source and worker; 0: no limit */
+	uint32_t queues;	/* RX/TX queue pairs asked for; 0: as many as fit */
 	const char *stats_file;
 	const char *metrics_port, *metrics_addr; /* the metrics endpoint (dpdk/metrics.h) */
 	const char *name;			 /* --name: the HEALTH identity */

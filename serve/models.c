@@ -17,17 +17,19 @@
 #include "serve/models.h"
 #include "serve/serve.h"
 
-/* A [model NAME] section's file and id -> --model [ID=]FILE. */
+/* A [model NAME] section's file, id and batching -> --model [ID=]FILE[,BATCHING]. */
 static int serve_model_spec(const char *const *v, char *out, size_t outlen)
 {
 	int n = snprintf(out, outlen, "%s%s%s", v[1] ? v[1] : "", v[1] ? "=" : "", v[0]);
 
-	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG
+					    : conf_batch_spec(v[2], v[3], out, outlen);
 }
 
-static const struct conf_model_key serve_model_keys[] = {{"file", true}, {"id", false}};
+static const struct conf_model_key serve_model_keys[] = {
+    {"file", true}, {"id", false}, {"max-batch", false}, {"max-queue-delay-us", false}};
 
-static const struct conf_server serve_conf = {&cmd_serve_spec, serve_model_keys, 2,
+static const struct conf_server serve_conf = {&cmd_serve_spec, serve_model_keys, 4,
 					      serve_model_spec};
 
 int serve_opts_read(int argc, char **argv, struct serve_opts *o, struct conf_args *hold)
@@ -86,18 +88,27 @@ int serve_opts_read(int argc, char **argv, struct serve_opts *o, struct conf_arg
 	return 0;
 }
 
-/* [ID=]FILE into t->sm[t->n_models]: the model, its executor (ops [0, n) on the CPU) and its
- * buffers. */
-static int table_add(struct serve_table *t, const char *spec, uint32_t payload)
+/* [ID=]FILE[,BATCHING] into t->sm[t->n_models]: the model, its executor (ops [0, n) on the
+ * CPU), its batch (conf/batch.h; batch the default) and its buffers. */
+static int table_add(struct serve_table *t, const char *given, const struct conf_batch *batch,
+		     uint32_t payload)
 {
 	struct serve_model *s = &t->sm[t->n_models];
-	const char *eq = strchr(spec, '='), *path = eq ? eq + 1 : spec;
-	char err[512];
+	struct conf_batch b = *batch;
+	const char *eq, *path;
+	char spec[4096], err[512];
 
 	if (t->n_models == SERVE_MAX_MODELS) {
 		fprintf(stderr, "serve: at most %d models\n", SERVE_MAX_MODELS);
 		return -EINVAL;
 	}
+	snprintf(spec, sizeof(spec), "%s", given);
+	if (conf_batch_suffix(spec, SERVE_MAX_BATCH, &b, err, sizeof(err))) {
+		fprintf(stderr, "serve: %s\n", err);
+		return -EINVAL;
+	}
+	eq = strchr(spec, '=');
+	path = eq ? eq + 1 : spec;
 	s->m = model_load(path, err, sizeof(err));
 	if (!s->m) {
 		fprintf(stderr, "serve: %s\n", err);
@@ -146,20 +157,20 @@ static int table_add(struct serve_table *t, const char *spec, uint32_t payload)
 	snprintf(t->health[t->n_models - 1].name, sizeof(t->health[0].name), "%.*s",
 		 (int)PROTO_HEALTH_NAME_LEN, s->m->name);
 	if (kexec_open(&s->x, &kexec_cpu_ops, NULL, err, sizeof(err)) ||
-	    kexec_load(&s->x, s->m, 0, s->m->n_layers, 1, err, sizeof(err))) {
+	    kexec_load(&s->x, s->m, 0, s->m->n_layers, b.max_batch, err, sizeof(err))) {
 		fprintf(stderr, "serve: %s\n", err);
 		return -EINVAL;
 	}
-	s->in = aligned_alloc(64, (s->in_bytes + 63) / 64 * 64);
-	s->scores = calloc(s->classes, sizeof(double));
 	s->body = malloc((size_t)s->classes * 8);
-	if (!s->in || !s->scores || !s->body) {
+	if (serve_batch_init(&s->b, &b, s->in_bytes, s->classes) || !s->body) {
 		fprintf(stderr, "serve: out of memory\n");
 		return -ENOMEM;
 	}
-	printf("serve: model %s id 0x%08x: %s %ux%ux%u -> %u classes, %u ops on the CPU\n",
+	printf("serve: model %s id 0x%08x: %s %ux%ux%u -> %u classes, %u ops on the CPU, batches "
+	       "of %u at most (wait %lu us)\n",
 	       s->m->name, s->id, proto_fmt_name(s->in_fmt), s->m->input.c, s->m->input.h,
-	       s->m->input.w, s->classes, s->m->n_layers);
+	       s->m->input.w, s->classes, s->m->n_layers, b.max_batch,
+	       (unsigned long)(b.max_delay_ns / 1000));
 	return 0;
 }
 
@@ -173,7 +184,7 @@ struct serve_table *serve_table_load(const struct serve_opts *o, uint32_t payloa
 	}
 	t->version = version;
 	for (uint32_t k = 0; k < o->n_models; k++)
-		if (table_add(t, o->models[k], payload)) {
+		if (table_add(t, o->models[k], &o->batch, payload)) {
 			serve_table_free(t);
 			return NULL;
 		}
@@ -188,8 +199,7 @@ void serve_table_free(struct serve_table *t)
 	for (uint32_t k = 0; k < t->n_models; k++) {
 		kexec_close(&t->sm[k].x);
 		model_free(t->sm[k].m);
-		free(t->sm[k].in);
-		free(t->sm[k].scores);
+		serve_batch_fini(&t->sm[k].b);
 		free(t->sm[k].body);
 	}
 	free(t);

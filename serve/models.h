@@ -24,13 +24,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf/batch.h"
 #include "conf/conf.h"
 #include "exec/kexec.h"
 #include "metrics/metrics.h"
 #include "protocol/proto.h"
 #include "protocol/trust.h"
+#include "serve/batch.h"
 
 #define SERVE_MAX_MODELS 8
+#define SERVE_MAX_BATCH	 64
 
 /* The latency histograms of a model: the stages of a request in serve. */
 enum serve_stage { SERVE_H_TOTAL = 0, SERVE_H_QUEUE, SERVE_H_COMPUTE, SERVE_H__COUNT };
@@ -40,8 +43,7 @@ struct serve_model {
 	struct kexec x;
 	uint32_t id, in_fmt, in_bytes, in_count, classes;
 	uint32_t resp_bytes;	/* the RESPONSE's UDP payload bytes, all datagrams */
-	void *in;		/* in_bytes, 64-byte aligned: the executor's input */
-	double *scores;		/* classes */
+	struct serve_batch b;	/* its requests waiting for the executor (serve/batch.h) */
 	uint8_t *body;		/* classes * 8: the RESPONSE's data section */
 	struct metrics_log2 *h; /* SERVE_H__COUNT histograms: its name's (serve_hist) */
 };
@@ -70,13 +72,14 @@ struct serve_opts {
 	const char *precision; /* of the float layers */
 	struct proto_trust_cfg trust;
 	long payload, err_rate, err_burst;
+	struct conf_batch batch; /* every model's, unless its --model value says otherwise */
 };
 
 /*
  * argv (from the verb's name) into o, --config FILE read (its [server] keys and [model NAME]
- * sections, keys file and id; the command line wins, and its --model leaves the file's models
- * out). The strings o points to live in *hold until conf_args_free(hold). 0, or -EINVAL after a
- * message on stderr.
+ * sections, keys file, id, max-batch and max-queue-delay-us; the command line wins, and its --model
+ * leaves the file's models out). The strings o points to live in *hold until conf_args_free(hold).
+ * 0, or -EINVAL after a message on stderr.
  */
 int serve_opts_read(int argc, char **argv, struct serve_opts *o, struct conf_args *hold);
 

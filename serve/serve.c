@@ -43,6 +43,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,7 +93,8 @@
 	X(ERRORS_LIMITED, "errors_rate_limited")                                                   \
 	X(HEALTH_ANSWERED, "health_answered")                                                      \
 	X(HEALTH_DROPPED, "health_dropped")                                                        \
-	X(REFUSED_LARGER, "refused_larger_reply")
+	X(REFUSED_LARGER, "refused_larger_reply")                                                  \
+	X(BATCHES, "batches")
 
 #define SC_ENUM(id, name) SC_##id,
 #define SC_NAME(id, name) name,
@@ -198,18 +200,18 @@ static void serve_error(struct serve *sv, const struct serve_src *src, uint32_t 
 	sv->c[SC_ERRORS_SENT]++;
 }
 
-/* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, run,
- * answered. */
+static void serve_run(struct serve *sv, struct serve_model *s);
+
+/* A complete REQUEST: checked against the model, its RESPONSE by the trust policy, queued for
+ * its model's batch (run when full, or by the loop: serve_run_due). */
 static void serve_request(struct serve *sv, const struct proto_msg *m, const uint8_t *data,
 			  const struct serve_src *src, uint64_t t_in)
 {
 	struct serve_model *s = serve_table_find(sv->tab, m->model_id);
 	enum proto_trust_verdict v;
-	struct proto_msg resp;
-	struct proto_frag f;
-	uint64_t t_run, t_done;
-	uint32_t cls = 0, cap;
-	int n;
+	struct serve_req *r;
+	uint32_t cap;
+	void *in;
 
 	sv->c[SC_REQUESTS]++;
 	if (!s) {
@@ -232,39 +234,16 @@ static void serve_request(struct serve *sv, const struct proto_msg *m, const uin
 				    "reply larger than the request: front-end not allowed");
 		return;
 	}
-	memcpy(s->in, data, s->in_bytes);
-	t_run = lat_now_ns();
-	if (kexec_run(&s->x, s->in, 1, s->scores)) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
-			    SC_ERR_INTERNAL, "executor failed");
-		return;
-	}
-	t_done = lat_now_ns();
-	metrics_log2_add(&s->h[SERVE_H_QUEUE], t_run - t_in);
-	metrics_log2_add(&s->h[SERVE_H_COMPUTE], t_done - t_run);
-	for (uint32_t k = 0; k < s->classes; k++) {
-		proto_le_put_f64(s->body + 8 * k, s->scores[k]);
-		if (s->scores[k] > s->scores[cls])
-			cls = k;
-	}
-	proto_msg_init(&resp, PROTO_RESPONSE, m->model_id, m->request_id);
-	resp.resp.cls = cls;
-	resp.resp.num_classes = (uint16_t)s->classes;
-	resp.resp.score_fmt = PROTO_FMT_F64;
-	resp.resp.executors = PROTO_EX_CPU;
-	resp.resp.t_ns[PROTO_T_QUEUE] = (uint32_t)(t_run - t_in);
-	resp.resp.t_ns[PROTO_T_HOST] = (uint32_t)(t_done - t_run);
-	resp.resp.t_ns[PROTO_T_TX] = (uint32_t)(lat_now_ns() - t_done);
-	resp.resp.t_ns[PROTO_T_TOTAL] = (uint32_t)(lat_now_ns() - t_in);
-	if (proto_frag_init(&f, &resp, s->body, (size_t)s->classes * 8, sv->payload)) {
-		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_INTERNAL, 0,
-			    SC_ERR_INTERNAL, "response does not fit");
-		return;
-	}
-	while ((n = proto_frag_next(&f, sv->out, sv->payload)) > 0)
-		serve_send(sv, src->sa, src->len, n);
-	sv->c[SC_ANSWERED]++;
-	metrics_log2_add(&s->h[SERVE_H_TOTAL], lat_now_ns() - t_in);
+	r = serve_batch_slot(&s->b, &in);
+	memcpy(in, data, s->in_bytes);
+	memcpy(&r->to, src->sa, src->len);
+	r->tolen = src->len;
+	r->model_id = m->model_id;
+	r->request_id = m->request_id;
+	r->in_bytes = src->in_bytes;
+	r->t_in = t_in;
+	if (serve_batch_add(&s->b))
+		serve_run(sv, s);
 }
 
 /* The source of a datagram of len bytes: its address for the rate limit and the allow-list, a
@@ -296,6 +275,94 @@ static void serve_source(const struct serve *sv, const struct sockaddr *a, sockl
 			src->ip ^= proto_get32(a6->s6_addr + i);
 	}
 	src->v6 = !v4;
+}
+
+/* The RESPONSE to r from its scores (its batch ran from t_run to t_done). */
+static void serve_answer(struct serve *sv, struct serve_model *s, const struct serve_req *r,
+			 const struct serve_src *src, const double *scores, uint64_t t_run,
+			 uint64_t t_done)
+{
+	struct proto_msg resp;
+	struct proto_frag f;
+	uint32_t cls = 0;
+	int n;
+
+	metrics_log2_add(&s->h[SERVE_H_QUEUE], t_run - r->t_in);
+	metrics_log2_add(&s->h[SERVE_H_COMPUTE], t_done - t_run);
+	for (uint32_t k = 0; k < s->classes; k++) {
+		proto_le_put_f64(s->body + 8 * k, scores[k]);
+		if (scores[k] > scores[cls])
+			cls = k;
+	}
+	proto_msg_init(&resp, PROTO_RESPONSE, r->model_id, r->request_id);
+	resp.resp.cls = cls;
+	resp.resp.num_classes = (uint16_t)s->classes;
+	resp.resp.score_fmt = PROTO_FMT_F64;
+	resp.resp.executors = PROTO_EX_CPU;
+	resp.resp.t_ns[PROTO_T_QUEUE] = (uint32_t)(t_run - r->t_in);
+	resp.resp.t_ns[PROTO_T_HOST] = (uint32_t)(t_done - t_run);
+	resp.resp.t_ns[PROTO_T_TX] = (uint32_t)(lat_now_ns() - t_done);
+	resp.resp.t_ns[PROTO_T_TOTAL] = (uint32_t)(lat_now_ns() - r->t_in);
+	if (proto_frag_init(&f, &resp, s->body, (size_t)s->classes * 8, sv->payload)) {
+		serve_error(sv, src, r->model_id, r->request_id, PROTO_ERR_INTERNAL, 0,
+			    SC_ERR_INTERNAL, "response does not fit");
+		return;
+	}
+	while ((n = proto_frag_next(&f, sv->out, sv->payload)) > 0)
+		serve_send(sv, src->sa, src->len, n);
+	sv->c[SC_ANSWERED]++;
+	metrics_log2_add(&s->h[SERVE_H_TOTAL], lat_now_ns() - r->t_in);
+}
+
+/* Model s's batch (serve/batch.h) through its executor, each request answered. */
+static void serve_run(struct serve *sv, struct serve_model *s)
+{
+	struct serve_batch *b = &s->b;
+	struct serve_src src;
+	uint64_t t_run, t_done;
+	int ret;
+
+	t_run = lat_now_ns();
+	ret = serve_batch_run(b, &s->x);
+	t_done = lat_now_ns();
+	sv->c[SC_BATCHES]++;
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct serve_req *r = &b->req[i];
+
+		serve_source(sv, (const struct sockaddr *)&r->to, r->tolen, r->in_bytes, &src);
+		if (ret)
+			serve_error(sv, &src, r->model_id, r->request_id, PROTO_ERR_INTERNAL, 0,
+				    SC_ERR_INTERNAL, "executor failed");
+		else
+			serve_answer(sv, s, r, &src, b->scores + (size_t)i * s->classes, t_run,
+				     t_done);
+	}
+	b->n = 0;
+}
+
+/* Whether fd has a datagram before wait_ns pass (false also when a signal came). */
+static bool serve_readable(int fd, uint64_t wait_ns)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	struct timespec ts = {(time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u)};
+
+	return ppoll(&p, 1, &ts, NULL) > 0;
+}
+
+/* The batches due now run; the time until the next one is due (UINT64_MAX: none waits). */
+static uint64_t serve_run_due(struct serve *sv, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (uint32_t k = 0; k < sv->tab->n_models; k++) {
+		uint64_t w = serve_batch_wait_ns(&sv->tab->sm[k].b, now);
+
+		if (!w)
+			serve_run(sv, &sv->tab->sm[k]);
+		else if (w < next)
+			next = w;
+	}
+	return next;
 }
 
 /* A HEALTH probe for any role or serve's: the report, never longer than the probe. */
@@ -581,7 +648,13 @@ static const char *serve_not_ready(void *arg)
 
 static const struct conf_opt serve_opts[] = {
     CONF_LIST_ROW("model", "[ID=]MODEL", struct serve_opts, models, n_models,
-		  "a model, its id ID or its name's (up to 8)"),
+		  "a model, its id ID or its name's (up to 8); its own batching after it: "
+		  ",max-batch=N,max-queue-delay-us=US"),
+    CONF_INT_ROW("max-batch", "N", struct serve_opts, batch.max_batch, 1, SERVE_MAX_BATCH, "1",
+		 "requests of a model run as one batch, at most"),
+    CONF_SCALED_ROW("max-queue-delay-us", "US", struct serve_opts, batch.max_delay_ns, 0,
+		    CONF_BATCH_MAX_DELAY_US, 1000, "0",
+		    "how long a request waits for a batch to fill (0: never)"),
     CONF_STR_ROW("bind", "ADDR", SERVE_OPT(bind), "0.0.0.0", "the address to listen on"),
     CONF_PORT_ROW("port", "P", SERVE_OPT(port), "21326", "its UDP port"),
     CONF_LONG_ROW("payload", "BYTES", SERVE_OPT(payload), 256, 65507, "1400",
@@ -627,7 +700,7 @@ int cmd_serve(int argc, char **argv)
 	struct metrics_http *http = NULL;
 	uint8_t *rx = NULL;
 	uint32_t held = 0;
-	uint64_t expired = 0;
+	uint64_t expired = 0, wait = UINT64_MAX;
 	struct serve *sv;
 	int ret = 1;
 
@@ -716,13 +789,18 @@ int cmd_serve(int argc, char **argv)
 			       serve_stop == SIGINT ? "SIGINT" : "SIGTERM", held);
 			fflush(stdout);
 		}
-		if (sv->draining && !st.in_use)
+		if (sv->draining && !st.in_use && wait == UINT64_MAX)
 			break;
 		if (serve_hup) {
 			serve_hup = 0;
 			serve_reloader_ask(&sv->reload);
 		}
-		serve_swap(sv);
+		if (wait == UINT64_MAX) /* no request waits in a batch of the old table */
+			serve_swap(sv);
+		else if (!serve_readable(sv->fd, wait)) {
+			wait = serve_run_due(sv, lat_now_ns());
+			continue;
+		}
 		for (uint32_t i = 0; i < SERVE_BURST; i++)
 			mm[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		n = recvmmsg(sv->fd, mm, SERVE_BURST, MSG_WAITFORONE, NULL);
@@ -737,6 +815,7 @@ int cmd_serve(int argc, char **argv)
 			serve_datagram(sv, iov[i].iov_base, mm[i].msg_len,
 				       (const struct sockaddr *)&from[i], mm[i].msg_hdr.msg_namelen,
 				       sv->now);
+		wait = serve_run_due(sv, lat_now_ns());
 	}
 	ret = 0;
 	expired = st.expired - expired;

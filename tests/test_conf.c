@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "conf/batch.h"
 #include "conf/conf.h"
 #include "conf/opts.h"
 #include "host/opts.h"
@@ -474,6 +475,47 @@ static void test_conf_opts_help_arg(void **state)
 	assert_string_equal(conf_help_arg(3, d, false), "--version");
 }
 
+/* A model's batching: the --model suffix, a [model NAME] section's keys, the host's options. */
+static void test_conf_batch(void **state)
+{
+	struct conf_batch b = {4, 7000};
+	char spec[128], out[1024], err[256];
+	struct host_opts o;
+	char *argv[] = {
+	    "splitnic-host",	    "--model", "m.snm", "--ip", "10.0.0.1", "--batch", "3",
+	    "--max-queue-delay-us", "50",      NULL};
+
+	snprintf(spec, sizeof(spec), "/m/a,b.snm:host-only:3");
+	assert_int_equal(conf_batch_suffix(spec, 64, &b, err, sizeof(err)), 0);
+	assert_string_equal(spec, "/m/a,b.snm:host-only:3");
+	assert_int_equal(b.max_batch, 4);
+	assert_int_equal(b.max_delay_ns, 7000);
+	snprintf(spec, sizeof(spec), "7=m.snm,max-queue-delay-us=200,max-batch=16");
+	assert_int_equal(conf_batch_suffix(spec, 64, &b, err, sizeof(err)), 0);
+	assert_string_equal(spec, "7=m.snm");
+	assert_int_equal(b.max_batch, 16);
+	assert_int_equal(b.max_delay_ns, 200000);
+	snprintf(spec, sizeof(spec), "m.snm,max-batch=65");
+	assert_int_equal(conf_batch_suffix(spec, 64, &b, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err,
+			    "--model m.snm,max-batch=65: max-batch: an integer in 1..64, got '65'");
+	assert_int_equal(b.max_batch, 16);
+	snprintf(spec, sizeof(spec), "m.snm,max-batch=2,fast");
+	assert_int_equal(conf_batch_suffix(spec, 64, &b, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "',fast': after the model only"));
+
+	write_conf("[model cnn]\nfile = /m/bcnn.snm\nmode = host-only\nmax-batch = 8\n"
+		   "max-queue-delay-us = 100\n");
+	assert_int_equal(
+	    run(&host_conf, "splitnic-host --config %s", out, sizeof(out), err, sizeof(err)), 0);
+	assert_string_equal(out,
+			    "splitnic-host -- "
+			    "--model=/m/bcnn.snm:host-only,max-batch=8,max-queue-delay-us=100");
+	assert_int_equal(host_opts_parse(&o, 9, argv), 0);
+	assert_int_equal(o.batch.max_batch, 3);
+	assert_int_equal(o.batch.max_delay_ns, 50000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -487,6 +529,7 @@ int main(void)
 	    cmocka_unit_test(test_conf_double),
 	    cmocka_unit_test(test_conf_opts_help),
 	    cmocka_unit_test(test_conf_opts_help_arg),
+	    cmocka_unit_test_setup_teardown(test_conf_batch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

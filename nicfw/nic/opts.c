@@ -41,8 +41,11 @@ static const struct conf_opt nic_rows[] = {
 		  "copy each RESPONSE to an ACTIVATION to the host (co-processor mode)"),
     CONF_TEXT_ROW("name", "NAME", offsetof(struct nic_opts, name), PROTO_HEALTH_IDENT_LEN, NULL,
 		  "its identity in HEALTH reports (default splitnic-nic@IP)"),
-    CONF_INT_ROW("idle-sleep-us", "US", struct nic_opts, idle_sleep_us, 0, 100000, "0",
-		 "an idle packet loop sleeps (a shared core)"),
+    CONF_ENUM_ROW("poll", "adaptive|busy", struct nic_opts, poll, "adaptive",
+		  "an idle packet loop: busy-poll a while, then sleep (docs/operator-guide.md), or "
+		  "always poll"),
+    CONF_INT_ROW("idle-sleep-us", "US", struct nic_opts, idle_sleep_us, 0, 1000000, "10000",
+		 "--poll adaptive: the longest sleep of an idle packet loop (0: never sleeps)"),
     CONF_SCALED_ROW("drain-ms", "MS", struct nic_opts, drain_ns, 0, 600000, 1000000, "1000",
 		    "at SIGINT/SIGTERM, at most MS to finish the requests in hand"),
     CONF_CIDR_LIST_ROW(

@@ -35,7 +35,8 @@ struct nic_opts {
 	const char *stats_file;
 	const char *metrics_port, *metrics_addr; /* the metrics endpoint (dpdk/metrics.h) */
 	const char *name;
-	uint32_t idle_sleep_us;
+	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
+	uint32_t idle_sleep_us; /* its longest sleep */
 	uint64_t drain_ns;
 };
 

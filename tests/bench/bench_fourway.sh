@@ -3,12 +3,15 @@
 # (u8, binary; split/arch/traffic-mlp.json with `splitnic gen` weights, seed 1) and fmnist-bmlp,
 # answered by
 #   xdp    the XDP program (`splitnic xdp attach`, native mode on a veth; one model at a time);
-#   nic    splitnic-nic stand-alone, platform lcore (the chain on its one lcore, wall time);
+#   nic    splitnic-nic stand-alone, platform lcore (the chain on its one lcore, wall time); its
+#          host port net_null with no-rx=1 (without it every poll of the host port returns a
+#          burst of frames, which the NIC forwards to the wire: a cost on every turn of its
+#          loop that is not the NIC's work);
 #   host   splitnic-host host-only, facing the front-end on its veth (net_af_packet);
 #   serve  `splitnic serve` on a kernel UDP socket.
 # Each server has its own veth pair from the front-end's namespace and runs alone (the DPDK
-# ones busy-poll); the DPDK servers and `serve` on CPU 1, the client on CPU 0 (XDP runs where
-# the frames arrive). Per round, for each server and model: `splitnic client` closed loop, one
+# ones poll, busy while requests flow); the DPDK servers and `serve` on CPU 1, the client on
+# CPU 0 (XDP runs where the frames arrive). Per round, for each server and model: `splitnic client` closed loop, one
 # outstanding, BENCH_4W_N requests (default 2,000); BENCH_4W_ROUNDS interleaved rounds (default
 # 3); the figure is the median over rounds of each p50 and p99. Printed as a table, appended to
 # $BENCH_JSONL. Needs root; without it prints a skip line.
@@ -91,7 +94,7 @@ for round in $(seq "$ROUNDS"); do
 		ip netns exec "$ns_x" "$S" xdp detach xx >/dev/null
 	done
 	start_dpdk splitnic-nic "sn4n$tag" "^nic: forwarding" --vdev net_af_packet0,iface=dw \
-		--vdev net_null0 -- --model "$TRAFFIC" --model "$MLP" --platform lcore --ip 10.90.2.1
+		--vdev net_null0,no-rx=1 -- --model "$TRAFFIC" --model "$MLP" --platform lcore --ip 10.90.2.1
 	measure nic traffic 10.90.2.1 "$TRAFFIC"
 	measure nic bmlp 10.90.2.1 "$MLP"
 	stop

@@ -32,6 +32,12 @@ echo
 echo "== one front-end, four servers: XDP, splitnic-nic stand-alone, splitnic-host host-only, splitnic serve (needs root)"
 tests/bench/bench_fourway.sh
 echo
+echo "== dynamic batching: capacity at saturation and p50 at low load, batched against unbatched (needs root)"
+tests/bench/bench_batch.sh
+echo
+echo "== idle policy: --poll adaptive vs --poll busy, idle CPU and p50 (needs root)"
+tests/bench/bench_poll.sh
+echo
 echo "== XDP executor vs CPU kernels, ns per inference (BPF_PROG_TEST_RUN; needs root)"
 "$B/bench/bench_xdp" "$D/t10k-images-idx3-ubyte.gz" "$B"/models/fmnist-bmlp.snm
 echo
