@@ -21,6 +21,10 @@ void host_health_setup(struct host_app *a)
 			 a->o.ip >> 24, (a->o.ip >> 16) & 0xff, (a->o.ip >> 8) & 0xff,
 			 a->o.ip & 0xff);
 	host_health_models(a->hm, a->n_models, health_models);
+	for (uint32_t i = 0; i < a->n_models; i++)
+		snprintf(a->shape_reason[i], sizeof(a->shape_reason[i]),
+			 "bad_shape: expects %s %ux%ux%u", proto_fmt_name(a->hm[i].in_fmt),
+			 a->hm[i].in_c, a->hm[i].in_h, a->hm[i].in_w);
 }
 
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
@@ -37,9 +41,10 @@ void host_rx_health(struct host_worker *w, const struct proto_msg *m, const stru
 		w->c[HOST_C_HEALTH_DROPPED]++;
 		return;
 	}
-	if (host_trust(w, from->sip, PROTO_HEALTH, probe_len,
-		       PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, now,
-		       &cap) != PROTO_TRUST_SEND)
+	cap = probe_len;
+	if (from->sip != a->o.ip && host_trust(w, from->sip, PROTO_HEALTH, probe_len,
+					       PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, now,
+					       &cap) != PROTO_TRUST_SEND)
 		return;
 	mb = rte_pktmbuf_alloc(a->pool);
 	p = mb ? (uint8_t *)rte_pktmbuf_append(mb, PROTO_FRAME_MAX) : NULL;

@@ -26,6 +26,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_random.h>
 
 #include "dpdk/server.h"
 #include "exec/kexec.h"
@@ -209,6 +210,10 @@ static int nic_setup(void *srv, char *err, size_t errlen)
 	proto_trust_set_rate(&dc.trust, n->o.err_rate, n->o.err_burst);
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
+	if (n->o.host_probe_ns) {
+		n->hostv.key = rte_rand();
+		dc.host = &n->hostv;
+	}
 	ret = nic_health_setup(n, &dc, err, errlen);
 	if (ret)
 		return ret;
@@ -259,16 +264,36 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 		nic_send(n, from, back, nb);
 }
 
-/* Every NIC_LINK_POLL_NS: the HEALTH state from the drain and the host port's link. */
+/* With --host-probe-ms: a probe when one is due, and whether the host answers: its link up and
+ * a report within NIC_HOST_MISSES periods. */
+static bool nic_host_check(struct nic *n, uint64_t now, bool link_up)
+{
+	const uint64_t period = n->o.host_probe_ns;
+	struct nicfw_host_view *h = &n->hostv;
+
+	if (link_up && now >= n->probe_next) {
+		nicfw_disp_probe_host(n->disp, now);
+		n->probe_next = now + period;
+	}
+	h->up = link_up && h->last_report && now - h->last_report <= NIC_HOST_MISSES * period;
+	return h->up;
+}
+
+/* Every NIC_LINK_POLL_NS: the HEALTH state from the drain, the host port's link and (with
+ * --host-probe-ms) whether the host answers. */
 static void nic_health_update(struct nic *n, uint64_t now)
 {
 	struct rte_eth_link l = {0};
+	bool host_up;
 
 	if (now < n->health_next)
 		return;
 	n->health_next = now + NIC_LINK_POLL_NS;
 	rte_eth_link_get_nowait(n->port_id[NICFW_PORT_HOST], &l);
-	n->health.state = nicfw_health_state(&n->health, n->draining, l.link_status);
+	host_up = l.link_status && n->link_up[NICFW_PORT_HOST];
+	if (n->o.host_probe_ns)
+		host_up = nic_host_check(n, now, host_up);
+	n->health.state = nicfw_health_state(&n->health, n->draining, host_up);
 }
 
 /* One turn of the packet loop: its work is the frames received and the requests held. */

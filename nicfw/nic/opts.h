@@ -14,6 +14,10 @@
 #include "nicfw/dispatch.h"
 #include "protocol/trust.h"
 
+/* The host is gone after this many --host-probe-ms periods without a report (and the string). */
+#define NIC_HOST_MISSES	  5
+#define NIC_HOST_MISSES_S "5"
+
 struct nic_opts {
 	/* --model [ID=]FILE[@K], as given, and resolved by nic_opts_parse() */
 	const char *model_spec[NICFW_DISP_MAX_MODELS];
@@ -36,6 +40,7 @@ struct nic_opts {
 	const char *name;
 	uint32_t idle_sleep_us;
 	uint64_t drain_ns;
+	uint64_t host_probe_ns; /* 0: no probes, every REQUEST not the NIC's passes up */
 };
 
 /* splitnic-nic's options and configuration file. */
