@@ -605,7 +605,6 @@ static bool host_report(struct nicfw_disp *d, const struct disp_reply *to,
 		h->model_id[i] = e.model_id;
 	}
 	h->n_models = n;
-	h->last_report = d->now ? d->now : 1;
 	memcpy(d->host_mac, to->a.dmac, 6);
 	d->c[NICFW_C_HOST_REPORTS]++;
 	return true;
@@ -818,6 +817,8 @@ enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from,
 
 	d->c[from == NICFW_PORT_WIRE ? NICFW_C_RX_WIRE : NICFW_C_RX_HOST]++;
 	d->now = now_ns;
+	if (from == NICFW_PORT_HOST && d->cfg.host)
+		d->cfg.host->last_heard = now_ns ? now_ns : 1;
 	switch (proto_frame_parse(f, len, &fa, &p, &plen, &ihl)) {
 	case PROTO_FRAME_UDP:
 		break;

@@ -191,15 +191,16 @@ struct nicfw_disp_timing {
  * role any, to the server's own address (the host shares it) and the inference port, from the
  * same, request id key << 16 | a counter, padded to list up to 27 models). The host's report comes
  * back in on the host port to that address and port: the dispatcher takes it (never passed to
- * the wire) and writes last_report and the models here; the owner decides `up` from them (and
- * its host port's link), on the packet thread.
+ * the wire) and writes the models here. Any frame from the host port says it is there (a busy
+ * host answers probes late, but sends ACTIVATIONs): last_heard. The owner decides `up` from it
+ * (and its host port's link), on the packet thread.
  */
 #define NICFW_HOST_MAX_MODELS 32
 struct nicfw_host_view {
-	uint64_t key;	      /* the owner's: a random number, the probes' request ids' top bits */
-	bool up;	      /* the owner's: the host answers */
-	uint64_t last_report; /* now_ns of the last report to a probe; 0: none came yet */
-	uint32_t n_models;    /* the model ids of that report */
+	uint64_t key;	     /* the owner's: a random number, the probes' request ids' top bits */
+	bool up;	     /* the owner's: the host answers */
+	uint64_t last_heard; /* now_ns of the last frame from the host port; 0: none came yet */
+	uint32_t n_models;   /* the model ids of the host's last report (0: none came yet) */
 	uint32_t model_id[NICFW_HOST_MAX_MODELS];
 };
 

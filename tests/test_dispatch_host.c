@@ -60,7 +60,7 @@ static void test_dispatch_host_view(void **state)
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_HOST, f, len, 20), NICFW_DISP_CONSUMED);
 	assert_int_equal(hv.n_models, 1);
 	assert_int_equal(hv.model_id[0], 0x5555);
-	assert_int_equal(hv.last_report, 20);
+	assert_int_equal(hv.last_heard, 20);
 	/* a report to another id (a front-end's probe): passed to the wire */
 	n = proto_build_health_report(rep, sizeof(rep), 1400, 77, PROTO_ROLE_HOST,
 				      PROTO_HEALTH_SERVING, 0, "host", &e, 1);

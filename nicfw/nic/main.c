@@ -265,7 +265,7 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 }
 
 /* With --host-probe-ms: a probe when one is due, and whether the host answers: its link up and
- * a report within NIC_HOST_MISSES periods. */
+ * a frame from it (a report, an ACTIVATION, anything) within NIC_HOST_MISSES periods. */
 static bool nic_host_check(struct nic *n, uint64_t now, bool link_up)
 {
 	const uint64_t period = n->o.host_probe_ns;
@@ -275,7 +275,7 @@ static bool nic_host_check(struct nic *n, uint64_t now, bool link_up)
 		nicfw_disp_probe_host(n->disp, now);
 		n->probe_next = now + period;
 	}
-	h->up = link_up && h->last_report && now - h->last_report <= NIC_HOST_MISSES * period;
+	h->up = link_up && h->last_heard && now - h->last_heard <= NIC_HOST_MISSES * period;
 	return h->up;
 }
 
@@ -303,10 +303,12 @@ static uint32_t nic_step(void *srv)
 	const uint64_t cyc = rte_get_tsc_cycles(), rx0 = n->rx_frames;
 	const uint64_t now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
 
-	nic_health_update(n, now);
 	nic_links_check(n, cyc);
-	rx_port(n, NICFW_PORT_WIRE, now);
+	/* the host port first: after a stall of this loop, what the host sent meanwhile says it
+	 * is there before the HEALTH state and the wire's requests are decided */
 	rx_port(n, NICFW_PORT_HOST, now);
+	nic_health_update(n, now);
+	rx_port(n, NICFW_PORT_WIRE, now);
 	if (n->lc)
 		nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
 	nicfw_disp_poll(n->disp, nic_now(n));

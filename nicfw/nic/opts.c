@@ -45,7 +45,7 @@ static const struct conf_opt nic_rows[] = {
 		    "at SIGINT/SIGTERM, at most MS to finish the requests in hand"),
     CONF_SCALED_ROW("host-probe-ms", "MS", struct nic_opts, host_probe_ns, 0, 10000, 1000000, "100",
 		    "HEALTH-probe the host this often; gone after " NIC_HOST_MISSES_S
-		    " unanswered (0: off)"),
+		    " without a frame from it (0: off)"),
     CONF_CIDR_LIST_ROW(
 	"allow", "CIDR", struct nic_opts, trust.allow, trust.n_allow,
 	"front-ends answered (repeatable; default: all, no reply larger than its request)"),

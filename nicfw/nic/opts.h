@@ -14,7 +14,8 @@
 #include "nicfw/dispatch.h"
 #include "protocol/trust.h"
 
-/* The host is gone after this many --host-probe-ms periods without a report (and the string). */
+/* The host is gone after this many --host-probe-ms periods without a frame from it (and as a
+ * string). */
 #define NIC_HOST_MISSES	  5
 #define NIC_HOST_MISSES_S "5"
 
