@@ -167,11 +167,14 @@ static int nic_setup(void *srv, char *err, size_t errlen)
 	struct rte_ether_addr mac;
 	int ret;
 
-	if (rte_eth_dev_count_avail() < 2 || !rte_eth_dev_is_valid_port(n->o.wire) ||
-	    !rte_eth_dev_is_valid_port(n->o.host)) {
-		snprintf(err, errlen,
-			 "need two ports (wire %u, host %u); %u available: give two --vdev",
-			 n->o.wire, n->o.host, rte_eth_dev_count_avail());
+	if (!rte_eth_dev_is_valid_port(n->o.wire) || !rte_eth_dev_is_valid_port(n->o.host)) {
+		snprintf(
+		    err, errlen,
+		    "no port %u (--%s-port): %u port(s) found (listed above); the wire and the "
+		    "host need one each: give a --vdev (or a PCI device) for each",
+		    rte_eth_dev_is_valid_port(n->o.wire) ? n->o.host : n->o.wire,
+		    rte_eth_dev_is_valid_port(n->o.wire) ? "host" : "wire",
+		    rte_eth_dev_count_avail());
 		return -ENODEV;
 	}
 	n->tsc0 = rte_get_tsc_cycles();
