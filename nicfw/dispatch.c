@@ -605,6 +605,7 @@ static bool host_report(struct nicfw_disp *d, const struct disp_reply *to,
 		h->model_id[i] = e.model_id;
 	}
 	h->n_models = n;
+	h->listed = true;
 	memcpy(d->host_mac, to->a.dmac, 6);
 	d->c[NICFW_C_HOST_REPORTS]++;
 	return true;
@@ -691,7 +692,7 @@ static enum nicfw_disp_action disp_up(struct nicfw_disp *d, const struct disp_re
 		d->c[up]++;
 		return NICFW_DISP_PASS;
 	}
-	held = coproc || host_holds(h, m->model_id);
+	held = coproc || (h->listed ? host_holds(h, m->model_id) : h->up);
 	if (held && h->up) {
 		d->c[up]++;
 		return NICFW_DISP_PASS;

@@ -22,10 +22,10 @@
  *     NIC's part starts at), counted, so that the host falls back at once;
  *   - with cfg.host (what the NIC's owner learns of its host from HEALTH probes, struct
  *     nicfw_host_view), a REQUEST is passed up only to a host that answers and holds its model
- *     (or the co-processor model whose NIC part the NIC holds): one for an id neither the NIC
- *     nor the host's last report lists is answered ERROR UNKNOWN_MODEL, one for a model of a
- *     host that does not answer ERROR UNAVAILABLE (detail = the model id both), counted, so that
- *     no request is passed up to a host that is not there;
+ *     (or the co-processor model whose NIC part the NIC holds; any, before its first report):
+ *     one for an id neither the NIC nor the host's last report lists is answered ERROR
+ *     UNKNOWN_MODEL, one for a model of a host that does not answer ERROR UNAVAILABLE (detail =
+ *     the model id both), counted, so that no request is passed up to a host that is not there;
  *   - otherwise it is the NIC's: fragments go through the reassembly table (protocol/reasm.h,
  *     fixed size), a complete message is checked against the model's input (a REQUEST: format
  *     and (C,H,W) by proto_input_matches(), the check every executor shares; an ACTIVATION:
@@ -200,7 +200,8 @@ struct nicfw_host_view {
 	uint64_t key;	     /* the owner's: a random number, the probes' request ids' top bits */
 	bool up;	     /* the owner's: the host answers */
 	uint64_t last_heard; /* now_ns of the last frame from the host port; 0: none came yet */
-	uint32_t n_models;   /* the model ids of the host's last report (0: none came yet) */
+	bool listed;	     /* a report came: n_models and model_id are its list */
+	uint32_t n_models;   /* the model ids of the host's last report */
 	uint32_t model_id[NICFW_HOST_MAX_MODELS];
 };
 

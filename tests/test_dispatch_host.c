@@ -2,8 +2,9 @@
 /*
  * The dispatcher (nicfw/dispatch.c) with a host view (struct nicfw_host_view): the HEALTH probe to
  * the host, its report taken and never passed to the wire, REQUESTs the NIC does not answer
- * passed up only to a host that answers and holds their model, the others answered ERROR
- * unknown_model or unavailable, counted; an ERROR bad_shape's reason naming the model's input.
+ * passed up only to a host that answers and holds their model (any, before its first report),
+ * the others answered ERROR unknown_model or unavailable, counted; an ERROR bad_shape's reason
+ * naming the model's input.
  */
 #include "tests/support/dispatch_fixture.h"
 
@@ -40,6 +41,11 @@ static void test_dispatch_host_view(void **state)
 	assert_int_equal(m.health.kind, PROTO_HEALTH_PROBE);
 	assert_int_equal(m.request_id >> 16, 0xabcdef);
 	rid = m.request_id;
+	/* a host that answers but has not listed its models yet: any id passes up */
+	hv.up = true;
+	len = request(f, 0x7777, 9, IN, 0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 8), NICFW_DISP_PASS);
+	hv.up = false;
 	/* no report yet: an id nobody holds, and the co-processor model of a host not answering */
 	len = request(f, 0x5555, 1, IN, 0);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_CONSUMED);
@@ -95,7 +101,7 @@ static void test_dispatch_host_view(void **state)
 	assert_int_equal(k[NICFW_C_HOST_REPORTS], 1);
 	assert_int_equal(k[NICFW_C_ERR_NOT_HELD], 2);
 	assert_int_equal(k[NICFW_C_ERR_UNAVAILABLE], 2);
-	assert_int_equal(k[NICFW_C_UNKNOWN_MODEL], 1);
+	assert_int_equal(k[NICFW_C_UNKNOWN_MODEL], 2);
 	assert_int_equal(k[NICFW_C_NOT_MY_LAYER], 1);
 	assert_int_equal(k[NICFW_C_ERRORS_SENT], 5);
 	nicfw_disp_free(d);

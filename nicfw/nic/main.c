@@ -267,19 +267,25 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 		nic_send(n, from, back, nb);
 }
 
-/* With --host-probe-ms: a probe when one is due, and whether the host answers: its link up and
- * a frame from it (a report, an ACTIVATION, anything) within NIC_HOST_MISSES periods. */
-static bool nic_host_check(struct nic *n, uint64_t now, bool link_up)
+/* With --host-probe-ms, every loop turn: a probe when one is due, and whether the host answers:
+ * its link up and a frame from it (a report, an ACTIVATION, anything) within NIC_HOST_MISSES
+ * periods; the NIC's start and the link coming up count as one (a host that has just connected
+ * is given the periods to answer, as one that has just gone is given them to be missed). */
+static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 {
 	const uint64_t period = n->o.host_probe_ns;
 	struct nicfw_host_view *h = &n->hostv;
 
+	if (link_up && (!n->host_link_seen || !h->last_heard)) {
+		h->last_heard = now ? now : 1;
+		n->probe_next = now;
+	}
+	n->host_link_seen = link_up;
 	if (link_up && now >= n->probe_next) {
 		nicfw_disp_probe_host(n->disp, now);
 		n->probe_next = now + period;
 	}
 	h->up = link_up && h->last_heard && now - h->last_heard <= NIC_HOST_MISSES * period;
-	return h->up;
 }
 
 /* Every NIC_LINK_POLL_NS: the HEALTH state from the drain, the host port's link and (with
@@ -293,9 +299,7 @@ static void nic_health_update(struct nic *n, uint64_t now)
 		return;
 	n->health_next = now + NIC_LINK_POLL_NS;
 	rte_eth_link_get_nowait(n->port_id[NICFW_PORT_HOST], &l);
-	host_up = l.link_status && n->link_up[NICFW_PORT_HOST];
-	if (n->o.host_probe_ns)
-		host_up = nic_host_check(n, now, host_up);
+	host_up = l.link_status && (n->o.host_probe_ns ? n->hostv.up : n->link_up[NICFW_PORT_HOST]);
 	n->health.state = nicfw_health_state(&n->health, n->draining, host_up);
 }
 
@@ -310,6 +314,8 @@ static uint32_t nic_step(void *srv)
 	/* the host port first: after a stall of this loop, what the host sent meanwhile says it
 	 * is there before the HEALTH state and the wire's requests are decided */
 	rx_port(n, NICFW_PORT_HOST, now);
+	if (n->o.host_probe_ns)
+		nic_host_check(n, now, n->link_up[NICFW_PORT_HOST]);
 	nic_health_update(n, now);
 	rx_port(n, NICFW_PORT_WIRE, now);
 	if (n->lc)

@@ -73,6 +73,7 @@ struct nic {
 	uint64_t health_next;	      /* ns: the HEALTH state's next update */
 	struct nicfw_host_view hostv; /* the host, from HEALTH probes (--host-probe-ms) */
 	uint64_t probe_next;	      /* ns: the next probe */
+	bool host_link_seen;	      /* the host port's link was up at the last check */
 };
 
 /* port.c: port which (NICFW_PORT_WIRE, _HOST) configured and started: 0, or -errno with err. */
