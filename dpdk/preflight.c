@@ -167,9 +167,9 @@ static int pf_privileges(const struct dpdk_server *s, const struct pf_eal *e)
 		why = e->pci[0];
 	if (!why)
 		return 0;
-	return pf_fail(s, 1,
-		       "not root: %.*s needs root (or CAP_NET_RAW and CAP_NET_ADMIN): run %s as root",
-		       (int)strcspn(why, ","), why, s->conf->cmd->prog);
+	return pf_fail(
+	    s, 1, "not root: %.*s needs root (or CAP_NET_RAW and CAP_NET_ADMIN): run %s as root",
+	    (int)strcspn(why, ","), why, s->conf->cmd->prog);
 }
 
 static int pf_hugepages(const struct dpdk_server *s, const struct pf_eal *e)
