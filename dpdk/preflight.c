@@ -97,12 +97,15 @@ static bool pf_is_server_opt(const struct dpdk_server *s, const char *arg)
 	return false;
 }
 
-/* The EAL arguments into e; 2 after a message for a server option before "--". */
+/* The EAL arguments into e; 2 after a message for a server option before "--"; -1 for EAL's
+ * --help (nothing to check). */
 static int pf_scan(const struct dpdk_server *s, int argc, char **argv, struct pf_eal *e)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		const char *a = argv[i], *v;
 
+		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+			return -1; /* EAL's own usage (--eal-help): nothing to check */
 		if (pf_is_server_opt(s, a))
 			return pf_fail(
 			    s, 2,
@@ -322,6 +325,8 @@ int dpdk_preflight_eal(const struct dpdk_server *s, int argc, char **argv)
 	struct pf_eal e = {0};
 	int ret = pf_scan(s, argc, argv, &e);
 
+	if (ret < 0)
+		return 0;
 	n_vdev_name = 0;
 	for (unsigned k = 0; !ret && k < e.n_vdev; k++)
 		if (pf_raw_socket_vdev(e.vdev[k]) && !strstr(e.vdev[k], ",iface="))

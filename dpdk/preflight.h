@@ -6,6 +6,7 @@
  *
  * Before EAL, on the EAL arguments (those before "--"), in this order; each failure is one line
  * "WHO: CAUSE: what to do" on stderr and an exit status (docs/operator-guide.md lists them):
+ *   - (nothing when EAL is asked for its usage: --help before "--", what --eal-help gives it)
  *   - a server option before "--" (it would reach EAL, which prints its whole usage): exit 2,
  *     "put it after --";
  *   - a --vdev without what it needs (net_af_packet, net_af_xdp: iface=; net_pcap: a file or an

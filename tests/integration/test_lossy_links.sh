@@ -121,17 +121,19 @@ print(json.dumps({a[0][:-1] + "." + k: int(v) for a, b in zip(rows[::2], rows[1:
 	} >"$1" || return 1
 }
 
-# clients PREFIX COUNT: the two clients at once, COUNT requests in all
+# clients PREFIX COUNT: the two clients at once, COUNT requests in all (within 150 s: about 25
+# for 10,000 on a quiet 2-core machine)
 clients() {
-	local half=$(($2 / 2))
-	ip netns exec "$ns_c" "$S" client 10.88.12.1 --images "$IMG" --labels "$LAB" \
+	local half=$(($2 / 2)) p rc=0
+	timeout 150 ip netns exec "$ns_c" "$S" client 10.88.12.1 --images "$IMG" --labels "$LAB" \
 		--model "$MLP" --count "$half" --outstanding 16 --timeout-ms 250 --retries 8 \
 		--json >"$1.mlp.json" &
-	local p=$!
-	ip netns exec "$ns_c" "$S" client 10.88.12.1 --images "$IMG" --labels "$LAB" \
+	p=$!
+	timeout 150 ip netns exec "$ns_c" "$S" client 10.88.12.1 --images "$IMG" --labels "$LAB" \
 		--model "$CNN" --count $(($2 - half)) --outstanding 16 --timeout-ms 250 --retries 8 \
-		--json >"$1.cnn.json"
-	wait "$p"
+		--json >"$1.cnn.json" || rc=$?
+	wait "$p" || rc=$?
+	[ "$rc" -ne 124 ] || fail "the clients did not finish in 150 s"
 	sleep 1.5 # late answers, the host's fallbacks, the probes' round trips: all settle
 }
 
