@@ -9,8 +9,7 @@
  *   - (nothing when EAL is asked for its usage: --help before "--", what --eal-help gives it)
  *   - a server option before "--" (it would reach EAL, which prints its whole usage): exit 2,
  *     "put it after --";
- *   - a --vdev without what it needs (net_af_packet, net_af_xdp: iface=; net_pcap: a file or an
- *     interface): exit 2;
+ *   - a --vdev without its interface (net_af_packet, net_af_xdp: iface=): exit 2;
  *   - privileges: not root and without CAP_NET_RAW while a port needs a raw socket (net_af_packet,
  *     net_af_xdp) or PCI devices are scanned: exit 1;
  *   - hugepages: without --no-huge, no hugetlbfs mounted or no free hugepage of any size: exit 1;
