@@ -270,7 +270,8 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 /* With --host-probe-ms, every loop turn: a probe when one is due, and whether the host answers:
  * its link up and a frame from it (a report, an ACTIVATION, anything) within NIC_HOST_MISSES
  * periods; the NIC's start and the link coming up count as one (a host that has just connected
- * is given the periods to answer, as one that has just gone is given them to be missed). */
+ * is given the periods to answer, as one that has just gone is given them to be missed), and
+ * a time this loop did not run (descheduled, the machine paused) does not count as silence. */
 static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 {
 	const uint64_t period = n->o.host_probe_ns;
@@ -279,7 +280,10 @@ static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 	if (link_up && (!n->host_link_seen || !h->last_heard)) {
 		h->last_heard = now ? now : 1;
 		n->probe_next = now;
+	} else if (now - n->host_checked > period) {
+		h->last_heard += now - n->host_checked; /* this loop was away, not heard either */
 	}
+	n->host_checked = now;
 	n->host_link_seen = link_up;
 	if (link_up && now >= n->probe_next) {
 		nicfw_disp_probe_host(n->disp, now);

@@ -74,6 +74,7 @@ struct nic {
 	struct nicfw_host_view hostv; /* the host, from HEALTH probes (--host-probe-ms) */
 	uint64_t probe_next;	      /* ns: the next probe */
 	bool host_link_seen;	      /* the host port's link was up at the last check */
+	uint64_t host_checked;	      /* ns: that check */
 };
 
 /* port.c: port which (NICFW_PORT_WIRE, _HOST) configured and started: 0, or -errno with err. */

@@ -105,8 +105,33 @@ impair() {
 	echo "$*" >"$tmp/relay.json.ctl" && kill -HUP "$relay_pid"
 }
 
-# snapshot FILE: every counter the sums read, as one JSON object
+# snapshot FILE: every counter the sums read, as one JSON object (snapshot_once), read again
+# while the host link's cumulative counts are caught in the middle of a HEALTH round trip
 snapshot() {
+	local try
+	for try in 1 2 3 4 5; do
+		snapshot_once "$1" || return 1
+		# the HEALTH frames apart, the host link's counts hold since the servers started; they
+		# do not when a probe or report passed between the reading of a server's own counters
+		# and of its port's (one telemetry call, but not one instant): read again then
+		$PY - "$1" <<'PYEOF' && return 0
+import json, sys
+s = json.load(open(sys.argv[1]))
+n, h, r = s["nic"], s["host"], s["relay"]
+ok = (n["host_opackets"] - n["host_probes"] - n["health_passed_up"] ==
+      r["rc>rd"]["rx"] - r["rc>rd"]["rx_health"] and
+      r["rd>rc"]["tx"] - r["rd>rc"]["tx_health"] ==
+      n["host_ipackets"] + n["host_imissed"] - n["host_reports"] and
+      r["rc>rd"]["tx"] - r["rc>rd"]["tx_health"] ==
+      h["port_ipackets"] + h["port_imissed"] - h["health_answered"] - h["health_dropped"] and
+      h["port_opackets"] - h["health_answered"] == r["rd>rc"]["rx"] - r["rd>rc"]["rx_health"])
+sys.exit(0 if ok else 1)
+PYEOF
+		echo "snapshot $try: a HEALTH frame between a server's counters and its port's: again"
+	done
+}
+
+snapshot_once() {
 	{
 		echo "{\"nic\": $(nic_stats), \"host\": $(dpdk_telemetry "snlh$tag" /splitnic/host/stats),"
 		rm -f "$tmp/relay.json"
