@@ -43,7 +43,7 @@ static const struct conf_opt nic_rows[] = {
 		 "an idle packet loop sleeps (a shared core)"),
     CONF_SCALED_ROW("drain-ms", "MS", struct nic_opts, drain_ns, 0, 600000, 1000000, "1000",
 		    "at SIGINT/SIGTERM, at most MS to finish the requests in hand"),
-    CONF_SCALED_ROW("host-probe-ms", "MS", struct nic_opts, host_probe_ns, 0, 10000, 1000000, "100",
+    CONF_SCALED_ROW("host-probe-ms", "MS", struct nic_opts, host_probe_ns, 0, 10000, 1000000, "200",
 		    "HEALTH-probe the host this often; gone after " NIC_HOST_MISSES_S
 		    " without a frame from it (0: off)"),
     CONF_CIDR_LIST_ROW(

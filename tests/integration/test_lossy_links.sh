@@ -10,7 +10,8 @@
 # the kernels this runs on (CI's included) are built without sch_netem, and netem does not count
 # the frames it duplicates; the relay counts everything it does.
 # splitnic-nic: fmnist-bmlp stand-alone and fmnist-bcnn's NIC part, --notify-host, probing its
-# host (--host-probe-ms 100, the default); splitnic-host: fmnist-bcnn co-processor, the same server address.
+# host (--host-probe-ms 200, the default); splitnic-host: fmnist-bcnn co-processor, the same
+# server address.
 #   1. 5% loss on each of the four directions: LOSSY_COUNT (default 10,000) requests, half for
 #      each model, by two clients at once that retransmit (same request id) after 250 ms up to 8
 #      times. Then the sums, each of which must leave 0 unaccounted:
@@ -32,7 +33,7 @@
 #   3. the reasons: a REQUEST of the wrong shape (Python client) gets ERROR bad_shape naming the
 #      model's input, and `splitnic client` prints it; an id neither server holds gets ERROR
 #      unknown_model from the NIC;
-#   4. the host killed (SIGKILL): within 1.5 s its co-processor model's REQUESTs get ERROR
+#   4. the host killed (SIGKILL): within 2 s its co-processor model's REQUESTs get ERROR
 #      unavailable from the NIC (not silence), HEALTH says degraded, the stand-alone model is
 #      still answered.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
@@ -320,8 +321,8 @@ with Client("10.88.12.1") as c:
             break
         except TimeoutError:
             pass
-        if time.time() - t_kill > 1.5:
-            sys.exit("FAIL: no ERROR unavailable 1.5 s after the host died")
+        if time.time() - t_kill > 2.0:
+            sys.exit("FAIL: no ERROR unavailable 2 s after the host died")
     dt = time.time() - t_kill
     print(f"host killed: ERROR unavailable after {dt:.2f} s: {said}")
     h = c.health(timeout=1.0)
