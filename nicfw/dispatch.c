@@ -692,7 +692,7 @@ static enum nicfw_disp_action disp_up(struct nicfw_disp *d, const struct disp_re
 		d->c[up]++;
 		return NICFW_DISP_PASS;
 	}
-	held = coproc || (h->listed ? host_holds(h, m->model_id) : h->up);
+	held = coproc || (h->listed ? host_holds(h, m->model_id) : h->fresh);
 	if (held && h->up) {
 		d->c[up]++;
 		return NICFW_DISP_PASS;

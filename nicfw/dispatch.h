@@ -22,7 +22,8 @@
  *     NIC's part starts at), counted, so that the host falls back at once;
  *   - with cfg.host (what the NIC's owner learns of its host from HEALTH probes, struct
  *     nicfw_host_view), a REQUEST is passed up only to a host that answers and holds its model
- *     (or the co-processor model whose NIC part the NIC holds; any, before its first report):
+ *     (or the co-processor model whose NIC part the NIC holds; any, while the host is fresh
+ *     and has not reported yet):
  *     one for an id neither the NIC nor the host's last report lists is answered ERROR
  *     UNKNOWN_MODEL, one for a model of a host that does not answer ERROR UNAVAILABLE (detail =
  *     the model id both), counted, so that no request is passed up to a host that is not there;
@@ -199,6 +200,7 @@ struct nicfw_disp_timing {
 struct nicfw_host_view {
 	uint64_t key;	     /* the owner's: a random number, the probes' request ids' top bits */
 	bool up;	     /* the owner's: the host answers */
+	bool fresh;	     /* the owner's: its link came up (or the NIC started) lately */
 	uint64_t last_heard; /* now_ns of the last frame from the host port; 0: none came yet */
 	bool listed;	     /* a report came: n_models and model_id are its list */
 	uint32_t n_models;   /* the model ids of the host's last report */

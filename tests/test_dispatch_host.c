@@ -41,21 +41,27 @@ static void test_dispatch_host_view(void **state)
 	assert_int_equal(m.health.kind, PROTO_HEALTH_PROBE);
 	assert_int_equal(m.request_id >> 16, 0xabcdef);
 	rid = m.request_id;
-	/* a host that answers but has not listed its models yet: any id passes up */
-	hv.up = true;
+	/* a host just come that has not listed its models yet: any id passes up; not once it has
+	 * been there a while without a report (a kernel behind the NIC, not a splitnic-host) */
+	hv.up = hv.fresh = true;
 	len = request(f, 0x7777, 9, IN, 0);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 8), NICFW_DISP_PASS);
+	hv.fresh = false;
+	len = request(f, 0x7777, 10, IN, 0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 8), NICFW_DISP_CONSUMED);
+	expect_reply(&out[1], PROTO_ERROR, &m);
+	assert_int_equal(m.err.code, PROTO_ERR_UNKNOWN_MODEL);
 	hv.up = false;
 	/* no report yet: an id nobody holds, and the co-processor model of a host not answering */
 	len = request(f, 0x5555, 1, IN, 0);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_CONSUMED);
-	expect_reply(&out[1], PROTO_ERROR, &m);
+	expect_reply(&out[2], PROTO_ERROR, &m);
 	assert_int_equal(m.err.code, PROTO_ERR_UNKNOWN_MODEL);
 	assert_int_equal(m.err.detail, 0x5555);
 	assert_memory_equal(m.data, "nic: unknown_model", 18);
 	len = request(f, 0x99, 2, IN, 0);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 10), NICFW_DISP_CONSUMED);
-	expect_reply(&out[2], PROTO_ERROR, &m);
+	expect_reply(&out[3], PROTO_ERROR, &m);
 	assert_int_equal(m.err.code, PROTO_ERR_UNAVAILABLE);
 	assert_int_equal(m.err.detail, 0x99);
 	/* the host's report (to the probe's id, from the host port): taken, not passed on */
@@ -80,30 +86,30 @@ static void test_dispatch_host_view(void **state)
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 30), NICFW_DISP_PASS);
 	len = request(f, 0x7777, 5, IN, 0);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 30), NICFW_DISP_CONSUMED);
-	expect_reply(&out[3], PROTO_ERROR, &m);
+	expect_reply(&out[4], PROTO_ERROR, &m);
 	assert_int_equal(m.err.code, PROTO_ERR_UNKNOWN_MODEL);
 	/* the host gone: its model is unavailable */
 	hv.up = false;
 	len = request(f, 0x5555, 6, IN, 0);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 40), NICFW_DISP_CONSUMED);
-	expect_reply(&out[4], PROTO_ERROR, &m);
+	expect_reply(&out[5], PROTO_ERROR, &m);
 	assert_int_equal(m.err.code, PROTO_ERR_UNAVAILABLE);
 	assert_memory_equal(m.data, "nic: unavailable", 16);
 	/* a wrong shape: the reason names the model's input */
 	len = request(f, MODEL, 7, 9, 0);
 	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 40), NICFW_DISP_CONSUMED);
-	expect_reply(&out[5], PROTO_ERROR, &m);
+	expect_reply(&out[6], PROTO_ERROR, &m);
 	assert_int_equal(m.err.code, PROTO_ERR_BAD_SHAPE);
 	assert_int_equal(m.total_len, strlen("nic: bad_shape: expects u8 1x1x64"));
 	assert_memory_equal(m.data, "nic: bad_shape: expects u8 1x1x64", m.total_len);
 	nicfw_disp_counters(d, k, NULL);
 	assert_int_equal(k[NICFW_C_HOST_PROBES], 1);
 	assert_int_equal(k[NICFW_C_HOST_REPORTS], 1);
-	assert_int_equal(k[NICFW_C_ERR_NOT_HELD], 2);
+	assert_int_equal(k[NICFW_C_ERR_NOT_HELD], 3);
 	assert_int_equal(k[NICFW_C_ERR_UNAVAILABLE], 2);
 	assert_int_equal(k[NICFW_C_UNKNOWN_MODEL], 2);
 	assert_int_equal(k[NICFW_C_NOT_MY_LAYER], 1);
-	assert_int_equal(k[NICFW_C_ERRORS_SENT], 5);
+	assert_int_equal(k[NICFW_C_ERRORS_SENT], 6);
 	nicfw_disp_free(d);
 }
 

@@ -270,7 +270,8 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 /* With --host-probe-ms, every loop turn: a probe when one is due, and whether the host answers:
  * its link up and a frame from it (a report, an ACTIVATION, anything) within NIC_HOST_MISSES
  * periods; the NIC's start and the link coming up count as one (a host that has just connected
- * is given the periods to answer, as one that has just gone is given them to be missed), and
+ * is given the periods to answer, as one that has just gone is given them to be missed; till
+ * then it is fresh: a host that has not listed its models yet gets any model passed up), and
  * a time this loop did not run (descheduled, the machine paused) does not count as silence. */
 static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 {
@@ -279,6 +280,7 @@ static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 
 	if (link_up && (!n->host_link_seen || !h->last_heard)) {
 		h->last_heard = now ? now : 1;
+		n->host_fresh_end = now + NIC_HOST_MISSES * period;
 		n->probe_next = now;
 	} else if (now - n->host_checked > period) {
 		h->last_heard += now - n->host_checked; /* this loop was away, not heard either */
@@ -290,6 +292,7 @@ static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 		n->probe_next = now + period;
 	}
 	h->up = link_up && h->last_heard && now - h->last_heard <= NIC_HOST_MISSES * period;
+	h->fresh = h->up && now < n->host_fresh_end;
 }
 
 /* Every NIC_LINK_POLL_NS: the HEALTH state from the drain, the host port's link and (with

@@ -75,6 +75,7 @@ struct nic {
 	uint64_t probe_next;	      /* ns: the next probe */
 	bool host_link_seen;	      /* the host port's link was up at the last check */
 	uint64_t host_checked;	      /* ns: that check */
+	uint64_t host_fresh_end;      /* ns: the host is fresh until then */
 };
 
 /* port.c: port which (NICFW_PORT_WIRE, _HOST) configured and started: 0, or -errno with err. */
