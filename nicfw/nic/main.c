@@ -272,7 +272,9 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
  * periods; the NIC's start and the link coming up count as one (a host that has just connected
  * is given the periods to answer, as one that has just gone is given them to be missed; till
  * then it is fresh: a host that has not listed its models yet gets any model passed up), and
- * a time this loop did not run (descheduled, the machine paused) does not count as silence. */
+ * a time the NIC did not listen does not count as silence: this loop not running (descheduled,
+ * the machine paused), or a gated host port not polled (port.c: memif's control plane let go,
+ * the host's frames waiting). */
 static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 {
 	const uint64_t period = n->o.host_probe_ns;
@@ -282,8 +284,8 @@ static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 		h->last_heard = now ? now : 1;
 		n->host_fresh_end = now + NIC_HOST_MISSES * period;
 		n->probe_next = now;
-	} else if (now - n->host_checked > period) {
-		h->last_heard += now - n->host_checked; /* this loop was away, not heard either */
+	} else if (now - n->host_checked > period || !n->usable[NICFW_PORT_HOST]) {
+		h->last_heard += now - n->host_checked; /* not listening: not heard either */
 	}
 	n->host_checked = now;
 	n->host_link_seen = link_up;
