@@ -285,7 +285,8 @@ static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 		n->host_fresh_end = now + NIC_HOST_MISSES * period;
 		n->probe_next = now;
 	} else if (now - n->host_checked > period || !n->usable[NICFW_PORT_HOST]) {
-		h->last_heard += now - n->host_checked; /* not listening: not heard either */
+		/* not listening: not heard either */
+		h->last_heard = RTE_MIN(now, h->last_heard + (now - n->host_checked));
 	}
 	n->host_checked = now;
 	n->host_link_seen = link_up;
@@ -293,7 +294,7 @@ static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
 		nicfw_disp_probe_host(n->disp, now);
 		n->probe_next = now + period;
 	}
-	h->up = link_up && h->last_heard && now - h->last_heard <= NIC_HOST_MISSES * period;
+	h->up = link_up && h->last_heard && h->last_heard + NIC_HOST_MISSES * period >= now;
 	h->fresh = h->up && now < n->host_fresh_end;
 }
 
