@@ -89,6 +89,8 @@ struct client_run {
 	uint64_t retransmits, busy_retries, lib_dups;
 	uint64_t send_errors;
 	uint64_t errors[PROTO_ERR__COUNT + 1];
+	char reason[PROTO_ERR__COUNT + 1][PROTO_REASON_MAX + 1]; /* the first ERROR's, per code */
+	uint32_t detail[PROTO_ERR__COUNT + 1];
 	uint64_t rejected[PROTO_VERDICT__COUNT];
 	uint64_t ra_drop[PROTO_RA__COUNT];
 	uint64_t server_ns[PROTO_T_COUNT];
@@ -414,8 +416,13 @@ static void on_message(struct client_run *r, const struct splitnic_response *msg
 	r->t_last = t;
 	r->pending--;
 	if (msg->error) {
+		const unsigned c = msg->error < PROTO_ERR__COUNT ? (unsigned)msg->error : 0;
+
 		r->state[idx] = REQ_ERROR;
-		r->errors[msg->error < PROTO_ERR__COUNT ? msg->error : 0]++;
+		if (!r->errors[c]++) {
+			snprintf(r->reason[c], sizeof(r->reason[c]), "%s", msg->reason);
+			r->detail[c] = msg->err_detail;
+		}
 		return;
 	}
 	r->state[idx] = REQ_DONE;
@@ -647,6 +654,10 @@ static void report_text(struct client_run *r, const struct lat_summary *ls, doub
 	       (unsigned long)r->timeouts, (unsigned long)r->late,
 	       (unsigned long)(r->dups + r->lib_dups), (unsigned long)r->stray,
 	       (unsigned long)nrej);
+	for (unsigned c = 0; c <= PROTO_ERR__COUNT; c++)
+		if (r->errors[c])
+			printf("  error %s: the server said \"%s\" (detail %u)\n",
+			       proto_error_name(c), r->reason[c], r->detail[c]);
 	if (r->o.retries || r->o.sockets > 1)
 		printf("  retransmissions %lu (after busy %lu) over %ld socket(s)\n",
 		       (unsigned long)r->retransmits, (unsigned long)r->busy_retries, r->o.sockets);
@@ -677,6 +688,18 @@ static void report_text(struct client_run *r, const struct lat_summary *ls, doub
 		printf("  send errors %lu\n", (unsigned long)r->send_errors);
 }
 
+/* s as a JSON string: what is not printable ASCII, quotes and backslashes escaped. */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\' || *s < 0x20 || *s > 0x7e)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	putchar('"');
+}
+
 static void report_json(struct client_run *r, const struct lat_summary *ls, double secs)
 {
 	const struct client_opts *o = &r->o;
@@ -693,6 +716,12 @@ static void report_json(struct client_run *r, const struct lat_summary *ls, doub
 	printf("\"errors\": {\"total\": %lu", (unsigned long)nerr);
 	for (unsigned c = 1; c < PROTO_ERR__COUNT; c++)
 		printf(", \"%s\": %lu", proto_error_name(c), (unsigned long)r->errors[c]);
+	printf("}, \"error_reasons\": {");
+	for (unsigned c = 0, n = 0; c <= PROTO_ERR__COUNT; c++)
+		if (r->errors[c]) {
+			printf("%s\"%s\": ", n++ ? ", " : "", proto_error_name(c));
+			json_string(r->reason[c]);
+		}
 	printf("}, \"timeouts\": %lu, \"late\": %lu, \"duplicates\": %lu, \"stray\": %lu, "
 	       "\"send_errors\": %lu, \"sockets\": %ld, \"retransmissions\": %lu, "
 	       "\"busy_retries\": %lu, \"rejected\": {",

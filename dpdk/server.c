@@ -17,6 +17,7 @@
 
 #include "dpdk/idle.h"
 #include "dpdk/metrics.h"
+#include "dpdk/preflight.h"
 #include "dpdk/server.h"
 #include "kernels/kern_ops.h"
 
@@ -164,6 +165,9 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 	ret = conf_apply(s->conf, &argc, &argv);
 	if (ret)
 		return ret < 0 ? 2 : 0;
+	ret = dpdk_preflight_eal(s, argc, argv);
+	if (ret)
+		return ret;
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "%s: rte_eal_init: %s\n", s->who,
@@ -181,6 +185,10 @@ int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **ar
 		status = 2;
 		goto out_eal;
 	}
+	status = dpdk_preflight_ports(s);
+	if (status)
+		goto out_eal;
+	status = 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_hup);

@@ -6,9 +6,10 @@
  *
  *   1. OpenBLAS on the calling thread only (kern_blas_one_thread: the lcores are the threads)
  *   2. --help, --version, --eal-help and --config FILE, answered or read (conf/conf.h)
- *   3. rte_eal_init with the EAL arguments; the EAL's runtime folder noted (primary process)
+ *   3. the preflight (dpdk/preflight.h: what EAL would fail on, named), then rte_eal_init with
+ *      the EAL arguments; the EAL's runtime folder noted (primary process)
  *   4. the server's own options after "--" (options: its table, conf/opts.h), and from them
- *      what the skeleton runs by (struct dpdk_run)
+ *      what the skeleton runs by (struct dpdk_run); the ports found listed (dpdk/preflight.h)
  *   5. SIGINT and SIGTERM caught: the first one starts the drain
  *   6. setup: models, pools, ports, the workers' state; then its telemetry commands registered
  *      (PREFIX/stats from counters, and its own struct dpdk_tel_cmd table)
@@ -25,12 +26,11 @@
  * too, unless another process holds it (a primary process with the same prefix: the reason
  * EAL refused). Not when the process is killed.
  *
- * Exit status: 0 after a clean stop; 2 on bad arguments (options, configuration file); 1 when EAL
- * or the set-up fails (a model, a port, memory; the message says which).
+ * Exit status: 0 after a clean stop; 2 on bad arguments (options, configuration file, a server
+ * option before "--"); 1 when the preflight, EAL or the set-up fails (privileges, hugepages, a
+ * model, a port, memory; the message says which).
  *
  * Where further parts of a server's life go, each one place for both servers:
- *   - a preflight that names what is missing (privileges, hugepages, ports, --ip): checks before
- *     step 3 (what EAL would fail on) and between steps 4 and 6 (what the options ask for);
  *   - power-aware polling (DPDK's l3fwd-power: pause, then sleep, then RX interrupts): the idle
  *     policy of dpdk/idle.h, which every poll loop already reports its work to, turn by turn;
  *   - the metrics endpoint (dpdk/metrics.h, --metrics-port): another reader of counters, as

@@ -36,9 +36,10 @@ void host_rx_health(struct host_worker *w, const struct proto_msg *m, const stru
 		w->c[HOST_C_HEALTH_DROPPED]++;
 		return;
 	}
-	if (host_trust(w, from->sip, PROTO_HEALTH, probe_len,
-		       PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, now,
-		       &cap) != PROTO_TRUST_SEND)
+	cap = probe_len;
+	if (from->sip != a->o.ip && host_trust(w, from->sip, PROTO_HEALTH, probe_len,
+					       PROTO_HEALTH_HDR_LEN + PROTO_HEALTH_IDENT_LEN, now,
+					       &cap) != PROTO_TRUST_SEND)
 		return;
 	mb = rte_pktmbuf_alloc(a->pool);
 	p = mb ? (uint8_t *)rte_pktmbuf_append(mb, PROTO_FRAME_MAX) : NULL;

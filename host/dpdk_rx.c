@@ -90,8 +90,9 @@ static bool on_request(struct host_worker *w, struct rte_mbuf *mb, const struct 
 	hm = &a->hm[k];
 	if (unlikely(!proto_input_matches(&m->tensor, hm->in_fmt, hm->in_c, hm->in_h, hm->in_w) ||
 		     m->total_len != hm->in_bytes)) {
-		host_tx_error(w, from, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE,
-			      hm->in_count, HOST_C_ERR_BAD_SHAPE, req_bytes, now);
+		host_tx_error_why(w, from, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE,
+				  hm->in_count, HOST_C_ERR_BAD_SHAPE, hm->shape_reason, req_bytes,
+				  now);
 		return false;
 	}
 	v = host_trust(w, from->sip, PROTO_RESPONSE, req_bytes, reply_bytes(a, hm), now, &cap);

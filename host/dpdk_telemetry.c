@@ -76,6 +76,7 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 	uint64_t batches = 0, reqs = 0, fbs = 0, cns = 0, gfb = 0, expired = 0, dbl = 0;
 	uint64_t in_use = 0, in_flight = 0, queued[HOST_MAX_MODELS] = {0};
 	struct proto_reasm_stats rs;
+	struct rte_eth_stats es;
 	char key[64];
 
 	for (unsigned i = 0; i < a->n_workers; i++) {
@@ -139,6 +140,11 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 	put(arg, "models", host_map(a)->n);
 	put(arg, "models_version", batches);
 	put(arg, "reloads", reqs);
+	if (!rte_eth_stats_get(a->port, &es)) { /* DPDK's own count of the frames in and out */
+		put(arg, "port_ipackets", es.ipackets);
+		put(arg, "port_opackets", es.opackets);
+		put(arg, "port_imissed", es.imissed);
+	}
 	if (a->inproc.disp) {
 		uint64_t nc[NICFW_C__COUNT];
 

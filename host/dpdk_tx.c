@@ -198,6 +198,13 @@ void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   uint32_t req_bytes, uint64_t now)
 {
+	host_tx_error_why(w, from, model_id, rid, code, detail, why, NULL, req_bytes, now);
+}
+
+void host_tx_error_why(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,
+		       uint64_t rid, enum proto_error_code code, uint32_t detail,
+		       enum host_counter why, const char *reason, uint32_t req_bytes, uint64_t now)
+{
 	const uint32_t room = PROTO_FRAME_MAX - PROTO_FRAME_HDRS;
 	struct host_app *a = w->a;
 	enum proto_trust_verdict v;
@@ -216,8 +223,10 @@ void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_
 	if (!mb)
 		return;
 	n = proto_build_error_text(p + PROTO_FRAME_HDRS, cap < room ? cap : room, model_id, rid,
-				   code, detail,
-				   "host: ", err_reason[why] ? err_reason[why] : "error");
+				   code, detail, "host: ",
+				   reason	     ? reason
+				   : err_reason[why] ? err_reason[why]
+						     : "error");
 	if (n <= 0) {
 		rte_pktmbuf_free(mb);
 		return;

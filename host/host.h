@@ -91,6 +91,7 @@ struct host_model {
 	uint32_t split;	   /* k: first op of the NIC stage; m->n_layers in host-only mode */
 	uint32_t in_fmt;   /* REQUEST tensor: enum proto_fmt, shape and bytes */
 	uint32_t in_c, in_h, in_w, in_count, in_bytes;
+	char shape_reason[48]; /* ERROR bad_shape's reason: "bad_shape: expects u8 1x28x28" */
 	uint32_t act_count, act_bytes; /* the ACTIVATION at k: flat bits (act_count, 1, 1) */
 	uint32_t classes;
 	uint32_t n_stages; /* the host stages, covering [0, split) in order */

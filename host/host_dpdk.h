@@ -296,10 +296,14 @@ enum proto_trust_verdict host_trust(struct host_worker *w, uint32_t ip, unsigned
 				    uint32_t *cap);
 
 /* An ERROR to from, as the trust policy decides (sent cut to fit, or not at all); counted under
- * why unless the source is not allowed. */
+ * why unless the source is not allowed. Its reason: "host: " and why's (host_tx_error_why:
+ * reason, when not NULL). */
 void host_tx_error(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,
 		   uint64_t rid, enum proto_error_code code, uint32_t detail, enum host_counter why,
 		   uint32_t req_bytes, uint64_t now);
+void host_tx_error_why(struct host_worker *w, const struct proto_addr *from, uint32_t model_id,
+		       uint64_t rid, enum proto_error_code code, uint32_t detail,
+		       enum host_counter why, const char *reason, uint32_t req_bytes, uint64_t now);
 void host_req_error(struct host_worker *w, struct host_req *r, enum proto_error_code code,
 		    uint32_t detail, enum host_counter why, uint64_t now);
 void host_tx_response(struct host_worker *w, struct host_req *r, uint64_t now);
@@ -337,8 +341,9 @@ uint32_t host_inproc_step(struct host_app *a);
 int host_inproc_main(void *arg);
 void host_inproc_teardown(struct host_app *a);
 
-/* dpdk_health.c: the report's identity (once), and a probe of probe_len bytes from `from` answered
- * by worker w (or dropped, counted). */
+/* dpdk_health.c: the report's identity (once); and a probe of probe_len
+ * bytes from `from` answered by worker w (or dropped, counted). A probe from the server's own
+ * address (its NIC's, splitnic-nic --host-probe-ms) is answered whatever the allow-list says. */
 void host_health_setup(struct host_app *a);
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
 		    uint32_t probe_len, uint64_t now);

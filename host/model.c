@@ -37,6 +37,8 @@ int host_model_init(struct host_model *hm, struct model *m, uint32_t mode, uint3
 	hm->in_w = in->w;
 	hm->in_count = (uint32_t)model_shape_elems(in);
 	hm->in_bytes = (uint32_t)model_shape_bytes(in);
+	snprintf(hm->shape_reason, sizeof(hm->shape_reason), "bad_shape: expects %s %ux%ux%u",
+		 proto_fmt_name(hm->in_fmt), hm->in_c, hm->in_h, hm->in_w);
 	hm->classes = model_classes(m);
 	hm->act_count = hm->act_bytes = 0;
 	if (mode == HOST_MODE_HOST_ONLY) {

@@ -61,7 +61,10 @@ struct nicfw_disp {
 	uint64_t now;			       /* the time of the frame being handled */
 	struct nicfw_disp_timing *tm;	       /* n_models */
 	uint8_t *body;			       /* the RESPONSE data section, little-endian f64 */
-	uint8_t frame[2048];		       /* reply under construction */
+	char shape_reason[NICFW_DISP_MAX_MODELS][48]; /* "bad_shape: expects u8 1x28x28" */
+	uint8_t host_mac[6];			      /* the host's, from its reports */
+	uint16_t probes;			      /* host probes sent */
+	uint8_t frame[2048];			      /* reply under construction */
 };
 
 static const char *const counter_names[NICFW_C__COUNT] = {
@@ -102,6 +105,10 @@ static const char *const counter_names[NICFW_C__COUNT] = {
     [NICFW_C_HEALTH_PASSED_UP] = "health_passed_up",
     [NICFW_C_HEALTH_DROPPED] = "health_dropped",
     [NICFW_C_ERR_DRAINING] = "error_draining",
+    [NICFW_C_ERR_UNAVAILABLE] = "error_unavailable",
+    [NICFW_C_ERR_NOT_HELD] = "error_not_held",
+    [NICFW_C_HOST_PROBES] = "host_probes",
+    [NICFW_C_HOST_REPORTS] = "host_reports",
 };
 
 const char *nicfw_disp_counter_name(unsigned c)
@@ -171,6 +178,7 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	if (!d)
 		goto err_nomem;
 	d->cfg = *cfg;
+	memset(d->host_mac, 0xff, 6); /* broadcast until the host's first report */
 	for (uint32_t m = 0; m < cfg->n_models; m++) {
 		struct nicfw_disp_model *md = &d->cfg.model[m];
 		uint32_t body = md->classes * 8;
@@ -180,6 +188,9 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 			md->in_h = md->in_w = 1;
 		}
 		d->resp_bytes[m] = proto_wire_bytes(PROTO_RESP_HDR_LEN, body, cfg->payload);
+		snprintf(d->shape_reason[m], sizeof(d->shape_reason[m]),
+			 "bad_shape: expects %s %ux%ux%u", proto_fmt_name(md->in_fmt), md->in_c,
+			 md->in_h, md->in_w);
 	}
 	rc.slots = cfg->reasm_slots ? cfg->reasm_slots : 64;
 	rc.max_msg = max_in;
@@ -241,11 +252,11 @@ static enum proto_trust_verdict disp_decide(struct nicfw_disp *d, const struct d
 	return proto_trust_decide(&d->cfg.trust, &q, &d->rl[proto_trust_slot(q.src)], d->now, cap);
 }
 
-/* An ERROR for `to` at d->frame's payload, its reason "nic: " + the code's name cut to fit cap:
- * bytes, or <= 0 on failure. */
+/* An ERROR for `to` at d->frame's payload, its reason "nic: " + reason (NULL: the code's name)
+ * cut to fit cap: bytes, or <= 0 on failure. */
 static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
 		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
-		       uint32_t cap)
+		       const char *reason, uint32_t cap)
 {
 	const size_t room = sizeof(d->frame) - PROTO_FRAME_HDRS;
 	struct proto_msg m;
@@ -258,15 +269,15 @@ static int build_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		m.err.host_ref = to->host_ref;
 		m.err.cookie = to->cookie;
 	}
-	return proto_build_error_cut(&m, "nic: ", proto_error_name(code),
+	return proto_build_error_cut(&m, "nic: ", reason ? reason : proto_error_name(code),
 				     d->frame + PROTO_FRAME_HDRS, cap < room ? cap : room);
 }
 
-/* An ERROR, as the trust policy decides: counted by its code (unless the source is not allowed
- * at all) and by the verdict, sent when it says so. */
-static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
-		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
-		       enum nicfw_disp_counter counter)
+/* An ERROR with its reason (NULL: the code's name), as the trust policy decides: counted by its
+ * code (unless the source is not allowed at all) and by the verdict, sent when it says so. */
+static void send_error_why(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
+			   uint64_t request_id, enum proto_error_code code, uint32_t detail,
+			   const char *reason, enum nicfw_disp_counter counter)
 {
 	uint32_t cap;
 	enum proto_trust_verdict v =
@@ -280,7 +291,7 @@ static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 		d->c[trust_counter[v]]++;
 		return;
 	}
-	n = build_error(d, to, model_id, request_id, code, detail, cap);
+	n = build_error(d, to, model_id, request_id, code, detail, reason, cap);
 	if (n <= 0) {
 		d->c[NICFW_C_ERR_INTERNAL]++;
 		return;
@@ -289,6 +300,13 @@ static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32
 	d->c[NICFW_C_ERRORS_SENT]++;
 	if (to->notice)
 		d->c[NICFW_C_ERROR_NOTICES]++;
+}
+
+static void send_error(struct nicfw_disp *d, const struct disp_reply *to, uint32_t model_id,
+		       uint64_t request_id, enum proto_error_code code, uint32_t detail,
+		       enum nicfw_disp_counter counter)
+{
+	send_error_why(d, to, model_id, request_id, code, detail, NULL, counter);
 }
 
 /* The reply to the sender of a parsed IPv4/UDP frame: every address swapped, same port. */
@@ -575,6 +593,51 @@ static bool input_ok(const struct nicfw_disp_model *md, const struct proto_msg *
 	return m->tensor.fmt == md->in_fmt && m->tensor.count == md->in_count;
 }
 
+/* From the host port: whether m is the host's report to one of our probes (taken, then). */
+static bool host_report(struct nicfw_disp *d, const struct disp_reply *to,
+			const struct proto_msg *m)
+{
+	struct nicfw_host_view *h = d->cfg.host;
+	struct proto_health_model e;
+	uint32_t n;
+
+	if (!h || m->health.kind != PROTO_HEALTH_REPORT || to->a.sip != d->cfg.ip ||
+	    to->a.sport != d->cfg.port || m->request_id >> 16 != (h->key & 0xffffffffffffull))
+		return false;
+	n = m->health.n_models < NICFW_HOST_MAX_MODELS ? m->health.n_models : NICFW_HOST_MAX_MODELS;
+	for (uint32_t i = 0; i < n; i++) {
+		proto_health_model_get(m, i, &e);
+		h->model_id[i] = e.model_id;
+	}
+	h->n_models = n;
+	h->listed = true;
+	memcpy(d->host_mac, to->a.dmac, 6);
+	d->c[NICFW_C_HOST_REPORTS]++;
+	return true;
+}
+
+int nicfw_disp_probe_host(struct nicfw_disp *d, uint64_t now_ns)
+{
+	struct disp_reply to = {.port = NICFW_PORT_HOST};
+	int n;
+
+	if (!d->cfg.host)
+		return -EINVAL;
+	memcpy(to.a.smac, d->cfg.mac, 6);
+	memcpy(to.a.dmac, d->host_mac, 6);
+	to.a.sip = to.a.dip = d->cfg.ip;
+	to.a.sport = to.a.dport = d->cfg.port;
+	d->now = now_ns;
+	n = proto_build_health_probe(
+	    d->frame + PROTO_FRAME_HDRS, sizeof(d->frame) - PROTO_FRAME_HDRS,
+	    d->cfg.host->key << 16 | (d->probes++ & 0xffff), PROTO_DEFAULT_PAYLOAD);
+	if (n <= 0)
+		return n ? n : -EINVAL;
+	send_udp(d, &to, (uint32_t)n);
+	d->c[NICFW_C_HOST_PROBES]++;
+	return 0;
+}
+
 /* HEALTH (nicfw/health.h): probes on the wire port for any role or the NIC's are answered. */
 static enum nicfw_disp_action disp_health(struct nicfw_disp *d, enum nicfw_port from,
 					  const struct disp_reply *to, const struct proto_msg *m,
@@ -613,6 +676,42 @@ static enum nicfw_disp_action disp_health(struct nicfw_disp *d, enum nicfw_port 
 	return NICFW_DISP_CONSUMED;
 }
 
+static bool host_holds(const struct nicfw_host_view *h, uint32_t model_id)
+{
+	for (uint32_t i = 0; i < h->n_models; i++)
+		if (h->model_id[i] == model_id)
+			return true;
+	return model_id == 0 && h->n_models; /* the host's default model */
+}
+
+/* A REQUEST that is not the NIC's to answer (coproc: the NIC holds its model's NIC part): passed
+ * up (counted under `up`) when the host can take it, else answered (nicfw/dispatch.h). */
+static enum nicfw_disp_action disp_up(struct nicfw_disp *d, const struct disp_reply *sender,
+				      const struct proto_msg *m, bool coproc,
+				      enum nicfw_disp_counter up)
+{
+	const struct nicfw_host_view *h = d->cfg.host;
+	bool held;
+
+	if (!h) {
+		d->c[up]++;
+		return NICFW_DISP_PASS;
+	}
+	held = coproc || (h->listed ? host_holds(h, m->model_id) : h->fresh);
+	if (held && h->up) {
+		d->c[up]++;
+		return NICFW_DISP_PASS;
+	}
+	if (held)
+		send_error_why(d, sender, m->model_id, m->request_id, PROTO_ERR_UNAVAILABLE,
+			       m->model_id, "unavailable: its host does not answer",
+			       NICFW_C_ERR_UNAVAILABLE);
+	else
+		send_error(d, sender, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
+			   m->model_id, NICFW_C_ERR_NOT_HELD);
+	return NICFW_DISP_CONSUMED;
+}
+
 static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port from,
 					 const struct proto_addr *fa, const uint8_t *p,
 					 uint32_t plen, uint64_t now_ns)
@@ -641,6 +740,8 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 				   PROTO_ERR_BAD_REQUEST, v, NICFW_C_ERR_BAD_REQUEST);
 		return NICFW_DISP_CONSUMED;
 	}
+	if (m.type == PROTO_HEALTH && from == NICFW_PORT_HOST && host_report(d, &sender, &m))
+		return NICFW_DISP_CONSUMED;
 	if (m.type == PROTO_HEALTH && d->cfg.health)
 		return disp_health(d, from, &sender, &m, plen);
 	if (m.type != PROTO_REQUEST && m.type != PROTO_ACTIVATION) {
@@ -649,31 +750,31 @@ static enum nicfw_disp_action disp_infer(struct nicfw_disp *d, enum nicfw_port f
 	}
 	k = disp_model(d, m.model_id);
 	if (k < 0) {
-		d->c[NICFW_C_UNKNOWN_MODEL]++;
 		if (m.type == PROTO_ACTIVATION) {
+			d->c[NICFW_C_UNKNOWN_MODEL]++;
 			send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_UNKNOWN_MODEL,
 				   m.model_id, NICFW_C_ERR_UNKNOWN_MODEL);
 			return NICFW_DISP_CONSUMED;
 		}
-		return NICFW_DISP_PASS;
+		return disp_up(d, &sender, &m, false, NICFW_C_UNKNOWN_MODEL);
 	}
 	md = &d->cfg.model[k];
 	if (m.type == PROTO_REQUEST ? !md->standalone : m.tensor.layer != md->layer) {
-		d->c[NICFW_C_NOT_MY_LAYER]++;
 		if (m.type == PROTO_ACTIVATION) {
+			d->c[NICFW_C_NOT_MY_LAYER]++;
 			send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_UNSUPPORTED,
 				   md->layer, NICFW_C_ERR_UNSUPPORTED_LAYER);
 			return NICFW_DISP_CONSUMED;
 		}
-		return NICFW_DISP_PASS;
+		return disp_up(d, &sender, &m, true, NICFW_C_NOT_MY_LAYER);
 	}
 	if (disp_decide(d, &sender, 0, 0, &cap) == PROTO_TRUST_NOT_ALLOWED) {
 		d->c[NICFW_C_NOT_ALLOWED]++;
 		return NICFW_DISP_CONSUMED;
 	}
 	if (!input_ok(md, &m)) {
-		send_error(d, &sender, m.model_id, m.request_id, PROTO_ERR_BAD_SHAPE, md->in_count,
-			   NICFW_C_ERR_BAD_SHAPE);
+		send_error_why(d, &sender, m.model_id, m.request_id, PROTO_ERR_BAD_SHAPE,
+			       md->in_count, d->shape_reason[k], NICFW_C_ERR_BAD_SHAPE);
 		return NICFW_DISP_CONSUMED;
 	}
 	if (m.type == PROTO_REQUEST && d->cfg.health &&
@@ -722,6 +823,8 @@ enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from,
 
 	d->c[from == NICFW_PORT_WIRE ? NICFW_C_RX_WIRE : NICFW_C_RX_HOST]++;
 	d->now = now_ns;
+	if (from == NICFW_PORT_HOST && d->cfg.host)
+		d->cfg.host->last_heard = now_ns ? now_ns : 1;
 	switch (proto_frame_parse(f, len, &fa, &p, &plen, &ihl)) {
 	case PROTO_FRAME_UDP:
 		break;

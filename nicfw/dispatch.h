@@ -20,10 +20,18 @@
  *     but an ACTIVATION (from the host port) is never passed on to the wire: it is answered with
  *     ERROR UNKNOWN_MODEL (detail = the model id) or ERROR UNSUPPORTED (detail = the layer the
  *     NIC's part starts at), counted, so that the host falls back at once;
+ *   - with cfg.host (what the NIC's owner learns of its host from HEALTH probes, struct
+ *     nicfw_host_view), a REQUEST is passed up only to a host that answers and holds its model
+ *     (or the co-processor model whose NIC part the NIC holds; any, while the host is fresh
+ *     and has not reported yet):
+ *     one for an id neither the NIC nor the host's last report lists is answered ERROR
+ *     UNKNOWN_MODEL, one for a model of a host that does not answer ERROR UNAVAILABLE (detail =
+ *     the model id both), counted, so that no request is passed up to a host that is not there;
  *   - otherwise it is the NIC's: fragments go through the reassembly table (protocol/reasm.h,
  *     fixed size), a complete message is checked against the model's input (a REQUEST: format
  *     and (C,H,W) by proto_input_matches(), the check every executor shares; an ACTIVATION:
- *     format and element count, the activation crossing as a flat vector) else ERROR BAD_SHAPE,
+ *     format and element count, the activation crossing as a flat vector) else ERROR BAD_SHAPE
+ *     (its reason "nic: bad_shape: expects FMT CxHxW", the model's input; detail = elements),
  *     and submitted to the model's executor (queue full: ERROR BUSY; a REQUEST while the NIC
  *     drains: ERROR BUSY, detail 1). The frame is CONSUMED;
  *   - HEALTH (with cfg.health): answered, passed up or dropped as nicfw/health.h says.
@@ -140,8 +148,12 @@ enum nicfw_disp_counter {
 	NICFW_C_ERROR_NOTICES,	       /* ERRORs about an ACTIVATION, sent to the host */
 	NICFW_C_HEALTH_ANSWERED,       /* HEALTH probes answered with the NIC's report */
 	NICFW_C_HEALTH_PASSED_UP,      /* HEALTH probes for the host's role, passed up */
-	NICFW_C_HEALTH_DROPPED, /* HEALTH reports from the wire, probes too short to answer */
-	NICFW_C_ERR_DRAINING,	/* REQUESTs refused while draining (ERROR BUSY, detail 1) */
+	NICFW_C_HEALTH_DROPPED,	 /* HEALTH reports from the wire, probes too short to answer */
+	NICFW_C_ERR_DRAINING,	 /* REQUESTs refused while draining (ERROR BUSY, detail 1) */
+	NICFW_C_ERR_UNAVAILABLE, /* REQUESTs for a model of a host that does not answer */
+	NICFW_C_ERR_NOT_HELD,	 /* REQUESTs for an id neither the NIC nor its host holds */
+	NICFW_C_HOST_PROBES,	 /* HEALTH probes sent to the host (cfg.host) */
+	NICFW_C_HOST_REPORTS,	 /* the host's reports to them, taken */
 	NICFW_C__COUNT
 };
 
@@ -177,6 +189,26 @@ struct nicfw_disp_timing {
 	uint32_t ns[NICFW_DISP_SAMPLES]; /* the last ones, saturated at UINT32_MAX */
 };
 
+/*
+ * What the NIC knows of its host, from HEALTH probes out of the host port (nicfw_disp_probe_host:
+ * role any, to the server's own address (the host shares it) and the inference port, from the
+ * same, request id key << 16 | a counter, padded to list up to 27 models). The host's report comes
+ * back in on the host port to that address and port: the dispatcher takes it (never passed to
+ * the wire) and writes the models here. Any frame from the host port says it is there (a busy
+ * host answers probes late, but sends ACTIVATIONs): last_heard. The owner decides `up` from it
+ * (and its host port's link), on the packet thread.
+ */
+#define NICFW_HOST_MAX_MODELS 32
+struct nicfw_host_view {
+	uint64_t key;	     /* the owner's: a random number, the probes' request ids' top bits */
+	bool up;	     /* the owner's: the host answers */
+	bool fresh;	     /* the owner's: its link came up (or the NIC started) lately */
+	uint64_t last_heard; /* now_ns of the last frame from the host port; 0: none came yet */
+	bool listed;	     /* a report came: n_models and model_id are its list */
+	uint32_t n_models;   /* the model ids of the host's last report */
+	uint32_t model_id[NICFW_HOST_MAX_MODELS];
+};
+
 struct nicfw_disp_config {
 	uint8_t mac[6];	  /* the NIC's wire-side MAC (source of ARP replies) */
 	uint32_t ip;	  /* the NIC's IPv4 address, host order (ARP); 0: answer no ARP */
@@ -190,6 +222,8 @@ struct nicfw_disp_config {
 	struct nicfw_disp_model model[NICFW_DISP_MAX_MODELS];
 	/* the HEALTH report (its state kept by the owner); NULL: HEALTH passes like any datagram */
 	const struct nicfw_health *health;
+	/* the host as its owner sees it; NULL: REQUESTs not the NIC's pass up, whatever their id */
+	struct nicfw_host_view *host;
 	nicfw_disp_tx_fn tx;
 	void *tx_arg;
 };
@@ -207,6 +241,9 @@ enum nicfw_disp_action nicfw_disp_rx(struct nicfw_disp *d, enum nicfw_port from,
 /* Collect finished inferences (each model's kexec_poll) and send their RESPONSEs; returns
  * responses sent. */
 uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns);
+
+/* A HEALTH probe to the host (struct nicfw_host_view; cfg.host required): 0 or -errno. */
+int nicfw_disp_probe_host(struct nicfw_disp *d, uint64_t now_ns);
 
 /* Count a frame forwarded by the caller without nicfw_disp_rx (e.g. a batch fast path). */
 void nicfw_disp_count(struct nicfw_disp *d, enum nicfw_disp_counter c, uint64_t n);

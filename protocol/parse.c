@@ -61,6 +61,7 @@ static const char *const error_names[PROTO_ERR__COUNT] = {
     [PROTO_ERR_BAD_SHAPE] = "bad_shape",     [PROTO_ERR_BUSY] = "busy",
     [PROTO_ERR_TIMEOUT] = "timeout",	     [PROTO_ERR_TOO_LARGE] = "too_large",
     [PROTO_ERR_INTERNAL] = "internal",	     [PROTO_ERR_UNSUPPORTED] = "unsupported",
+    [PROTO_ERR_UNAVAILABLE] = "unavailable",
 };
 
 #define NAME_OF(tab, i) ((i) < sizeof(tab) / sizeof(tab[0]) && (tab)[i] ? (tab)[i] : "?")

@@ -103,7 +103,8 @@
  *  42     8     4  host_ref    } completion notices only (NIC to host about an ACTIVATION,
  *        12     4  reserved    } hdr_len >= 56): the ACTIVATION's host_ref and cookie; 0 when
  *  43    16     8  cookie      } the header is shorter
- * Data: a short reason, ASCII, not NUL-terminated, total_len <= 64; never fragmented.
+ * Data: a short reason, ASCII, not NUL-terminated, total_len <= 64; never fragmented. It reads
+ * "WHO: CODE[: TEXT]" (WHO nic, host, serve); bad_shape's TEXT is "expects FMT CxHxW".
  *
  * HEALTH: a probe (any prober: keepalived, a front-end) and the server's report. (offsets from
  * byte 32; hdr_len >= 48)

@@ -118,6 +118,7 @@ enum proto_error_code {
 	PROTO_ERR_TOO_LARGE = 6,     /* detail = the limit in bytes */
 	PROTO_ERR_INTERNAL = 7,
 	PROTO_ERR_UNSUPPORTED = 8, /* a version, format or feature this server lacks */
+	PROTO_ERR_UNAVAILABLE = 9, /* the part that runs the model is away (the NIC's host) */
 	PROTO_ERR__COUNT
 };
 

@@ -45,7 +45,7 @@ MODES = {1: "whole", 2: "coproc", 3: "nic-part", 4: "host-only", 5: "fallback"}
 FORMATS = {"u8": 1, "f32": 2, "fp16": 3, "int8": 4, "bits": 5, "f64": 6}
 _ELEM_BITS = {1: 8, 2: 32, 3: 16, 4: 8, 5: 1, 6: 64}
 ERROR_NAMES = {1: "bad request", 2: "unknown model", 3: "bad shape", 4: "busy", 5: "timeout",
-               6: "too large", 7: "internal", 8: "unsupported"}
+               6: "too large", 7: "internal", 8: "unsupported", 9: "unavailable"}
 
 _COMMON = struct.Struct(">HBBHHIHHQII")  # 32 bytes
 _TENSOR = struct.Struct(">BBHIIIIIiI")  # 32 bytes

@@ -15,7 +15,7 @@ local fmts = { [1] = "u8", [2] = "f32", [3] = "fp16", [4] = "int8", [5] = "bits"
 local fmt_size = { [1] = 1, [2] = 4, [3] = 2, [4] = 1, [6] = 8 }
 local errors = {
 	[1] = "bad_request", [2] = "unknown_model", [3] = "bad_shape", [4] = "busy",
-	[5] = "timeout", [6] = "too_large", [7] = "internal", [8] = "unsupported",
+	[5] = "timeout", [6] = "too_large", [7] = "internal", [8] = "unsupported", [9] = "unavailable",
 }
 local min_hdr = { [1] = 64, [2] = 112, [3] = 80, [4] = 40, [5] = 48 }
 local health_kinds = { [0] = "probe", [1] = "report" }

@@ -26,6 +26,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_random.h>
 
 #include "dpdk/server.h"
 #include "exec/kexec.h"
@@ -166,11 +167,14 @@ static int nic_setup(void *srv, char *err, size_t errlen)
 	struct rte_ether_addr mac;
 	int ret;
 
-	if (rte_eth_dev_count_avail() < 2 || !rte_eth_dev_is_valid_port(n->o.wire) ||
-	    !rte_eth_dev_is_valid_port(n->o.host)) {
-		snprintf(err, errlen,
-			 "need two ports (wire %u, host %u); %u available: give two --vdev",
-			 n->o.wire, n->o.host, rte_eth_dev_count_avail());
+	if (!rte_eth_dev_is_valid_port(n->o.wire) || !rte_eth_dev_is_valid_port(n->o.host)) {
+		snprintf(
+		    err, errlen,
+		    "no port %u (--%s-port): %u port(s) found (listed above); the wire and the "
+		    "host need one each: give a --vdev (or a PCI device) for each",
+		    rte_eth_dev_is_valid_port(n->o.wire) ? n->o.host : n->o.wire,
+		    rte_eth_dev_is_valid_port(n->o.wire) ? "host" : "wire",
+		    rte_eth_dev_count_avail());
 		return -ENODEV;
 	}
 	n->tsc0 = rte_get_tsc_cycles();
@@ -209,6 +213,10 @@ static int nic_setup(void *srv, char *err, size_t errlen)
 	proto_trust_set_rate(&dc.trust, n->o.err_rate, n->o.err_burst);
 	dc.tx = nic_tx;
 	dc.tx_arg = n;
+	if (n->o.host_probe_ns) {
+		n->hostv.key = rte_rand();
+		dc.host = &n->hostv;
+	}
 	ret = nic_health_setup(n, &dc, err, errlen);
 	if (ret)
 		return ret;
@@ -259,16 +267,50 @@ static void rx_port(struct nic *n, enum nicfw_port from, uint64_t now)
 		nic_send(n, from, back, nb);
 }
 
-/* Every NIC_LINK_POLL_NS: the HEALTH state from the drain and the host port's link. */
+/* With --host-probe-ms, every loop turn: a probe when one is due, and whether the host answers:
+ * its link up and a frame from it (a report, an ACTIVATION, anything) within NIC_HOST_MISSES
+ * periods; the NIC's start and the link coming up count as one (a host that has just connected
+ * is given the periods to answer, as one that has just gone is given them to be missed; till
+ * then it is fresh: a host that has not listed its models yet gets any model passed up), and
+ * a time the NIC did not listen does not count as silence: this loop not running (descheduled,
+ * the machine paused), or a gated host port not polled (port.c: memif's control plane let go,
+ * the host's frames waiting). */
+static void nic_host_check(struct nic *n, uint64_t now, bool link_up)
+{
+	const uint64_t period = n->o.host_probe_ns;
+	struct nicfw_host_view *h = &n->hostv;
+
+	if (link_up && (!n->host_link_seen || !h->last_heard)) {
+		h->last_heard = now ? now : 1;
+		n->host_fresh_end = now + NIC_HOST_MISSES * period;
+		n->probe_next = now;
+	} else if (now - n->host_checked > period || !n->usable[NICFW_PORT_HOST]) {
+		/* not listening: not heard either */
+		h->last_heard = RTE_MIN(now, h->last_heard + (now - n->host_checked));
+	}
+	n->host_checked = now;
+	n->host_link_seen = link_up;
+	if (link_up && now >= n->probe_next) {
+		nicfw_disp_probe_host(n->disp, now);
+		n->probe_next = now + period;
+	}
+	h->up = link_up && h->last_heard && h->last_heard + NIC_HOST_MISSES * period >= now;
+	h->fresh = h->up && now < n->host_fresh_end;
+}
+
+/* Every NIC_LINK_POLL_NS: the HEALTH state from the drain, the host port's link and (with
+ * --host-probe-ms) whether the host answers. */
 static void nic_health_update(struct nic *n, uint64_t now)
 {
 	struct rte_eth_link l = {0};
+	bool host_up;
 
 	if (now < n->health_next)
 		return;
 	n->health_next = now + NIC_LINK_POLL_NS;
 	rte_eth_link_get_nowait(n->port_id[NICFW_PORT_HOST], &l);
-	n->health.state = nicfw_health_state(&n->health, n->draining, l.link_status);
+	host_up = l.link_status && (n->o.host_probe_ns ? n->hostv.up : n->link_up[NICFW_PORT_HOST]);
+	n->health.state = nicfw_health_state(&n->health, n->draining, host_up);
 }
 
 /* One turn of the packet loop: its work is the frames received and the requests held. */
@@ -278,10 +320,14 @@ static uint32_t nic_step(void *srv)
 	const uint64_t cyc = rte_get_tsc_cycles(), rx0 = n->rx_frames;
 	const uint64_t now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
 
-	nic_health_update(n, now);
 	nic_links_check(n, cyc);
-	rx_port(n, NICFW_PORT_WIRE, now);
+	/* the host port first: after a stall of this loop, what the host sent meanwhile says it
+	 * is there before the HEALTH state and the wire's requests are decided */
 	rx_port(n, NICFW_PORT_HOST, now);
+	if (n->o.host_probe_ns)
+		nic_host_check(n, now, n->link_up[NICFW_PORT_HOST]);
+	nic_health_update(n, now);
+	rx_port(n, NICFW_PORT_WIRE, now);
 	if (n->lc)
 		nicfw_lcore_run(n->lc, NIC_RUN_SLICE);
 	nicfw_disp_poll(n->disp, nic_now(n));

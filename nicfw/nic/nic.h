@@ -68,9 +68,14 @@ struct nic {
 	uint64_t link_down_drop[2]; /* frames for a gated port dropped while its link was down */
 	uint64_t backlogged[2];	    /* frames that waited in the backlog */
 	uint64_t loops;
-	uint64_t rx_frames;   /* both ports */
-	bool draining;	      /* from the first SIGINT/SIGTERM */
-	uint64_t health_next; /* ns: the HEALTH state's next update */
+	uint64_t rx_frames;	      /* both ports */
+	bool draining;		      /* from the first SIGINT/SIGTERM */
+	uint64_t health_next;	      /* ns: the HEALTH state's next update */
+	struct nicfw_host_view hostv; /* the host, from HEALTH probes (--host-probe-ms) */
+	uint64_t probe_next;	      /* ns: the next probe */
+	bool host_link_seen;	      /* the host port's link was up at the last check */
+	uint64_t host_checked;	      /* ns: that check */
+	uint64_t host_fresh_end;      /* ns: the host is fresh until then */
 };
 
 /* port.c: port which (NICFW_PORT_WIRE, _HOST) configured and started: 0, or -errno with err. */

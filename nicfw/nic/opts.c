@@ -25,7 +25,7 @@ static const struct conf_opt nic_rows[] = {
     CONF_INT_ROW("port", "UDP", struct nic_opts, udp_port, 1, 65535, "21326",
 		 "the inference traffic's UDP port"),
     CONF_IPV4_ROW("ip", "A.B.C.D", struct nic_opts, ip, NULL,
-		  "its address on the wire (answers ARP)"),
+		  "its address on the wire (required; answers ARP)"),
     CONF_INT_ROW("wire-port", "N", struct nic_opts, wire, 0, RTE_MAX_ETHPORTS - 1, "0",
 		 "the front-ends' port (index)"),
     CONF_INT_ROW("host-port", "N", struct nic_opts, host, 0, RTE_MAX_ETHPORTS - 1, "1",
@@ -48,6 +48,9 @@ static const struct conf_opt nic_rows[] = {
 		 "--poll adaptive: the longest sleep of an idle packet loop (0: never sleeps)"),
     CONF_SCALED_ROW("drain-ms", "MS", struct nic_opts, drain_ns, 0, 600000, 1000000, "1000",
 		    "at SIGINT/SIGTERM, at most MS to finish the requests in hand"),
+    CONF_SCALED_ROW("host-probe-ms", "MS", struct nic_opts, host_probe_ns, 0, 10000, 1000000, "200",
+		    "HEALTH-probe the host this often; gone after " NIC_HOST_MISSES_S
+		    " without a frame from it (0: off)"),
     CONF_CIDR_LIST_ROW(
 	"allow", "CIDR", struct nic_opts, trust.allow, trust.n_allow,
 	"front-ends answered (repeatable; default: all, no reply larger than its request)"),
@@ -114,6 +117,11 @@ int nic_opts_parse(struct nic_opts *o, int argc, char **argv)
 			!o->n_models ? "give at least one --model"
 				     : "--wire-port and --host-port must differ");
 		conf_usage(stderr, &nic_cmd);
+		return -EINVAL;
+	}
+	if (!o->ip) {
+		fprintf(stderr, NIC_PROG ": give --ip A.B.C.D, its address on the wire: it answers "
+					 "ARP for it and sends its replies from it\n");
 		return -EINVAL;
 	}
 	return 0;

@@ -14,6 +14,11 @@
 #include "nicfw/dispatch.h"
 #include "protocol/trust.h"
 
+/* The host is gone after this many --host-probe-ms periods without a frame from it (and as a
+ * string). */
+#define NIC_HOST_MISSES	  5
+#define NIC_HOST_MISSES_S "5"
+
 struct nic_opts {
 	/* --model [ID=]FILE[@K], as given, and resolved by nic_opts_parse() */
 	const char *model_spec[NICFW_DISP_MAX_MODELS];
@@ -38,6 +43,7 @@ struct nic_opts {
 	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
 	uint32_t idle_sleep_us; /* its longest sleep */
 	uint64_t drain_ns;
+	uint64_t host_probe_ns; /* 0: no probes, every REQUEST not the NIC's passes up */
 };
 
 /* splitnic-nic's options and configuration file. */

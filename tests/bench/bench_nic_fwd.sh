@@ -87,7 +87,7 @@ run() { # run NAME PCAP: splitnic-nic for SECS seconds; counters in $tmp/NAME.st
 		--log-level=3 \
 		--vdev "net_pcap0,rx_pcap=$tmp/$2,tx_pcap=/dev/null,infinite_rx=1" \
 		--vdev net_null0,no-rx=1 \
-		-- --model "$MODEL" --executors "$EXEC" --duration "$SECS" \
+		-- --model "$MODEL" --executors "$EXEC" --duration "$SECS" --ip 10.89.9.1 \
 		--stats-file "$tmp/$1.stats" >"$tmp/$1.log" 2>&1 || rc=$?
 	rm -rf "/var/run/dpdk/snbench$$$1"
 	[ "$rc" -eq 0 ] || { echo "bench_nic_fwd: splitnic-nic failed:"; tail -5 "$tmp/$1.log"; exit 1; }

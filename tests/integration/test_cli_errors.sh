@@ -241,7 +241,7 @@ if [ "$(id -u)" = 0 ]; then
 	eal="-l 0 --no-huge -m 512 --file-prefix sncli$$ --no-pci"
 	for srv in "$B/splitnic-nic" "$B/splitnic-host"; do
 		name=${srv##*/}
-		for how in "setup|-- --model $tmp/none.snm --ip 10.99.0.1|(none.snm|need two ports)" \
+		for how in "setup|-- --model $tmp/none.snm --ip 10.99.0.1|(none.snm|no port 0)" \
 			"eal|--proc-type=secondary -- --model x --ip 10.99.0.1|rte_eal_init"; do
 			IFS='|' read -r what args pat <<<"$how"
 			# shellcheck disable=SC2086

@@ -44,7 +44,9 @@ export SPLITNIC=$S
 K=$("$S" inspect "$tmp/wide.snm" --ops | awk '/compiled ops:/ {on = 1} on && $2 == "bdense" {print $1; exit}')
 [ -n "$K" ] || fail "no bdense op in the wide model"
 bash $LAB up $tag || fail "lab up"
-bash $LAB start $tag "$tmp/lab" --model "$tmp/wide.snm@$K" --notify-host --platform emu -- \
+# no HEALTH probes from the NIC (--host-probe-ms 0): the shaped link carries the ACTIVATIONs alone
+bash $LAB start $tag "$tmp/lab" --model "$tmp/wide.snm@$K" --notify-host --platform emu \
+	--host-probe-ms 0 -- \
 	--model "$tmp/wide.snm:coproc:$K" --idle-sleep-us 20 --nic-timeout-us 2000000 || fail "lab start"
 # 100 requests at one outstanding with the link at 50 Mbit/s: tbf's counters on the host's end
 bash $LAB shape $tag 0.05 || fail "shape"
