@@ -348,8 +348,8 @@ void host_health_setup(struct host_app *a);
 void host_rx_health(struct host_worker *w, const struct proto_msg *m, const struct proto_addr *from,
 		    uint32_t probe_len, uint64_t now);
 
-/* main.c: model slot k of worker w set up (its queue, host stages, NIC executor, templates) and
- * undone; FILE[:MODE[:SPLIT]] loaded into hm (spec is written to). */
+/* dpdk_slot.c: model slot k of worker w set up (its queue, host stages, NIC executor, templates)
+ * and undone; FILE[:MODE[:SPLIT]] loaded into hm (spec is written to). */
 int host_slot_setup(struct host_app *a, struct host_worker *w, uint32_t k, char *err,
 		    size_t errlen);
 void host_slot_fini(struct host_worker *w, uint32_t k);
