@@ -106,7 +106,7 @@ static const char *const counter_names[NICFW_C__COUNT] = {
     [NICFW_C_HEALTH_DROPPED] = "health_dropped",
     [NICFW_C_ERR_DRAINING] = "error_draining",
     [NICFW_C_ERR_UNAVAILABLE] = "error_unavailable",
-    [NICFW_C_ERR_NOT_HELD] = "error_not_held",
+    [NICFW_C_NOT_HELD] = "refused_not_held",
     [NICFW_C_HOST_PROBES] = "host_probes",
     [NICFW_C_HOST_REPORTS] = "host_reports",
 };
@@ -706,9 +706,12 @@ static enum nicfw_disp_action disp_up(struct nicfw_disp *d, const struct disp_re
 		send_error_why(d, sender, m->model_id, m->request_id, PROTO_ERR_UNAVAILABLE,
 			       m->model_id, "unavailable: its host does not answer",
 			       NICFW_C_ERR_UNAVAILABLE);
-	else
+	else {
+		d->c[NICFW_C_NOT_HELD]++; /* the ERROR is counted by its code, error_unknown_model
+					   */
 		send_error(d, sender, m->model_id, m->request_id, PROTO_ERR_UNKNOWN_MODEL,
-			   m->model_id, NICFW_C_ERR_NOT_HELD);
+			   m->model_id, NICFW_C_ERR_UNKNOWN_MODEL);
+	}
 	return NICFW_DISP_CONSUMED;
 }
 

@@ -151,7 +151,7 @@ enum nicfw_disp_counter {
 	NICFW_C_HEALTH_DROPPED,	 /* HEALTH reports from the wire, probes too short to answer */
 	NICFW_C_ERR_DRAINING,	 /* REQUESTs refused while draining (ERROR BUSY, detail 1) */
 	NICFW_C_ERR_UNAVAILABLE, /* REQUESTs for a model of a host that does not answer */
-	NICFW_C_ERR_NOT_HELD,	 /* REQUESTs for an id neither the NIC nor its host holds */
+	NICFW_C_NOT_HELD,	 /* ERROR unknown_model: an id neither the NIC nor its host holds */
 	NICFW_C_HOST_PROBES,	 /* HEALTH probes sent to the host (cfg.host) */
 	NICFW_C_HOST_REPORTS,	 /* the host's reports to them, taken */
 	NICFW_C__COUNT

@@ -105,7 +105,8 @@ static void test_dispatch_host_view(void **state)
 	nicfw_disp_counters(d, k, NULL);
 	assert_int_equal(k[NICFW_C_HOST_PROBES], 1);
 	assert_int_equal(k[NICFW_C_HOST_REPORTS], 1);
-	assert_int_equal(k[NICFW_C_ERR_NOT_HELD], 3);
+	assert_int_equal(k[NICFW_C_NOT_HELD], 3);
+	assert_int_equal(k[NICFW_C_ERR_UNKNOWN_MODEL], 3);
 	assert_int_equal(k[NICFW_C_ERR_UNAVAILABLE], 2);
 	assert_int_equal(k[NICFW_C_UNKNOWN_MODEL], 2);
 	assert_int_equal(k[NICFW_C_NOT_MY_LAYER], 1);

@@ -229,7 +229,7 @@ outcomes = ["passed_up_type", "passed_up_unknown_model", "passed_up_not_my_layer
             "activations", "host_reports", "health_answered", "health_passed_up",
             "health_dropped", "dropped_wire_activations", "dropped_wire_replies",
             "dropped_not_allowed", "error_bad_shape", "error_draining", "error_unavailable",
-            "error_not_held", "error_unknown_model", "error_unsupported_layer", "error_too_large"]
+            "error_unknown_model", "error_unsupported_layer", "error_too_large"]
 rejected = sum(v - before["nic"][k] for k, v in after["nic"].items() if k.startswith("verdict_")
                and k != "verdict_ok")
 busy_refused = n("error_busy")  # a full queue or reassembly table: refused, not accepted

@@ -251,7 +251,8 @@ for k in ("short", "magic", "version", "type", "hdr_len", "short_ext", "truncate
           "total_len", "frag", "format", "shape"):
     want(f"verdict_{k}", sent[k])
 want("error_bad_shape", sent["bad_shape_error"] + sent["bad_shape_chw"], True)
-want("error_not_held", sent["unknown_model"], True)  # no host answers its probes here
+want("error_unknown_model", sent["unknown_model"], True)
+want("refused_not_held", sent["unknown_model"], True)  # no host answers its probes here
 want("passed_up_unknown_model", 0, True)
 want("passed_up_type", 0, True)
 want("dropped_wire_replies", sent["response_from_wire"] + sent["error_from_wire"], True)
