@@ -108,8 +108,9 @@ Where the stand-alone MLP's round trip goes, beside about 15 us in process:
     layer by layer; the executors that share a core run as one group, so the chain costs
     about what the kernels cost (make bench: lcore_vs_kern_forward_*).
   - The rest is the packet path on this 2-core machine: the chain runs inline on the one
-    lcore that also runs the forwarding loop, splitnic-host polls the other core (busy while requests come), and
-    the client and the kernel's veth/af_packet path have no core of their own.
+    lcore that also runs the forwarding loop, splitnic-host polls the other core (busy while
+    requests come), and the client and the kernel's veth/af_packet path have no core of their
+    own.
   - So these figures describe this 2-core set-up, not a NIC; \`splitnic emu\` gives the modeled
     time of an NFP4000-class NIC for the same layers, and \`splitnic-nic --platform emu\`
     spends it for real.
