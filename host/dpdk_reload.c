@@ -32,6 +32,7 @@
 
 #include <rte_lcore.h>
 
+#include "conf/reload.h"
 #include "host/host_dpdk.h"
 
 #define RELOAD_POLL_US	 1000
@@ -44,9 +45,7 @@ struct host_reload {
 	pthread_t thr;
 	bool running;
 	bool quit;			 /* atomic */
-	int asked, started, done;	 /* atomic: reloads asked for, begun, finished */
-	int status;			 /* the last one's */
-	char msg[256];			 /* ... and what it says */
+	struct conf_reload t;		 /* the reloads asked for, begun, done, the last outcome */
 	uint64_t version;		 /* of the models served: 1 at start */
 	char *spec[HOST_MAX_MODELS];	 /* each slot's --model as given (NULL: free) */
 	const struct host_map *stale;	 /* a map replaced when the server stopped mid-way */
@@ -168,12 +167,8 @@ static void finish(struct host_reload *r, int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	conf_reload_finish(&r->t, "host", status, fmt, ap);
 	va_end(ap);
-	r->status = status;
-	printf("host: reload: %s\n", r->msg);
-	fflush(stdout);
-	__atomic_add_fetch(&r->done, 1, __ATOMIC_RELEASE);
 }
 
 /* The options again, as at start: the command line and its configuration file. */
@@ -341,17 +336,14 @@ static void *reload_main(void *arg)
 	struct host_reload *r = arg;
 
 	while (!stopping(r)) {
-		int asked = __atomic_load_n(&r->asked, __ATOMIC_ACQUIRE);
+		int asked = conf_reload_take(&r->t);
 
-		if (asked == __atomic_load_n(&r->started, __ATOMIC_RELAXED)) {
+		if (!asked) {
 			sleep_us(RELOAD_IDLE_POLL * 1000);
 			continue;
 		}
-		/* the asks that came meanwhile are served by this one reload */
-		__atomic_store_n(&r->started, asked, __ATOMIC_RELEASE);
 		reload_once(r);
-		while (__atomic_load_n(&r->done, __ATOMIC_RELAXED) < asked)
-			__atomic_add_fetch(&r->done, 1, __ATOMIC_RELEASE);
+		conf_reload_served(&r->t, asked);
 	}
 	return NULL;
 }
@@ -395,14 +387,14 @@ void host_reload_figures(const struct host_app *a, uint64_t *version, uint64_t *
 	const struct host_reload *r = a->reload;
 
 	*version = r ? __atomic_load_n(&r->version, __ATOMIC_RELAXED) : 1;
-	*done = r ? (uint64_t)__atomic_load_n(&r->done, __ATOMIC_RELAXED) : 0;
+	*done = r ? (uint64_t)conf_reload_count(&r->t) : 0;
 }
 
 int host_reload_ask(void *srv)
 {
 	struct host_app *a = srv;
 
-	return a->reload ? __atomic_add_fetch(&a->reload->asked, 1, __ATOMIC_ACQ_REL) : 0;
+	return a->reload ? conf_reload_ask(&a->reload->t) : 0;
 }
 
 int host_reload_wait(void *srv, int n, char *msg, size_t len)
@@ -414,15 +406,14 @@ int host_reload_wait(void *srv, int n, char *msg, size_t len)
 		snprintf(msg, len, "no reload with --nic inproc: restart to change the models");
 		return -ENOTSUP;
 	}
-	for (long t = 0; __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < n; t += 10000) {
+	for (long t = 0; !conf_reload_is_done(&r->t, n); t += 10000) {
 		if (t > (RELOAD_DRAIN_S + 2 * RELOAD_EPOCH_S + 30) * 1000000L) {
 			snprintf(msg, len, "reload %d not done yet", n);
 			return -ETIMEDOUT;
 		}
 		sleep_us(10000);
 	}
-	snprintf(msg, len, "%s", r->msg);
-	return r->status;
+	return conf_reload_outcome(&r->t, msg, len);
 }
 
 void host_reload_teardown(struct host_app *a)

@@ -229,12 +229,8 @@ static void finish(struct serve_reloader *r, int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	conf_reload_finish(&r->t, "serve", status, fmt, ap);
 	va_end(ap);
-	r->status = status;
-	printf("serve: reload: %s\n", r->msg);
-	fflush(stdout);
-	__atomic_add_fetch(&r->done, 1, __ATOMIC_RELEASE);
 }
 
 /* One reload: the table built, handed to the packet loop, the old one back and freed after the
@@ -279,17 +275,14 @@ static void *reloader_main(void *arg)
 	struct serve_reloader *r = arg;
 
 	while (!__atomic_load_n(&r->quit, __ATOMIC_ACQUIRE)) {
-		int asked = __atomic_load_n(&r->asked, __ATOMIC_ACQUIRE);
+		int asked = conf_reload_take(&r->t);
 
-		if (asked == __atomic_load_n(&r->started, __ATOMIC_RELAXED)) {
+		if (!asked) {
 			nap();
 			continue;
 		}
-		/* the asks that came meanwhile are served by this one reload */
-		__atomic_store_n(&r->started, asked, __ATOMIC_RELEASE);
 		reload_once(r);
-		while (__atomic_load_n(&r->done, __ATOMIC_RELAXED) < asked)
-			__atomic_add_fetch(&r->done, 1, __ATOMIC_RELEASE);
+		conf_reload_served(&r->t, asked);
 	}
 	return NULL;
 }
@@ -316,7 +309,7 @@ int serve_reloader_start(struct serve_reloader *r, int argc, char **argv, uint32
 
 int serve_reloader_ask(struct serve_reloader *r)
 {
-	return __atomic_add_fetch(&r->asked, 1, __ATOMIC_ACQ_REL);
+	return conf_reload_ask(&r->t);
 }
 
 struct serve_table *serve_reloader_take(struct serve_reloader *r)
@@ -333,15 +326,14 @@ void serve_reloader_retire(struct serve_reloader *r, struct serve_table *old)
 
 int serve_reloader_wait(struct serve_reloader *r, int n, unsigned ms, char *msg, size_t len)
 {
-	for (unsigned t = 0; __atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < n; t += 10) {
+	for (unsigned t = 0; !conf_reload_is_done(&r->t, n); t += 10) {
 		if (t >= ms) {
 			snprintf(msg, len, "reload %d not done after %u ms", n, ms);
 			return -ETIMEDOUT;
 		}
 		nap();
 	}
-	snprintf(msg, len, "%s", r->msg);
-	return r->status;
+	return conf_reload_outcome(&r->t, msg, len);
 }
 
 void serve_reloader_stop(struct serve_reloader *r)

@@ -26,6 +26,7 @@
 
 #include "conf/batch.h"
 #include "conf/conf.h"
+#include "conf/reload.h"
 #include "exec/kexec.h"
 #include "metrics/metrics.h"
 #include "protocol/proto.h"
@@ -97,11 +98,7 @@ struct serve_reloader {
 	uint32_t payload;
 	const uint64_t *rgen;	     /* the metrics thread's read generation (odd: inside a read) */
 	uint64_t version;	     /* of the table running */
-	int asked;		     /* atomic: reloads asked for */
-	int started;		     /* atomic: reloads begun (asked taken) */
-	int done;		     /* atomic: reloads finished */
-	int status;		     /* the last one's: 0 or -errno */
-	char msg[256];		     /* ... and what it says */
+	struct conf_reload t;	     /* the reloads asked for, begun, done, the last outcome */
 	struct serve_table *ready;   /* atomic: loaded, for the packet loop */
 	struct serve_table *retired; /* atomic: given back by the packet loop */
 	bool quit;		     /* atomic */

@@ -622,8 +622,7 @@ static void serve_metrics(void *arg, struct metrics_buf *b)
 	metrics_keys_put(k, "in_flight", __atomic_load_n(&sv->held, __ATOMIC_RELAXED));
 	metrics_keys_put(k, "models", t->n_models);
 	metrics_keys_put(k, "models_version", t->version);
-	metrics_keys_put(k, "reloads",
-			 (uint64_t)__atomic_load_n(&sv->reload.done, __ATOMIC_RELAXED));
+	metrics_keys_put(k, "reloads", (uint64_t)conf_reload_count(&sv->reload.t));
 	metrics_keys_write(k, b);
 	metrics_latency(b, "serve", serve_histograms, sv);
 	__atomic_add_fetch(&sv->rgen, 1, __ATOMIC_SEQ_CST);

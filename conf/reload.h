@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf/reload.h — the bookkeeping of a server's reloads, shared by splitnic-host
+ * (host/dpdk_reload.c) and splitnic serve (serve/models.c): any thread asks (SIGHUP, telemetry,
+ * POST /-/reload) and gets a ticket; one reloader thread takes every ask made so far and serves
+ * them with one reload; whoever asked waits until its ticket is done and reads the outcome.
+ * Header-only, libc and GCC atomics: no lock, so a signal-driven ask never waits.
+ */
+#ifndef CONF_RELOAD_H
+#define CONF_RELOAD_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+struct conf_reload {
+	int asked, started, done; /* atomic: reloads asked for, begun, finished */
+	int status;		  /* the last one's: 0 or -errno */
+	char msg[256];		  /* ... and what it says */
+};
+
+/* Ask for a reload: its ticket (1, 2, ...). */
+static inline int conf_reload_ask(struct conf_reload *t)
+{
+	return __atomic_add_fetch(&t->asked, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The reloader: the last ticket asked and not yet begun, now begun (the asks that came meanwhile
+ * are served by this one reload); 0 when there is none. */
+static inline int conf_reload_take(struct conf_reload *t)
+{
+	int asked = __atomic_load_n(&t->asked, __ATOMIC_ACQUIRE);
+
+	if (asked == __atomic_load_n(&t->started, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&t->started, asked, __ATOMIC_RELEASE);
+	return asked;
+}
+
+/* The reloader, at the end of a reload: its outcome, said on stdout as "WHO: reload: ...". */
+static inline void conf_reload_finish(struct conf_reload *t, const char *who, int status,
+				      const char *fmt, va_list ap)
+{
+	vsnprintf(t->msg, sizeof(t->msg), fmt, ap);
+	t->status = status;
+	printf("%s: reload: %s\n", who, t->msg);
+	fflush(stdout);
+	__atomic_add_fetch(&t->done, 1, __ATOMIC_RELEASE);
+}
+
+/* The reloader, after the reload begun for ticket `asked`: every ticket up to it done. */
+static inline void conf_reload_served(struct conf_reload *t, int asked)
+{
+	while (__atomic_load_n(&t->done, __ATOMIC_RELAXED) < asked)
+		__atomic_add_fetch(&t->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Is ticket n done? */
+static inline int conf_reload_is_done(const struct conf_reload *t, int n)
+{
+	return __atomic_load_n(&t->done, __ATOMIC_ACQUIRE) >= n;
+}
+
+/* Reloads finished so far. */
+static inline int conf_reload_count(const struct conf_reload *t)
+{
+	return __atomic_load_n(&t->done, __ATOMIC_RELAXED);
+}
+
+/* A done ticket's outcome: the last reload's status, its message copied to msg. */
+static inline int conf_reload_outcome(const struct conf_reload *t, char *msg, size_t len)
+{
+	snprintf(msg, len, "%s", t->msg);
+	return t->status;
+}
+
+#endif /* CONF_RELOAD_H */
