@@ -11,7 +11,10 @@ taken back). The impairment, read from CONTROL-FILE (STATS-FILE.ctl) at start an
 frame of its direction, or after 2 ms). SIGUSR1 writes the counters to STATS-FILE (JSON:
 {"A>B": {"rx", "dropped", "duplicated", "reordered", "tx", "rx_health", "tx_health"}, ...},
 tx = rx - dropped + duplicated; rx_health and tx_health: those of them that are splitnic HEALTH
-datagrams, which servers send on their own), then renames it in place; SIGTERM ends it.
+datagrams, which servers send on their own), then renames it in place; SIGTERM ends it. A dump
+first sends the frames it holds for reordering, so that tx = rx - dropped + duplicated holds at
+every dump (the servers' probes flow all the time, and a probe held at the moment of a dump
+would otherwise be counted in rx and not yet in tx).
 """
 
 import json
@@ -87,6 +90,8 @@ def main():
             load()
         if flags["dump"]:
             flags["dump"] = False
+            for key in list(held):
+                send(key.split(">")[1], held.pop(key)[0], count[key])
             dump()
         try:
             ready, _, _ = select.select(list(fd_if), [], [], HOLD_S if held else 0.05)
@@ -123,6 +128,8 @@ def main():
                 send(y, frame, c)
             if key in held and held[key][0] is not frame:
                 send(y, held.pop(key)[0], c)
+    for key in list(held):
+        send(key.split(">")[1], held.pop(key)[0], count[key])
     dump()
 
 
