@@ -2,8 +2,8 @@
 /*
  * protocol/csum.h — the Internet checksum (RFC 1071), header-only and usable from BPF C (no
  * libc; the one loop is bounded by its length argument), so that every framer of the project
- * (protocol/frame.c for the host and the NIC dispatcher, host/tpl.c's templates, the XDP program
- * and its loader) sums the same way.
+ * (protocol/frame_hdr.h for the host, the NIC dispatcher and the XDP program; host/tpl.c's
+ * templates; protocol/frame.c's receive checks) sums the same way.
  *
  * Sums are partial: 16-bit big-endian words added into 32 bits, folded at the end. A header's
  * checksum field holds ~proto_csum_fold(sum of the header with the field 0); a received header

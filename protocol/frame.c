@@ -9,37 +9,9 @@ _Static_assert((PROTO_NEIGH_SLOTS & (PROTO_NEIGH_SLOTS - 1)) == 0,
 
 uint32_t proto_frame_udp(uint8_t *f, const struct proto_addr *a, uint32_t plen, bool udp_offload)
 {
-	uint8_t *ip = f + PROTO_ETH_HLEN, *udp = ip + PROTO_IP_HLEN;
-	const uint32_t ulen = PROTO_UDP_HLEN + plen;
-	uint32_t sum;
-	uint16_t c;
+	uint32_t psum = udp_offload ? 0 : proto_csum_add(0, f + PROTO_FRAME_HDRS, plen);
 
-	memcpy(f, a->dmac, 6);
-	memcpy(f + 6, a->smac, 6);
-	proto_put16(f + 12, PROTO_ETYPE_IPV4);
-	ip[0] = 0x45;
-	ip[1] = 0;
-	proto_put16(ip + 2, (uint16_t)(PROTO_IP_HLEN + ulen));
-	proto_put16(ip + 4, 0);
-	proto_put16(ip + 6, 0x4000); /* DF */
-	ip[8] = 64;
-	ip[9] = PROTO_IPPROTO_UDP;
-	proto_put16(ip + 10, 0);
-	proto_put32(ip + 12, a->sip);
-	proto_put32(ip + 16, a->dip);
-	proto_put16(ip + 10, (uint16_t)~proto_csum_fold(proto_csum_add(0, ip, PROTO_IP_HLEN)));
-	proto_put16(udp, a->sport);
-	proto_put16(udp + 2, a->dport);
-	proto_put16(udp + 4, (uint16_t)ulen);
-	proto_put16(udp + 6, 0);
-	sum = proto_csum_pseudo(ip, PROTO_IPPROTO_UDP, ulen);
-	if (udp_offload) {
-		proto_put16(udp + 6, proto_csum_fold(sum));
-	} else {
-		c = (uint16_t)~proto_csum_fold(proto_csum_add(sum, udp, ulen));
-		proto_put16(udp + 6, c ? c : 0xffff); /* 0 would mean "no checksum" */
-	}
-	return PROTO_FRAME_HDRS + plen;
+	return proto_frame_udp_hdrs(f, a, plen, psum, udp_offload);
 }
 
 enum proto_frame_kind proto_frame_parse(const uint8_t *f, uint32_t len, struct proto_addr *a,

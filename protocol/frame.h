@@ -2,11 +2,12 @@
 /*
  * protocol/frame.h — Ethernet/ARP/IPv4/UDP framing, done once for every user (the NIC
  * firmware's dispatcher, splitnic-host, the XDP loader's test frames): no OS or DPDK headers, so
- * that it builds for any platform.
+ * that it builds for any platform. The headers of a sent frame are protocol/frame_hdr.h's, the
+ * one writer the XDP program shares.
  *
  * Checksums are protocol/csum.h's. Frames built here have no VLAN tag and no IP options: the
  * UDP payload starts at frame + PROTO_FRAME_HDRS. Addresses travel in one struct, struct
- * proto_addr (IPv4 addresses and ports in host order; s* is the sender, d* the destination).
+ * proto_addr (protocol/frame_hdr.h).
  *
  * The neighbour table maps IPv4 addresses to MACs learnt from received frames: a fixed array
  * of PROTO_NEIGH_SLOTS entries indexed by a hash of the address (a newer entry replaces an
@@ -19,30 +20,20 @@
 #include <stdint.h>
 
 #include "protocol/csum.h"
+#include "protocol/frame_hdr.h"
 #include "protocol/proto_hdr.h"
 
-#define PROTO_ETH_HLEN	  14u
-#define PROTO_IP_HLEN	  20u
-#define PROTO_UDP_HLEN	  8u
 #define PROTO_ARP_LEN	  28u
-#define PROTO_FRAME_HDRS  (PROTO_ETH_HLEN + PROTO_IP_HLEN + PROTO_UDP_HLEN)
 #define PROTO_FRAME_MAX	  1514u /* largest frame built (Ethernet without FCS) */
-#define PROTO_ETYPE_IPV4  0x0800u
 #define PROTO_ETYPE_ARP	  0x0806u
-#define PROTO_IPPROTO_UDP 17u
 #define PROTO_NEIGH_SLOTS 256u /* a power of two */
 
-struct proto_addr {
-	uint8_t smac[6], dmac[6];
-	uint32_t sip, dip;
-	uint16_t sport, dport;
-};
-
 /*
- * Write the Ethernet/IPv4/UDP headers (DF set, TTL 64, IP checksum filled in) for the plen-byte
- * UDP payload already at frame + PROTO_FRAME_HDRS. The UDP checksum: the full checksum, or with
- * udp_offload only the pseudo-header sum (not complemented), which is what a port that offloads
- * UDP checksums (DPDK's RTE_MBUF_F_TX_UDP_CKSUM) expects in the field. Returns the frame length.
+ * Frame the plen-byte UDP payload already at frame + PROTO_FRAME_HDRS: its headers as
+ * proto_frame_udp_hdrs() writes them (DF set, TTL 64, IP checksum filled in), the UDP checksum
+ * summed over the payload where it lies. The UDP checksum: the full checksum, or with udp_offload
+ * only the pseudo-header sum (not complemented), which is what a port that offloads UDP checksums
+ * (DPDK's RTE_MBUF_F_TX_UDP_CKSUM) expects in the field. Returns the frame length.
  */
 uint32_t proto_frame_udp(uint8_t *frame, const struct proto_addr *a, uint32_t plen,
 			 bool udp_offload);

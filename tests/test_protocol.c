@@ -827,6 +827,42 @@ static void test_proto_frame_round_trip(void **state)
 	assert_int_equal(proto_frame_parse(f, len, &b, &p, &plen, &ihl), PROTO_FRAME_NOT_IPV4);
 }
 
+/*
+ * proto_frame_udp_hdrs() with the payload elsewhere and only its partial sum given (as the XDP
+ * program calls it, the payload in its scratch buffer) writes the headers proto_frame_udp()
+ * writes over the payload in place: at odd and even lengths, in both checksum modes.
+ */
+static void test_proto_frame_udp_hdrs_payload_apart(void **state)
+{
+	static const uint32_t lens[] = {0, 1, 2, 3, 7, 54, 55, 80, 81, 1103, 1104, 1471, 1472};
+	const struct proto_addr a = {.smac = {2, 0, 0, 0, 0, 9},
+				     .dmac = {0xfe, 0xff, 0xff, 0xff, 0xff, 0xfe},
+				     .sip = 0xc0a80101,
+				     .dip = 0xfffffffe,
+				     .sport = 65535,
+				     .dport = 21326};
+	uint8_t f[PROTO_FRAME_MAX], g[PROTO_FRAME_HDRS], pay[PROTO_FRAME_MAX];
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		for (int offload = 0; offload < 2; offload++) {
+			uint32_t n = lens[i];
+
+			for (uint32_t k = 0; k < n; k++)
+				pay[k] = (uint8_t)(0xff - k * 13 - i);
+			memcpy(f + PROTO_FRAME_HDRS, pay, n);
+			memset(g, 0xa5, sizeof(g));
+			assert_int_equal(proto_frame_udp(f, &a, n, offload), PROTO_FRAME_HDRS + n);
+			assert_int_equal(
+			    proto_frame_udp_hdrs(g, &a, n, proto_csum_add(0, pay, n), offload),
+			    PROTO_FRAME_HDRS + n);
+			assert_memory_equal(f, g, PROTO_FRAME_HDRS);
+			if (!offload)
+				assert_true(proto_frame_csum_ok(f, PROTO_IP_HLEN));
+		}
+	}
+}
+
 static uint16_t csum16(const uint8_t *p, uint32_t len, uint32_t sum)
 {
 	for (uint32_t i = 0; i + 1 < len; i += 2)
@@ -944,6 +980,7 @@ int main(void)
 	    cmocka_unit_test(test_proto_pcap),
 	    cmocka_unit_test(test_proto_frame_round_trip),
 	    cmocka_unit_test(test_proto_frame_udp_checksum),
+	    cmocka_unit_test(test_proto_frame_udp_hdrs_payload_apart),
 	    cmocka_unit_test(test_proto_arp_and_neigh),
 	};
 

@@ -30,6 +30,7 @@ static void check_one(struct xdp_infer *x, const struct model *m, struct kern_ct
 	assert_int_equal(xdp_infer_test_run(x, frame, (uint32_t)len, out, &olen, 1, &verdict, NULL),
 			 0);
 	assert_int_equal(verdict, XDP_TX);
+	expect_protocol_frame(frame, (uint32_t)len, out, olen);
 	nc = xdp_infer_parse_response(out, olen, rid, &cls, got, MAXC, err, sizeof(err));
 	if (nc < 0)
 		fail_msg("%s: request %lu: %s", m->name, (unsigned long)rid, err);
@@ -186,6 +187,7 @@ static uint32_t probe(struct xdp_infer *x, uint32_t plen, uint8_t role, struct p
 	assert_int_equal(xdp_infer_test_run(x, frame, len, out, &olen, 1, &verdict, NULL), 0);
 	if (verdict != XDP_TX)
 		return verdict;
+	expect_protocol_frame(frame, len, out, olen);
 	assert_int_equal(proto_frame_parse(out, olen, &back, &p, rlen, &ihl), PROTO_FRAME_UDP);
 	assert_int_equal(back.dip, a.sip);
 	assert_int_equal(back.dport, a.sport);
@@ -246,6 +248,42 @@ static void test_xdp_health(void **state)
 	assert_int_equal(st[XDP_INFER_ST_HEALTH_PASS], 2);
 	xdp_infer_free(x);
 	model_free(mdl);
+}
+
+/*
+ * Every reply's Ethernet/IPv4/UDP headers are proto_frame_udp()'s whatever the request's carried:
+ * a REQUEST with TOS, an identification, no DF and TTL 3 gets a RESPONSE, and in another shape
+ * an ERROR, framed exactly as the host's framer frames them (check_one, expect_bad_shape and the
+ * HEALTH probes compare every other reply the same way).
+ */
+static void test_xdp_reply_frame_is_protocol_frame(void **state)
+{
+	uint64_t d[XDP_INFER_ST__COUNT];
+	uint8_t p[2048], out[4096];
+	uint32_t olen = sizeof(out), verdict, cls;
+	double cpu[MAXC], got[MAXC];
+	struct pkt_fx f = {0};
+	char err[256];
+
+	pkt_setup(&f);
+	memcpy(p, f.good, (size_t)f.good_len);
+	p[15] = 0xb8;		     /* DSCP EF */
+	proto_put16(p + 18, 0x1234); /* identification */
+	proto_put16(p + 20, 0);	     /* DF clear */
+	p[22] = 3;		     /* TTL */
+	fix_lengths(p, f.good_len);
+	run_frame(&f, p, f.good_len, out, &olen, &verdict, d);
+	assert_int_equal(verdict, XDP_TX);
+	assert_int_equal(d[XDP_INFER_ST_ANSWERED], 1);
+	expect_protocol_frame(p, (uint32_t)f.good_len, out, olen);
+	if (xdp_infer_parse_response(out, olen, 7, &cls, got, MAXC, err, sizeof(err)) != 4)
+		fail_msg("request with TOS, id, TTL 3: %s", err);
+	assert_int_equal(kern_forward(f.ctx, f.in, 1, cpu), 0);
+	assert_int_equal(cls, kern_argmax(cpu, 4));
+	assert_memory_equal(cpu, got, 4 * sizeof(double));
+	proto_put32(p + 42 + 36, 7), proto_put32(p + 42 + 40, 10); /* 7x10x1 */
+	expect_bad_shape(&f, p, f.good_len, "shape 7x10x1, request with TOS, id, TTL 3");
+	pkt_teardown(&f);
 }
 
 /* Models the executor must refuse, each with a message naming the limit. */
@@ -527,6 +565,7 @@ int main(void)
 	    cmocka_unit_test(test_xdp_random_at_limits),
 	    cmocka_unit_test(test_xdp_bundled_mlp),
 	    cmocka_unit_test(test_xdp_health),
+	    cmocka_unit_test(test_xdp_reply_frame_is_protocol_frame),
 	    cmocka_unit_test(test_xdp_budget_refusals),
 	    cmocka_unit_test(test_xdp_malformed),
 	    cmocka_unit_test(test_xdp_mutations_never_wrong),

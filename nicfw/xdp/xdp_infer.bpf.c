@@ -14,8 +14,7 @@
 
 #include "nicfw/xdp/xdp_infer.h"
 #include "protocol/csum.h"
-
-#define L2L3L4 (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
+#include "protocol/frame_hdr.h"
 
 const volatile struct xdp_infer_cfg cfg = {};
 
@@ -454,29 +453,16 @@ static __always_inline int write_scores(void)
 	return c.err ? -1 : (int)c.best;
 }
 
-/* UDP checksum (host order) of the response payload s->resp[0, rlen) under the IPv4 header at
- * ip and the UDP header at udp (its checksum field 0). */
-static __always_inline __u16 udp_csum(const struct xdp_infer_scratch *s, __u32 rlen, const __u8 *ip,
-				      const __u8 *udp)
-{
-	__u32 ulen = sizeof(struct udphdr) + rlen;
-	__u32 sum = proto_csum_pseudo(ip, IPPROTO_UDP, ulen);
-	__u16 c;
-
-	sum = proto_csum_add(sum, udp, sizeof(struct udphdr));
-	c = (__u16)~proto_csum_fold(proto_csum_add(sum, s->resp, rlen));
-	return c ? c : 0xffff;
-}
-
 static __always_inline __u32 sat32(__u64 v)
 {
 	return v > 0xffffffffull ? 0xffffffffu : (__u32)v;
 }
 
 /*
- * The UDP payload s->resp[0, rlen) sent back to the frame's sender in place: addresses swapped,
- * the packet shrunk or grown to fit, checksums filled in (its size the trust policy's to allow:
- * decide() first). Counted under `stat`.
+ * The UDP payload s->resp[0, rlen) sent back to the frame's sender in place: the packet shrunk
+ * or grown to fit, the headers written by protocol/frame_hdr.h as every framer of the project
+ * writes them (addresses swapped, checksums filled in), then the payload stored after them (its
+ * size the trust policy's to allow: decide() first). Counted under `stat`.
  */
 static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch *s, __u32 rlen,
 				    __u32 stat)
@@ -485,46 +471,29 @@ static __always_inline int tx_reply(struct xdp_md *ctx, struct xdp_infer_scratch
 	struct ethhdr *eth = data;
 	struct iphdr *ip = data + sizeof(*eth);
 	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
-	__u8 smac[ETH_ALEN], dmac[ETH_ALEN];
-	__u32 saddr, daddr;
-	__u16 sport, dport;
+	struct proto_addr a;
 	int delta;
 
 	if (rlen > XDP_INFER_RESP_MAX)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	if ((void *)(udp + 1) > data_end)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-	__builtin_memcpy(smac, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(dmac, eth->h_dest, ETH_ALEN);
-	saddr = bpf_ntohl(ip->saddr);
-	daddr = bpf_ntohl(ip->daddr);
-	sport = bpf_ntohs(udp->source);
-	dport = bpf_ntohs(udp->dest);
-	delta = (int)(L2L3L4 + rlen) - (int)(data_end - data);
+	__builtin_memcpy(a.smac, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(a.dmac, eth->h_source, ETH_ALEN);
+	a.sip = bpf_ntohl(ip->daddr);
+	a.dip = bpf_ntohl(ip->saddr);
+	a.sport = bpf_ntohs(udp->dest);
+	a.dport = bpf_ntohs(udp->source);
+	delta = (int)(PROTO_FRAME_HDRS + rlen) - (int)(data_end - data);
 	if (delta && bpf_xdp_adjust_tail(ctx, delta))
 		return count(XDP_INFER_ST_TX_FAIL, XDP_PASS);
 
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
-	eth = data;
-	ip = data + sizeof(*eth);
-	udp = data + sizeof(*eth) + sizeof(*ip);
-	if ((void *)(udp + 1) > data_end)
+	if (data + PROTO_FRAME_HDRS > data_end)
 		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
-	__builtin_memcpy(eth->h_dest, smac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, dmac, ETH_ALEN);
-	ip->saddr = bpf_htonl(daddr);
-	ip->daddr = bpf_htonl(saddr);
-	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + rlen);
-	ip->ttl = 64;
-	ip->check = 0;
-	ip->check = bpf_htons((__u16)~proto_csum_fold(proto_csum_add(0, (__u8 *)ip, sizeof(*ip))));
-	udp->source = bpf_htons(dport);
-	udp->dest = bpf_htons(sport);
-	udp->len = bpf_htons(sizeof(*udp) + rlen);
-	udp->check = 0;
-	udp->check = bpf_htons(udp_csum(s, rlen, (__u8 *)ip, (__u8 *)udp));
-	if (bpf_xdp_store_bytes(ctx, L2L3L4, s->resp, rlen))
+	proto_frame_udp_hdrs(data, &a, rlen, proto_csum_add(0, s->resp, rlen), false);
+	if (bpf_xdp_store_bytes(ctx, PROTO_FRAME_HDRS, s->resp, rlen))
 		return count(XDP_INFER_ST_INTERNAL, XDP_DROP);
 	return count(stat, XDP_TX);
 }
@@ -627,7 +596,7 @@ int xdp_infer(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct iphdr *ip = data + sizeof(*eth);
 	struct udphdr *udp = data + sizeof(*eth) + sizeof(*ip);
-	__u8 *payload = data + L2L3L4;
+	__u8 *payload = data + PROTO_FRAME_HDRS;
 	__u32 zero = 0, rlen, ulen, fmt, cap;
 	__u64 t0 = bpf_ktime_get_ns(), t1;
 	struct xdp_infer_scratch *s;
@@ -676,9 +645,10 @@ int xdp_infer(struct xdp_md *ctx)
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	sumx = 0;
 	if (cfg.in_kind == XDP_INFER_IN_U8) {
-		if (load_planes(ctx, s, L2L3L4 + m.hdr_len, &sumx))
+		if (load_planes(ctx, s, PROTO_FRAME_HDRS + m.hdr_len, &sumx))
 			return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
-	} else if (load_input_bits(ctx, s, L2L3L4 + m.hdr_len, m.tensor.fmt == PROTO_FMT_F32)) {
+	} else if (load_input_bits(ctx, s, PROTO_FRAME_HDRS + m.hdr_len,
+				   m.tensor.fmt == PROTO_FMT_F32)) {
 		return count(XDP_INFER_ST_INTERNAL, XDP_PASS);
 	}
 	if (run_layers(s, sumx))

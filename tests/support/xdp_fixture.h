@@ -187,6 +187,36 @@ static inline void run_frame(struct pkt_fx *f, const uint8_t *p, int len, uint8_
 		d[k] = after[k] - before[k];
 }
 
+/*
+ * The program's reply out[0, olen) to the frame req[0, len) is, byte for byte, what
+ * proto_frame_udp() frames for the same payload back to req's sender: every Ethernet, IPv4 and
+ * UDP header field and both checksums as splitnic-nic and splitnic-host write them.
+ */
+static inline void expect_protocol_frame(const uint8_t *req, uint32_t len, const uint8_t *out,
+					 uint32_t olen)
+{
+	struct proto_addr q, r;
+	uint8_t want[2048];
+	const uint8_t *p;
+	uint32_t plen, ihl;
+
+	assert_int_equal(proto_frame_parse(req, len, &q, &p, &plen, &ihl), PROTO_FRAME_UDP);
+	assert_true(olen >= PROTO_FRAME_HDRS && olen <= sizeof(want));
+	memcpy(r.smac, q.dmac, 6);
+	memcpy(r.dmac, q.smac, 6);
+	r.sip = q.dip;
+	r.dip = q.sip;
+	r.sport = q.dport;
+	r.dport = q.sport;
+	memcpy(want + PROTO_FRAME_HDRS, out + PROTO_FRAME_HDRS, olen - PROTO_FRAME_HDRS);
+	assert_int_equal(proto_frame_udp(want, &r, olen - PROTO_FRAME_HDRS, false), olen);
+	for (uint32_t i = 0; i < PROTO_FRAME_HDRS; i++)
+		if (out[i] != want[i])
+			fail_msg("reply of %u bytes: header byte %u is 0x%02x, proto_frame_udp "
+				 "writes 0x%02x",
+				 olen, i, out[i], want[i]);
+}
+
 /* A frame with another format or shape: ERROR bad_shape back to its sender, no larger than the
  * request, counted error_bad_shape and nothing else. */
 static inline void expect_bad_shape(struct pkt_fx *f, const uint8_t *p, int len, const char *what)
@@ -209,6 +239,7 @@ static inline void expect_bad_shape(struct pkt_fx *f, const uint8_t *p, int len,
 		fail_msg("%s: %s", what, err);
 	assert_int_equal(code, PROTO_ERR_BAD_SHAPE);
 	assert_true(olen <= (uint32_t)len);
+	expect_protocol_frame(p, (uint32_t)len, out, olen);
 }
 
 /* Run one frame; it must get `want`, be counted under `reason`, and come back unchanged. */
