@@ -2,8 +2,8 @@
 /*
  * splitnic-host: frames out, on the worker's own TX queue: RESPONSEs and ERRORs to the
  * front-ends, ACTIVATIONs to the NIC stage (the port, or the in-process NIC's ring). A message
- * that fits one datagram is built from the worker's template for it (host_tpl: checksums by
- * incremental update); a longer one through the fragmenter, checksums in full.
+ * that fits one datagram is built from the worker's template for it (host_tpl: the UDP
+ * checksum by incremental update); a longer one through the fragmenter, checksums in full.
  */
 #include <stdbool.h>
 #include <string.h>

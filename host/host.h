@@ -317,21 +317,23 @@ uint32_t host_remote_in_flight(const struct kexec *x);
 
 /*
  * A template of one kind of single-datagram message from one address to the same kind of
- * peer: Ethernet, IPv4, UDP and the protocol headers written once, with the per-message words
- * (the destination MAC, IPv4 address and port, model and request id, the type header from
- * var_from on, the data) zero, and the partial one's-complement sums of the constant words.
- * host_tpl_fill() copies it, writes the per-message words and finishes both checksums from the
- * template's sums and those words only (RFC 1624: HC' = ~(~HC + m'), every m zero in the
- * template), instead of summing the whole datagram. With udp_offload the UDP field holds the
- * pseudo-header sum a port that completes UDP checksums expects.
+ * peer: the protocol header written once, with the per-message words (model and request id, the
+ * type header from var_from on) zero, and the partial one's-complement sum of its constant
+ * words. host_tpl_fill() copies it, writes the per-message words and the data, and frames the
+ * datagram with proto_frame_udp_hdrs() (protocol/frame_hdr.h, every sender's header writer),
+ * the payload's sum taken from the template's and those words and the data only (RFC 1624:
+ * HC' = ~(~HC + m'), every m zero in the template), instead of summing the whole datagram. With
+ * udp_offload the UDP field holds the pseudo-header sum a port that completes UDP checksums
+ * expects.
  */
 struct host_tpl {
 	uint32_t hdr_len;  /* protocol header bytes (the type's) */
 	uint32_t var_from; /* first per-message byte of the type header */
 	uint32_t data_len; /* data bytes of every message from this template */
 	bool udp_offload;
-	uint32_t ip_sum, udp_sum, pseudo_sum; /* partial sums, not folded */
-	uint8_t frame[PROTO_FRAME_HDRS + PROTO_MAX_HDR_LEN];
+	struct proto_addr from; /* sip and sport */
+	uint32_t hdr_sum;	/* partial sum of hdr, not folded */
+	uint8_t hdr[PROTO_MAX_HDR_LEN];
 };
 
 /*
