@@ -146,7 +146,6 @@ static int slot_fill(struct nicfw_disp *d, uint32_t k, const struct nicfw_disp_m
 	d->resp_bytes[k] = proto_wire_bytes(PROTO_RESP_HDR_LEN, s->classes * 8, d->cfg.payload);
 	snprintf(d->shape_reason[k], sizeof(d->shape_reason[k]), "bad_shape: expects %s %ux%ux%u",
 		 proto_fmt_name(s->in_fmt), s->in_c, s->in_h, s->in_w);
-	memset(&d->tm[k], 0, sizeof(d->tm[k]));
 	for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
 		struct disp_req *r = &d->q[k].slot[i];
 
@@ -942,6 +941,8 @@ void nicfw_disp_slot_clear(struct nicfw_disp *d, uint32_t k)
 	}
 	memset(&d->q[k], 0, sizeof(d->q[k]));
 	memset(&d->cfg.model[k], 0, sizeof(d->cfg.model[k]));
+	if (d->tm)
+		memset(&d->tm[k], 0, sizeof(d->tm[k]));
 }
 
 void nicfw_disp_map(struct nicfw_disp *d, const uint8_t *slots, uint32_t n)

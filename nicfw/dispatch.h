@@ -268,7 +268,8 @@ const struct nicfw_disp_timing *nicfw_disp_timing(const struct nicfw_disp *d, ui
  * first the default model, model id 0); a slot no longer named takes no new request (a
  * fragment that completes a message after the map goes to the slot named now) and is polled
  * until the requests it holds are answered, then no longer: slot_polled says so (acquire), and
- * the control thread may close its executor and clear it (slot_clear frees its buffers).
+ * the control thread may close its executor and clear it (slot_clear frees its buffers and
+ * zeroes its timing).
  */
 int nicfw_disp_slot_set(struct nicfw_disp *d, uint32_t k, const struct nicfw_disp_model *md,
 			char *err, size_t errlen);

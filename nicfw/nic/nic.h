@@ -49,6 +49,14 @@ struct nic_slot {
 	bool inline_chain;    /* loaded by a reload on the lcore platform: its own inline runner */
 };
 
+/* The NIC times of a model name's versions gone (reload.c adds a slot's when it frees it): the
+ * metrics' histograms go on counting across versions. */
+#define NIC_HISTS 32
+struct nic_hist {
+	char name[64];
+	uint64_t hist[NICFW_DISP_HIST], ns_sum;
+};
+
 struct nic_reload;
 
 struct nic {
@@ -64,6 +72,7 @@ struct nic {
 	uint8_t map[NICFW_DISP_MAX_MODELS];
 	uint32_t n_map;
 	pthread_mutex_t rd_lock;
+	struct nic_hist gone[NIC_HISTS]; /* under rd_lock */
 	/* A change of the models for the packet loop: the reloader writes chg_map, chg_n and
 	 * chg_health, then moves chg_asked on (release); the loop applies it between two turns
 	 * (nicfw_disp_map, the HEALTH report's models) and sets chg_done to it (release). */

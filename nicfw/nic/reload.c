@@ -133,10 +133,30 @@ static int hand_over(struct nic_reload *r)
 	return 0;
 }
 
+/* Slot k's NIC times kept under its model's name (rd_lock held). */
+static void hist_keep(struct nic *n, uint32_t k)
+{
+	const struct nicfw_disp_timing *t = nicfw_disp_timing(n->disp, k);
+	struct nic_hist *g = NULL;
+
+	if (!n->m[k] || !t->requests)
+		return;
+	for (uint32_t i = 0; i < NIC_HISTS && !g; i++)
+		if (!n->gone[i].name[0] || !strcmp(n->gone[i].name, n->m[k]->name))
+			g = &n->gone[i];
+	if (!g)
+		return; /* more names than kept: its figures leave the metrics */
+	snprintf(g->name, sizeof(g->name), "%s", n->m[k]->name);
+	for (uint32_t b = 0; b < NICFW_DISP_HIST; b++)
+		g->hist[b] += t->hist[b];
+	g->ns_sum += t->ns_sum;
+}
+
 /* Slot k's model, executor and dispatcher slot freed (not polled), under rd_lock. */
 static void slot_free(struct nic_reload *r, uint32_t k)
 {
 	pthread_mutex_lock(&r->n->rd_lock);
+	hist_keep(r->n, k);
 	nic_slot_free(r->n, k);
 	nicfw_disp_slot_clear(r->n->disp, k);
 	pthread_mutex_unlock(&r->n->rd_lock);

@@ -200,17 +200,54 @@ const struct dpdk_tel_cmd nic_tel_cmds[NIC_N_TEL_CMDS] = {
      tel_timing},
 };
 
-/* Per model, the NIC time of every RESPONSE (submit to result): stage "nic". */
+/* Slot k holds a model served or draining: nic_slot_load sets sl[k] last, the reloader clears
+ * it under rd_lock before it frees the model. */
+static bool held(const struct nic *n, uint32_t k)
+{
+	return n->sl[k].path && n->m[k];
+}
+
+/* Adds slot k's NIC times (a version of `name`) to h, sum. */
+static void hist_add(const struct nicfw_disp_timing *t, uint64_t *h, uint64_t *sum)
+{
+	for (uint32_t b = 0; b < NICFW_DISP_HIST; b++)
+		h[b] += __atomic_load_n(&t->hist[b], __ATOMIC_RELAXED);
+	*sum += __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED);
+}
+
+/* Per model name, the NIC time of every RESPONSE (submit to result): stage "nic", summed over
+ * its versions (served, draining, and gone: n->gone), so that it only grows across reloads. */
 static void metrics_hist(void *srv, metrics_hist_put put, void *arg)
 {
 	struct nic *n = srv;
+	const char *names[NICFW_DISP_MAX_MODELS + NIC_HISTS];
+	uint32_t nn = 0;
 
 	pthread_mutex_lock(&n->rd_lock);
-	for (uint32_t j = 0; j < n->n_map; j++) {
-		const struct nicfw_disp_timing *t = nicfw_disp_timing(n->disp, n->map[j]);
+	for (uint32_t k = 0; k < NICFW_DISP_MAX_MODELS + NIC_HISTS; k++) {
+		const char *name = k < NICFW_DISP_MAX_MODELS
+				       ? (held(n, k) ? n->m[k]->name : NULL)
+				       : n->gone[k - NICFW_DISP_MAX_MODELS].name;
+		uint32_t j;
 
-		put(arg, n->m[n->map[j]]->name, "nic", t->hist, NICFW_DISP_HIST,
-		    __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED));
+		for (j = 0; name && name[0] && j < nn && strcmp(names[j], name); j++)
+			;
+		if (name && name[0] && j == nn)
+			names[nn++] = name;
+	}
+	for (uint32_t j = 0; j < nn; j++) {
+		uint64_t h[NICFW_DISP_HIST] = {0}, sum = 0;
+
+		for (uint32_t k = 0; k < NICFW_DISP_MAX_MODELS; k++)
+			if (held(n, k) && !strcmp(n->m[k]->name, names[j]))
+				hist_add(nicfw_disp_timing(n->disp, k), h, &sum);
+		for (uint32_t g = 0; g < NIC_HISTS; g++)
+			if (!strcmp(n->gone[g].name, names[j])) {
+				for (uint32_t b = 0; b < NICFW_DISP_HIST; b++)
+					h[b] += n->gone[g].hist[b];
+				sum += n->gone[g].ns_sum;
+			}
+		put(arg, names[j], "nic", h, NICFW_DISP_HIST, sum);
 	}
 	pthread_mutex_unlock(&n->rd_lock);
 }
