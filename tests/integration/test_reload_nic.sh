@@ -3,7 +3,8 @@
 #
 #   cli (10.88.7.2, vc) ==veth== nic ns: [vw] splitnic-nic [net_null: no host]
 #
-# splitnic-nic serves fmnist-bmlp stand-alone from its configuration file, on a worker lcore.
+# splitnic-nic serves fmnist-bmlp stand-alone from its configuration file, on a worker lcore
+# (RELOAD_LCORES=0: none, every chain inline on the main lcore).
 # A second file of the same model (same name, same id) has its last layer's classes rotated:
 # its class is splitnic run's plus one (mod 10), so each answer says which version gave it.
 #   1. a client sends RELOAD_COUNT test images open loop (RELOAD_RATE a second) while the model
@@ -27,6 +28,7 @@ cd "$(dirname "$0")/../.."
 MLP=$(realpath "$B/models/fmnist-bmlp.snm")
 RATE=${RELOAD_RATE:-1000}
 COUNT=${RELOAD_COUNT:-6000}
+LCORES=${RELOAD_LCORES:-0-1} # 0: no worker lcore, every chain inline
 
 netns_need_root af_packet
 netns_need_files FAIL: "make all" "$S" "$NIC" "$MLP" "$IMG"
@@ -91,7 +93,7 @@ cp "$MLP" "$tmp/bmlp.snm"
 cp "$tmp/rot.snm" "$tmp/other.snm"
 conf bmlp
 
-ip netns exec "$ns_n" "$NIC" -l 0-1 --no-huge -m 512 --file-prefix "$prefix" --no-pci \
+ip netns exec "$ns_n" "$NIC" -l "$LCORES" --no-huge -m 512 --file-prefix "$prefix" --no-pci \
 	--vdev net_af_packet0,iface=vw --vdev net_null0,no-rx=1 -- \
 	--config "$tmp/nic.conf" --ip 10.88.7.1 --executors 4 --idle-sleep-us 50 \
 	--metrics-port 9113 --metrics-addr 127.0.0.1 --stats-file "$tmp/final.txt" >"$tmp/nic.log" 2>&1 &
