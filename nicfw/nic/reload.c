@@ -277,8 +277,13 @@ static void reload_once(struct nic_reload *r)
 	__atomic_store_n(&r->version, r->version + 1, __ATOMIC_RELAXED);
 	ret = hand_over(r);
 	if (ret) {
-		finish(r, ret, "version %lu not applied: %s", (unsigned long)r->version,
-		       ret == -ETIMEDOUT ? "the packet loop did not turn" : "the server stopped");
+		finish(r, ret,
+		       "version %lu handed to the packet loop, %s; the old version(s) stay "
+		       "until exit",
+		       (unsigned long)r->version,
+		       ret == -ETIMEDOUT
+			   ? "which had not taken it after 5 s (it will at its next turn)"
+			   : "which stopped");
 		return;
 	}
 	/* 4. the slots no longer named answer what they hold, then are freed */
