@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
-/*
- * The packet dispatcher: framing (Ethernet/ARP/IPv4/UDP, the neighbour table) from
- * protocol/frame.h; the protocol's own parser, builders and reassembly table for the splitnic
- * messages.
- */
+/* The packet dispatcher: framing (Ethernet/ARP/IPv4/UDP, the neighbour table) from
+ * protocol/frame.h; the protocol's own parser, builders and reassembly table for its messages. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +9,8 @@
 #include "nicfw/dispatch.h"
 #include "protocol/frame.h"
 
-/*
- * Where and how a RESPONSE or ERROR goes, and what caused it (in_bytes: the UDP payload, the
- * trust policy's measure); the host gets ERRORs about its ACTIVATIONs as notices (host_ref,
- * cookie).
- */
+/* Where and how a RESPONSE or ERROR goes, and what caused it (in_bytes: the UDP payload, the
+ * trust policy's measure); the host gets ERRORs about its ACTIVATIONs as notices (ref, cookie). */
 struct disp_reply {
 	struct proto_addr a;
 	uint8_t port; /* enum nicfw_port it leaves by */
@@ -59,12 +53,16 @@ struct nicfw_disp {
 	    resp_bytes[NICFW_DISP_MAX_MODELS]; /* a RESPONSE's UDP payload bytes, all datagrams */
 	uint64_t rl[PROTO_TRUST_SLOTS];	       /* ERROR buckets of wire-side sources */
 	uint64_t now;			       /* the time of the frame being handled */
-	struct nicfw_disp_timing *tm;	       /* n_models */
+	struct nicfw_disp_timing *tm;	       /* NICFW_DISP_MAX_MODELS */
 	uint8_t *body;			       /* the RESPONSE data section, little-endian f64 */
 	char shape_reason[NICFW_DISP_MAX_MODELS][48]; /* "bad_shape: expects u8 1x28x28" */
 	uint8_t host_mac[6];			      /* the host's, from its reports */
 	uint16_t probes;			      /* host probes sent */
 	uint8_t frame[2048];			      /* reply under construction */
+	uint32_t max_in, max_cls; /* the reassembly's and the body's room, set at create */
+	uint8_t order[NICFW_DISP_MAX_MODELS]; /* the slots named (cfg.n_models), default first */
+	bool named[NICFW_DISP_MAX_MODELS];
+	bool polled[NICFW_DISP_MAX_MODELS]; /* atomic: the packet thread polls the slot */
 };
 
 static const char *const counter_names[NICFW_C__COUNT] = {
@@ -116,15 +114,56 @@ const char *nicfw_disp_counter_name(unsigned c)
 	return c < NICFW_C__COUNT ? counter_names[c] : "?";
 }
 
+/* What an executor loaded as md says it takes and gives, checked: 0 or -EINVAL with err. */
+static int model_check(const struct nicfw_disp_model *md, char *err, size_t errlen)
+{
+	if (!md->x || !md->x->m || md->x->first != md->layer || md->x->in_bytes != md->in_bytes ||
+	    md->x->out_bytes != md->classes * 8 || !md->in_bytes || !md->in_count || !md->classes ||
+	    md->classes > 65535 || proto_fmt_bytes(md->in_fmt, 1) == 0 ||
+	    ((md->in_c || md->in_h || md->in_w) &&
+	     (uint64_t)md->in_c * md->in_h * md->in_w != md->in_count)) {
+		snprintf(
+		    err, errlen,
+		    "dispatcher: model %#x: input %u x %s in %u bytes, %u classes, from op %u: "
+		    "not what its executor (loaded: %s) takes and gives",
+		    md->model_id, md->in_count, proto_fmt_name(md->in_fmt), md->in_bytes,
+		    md->classes, md->layer, md->x && md->x->m ? "yes" : "no");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Slot k (not polled) holds md: its reply sizes, its shape reason, its request buffers. */
+static int slot_fill(struct nicfw_disp *d, uint32_t k, const struct nicfw_disp_model *md)
+{
+	struct nicfw_disp_model *s = &d->cfg.model[k];
+
+	*s = *md;
+	if (!s->in_c && !s->in_h && !s->in_w) {
+		s->in_c = s->in_count;
+		s->in_h = s->in_w = 1;
+	}
+	d->resp_bytes[k] = proto_wire_bytes(PROTO_RESP_HDR_LEN, s->classes * 8, d->cfg.payload);
+	snprintf(d->shape_reason[k], sizeof(d->shape_reason[k]), "bad_shape: expects %s %ux%ux%u",
+		 proto_fmt_name(s->in_fmt), s->in_c, s->in_h, s->in_w);
+	for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
+		struct disp_req *r = &d->q[k].slot[i];
+
+		r->in = aligned_alloc(64, (s->in_bytes + 63) & ~63u);
+		r->out = calloc(s->classes, sizeof(double));
+		if (!r->in || !r->out)
+			return -ENOMEM;
+		memset(r->in, 0, (s->in_bytes + 63) & ~63u);
+	}
+	return 0;
+}
+
 void nicfw_disp_free(struct nicfw_disp *d)
 {
 	if (!d)
 		return;
 	for (uint32_t m = 0; m < NICFW_DISP_MAX_MODELS; m++)
-		for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
-			free(d->q[m].slot[i].in);
-			free(d->q[m].slot[i].out);
-		}
+		nicfw_disp_slot_clear(d, m);
 	free(d->tm);
 	free(d->body);
 	proto_reasm_destroy(d->ra);
@@ -151,20 +190,8 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	for (uint32_t m = 0; m < cfg->n_models; m++) {
 		const struct nicfw_disp_model *md = &cfg->model[m];
 
-		if (!md->x || !md->x->m || md->x->first != md->layer ||
-		    md->x->in_bytes != md->in_bytes || md->x->out_bytes != md->classes * 8 ||
-		    !md->in_bytes || !md->in_count || !md->classes || md->classes > 65535 ||
-		    proto_fmt_bytes(md->in_fmt, 1) == 0 ||
-		    ((md->in_c || md->in_h || md->in_w) &&
-		     (uint64_t)md->in_c * md->in_h * md->in_w != md->in_count)) {
-			snprintf(err, errlen,
-				 "dispatcher: model %#x: input %u x %s in %u bytes, %u classes, "
-				 "from op %u: not what its executor (loaded: %s) takes and gives",
-				 md->model_id, md->in_count, proto_fmt_name(md->in_fmt),
-				 md->in_bytes, md->classes, md->layer,
-				 md->x && md->x->m ? "yes" : "no");
+		if (model_check(md, err, errlen))
 			return NULL;
-		}
 		for (uint32_t k = 0; k < m; k++)
 			if (cfg->model[k].model_id == md->model_id) {
 				snprintf(err, errlen, "dispatcher: model id %#x given twice",
@@ -178,38 +205,23 @@ struct nicfw_disp *nicfw_disp_create(const struct nicfw_disp_config *cfg, char *
 	if (!d)
 		goto err_nomem;
 	d->cfg = *cfg;
+	d->max_in = max_in;
+	d->max_cls = max_cls;
 	memset(d->host_mac, 0xff, 6); /* broadcast until the host's first report */
-	for (uint32_t m = 0; m < cfg->n_models; m++) {
-		struct nicfw_disp_model *md = &d->cfg.model[m];
-		uint32_t body = md->classes * 8;
-
-		if (!md->in_c && !md->in_h && !md->in_w) {
-			md->in_c = md->in_count;
-			md->in_h = md->in_w = 1;
-		}
-		d->resp_bytes[m] = proto_wire_bytes(PROTO_RESP_HDR_LEN, body, cfg->payload);
-		snprintf(d->shape_reason[m], sizeof(d->shape_reason[m]),
-			 "bad_shape: expects %s %ux%ux%u", proto_fmt_name(md->in_fmt), md->in_c,
-			 md->in_h, md->in_w);
-	}
 	rc.slots = cfg->reasm_slots ? cfg->reasm_slots : 64;
 	rc.max_msg = max_in;
 	rc.timeout_ns = cfg->reasm_timeout_ns ? cfg->reasm_timeout_ns : 1000000000ull;
 	d->ra = proto_reasm_create(&rc);
-	d->tm = calloc(cfg->n_models ? cfg->n_models : 1, sizeof(*d->tm));
+	d->tm = calloc(NICFW_DISP_MAX_MODELS, sizeof(*d->tm));
 	d->body = calloc(max_cls, 8);
 	if (!d->ra || !d->tm || !d->body)
 		goto err_free;
-	for (uint32_t m = 0; m < cfg->n_models; m++)
-		for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
-			struct disp_req *r = &d->q[m].slot[i];
-
-			r->in = aligned_alloc(64, (cfg->model[m].in_bytes + 63) & ~63u);
-			r->out = calloc(cfg->model[m].classes, sizeof(double));
-			if (!r->in || !r->out)
-				goto err_free;
-			memset(r->in, 0, (cfg->model[m].in_bytes + 63) & ~63u);
-		}
+	for (uint32_t m = 0; m < cfg->n_models; m++) {
+		if (slot_fill(d, m, &cfg->model[m]))
+			goto err_free;
+		d->order[m] = (uint8_t)m;
+		d->named[m] = d->polled[m] = true;
+	}
 	return d;
 
 err_free:
@@ -342,10 +354,10 @@ static enum nicfw_disp_action disp_arp(struct nicfw_disp *d, enum nicfw_port fro
 
 static int disp_model(const struct nicfw_disp *d, uint32_t model_id)
 {
-	for (uint32_t m = 0; m < d->cfg.n_models; m++)
-		if (d->cfg.model[m].model_id == model_id)
-			return (int)m;
-	return model_id == 0 && d->cfg.n_models ? 0 : -1; /* 0: the default model */
+	for (uint32_t i = 0; i < d->cfg.n_models; i++)
+		if (d->cfg.model[d->order[i]].model_id == model_id)
+			return d->order[i];
+	return model_id == 0 && d->cfg.n_models ? d->order[0] : -1; /* 0: the default model */
 }
 
 static uint32_t sat32(uint64_t v)
@@ -436,9 +448,17 @@ uint32_t nicfw_disp_poll(struct nicfw_disp *d, uint64_t now_ns)
 	uint32_t sent = 0;
 
 	d->now = now_ns;
-	for (uint32_t m = 0; m < d->cfg.n_models; m++) {
+	for (uint32_t m = 0; m < NICFW_DISP_MAX_MODELS; m++) {
 		struct disp_queue *q = &d->q[m];
-		const uint32_t n = q->count ? kexec_poll(d->cfg.model[m].x, done, q->count) : 0;
+		uint32_t n;
+
+		if (!d->polled[m])
+			continue;
+		if (!q->count && !d->named[m]) { /* replaced and drained: the owner's again */
+			__atomic_store_n(&d->polled[m], false, __ATOMIC_RELEASE);
+			continue;
+		}
+		n = q->count ? kexec_poll(d->cfg.model[m].x, done, q->count) : 0;
 
 		for (uint32_t i = 0; i < n; i++) {
 			struct disp_req *r = &q->slot[q->head];
@@ -546,10 +566,8 @@ static unsigned claimed_type(const uint8_t *p, uint32_t plen)
 	return p[3];
 }
 
-/*
- * The trust boundary of the wire port: what says it is an ACTIVATION, a RESPONSE or an ERROR
- * is the host's to send and the NIC's to answer: from the wire it is dropped and counted.
- */
+/* The trust boundary of the wire port: what says it is an ACTIVATION, a RESPONSE or an ERROR is
+ * the host's to send and the NIC's to answer: from the wire it is dropped and counted. */
 static bool wire_refused(struct nicfw_disp *d, unsigned type)
 {
 	if (type == PROTO_ACTIVATION) {
@@ -887,9 +905,60 @@ uint32_t nicfw_disp_pending(const struct nicfw_disp *d)
 {
 	uint32_t n = 0;
 
-	for (uint32_t m = 0; m < d->cfg.n_models; m++)
-		n += d->q[m].count;
+	for (uint32_t m = 0; m < NICFW_DISP_MAX_MODELS; m++)
+		n += __atomic_load_n(&d->q[m].count, __ATOMIC_RELAXED);
 	return n;
+}
+
+int nicfw_disp_slot_set(struct nicfw_disp *d, uint32_t k, const struct nicfw_disp_model *md,
+			char *err, size_t errlen)
+{
+	int ret = model_check(md, err, errlen);
+
+	if (ret)
+		return ret;
+	if (md->in_bytes > d->max_in || md->classes > d->max_cls) {
+		snprintf(err, errlen,
+			 "needs %u input bytes, %u classes; the buffers set at start "
+			 "hold %u, %u: restart to serve it",
+			 md->in_bytes, md->classes, d->max_in, d->max_cls);
+		return -E2BIG;
+	}
+	nicfw_disp_slot_clear(d, k);
+	ret = slot_fill(d, k, md);
+	if (ret) {
+		nicfw_disp_slot_clear(d, k);
+		snprintf(err, errlen, "dispatcher: out of memory");
+	}
+	return ret;
+}
+
+void nicfw_disp_slot_clear(struct nicfw_disp *d, uint32_t k)
+{
+	for (uint32_t i = 0; i < NICFW_DISP_QUEUE; i++) {
+		free(d->q[k].slot[i].in);
+		free(d->q[k].slot[i].out);
+	}
+	memset(&d->q[k], 0, sizeof(d->q[k]));
+	memset(&d->cfg.model[k], 0, sizeof(d->cfg.model[k]));
+	if (d->tm)
+		memset(&d->tm[k], 0, sizeof(d->tm[k]));
+}
+
+void nicfw_disp_map(struct nicfw_disp *d, const uint8_t *slots, uint32_t n)
+{
+	memset(d->named, 0, sizeof(d->named));
+	for (uint32_t i = 0; i < n; i++) {
+		d->order[i] = slots[i];
+		d->named[slots[i]] = true;
+		__atomic_store_n(&d->polled[slots[i]], true, __ATOMIC_RELEASE);
+	}
+	d->cfg.n_models = n;
+}
+
+bool nicfw_disp_slot_polled(const struct nicfw_disp *d, uint32_t k)
+{
+	return __atomic_load_n(&d->polled[k], __ATOMIC_ACQUIRE);
 }
 
 const struct nicfw_disp_timing *nicfw_disp_timing(const struct nicfw_disp *d, uint32_t model)

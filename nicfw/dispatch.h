@@ -255,7 +255,26 @@ const char *nicfw_disp_counter_name(unsigned c);
 void nicfw_disp_reasm_stats(const struct nicfw_disp *d, struct proto_reasm_stats *st);
 /* Requests queued or running, all models. */
 uint32_t nicfw_disp_pending(const struct nicfw_disp *d);
-/* Model `model`'s NIC times (< n_models). */
+/* Slot `model`'s NIC times (< NICFW_DISP_MAX_MODELS; the models at create are slots 0, 1, ...).
+ */
 const struct nicfw_disp_timing *nicfw_disp_timing(const struct nicfw_disp *d, uint32_t model);
+
+/*
+ * Models changed while the packet thread runs (its owner's reload). The models at create hold
+ * slots 0 .. n_models - 1. The owner's control thread fills a slot the packet thread does not
+ * poll (slot_set: checked as at create, its buffers allocated; -E2BIG when its input or classes
+ * exceed what the reassembly table and the reply buffer were sized for at create), then the
+ * packet thread, between two frames, names the slots that take new requests (map: in order, the
+ * first the default model, model id 0); a slot no longer named takes no new request (a
+ * fragment that completes a message after the map goes to the slot named now) and is polled
+ * until the requests it holds are answered, then no longer: slot_polled says so (acquire), and
+ * the control thread may close its executor and clear it (slot_clear frees its buffers and
+ * zeroes its timing).
+ */
+int nicfw_disp_slot_set(struct nicfw_disp *d, uint32_t k, const struct nicfw_disp_model *md,
+			char *err, size_t errlen);
+void nicfw_disp_slot_clear(struct nicfw_disp *d, uint32_t k);
+void nicfw_disp_map(struct nicfw_disp *d, const uint8_t *slots, uint32_t n);
+bool nicfw_disp_slot_polled(const struct nicfw_disp *d, uint32_t k);
 
 #endif /* NICFW_DISPATCH_H */

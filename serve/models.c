@@ -142,6 +142,8 @@ static int table_add(struct serve_table *t, const char *given, const struct conf
 	}
 	s->in_fmt = s->m->input.fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
 	s->in_count = (uint32_t)model_shape_elems(&s->m->input);
+	snprintf(s->shape_reason, sizeof(s->shape_reason), "bad_shape: expects %s %ux%ux%u",
+		 proto_fmt_name(s->in_fmt), s->m->input.c, s->m->input.h, s->m->input.w);
 	s->in_bytes = (uint32_t)model_shape_bytes(&s->m->input);
 	s->classes = model_classes(s->m);
 	s->resp_bytes = proto_wire_bytes(PROTO_RESP_HDR_LEN, (size_t)s->classes * 8, payload);

@@ -44,6 +44,7 @@ struct serve_model {
 	struct kexec x;
 	uint32_t id, in_fmt, in_bytes, in_count, classes;
 	uint32_t resp_bytes;	/* the RESPONSE's UDP payload bytes, all datagrams */
+	char shape_reason[48];	/* ERROR bad_shape's: "bad_shape: expects u8 1x28x28" */
 	struct serve_batch b;	/* its requests waiting for the executor (serve/batch.h) */
 	uint8_t *body;		/* classes * 8: the RESPONSE's data section */
 	struct metrics_log2 *h; /* SERVE_H__COUNT histograms: its name's (serve_hist) */

@@ -11,13 +11,14 @@
  * memory is allocated before the first datagram: the executor's buffers at load, the reassembly
  * table, the receive and reply buffers.
  *
- * Answers, as the DPDK servers give them (reasons are static strings with "serve: " before):
+ * Answers, as the DPDK servers give them (reasons with "serve: " before, made at load):
  *   parser rejected a datagram   ERROR bad_request (detail: the verdict) when its first four
  *                                bytes say a version-1 REQUEST; anything else is not answered
  *   ACTIVATION, RESPONSE, ERROR  not answered (counted): never reflect replies
  *   unknown model                ERROR unknown_model (detail: the model id); model id 0 is the
  *                                first model
- *   format or shape differs      ERROR bad_shape (detail: the model's input elements), by
+ *   format or shape differs      ERROR bad_shape (detail: the model's input elements; reason
+ *                                "bad_shape: expects FMT CxHxW", the model's input), by
  *                                proto_input_matches(), the check every executor shares
  *   reassembly table full        ERROR busy (detail 0); message too large: ERROR too_large
  *                                (detail: the limit in bytes)
@@ -223,7 +224,7 @@ static void serve_request(struct serve *sv, const struct proto_msg *m, const uin
 				 s->m->input.w) ||
 	    m->total_len != s->in_bytes) {
 		serve_error(sv, src, m->model_id, m->request_id, PROTO_ERR_BAD_SHAPE, s->in_count,
-			    SC_ERR_BAD_SHAPE, "input format or shape differs from the model's");
+			    SC_ERR_BAD_SHAPE, s->shape_reason);
 		return;
 	}
 	v = serve_trust(sv, src, PROTO_RESPONSE, s->resp_bytes, &cap);

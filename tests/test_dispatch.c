@@ -11,7 +11,8 @@
  * RESPONSE and ERROR from the wire dropped and counted; completion notices (RESPONSE and
  * ERROR, with host_ref and cookie) to the host port only; the shape check on (C,H,W); no reply
  * larger than its request to a source not allowed; the allow-list; ERRORs rate-limited per
- * source. The fixture: tests/support/dispatch_fixture.h.
+ * source. Models changed while it runs (slots, the map, draining). The fixture:
+ * tests/support/dispatch_fixture.h.
  */
 #include "tests/support/dispatch_fixture.h"
 
@@ -748,6 +749,60 @@ static void test_dispatch_fragments(void **state)
 	nicfw_disp_free(d);
 }
 
+/* Models changed while it runs: a new version of MODEL in a free slot takes the requests that
+ * come after the map, the old one answers what it holds and is polled until then; model id 0
+ * follows the map's first slot; a model no longer named is passed up; a slot larger than the
+ * buffers set at create is refused. */
+static void test_dispatch_reload(void **state)
+{
+	struct nicfw_disp *d = mk_disp();
+	struct fake_exec *old, *nv;
+	struct nicfw_disp_model md;
+	const uint8_t map[2] = {2, 1}, only[1] = {1};
+	uint8_t f[2048];
+	struct proto_msg m;
+	char err[256];
+	uint32_t len;
+
+	old = &fakes[(n_fakes - 2) % 4];
+	eng_hold = true;
+	len = request(f, MODEL, 1, IN, 0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	fake_model(&md, MODEL, 0, MODEL_FMT_U8, 1, 1, IN);
+	nv = md.x->priv;
+	assert_false(nicfw_disp_slot_polled(d, 2));
+	assert_int_equal(nicfw_disp_slot_set(d, 2, &md, err, sizeof(err)), 0);
+	nicfw_disp_map(d, map, 2);
+	len = request(f, MODEL, 2, IN, 1);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 0), NICFW_DISP_CONSUMED);
+	assert_int_equal(old->tail, 1); /* request 1 on the old version, 2 on the new */
+	assert_int_equal(nv->tail, 1);
+	assert_int_equal(nicfw_disp_pending(d), 2);
+	eng_hold = false;
+	assert_int_equal(nicfw_disp_poll(d, 10), 2);
+	assert_int_equal(n_out, 2);
+	expect_reply(&out[0], PROTO_RESPONSE, &m);
+	assert_int_equal(m.request_id, 1);
+	expect_reply(&out[1], PROTO_RESPONSE, &m);
+	assert_int_equal(m.request_id, 2);
+	assert_true(nicfw_disp_slot_polled(d, 0)); /* seen empty at the next poll */
+	nicfw_disp_poll(d, 20);
+	assert_false(nicfw_disp_slot_polled(d, 0));
+	assert_true(nicfw_disp_slot_polled(d, 2));
+	nicfw_disp_slot_clear(d, 0);
+	len = request(f, 0, 3, IN, 2); /* model id 0: the map's first */
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 30), NICFW_DISP_CONSUMED);
+	assert_int_equal(nv->tail, 2);
+	assert_int_equal(nicfw_disp_poll(d, 40), 1);
+	nicfw_disp_map(d, only, 1); /* unloaded: passed up (no host view) */
+	len = request(f, MODEL, 4, IN, 0);
+	assert_int_equal(nicfw_disp_rx(d, NICFW_PORT_WIRE, f, len, 50), NICFW_DISP_PASS);
+	fake_model(&md, 0x77, 0, MODEL_FMT_U8, 1, 1, 2 * IN); /* beyond the reassembly's room */
+	assert_int_equal(nicfw_disp_slot_set(d, 3, &md, err, sizeof(err)), -E2BIG);
+	assert_non_null(strstr(err, "restart to serve it"));
+	nicfw_disp_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -766,6 +821,7 @@ int main(void)
 	    cmocka_unit_test(test_dispatch_no_amplification),
 	    cmocka_unit_test(test_dispatch_error_rate),
 	    cmocka_unit_test(test_dispatch_health),
+	    cmocka_unit_test(test_dispatch_reload),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,22 +46,76 @@ static uint64_t nic_now(const struct nic *n)
 
 /* --- set-up -------------------------------------------------------------------------------- */
 
-/* Model i's executor, ops [first, n) of its model: the emulator serving in modeled time
- * (nicfw/emu/exec_emu.h), or a chain on the shared lcore platform (nicfw/lcore/lcore.h). */
-static int nic_setup_exec(struct nic *n, uint32_t i, uint32_t first, char *err, size_t errlen)
+/* Slot k's executor, ops [first, n) of its model: the emulator serving in modeled time
+ * (nicfw/emu/exec_emu.h), or a chain on the shared lcore platform (nicfw/lcore/lcore.h), or on
+ * its own inline runner (inline_chain: the shared platform's runners take chains at start only). */
+static int nic_setup_exec(struct nic *n, uint32_t k, uint32_t first, bool inline_chain,
+			  const char *who, char *err, size_t errlen)
 {
 	const struct nicfw_exec_emu_conf ec = {
 	    .executors = n->o.executors, .serve = true, .max_warm = NIC_EMU_WARM};
-	const struct nicfw_exec_lcore_conf lc = {.executors = n->o.executors, .platform = n->lc};
+	const struct nicfw_exec_lcore_conf lc = {.executors = n->o.executors,
+						 .platform = inline_chain ? NULL : n->lc};
 	int ret;
 
-	ret = kexec_open(&n->x[i], n->o.emu ? &nicfw_exec_emu_ops : &nicfw_exec_lcore_ops,
+	ret = kexec_open(&n->x[k], n->o.emu ? &nicfw_exec_emu_ops : &nicfw_exec_lcore_ops,
 			 n->o.emu ? (const void *)&ec : &lc, err, errlen);
 	if (!ret)
-		ret = kexec_load(&n->x[i], n->m[i], first, n->m[i]->n_layers, 1, err, errlen);
+		ret = kexec_load(&n->x[k], n->m[k], first, n->m[k]->n_layers, 1, err, errlen);
 	if (!ret && n->o.emu)
-		printf("nic: model %s on emu: %s\n", n->m[i]->name, n->x[i].note);
+		printf("%s: model %s on emu: %s\n", who, n->m[k]->name, n->x[k].note);
 	return ret;
+}
+
+int nic_slot_load(struct nic *n, uint32_t k, const char *path, bool id_given, uint32_t id,
+		  uint32_t first_asked, bool inline_chain, struct nicfw_disp_model *md,
+		  const char *who, char *err, size_t errlen)
+{
+	struct model *m;
+	uint32_t first;
+	char ops[256];
+	int ret = -EINVAL;
+
+	m = n->m[k] = model_load(path, err, errlen);
+	if (!m)
+		return -EINVAL;
+	first = first_asked == UINT32_MAX ? kexec_nic_split(m) : first_asked; /* host's too */
+	if (kexec_nic_first(m) == m->n_layers)
+		snprintf(err, errlen, "%s: model %s has no part the NIC can run", path, m->name);
+	else if (first_asked != UINT32_MAX &&
+		 !kexec_can_run(KEXEC_KIND_NIC, m, first_asked, m->n_layers))
+		snprintf(err, errlen, "%s: @%u: the NIC's part of model %s can start at op %s",
+			 path, first_asked, m->name, kexec_nic_starts(m, false, ops, sizeof(ops)));
+	else
+		ret = nic_setup_exec(n, k, first, inline_chain, who, err, errlen);
+	if (!ret)
+		ret = nicfw_disp_model_init(md, id_given ? id : proto_model_id(m->name), &n->x[k],
+					    err, errlen);
+	if (ret) {
+		nic_slot_free(n, k);
+		return ret;
+	}
+	n->sl[k] = (struct nic_slot){path,     md->model_id, first,
+				     id_given, first_asked,  inline_chain && !n->o.emu};
+	printf("%s: model %s (%s) id %#x: ops %u..%u on %u executors (%s%s), input %u x %s, %u "
+	       "classes%s\n",
+	       who, m->name, path, md->model_id, first, m->n_layers - 1, n->o.executors,
+	       n->o.emu ? "emu" : "lcore",
+	       n->o.emu || (!inline_chain && rte_lcore_count() > 1) ? ""
+	       : inline_chain					    ? ", inline on the main lcore"
+								    : ", inline",
+	       md->in_count, proto_fmt_name(md->in_fmt), md->classes,
+	       md->standalone ? ", stand-alone" : "");
+	return 0;
+}
+
+void nic_slot_free(struct nic *n, uint32_t k)
+{
+	kexec_close(&n->x[k]);
+	memset(&n->x[k], 0, sizeof(n->x[k]));
+	model_free(n->m[k]);
+	n->m[k] = NULL;
+	memset(&n->sl[k], 0, sizeof(n->sl[k]));
 }
 
 static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *err, size_t errlen)
@@ -81,56 +135,44 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 			return -EINVAL;
 	}
 	for (uint32_t i = 0; i < n->o.n_models; i++) {
-		struct nicfw_disp_model *md = &dc->model[i];
-		struct model *m;
-		uint32_t first;
-
-		m = n->m[i] = model_load(n->o.model_path[i], err, errlen);
-		if (!m)
-			return -EINVAL;
-		first = kexec_nic_first(m);
-		if (first == m->n_layers) {
-			snprintf(err, errlen, "%s: model %s has no part the NIC can run",
-				 n->o.model_path[i], m->name);
-			return -EINVAL;
-		}
-		if (n->o.first[i] == UINT32_MAX) {
-			first = kexec_nic_split(m); /* splitnic-host's default too */
-		} else {
-			if (!kexec_can_run(KEXEC_KIND_NIC, m, n->o.first[i], m->n_layers)) {
-				char ops[256];
-
-				snprintf(err, errlen,
-					 "%s: @%u: the NIC's part of model %s can start at op %s",
-					 n->o.model_path[i], n->o.first[i], m->name,
-					 kexec_nic_starts(m, false, ops, sizeof(ops)));
-				return -EINVAL;
-			}
-			first = n->o.first[i];
-		}
-		if (!n->o.id_given[i])
-			n->o.model_id[i] = proto_model_id(m->name);
-		ret = nic_setup_exec(n, i, first, err, errlen);
-		if (!ret)
-			ret = nicfw_disp_model_init(md, n->o.model_id[i], &n->x[i], err, errlen);
+		ret = nic_slot_load(n, i, n->o.model_path[i], n->o.id_given[i], n->o.model_id[i],
+				    n->o.first[i], false, &dc->model[i], "nic", err, errlen);
 		if (ret)
 			return ret;
-		n->o.first[i] = first; /* resolved: /splitnic/nic/models says it */
-		printf("nic: model %s (%s) id %#x: ops %u..%u on %u executors (%s%s), input %u x "
-		       "%s, %u classes%s\n",
-		       m->name, n->o.model_path[i], md->model_id, first, m->n_layers - 1,
-		       n->o.executors, n->o.emu ? "emu" : "lcore",
-		       n->o.emu ? "" : (nl ? "" : ", inline"), md->in_count,
-		       proto_fmt_name(md->in_fmt), md->classes,
-		       md->standalone ? ", stand-alone" : "");
+		n->map[i] = (uint8_t)i;
 	}
-	dc->n_models = n->o.n_models;
+	dc->n_models = n->n_map = n->o.n_models;
 	if (!n->o.emu) {
 		ret = nicfw_lcore_start(n->lc, err, errlen);
 		if (ret)
 			return ret;
 		printf("nic: executor chains on %u worker lcore(s)%s\n", nl,
 		       nl ? "" : " (inline, interleaved with the packet loop)");
+	}
+	return 0;
+}
+
+int nic_health_models(const struct nic *n, const uint8_t *map, uint32_t nm, struct nicfw_health *h,
+		      char *err, size_t errlen)
+{
+	h->n_models = 0;
+	for (uint32_t i = 0; i < nm; i++) {
+		const uint32_t k = map[i];
+		struct nicfw_disp_model md;
+		const struct model_shape *in;
+		bool bits;
+
+		if (nicfw_disp_model_init(&md, n->sl[k].id, (struct kexec *)&n->x[k], err, errlen))
+			return -EINVAL;
+		in = &n->m[k]->layers[md.layer].in;
+		bits = md.in_fmt == PROTO_FMT_BITS;
+		if (nicfw_health_add(h, md.model_id, md.layer, md.in_fmt,
+				     bits ? md.in_count : in->c, bits ? 1 : in->h, bits ? 1 : in->w,
+				     md.classes, n->m[k]->name)) {
+			snprintf(err, errlen, "health: more than %u models",
+				 NICFW_HEALTH_MAX_MODELS);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -143,21 +185,8 @@ static int nic_health_setup(struct nic *n, struct nicfw_disp_config *dc, char *e
 	snprintf(ident, sizeof(ident), "splitnic-nic@%u.%u.%u.%u", n->o.ip >> 24,
 		 (n->o.ip >> 16) & 0xff, (n->o.ip >> 8) & 0xff, n->o.ip & 0xff);
 	nicfw_health_init(&n->health, n->o.name ? n->o.name : ident);
-	for (uint32_t i = 0; i < dc->n_models; i++) {
-		const struct nicfw_disp_model *md = &dc->model[i];
-		const struct model_shape *in = &n->m[i]->layers[md->layer].in;
-		bool bits = md->in_fmt == PROTO_FMT_BITS;
-
-		if (nicfw_health_add(&n->health, md->model_id, md->layer, md->in_fmt,
-				     bits ? md->in_count : in->c, bits ? 1 : in->h,
-				     bits ? 1 : in->w, md->classes, n->m[i]->name)) {
-			snprintf(err, errlen, "health: more than %u models",
-				 NICFW_HEALTH_MAX_MODELS);
-			return -EINVAL;
-		}
-	}
 	dc->health = &n->health;
-	return 0;
+	return nic_health_models(n, n->map, n->n_map, &n->health, err, errlen);
 }
 
 static int nic_setup(void *srv, char *err, size_t errlen)
@@ -221,7 +250,9 @@ static int nic_setup(void *srv, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	n->disp = nicfw_disp_create(&dc, err, errlen);
-	return n->disp ? 0 : -EINVAL;
+	if (!n->disp)
+		return -EINVAL;
+	return nic_reload_setup(n, err, errlen);
 }
 
 /* --- the packet loop ----------------------------------------------------------------------- */
@@ -320,6 +351,8 @@ static uint32_t nic_step(void *srv)
 	const uint64_t cyc = rte_get_tsc_cycles(), rx0 = n->rx_frames;
 	const uint64_t now = (uint64_t)((double)(cyc - n->tsc0) * n->ns_per_tsc);
 
+	if (unlikely(__atomic_load_n(&n->chg_asked, __ATOMIC_ACQUIRE) != n->chg_done))
+		nic_reload_apply(n);
 	nic_links_check(n, cyc);
 	/* the host port first: after a stall of this loop, what the host sent meanwhile says it
 	 * is there before the HEALTH state and the wire's requests are decided */
@@ -385,6 +418,7 @@ static void nic_stop(void *srv, int sig)
 {
 	struct nic *n = srv;
 
+	__atomic_store_n(&n->loop_over, true, __ATOMIC_RELEASE);
 	printf("nic: %s after %lu loop turns, %u request(s) left\n",
 	       sig ? dpdk_signal_name(sig) : "duration reached", (unsigned long)n->loops,
 	       nicfw_disp_pending(n->disp));
@@ -395,6 +429,8 @@ static bool nic_teardown(void *srv)
 	struct nic *n = srv;
 	bool parked;
 
+	__atomic_store_n(&n->loop_over, true, __ATOMIC_RELEASE);
+	nic_reload_teardown(n);
 	if (n->lc)
 		nicfw_lcore_stop(n->lc);
 	parked = nic_ports_close(n);
@@ -426,11 +462,14 @@ static const struct dpdk_server nic_server = {
     .counters = nic_counters,
     .report = nic_report,
     .teardown = nic_teardown,
+    .reload = nic_reload_ask,
+    .reload_wait = nic_reload_wait,
+    .reload_path = "/splitnic/nic/reload",
 };
 
 int main(int argc, char **argv)
 {
-	static struct nic nic;
+	static struct nic nic = {.rd_lock = PTHREAD_MUTEX_INITIALIZER};
 
 	return dpdk_server_main(&nic_server, &nic, argc, argv);
 }

@@ -7,6 +7,7 @@
 #ifndef NICFW_NIC_NIC_H
 #define NICFW_NIC_NIC_H
 
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,6 +40,25 @@
 
 enum nic_ctl { NIC_CTL_FREE = 0, NIC_CTL_HELD, NIC_CTL_RELEASING };
 
+/* A model slot: the model n->m[k], its executor n->x[k], the dispatcher's slot k. */
+struct nic_slot {
+	const char *path;     /* its file (NULL: the slot is free) */
+	uint32_t id, first;   /* its model id and the op its NIC part starts at */
+	bool id_given;	      /* --model ID=FILE */
+	uint32_t first_asked; /* --model FILE@K: K; UINT32_MAX: kexec_nic_split */
+	bool inline_chain;    /* loaded by a reload on the lcore platform: its own inline runner */
+};
+
+/* The NIC times of a model name's versions gone (reload.c adds a slot's when it frees it): the
+ * metrics' histograms go on counting across versions. */
+#define NIC_HISTS 32
+struct nic_hist {
+	char name[64];
+	uint64_t hist[NICFW_DISP_HIST], ns_sum;
+};
+
+struct nic_reload;
+
 struct nic {
 	struct nic_opts o;
 	struct model *m[NICFW_DISP_MAX_MODELS];
@@ -46,6 +66,22 @@ struct nic {
 	struct nicfw_health health;
 	struct nicfw_lcore *lc;		       /* platform lcore: shared by the executors */
 	struct kexec x[NICFW_DISP_MAX_MODELS]; /* each model's executor (the NIC's part) */
+	/* The models served: the slots, and those named, in order (the first is model id 0's).
+	 * Telemetry and metrics read them under rd_lock; the reloader changes them under it. */
+	struct nic_slot sl[NICFW_DISP_MAX_MODELS];
+	uint8_t map[NICFW_DISP_MAX_MODELS];
+	uint32_t n_map;
+	pthread_mutex_t rd_lock;
+	struct nic_hist gone[NIC_HISTS]; /* under rd_lock */
+	/* A change of the models for the packet loop: the reloader writes chg_map, chg_n and
+	 * chg_health, then moves chg_asked on (release); the loop applies it between two turns
+	 * (nicfw_disp_map, the HEALTH report's models) and sets chg_done to it (release). */
+	uint8_t chg_map[NICFW_DISP_MAX_MODELS];
+	uint32_t chg_n;
+	struct nicfw_health chg_health;
+	uint32_t chg_asked, chg_done;
+	bool loop_over; /* atomic: the packet loop has ended */
+	struct nic_reload *reload;
 	uint64_t tsc0;
 	double ns_per_tsc;
 	struct rte_mempool *pool;
@@ -90,6 +126,32 @@ void nic_links_check(struct nic *n, uint64_t cyc);
 /* At exit: the ports stopped and closed on EAL's interrupt thread, which then stays parked in an
  * alarm of ours: true when it is (rte_eal_cleanup must then be left out). */
 bool nic_ports_close(struct nic *n);
+
+/* main.c: model path (id given or not: its name's, first_asked UINT32_MAX: the NIC's default
+ * split) into free slot k: n->m[k], its executor n->x[k] (on the shared lcore platform, or with
+ * inline_chain its own inline runner, or the emulator) and md, n->sl[k]; a line says so (who:
+ * "nic", "nic: reload"). 0, or -errno with err (what was loaded freed, the slot free). */
+int nic_slot_load(struct nic *n, uint32_t k, const char *path, bool id_given, uint32_t id,
+		  uint32_t first_asked, bool inline_chain, struct nicfw_disp_model *md,
+		  const char *who, char *err, size_t errlen);
+/* The slot's model and executor freed (not polled), the slot free. */
+void nic_slot_free(struct nic *n, uint32_t k);
+/* The HEALTH report's models for the slots map[0..nm) into h. 0 or -EINVAL with err. */
+int nic_health_models(const struct nic *n, const uint8_t *map, uint32_t nm, struct nicfw_health *h,
+		      char *err, size_t errlen);
+
+/* reload.c: models loaded, replaced and unloaded while the packet loop runs (SIGHUP, the
+ * telemetry command /splitnic/nic/reload, POST /-/reload): a DPDK control thread reads the
+ * options again, loads each new or changed --model into a free slot, hands the packet loop the
+ * new map, and frees each slot no longer named once the dispatcher no longer polls it. */
+int nic_reload_setup(struct nic *n, char *err, size_t errlen);
+int nic_reload_ask(void *srv);
+int nic_reload_wait(void *srv, int ticket, char *msg, size_t len);
+/* The packet loop, between turns: the change asked for, applied. */
+void nic_reload_apply(struct nic *n);
+/* The version of the models served (1 at start), reloads done and failed. */
+void nic_reload_figures(const struct nic *n, uint64_t *version, uint64_t *done, uint64_t *failed);
+void nic_reload_teardown(struct nic *n);
 
 /* telemetry.c: the commands /splitnic/nic/models and /splitnic/nic/timing (dpdk/server.h; the
  * skeleton registers them with /splitnic/nic/stats, nic_counters), every counter, and what the

@@ -16,6 +16,7 @@ static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, ui
 	uint64_t c[NICFW_C__COUNT], verd[PROTO_VERDICT__COUNT];
 	struct proto_reasm_stats ra;
 	struct rte_eth_stats es;
+	uint64_t version, reloads, failed;
 	char key[64];
 
 	nicfw_disp_counters(n->disp, c, verd);
@@ -37,6 +38,11 @@ static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, ui
 	put(arg, "link_down_drop_wire", __atomic_load_n(&n->link_down_drop[0], __ATOMIC_RELAXED));
 	put(arg, "link_down_drop_host", __atomic_load_n(&n->link_down_drop[1], __ATOMIC_RELAXED));
 	put(arg, "backlogged_host", __atomic_load_n(&n->backlogged[1], __ATOMIC_RELAXED));
+	nic_reload_figures(n, &version, &reloads, &failed);
+	put(arg, "models", __atomic_load_n(&n->n_map, __ATOMIC_RELAXED));
+	put(arg, "models_version", version);
+	put(arg, "reloads", reloads);
+	put(arg, "reload_failures", failed);
 	for (int p = 0; p < 2; p++) {
 		const char *pn = p ? "host" : "wire";
 
@@ -68,20 +74,29 @@ static int cmp_u32(const void *a, const void *b)
  */
 static int tel_models(void *srv, const char *params, struct rte_tel_data *d)
 {
-	const struct nic *n = srv;
+	struct nic *n = srv;
+	uint64_t version, done, failed;
 	char key[32];
 
-	rte_tel_data_add_dict_u64(d, "models", n->o.n_models);
-	for (uint32_t i = 0; i < n->o.n_models; i++) {
+	pthread_mutex_lock(&n->rd_lock);
+	rte_tel_data_add_dict_u64(d, "models", n->n_map);
+	for (uint32_t j = 0; j < n->n_map; j++) {
+		const uint32_t i = n->map[j];
+
 		snprintf(key, sizeof(key), "m%u_name", i);
 		rte_tel_data_add_dict_string(d, key, n->m[i]->name);
+		snprintf(key, sizeof(key), "m%u_file", i);
+		rte_tel_data_add_dict_string(d, key, n->sl[i].path);
 		snprintf(key, sizeof(key), "m%u_id", i);
-		rte_tel_data_add_dict_u64(d, key, n->o.model_id[i]);
+		rte_tel_data_add_dict_u64(d, key, n->sl[i].id);
 		snprintf(key, sizeof(key), "m%u_first_op", i);
-		rte_tel_data_add_dict_u64(d, key, n->o.first[i]);
+		rte_tel_data_add_dict_u64(d, key, n->sl[i].first);
 		snprintf(key, sizeof(key), "m%u_ops", i);
-		rte_tel_data_add_dict_u64(d, key, n->m[i]->n_layers - n->o.first[i]);
+		rte_tel_data_add_dict_u64(d, key, n->m[i]->n_layers - n->sl[i].first);
 	}
+	pthread_mutex_unlock(&n->rd_lock);
+	nic_reload_figures(n, &version, &done, &failed);
+	rte_tel_data_add_dict_u64(d, "models_version", version);
 	return 0;
 }
 
@@ -99,7 +114,7 @@ static void timing_each(struct nic *n, uint32_t i,
 		uint32_t per_mille;
 	} pct[] = {{"nic_ns_p50", 500}, {"nic_ns_p90", 900}, {"nic_ns_p99", 990}};
 
-	put(arg, "model_id", n->o.model_id[i]);
+	put(arg, "model_id", n->sl[i].id);
 	put(arg, "executors", n->o.executors);
 	put(arg, "requests", reqs);
 	put(arg, "nic_ns_mean", reqs ? __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED) / reqs : 0);
@@ -146,11 +161,13 @@ static void put_model_key(void *arg, const char *key, uint64_t v)
 static void timing_all(struct nic *n, const char *prefix,
 		       void (*put)(void *arg, const char *key, uint64_t v), void *arg)
 {
-	for (uint32_t i = 0; i < n->o.n_models; i++) {
-		struct model_put mp = {put, arg, prefix, i};
+	pthread_mutex_lock(&n->rd_lock);
+	for (uint32_t j = 0; j < n->n_map; j++) {
+		struct model_put mp = {put, arg, prefix, n->map[j]};
 
-		timing_each(n, i, put_model_key, &mp);
+		timing_each(n, n->map[j], put_model_key, &mp);
 	}
+	pthread_mutex_unlock(&n->rd_lock);
 }
 
 static void tel_put(void *arg, const char *key, uint64_t v)
@@ -164,11 +181,13 @@ static int tel_timing(void *srv, const char *params, struct rte_tel_data *d)
 	char key[32];
 
 	rte_tel_data_add_dict_string(d, "platform", n->o.emu ? "emu" : "lcore");
-	rte_tel_data_add_dict_u64(d, "models", n->o.n_models);
-	for (uint32_t i = 0; i < n->o.n_models; i++) {
-		snprintf(key, sizeof(key), "m%u_name", i);
-		rte_tel_data_add_dict_string(d, key, n->m[i]->name);
+	pthread_mutex_lock(&n->rd_lock);
+	rte_tel_data_add_dict_u64(d, "models", n->n_map);
+	for (uint32_t j = 0; j < n->n_map; j++) {
+		snprintf(key, sizeof(key), "m%u_name", n->map[j]);
+		rte_tel_data_add_dict_string(d, key, n->m[n->map[j]]->name);
 	}
+	pthread_mutex_unlock(&n->rd_lock);
 	timing_all(n, "", tel_put, d);
 	return 0;
 }
@@ -181,27 +200,70 @@ const struct dpdk_tel_cmd nic_tel_cmds[NIC_N_TEL_CMDS] = {
      tel_timing},
 };
 
-/* Per model, the NIC time of every RESPONSE (submit to result): stage "nic". */
+/* Slot k holds a model served or draining: nic_slot_load sets sl[k] last, the reloader clears
+ * it under rd_lock before it frees the model. */
+static bool held(const struct nic *n, uint32_t k)
+{
+	return n->sl[k].path && n->m[k];
+}
+
+/* Adds slot k's NIC times (a version of `name`) to h, sum. */
+static void hist_add(const struct nicfw_disp_timing *t, uint64_t *h, uint64_t *sum)
+{
+	for (uint32_t b = 0; b < NICFW_DISP_HIST; b++)
+		h[b] += __atomic_load_n(&t->hist[b], __ATOMIC_RELAXED);
+	*sum += __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED);
+}
+
+/* Per model name, the NIC time of every RESPONSE (submit to result): stage "nic", summed over
+ * its versions (served, draining, and gone: n->gone), so that it only grows across reloads. */
 static void metrics_hist(void *srv, metrics_hist_put put, void *arg)
 {
 	struct nic *n = srv;
+	const char *names[NICFW_DISP_MAX_MODELS + NIC_HISTS];
+	uint32_t nn = 0;
 
-	for (uint32_t i = 0; i < n->o.n_models; i++) {
-		const struct nicfw_disp_timing *t = nicfw_disp_timing(n->disp, i);
+	pthread_mutex_lock(&n->rd_lock);
+	for (uint32_t k = 0; k < NICFW_DISP_MAX_MODELS + NIC_HISTS; k++) {
+		const char *name = k < NICFW_DISP_MAX_MODELS
+				       ? (held(n, k) ? n->m[k]->name : NULL)
+				       : n->gone[k - NICFW_DISP_MAX_MODELS].name;
+		uint32_t j;
 
-		put(arg, n->m[i]->name, "nic", t->hist, NICFW_DISP_HIST,
-		    __atomic_load_n(&t->ns_sum, __ATOMIC_RELAXED));
+		for (j = 0; name && name[0] && j < nn && strcmp(names[j], name); j++)
+			;
+		if (name && name[0] && j == nn)
+			names[nn++] = name;
 	}
+	for (uint32_t j = 0; j < nn; j++) {
+		uint64_t h[NICFW_DISP_HIST] = {0}, sum = 0;
+
+		for (uint32_t k = 0; k < NICFW_DISP_MAX_MODELS; k++)
+			if (held(n, k) && !strcmp(n->m[k]->name, names[j]))
+				hist_add(nicfw_disp_timing(n->disp, k), h, &sum);
+		for (uint32_t g = 0; g < NIC_HISTS; g++)
+			if (!strcmp(n->gone[g].name, names[j])) {
+				for (uint32_t b = 0; b < NICFW_DISP_HIST; b++)
+					h[b] += n->gone[g].hist[b];
+				sum += n->gone[g].ns_sum;
+			}
+		put(arg, names[j], "nic", h, NICFW_DISP_HIST, sum);
+	}
+	pthread_mutex_unlock(&n->rd_lock);
 }
 
 static const char *metrics_model(void *srv, unsigned i)
 {
-	const struct nic *n = srv;
+	struct nic *n = srv;
+	const char *name;
 
-	return i < n->o.n_models ? n->m[i]->name : NULL;
+	pthread_mutex_lock(&n->rd_lock);
+	name = i < NICFW_DISP_MAX_MODELS && n->m[i] ? n->m[i]->name : NULL;
+	pthread_mutex_unlock(&n->rd_lock);
+	return name;
 }
 
-static const char *const gauges[] = {"queued", NULL};
+static const char *const gauges[] = {"queued", "models", "models_version", NULL};
 
 const struct dpdk_metrics_ops nic_metrics_ops = {metrics_hist, metrics_model, gauges};
 

@@ -5,9 +5,11 @@
 #      the classes of `splitnic run`, the RESPONSE timing fields filled (total >= host);
 #   2. fmnist-bcnn by its model id with a 300-byte payload: every REQUEST in 4 fragments,
 #      reassembled, the classes of `splitnic run`;
-#   3. errors as the DPDK servers send them: a wrong shape gets ERROR bad_shape, an unknown model
-#      ERROR unknown_model, a truncated REQUEST ERROR bad_request (detail: the verdict) with its
-#      model and request ids echoed; a RESPONSE, junk and a wrong version get no answer;
+#   3. errors as the DPDK servers send them: a wrong shape gets ERROR bad_shape (its reason the
+#      expected input, "serve: bad_shape: expects u8 1x28x28", as the client prints it), an
+#      unknown model ERROR unknown_model, a truncated REQUEST ERROR bad_request (detail: the
+#      verdict) with its model and request ids echoed; a RESPONSE, junk and a wrong version get
+#      no answer;
 #   4. HEALTH (`splitnic client --health`): serve's role, its --name, its models whole from op 0,
 #      in_flight 0, exit 0; a probe for another role or shorter than 80 bytes gets nothing; a
 #      128-byte probe a report of one model, truncated, no longer than the probe;
@@ -165,6 +167,9 @@ check "fmnist-bcnn, 4 fragments per request" "$tmp/cnn.json" "$tmp/cnn.got" "$tm
 "$S" client "127.0.0.1:$port" --shape 1,2,3 --count 3 --model-id fmnist-bcnn --json \
 	>"$tmp/shape.json"
 [ $? -eq 3 ] || fail "client (bad shape) did not exit 3"
+"$S" client "127.0.0.1:$port" --shape 1,10,10 --count 1 --model-id fmnist-bcnn >"$tmp/shape.txt"
+grep -q 'error bad_shape: the server said "serve: bad_shape: expects u8 1x28x28"' "$tmp/shape.txt" ||
+	fail "the bad_shape reason does not name the expected input: $(cat "$tmp/shape.txt")"
 "$S" client "127.0.0.1:$port" --shape 1,28,28 --count 2 --model-id 0x1234 --json >"$tmp/unk.json"
 [ $? -eq 3 ] || fail "client (unknown model) did not exit 3"
 $PY - "$tmp/shape.json" "$tmp/unk.json" <<'EOF' || fail "errors by code"
@@ -261,8 +266,8 @@ grep "^serve: stopped: 0 of 0 held" "$tmp/serve.log" || fail "no drain line"
 $PY - "$tmp/stats.json" <<'EOF' || fail "counters"
 import json, sys
 c = json.load(open(sys.argv[1]))
-want = {"answered": 2300, "requests": 2315, "error_bad_shape": 3, "error_unknown_model": 2,
-        "error_bad_request": 3, "error_reply_larger": 10, "errors_sent": 17, "other_type": 1,
+want = {"answered": 2300, "requests": 2316, "error_bad_shape": 4, "error_unknown_model": 2,
+        "error_bad_request": 3, "error_reply_larger": 10, "errors_sent": 18, "other_type": 1,
         "fragments": 1200, "send_fail": 0, "not_allowed": 0, "errors_rate_limited": 0,
         "rejected": 5, "verdict_truncated": 1, "verdict_version": 1, "verdict_short_ext": 2}
 bad = {k: (c[k], v) for k, v in want.items() if c[k] != v}

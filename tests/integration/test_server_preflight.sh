@@ -7,7 +7,10 @@
 #   no hugepages without --no-huge, a missing interface, a missing PCI address, a PCI device
 #   bound to a kernel driver (where this machine has one), a memif socket in a missing folder,
 #   a --vdev EAL makes no port of, a --file-prefix another live process holds, too few ports
-#   (1); splitnic-nic without --ip (2). A good start prints the ports found, as testpmd does.
+#   (1); splitnic-nic without --ip (2); a pcap file that cannot be read, a --vdev with no such
+#   driver, a model file that cannot be read (1); a bad option value, a --config that cannot be
+#   read or with a key that is not an option (2). A good start prints the ports found, as
+#   testpmd does.
 # Exit 0 pass, 1 fail, 77 skip (only when not root, and never under CI=true).
 set -u
 cd "$(dirname "$0")/../.."
@@ -109,6 +112,23 @@ expect "nic: one port" 1 "^nic: no port 1 \(--host-port\): 1 port\(s\) found" --
 	"$NIC" "${EAL[@]}" --no-pci --vdev net_null0 -- --model "$MLP" --ip 10.88.40.1
 expect "host: no port" 1 "^host: no port" -- \
 	"$HOST" "${EAL[@]}" --no-pci -- --model "$CNN:host-only" --ip 10.88.40.1
+NULLS=(--no-pci --vdev net_null0 --vdev net_null1)
+expect "nic: a pcap file that cannot be read" 1 "^nic: --vdev net_pcap0: rx_pcap $tmp/none.pcap: No such file or directory" -- \
+	"$NIC" "${EAL[@]}" --no-pci --vdev "net_pcap0,rx_pcap=$tmp/none.pcap,tx_pcap=$tmp/tx.pcap" \
+	--vdev net_null1 -- --model "$MLP" --ip 10.88.40.1
+expect "nic: a --vdev with no such driver" 1 "^nic: rte_eal_init: No such device" -- \
+	"$NIC" "${EAL[@]}" --no-pci --vdev net_nosuch0 --vdev net_null1 -- --model "$MLP" --ip 10.88.40.1
+expect "nic: a bad option value" 2 "^splitnic-nic: --executors: an integer in 1\.\.256, got '0'" -- \
+	"$NIC" "${EAL[@]}" "${NULLS[@]}" -- --model "$MLP" --ip 10.88.40.1 --executors 0
+printf '[server]\nbogus = 1\n' >"$tmp/bad.conf"
+expect "nic: a key that is not an option in --config" 2 "^splitnic-nic: --config: $tmp/bad.conf:2: \[server\] 'bogus' is not an option of splitnic-nic" -- \
+	"$NIC" "${EAL[@]}" "${NULLS[@]}" -- --config "$tmp/bad.conf" --model "$MLP" --ip 10.88.40.1
+expect "nic: a --config that cannot be read" 2 "^splitnic-nic: --config: $tmp/none.conf: No such file or directory" -- \
+	"$NIC" "${EAL[@]}" "${NULLS[@]}" -- --config "$tmp/none.conf" --model "$MLP" --ip 10.88.40.1
+expect "nic: a model file that cannot be read" 1 "^nic: $tmp/none.snm: open: No such file or directory" -- \
+	"$NIC" "${EAL[@]}" "${NULLS[@]}" -- --model "$tmp/none.snm" --ip 10.88.40.1
+expect "host: a model file that cannot be read" 1 "^host: .*$tmp/none.snm.*No such file or directory" -- \
+	"$HOST" "${EAL[@]}" --no-pci --vdev net_null0 -- --model "$tmp/none.snm:host-only" --ip 10.88.40.1
 
 # a good start prints its ports; a second process on its prefix is refused, naming it
 "$NIC" -l 0 --no-huge -m 128 --file-prefix "${pfx}h" --no-pci --vdev net_null0,no-rx=1 \
