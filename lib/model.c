@@ -20,16 +20,11 @@ const char *splitnic_version(void)
 
 int snlib_model_check(const struct splitnic_model *m, struct splitnic_error *err)
 {
-	if (!m)
-		return snlib_fail(err, SPLITNIC_E_INVALID, "model is NULL");
-	if (m->magic == SNLIB_DEAD_MODEL)
-		return snlib_fail(err, SPLITNIC_E_BAD_HANDLE,
-				  "model used after splitnic_model_free");
-	if (m->magic != SNLIB_MODEL_MAGIC)
-		return snlib_fail(err, SPLITNIC_E_BAD_HANDLE,
-				  "not a model made by splitnic_model_load (magic 0x%08x)",
-				  m->magic);
-	return SPLITNIC_OK;
+	static const struct snlib_handle_kind kind = {
+	    SNLIB_MODEL_MAGIC, SNLIB_DEAD_MODEL,      "model",
+	    "model",	       "splitnic_model_load", "splitnic_model_free"};
+
+	return snlib_handle_check(m ? &m->magic : NULL, &kind, err);
 }
 
 const struct model *snlib_model_kern(const struct splitnic_model *m)
