@@ -157,6 +157,21 @@ static int arch_nic_from_compiler(struct split_arch *a, const struct model_ic_mo
 	return 0;
 }
 
+/* a with name (MODEL_NAME_MAX bytes), input and n zeroed layers; 0 or -ENOMEM (label: in err). */
+static int arch_alloc(struct split_arch *a, const char *name, const struct model_shape *input,
+		      uint32_t n, const char *label, char *err, size_t errlen)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(a->name, name, sizeof(a->name));
+	a->input = *input;
+	a->n = n;
+	a->l = calloc(n, sizeof(*a->l));
+	if (a->l)
+		return 0;
+	arch_fail(err, errlen, label, "out of memory");
+	return -ENOMEM;
+}
+
 /* The analysis' layers from the parsed architecture: its fields, shapes computed later. */
 static void arch_from_ic(struct split_arch *a, const struct model_ic_model *ic)
 {
@@ -185,17 +200,10 @@ int split_arch_load(const char *path, struct split_arch *a, char *err, size_t er
 
 	memset(a, 0, sizeof(*a));
 	ret = model_ic_load_arch(&ic, MODEL_IC_ARCH_GROUPS, err, errlen);
+	if (!ret)
+		ret = arch_alloc(a, ic.name, &ic.input, ic.n_layers, path, err, errlen);
 	if (ret)
 		goto out_free_ic;
-	memcpy(a->name, ic.name, sizeof(a->name));
-	a->input = ic.input;
-	a->n = ic.n_layers;
-	a->l = calloc(a->n, sizeof(*a->l));
-	if (!a->l) {
-		arch_fail(err, errlen, path, "out of memory");
-		ret = -ENOMEM;
-		goto out_free_ic;
-	}
 	arch_from_ic(a, &ic);
 	ret = arch_shapes(a, path, err, errlen);
 	if (!ret && arch_nic_from_compiler(a, &ic)) {
@@ -213,15 +221,10 @@ out_free_ic:
 int split_arch_from_model(const struct model *m, uint32_t nic_first_op, struct split_arch *a,
 			  char *err, size_t errlen)
 {
-	int ret;
+	int ret = arch_alloc(a, m->name, &m->input, m->n_src, m->name, err, errlen);
 
-	memset(a, 0, sizeof(*a));
-	memcpy(a->name, m->name, sizeof(a->name));
-	a->input = m->input;
-	a->n = m->n_src;
-	a->l = calloc(a->n, sizeof(*a->l));
-	if (!a->l)
-		return arch_fail(err, errlen, m->name, "out of memory");
+	if (ret)
+		return ret;
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct model_src_layer *s = &m->src[i];
 		struct split_layer *L = &a->l[i];
