@@ -139,7 +139,7 @@ static int model_defaults(const char *path, struct client_opts *o, bool id_given
 		o->shape[0] = m->input.c;
 		o->shape[1] = m->input.h;
 		o->shape[2] = m->input.w;
-		o->dtype = m->input.fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+		o->dtype = model_fmt_wire(m->input.fmt);
 	}
 	if (!id_given)
 		o->model_id = proto_model_id(m->name);
