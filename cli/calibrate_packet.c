@@ -276,8 +276,8 @@ static int model_pipeline(struct cal *c, unsigned k)
 
 static int start_servers(struct cal *c)
 {
-	char nicmod[N_NIC + 1][320], hostmod[M__COUNT][340], execs[16], queue[16], window[16];
-	char opt[512], *args[96];
+	char nicmod[N_NIC + 1][320], hostmod[M__COUNT][340], execs[16], *args[96];
+	struct sweep_host_args host;
 	size_t n = 0;
 
 	args[n++] = c->lab.dir;
@@ -306,16 +306,7 @@ static int start_servers(struct cal *c)
 		args[n++] = "--model";
 		args[n++] = hostmod[k];
 	}
-	snprintf(queue, sizeof(queue), "%.0f", c->pr->v[SPLIT_P_HOST_QUEUE]);
-	snprintf(window, sizeof(window), "%.0f", c->pr->v[SPLIT_P_NIC_WINDOW]);
-	args[n++] = "--queue";
-	args[n++] = queue;
-	args[n++] = "--nic-window";
-	args[n++] = window;
-	snprintf(opt, sizeof(opt), "%s", c->o->host_opt ? c->o->host_opt : "");
-	for (char *save = NULL, *t = strtok_r(opt, " ", &save); t && n < 94;
-	     t = strtok_r(NULL, " ", &save))
-		args[n++] = t;
+	n = sweep_lab_host_args(args, n, 94, c->pr, c->o->host_opt, &host);
 	args[n] = NULL;
 	if (sweep_lab_verb(&c->lab, "start", args)) {
 		fprintf(stderr, "splitnic calibrate: the servers did not start\n");

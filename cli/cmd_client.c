@@ -139,7 +139,7 @@ static int model_defaults(const char *path, struct client_opts *o, bool id_given
 		o->shape[0] = m->input.c;
 		o->shape[1] = m->input.h;
 		o->shape[2] = m->input.w;
-		o->dtype = m->input.fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+		o->dtype = model_fmt_wire(m->input.fmt);
 	}
 	if (!id_given)
 		o->model_id = proto_model_id(m->name);
@@ -323,15 +323,10 @@ static int load_inputs(struct client_run *r, struct idx_data *img, struct idx_da
 		r->n_inputs = img->count;
 		r->in_bytes = img->item_bytes;
 		if (o->labels) {
-			ret = idx_load(o->labels, lab, err, sizeof(err));
+			ret = idx_load_labels(o->labels, img->count, lab, err, sizeof(err));
 			if (ret) {
 				fprintf(stderr, "client: %s\n", err);
 				return ret;
-			}
-			if (lab->count != img->count || lab->item_bytes != 1) {
-				fprintf(stderr, "client: %s: %u labels for %u images\n", o->labels,
-					lab->count, img->count);
-				return -EINVAL;
 			}
 			r->labels = lab->data;
 			r->n_labels = lab->count;

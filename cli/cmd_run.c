@@ -66,7 +66,12 @@ static void *run_worker(void *arg)
 	return NULL;
 }
 
-static int write_scores(const char *path, const double *scores, uint32_t count, uint32_t classes)
+/*
+ * One line per input: --scores its scores, comma-separated; --classes (class_only) its predicted
+ * class (ties: the first, as argmax).
+ */
+static int write_per_input(const char *path, const double *scores, uint32_t count, uint32_t classes,
+			   bool class_only)
 {
 	FILE *f = fopen(path, "w");
 
@@ -74,28 +79,15 @@ static int write_scores(const char *path, const double *scores, uint32_t count, 
 		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
 		return -errno;
 	}
-	for (uint32_t i = 0; i < count; i++)
-		for (uint32_t c = 0; c < classes; c++)
-			fprintf(f, "%.17g%c", scores[(size_t)i * classes + c],
-				c + 1 == classes ? '\n' : ',');
-	if (fclose(f)) {
-		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
-		return -EIO;
-	}
-	return 0;
-}
+	for (uint32_t i = 0; i < count; i++) {
+		const double *s = scores + (size_t)i * classes;
 
-/* --classes: the predicted class of each input, one per line (ties: the first, as argmax) */
-static int write_classes(const char *path, const double *scores, uint32_t count, uint32_t classes)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f) {
-		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
-		return -errno;
+		if (class_only)
+			fprintf(f, "%u\n", kern_argmax(s, classes));
+		else
+			for (uint32_t c = 0; c < classes; c++)
+				fprintf(f, "%.17g%c", s[c], c + 1 == classes ? '\n' : ',');
 	}
-	for (uint32_t i = 0; i < count; i++)
-		fprintf(f, "%u\n", kern_argmax(scores + (size_t)i * classes, classes));
 	if (fclose(f)) {
 		fprintf(stderr, "splitnic run: %s: %s\n", path, strerror(errno));
 		return -EIO;
@@ -359,9 +351,9 @@ int cmd_run(int argc, char **argv)
 		printf("throughput %.0f images/s\n", o.ds.count / (wall / 1e9));
 	}
 	ret = 0;
-	if (o.scores && write_scores(o.scores, scores, (uint32_t)o.ds.count, classes))
+	if (o.scores && write_per_input(o.scores, scores, (uint32_t)o.ds.count, classes, false))
 		ret = 1;
-	if (o.classes && write_classes(o.classes, scores, (uint32_t)o.ds.count, classes))
+	if (o.classes && write_per_input(o.classes, scores, (uint32_t)o.ds.count, classes, true))
 		ret = 1;
 out_ctx:
 	for (long t = 0; t < o.threads; t++) {

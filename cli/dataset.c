@@ -136,18 +136,9 @@ int dataset_open(struct dataset *ds, const struct model *m, const char *inputs, 
 	if (ret)
 		goto out_close;
 	if (labels) {
-		ret = idx_load(labels, &ds->lab, err, errlen);
+		ret = idx_load_labels(labels, ds->count, &ds->lab, err, errlen);
 		if (ret)
 			goto out_close;
-		if (ds->lab.ndims != 1 || ds->lab.item_bytes != 1 || ds->lab.count != ds->count) {
-			snprintf(err, errlen,
-				 "%s: %u labels (%u-dimensional) for %u inputs in %s: expected a "
-				 "1-dimensional label file of one byte per input, as many as the "
-				 "inputs",
-				 labels, ds->lab.count, ds->lab.ndims, ds->count, inputs);
-			ret = -EINVAL;
-			goto out_close;
-		}
 		ds->labels = ds->lab.data;
 	}
 	return 0;

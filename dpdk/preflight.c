@@ -175,6 +175,23 @@ static int pf_privileges(const struct dpdk_server *s, const struct pf_eal *e)
 	    (int)strcspn(why, ","), why, s->conf->cmd->prog);
 }
 
+/* The number in file dir/name (sysfs), 0 where it cannot be read. */
+static unsigned long pf_read_ulong(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	unsigned long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
 static int pf_hugepages(const struct dpdk_server *s, const struct pf_eal *e)
 {
 	char line[512];
@@ -192,21 +209,8 @@ static int pf_hugepages(const struct dpdk_server *s, const struct pf_eal *e)
 		fclose(f);
 	if (!glob("/sys/kernel/mm/hugepages/hugepages-*", 0, NULL, &g)) {
 		for (size_t k = 0; k < g.gl_pathc; k++) {
-			char path[PATH_MAX];
-			unsigned long v;
-
-			snprintf(path, sizeof(path), "%s/nr_hugepages", g.gl_pathv[k]);
-			f = fopen(path, "r");
-			if (f && fscanf(f, "%lu", &v) == 1)
-				total += v;
-			if (f)
-				fclose(f);
-			snprintf(path, sizeof(path), "%s/free_hugepages", g.gl_pathv[k]);
-			f = fopen(path, "r");
-			if (f && fscanf(f, "%lu", &v) == 1)
-				free_pages += v;
-			if (f)
-				fclose(f);
+			total += pf_read_ulong(g.gl_pathv[k], "nr_hugepages");
+			free_pages += pf_read_ulong(g.gl_pathv[k], "free_hugepages");
 		}
 		globfree(&g);
 	}

@@ -26,7 +26,7 @@ int host_model_init(struct host_model *hm, struct model *m, uint32_t mode, uint3
 	hm->m = m;
 	hm->model_id = proto_model_id(m->name);
 	hm->mode = mode;
-	hm->in_fmt = in->fmt == MODEL_FMT_U8 ? PROTO_FMT_U8 : PROTO_FMT_F32;
+	hm->in_fmt = model_fmt_wire(in->fmt);
 	if (in->fmt != MODEL_FMT_U8 && in->fmt != MODEL_FMT_F32) {
 		snprintf(err, errlen, "model %s: input format %s is not u8 or f32", m->name,
 			 model_fmt_name(in->fmt));

@@ -129,12 +129,8 @@ static struct ref_label *ref_labels(const struct ref_opts *o, uint32_t *mask)
 	uint32_t n = 1;
 
 	if (idx_load(o->images, &img, err, sizeof(err)) ||
-	    idx_load(o->labels, &lab, err, sizeof(err))) {
+	    idx_load_labels(o->labels, img.count, &lab, err, sizeof(err))) {
 		fprintf(stderr, "respond-ref: %s\n", err);
-		goto out;
-	}
-	if (img.count != lab.count) {
-		fprintf(stderr, "respond-ref: %u images, %u labels\n", img.count, lab.count);
 		goto out;
 	}
 	while (n < 2 * img.count)

@@ -90,6 +90,16 @@ int sweep_lab_init(struct sweep_lab *l, const char *script, const char *tag, con
 int sweep_lab_up(struct sweep_lab *l);
 /* lab/sweep_lab.sh VERB TAG ARGS... (args NULL-terminated, or NULL); its exit status. */
 int sweep_lab_verb(struct sweep_lab *l, const char *verb, char *const args[]);
+/*
+ * The options every lab start gives splitnic-host after its models: --queue and --nic-window
+ * from the profile pr, then the words of host_opt (space-separated; NULL: none), held in buf.
+ * Appended to args from n while n < max; returns the new n (args not terminated).
+ */
+struct sweep_host_args {
+	char queue[16], window[16], opt[512];
+};
+size_t sweep_lab_host_args(char **args, size_t n, size_t max, const struct split_profile *pr,
+			   const char *host_opt, struct sweep_host_args *buf);
 /* The link at gbps (<= 0: not shaped). */
 int sweep_lab_shape(struct sweep_lab *l, double gbps);
 /* Stop the servers, delete the namespaces and the servers' folder (when up). */

@@ -131,6 +131,22 @@ int sweep_lab_verb(struct sweep_lab *l, const char *verb, char *const args[])
 	return run_cmd(argv, NULL, 0);
 }
 
+size_t sweep_lab_host_args(char **args, size_t n, size_t max, const struct split_profile *pr,
+			   const char *host_opt, struct sweep_host_args *buf)
+{
+	snprintf(buf->queue, sizeof(buf->queue), "%.0f", pr->v[SPLIT_P_HOST_QUEUE]);
+	snprintf(buf->window, sizeof(buf->window), "%.0f", pr->v[SPLIT_P_NIC_WINDOW]);
+	args[n++] = "--queue";
+	args[n++] = buf->queue;
+	args[n++] = "--nic-window";
+	args[n++] = buf->window;
+	snprintf(buf->opt, sizeof(buf->opt), "%s", host_opt ? host_opt : "");
+	for (char *save = NULL, *t = strtok_r(buf->opt, " ", &save); t && n < max;
+	     t = strtok_r(NULL, " ", &save))
+		args[n++] = t;
+	return n;
+}
+
 int sweep_lab_up(struct sweep_lab *l)
 {
 	if (l->servers)

@@ -75,7 +75,8 @@ static int start_servers(struct pk *p, const struct pk_cand *c)
 	const struct model *m = p->m;
 	const uint32_t nf = kexec_nic_first(m);
 	const bool all_host = c->k == m->n_layers, standalone = c->k == 0;
-	char nic_model[4200], host_model[4200], execs[16], queue[16], window[16], opt[512];
+	char nic_model[4200], host_model[4200], execs[16];
+	struct sweep_host_args host;
 	char *args[64] = {p->lab.dir,	 "--model", nic_model,	  "--notify-host",
 			  "--executors", execs,	    "--platform", (char *)p->o->platform};
 	size_t n = 8;
@@ -85,8 +86,6 @@ static int start_servers(struct pk *p, const struct pk_cand *c)
 	snprintf(nic_model, sizeof(nic_model), "%s%s@%u", all_host ? "sweep-all-host=" : "",
 		 p->o->model_path, all_host ? (nf < m->n_layers ? nf : 0) : c->k);
 	snprintf(execs, sizeof(execs), "%u", p->o->executors);
-	snprintf(queue, sizeof(queue), "%.0f", p->pr.v[SPLIT_P_HOST_QUEUE]);
-	snprintf(window, sizeof(window), "%.0f", p->pr.v[SPLIT_P_NIC_WINDOW]);
 	args[n++] = "--";
 	if (!standalone) {
 		if (all_host)
@@ -96,14 +95,7 @@ static int start_servers(struct pk *p, const struct pk_cand *c)
 				 c->k);
 		args[n++] = "--model";
 		args[n++] = host_model;
-		args[n++] = "--queue";
-		args[n++] = queue;
-		args[n++] = "--nic-window";
-		args[n++] = window;
-		snprintf(opt, sizeof(opt), "%s", p->o->host_opt ? p->o->host_opt : "");
-		for (char *save = NULL, *t = strtok_r(opt, " ", &save); t && n < 62;
-		     t = strtok_r(NULL, " ", &save))
-			args[n++] = t;
+		n = sweep_lab_host_args(args, n, 62, &p->pr, p->o->host_opt, &host);
 	}
 	args[n] = NULL;
 	return sweep_lab_verb(&p->lab, "start", args);

@@ -16,16 +16,11 @@ struct snlib_job {
 
 static int ctx_check(const struct splitnic_ctx *ctx, struct splitnic_error *err)
 {
-	if (!ctx)
-		return snlib_fail(err, SPLITNIC_E_INVALID, "ctx is NULL");
-	if (ctx->magic == SNLIB_DEAD_CTX)
-		return snlib_fail(err, SPLITNIC_E_BAD_HANDLE,
-				  "context used after splitnic_ctx_free");
-	if (ctx->magic != SNLIB_CTX_MAGIC)
-		return snlib_fail(err, SPLITNIC_E_BAD_HANDLE,
-				  "not a context made by splitnic_ctx_create (magic 0x%08x)",
-				  ctx->magic);
-	return SPLITNIC_OK;
+	static const struct snlib_handle_kind kind = {
+	    SNLIB_CTX_MAGIC, SNLIB_DEAD_CTX,	    "ctx",
+	    "context",	     "splitnic_ctx_create", "splitnic_ctx_free"};
+
+	return snlib_handle_check(ctx ? &ctx->magic : NULL, &kind, err);
 }
 
 static void ctx_release(struct splitnic_ctx *ctx)

@@ -20,16 +20,11 @@ const char *splitnic_version(void)
 
 int snlib_model_check(const struct splitnic_model *m, struct splitnic_error *err)
 {
-	if (!m)
-		return snlib_fail(err, SPLITNIC_E_INVALID, "model is NULL");
-	if (m->magic == SNLIB_DEAD_MODEL)
-		return snlib_fail(err, SPLITNIC_E_BAD_HANDLE,
-				  "model used after splitnic_model_free");
-	if (m->magic != SNLIB_MODEL_MAGIC)
-		return snlib_fail(err, SPLITNIC_E_BAD_HANDLE,
-				  "not a model made by splitnic_model_load (magic 0x%08x)",
-				  m->magic);
-	return SPLITNIC_OK;
+	static const struct snlib_handle_kind kind = {
+	    SNLIB_MODEL_MAGIC, SNLIB_DEAD_MODEL,      "model",
+	    "model",	       "splitnic_model_load", "splitnic_model_free"};
+
+	return snlib_handle_check(m ? &m->magic : NULL, &kind, err);
 }
 
 const struct model *snlib_model_kern(const struct splitnic_model *m)
@@ -111,6 +106,17 @@ int splitnic_model_free(struct splitnic_model *m, struct splitnic_error *err)
 	return snlib_ok(err);
 }
 
+/* snlib_model_check, then the pointer argument `name` given. */
+static int model_arg_check(const struct splitnic_model *m, const void *arg, const char *name,
+			   struct splitnic_error *err)
+{
+	int ret = snlib_model_check(m, err);
+
+	if (!ret && !arg)
+		ret = snlib_fail(err, SPLITNIC_E_INVALID, "%s is NULL", name);
+	return ret;
+}
+
 const char *splitnic_model_name(const struct splitnic_model *m)
 {
 	return snlib_model_check(m, NULL) ? NULL : m->km->name;
@@ -119,12 +125,10 @@ const char *splitnic_model_name(const struct splitnic_model *m)
 int splitnic_model_input(const struct splitnic_model *m, struct splitnic_shape *shape,
 			 struct splitnic_error *err)
 {
-	int ret = snlib_model_check(m, err);
+	int ret = model_arg_check(m, shape, "shape", err);
 
 	if (ret)
 		return ret;
-	if (!shape)
-		return snlib_fail(err, SPLITNIC_E_INVALID, "shape is NULL");
 	*shape = m->input;
 	return snlib_ok(err);
 }
@@ -132,12 +136,10 @@ int splitnic_model_input(const struct splitnic_model *m, struct splitnic_shape *
 int splitnic_model_classes(const struct splitnic_model *m, uint32_t *classes,
 			   struct splitnic_error *err)
 {
-	int ret = snlib_model_check(m, err);
+	int ret = model_arg_check(m, classes, "classes", err);
 
 	if (ret)
 		return ret;
-	if (!classes)
-		return snlib_fail(err, SPLITNIC_E_INVALID, "classes is NULL");
 	*classes = m->classes;
 	return snlib_ok(err);
 }
@@ -149,12 +151,10 @@ int splitnic_model_load_labels(struct splitnic_model *m, const char *path,
 	uint32_t n = 0;
 	size_t len;
 	FILE *f;
-	int ret = snlib_model_check(m, err);
+	int ret = model_arg_check(m, path, "path", err);
 
 	if (ret)
 		return ret;
-	if (!path)
-		return snlib_fail(err, SPLITNIC_E_INVALID, "path is NULL");
 	f = fopen(path, "r");
 	if (!f)
 		return snlib_fail(err, SPLITNIC_E_IO, "%s: %s", path, strerror(errno));
@@ -206,12 +206,10 @@ out_free:
 int splitnic_model_label(const struct splitnic_model *m, uint32_t cls, const char **label,
 			 struct splitnic_error *err)
 {
-	int ret = snlib_model_check(m, err);
+	int ret = model_arg_check(m, label, "label", err);
 
 	if (ret)
 		return ret;
-	if (!label)
-		return snlib_fail(err, SPLITNIC_E_INVALID, "label is NULL");
 	if (cls >= m->classes)
 		return snlib_fail(err, SPLITNIC_E_INVALID, "class %u: the model has %u classes",
 				  cls, m->classes);

@@ -35,6 +35,20 @@ struct splitnic_ctx {
 	struct snlib_job *jobs;
 };
 
+/* A kind of handle: its magic (live, dead) and the words of its messages. */
+struct snlib_handle_kind {
+	uint32_t magic, dead;
+	const char *arg;		/* the parameter: "model", "ctx" */
+	const char *noun;		/* "model", "context" */
+	const char *made_by, *freed_by; /* the functions that make and free it */
+};
+
+/*
+ * SPLITNIC_OK for a live handle of kind k (magic: where its magic is, NULL for a NULL handle);
+ * else SPLITNIC_E_INVALID (NULL) or SPLITNIC_E_BAD_HANDLE (freed, or not one) with a message.
+ */
+int snlib_handle_check(const uint32_t *magic, const struct snlib_handle_kind *k,
+		       struct splitnic_error *err);
 int snlib_model_check(const struct splitnic_model *m, struct splitnic_error *err);
 
 /*

@@ -25,7 +25,8 @@ struct conv {
 	const char *arch, *npz;
 	char *err;
 	size_t errlen;
-	uint64_t npz_len; /* bytes of the archive */
+	uint64_t npz_len;   /* bytes of the archive */
+	unsigned int flags; /* MODEL_IC_ARCH_* */
 };
 
 __attribute__((format(printf, 3, 4))) static int conv_fail(struct conv *cv, const char *file,
@@ -154,10 +155,15 @@ static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct model_ic_
 	snprintf(f.where, sizeof(f.where), "layer %u (%s)", i, layer_kinds[k].name);
 	*L = (struct model_ic_layer){.type = layer_kinds[k].type};
 	{
-		const char *allowed[8] = {"type"};
+		const char *allowed[9] = {"type"};
+		size_t n = 1;
 
 		memcpy(allowed + 1, layer_kinds[k].fields, sizeof(layer_kinds[k].fields));
-		ret = check_keys(&f, allowed, 8);
+		while (allowed[n])
+			n++;
+		if (L->type == MODEL_SRC_CONV && (cv->flags & MODEL_IC_ARCH_GROUPS))
+			allowed[n] = "groups";
+		ret = check_keys(&f, allowed, 9);
 		if (ret)
 			return ret;
 	}
@@ -176,6 +182,9 @@ static int parse_layer(struct conv *cv, uint32_t i, json_t *jl, struct model_ic_
 			ret = field_uint(&f, "stride", false, 1, 1, CONV_MAX_WINDOW, &L->stride);
 		if (!ret)
 			ret = field_uint(&f, "pad", false, 0, 0, CONV_MAX_WINDOW, &L->pad);
+		if (!ret && (cv->flags & MODEL_IC_ARCH_GROUPS))
+			ret =
+			    field_uint(&f, "groups", false, 1, 1, MODEL_FILE_MAX_ELEMS, &L->groups);
 		return ret;
 	case MODEL_SRC_MAXPOOL:
 		ret = field_uint(&f, "kernel", true, 0, 1, CONV_MAX_WINDOW, &L->kernel);
@@ -532,18 +541,33 @@ static void conv_unmap(struct conv_file *f)
 		munmap(f->map, f->len);
 }
 
+int model_ic_load_arch(struct model_ic_model *ic, unsigned int flags, char *err, size_t errlen)
+{
+	struct conv cv = {.arch = ic->arch_path,
+			  .npz = ic->weights_path,
+			  .err = err,
+			  .errlen = errlen,
+			  .flags = flags};
+	struct conv_file arch;
+	int ret;
+
+	ret = conv_map(ic->arch_path, &arch, err, errlen);
+	if (ret)
+		return ret;
+	ret = parse_arch(&cv, ic, arch.map, arch.len);
+	conv_unmap(&arch);
+	return ret;
+}
+
 int model_convert(const char *arch_json, const char *weights_npz, const char *out_path, char *err,
 		  size_t errlen)
 {
 	struct model_ic_model ic = {.arch_path = arch_json, .weights_path = weights_npz};
-	struct conv_file arch, npz = {NULL, 0};
+	struct conv_file npz = {NULL, 0};
 	struct model m;
 	int ret;
 
-	ret = conv_map(arch_json, &arch, err, errlen);
-	if (ret)
-		return ret;
-	ret = model_ic_parse_arch(&ic, arch.map, arch.len, err, errlen);
+	ret = model_ic_load_arch(&ic, 0, err, errlen);
 	if (!ret)
 		ret = conv_map(weights_npz, &npz, err, errlen);
 	if (!ret)
@@ -561,6 +585,5 @@ int model_convert(const char *arch_json, const char *weights_npz, const char *ou
 out_free_ic:
 	model_ic_free(&ic);
 	conv_unmap(&npz);
-	conv_unmap(&arch);
 	return ret;
 }

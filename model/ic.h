@@ -29,6 +29,7 @@ struct model_ic_array {
 struct model_ic_layer {
 	uint32_t type; /* enum model_src_type */
 	uint32_t out, kernel, stride, pad;
+	uint32_t groups; /* conv, with MODEL_IC_ARCH_GROUPS only: 1 or more; else 0 (none) */
 	bool bias, binw;
 	double eps;
 	uint32_t lrn_size;
@@ -56,6 +57,19 @@ struct model_ic_model {
  */
 int model_ic_parse_arch(struct model_ic_model *ic, const void *json, size_t len, char *err,
 			size_t errlen);
+
+/*
+ * Analysis extension (split/, docs/split-planning.md): a conv may carry an integer "groups"
+ * (default 1; Caffe's grouped convolution), set in the layer's groups. The compiler ignores it
+ * (it changes no op, only the weights' shape); the converter does not accept it.
+ */
+#define MODEL_IC_ARCH_GROUPS 1u
+
+/*
+ * model_ic_parse_arch on the file ic->arch_path (read whole), flags MODEL_IC_ARCH_*: the same
+ * checks and messages, plus the file's own errors (open, not a regular file).
+ */
+int model_ic_load_arch(struct model_ic_model *ic, unsigned int flags, char *err, size_t errlen);
 int model_ic_parse_npz(struct model_ic_model *ic, const void *npz, size_t len, char *err,
 		       size_t errlen);
 void model_ic_free(struct model_ic_model *ic);

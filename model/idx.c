@@ -100,6 +100,23 @@ out_close:
 	return ret;
 }
 
+int idx_load_labels(const char *path, uint32_t count, struct idx_data *out, char *err,
+		    size_t errlen)
+{
+	int ret = idx_load(path, out, err, errlen);
+
+	if (ret)
+		return ret;
+	if (out->ndims == 1 && out->item_bytes == 1 && out->count == count)
+		return 0;
+	snprintf(err, errlen,
+		 "%s: %u labels (%u-dimensional) for %u inputs: expected a 1-dimensional label "
+		 "file of one byte per input, as many as the inputs",
+		 path, out->count, out->ndims, count);
+	idx_free(out);
+	return -EINVAL;
+}
+
 void idx_free(struct idx_data *d)
 {
 	free(d->data);

@@ -21,6 +21,12 @@ struct idx_data {
 
 /* Read a whole IDX file. Returns 0 or -errno / -EINVAL with a message naming the file in err. */
 int idx_load(const char *path, struct idx_data *out, char *err, size_t errlen);
+/*
+ * idx_load of the labels of `count` inputs: a 1-dimensional file of one byte per input, as many
+ * as the inputs; else -EINVAL (nothing kept) with a message naming the file and both counts.
+ */
+int idx_load_labels(const char *path, uint32_t count, struct idx_data *out, char *err,
+		    size_t errlen);
 void idx_free(struct idx_data *d);
 
 #endif /* MODEL_IDX_H */

@@ -14,6 +14,7 @@
 #include "model/crc32c.h"
 #include "model/model.h"
 #include "model/model_file.h"
+#include "protocol/proto_hdr.h"
 
 static const char *const fmt_names[] = {
     [MODEL_FMT_U8] = "u8",
@@ -53,6 +54,20 @@ static const char *const src_names[] = {
 const char *model_fmt_name(uint32_t fmt)
 {
 	return fmt < sizeof(fmt_names) / sizeof(fmt_names[0]) ? fmt_names[fmt] : "unknown";
+}
+
+unsigned model_fmt_wire(uint32_t fmt)
+{
+	switch (fmt) {
+	case MODEL_FMT_U8:
+		return PROTO_FMT_U8;
+	case MODEL_FMT_F32:
+		return PROTO_FMT_F32;
+	case MODEL_FMT_BITS:
+		return PROTO_FMT_BITS;
+	default:
+		return PROTO_FMT_F64;
+	}
 }
 
 const char *model_op_name(uint32_t op)

@@ -214,6 +214,8 @@ static inline uint64_t model_shape_bytes(const struct model_shape *s)
 	return 0;
 }
 const char *model_fmt_name(uint32_t fmt);
+/* The wire format (enum proto_fmt, protocol/proto_hdr.h) that carries a tensor of format fmt. */
+unsigned model_fmt_wire(uint32_t fmt);
 const char *model_op_name(uint32_t op);
 const char *model_src_type_name(uint32_t type);
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Static analysis: arch.json (or a model file's layer records) -> shapes, sizes and costs. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 
 #include "exec/kexec.h"
 #include "model/compile.h"
+#include "model/ic.h"
 #include "split/split.h"
 
 #define ARCH_MAX_DIM (1u << 28)
@@ -40,118 +40,6 @@ __attribute__((format(printf, 4, 5))) static int arch_fail(char *err, size_t err
 	va_end(ap);
 	snprintf(err, errlen, "%s: %s", path, msg);
 	return -EINVAL;
-}
-
-static const struct {
-	const char *name;
-	uint32_t type;
-	const char *fields[8];
-} kinds[] = {
-    {"dense", MODEL_SRC_DENSE, {"type", "out", "bias", "binary_weights"}},
-    {"conv",
-     MODEL_SRC_CONV,
-     {"type", "out", "kernel", "stride", "pad", "bias", "binary_weights", "groups"}},
-    {"batchnorm", MODEL_SRC_BATCHNORM, {"type", "eps"}},
-    {"sign", MODEL_SRC_SIGN, {"type"}},
-    {"relu", MODEL_SRC_RELU, {"type"}},
-    {"maxpool", MODEL_SRC_MAXPOOL, {"type", "kernel", "stride"}},
-    {"flatten", MODEL_SRC_FLATTEN, {"type"}},
-    {"lrn", MODEL_SRC_LRN, {"type", "size", "alpha", "beta", "k"}},
-};
-
-static int get_uint(json_t *o, const char *key, uint32_t def, uint32_t min, uint32_t *out)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!v) {
-		*out = def;
-		return def >= min ? 0 : -EINVAL;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) < min ||
-	    json_integer_value(v) > ARCH_MAX_DIM)
-		return -EINVAL;
-	*out = (uint32_t)json_integer_value(v);
-	return 0;
-}
-
-static int get_bool(json_t *o, const char *key, uint32_t bit, uint32_t *flags)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return -EINVAL;
-	if (json_is_true(v))
-		*flags |= bit;
-	return 0;
-}
-
-/* Fields of one layer, defaults applied; shapes are computed later. */
-static int parse_layer(json_t *jl, uint32_t i, struct split_layer *L, const char *path, char *err,
-		       size_t errlen)
-{
-	const char *type = json_string_value(json_object_get(jl, "type"));
-	const char *key, *bad = NULL;
-	unsigned k;
-	json_t *v;
-
-	if (!json_is_object(jl) || !type)
-		return arch_fail(err, errlen, path, "layer %u: not an object with a \"type\"", i);
-	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-		if (!strcmp(type, kinds[k].name))
-			break;
-	if (k == sizeof(kinds) / sizeof(kinds[0]))
-		return arch_fail(err, errlen, path, "layer %u: unknown type \"%.32s\"", i, type);
-	json_object_foreach(jl, key, v)
-	{
-		bool ok = false;
-
-		for (unsigned f = 0; f < 8 && kinds[k].fields[f]; f++)
-			ok = ok || !strcmp(key, kinds[k].fields[f]);
-		if (!ok)
-			return arch_fail(err, errlen, path,
-					 "layer %u (%s): unknown field \"%.32s\"", i, type, key);
-	}
-	memset(L, 0, sizeof(*L));
-	L->type = kinds[k].type;
-	L->groups = 1;
-	switch (L->type) {
-	case MODEL_SRC_CONV:
-		if (get_uint(jl, "kernel", 0, 1, &L->kernel))
-			bad = "kernel";
-		else if (get_uint(jl, "stride", 1, 1, &L->stride))
-			bad = "stride";
-		else if (get_uint(jl, "pad", 0, 0, &L->pad))
-			bad = "pad";
-		else if (get_uint(jl, "groups", 1, 1, &L->groups))
-			bad = "groups";
-		/* fall through */
-	case MODEL_SRC_DENSE:
-		if (!bad && get_uint(jl, "out", 0, 1, &L->c))
-			bad = "out";
-		else if (!bad && get_bool(jl, "bias", MODEL_SF_BIAS, &L->flags))
-			bad = "bias";
-		else if (!bad && get_bool(jl, "binary_weights", MODEL_SF_BINW, &L->flags))
-			bad = "binary_weights";
-		break;
-	case MODEL_SRC_MAXPOOL:
-		if (get_uint(jl, "kernel", 0, 1, &L->kernel))
-			bad = "kernel";
-		else if (get_uint(jl, "stride", L->kernel, 1, &L->stride))
-			bad = "stride";
-		break;
-	case MODEL_SRC_LRN:
-		if (get_uint(jl, "size", 5, 1, &L->kernel) || !(L->kernel & 1))
-			bad = "size";
-		break;
-	default:
-		break;
-	}
-	if (bad)
-		return arch_fail(err, errlen, path,
-				 "layer %u (%s): field \"%s\" missing or invalid", i, type, bad);
-	return 0;
 }
 
 /* Output shapes from the input shape and each layer's fields; element and cost counts. */
@@ -250,37 +138,16 @@ static void arch_mark_nic(struct split_arch *a, const struct model *m, uint32_t 
 
 /*
  * The NIC's part of an interchange architecture: the ops the compiler's shape-only pass lowers
- * it to, asked kexec_nic_first. "groups" changes no op (only the weights' shape), so the pass
- * sees a plain conv. An architecture the compiler refuses has no NIC part.
+ * it to, asked kexec_nic_first ("groups" changes no op, only the weights' shape, and the pass
+ * ignores it). An architecture the compiler refuses has no NIC part.
  */
-static int arch_nic_from_compiler(struct split_arch *a)
+static int arch_nic_from_compiler(struct split_arch *a, const struct model_ic_model *ic)
 {
-	struct model_ic_model ic = {.arch_path = "", .weights_path = "", .input = a->input};
 	struct model m;
 	char err[320];
 	int ret;
 
-	memcpy(ic.name, a->name, sizeof(ic.name));
-	ic.n_layers = a->n;
-	ic.layers = calloc(a->n, sizeof(*ic.layers));
-	if (!ic.layers)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < a->n; i++) {
-		const struct split_layer *L = &a->l[i];
-
-		ic.layers[i] = (struct model_ic_layer){
-		    .type = L->type,
-		    .out = L->c,
-		    .kernel = L->kernel,
-		    .stride = L->stride,
-		    .pad = L->pad,
-		    .bias = (L->flags & MODEL_SF_BIAS) != 0,
-		    .binw = (L->flags & MODEL_SF_BINW) != 0,
-		    .lrn_size = L->kernel,
-		};
-	}
-	ret = model_compile_shapes(&ic, &m, err, sizeof(err));
-	free(ic.layers);
+	ret = model_compile_shapes(ic, &m, err, sizeof(err));
 	if (ret == -ENOMEM)
 		return ret;
 	if (!ret) {
@@ -290,94 +157,74 @@ static int arch_nic_from_compiler(struct split_arch *a)
 	return 0;
 }
 
+/* a with name (MODEL_NAME_MAX bytes), input and n zeroed layers; 0 or -ENOMEM (label: in err). */
+static int arch_alloc(struct split_arch *a, const char *name, const struct model_shape *input,
+		      uint32_t n, const char *label, char *err, size_t errlen)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(a->name, name, sizeof(a->name));
+	a->input = *input;
+	a->n = n;
+	a->l = calloc(n, sizeof(*a->l));
+	if (a->l)
+		return 0;
+	arch_fail(err, errlen, label, "out of memory");
+	return -ENOMEM;
+}
+
+/* The analysis' layers from the parsed architecture: its fields, shapes computed later. */
+static void arch_from_ic(struct split_arch *a, const struct model_ic_model *ic)
+{
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct model_ic_layer *L = &ic->layers[i];
+		bool window = L->type == MODEL_SRC_CONV || L->type == MODEL_SRC_MAXPOOL;
+
+		a->l[i] = (struct split_layer){
+		    .type = L->type,
+		    .flags = (L->bias ? MODEL_SF_BIAS : 0) | (L->binw ? MODEL_SF_BINW : 0),
+		    .c = L->out,
+		    .kernel = L->type == MODEL_SRC_LRN ? L->lrn_size
+			      : window		       ? L->kernel
+						       : 0,
+		    .stride = window ? L->stride : 0,
+		    .pad = L->type == MODEL_SRC_CONV ? L->pad : 0,
+		    .groups = L->groups ? L->groups : 1,
+		};
+	}
+}
+
 int split_arch_load(const char *path, struct split_arch *a, char *err, size_t errlen)
 {
-	json_error_t jerr;
-	json_t *root, *in, *shape, *layers, *name;
-	const char *dtype;
-	int ret = -EINVAL;
+	struct model_ic_model ic = {.arch_path = path, .weights_path = ""};
+	int ret;
 
 	memset(a, 0, sizeof(*a));
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		return arch_fail(err, errlen, path, "line %d column %d: %s", jerr.line, jerr.column,
-				 jerr.text);
-	name = json_object_get(root, "name");
-	in = json_object_get(root, "input");
-	shape = json_object_get(in, "shape");
-	dtype = json_string_value(json_object_get(in, "dtype"));
-	layers = json_object_get(root, "layers");
-	if (name && (!json_is_string(name) || json_string_length(name) >= MODEL_NAME_MAX)) {
-		arch_fail(err, errlen, path, "\"name\" must be a string under %d bytes",
-			  MODEL_NAME_MAX);
-		goto out_put;
-	}
-	snprintf(a->name, sizeof(a->name), "%s", name ? json_string_value(name) : "");
-	if (!json_is_array(shape) || json_array_size(shape) != 3 || !dtype ||
-	    (strcmp(dtype, "u8") && strcmp(dtype, "f32"))) {
-		arch_fail(err, errlen, path,
-			  "\"input\" must have \"shape\" [C,H,W] and \"dtype\" "
-			  "u8 or f32");
-		goto out_put;
-	}
-	a->input.fmt = strcmp(dtype, "u8") ? MODEL_FMT_F32 : MODEL_FMT_U8;
-	for (unsigned k = 0; k < 3; k++) {
-		json_t *v = json_array_get(shape, k);
-		uint32_t *d = k == 0 ? &a->input.c : k == 1 ? &a->input.h : &a->input.w;
-
-		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-		    json_integer_value(v) > ARCH_MAX_DIM) {
-			arch_fail(err, errlen, path,
-				  "input: \"shape\"[%u] must be a positive integer", k);
-			goto out_put;
-		}
-		*d = (uint32_t)json_integer_value(v);
-	}
-	if (!json_is_array(layers) || !json_array_size(layers) ||
-	    json_array_size(layers) > SPLIT_MAX_OPS) {
-		arch_fail(err, errlen, path, "\"layers\" must be an array of 1..%d layers",
-			  SPLIT_MAX_OPS);
-		goto out_put;
-	}
-	a->n = (uint32_t)json_array_size(layers);
-	a->l = calloc(a->n, sizeof(*a->l));
-	if (!a->l) {
-		ret = -ENOMEM;
+	ret = model_ic_load_arch(&ic, MODEL_IC_ARCH_GROUPS, err, errlen);
+	if (!ret)
+		ret = arch_alloc(a, ic.name, &ic.input, ic.n_layers, path, err, errlen);
+	if (ret)
+		goto out_free_ic;
+	arch_from_ic(a, &ic);
+	ret = arch_shapes(a, path, err, errlen);
+	if (!ret && arch_nic_from_compiler(a, &ic)) {
 		arch_fail(err, errlen, path, "out of memory");
-		goto out_put;
-	}
-	for (uint32_t i = 0; i < a->n; i++)
-		if (parse_layer(json_array_get(layers, i), i, &a->l[i], path, err, errlen))
-			goto out_free;
-	if (arch_shapes(a, path, err, errlen))
-		goto out_free;
-	if (arch_nic_from_compiler(a)) {
 		ret = -ENOMEM;
-		arch_fail(err, errlen, path, "out of memory");
-		goto out_free;
 	}
-	json_decref(root);
-	return 0;
+	if (ret)
+		split_arch_free(a);
 
-out_free:
-	split_arch_free(a);
-out_put:
-	json_decref(root);
+out_free_ic:
+	model_ic_free(&ic);
 	return ret;
 }
 
 int split_arch_from_model(const struct model *m, uint32_t nic_first_op, struct split_arch *a,
 			  char *err, size_t errlen)
 {
-	int ret;
+	int ret = arch_alloc(a, m->name, &m->input, m->n_src, m->name, err, errlen);
 
-	memset(a, 0, sizeof(*a));
-	memcpy(a->name, m->name, sizeof(a->name));
-	a->input = m->input;
-	a->n = m->n_src;
-	a->l = calloc(a->n, sizeof(*a->l));
-	if (!a->l)
-		return arch_fail(err, errlen, m->name, "out of memory");
+	if (ret)
+		return ret;
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct model_src_layer *s = &m->src[i];
 		struct split_layer *L = &a->l[i];

@@ -314,6 +314,19 @@ static uint32_t cap_of(double limit, uint64_t bytes)
 	return c < 1 ? 1 : c > 1e6 ? 1000000u : (uint32_t)c;
 }
 
+/* One direction of the host <-> NIC link as a server, s seconds a request (none where 0). */
+static void link_server(struct split_pipeline *pl, const char *name, double s, double head,
+			uint32_t cap)
+{
+	if (s > 0)
+		*server(pl, name, 0) = (struct split_server){.name = name,
+							     .kind = SPLIT_SRV_LINK,
+							     .s = s,
+							     .own = s,
+							     .head = head,
+							     .cap = cap};
+}
+
 static const char *const stage_srv[SPLIT_EX__COUNT] = {"host", "gpu", "nic"};
 
 /* Plan stages already filled (compute, cut_in, fmt_in): the servers. */
@@ -413,22 +426,8 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	}
 	pl->sys_s = pr->v[SPLIT_P_SYS_S] * frames / 4;
 	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
-	if (up > 0)
-		*server(pl, "link-up", 0) =
-		    (struct split_server){.name = "link-up",
-					  .kind = SPLIT_SRV_LINK,
-					  .s = up,
-					  .own = up,
-					  .head = head,
-					  .cap = cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes)};
-	if (down > 0)
-		*server(pl, "link-down", 0) =
-		    (struct split_server){.name = "link-down",
-					  .kind = SPLIT_SRV_LINK,
-					  .s = down,
-					  .own = down,
-					  .head = head,
-					  .cap = cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes)};
+	link_server(pl, "link-up", up, head, cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes));
+	link_server(pl, "link-down", down, head, cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes));
 }
 
 int split_plan_pipeline(const struct split_problem *p, const struct model *m,

@@ -74,11 +74,12 @@ static inline uint64_t split_bytes_bits(uint64_t elems)
 }
 
 /*
- * Parse arch.json (docs/model-format.md, plus "groups") and compute every layer's
- * shape and costs. NIC support: the ops the compiler's shape-only pass (model_compile_shapes)
- * lowers the layers to, asked kexec_nic_first(), as split_arch_from_model asks it of a model
- * file; none where the compiler refuses the architecture.
- * Returns 0, or -EINVAL / -ENOMEM with a message naming the file, layer and field in err.
+ * Parse arch.json with the converter's parser (model_ic_load_arch, model/ic.h: the same checks
+ * and messages, plus "groups") and compute every layer's shape and costs. NIC support: the ops the
+ * compiler's shape-only pass (model_compile_shapes) lowers the layers to, asked kexec_nic_first(),
+ * as split_arch_from_model asks it of a model file; none where the compiler refuses the
+ * architecture. Returns 0, or -EINVAL / -ENOMEM with a message naming the file, layer and field in
+ * err.
  */
 int split_arch_load(const char *path, struct split_arch *a, char *err, size_t errlen);
 

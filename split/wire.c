@@ -60,20 +60,6 @@ void split_wire_free(struct split_wire *w)
 	free(w);
 }
 
-static unsigned wire_fmt(uint32_t kfmt)
-{
-	switch (kfmt) {
-	case MODEL_FMT_U8:
-		return PROTO_FMT_U8;
-	case MODEL_FMT_F32:
-		return PROTO_FMT_F32;
-	case MODEL_FMT_BITS:
-		return PROTO_FMT_BITS;
-	default:
-		return PROTO_FMT_F64;
-	}
-}
-
 /* Channel-packed pixel-major bits -> the wire's C-major bits; and back. */
 static void bits_from_wire(const uint64_t *x, uint32_t c, uint32_t h, uint32_t w, uint64_t *y)
 {
@@ -93,7 +79,7 @@ int split_wire_send(struct split_wire *w, const struct model_shape *s, const voi
 		    uint32_t layer)
 {
 	const bool repack = s->fmt == MODEL_FMT_BITS && s->h * s->w > 1;
-	const unsigned fmt = wire_fmt(s->fmt);
+	const unsigned fmt = model_fmt_wire(s->fmt);
 	const uint8_t *body = in;
 	struct proto_msg m;
 	struct proto_frag f;
@@ -159,7 +145,7 @@ int split_wire_recv(struct split_wire *w, const struct model_shape *s, void *out
 		if (v == PROTO_RA_PARTIAL)
 			continue;
 		if (v != PROTO_RA_COMPLETE || rm.hdr.tensor.c != s->c || rm.hdr.tensor.h != s->h ||
-		    rm.hdr.tensor.w != s->w || rm.hdr.tensor.fmt != wire_fmt(s->fmt))
+		    rm.hdr.tensor.w != s->w || rm.hdr.tensor.fmt != model_fmt_wire(s->fmt))
 			return -EPROTO;
 		if (s->fmt == MODEL_FMT_BITS && s->h * s->w > 1)
 			bits_from_wire((const uint64_t *)rm.data, s->c, s->h, s->w, out);

@@ -503,20 +503,16 @@ int onnx_import_to_interchange(struct onnx_import *imp, const struct model *m, c
 		struct model_ic_layer *L = &imp->ic.layers[i];
 		const uint32_t *p = L->pads;
 
-		if (L->type == MODEL_SRC_PAD && L->pad_neginf) {
-			snprintf(err, errlen,
-				 "%s: %s: max-pool padding (top %u, left %u, bottom %u, right %u: "
-				 "pads or ceil_mode) has no interchange form (its maxpool has no "
-				 "padding); import it with -o instead",
-				 imp->ic.arch_path, imp->layer_node[i], p[0], p[1], p[2], p[3]);
-			return -EINVAL;
-		}
-		if (L->type == MODEL_SRC_PAD) {
-			snprintf(err, errlen,
-				 "%s: %s: asymmetric padding (top %u, left %u, bottom %u, right "
-				 "%u) has no interchange form (its conv pads every side alike); "
-				 "import it with -o instead",
-				 imp->ic.arch_path, imp->layer_node[i], p[0], p[1], p[2], p[3]);
+		if (L->type == MODEL_SRC_PAD) { /* -inf: a max-pool's, else a conv's */
+			bool pool = L->pad_neginf;
+
+			snprintf(
+			    err, errlen,
+			    "%s: %s: %s padding (top %u, left %u, bottom %u, right %u%s) has no "
+			    "interchange form (its %s); import it with -o instead",
+			    imp->ic.arch_path, imp->layer_node[i], pool ? "max-pool" : "asymmetric",
+			    p[0], p[1], p[2], p[3], pool ? ": pads or ceil_mode" : "",
+			    pool ? "maxpool has no padding" : "conv pads every side alike");
 			return -EINVAL;
 		}
 		if (L->type != MODEL_SRC_SIGN3)

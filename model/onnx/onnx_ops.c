@@ -692,6 +692,41 @@ static int op_cast(struct onnx_walk *x, const Onnx__NodeProto *n)
 	return 0;
 }
 
+static int op_relu(struct onnx_walk *x, const Onnx__NodeProto *n)
+{
+	int ret = onnx_attrs_known(&x->e, n, (const char *const[]){NULL});
+
+	if (ret)
+		return ret;
+	return onnx_layer_add(x, n, MODEL_SRC_RELU) ? 0 : onnx_nomem(x);
+}
+
+static int op_sign(struct onnx_walk *x, const Onnx__NodeProto *n)
+{
+	int ret = onnx_attrs_known(&x->e, n, (const char *const[]){NULL});
+
+	return ret ? ret : add_sign(x, n, MODEL_SRC_SIGN3);
+}
+
+static int op_identity(struct onnx_walk *x, const Onnx__NodeProto *n)
+{
+	(void)x;
+	(void)n;
+	return 0;
+}
+
+/* The operators of the default domain that map one node to layers. */
+static const struct {
+	const char *name;
+	int (*fn)(struct onnx_walk *x, const Onnx__NodeProto *n);
+} chain_ops[] = {
+    {"Conv", op_conv},	     {"MaxPool", op_maxpool}, {"BatchNormalization", op_batchnorm},
+    {"Gemm", op_gemm},	     {"MatMul", op_matmul},   {"Add", op_add},
+    {"LRN", op_lrn},	     {"Flatten", op_flatten}, {"Reshape", op_reshape},
+    {"Relu", op_relu},	     {"Sign", op_sign},	      {"Identity", op_identity},
+    {"Dropout", op_dropout}, {"Cast", op_cast},
+};
+
 /* One node of the chain (and the nodes of a pattern after it): *span nodes consumed. */
 int onnx_chain_node(struct onnx_walk *x, size_t i, size_t *span)
 {
@@ -716,38 +751,8 @@ int onnx_chain_node(struct onnx_walk *x, size_t i, size_t *span)
 		*span = (size_t)m;
 		return add_sign(x, n, MODEL_SRC_SIGN);
 	}
-	if (!strcmp(op, "Conv"))
-		return op_conv(x, n);
-	if (!strcmp(op, "MaxPool"))
-		return op_maxpool(x, n);
-	if (!strcmp(op, "BatchNormalization"))
-		return op_batchnorm(x, n);
-	if (!strcmp(op, "Gemm"))
-		return op_gemm(x, n);
-	if (!strcmp(op, "MatMul"))
-		return op_matmul(x, n);
-	if (!strcmp(op, "Add"))
-		return op_add(x, n);
-	if (!strcmp(op, "LRN"))
-		return op_lrn(x, n);
-	if (!strcmp(op, "Flatten"))
-		return op_flatten(x, n);
-	if (!strcmp(op, "Reshape"))
-		return op_reshape(x, n);
-	if (!strcmp(op, "Relu") || !strcmp(op, "Sign")) {
-		int ret = onnx_attrs_known(&x->e, n, (const char *const[]){NULL});
-
-		if (ret)
-			return ret;
-		if (!strcmp(op, "Sign"))
-			return add_sign(x, n, MODEL_SRC_SIGN3);
-		return onnx_layer_add(x, n, MODEL_SRC_RELU) ? 0 : onnx_nomem(x);
-	}
-	if (!strcmp(op, "Identity"))
-		return 0;
-	if (!strcmp(op, "Dropout"))
-		return op_dropout(x, n);
-	if (!strcmp(op, "Cast"))
-		return op_cast(x, n);
+	for (size_t k = 0; k < sizeof(chain_ops) / sizeof(chain_ops[0]); k++)
+		if (!strcmp(op, chain_ops[k].name))
+			return chain_ops[k].fn(x, n);
 	return onnx_fail(&x->e, n, "operator not supported");
 }

@@ -205,47 +205,49 @@ int onnx_attrs_known(const struct onnx_msg *e, const Onnx__NodeProto *n, const c
 	return 0;
 }
 
-static int attr_type(const struct onnx_msg *e, const Onnx__NodeProto *n,
-		     const Onnx__AttributeProto *a, Onnx__AttributeProto__AttributeType want,
-		     const char *what)
+/* Attribute `name` of n in *a (NULL where absent): 0, or -EINVAL where it is not of type want. */
+static int attr_get(const struct onnx_msg *e, const Onnx__NodeProto *n, const char *name,
+		    Onnx__AttributeProto__AttributeType want, const char *what,
+		    const Onnx__AttributeProto **a)
 {
-	bool ok = a->has_type ? a->type == want : false;
+	const Onnx__AttributeProto *p = onnx_attr(n, name);
+	bool ok;
 
-	if (!a->has_type) /* IR < 3 left the type out: go by the field present */
-		ok = want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT	     ? a->has_i
-		     : want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT  ? a->has_f
-		     : want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING ? a->has_s
-		     : want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS   ? a->n_ints > 0
-									     : a->t != NULL;
+	*a = NULL;
+	if (!p)
+		return 0;
+	ok = p->has_type ? p->type == want : false;
+	if (!p->has_type) /* IR < 3 left the type out: go by the field present */
+		ok = want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT	     ? p->has_i
+		     : want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT  ? p->has_f
+		     : want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING ? p->has_s
+		     : want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS   ? p->n_ints > 0
+									     : p->t != NULL;
 	if (!ok)
-		return onnx_fail(e, n, "attribute '%s' must be %s", a->name, what);
+		return onnx_fail(e, n, "attribute '%s' must be %s", p->name, what);
+	*a = p;
 	return 0;
 }
 
 int onnx_attr_int(const struct onnx_msg *e, const Onnx__NodeProto *n, const char *name, int64_t def,
 		  int64_t *v)
 {
-	const Onnx__AttributeProto *a = onnx_attr(n, name);
+	const Onnx__AttributeProto *a;
+	int ret = attr_get(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "an int", &a);
 
-	*v = def;
-	if (!a)
-		return 0;
-	if (attr_type(e, n, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "an int"))
-		return -EINVAL;
-	*v = a->i;
-	return 0;
+	*v = a ? a->i : def;
+	return ret;
 }
 
 int onnx_attr_float(const struct onnx_msg *e, const Onnx__NodeProto *n, const char *name,
 		    double def, double *v)
 {
-	const Onnx__AttributeProto *a = onnx_attr(n, name);
+	const Onnx__AttributeProto *a;
+	int ret = attr_get(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "a float", &a);
 
 	*v = def;
 	if (!a)
-		return 0;
-	if (attr_type(e, n, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "a float"))
-		return -EINVAL;
+		return ret;
 	if (!isfinite(a->f))
 		return onnx_fail(e, n, "attribute '%s' = %g must be finite", name, a->f);
 	*v = onnx_float_decimal(a->f);
@@ -255,13 +257,13 @@ int onnx_attr_float(const struct onnx_msg *e, const Onnx__NodeProto *n, const ch
 int onnx_attr_ints(const struct onnx_msg *e, const Onnx__NodeProto *n, const char *name, int64_t *v,
 		   uint32_t max, uint32_t *count)
 {
-	const Onnx__AttributeProto *a = onnx_attr(n, name);
+	const Onnx__AttributeProto *a;
+	int ret =
+	    attr_get(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, "a list of ints", &a);
 
 	*count = 0;
 	if (!a)
-		return 0;
-	if (attr_type(e, n, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, "a list of ints"))
-		return -EINVAL;
+		return ret;
 	if (a->n_ints > max)
 		return onnx_fail(e, n, "attribute '%s' has %zu values, expected at most %u", name,
 				 a->n_ints, max);
@@ -274,15 +276,13 @@ int onnx_attr_ints(const struct onnx_msg *e, const Onnx__NodeProto *n, const cha
 int onnx_attr_string(const struct onnx_msg *e, const Onnx__NodeProto *n, const char *name,
 		     char *buf, size_t len)
 {
-	const Onnx__AttributeProto *a = onnx_attr(n, name);
+	const Onnx__AttributeProto *a;
+	int ret =
+	    attr_get(e, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string", &a);
 
 	buf[0] = 0;
-	if (!a)
-		return 0;
-	if (attr_type(e, n, a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string"))
-		return -EINVAL;
-	if (!a->s.len)
-		return 0;
+	if (!a || !a->s.len)
+		return ret;
 	if (a->s.len >= len || memchr(a->s.data, 0, a->s.len))
 		return onnx_fail(e, n, "attribute '%s': string too long or with a NUL", name);
 	memcpy(buf, a->s.data, a->s.len);
