@@ -204,7 +204,8 @@ void kern_avx512_dot_f32(const struct kern_dot *d)
 
 				for (uint32_t j = j0; j < d->n && j < j0 + nb; j += 4) {
 					uint32_t q = d->n - j < 4 ? d->n - j : 4;
-					__m512 *acc = io[(j - j0) / 4];
+					/* lanes carried between K ranges: only when K is blocked */
+					__m512 *acc = kc < d->seg ? io[(j - j0) / 4] : NULL;
 
 					DISPATCH(block_f32);
 				}
@@ -284,7 +285,8 @@ void kern_avx512_dot_f64(const struct kern_dot *d)
 
 				for (uint32_t j = j0; j < d->n && j < j0 + nb; j += 4) {
 					uint32_t q = d->n - j < 4 ? d->n - j : 4;
-					__m512d *acc = io[(j - j0) / 4];
+					/* lanes carried between K ranges: only when K is blocked */
+					__m512d *acc = kc < d->seg ? io[(j - j0) / 4] : NULL;
 
 					DISPATCH(block_f64);
 				}
