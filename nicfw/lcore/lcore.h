@@ -7,8 +7,8 @@
  * nicfw_lcore_add), mapped (hal.h's map), so the chain runs in its DIRECT layout: each executor
  * computes its whole slice with the CPU's kernels (kernels/kern_ops.h) in one call; a read
  * completes at once (wait has nothing to wait for); atomic_or is a relaxed __atomic_fetch_or. A
- * notification is one pointer-sized message (chain, thread, signal): to a thread of the same
- * runner it goes on that runner's own FIFO (plain stores, no atomics: only that runner's lcore
+ * notification is one pointer-sized message (the thread's address | signal): to a thread of the
+ * same runner it goes on that runner's own FIFO (plain stores, no atomics: only that runner's lcore
  * touches it), to another runner on that runner's rte_ring. The ring's release/acquire ordering
  * is what makes the dispatcher's CTM writes visible to executors on other runners and their IMEM
  * results visible to the dispatcher. pkt_tx copies the scores out of IMEM and raises the chain's
