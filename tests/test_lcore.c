@@ -5,7 +5,9 @@
  * bits) and on the bundled MLP, for E = 1 .. 256 executors, with the executors on the worker
  * lcores (multiplexed: E contexts over the available cores) and on one inline runner; a second
  * submit while one is running is refused; as executors (exec/kexec.h), alone or several sharing
- * one platform. EAL runs with --no-huge, its own --file-prefix and
+ * one platform; chains added and removed while the runners run (a removed chain's queued
+ * request runs to its end before it is freed, the other chains' work is untouched). EAL runs with
+ * --no-huge, its own --file-prefix and
  * --no-shconf; its runtime directory is removed at the end.
  */
 #include <errno.h>
@@ -263,6 +265,208 @@ static void test_lcore_busy(void **state)
 	model_free(m);
 }
 
+/* Every request of chain `chain` against want (classes each) until `count` have been compared;
+ * the inline runner run meanwhile. */
+static void expect_chain(struct nicfw_lcore *p, uint32_t chain, const uint8_t *x, size_t in_bytes,
+			 const double *want, uint32_t classes, uint32_t count)
+{
+	double got[16];
+
+	assert_true(classes <= 16);
+	for (uint32_t i = 0; i < count; i++) {
+		assert_int_equal(nicfw_lcore_infer(p, chain, x + i * in_bytes, got), 0);
+		assert_memory_equal(got, want + i * classes, classes * sizeof(double));
+	}
+}
+
+/* Chains added to running runners and removed with a request queued, round after round, while a
+ * chain added before start goes on answering: each new chain gives kern_forward's scores on
+ * the runners of a chain added at start (its handlers counted there), a removal with a request
+ * still queued waits for it (-EBUSY, reclaim counting it) and frees the chain after, and the
+ * slot is used again. Inline: the queued request provably waits in the ring until the runner is
+ * run; on the worker lcores the rounds race the runners (ASan sees any use after free). */
+static void test_lcore_add_remove_running(void **state)
+{
+	static const uint32_t execs[] = {1, 3, 16, 256};
+	struct model *m = test_model_u8_mlp(*state);
+	const uint32_t classes = model_classes(m), count = 4;
+	uint8_t *x = test_random_inputs(m, count);
+	double *want = calloc(count * classes, sizeof(double)), got[16];
+	struct kern_ctx *ctx = kern_ctx_create(m, count);
+	size_t in_bytes;
+
+	assert_non_null(want);
+	assert_int_equal(kern_forward(ctx, x, count, want), 0);
+	for (int inl = 0; inl < 2; inl++) {
+		char err[512];
+		struct nicfw_lcore *p =
+		    nicfw_lcore_create(workers, inl ? 0 : n_workers, err, sizeof(err));
+		unsigned lc0[NICFW_LCORE_MAX_RUNNERS], lc[NICFW_LCORE_MAX_RUNNERS];
+		uint64_t h0, h;
+		uint32_t nl0, nl;
+		int a, b;
+
+		assert_non_null(p);
+		a = nicfw_lcore_add(p, m, 0, 16, err, sizeof(err));
+		assert_int_equal(a, 0);
+		in_bytes = nicfw_lcore_chain(p, 0)->in_bytes;
+		assert_int_equal(nicfw_lcore_start(p, err, sizeof(err)), 0);
+		expect_chain(p, (uint32_t)a, x, in_bytes, want, classes, count);
+		nl0 = nicfw_lcore_where(p, (uint32_t)a, lc0, &h0);
+		assert_true(nl0 >= 1 && h0 > 0);
+		for (uint32_t round = 0; round < (inl ? 8u : 200u); round++) {
+			const uint32_t e = execs[round % NA(execs)];
+			int ret;
+
+			b = nicfw_lcore_add(p, m, 0, e, err, sizeof(err));
+			if (b < 0)
+				fail_msg("round %u: add on running runners: %s", round, err);
+			assert_int_equal(b, 1); /* the slot removed last round, free again */
+			nl = nicfw_lcore_where(p, (uint32_t)b, lc, &h);
+			assert_int_equal(h, 0);
+			expect_chain(p, (uint32_t)b, x, in_bytes, want, classes, count);
+			nl = nicfw_lcore_where(p, (uint32_t)b, lc, &h);
+			assert_true(h > 0);
+			if (e == 16) { /* the same spread as the chain added at start */
+				assert_int_equal(nl, nl0);
+				assert_memory_equal(lc, lc0, nl * sizeof(lc[0]));
+			}
+			/* a's request and b's queued; b removed before it is polled */
+			assert_int_equal(nicfw_lcore_submit(p, (uint32_t)a, x + in_bytes), 0);
+			assert_int_equal(nicfw_lcore_submit(p, (uint32_t)b, x), 0);
+			ret = nicfw_lcore_remove(p, (uint32_t)b);
+			if (inl) {
+				assert_int_equal(ret, -EBUSY);
+				assert_int_equal(nicfw_lcore_reclaim(p), 1);
+			} else {
+				assert_true(ret == 0 || ret == -EBUSY);
+			}
+			assert_int_equal(nicfw_lcore_remove(p, (uint32_t)b), -EINVAL);
+			while (!nicfw_lcore_poll(p, (uint32_t)a, got))
+				nicfw_lcore_run(p, 16);
+			assert_memory_equal(got, want + classes, classes * sizeof(double));
+			while (nicfw_lcore_reclaim(p))
+				nicfw_lcore_run(p, 16);
+		}
+		expect_chain(p, (uint32_t)a, x, in_bytes, want, classes, count);
+		nicfw_lcore_free(p);
+	}
+	kern_ctx_free(ctx);
+	free(want), free(x);
+	model_free(m);
+}
+
+/* The grace period: a chain removed with no request held is still not freed while the runner
+ * has not passed a quiescent point since (inline: until nicfw_lcore_run returns again). */
+static void test_lcore_remove_grace(void **state)
+{
+	struct model *m = test_model_u8_mlp(*state);
+	uint8_t *x = test_random_inputs(m, 1);
+	double scores[16];
+	char err[256];
+	struct nicfw_lcore *p = nicfw_lcore_create(workers, 0, err, sizeof(err));
+
+	assert_non_null(p);
+	assert_int_equal(nicfw_lcore_add(p, m, 0, 4, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_lcore_start(p, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_lcore_infer(p, 0, x, scores), 0);
+	assert_int_equal(nicfw_lcore_remove(p, 0), -EBUSY);
+	assert_int_equal(nicfw_lcore_reclaim(p), 1);
+	assert_int_equal(nicfw_lcore_add(p, m, 0, 4, err, sizeof(err)), 1);
+	assert_int_equal(nicfw_lcore_run(p, 16), 0);
+	assert_int_equal(nicfw_lcore_reclaim(p), 0);
+	assert_int_equal(nicfw_lcore_add(p, m, 0, 4, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_lcore_infer(p, 0, x, scores), 0);
+	nicfw_lcore_free(p);
+	free(x);
+	model_free(m);
+}
+
+/* A removed chain whose request was queued on a stopped platform is freed at once (no runner
+ * can reach it); a chain removed before start too. */
+static void test_lcore_remove_stopped(void **state)
+{
+	struct model *m = test_model_u8_mlp(*state);
+	uint8_t *x = test_random_inputs(m, 1);
+	char err[256];
+	struct nicfw_lcore *p = nicfw_lcore_create(workers, n_workers, err, sizeof(err));
+
+	assert_non_null(p);
+	assert_int_equal(nicfw_lcore_add(p, m, 0, 4, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_lcore_remove(p, 0), 0);
+	assert_int_equal(nicfw_lcore_remove(p, 0), -EINVAL);
+	assert_int_equal(nicfw_lcore_add(p, m, 0, 4, err, sizeof(err)), 0);
+	assert_int_equal(nicfw_lcore_start(p, err, sizeof(err)), 0);
+	nicfw_lcore_stop(p);
+	assert_int_equal(nicfw_lcore_submit(p, 0, x), 0); /* queued, never run */
+	assert_int_equal(nicfw_lcore_remove(p, 0), 0);
+	assert_int_equal(nicfw_lcore_reclaim(p), 0);
+	nicfw_lcore_free(p);
+	free(x);
+	model_free(m);
+}
+
+/* Executors on a shared, running platform come and go: one closed with batches queued (its
+ * chain removed, freed once its request is done), the other's batches all complete with
+ * kern_forward's scores, and a new executor loaded on the running runners serves. */
+static void test_lcore_executor_reload(void **state)
+{
+	struct model *m = test_model_u8_mlp(*state);
+	const uint32_t classes = model_classes(m);
+	uint8_t *x = test_random_inputs(m, 4);
+	double *want = calloc(4 * classes, sizeof(double)), *out = calloc(12 * classes, 8);
+	struct kern_ctx *ctx = kern_ctx_create(m, 4);
+
+	assert_non_null(want);
+	assert_non_null(out);
+	assert_int_equal(kern_forward(ctx, x, 4, want), 0);
+	for (int inl = 0; inl < 2; inl++) {
+		char err[512];
+		struct nicfw_lcore *p =
+		    nicfw_lcore_create(workers, inl ? 0 : n_workers, err, sizeof(err));
+		const struct nicfw_exec_lcore_conf conf = {.executors = 8, .platform = p};
+		struct kexec e[3];
+		struct kexec_done d;
+		uint32_t got = 0;
+
+		assert_non_null(p);
+		for (int k = 0; k < 2; k++)
+			if (kexec_open(&e[k], &nicfw_exec_lcore_ops, &conf, err, sizeof(err)) ||
+			    kexec_load(&e[k], m, 0, m->n_layers, 4, err, sizeof(err)))
+				fail_msg("%s", err);
+		assert_int_equal(nicfw_lcore_start(p, err, sizeof(err)), 0);
+		memset(out, 0, 12 * classes * sizeof(double));
+		assert_int_equal(kexec_submit(&e[0], x, 4, out, 0), 0);
+		assert_int_equal(kexec_submit(&e[1], x, 4, out + 4 * classes, 1), 0);
+		assert_int_equal(kexec_submit(&e[1], x, 4, out + 4 * classes, 2), 0);
+		kexec_close(&e[1]); /* a request on its chain, a batch queued: its chain removed */
+		if (kexec_open(&e[2], &nicfw_exec_lcore_ops, &conf, err, sizeof(err)) ||
+		    kexec_load(&e[2], m, 0, m->n_layers, 4, err, sizeof(err)))
+			fail_msg("load on running runners: %s", err);
+		assert_int_equal(kexec_submit(&e[2], x, 4, out + 8 * classes, 3), 0);
+		while (got < 2) {
+			if (inl)
+				nicfw_lcore_run(p, 64);
+			for (int k = 0; k < 3; k += 2)
+				if (kexec_poll(&e[k], &d, 1)) {
+					assert_int_equal(d.status, 0);
+					assert_int_equal(d.tag, k ? 3 : 0);
+					got++;
+				}
+		}
+		assert_memory_equal(out, want, 4 * classes * sizeof(double));
+		assert_memory_equal(out + 8 * classes, want, 4 * classes * sizeof(double));
+		while (nicfw_lcore_reclaim(p))
+			nicfw_lcore_run(p, 64);
+		kexec_close(&e[0]);
+		kexec_close(&e[2]);
+		nicfw_lcore_free(p);
+	}
+	kern_ctx_free(ctx);
+	free(out), free(want), free(x);
+	model_free(m);
+}
+
 /* The bundled binary MLP on Fashion-MNIST test images. */
 static void test_lcore_bundled_mlp(void **state)
 {
@@ -290,6 +494,14 @@ int main(void)
 	    cmocka_unit_test(test_lcore_bundled_mlp),
 	    cmocka_unit_test_setup_teardown(test_lcore_executor, test_fx_setup, test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_lcore_shared_platform, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_add_remove_running, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_remove_grace, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_remove_stopped, test_fx_setup,
+					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_lcore_executor_reload, test_fx_setup,
 					    test_fx_teardown),
 	};
 	char prefix[64], lcores[32], rundir[PATH_MAX];

@@ -117,7 +117,16 @@ static void lc_close(struct kexec *x)
 		return;
 	if (!le->conf.platform)
 		nicfw_lcore_free(le->p);
+	else if (le->chain >= 0)
+		nicfw_lcore_remove(le->p, (uint32_t)le->chain); /* freed when nothing is in it */
 	free(le);
+}
+
+int nicfw_exec_lcore_chain(const struct kexec *x)
+{
+	const struct lcore_exec *le = x->priv;
+
+	return le ? le->chain : -1;
 }
 
 const struct kexec_ops nicfw_exec_lcore_ops =

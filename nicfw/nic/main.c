@@ -47,15 +47,14 @@ static uint64_t nic_now(const struct nic *n)
 /* --- set-up -------------------------------------------------------------------------------- */
 
 /* Slot k's executor, ops [first, n) of its model: the emulator serving in modeled time
- * (nicfw/emu/exec_emu.h), or a chain on the shared lcore platform (nicfw/lcore/lcore.h), or on
- * its own inline runner (inline_chain: the shared platform's runners take chains at start only). */
-static int nic_setup_exec(struct nic *n, uint32_t k, uint32_t first, bool inline_chain,
-			  const char *who, char *err, size_t errlen)
+ * (nicfw/emu/exec_emu.h), or a chain on the shared lcore platform (nicfw/lcore/lcore.h), at
+ * start as at a reload. */
+static int nic_setup_exec(struct nic *n, uint32_t k, uint32_t first, const char *who, char *err,
+			  size_t errlen)
 {
 	const struct nicfw_exec_emu_conf ec = {
 	    .executors = n->o.executors, .serve = true, .max_warm = NIC_EMU_WARM};
-	const struct nicfw_exec_lcore_conf lc = {.executors = n->o.executors,
-						 .platform = inline_chain ? NULL : n->lc};
+	const struct nicfw_exec_lcore_conf lc = {.executors = n->o.executors, .platform = n->lc};
 	int ret;
 
 	ret = kexec_open(&n->x[k], n->o.emu ? &nicfw_exec_emu_ops : &nicfw_exec_lcore_ops,
@@ -68,8 +67,8 @@ static int nic_setup_exec(struct nic *n, uint32_t k, uint32_t first, bool inline
 }
 
 int nic_slot_load(struct nic *n, uint32_t k, const char *path, bool id_given, uint32_t id,
-		  uint32_t first_asked, bool inline_chain, struct nicfw_disp_model *md,
-		  const char *who, char *err, size_t errlen)
+		  uint32_t first_asked, struct nicfw_disp_model *md, const char *who, char *err,
+		  size_t errlen)
 {
 	struct model *m;
 	uint32_t first;
@@ -87,7 +86,7 @@ int nic_slot_load(struct nic *n, uint32_t k, const char *path, bool id_given, ui
 		snprintf(err, errlen, "%s: @%u: the NIC's part of model %s can start at op %s",
 			 path, first_asked, m->name, kexec_nic_starts(m, false, ops, sizeof(ops)));
 	else
-		ret = nic_setup_exec(n, k, first, inline_chain, who, err, errlen);
+		ret = nic_setup_exec(n, k, first, who, err, errlen);
 	if (!ret)
 		ret = nicfw_disp_model_init(md, id_given ? id : proto_model_id(m->name), &n->x[k],
 					    err, errlen);
@@ -95,15 +94,13 @@ int nic_slot_load(struct nic *n, uint32_t k, const char *path, bool id_given, ui
 		nic_slot_free(n, k);
 		return ret;
 	}
-	n->sl[k] = (struct nic_slot){path,     md->model_id, first,
-				     id_given, first_asked,  inline_chain && !n->o.emu};
-	printf("%s: model %s (%s) id %#x: ops %u..%u on %u executors (%s%s), input %u x %s, %u "
+	n->sl[k] = (struct nic_slot){path, md->model_id, first, id_given, first_asked};
+	printf("%s: model %s (%s) id %#x: ops %u..%u on %u executors (%s), input %u x %s, %u "
 	       "classes%s\n",
 	       who, m->name, path, md->model_id, first, m->n_layers - 1, n->o.executors,
-	       n->o.emu ? "emu" : "lcore",
-	       n->o.emu || (!inline_chain && rte_lcore_count() > 1) ? ""
-	       : inline_chain					    ? ", inline on the main lcore"
-								    : ", inline",
+	       n->o.emu		       ? "emu"
+	       : rte_lcore_count() > 1 ? "lcore, on the worker lcores"
+				       : "lcore, inline on the main lcore",
 	       md->in_count, proto_fmt_name(md->in_fmt), md->classes,
 	       md->standalone ? ", stand-alone" : "");
 	return 0;
@@ -136,7 +133,7 @@ static int nic_setup_models(struct nic *n, struct nicfw_disp_config *dc, char *e
 	}
 	for (uint32_t i = 0; i < n->o.n_models; i++) {
 		ret = nic_slot_load(n, i, n->o.model_path[i], n->o.id_given[i], n->o.model_id[i],
-				    n->o.first[i], false, &dc->model[i], "nic", err, errlen);
+				    n->o.first[i], &dc->model[i], "nic", err, errlen);
 		if (ret)
 			return ret;
 		n->map[i] = (uint8_t)i;

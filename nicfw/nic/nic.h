@@ -46,7 +46,6 @@ struct nic_slot {
 	uint32_t id, first;   /* its model id and the op its NIC part starts at */
 	bool id_given;	      /* --model ID=FILE */
 	uint32_t first_asked; /* --model FILE@K: K; UINT32_MAX: kexec_nic_split */
-	bool inline_chain;    /* loaded by a reload on the lcore platform: its own inline runner */
 };
 
 /* The NIC times of a model name's versions gone (reload.c adds a slot's when it frees it): the
@@ -128,13 +127,14 @@ void nic_links_check(struct nic *n, uint64_t cyc);
 bool nic_ports_close(struct nic *n);
 
 /* main.c: model path (id given or not: its name's, first_asked UINT32_MAX: the NIC's default
- * split) into free slot k: n->m[k], its executor n->x[k] (on the shared lcore platform, or with
- * inline_chain its own inline runner, or the emulator) and md, n->sl[k]; a line says so (who:
- * "nic", "nic: reload"). 0, or -errno with err (what was loaded freed, the slot free). */
+ * split) into free slot k: n->m[k], its executor n->x[k] (a chain on the shared lcore platform,
+ * on its running worker lcores at a reload, or the emulator) and md, n->sl[k]; a line says so
+ * (who: "nic", "nic: reload"). 0, or -errno with err (what was loaded freed, the slot free). */
 int nic_slot_load(struct nic *n, uint32_t k, const char *path, bool id_given, uint32_t id,
-		  uint32_t first_asked, bool inline_chain, struct nicfw_disp_model *md,
-		  const char *who, char *err, size_t errlen);
-/* The slot's model and executor freed (not polled), the slot free. */
+		  uint32_t first_asked, struct nicfw_disp_model *md, const char *who, char *err,
+		  size_t errlen);
+/* The slot's model and executor freed (not polled), the slot free; its chain removed from the
+ * lcore platform (freed once nothing is in it: nicfw_lcore_reclaim). */
 void nic_slot_free(struct nic *n, uint32_t k);
 /* The HEALTH report's models for the slots map[0..nm) into h. 0 or -EINVAL with err. */
 int nic_health_models(const struct nic *n, const uint8_t *map, uint32_t nm, struct nicfw_health *h,

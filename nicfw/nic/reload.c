@@ -8,15 +8,17 @@
  *   1. the command line and its configuration file (--config) read again;
  *   2. each --model kept when it names the same file (same path, id and first op; same device,
  *      inode, size and modification time), else loaded into a free slot: the model, its
- *      executor (the emulator; on the lcore platform a chain with its own inline runner, run
- *      by the packet loop: the worker lcores' runners take chains at start only) and the
- *      dispatcher's slot (nicfw_disp_slot_set), which the packet loop does not poll yet;
+ *      executor (the emulator; on the lcore platform a chain added to the running runners, with
+ *      the executors spread over the worker lcores as at start) and the dispatcher's slot
+ *      (nicfw_disp_slot_set), which the packet loop does not poll yet;
  *   3. the new map (the slots named, in --model order) and the HEALTH report's models handed to
  *      the packet loop, which applies them between two turns (nic_reload_apply: no allocation,
  *      no lock): from then on new requests go to the new slots;
  *   4. each slot no longer named answers the requests it holds on its version (the dispatcher
  *      polls it until none is left), then the reloader frees its executor and model (under
- *      rd_lock, which telemetry and metrics readers take).
+ *      rd_lock, which telemetry and metrics readers take); on the lcore platform its chain is
+ *      removed, and freed once every runner has passed a quiescent point (nicfw_lcore_remove):
+ *      the reloader waits for that before it says the reload is done.
  *
  * A reload that fails before step 3 (the options, a model file, no free slot, an input larger
  * than the buffers set at start) frees what it loaded and changes nothing: the models served
@@ -185,8 +187,8 @@ static int slot_load(struct nic_reload *r, const struct nic_opts *o, uint32_t i,
 		return -ENOMEM;
 	r->st[k] = *st;
 	/* no reader looks at a slot the map does not name: no lock while it loads */
-	ret = nic_slot_load(n, k, r->path[k], o->id_given[i], o->model_id[i], o->first[i],
-			    !n->o.emu, &md, "nic: reload", err, errlen);
+	ret = nic_slot_load(n, k, r->path[k], o->id_given[i], o->model_id[i], o->first[i], &md,
+			    "nic: reload", err, errlen);
 	if (!ret) {
 		char why[256];
 
@@ -313,6 +315,17 @@ static void reload_once(struct nic_reload *r)
 			continue;
 		}
 		slot_free(r, k);
+	}
+	/* the chains removed: freed once no runner can be in them (microseconds) */
+	for (long t = 0; n->lc && nicfw_lcore_reclaim(n->lc) && t < RELOAD_DRAIN_S * 1000000L;
+	     t += RELOAD_POLL_US) {
+		if (stopping(r)) {
+			finish(r, -ECANCELED,
+			       "version %lu: the server stopped while old chains drained",
+			       (unsigned long)r->version);
+			return;
+		}
+		sleep_us(RELOAD_POLL_US);
 	}
 	finish(r, 0, "version %lu: %u model(s): %u loaded, %u unloaded, %u kept",
 	       (unsigned long)r->version, ns, loaded, gone, ns - loaded);

@@ -68,6 +68,33 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Where slot i's chain runs, for tel_models: its lcores ("1,2"; "main": the inline runner, on
+ * the main lcore between packet-loop turns) and the handlers they ran for it. */
+static void chain_where(struct nic *n, uint32_t i, struct rte_tel_data *d)
+{
+	unsigned lc[NICFW_LCORE_MAX_RUNNERS];
+	const int chain = nicfw_exec_lcore_chain(&n->x[i]);
+	char key[32], on[NICFW_LCORE_MAX_RUNNERS * 4 + 8] = "";
+	uint64_t handled;
+	uint32_t nl;
+	size_t len = 0;
+
+	if (n->o.emu || chain < 0)
+		return;
+	nl = nicfw_lcore_where(n->lc, (uint32_t)chain, lc, &handled);
+	for (uint32_t j = 0; j < nl && len < sizeof(on); j++) {
+		char one[16] = "main";
+
+		if (lc[j] != RTE_MAX_LCORE)
+			snprintf(one, sizeof(one), "%u", lc[j]);
+		len += (size_t)snprintf(on + len, sizeof(on) - len, "%s%s", j ? "," : "", one);
+	}
+	snprintf(key, sizeof(key), "m%u_lcores", i);
+	rte_tel_data_add_dict_string(d, key, on);
+	snprintf(key, sizeof(key), "m%u_handlers", i);
+	rte_tel_data_add_dict_u64(d, key, handled);
+}
+
 /*
  * The models, keyed m<i>_<what> as in /splitnic/nic/timing: DPDK's dictionary keys take only
  * letters, digits, '_' and '/', so a model's name (fmnist-bmlp) is a value, never a key.
@@ -93,6 +120,7 @@ static int tel_models(void *srv, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, key, n->sl[i].first);
 		snprintf(key, sizeof(key), "m%u_ops", i);
 		rte_tel_data_add_dict_u64(d, key, n->m[i]->n_layers - n->sl[i].first);
+		chain_where(n, i, d);
 	}
 	pthread_mutex_unlock(&n->rd_lock);
 	nic_reload_figures(n, &version, &done, &failed);

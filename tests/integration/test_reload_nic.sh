@@ -4,7 +4,10 @@
 #   cli (10.88.7.2, vc) ==veth== nic ns: [vw] splitnic-nic [net_null: no host]
 #
 # splitnic-nic serves fmnist-bmlp stand-alone from its configuration file, on a worker lcore
-# (RELOAD_LCORES=0: none, every chain inline on the main lcore).
+# (RELOAD_LCORES=0: none, every chain inline on the main lcore). Every model a reload loads runs
+# its chain where the model loaded at start runs its own (/splitnic/nic/models: m<i>_lcores the
+# same, the worker lcores unless RELOAD_LCORES=0), and m<i>_handlers, the handlers run there for
+# it, rise with the requests it answers.
 # A second file of the same model (same name, same id) has its last layer's classes rotated:
 # its class is splitnic run's plus one (mod 10), so each answer says which version gave it.
 #   1. a client sends RELOAD_COUNT test images open loop (RELOAD_RATE a second) while the model
@@ -73,6 +76,23 @@ wait_version() {
 	return 1
 }
 client() { ip netns exec "$ns_c" "$S" client 10.88.7.1 --images "$IMG" "$@"; }
+chain_of() { # chain_of ID: "LCORES HANDLERS" of the chain serving model id ID
+	dpdk_telemetry "$prefix" /splitnic/nic/models | jq -r --argjson id "$1" '. as $d |
+		[to_entries[] | select((.key | test("^m[0-9]+_id$")) and .value == $id) |
+		 .key | sub("_id$"; "")][0] as $m | "\($d[$m + "_lcores"]) \($d[$m + "_handlers"])"'
+}
+# check_chain ID COUNT WHAT: model id ID's chain runs where the one loaded at start did, and
+# its handlers rise while it answers COUNT requests
+check_chain() {
+	local on0 h0 on h
+	read -r on0 h0 < <(chain_of "$1")
+	[ "$on0" = "$start_on" ] || fail "$3: its chain runs on lcore(s) '$on0', the model loaded at start on '$start_on'"
+	client --model-id "$1" --count "$2" >/dev/null || fail "$3: not answered"
+	read -r on h < <(chain_of "$1")
+	[ "$h" -gt "$((h0 + $2))" ] 2>/dev/null ||
+		fail "$3: its chain ran $h0 -> $h handlers on lcore(s) $on for $2 requests"
+	echo "$3: chain on lcore(s) $on (as at start), $((h - h0)) handlers run there for $2 requests"
+}
 
 netns_wire "$ns_c" "$ns_n" 10.88.7.2/24 || fail "namespaces and veth: $NETNS_WHY"
 # the other version: the last layer's rows rotated, class c of the original is class c + 1
@@ -100,6 +120,12 @@ ip netns exec "$ns_n" "$NIC" -l "$LCORES" --no-huge -m 512 --file-prefix "$prefi
 nic_pid=$!
 netns_wait_log "$tmp/nic.log" "^nic: forwarding" "$nic_pid" splitnic-nic || fail "$NETNS_WHY"
 [ "$(version)" = 1 ] || fail "models_version $(version) at start"
+id0=$(dpdk_telemetry "$prefix" /splitnic/nic/models | jq '.m0_id')
+read -r start_on _ < <(chain_of "$id0")
+case "$LCORES" in
+0) [ "$start_on" = main ] ;;
+*) [ -n "$start_on" ] && [ "$start_on" != null ] && [[ ,$start_on, != *,main,* ]] ;;
+esac || fail "at start (-l $LCORES) the chain runs on '$start_on'"
 
 # --- 1. replaced under load ---------------------------------------------------------------------
 client --model-id fmnist-bmlp --count "$COUNT" --rate "$RATE" --timeout-ms 3000 --json \
@@ -148,6 +174,7 @@ grep -q "nic: reload: version 4: 1 model(s): 1 loaded, 1 unloaded, 0 kept" "$tmp
 [ "$(metric splitnic_nic_errors_sent_total)" = "$busy" ] ||
 	fail "the client got $busy ERROR busy, the NIC sent $(metric splitnic_nic_errors_sent_total) ERRORs"
 echo "replaced 3 times under $RATE requests/s: $answered of $COUNT answered by the old or the new version, $busy ERROR busy (counted), none lost"
+check_chain "$id0" 100 "fmnist-bmlp replaced 3 times"
 
 # --- 2. load, unload, load again ----------------------------------------------------------------
 conf bmlp other:7
@@ -158,6 +185,7 @@ client --model-id 7 --count 200 --classes "$tmp/seven.classes" >/dev/null ||
 "$PY" -c 'import sys; g = open(sys.argv[1]).read().split(); r = open(sys.argv[2]).read().split()
 sys.exit(any(int(a) != (int(b) + 1) % 10 for a, b in zip(g, r)))' "$tmp/seven.classes" "$tmp/ref.classes" ||
 	fail "model id 7 answered with classes not its own"
+check_chain 7 100 "model id 7 loaded"
 conf other:7
 [ "$(post)" = 200 ] || fail "unload: $(cat "$tmp/post.out")"
 grep -q "0 loaded, 1 unloaded, 1 kept" "$tmp/post.out" || fail "unload: $(cat "$tmp/post.out")"
