@@ -17,12 +17,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf/opts.h"
+
 #define CONF_BATCH_MAX_DELAY_US 1000000
 
 struct conf_batch {
 	uint32_t max_batch;    /* 1: no batching */
 	uint64_t max_delay_ns; /* how long the oldest request waits for a batch to fill */
 };
+
+/*
+ * The server-wide batching options, the same rows in splitnic-host and serve: --max-batch N
+ * (1..HI) and --max-queue-delay-us US into member B (struct conf_batch) of S.
+ */
+#define CONF_BATCH_ROWS(S, B, HI)                                                                  \
+	CONF_INT_ROW("max-batch", "N", S, B.max_batch, 1, HI, "1",                                 \
+		     "requests of a model run as one batch, at most"),                             \
+	    CONF_SCALED_ROW("max-queue-delay-us", "US", S, B.max_delay_ns, 0,                      \
+			    CONF_BATCH_MAX_DELAY_US, 1000, "0",                                    \
+			    "how long a request waits for a batch to fill (0: never)")
 
 /* Where the batching suffix of spec (a --model value) starts: strlen(spec) if it has none. */
 size_t conf_batch_at(const char *spec);

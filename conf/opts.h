@@ -166,6 +166,20 @@ struct conf_opt {
 		.max = (uint32_t)(CONF_SIZEOF(S, A) / CONF_SIZEOF(S, A[0])),                       \
 		.count_off = offsetof(S, N)                                                        \
 	}
+/*
+ * The trust policy's options (protocol/trust.h), the same rows in every server: --allow CIDR
+ * (repeatable) into member T (struct proto_trust_cfg) of S, --error-rate N and --error-burst N
+ * into its integer members RATE and BURST (proto_trust_set_rate() takes them at set-up); PER:
+ * what one bucket counts ("front-end", "front-end and worker").
+ */
+#define CONF_TRUST_ROWS(S, T, RATE, BURST, RATE_DEF, BURST_DEF, PER)                               \
+	CONF_CIDR_LIST_ROW(                                                                        \
+	    "allow", "CIDR", S, T.allow, T.n_allow,                                                \
+	    "front-ends answered (repeatable; default: all, no reply larger than its request)"),   \
+	    CONF_INT_ROW("error-rate", "N", S, RATE, 0, 10000000, RATE_DEF,                        \
+			 "ERRORs per second per " PER ", at most (0: no limit)"),                  \
+	    CONF_INT_ROW("error-burst", "N", S, BURST, 1, 10000000, BURST_DEF,                     \
+			 "ERRORs at once per " PER ", at most")
 /* the command's on_opt, with KEY */
 #define CONF_CALL_ROW(NAME, ARG, KEY, DEF, HELP)                                                   \
 	{                                                                                          \

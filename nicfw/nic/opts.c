@@ -51,13 +51,7 @@ static const struct conf_opt nic_rows[] = {
     CONF_SCALED_ROW("host-probe-ms", "MS", struct nic_opts, host_probe_ns, 0, 10000, 1000000, "200",
 		    "HEALTH-probe the host this often; gone after " NIC_HOST_MISSES_S
 		    " without a frame from it (0: off)"),
-    CONF_CIDR_LIST_ROW(
-	"allow", "CIDR", struct nic_opts, trust.allow, trust.n_allow,
-	"front-ends answered (repeatable; default: all, no reply larger than its request)"),
-    CONF_INT_ROW("error-rate", "N", struct nic_opts, err_rate, 0, 1000000, "1000",
-		 "ERRORs per second per front-end, at most (0: no limit)"),
-    CONF_INT_ROW("error-burst", "N", struct nic_opts, err_burst, 1, 1000000, "100",
-		 "ERRORs at once per front-end, at most"),
+    CONF_TRUST_ROWS(struct nic_opts, trust, err_rate, err_burst, "1000", "100", "front-end"),
 };
 
 static const struct conf_cmd nic_cmd = {
