@@ -130,10 +130,15 @@ static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t 
 	}
 }
 
+/* Groups of 8 images one per lane (bin_gemm_avx512.c), the rest in row x image blocks. */
 static void avx512_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			  uint32_t n, int32_t *y)
 {
-	gemm(x, batch, w, out, n, y, out);
+	uint32_t done = kern_avx512_gemm8(x, batch, w, out, n, y, out);
+
+	if (done < batch)
+		gemm(x + (size_t)done * model_words(n), batch - done, w, out, n,
+		     y + (size_t)done * out, out);
 }
 
 static uint64_t thr_word(const int32_t *dot, const struct kern_thresh *t, uint32_t o, uint32_t cnt)
@@ -159,7 +164,11 @@ static void avx512_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t 
 {
 	uint32_t nw = model_words(n), ow = model_words(out);
 	int32_t dot[THR_BATCH][64] __attribute__((aligned(64)));
+	uint32_t done = kern_avx512_gemm8_thr(x, batch, w, out, n, t, y);
 
+	x += (size_t)done * nw;
+	y += (size_t)done * ow;
+	batch -= done;
 	for (uint32_t o = 0; o < out; o += 64) {
 		uint32_t cnt = out - o < 64 ? out - o : 64;
 

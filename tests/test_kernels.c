@@ -182,6 +182,24 @@ static void test_bdense_random(void **state)
 			    1 + test_mix_below(200));
 }
 
+/*
+ * Batches around the groups of 8 images the SIMD GEMM packs one per lane (8, 9, 15, 16, 17, 63,
+ * 64, 65), odd widths and row counts, and widths past its packing buffer (which fall back).
+ */
+static void test_bdense_batches(void **state)
+{
+	static const uint32_t ns[] = {1, 63, 65, 511, 513, 4159, 33000};
+	static const uint32_t batches[] = {8, 9, 15, 16, 17, 24, 63, 64, 65};
+	static const uint32_t outs[] = {1, 7, 9, 63, 67};
+
+	(void)state;
+	test_mix_seed(6);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			if (ns[i] < 8192 || j % 4 == 0)
+				bdense_case(ns[i], batches[j], outs[test_mix_below(5)]);
+}
+
 static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 {
 	uint32_t nw = model_words(n), ow = model_words(out);
@@ -665,6 +683,7 @@ int main(void)
 	    cmocka_unit_test(test_ops_select_names),
 	    ISA_TESTS(test_bdense_shapes),
 	    ISA_TESTS(test_bdense_random),
+	    ISA_TESTS(test_bdense_batches),
 	    ISA_TESTS(test_bdense_u8_shapes),
 	    ISA_TESTS(test_bdense_u8_batches),
 	    ISA_TESTS(test_bconv_shapes),
