@@ -98,6 +98,39 @@ static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom
 	DOTS();
 }
 
+/*
+ * A run of npix output pixels of one row whose 3x3 taps all fall inside an input of one word per
+ * pixel (stride words between the runs' windows, w words per input row): popcounts only, each
+ * compared with pmax, the largest popcount whose dot 9 c - 2 pop still reaches the threshold.
+ */
+static void run64_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npix,
+		     const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid,
+		     uint64_t *y, size_t ystep)
+{
+	for (uint32_t p = 0; p < npix; p++, x0 += stride, y += ystep) {
+		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+		__m512i a6 = a0, a7 = a0;
+		uint64_t m;
+
+#pragma GCC unroll 9
+		for (uint32_t t = 0; t < 9; t++) {
+			const uint64_t *tr = tile + t * BLK64;
+			__m512i xb = _mm512_set1_epi64((long long)x0[(t / 3) * w + t % 3]);
+
+			ACC8();
+		}
+		m = (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a0, pmax[0])) |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a1, pmax[1])) << 8 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a2, pmax[2])) << 16 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a3, pmax[3])) << 24 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a4, pmax[4])) << 32 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a5, pmax[5])) << 40 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a6, pmax[6])) << 48 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a7, pmax[7])) << 56;
+		*y = (m ^ flip) & valid;
+	}
+}
+
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
 {
 	return g->c > 32 && (size_t)g->k * g->k * model_words(g->c) <= TILE_TAPS;
@@ -115,8 +148,9 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
 	for (uint32_t o = 0; o < g->o; o += BLK64) {
 		uint32_t cnt = g->o - o < BLK64 ? g->o - o : BLK64;
-		__m512i thr[8];
+		__m512i thr[8], pmax[8];
 		__mmask8 valid[8], flip[8];
+		uint64_t flip64 = 0, valid64 = 0;
 
 		for (uint32_t v = 0; v < 8; v++) {
 			uint32_t c8 = cnt > 8 * v ? cnt - 8 * v : 0;
@@ -127,22 +161,38 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 			    _mm256_maskz_loadu_epi32(valid[v], t->thr + o + 8 * v));
 			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 8 * v);
 			flip[v] = (__mmask8)_mm_test_epi8_mask(fl, fl);
+			/* floor((9 c - thr) / 2): thr is int32, so no lane overflows */
+			pmax[v] = _mm512_srai_epi64(
+			    _mm512_sub_epi64(_mm512_set1_epi64(9 * (int64_t)g->c), thr[v]), 1);
+			flip64 |= (uint64_t)flip[v] << (8 * v);
+			valid64 |= (uint64_t)valid[v] << (8 * v);
 		}
 		tile_load64(w, o, cnt, taps, tile);
 		for (uint32_t b = 0; b < batch; b++) {
 			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
+			const uint64_t *xb = x + b * in_words;
 
 			for (uint32_t oy = 0; oy < g->oh; oy++)
 				for (uint32_t ox = 0; ox < g->ow; ox++) {
 					__m512i dot[8];
 					uint64_t m = 0;
+					bool inner = g->k == 3 && oy >= ylo && oy < yhi &&
+						     ox >= xlo && ox < xhi;
 
-					if (g->k == 3 && oy >= ylo && oy < yhi && ox >= xlo &&
-					    ox < xhi)
-						pixel_dot64_k3(x + b * in_words, g, tile, oy, ox,
-							       dot);
+					if (inner && g->c <= 64) {
+						run64_k3(
+						    xb + ((size_t)oy * g->stride - g->pad) * g->w +
+							(size_t)ox * g->stride - g->pad,
+						    g->w, g->stride, xhi - ox, tile, pmax, flip64,
+						    valid64, yb + ((size_t)oy * g->ow + ox) * ow,
+						    ow);
+						ox = xhi - 1;
+						continue;
+					}
+					if (inner)
+						pixel_dot64_k3(xb, g, tile, oy, ox, dot);
 					else
-						pixel_dot64(x + b * in_words, g, tile, oy, ox, dot);
+						pixel_dot64(xb, g, tile, oy, ox, dot);
 					for (uint32_t v = 0; v < 8; v++)
 						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
 								     valid[v], dot[v], thr[v]) ^

@@ -294,8 +294,9 @@ static int64_t plain_conv_dot(const int8_t *img, const int8_t *wo, const struct 
 	return s;
 }
 
-static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o,
-		       uint32_t batch)
+/* An input of h x w pixels (0: small random sizes). */
+static void bconv_case_hw(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o,
+			  uint32_t batch, uint32_t in_h, uint32_t in_w)
 {
 	struct kern_conv_geom g = {.c = c, .k = k, .stride = stride, .pad = pad, .o = o};
 	uint32_t wpp = model_words(c), ow;
@@ -308,8 +309,8 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 
 	g.h = k - 2 * pad + test_mix_below(7) + (k > 2 * pad ? 0 : 2 * pad);
 	g.w = k - 2 * pad + test_mix_below(7) + (k > 2 * pad ? 0 : 2 * pad);
-	g.h = g.h < 1 ? 1 : g.h;
-	g.w = g.w < 1 ? 1 : g.w;
+	g.h = in_h ? in_h : g.h < 1 ? 1 : g.h;
+	g.w = in_w ? in_w : g.w < 1 ? 1 : g.w;
 	g.oh = (g.h + 2 * pad - k) / stride + 1;
 	g.ow = (g.w + 2 * pad - k) / stride + 1;
 	ohw = (size_t)g.oh * g.ow;
@@ -387,6 +388,30 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	}
 	free(xv), free(wv), free(x), free(w), free(dots), free(y), free(thr), free(flip);
 	free(bits), free(want);
+}
+
+static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o,
+		       uint32_t batch)
+{
+	bconv_case_hw(c, k, stride, pad, o, batch, 0, 0);
+}
+
+/*
+ * Inputs large enough for long runs of pixels whose 3x3 window lies inside (the shapes of the
+ * bundled binary CNN among them), odd sizes, partial channel blocks, strides 1 and 2.
+ */
+static void test_bconv_large(void **state)
+{
+	static const uint32_t cs[] = {32, 31, 64, 57};
+	static const uint32_t os[] = {64, 65, 23};
+	static const uint32_t hs[] = {28, 14, 13};
+
+	(void)state;
+	test_mix_seed(14);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(os) / sizeof(*os); j++)
+			bconv_case_hw(cs[i], 3, j == 2 ? 1 + (uint32_t)i % 2 : 1, 1, os[j],
+				      1 + (uint32_t)j, hs[(i + j) % 3], hs[(i + 2 * j) % 3]);
 }
 
 static void test_bconv_shapes(void **state)
@@ -693,6 +718,7 @@ int main(void)
 	    ISA_TESTS(test_maxpool_bits_and_shapes),
 	    cmocka_unit_test(test_layout_unpack_flatten),
 	    ISA_TESTS(test_bconv_blocks),
+	    ISA_TESTS(test_bconv_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
