@@ -93,14 +93,18 @@ static void run32_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 {
 	for (uint32_t p = 0; p < npix; p++, x0 += stride, y += ystep) {
 		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+		const uint32_t *tp = tile;
+		const uint64_t *xp = x0;
 		uint64_t m;
 
 #pragma GCC unroll 9
 		for (uint32_t t = 0; t < 9; t++) {
-			const uint32_t *tr = tile + t * BLK32;
-			__m512i xb = _mm512_set1_epi32((int)(uint32_t)x0[(t / 3) * w + t % 3]);
+			const uint32_t *tr = tp + t * BLK32;
+			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xp[(t / 3) * w + t % 3]);
 
 			ACC4();
+			/* keeps the taps in order: hoisting them all spills registers */
+			__asm__("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+r"(tp), "+r"(xp));
 		}
 		m = (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a0, pmax[0])) |
 		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a1, pmax[1])) << 16 |
@@ -108,6 +112,43 @@ static void run32_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a3, pmax[3])) << 48;
 		*y = (m ^ flip) & valid;
 	}
+}
+
+/* Threshold bits of a 3x3 pixel with taps outside the input (no loops: each tap tested). */
+static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, const uint32_t *tile,
+			  uint32_t oy, uint32_t ox, const __m512i thr[4], uint64_t flip,
+			  uint64_t valid)
+{
+	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	uint32_t ky0, ky1, kx0, kx1;
+	uint64_t m;
+
+	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
+	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
+#pragma GCC unroll 9
+	for (uint32_t t = 0; t < 9; t++) {
+		const uint32_t *tr = tile + t * BLK32;
+		__m512i xb;
+
+		if (t / 3 < ky0 || t / 3 >= ky1 || t % 3 < kx0 || t % 3 >= kx1)
+			continue;
+		xb = _mm512_set1_epi32((int)(uint32_t)x[(iy + t / 3) * g->w + ix + t % 3]);
+		ACC4();
+	}
+	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
+	m = (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a0, a0)), thr[0])) |
+	    (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a1, a1)), thr[1]))
+		<< 16 |
+	    (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a2, a2)), thr[2]))
+		<< 32 |
+	    (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a3, a3)), thr[3]))
+		<< 48;
+	return (m ^ flip) & valid;
 }
 
 bool kern_avx512_bconv32_fits(const struct kern_conv_geom *g)
@@ -192,6 +233,11 @@ void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct ker
 						    valid64, yb + ((size_t)oy * g->ow + ox) * ow,
 						    ow);
 						ox = xhi - 1;
+						continue;
+					}
+					if (g->k == 3) {
+						yb[((size_t)oy * g->ow + ox) * ow] = edge32_k3(
+						    xb, g, tile, oy, ox, thr, flip64, valid64);
 						continue;
 					}
 					pixel_dot32(xb, g, tile, oy, ox, dot);

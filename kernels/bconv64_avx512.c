@@ -110,14 +110,19 @@ static void run64_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 	for (uint32_t p = 0; p < npix; p++, x0 += stride, y += ystep) {
 		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
 		__m512i a6 = a0, a7 = a0;
+		const uint64_t *tp = tile, *xp = x0;
 		uint64_t m;
 
 #pragma GCC unroll 9
 		for (uint32_t t = 0; t < 9; t++) {
-			const uint64_t *tr = tile + t * BLK64;
-			__m512i xb = _mm512_set1_epi64((long long)x0[(t / 3) * w + t % 3]);
+			const uint64_t *tr = tp + t * BLK64;
+			__m512i xb = _mm512_set1_epi64((long long)xp[(t / 3) * w + t % 3]);
 
 			ACC8();
+			/* keeps the taps in order: hoisting them all spills every register */
+			__asm__(""
+				: "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5),
+				  "+v"(a6), "+v"(a7), "+r"(tp), "+r"(xp));
 		}
 		m = (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a0, pmax[0])) |
 		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a1, pmax[1])) << 8 |
@@ -129,6 +134,40 @@ static void run64_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a7, pmax[7])) << 56;
 		*y = (m ^ flip) & valid;
 	}
+}
+
+#define EDGE_BITS(v)                                                                               \
+	((uint64_t)_cvtmask8_u32(                                                                  \
+	     _mm512_cmpge_epi64_mask(_mm512_sub_epi64(n, _mm512_add_epi64(a##v, a##v)), thr[v]))   \
+	 << (8 * (v)))
+
+/* Threshold bits of a 3x3 pixel of one-word inputs with taps outside the input. */
+static uint64_t edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, const uint64_t *tile,
+			  uint32_t oy, uint32_t ox, const __m512i thr[8], uint64_t flip,
+			  uint64_t valid)
+{
+	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+	__m512i a6 = a0, a7 = a0, n;
+	uint32_t ky0, ky1, kx0, kx1;
+	uint64_t m;
+
+	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
+	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
+#pragma GCC unroll 9
+	for (uint32_t t = 0; t < 9; t++) {
+		const uint64_t *tr = tile + t * BLK64;
+		__m512i xb;
+
+		if (t / 3 < ky0 || t / 3 >= ky1 || t % 3 < kx0 || t % 3 >= kx1)
+			continue;
+		xb = _mm512_set1_epi64((long long)x[(iy + t / 3) * g->w + ix + t % 3]);
+		ACC8();
+	}
+	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
+	m = EDGE_BITS(0) | EDGE_BITS(1) | EDGE_BITS(2) | EDGE_BITS(3) | EDGE_BITS(4) |
+	    EDGE_BITS(5) | EDGE_BITS(6) | EDGE_BITS(7);
+	return (m ^ flip) & valid;
 }
 
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
@@ -187,6 +226,11 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 						    valid64, yb + ((size_t)oy * g->ow + ox) * ow,
 						    ow);
 						ox = xhi - 1;
+						continue;
+					}
+					if (g->k == 3 && g->c <= 64) {
+						yb[((size_t)oy * g->ow + ox) * ow] = edge64_k3(
+						    xb, g, tile, oy, ox, thr, flip64, valid64);
 						continue;
 					}
 					if (inner)
