@@ -5,7 +5,6 @@
  * lanes would count 8 with half of every word empty.
  */
 #include <immintrin.h>
-#include <string.h>
 
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
@@ -195,7 +194,6 @@ void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct ker
 
 	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
 	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
-	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
 	for (uint32_t o = 0; o < g->o; o += BLK32) {
 		uint32_t cnt = g->o - o < BLK32 ? g->o - o : BLK32;
 		__m512i thr[4], pmax[4];

@@ -5,7 +5,6 @@
  * (tap ranges, compares) is shared by 64 channels, and a block's bits are one output word.
  */
 #include <immintrin.h>
-#include <string.h>
 
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
@@ -184,7 +183,6 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 
 	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
 	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
-	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
 	for (uint32_t o = 0; o < g->o; o += BLK64) {
 		uint32_t cnt = g->o - o < BLK64 ? g->o - o : BLK64;
 		__m512i thr[8], pmax[8];
