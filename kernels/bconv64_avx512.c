@@ -73,56 +73,36 @@ static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g
 	DOTS();
 }
 
-/* The same for a 3x3 kernel whose taps all fall inside the input: no tap ranges. */
-static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom *g,
-				  const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
-{
-	const uint32_t wpp = model_words(g->c), len = 3 * wpp;
-	const uint64_t *x0 =
-	    x + (((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad) * wpp;
-	const uint64_t *tr = tile;
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-	__m512i a6 = a0, a7 = a0, n;
-
-	for (uint32_t ky = 0; ky < 3; ky++) {
-		const uint64_t *xr = x0 + (size_t)ky * g->w * wpp;
-
-		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
-			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
-
-			ACC8();
-		}
-	}
-	n = _mm512_set1_epi64(9 * g->c);
-	DOTS();
-}
-
 /*
- * A run of npix output pixels of one row whose 3x3 taps all fall inside an input of one word per
- * pixel (stride words between the runs' windows, w words per input row): popcounts only, each
+ * A run of npix output pixels of one row whose 3x3 taps all fall inside the input (wpp words a
+ * pixel, w words an input row, step words between the runs' windows): popcounts only, each
  * compared with pmax, the largest popcount whose dot 9 c - 2 pop still reaches the threshold.
  */
-static void run64_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npix,
-		     const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid,
-		     uint64_t *y, size_t ystep)
+static inline __attribute__((always_inline)) void
+run64_k3(const uint64_t *x0, size_t w, size_t step, uint32_t wpp, uint32_t npix,
+	 const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid, uint64_t *y,
+	 size_t ystep)
 {
-	for (uint32_t p = 0; p < npix; p++, x0 += stride, y += ystep) {
+	for (uint32_t p = 0; p < npix; p++, x0 += step, y += ystep) {
 		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
 		__m512i a6 = a0, a7 = a0;
 		const uint64_t *tp = tile, *xp = x0;
 		uint64_t m;
 
 #pragma GCC unroll 9
-		for (uint32_t t = 0; t < 9; t++) {
-			const uint64_t *tr = tp + t * BLK64;
-			__m512i xb = _mm512_set1_epi64((long long)xp[(t / 3) * w + t % 3]);
+		for (uint32_t t = 0; t < 9; t++)
+			for (uint32_t j = 0; j < wpp; j++) {
+				const uint64_t *tr = tp + ((size_t)t * wpp + j) * BLK64;
+				__m512i xb = _mm512_set1_epi64(
+				    (long long)xp[(t / 3) * w + (size_t)(t % 3) * wpp + j]);
 
-			ACC8();
-			/* keeps the taps in order: hoisting them all spills every register */
-			__asm__(""
-				: "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5),
-				  "+v"(a6), "+v"(a7), "+r"(tp), "+r"(xp));
-		}
+				ACC8();
+				/* keeps the taps in order: hoisting them all spills every register
+				 */
+				__asm__(""
+					: "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4),
+					  "+v"(a5), "+v"(a6), "+v"(a7), "+r"(tp), "+r"(xp));
+			}
 		m = (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a0, pmax[0])) |
 		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a1, pmax[1])) << 8 |
 		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a2, pmax[2])) << 16 |
@@ -133,6 +113,21 @@ static void run64_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a7, pmax[7])) << 56;
 		*y = (m ^ flip) & valid;
 	}
+}
+
+/* One word a pixel (the taps fully unrolled), and any number. */
+static void run64_k3_w1(const uint64_t *x0, size_t w, size_t step, uint32_t npix,
+			const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid,
+			uint64_t *y, size_t ystep)
+{
+	run64_k3(x0, w, step, 1, npix, tile, pmax, flip, valid, y, ystep);
+}
+
+static void run64_k3_wn(const uint64_t *x0, size_t w, size_t step, uint32_t wpp, uint32_t npix,
+			const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid,
+			uint64_t *y, size_t ystep)
+{
+	run64_k3(x0, w, step, wpp, npix, tile, pmax, flip, valid, y, ystep);
 }
 
 #define EDGE_BITS(v)                                                                               \
@@ -177,7 +172,8 @@ bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
 void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k * model_words(g->c), ow = model_words(g->o), ylo, yhi, xlo, xhi;
+	uint32_t wpp = model_words(g->c), taps = g->k * g->k * wpp, ow = model_words(g->o);
+	uint32_t ylo, yhi, xlo, xhi;
 	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[TILE_TAPS * BLK64] __attribute__((aligned(64)));
 
@@ -216,13 +212,22 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 					bool inner = g->k == 3 && oy >= ylo && oy < yhi &&
 						     ox >= xlo && ox < xhi;
 
-					if (inner && g->c <= 64) {
-						run64_k3(
-						    xb + ((size_t)oy * g->stride - g->pad) * g->w +
-							(size_t)ox * g->stride - g->pad,
-						    g->w, g->stride, xhi - ox, tile, pmax, flip64,
-						    valid64, yb + ((size_t)oy * g->ow + ox) * ow,
-						    ow);
+					if (inner) {
+						const uint64_t *x0 =
+						    xb + (((size_t)oy * g->stride - g->pad) * g->w +
+							  (size_t)ox * g->stride - g->pad) *
+							     wpp;
+						uint64_t *y0 = yb + ((size_t)oy * g->ow + ox) * ow;
+
+						if (wpp == 1)
+							run64_k3_w1(x0, g->w, g->stride, xhi - ox,
+								    tile, pmax, flip64, valid64, y0,
+								    ow);
+						else
+							run64_k3_wn(x0, (size_t)g->w * wpp,
+								    (size_t)g->stride * wpp, wpp,
+								    xhi - ox, tile, pmax, flip64,
+								    valid64, y0, ow);
 						ox = xhi - 1;
 						continue;
 					}
@@ -231,10 +236,7 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 						    xb, g, tile, oy, ox, thr, flip64, valid64);
 						continue;
 					}
-					if (inner)
-						pixel_dot64_k3(xb, g, tile, oy, ox, dot);
-					else
-						pixel_dot64(xb, g, tile, oy, ox, dot);
+					pixel_dot64(xb, g, tile, oy, ox, dot);
 					for (uint32_t v = 0; v < 8; v++)
 						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
 								     valid[v], dot[v], thr[v]) ^
