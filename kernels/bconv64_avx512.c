@@ -135,10 +135,10 @@ static void run64_k3_wn(const uint64_t *x0, size_t w, size_t step, uint32_t wpp,
 	     _mm512_cmpge_epi64_mask(_mm512_sub_epi64(n, _mm512_add_epi64(a##v, a##v)), thr[v]))   \
 	 << (8 * (v)))
 
-/* Threshold bits of a 3x3 pixel of one-word inputs with taps outside the input. */
-static uint64_t edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, const uint64_t *tile,
-			  uint32_t oy, uint32_t ox, const __m512i thr[8], uint64_t flip,
-			  uint64_t valid)
+/* Threshold bits of a 3x3 pixel with taps outside the input (the taps unrolled, each tested). */
+static inline __attribute__((always_inline)) uint64_t
+edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, uint32_t wpp, const uint64_t *tile,
+	  uint32_t oy, uint32_t ox, const __m512i thr[8], uint64_t flip, uint64_t valid)
 {
 	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
@@ -150,18 +150,36 @@ static uint64_t edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, con
 	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
 #pragma GCC unroll 9
 	for (uint32_t t = 0; t < 9; t++) {
-		const uint64_t *tr = tile + t * BLK64;
-		__m512i xb;
+		const uint64_t *xr = x + ((iy + t / 3) * g->w + ix + t % 3) * wpp;
 
 		if (t / 3 < ky0 || t / 3 >= ky1 || t % 3 < kx0 || t % 3 >= kx1)
 			continue;
-		xb = _mm512_set1_epi64((long long)x[(iy + t / 3) * g->w + ix + t % 3]);
-		ACC8();
+		for (uint32_t j = 0; j < wpp; j++) {
+			const uint64_t *tr = tile + ((size_t)t * wpp + j) * BLK64;
+			__m512i xb = _mm512_set1_epi64((long long)xr[j]);
+
+			ACC8();
+		}
 	}
 	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
 	m = EDGE_BITS(0) | EDGE_BITS(1) | EDGE_BITS(2) | EDGE_BITS(3) | EDGE_BITS(4) |
 	    EDGE_BITS(5) | EDGE_BITS(6) | EDGE_BITS(7);
 	return (m ^ flip) & valid;
+}
+
+/* One word a pixel (the taps fully unrolled), and any number. */
+static uint64_t edge64_k3_w1(const uint64_t *x, const struct kern_conv_geom *g,
+			     const uint64_t *tile, uint32_t oy, uint32_t ox, const __m512i thr[8],
+			     uint64_t flip, uint64_t valid)
+{
+	return edge64_k3(x, g, 1, tile, oy, ox, thr, flip, valid);
+}
+
+static uint64_t edge64_k3_wn(const uint64_t *x, const struct kern_conv_geom *g,
+			     const uint64_t *tile, uint32_t oy, uint32_t ox, const __m512i thr[8],
+			     uint64_t flip, uint64_t valid)
+{
+	return edge64_k3(x, g, model_words(g->c), tile, oy, ox, thr, flip, valid);
 }
 
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
@@ -231,9 +249,12 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 						ox = xhi - 1;
 						continue;
 					}
-					if (g->k == 3 && g->c <= 64) {
-						yb[((size_t)oy * g->ow + ox) * ow] = edge64_k3(
-						    xb, g, tile, oy, ox, thr, flip64, valid64);
+					if (g->k == 3) {
+						yb[((size_t)oy * g->ow + ox) * ow] =
+						    wpp == 1 ? edge64_k3_w1(xb, g, tile, oy, ox,
+									    thr, flip64, valid64)
+							     : edge64_k3_wn(xb, g, tile, oy, ox,
+									    thr, flip64, valid64);
 						continue;
 					}
 					pixel_dot64(xb, g, tile, oy, ox, dot);
