@@ -134,7 +134,7 @@ static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t 
 static void avx512_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			  uint32_t n, int32_t *y)
 {
-	uint32_t done = kern_avx512_gemm8(x, batch, w, out, n, y, out);
+	uint32_t done = batch >= 8 ? kern_avx512_gemm8(x, batch, w, out, n, y, out) : 0;
 
 	if (done < batch)
 		gemm(x + (size_t)done * model_words(n), batch - done, w, out, n,
@@ -164,7 +164,7 @@ static void avx512_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t 
 {
 	uint32_t nw = model_words(n), ow = model_words(out);
 	int32_t dot[THR_BATCH][64] __attribute__((aligned(64)));
-	uint32_t done = kern_avx512_gemm8_thr(x, batch, w, out, n, t, y);
+	uint32_t done = batch >= 8 ? kern_avx512_gemm8_thr(x, batch, w, out, n, t, y) : 0;
 
 	x += (size_t)done * nw;
 	y += (size_t)done * ow;
