@@ -671,6 +671,41 @@ static void test_layout_unpack_flatten(void **state)
 	}
 }
 
+/* Flatten of inputs of more than 64 pixels (several blocks of 64, partial last ones). */
+static void test_layout_flatten_large(void **state)
+{
+	static const uint32_t cs[] = {1, 63, 64, 65, 130};
+	static const uint32_t hws[][2] = {{7, 7}, {8, 8}, {9, 9}, {13, 11}, {16, 16}, {1, 200}};
+
+	(void)state;
+	test_mix_seed(15);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t k = 0; k < sizeof(hws) / sizeof(*hws); k++) {
+			uint32_t c = cs[i], h = hws[k][0], w = hws[k][1], batch = 3;
+			size_t hw = (size_t)h * w, n = (size_t)c * hw, fw = model_words(n);
+			int8_t *xv = xalloc(batch * hw * c);
+			uint64_t *x = xalloc(batch * hw * model_words(c) * 8);
+			uint64_t *flat = xalloc(batch * fw * 8), *want = xalloc(batch * fw * 8);
+
+			rand_signs(xv, x, c, batch * (uint32_t)hw);
+			memset(want, 0, batch * fw * 8);
+			for (uint32_t b = 0; b < batch; b++)
+				for (uint32_t ch = 0; ch < c; ch++)
+					for (size_t p = 0; p < hw; p++) {
+						size_t e = ch * hw + p;
+
+						want[b * fw + e / 64] |=
+						    (uint64_t)(xv[((size_t)b * hw + p) * c + ch] >
+							       0)
+						    << (e % 64);
+					}
+			memset(flat, 0xa5, batch * fw * 8);
+			kern_flatten_bits(x, batch, c, h, w, flat);
+			check_words(flat, want, batch * fw, "flatten_bits", "ref");
+			free(xv), free(x), free(flat), free(want);
+		}
+}
+
 /*
  * Many output channels: the 32-bit lane blocks (inputs of at most 32 channels) and the blocks of
  * 64 output channels (wider inputs), partial last blocks included.
@@ -717,6 +752,7 @@ int main(void)
 	    ISA_TESTS(test_maxpool_bits_shapes),
 	    ISA_TESTS(test_maxpool_bits_and_shapes),
 	    cmocka_unit_test(test_layout_unpack_flatten),
+	    cmocka_unit_test(test_layout_flatten_large),
 	    ISA_TESTS(test_bconv_blocks),
 	    ISA_TESTS(test_bconv_large),
 	};
