@@ -5,7 +5,6 @@
  * lanes would count 8 with half of every word empty.
  */
 #include <immintrin.h>
-#include <string.h>
 
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
@@ -64,23 +63,91 @@ static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g
 	DOTS4();
 }
 
-/* The same for a 3x3 kernel whose taps all fall inside the input (stride 1 or more): unrolled. */
-static inline void pixel_dot32_k3(const uint64_t *x, const struct kern_conv_geom *g,
-				  const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
+/*
+ * dot = n - 2 pop >= thr exactly when pop <= floor((n - thr) / 2): that bound per lane, clamped
+ * to [-1, n] (pop lies in [0, n]) so that it fits 32 bits.
+ */
+static __m512i pop_bounds(__m512i thr, uint32_t n)
 {
-	const uint64_t *x0 =
-	    x + ((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad;
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	__m512i lo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(thr));
+	__m512i hi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(thr, 1));
+	__m512i nn = _mm512_set1_epi64(n), m1 = _mm512_set1_epi64(-1);
 
+	lo = _mm512_min_epi64(_mm512_max_epi64(_mm512_srai_epi64(_mm512_sub_epi64(nn, lo), 1), m1),
+			      nn);
+	hi = _mm512_min_epi64(_mm512_max_epi64(_mm512_srai_epi64(_mm512_sub_epi64(nn, hi), 1), m1),
+			      nn);
+	return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)),
+				  _mm512_cvtepi64_epi32(hi), 1);
+}
+
+/*
+ * A run of npix output pixels of one row whose 3x3 taps all fall inside the input (stride words
+ * between the runs' windows, w words per input row): popcounts only, each compared with pmax,
+ * the largest popcount whose dot 9 c - 2 pop still reaches the threshold.
+ */
+static void run32_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npix,
+		     const uint32_t *tile, const __m512i pmax[4], uint64_t flip, uint64_t valid,
+		     uint64_t *y, size_t ystep)
+{
+	for (uint32_t p = 0; p < npix; p++, x0 += stride, y += ystep) {
+		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+		const uint32_t *tp = tile;
+		const uint64_t *xp = x0;
+		uint64_t m;
+
+#pragma GCC unroll 9
+		for (uint32_t t = 0; t < 9; t++) {
+			const uint32_t *tr = tp + t * BLK32;
+			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xp[(t / 3) * w + t % 3]);
+
+			ACC4();
+			/* keeps the taps in order: hoisting them all spills registers */
+			__asm__("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+r"(tp), "+r"(xp));
+		}
+		m = (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a0, pmax[0])) |
+		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a1, pmax[1])) << 16 |
+		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a2, pmax[2])) << 32 |
+		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a3, pmax[3])) << 48;
+		*y = (m ^ flip) & valid;
+	}
+}
+
+/* Threshold bits of a 3x3 pixel with taps outside the input (no loops: each tap tested). */
+static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, const uint32_t *tile,
+			  uint32_t oy, uint32_t ox, const __m512i thr[4], uint64_t flip,
+			  uint64_t valid)
+{
+	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	uint32_t ky0, ky1, kx0, kx1;
+	uint64_t m;
+
+	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
+	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
 #pragma GCC unroll 9
 	for (uint32_t t = 0; t < 9; t++) {
 		const uint32_t *tr = tile + t * BLK32;
-		__m512i xb = _mm512_set1_epi32((int)(uint32_t)x0[(t / 3) * g->w + t % 3]);
+		__m512i xb;
 
+		if (t / 3 < ky0 || t / 3 >= ky1 || t % 3 < kx0 || t % 3 >= kx1)
+			continue;
+		xb = _mm512_set1_epi32((int)(uint32_t)x[(iy + t / 3) * g->w + ix + t % 3]);
 		ACC4();
 	}
-	n = _mm512_set1_epi32((int)(9 * g->c));
-	DOTS4();
+	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
+	m = (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a0, a0)), thr[0])) |
+	    (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a1, a1)), thr[1]))
+		<< 16 |
+	    (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a2, a2)), thr[2]))
+		<< 32 |
+	    (uint64_t)_cvtmask16_u32(
+		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a3, a3)), thr[3]))
+		<< 48;
+	return (m ^ flip) & valid;
 }
 
 bool kern_avx512_bconv32_fits(const struct kern_conv_geom *g)
@@ -127,11 +194,11 @@ void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct ker
 
 	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
 	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
-	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
 	for (uint32_t o = 0; o < g->o; o += BLK32) {
 		uint32_t cnt = g->o - o < BLK32 ? g->o - o : BLK32;
-		__m512i thr[4];
+		__m512i thr[4], pmax[4];
 		__mmask16 valid[4], flip[4];
+		uint64_t flip64 = 0, valid64 = 0;
 
 		for (uint32_t v = 0; v < 4; v++) {
 			uint32_t c16 = cnt > 16 * v ? cnt - 16 * v : 0;
@@ -141,10 +208,14 @@ void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct ker
 			thr[v] = _mm512_maskz_loadu_epi32(valid[v], t->thr + o + 16 * v);
 			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 16 * v);
 			flip[v] = _mm_test_epi8_mask(fl, fl);
+			pmax[v] = pop_bounds(thr[v], 9 * g->c);
+			flip64 |= (uint64_t)flip[v] << (16 * v);
+			valid64 |= (uint64_t)valid[v] << (16 * v);
 		}
 		tile_load32(w, o, cnt, taps, tile);
 		for (uint32_t b = 0; b < batch; b++) {
 			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
+			const uint64_t *xb = x + b * in_words;
 
 			for (uint32_t oy = 0; oy < g->oh; oy++)
 				for (uint32_t ox = 0; ox < g->ow; ox++) {
@@ -152,11 +223,22 @@ void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct ker
 					uint64_t m = 0;
 
 					if (g->k == 3 && oy >= ylo && oy < yhi && ox >= xlo &&
-					    ox < xhi)
-						pixel_dot32_k3(x + b * in_words, g, tile, oy, ox,
-							       dot);
-					else
-						pixel_dot32(x + b * in_words, g, tile, oy, ox, dot);
+					    ox < xhi) {
+						run32_k3(
+						    xb + ((size_t)oy * g->stride - g->pad) * g->w +
+							(size_t)ox * g->stride - g->pad,
+						    g->w, g->stride, xhi - ox, tile, pmax, flip64,
+						    valid64, yb + ((size_t)oy * g->ow + ox) * ow,
+						    ow);
+						ox = xhi - 1;
+						continue;
+					}
+					if (g->k == 3) {
+						yb[((size_t)oy * g->ow + ox) * ow] = edge32_k3(
+						    xb, g, tile, oy, ox, thr, flip64, valid64);
+						continue;
+					}
+					pixel_dot32(xb, g, tile, oy, ox, dot);
 					for (uint32_t v = 0; v < 4; v++)
 						m |= (uint64_t)((_mm512_mask_cmpge_epi32_mask(
 								     valid[v], dot[v], thr[v]) ^

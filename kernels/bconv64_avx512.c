@@ -5,7 +5,6 @@
  * (tap ranges, compares) is shared by 64 channels, and a block's bits are one output word.
  */
 #include <immintrin.h>
-#include <string.h>
 
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
@@ -74,28 +73,113 @@ static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g
 	DOTS();
 }
 
-/* The same for a 3x3 kernel whose taps all fall inside the input: no tap ranges. */
-static inline void pixel_dot64_k3(const uint64_t *x, const struct kern_conv_geom *g,
-				  const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
+/*
+ * A run of npix output pixels of one row whose 3x3 taps all fall inside the input (wpp words a
+ * pixel, w words an input row, step words between the runs' windows): popcounts only, each
+ * compared with pmax, the largest popcount whose dot 9 c - 2 pop still reaches the threshold.
+ */
+static inline __attribute__((always_inline)) void
+run64_k3(const uint64_t *x0, size_t w, size_t step, uint32_t wpp, uint32_t npix,
+	 const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid, uint64_t *y,
+	 size_t ystep)
 {
-	const uint32_t wpp = model_words(g->c), len = 3 * wpp;
-	const uint64_t *x0 =
-	    x + (((size_t)oy * g->stride - g->pad) * g->w + (size_t)ox * g->stride - g->pad) * wpp;
-	const uint64_t *tr = tile;
+	for (uint32_t p = 0; p < npix; p++, x0 += step, y += ystep) {
+		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+		__m512i a6 = a0, a7 = a0;
+		const uint64_t *tp = tile, *xp = x0;
+		uint64_t m;
+
+#pragma GCC unroll 9
+		for (uint32_t t = 0; t < 9; t++)
+			for (uint32_t j = 0; j < wpp; j++) {
+				const uint64_t *tr = tp + ((size_t)t * wpp + j) * BLK64;
+				__m512i xb = _mm512_set1_epi64(
+				    (long long)xp[(t / 3) * w + (size_t)(t % 3) * wpp + j]);
+
+				ACC8();
+				/* keeps the taps in order: hoisting them all spills every register
+				 */
+				__asm__(""
+					: "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4),
+					  "+v"(a5), "+v"(a6), "+v"(a7), "+r"(tp), "+r"(xp));
+			}
+		m = (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a0, pmax[0])) |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a1, pmax[1])) << 8 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a2, pmax[2])) << 16 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a3, pmax[3])) << 24 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a4, pmax[4])) << 32 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a5, pmax[5])) << 40 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a6, pmax[6])) << 48 |
+		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a7, pmax[7])) << 56;
+		*y = (m ^ flip) & valid;
+	}
+}
+
+/* One word a pixel (the taps fully unrolled), and any number. */
+static void run64_k3_w1(const uint64_t *x0, size_t w, size_t step, uint32_t npix,
+			const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid,
+			uint64_t *y, size_t ystep)
+{
+	run64_k3(x0, w, step, 1, npix, tile, pmax, flip, valid, y, ystep);
+}
+
+static void run64_k3_wn(const uint64_t *x0, size_t w, size_t step, uint32_t wpp, uint32_t npix,
+			const uint64_t *tile, const __m512i pmax[8], uint64_t flip, uint64_t valid,
+			uint64_t *y, size_t ystep)
+{
+	run64_k3(x0, w, step, wpp, npix, tile, pmax, flip, valid, y, ystep);
+}
+
+#define EDGE_BITS(v)                                                                               \
+	((uint64_t)_cvtmask8_u32(                                                                  \
+	     _mm512_cmpge_epi64_mask(_mm512_sub_epi64(n, _mm512_add_epi64(a##v, a##v)), thr[v]))   \
+	 << (8 * (v)))
+
+/* Threshold bits of a 3x3 pixel with taps outside the input (the taps unrolled, each tested). */
+static inline __attribute__((always_inline)) uint64_t
+edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, uint32_t wpp, const uint64_t *tile,
+	  uint32_t oy, uint32_t ox, const __m512i thr[8], uint64_t flip, uint64_t valid)
+{
+	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
 	__m512i a6 = a0, a7 = a0, n;
+	uint32_t ky0, ky1, kx0, kx1;
+	uint64_t m;
 
-	for (uint32_t ky = 0; ky < 3; ky++) {
-		const uint64_t *xr = x0 + (size_t)ky * g->w * wpp;
+	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
+	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
+#pragma GCC unroll 9
+	for (uint32_t t = 0; t < 9; t++) {
+		const uint64_t *xr = x + ((iy + t / 3) * g->w + ix + t % 3) * wpp;
 
-		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
-			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
+		if (t / 3 < ky0 || t / 3 >= ky1 || t % 3 < kx0 || t % 3 >= kx1)
+			continue;
+		for (uint32_t j = 0; j < wpp; j++) {
+			const uint64_t *tr = tile + ((size_t)t * wpp + j) * BLK64;
+			__m512i xb = _mm512_set1_epi64((long long)xr[j]);
 
 			ACC8();
 		}
 	}
-	n = _mm512_set1_epi64(9 * g->c);
-	DOTS();
+	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
+	m = EDGE_BITS(0) | EDGE_BITS(1) | EDGE_BITS(2) | EDGE_BITS(3) | EDGE_BITS(4) |
+	    EDGE_BITS(5) | EDGE_BITS(6) | EDGE_BITS(7);
+	return (m ^ flip) & valid;
+}
+
+/* One word a pixel (the taps fully unrolled), and any number. */
+static uint64_t edge64_k3_w1(const uint64_t *x, const struct kern_conv_geom *g,
+			     const uint64_t *tile, uint32_t oy, uint32_t ox, const __m512i thr[8],
+			     uint64_t flip, uint64_t valid)
+{
+	return edge64_k3(x, g, 1, tile, oy, ox, thr, flip, valid);
+}
+
+static uint64_t edge64_k3_wn(const uint64_t *x, const struct kern_conv_geom *g,
+			     const uint64_t *tile, uint32_t oy, uint32_t ox, const __m512i thr[8],
+			     uint64_t flip, uint64_t valid)
+{
+	return edge64_k3(x, g, model_words(g->c), tile, oy, ox, thr, flip, valid);
 }
 
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
@@ -106,17 +190,18 @@ bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g)
 void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t taps = g->k * g->k * model_words(g->c), ow = model_words(g->o), ylo, yhi, xlo, xhi;
+	uint32_t wpp = model_words(g->c), taps = g->k * g->k * wpp, ow = model_words(g->o);
+	uint32_t ylo, yhi, xlo, xhi;
 	size_t in_words = (size_t)g->h * g->w * model_words(g->c), ohw = (size_t)g->oh * g->ow;
 	uint64_t tile[TILE_TAPS * BLK64] __attribute__((aligned(64)));
 
 	kern_k3_interior(g->h, g->oh, g, &ylo, &yhi);
 	kern_k3_interior(g->w, g->ow, g, &xlo, &xhi);
-	memset(y, 0, (size_t)batch * ohw * ow * sizeof(*y));
 	for (uint32_t o = 0; o < g->o; o += BLK64) {
 		uint32_t cnt = g->o - o < BLK64 ? g->o - o : BLK64;
-		__m512i thr[8];
+		__m512i thr[8], pmax[8];
 		__mmask8 valid[8], flip[8];
+		uint64_t flip64 = 0, valid64 = 0;
 
 		for (uint32_t v = 0; v < 8; v++) {
 			uint32_t c8 = cnt > 8 * v ? cnt - 8 * v : 0;
@@ -127,22 +212,52 @@ void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct ker
 			    _mm256_maskz_loadu_epi32(valid[v], t->thr + o + 8 * v));
 			fl = _mm_maskz_loadu_epi8(valid[v], t->flip + o + 8 * v);
 			flip[v] = (__mmask8)_mm_test_epi8_mask(fl, fl);
+			/* floor((9 c - thr) / 2): thr is int32, so no lane overflows */
+			pmax[v] = _mm512_srai_epi64(
+			    _mm512_sub_epi64(_mm512_set1_epi64(9 * (int64_t)g->c), thr[v]), 1);
+			flip64 |= (uint64_t)flip[v] << (8 * v);
+			valid64 |= (uint64_t)valid[v] << (8 * v);
 		}
 		tile_load64(w, o, cnt, taps, tile);
 		for (uint32_t b = 0; b < batch; b++) {
 			uint64_t *yb = y + (size_t)b * ohw * ow + o / 64;
+			const uint64_t *xb = x + b * in_words;
 
 			for (uint32_t oy = 0; oy < g->oh; oy++)
 				for (uint32_t ox = 0; ox < g->ow; ox++) {
 					__m512i dot[8];
 					uint64_t m = 0;
+					bool inner = g->k == 3 && oy >= ylo && oy < yhi &&
+						     ox >= xlo && ox < xhi;
 
-					if (g->k == 3 && oy >= ylo && oy < yhi && ox >= xlo &&
-					    ox < xhi)
-						pixel_dot64_k3(x + b * in_words, g, tile, oy, ox,
-							       dot);
-					else
-						pixel_dot64(x + b * in_words, g, tile, oy, ox, dot);
+					if (inner) {
+						const uint64_t *x0 =
+						    xb + (((size_t)oy * g->stride - g->pad) * g->w +
+							  (size_t)ox * g->stride - g->pad) *
+							     wpp;
+						uint64_t *y0 = yb + ((size_t)oy * g->ow + ox) * ow;
+
+						if (wpp == 1)
+							run64_k3_w1(x0, g->w, g->stride, xhi - ox,
+								    tile, pmax, flip64, valid64, y0,
+								    ow);
+						else
+							run64_k3_wn(x0, (size_t)g->w * wpp,
+								    (size_t)g->stride * wpp, wpp,
+								    xhi - ox, tile, pmax, flip64,
+								    valid64, y0, ow);
+						ox = xhi - 1;
+						continue;
+					}
+					if (g->k == 3) {
+						yb[((size_t)oy * g->ow + ox) * ow] =
+						    wpp == 1 ? edge64_k3_w1(xb, g, tile, oy, ox,
+									    thr, flip64, valid64)
+							     : edge64_k3_wn(xb, g, tile, oy, ox,
+									    thr, flip64, valid64);
+						continue;
+					}
+					pixel_dot64(xb, g, tile, oy, ox, dot);
 					for (uint32_t v = 0; v < 8; v++)
 						m |= (uint64_t)((_mm512_mask_cmpge_epi64_mask(
 								     valid[v], dot[v], thr[v]) ^

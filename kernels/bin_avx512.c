@@ -130,10 +130,15 @@ static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t 
 	}
 }
 
+/* Groups of 8 images one per lane (bin_gemm_avx512.c), the rest in row x image blocks. */
 static void avx512_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			  uint32_t n, int32_t *y)
 {
-	gemm(x, batch, w, out, n, y, out);
+	uint32_t done = batch >= 8 ? kern_avx512_gemm8(x, batch, w, out, n, y, out) : 0;
+
+	if (done < batch)
+		gemm(x + (size_t)done * model_words(n), batch - done, w, out, n,
+		     y + (size_t)done * out, out);
 }
 
 static uint64_t thr_word(const int32_t *dot, const struct kern_thresh *t, uint32_t o, uint32_t cnt)
@@ -159,7 +164,11 @@ static void avx512_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t 
 {
 	uint32_t nw = model_words(n), ow = model_words(out);
 	int32_t dot[THR_BATCH][64] __attribute__((aligned(64)));
+	uint32_t done = batch >= 8 ? kern_avx512_gemm8_thr(x, batch, w, out, n, t, y) : 0;
 
+	x += (size_t)done * nw;
+	y += (size_t)done * ow;
+	batch -= done;
 	for (uint32_t o = 0; o < out; o += 64) {
 		uint32_t cnt = out - o < 64 ? out - o : 64;
 
@@ -392,6 +401,27 @@ static void avx512_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_
 	}
 }
 
+/* 2x2 windows at stride 2 (the pools of the binary CNNs) without the general window loops. */
+static void avx512_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
+				uint32_t w, uint32_t k, uint32_t stride, uint64_t *y)
+{
+	uint32_t wpp = model_words(c), oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+	size_t row = (size_t)w * wpp;
+
+	if (k != 2 || stride != 2) {
+		kern_ref_maxpool_bits(x, batch, c, h, w, k, stride, y);
+		return;
+	}
+	for (uint32_t b = 0; b < batch; b++, x += (size_t)h * row)
+		for (uint32_t oy = 0; oy < oh; oy++) {
+			const uint64_t *r0 = x + 2 * (size_t)oy * row, *r1 = r0 + row;
+
+			for (uint32_t ox = 0; ox < ow; ox++, y += wpp, r0 += 2 * wpp, r1 += 2 * wpp)
+				for (uint32_t j = 0; j < wpp; j++)
+					y[j] = r0[j] | r0[wpp + j] | r1[j] | r1[wpp + j];
+		}
+}
+
 const struct kern_bin_ops kern_ops_avx512 = {
     .name = "avx512",
     .bdense = avx512_bdense,
@@ -402,8 +432,7 @@ const struct kern_bin_ops kern_ops_avx512 = {
     .bconv_thr = kern_avx512_bconv_thr,
     .sign_pack = kern_avx512_sign_pack,
     .threshold_pack = kern_avx512_threshold_pack,
-    /* An OR of whole words: the reference loop is already bandwidth-bound. */
-    .maxpool_bits = kern_ref_maxpool_bits,
+    .maxpool_bits = avx512_maxpool_bits,
     .maxpool_bits_and = kern_ref_maxpool_bits_and,
     .sconv = kern_avx512_sconv,
     .decide_pack = kern_avx512_decide_pack,

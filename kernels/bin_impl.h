@@ -53,6 +53,15 @@ void kern_avx512_bconv32_thr(const uint64_t *x, uint32_t batch, const struct ker
 bool kern_avx512_bconv64_fits(const struct kern_conv_geom *g);
 void kern_avx512_bconv64_thr(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
 			     const uint64_t *w, const struct kern_thresh *t, uint64_t *y);
+/*
+ * Binary GEMM with one image per lane (bin_gemm_avx512.c): the first batch / 8 * 8 images, dots
+ * y[b * ldy + o] or threshold bits y[b][words(out)]; returns how many images it did (0 when
+ * a group of 8 images of n bits does not fit its packing buffer).
+ */
+uint32_t kern_avx512_gemm8(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
+			   uint32_t n, int32_t *y, size_t ldy);
+uint32_t kern_avx512_gemm8_thr(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
+			       uint32_t n, const struct kern_thresh *t, uint64_t *y);
 void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			   uint64_t *y);
 void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,

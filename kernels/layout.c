@@ -19,7 +19,7 @@ void kern_unpack_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h,
 				    (x[p * wpp + ch / 64] >> (ch % 64)) & 1 ? 1.0 : -1.0;
 }
 
-/* Bits [0, n) of v at bit position `at` of y (n <= 8). */
+/* Bits [0, n) of v at bit position `at` of y (n <= 64, bits of v above n zero). */
 static inline void put_bits(uint64_t *y, size_t at, uint64_t v, uint32_t n)
 {
 	uint32_t sh = at % 64;
@@ -29,29 +29,41 @@ static inline void put_bits(uint64_t *y, size_t at, uint64_t v, uint32_t n)
 		y[at / 64 + 1] |= v >> (64 - sh);
 }
 
-/* 8 pixels x 8 channels per step: one 8x8 bit transpose turns pixel bytes into channel bytes. */
+/* a[r] bit k -> a[k] bit r: six rounds of block swaps. */
+static void transpose64(uint64_t a[64])
+{
+	uint64_t m = 0x00000000ffffffffull;
+
+	for (uint32_t j = 32; j; j >>= 1, m ^= m << j)
+		for (uint32_t k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+			uint64_t t = ((a[k] >> j) ^ a[k | j]) & m;
+
+			a[k | j] ^= t;
+			a[k] ^= t << j;
+		}
+}
+
+/* 64 pixels x 64 channels per step: one 64x64 bit transpose turns pixel words into channel runs. */
 void kern_flatten_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 		       uint64_t *y)
 {
 	size_t hw = (size_t)h * w, nw = model_words((uint64_t)c * hw);
 	uint32_t wpp = model_words(c);
+	uint64_t a[64];
 
 	memset(y, 0, batch * nw * sizeof(*y));
 	for (uint32_t b = 0; b < batch; b++, x += hw * wpp, y += nw)
-		for (size_t p0 = 0; p0 < hw; p0 += 8) {
-			uint32_t np = hw - p0 < 8 ? (uint32_t)(hw - p0) : 8;
+		for (size_t p0 = 0; p0 < hw; p0 += 64) {
+			uint32_t np = hw - p0 < 64 ? (uint32_t)(hw - p0) : 64;
 
-			for (uint32_t c0 = 0; c0 < c; c0 += 8) {
-				uint32_t nc = c - c0 < 8 ? c - c0 : 8;
-				uint64_t m = 0;
+			for (uint32_t j = 0; j < wpp; j++) {
+				uint32_t nc = c - 64 * j < 64 ? c - 64 * j : 64;
 
-				for (uint32_t r = 0; r < np; r++)
-					m |= ((x[(p0 + r) * wpp + c0 / 64] >> (c0 % 64)) & 0xff)
-					     << (8 * r);
-				m = kern_transpose8(m);
+				for (uint32_t r = 0; r < 64; r++)
+					a[r] = r < np ? x[(p0 + r) * wpp + j] : 0;
+				transpose64(a);
 				for (uint32_t k = 0; k < nc; k++)
-					put_bits(y, (size_t)(c0 + k) * hw + p0,
-						 (m >> (8 * k)) & ((1u << np) - 1), np);
+					put_bits(y, (size_t)(64 * j + k) * hw + p0, a[k], np);
 			}
 		}
 }

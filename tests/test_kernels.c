@@ -182,6 +182,24 @@ static void test_bdense_random(void **state)
 			    1 + test_mix_below(200));
 }
 
+/*
+ * Batches around the groups of 8 images the SIMD GEMM packs one per lane (8, 9, 15, 16, 17, 63,
+ * 64, 65), odd widths and row counts, and widths past its packing buffer (which fall back).
+ */
+static void test_bdense_batches(void **state)
+{
+	static const uint32_t ns[] = {1, 63, 65, 511, 513, 4159, 33000};
+	static const uint32_t batches[] = {8, 9, 15, 16, 17, 24, 63, 64, 65};
+	static const uint32_t outs[] = {1, 7, 9, 63, 67};
+
+	(void)state;
+	test_mix_seed(6);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(*ns); i++)
+		for (size_t j = 0; j < sizeof(batches) / sizeof(*batches); j++)
+			if (ns[i] < 8192 || j % 4 == 0)
+				bdense_case(ns[i], batches[j], outs[test_mix_below(5)]);
+}
+
 static void bdense_u8_case(uint32_t n, uint32_t batch, uint32_t out)
 {
 	uint32_t nw = model_words(n), ow = model_words(out);
@@ -276,8 +294,9 @@ static int64_t plain_conv_dot(const int8_t *img, const int8_t *wo, const struct 
 	return s;
 }
 
-static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o,
-		       uint32_t batch)
+/* An input of h x w pixels (0: small random sizes). */
+static void bconv_case_hw(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o,
+			  uint32_t batch, uint32_t in_h, uint32_t in_w)
 {
 	struct kern_conv_geom g = {.c = c, .k = k, .stride = stride, .pad = pad, .o = o};
 	uint32_t wpp = model_words(c), ow;
@@ -290,8 +309,8 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 
 	g.h = k - 2 * pad + test_mix_below(7) + (k > 2 * pad ? 0 : 2 * pad);
 	g.w = k - 2 * pad + test_mix_below(7) + (k > 2 * pad ? 0 : 2 * pad);
-	g.h = g.h < 1 ? 1 : g.h;
-	g.w = g.w < 1 ? 1 : g.w;
+	g.h = in_h ? in_h : g.h < 1 ? 1 : g.h;
+	g.w = in_w ? in_w : g.w < 1 ? 1 : g.w;
 	g.oh = (g.h + 2 * pad - k) / stride + 1;
 	g.ow = (g.w + 2 * pad - k) / stride + 1;
 	ohw = (size_t)g.oh * g.ow;
@@ -369,6 +388,30 @@ static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, ui
 	}
 	free(xv), free(wv), free(x), free(w), free(dots), free(y), free(thr), free(flip);
 	free(bits), free(want);
+}
+
+static void bconv_case(uint32_t c, uint32_t k, uint32_t stride, uint32_t pad, uint32_t o,
+		       uint32_t batch)
+{
+	bconv_case_hw(c, k, stride, pad, o, batch, 0, 0);
+}
+
+/*
+ * Inputs large enough for long runs of pixels whose 3x3 window lies inside (the shapes of the
+ * bundled binary CNN among them), odd sizes, partial channel blocks, strides 1 and 2.
+ */
+static void test_bconv_large(void **state)
+{
+	static const uint32_t cs[] = {32, 31, 64, 57};
+	static const uint32_t os[] = {64, 65, 23};
+	static const uint32_t hs[] = {28, 14, 13};
+
+	(void)state;
+	test_mix_seed(14);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t j = 0; j < sizeof(os) / sizeof(*os); j++)
+			bconv_case_hw(cs[i], 3, j == 2 ? 1 + (uint32_t)i % 2 : 1, 1, os[j],
+				      1 + (uint32_t)j, hs[(i + j) % 3], hs[(i + 2 * j) % 3]);
 }
 
 static void test_bconv_shapes(void **state)
@@ -628,6 +671,41 @@ static void test_layout_unpack_flatten(void **state)
 	}
 }
 
+/* Flatten of inputs of more than 64 pixels (several blocks of 64, partial last ones). */
+static void test_layout_flatten_large(void **state)
+{
+	static const uint32_t cs[] = {1, 63, 64, 65, 130};
+	static const uint32_t hws[][2] = {{7, 7}, {8, 8}, {9, 9}, {13, 11}, {16, 16}, {1, 200}};
+
+	(void)state;
+	test_mix_seed(15);
+	for (size_t i = 0; i < sizeof(cs) / sizeof(*cs); i++)
+		for (size_t k = 0; k < sizeof(hws) / sizeof(*hws); k++) {
+			uint32_t c = cs[i], h = hws[k][0], w = hws[k][1], batch = 3;
+			size_t hw = (size_t)h * w, n = (size_t)c * hw, fw = model_words(n);
+			int8_t *xv = xalloc(batch * hw * c);
+			uint64_t *x = xalloc(batch * hw * model_words(c) * 8);
+			uint64_t *flat = xalloc(batch * fw * 8), *want = xalloc(batch * fw * 8);
+
+			rand_signs(xv, x, c, batch * (uint32_t)hw);
+			memset(want, 0, batch * fw * 8);
+			for (uint32_t b = 0; b < batch; b++)
+				for (uint32_t ch = 0; ch < c; ch++)
+					for (size_t p = 0; p < hw; p++) {
+						size_t e = ch * hw + p;
+
+						want[b * fw + e / 64] |=
+						    (uint64_t)(xv[((size_t)b * hw + p) * c + ch] >
+							       0)
+						    << (e % 64);
+					}
+			memset(flat, 0xa5, batch * fw * 8);
+			kern_flatten_bits(x, batch, c, h, w, flat);
+			check_words(flat, want, batch * fw, "flatten_bits", "ref");
+			free(xv), free(x), free(flat), free(want);
+		}
+}
+
 /*
  * Many output channels: the 32-bit lane blocks (inputs of at most 32 channels) and the blocks of
  * 64 output channels (wider inputs), partial last blocks included.
@@ -665,6 +743,7 @@ int main(void)
 	    cmocka_unit_test(test_ops_select_names),
 	    ISA_TESTS(test_bdense_shapes),
 	    ISA_TESTS(test_bdense_random),
+	    ISA_TESTS(test_bdense_batches),
 	    ISA_TESTS(test_bdense_u8_shapes),
 	    ISA_TESTS(test_bdense_u8_batches),
 	    ISA_TESTS(test_bconv_shapes),
@@ -673,7 +752,9 @@ int main(void)
 	    ISA_TESTS(test_maxpool_bits_shapes),
 	    ISA_TESTS(test_maxpool_bits_and_shapes),
 	    cmocka_unit_test(test_layout_unpack_flatten),
+	    cmocka_unit_test(test_layout_flatten_large),
 	    ISA_TESTS(test_bconv_blocks),
+	    ISA_TESTS(test_bconv_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
