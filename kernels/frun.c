@@ -112,8 +112,8 @@ static float *falloc(size_t n)
 }
 
 /*
- * CONV weights: for a table with a vectorised sconv (an implicit GEMM over the padded image, 8
- * pixels x 32 filters a block), [taps][o] with taps in (c, ky, kx) order, the image padded
+ * CONV weights: for a table with a vectorised sconv (a register-blocked direct conv over the
+ * padded image), [taps][o] with taps in (c, ky, kx) order, the image padded
  * channel-major; else [o][ky][kx][c] for dot_f32 over window rows of the padded pixel-major
  * image (k segments of k c elements).
  */
