@@ -25,8 +25,8 @@ static inline __mmask16 lanes(uint32_t cnt, uint32_t v)
 #define SC_KC  256
 
 static inline __attribute__((always_inline)) void
-sc_block(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, size_t ldw, float *yb,
-	 size_t ldy, __mmask16 m0, __mmask16 m1, bool first, const int n, const uint32_t s)
+sc_block(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb, size_t ldy,
+	 __mmask16 m0, __mmask16 m1, bool first, const int n, const uint32_t s)
 {
 	__m512 a[SC_NPX], b[SC_NPX];
 
@@ -35,10 +35,9 @@ sc_block(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, siz
 		a[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, yb + r * ldy);
 		b[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, yb + r * ldy + 16);
 	}
-	for (uint32_t t = 0; t < nt; t++, wc += ldw) {
+	for (uint32_t t = 0; t < nt; t++, wc += 32) {
 		const float *xt = xr + toff[t];
-		const __m512 w0 = _mm512_maskz_loadu_ps(m0, wc),
-			     w1 = _mm512_maskz_loadu_ps(m1, wc + 16);
+		const __m512 w0 = _mm512_load_ps(wc), w1 = _mm512_load_ps(wc + 16);
 
 #pragma GCC unroll 14
 		for (int r = 0; r < n; r++) {
@@ -55,23 +54,22 @@ sc_block(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, siz
 	}
 }
 
-typedef void (*sc_fn)(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,
-		      size_t ldw, float *yb, size_t ldy, __mmask16 m0, __mmask16 m1, bool first,
-		      uint32_t s);
+typedef void (*sc_fn)(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb,
+		      size_t ldy, __mmask16 m0, __mmask16 m1, bool first, uint32_t s);
 
 #define SC_FN(N)                                                                                   \
 	static void sc1_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
-			    size_t ldw, float *yb, size_t ldy, __mmask16 m0, __mmask16 m1,         \
-			    bool first, uint32_t s)                                                \
+			    float *yb, size_t ldy, __mmask16 m0, __mmask16 m1, bool first,         \
+			    uint32_t s)                                                            \
 	{                                                                                          \
 		(void)s;                                                                           \
-		sc_block(xr, toff, nt, wc, ldw, yb, ldy, m0, m1, first, N, 1);                     \
+		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, 1);                          \
 	}                                                                                          \
 	static void scs_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
-			    size_t ldw, float *yb, size_t ldy, __mmask16 m0, __mmask16 m1,         \
-			    bool first, uint32_t s)                                                \
+			    float *yb, size_t ldy, __mmask16 m0, __mmask16 m1, bool first,         \
+			    uint32_t s)                                                            \
 	{                                                                                          \
-		sc_block(xr, toff, nt, wc, ldw, yb, ldy, m0, m1, first, N, s);                     \
+		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, s);                          \
 	}
 SC_FN(1)
 SC_FN(2)
@@ -95,39 +93,73 @@ static const sc_fn sc_fns[2][SC_NPX + 1] = {
      sc1_13, sc1_14},
 };
 
-void kern_avx512_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y)
+/*
+ * Filters in blocks of 32, taps in chunks; one chunk's weights ([nt][32]: from wb, packed, else
+ * copied from wt [taps][o]) meet every pixel block of the image. With wb, the chunks follow one
+ * another in memory: the next one is prefetched into L2 a slice per pixel block.
+ */
+static void sc_run(const float *xp, const struct kern_conv_geom *g, const float *wt,
+		   const float *wb, float *y)
 {
 	const size_t hp = (size_t)g->h + 2 * g->pad, wp = (size_t)g->w + 2 * g->pad;
 	const uint32_t kk = g->k * g->k, taps = g->c * kk;
 	const uint32_t nchunk = (taps + SC_KC - 1) / SC_KC, kc = (taps + nchunk - 1) / nchunk;
 	const uint32_t nb = (g->ow + SC_NPX - 1) / SC_NPX, bw = (g->ow + nb - 1) / nb;
 	const sc_fn *fns = sc_fns[g->stride == 1];
+	const char *wend = wb ? (const char *)(wb + kern_sconv_packed_elems(taps, g->o)) : NULL;
 	int32_t toff[SC_KC];
+	float wbuf[SC_KC * 32] __attribute__((aligned(64)));
 
 	for (uint32_t c0 = 0; c0 < g->o; c0 += 32) {
 		const __mmask16 m0 = lanes(g->o - c0, 0), m1 = lanes(g->o - c0, 1);
 
 		for (uint32_t t0 = 0; t0 < taps; t0 += kc) {
 			const uint32_t nt = taps - t0 < kc ? taps - t0 : kc;
-			const float *wc = wt + (size_t)t0 * g->o + c0;
+			const float *w = wb ? wb + ((size_t)c0 * taps + (size_t)t0 * 32) : wbuf;
+			const char *pf = (const char *)(w + (size_t)nt * 32);
+			const size_t pfb =
+			    ((size_t)nt * 128 / ((size_t)g->oh * nb) + 64) & ~(size_t)63;
 
 			for (uint32_t t = 0; t < nt; t++) {
 				uint32_t ci = (t0 + t) / kk, r = (t0 + t) % kk;
 
 				toff[t] = (int32_t)((ci * hp + r / g->k) * wp + r % g->k);
 			}
+			if (!wb)
+				for (uint32_t t = 0; t < nt; t++) {
+					const float *wc = wt + (size_t)(t0 + t) * g->o + c0;
+
+					_mm512_store_ps(wbuf + 32 * t,
+							_mm512_maskz_loadu_ps(m0, wc));
+					_mm512_store_ps(wbuf + 32 * t + 16,
+							_mm512_maskz_loadu_ps(m1, wc + 16));
+				}
 			for (uint32_t oy = 0; oy < g->oh; oy++)
 				for (uint32_t ox = 0; ox < g->ow; ox += bw) {
 					const uint32_t n = g->ow - ox < bw ? g->ow - ox : bw;
 
+					for (size_t i = 0; wb && i < pfb && pf < wend;
+					     i += 64, pf += 64)
+						_mm_prefetch(pf, _MM_HINT_T1);
 					fns[n](xp + (size_t)oy * g->stride * wp +
 						   (size_t)ox * g->stride,
-					       toff, nt, wc, g->o,
+					       toff, nt, w,
 					       y + ((size_t)oy * g->ow + ox) * g->o + c0, g->o, m0,
 					       m1, t0 == 0, g->stride);
 				}
 		}
 	}
+}
+
+void kern_avx512_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y)
+{
+	sc_run(xp, g, wt, NULL, y);
+}
+
+void kern_avx512_sconv_packed(const float *xp, const struct kern_conv_geom *g, const float *wb,
+			      float *y)
+{
+	sc_run(xp, g, NULL, wb, y);
 }
 
 /*

@@ -113,9 +113,9 @@ static float *falloc(size_t n)
 
 /*
  * CONV weights: for a table with a vectorised sconv (a register-blocked direct conv over the
- * padded image), [taps][o] with taps in (c, ky, kx) order, the image padded
- * channel-major; else [o][ky][kx][c] for dot_f32 over window rows of the padded pixel-major
- * image (k segments of k c elements).
+ * padded image), sconv_packed's blocks of filters (kern_sconv_pack) with taps in (c, ky, kx)
+ * order, the image padded channel-major; else [o][ky][kx][c] for dot_f32 over window rows of the
+ * padded pixel-major image (k segments of k c elements).
  */
 static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc, size_t *tmp,
 		     bool sconv)
@@ -125,11 +125,13 @@ static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc
 	const size_t padded = (size_t)(l->in.h + 2 * l->pad) * wp * C;
 	const double *w = weights(l);
 
-	o->w = falloc((size_t)O * taps);
+	o->w = falloc(sconv ? kern_sconv_packed_elems(taps, O) : (size_t)O * taps);
 	o->boff = malloc(sizeof(*o->boff) * l->out.h * l->out.w + 1);
 	if (!o->w || !o->boff || padded >= UINT32_MAX)
 		return -ENOMEM;
 	o->sconv = sconv;
+	if (sconv)
+		memset(o->w, 0, kern_sconv_packed_elems(taps, O) * sizeof(float));
 	for (uint32_t i = 0; i < O; i++) {
 		double s = 0.0;
 
@@ -138,7 +140,9 @@ static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc
 				double v = w[((size_t)i * C + c) * K * K + t];
 
 				if (sconv)
-					o->w[((size_t)c * K * K + t) * O + i] = (float)v;
+					o->w[((size_t)(i / KERN_SCONV_BLK) * taps + c * K * K + t) *
+						 KERN_SCONV_BLK +
+					     i % KERN_SCONV_BLK] = (float)v;
 				else
 					o->w[(size_t)i * taps + t * C + c] = (float)v;
 				s += fabs(v);
@@ -384,7 +388,7 @@ static void run_conv(struct kern_frun *r, const struct kern_bin_ops *ops,
 				for (uint32_t i = 0; i < H; i++)
 					memcpy(r->pix + ((size_t)c * hp + i + P) * wp + P,
 					       x + ((size_t)c * H + i) * W, W * sizeof(float));
-			ops->sconv(r->pix, &g, o->w, r->py);
+			ops->sconv_packed(r->pix, &g, o->w, r->py);
 			r->fe->transpose(r->py, ohw, l->out.c, o->b, y);
 			bound_dot(r, o, b, r->fe->absmax(x, in), C * K * K);
 		}
