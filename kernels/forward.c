@@ -182,7 +182,7 @@ struct kern_ctx *kern_ctx_create_prec(const struct model *m, uint32_t max_batch,
 	ctx->max_batch = max_batch;
 	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / pass_bytes(ctx));
 	ctx->chunk = ctx->chunk < 1 ? 1 : ctx->chunk > max_batch ? max_batch : ctx->chunk;
-	ctx->act_bytes = align64(act * max_batch);
+	ctx->act_bytes = align64(act * ctx->chunk); /* a pass runs at most chunk images */
 	ctx->act[0] = zalloc64(ctx->act_bytes);
 	ctx->act[1] = zalloc64(ctx->act_bytes);
 	ctx->ibuf = zalloc64(ibuf * max_batch);
