@@ -382,9 +382,7 @@ static void run_conv(struct kern_frun *r, const struct kern_bin_ops *ops,
 	memset(r->pix, 0, r->hwc * sizeof(float));
 	if (o->sconv) {
 		struct kern_conv_geom g = {C, H, W, l->out.c, l->out.h, l->out.w, K, l->stride, P};
-		const size_t hp = H + 2 * P;
-
-		const size_t yout = pool ? model_shape_elems(&pool->out) : out;
+		const size_t hp = H + 2 * P, yout = pool ? model_shape_elems(&pool->out) : out;
 
 		for (uint32_t b = 0; b < batch; b++, x += in, y += yout) {
 			for (uint32_t c = 0; c < C; c++)
