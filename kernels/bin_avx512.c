@@ -435,6 +435,7 @@ const struct kern_bin_ops kern_ops_avx512 = {
     .maxpool_bits = avx512_maxpool_bits,
     .maxpool_bits_and = kern_ref_maxpool_bits_and,
     .sconv = kern_avx512_sconv,
+    .sconv_packed = kern_avx512_sconv_packed,
     .decide_pack = kern_avx512_decide_pack,
     .dot_f32 = kern_avx512_dot_f32,
     .dot_f64 = kern_avx512_dot_f64,

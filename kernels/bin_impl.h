@@ -25,6 +25,8 @@ void kern_ref_maxpool_bits_and(const uint64_t *x, uint32_t batch, uint32_t c, ui
 			       uint32_t w, uint32_t k, uint32_t stride, const uint64_t *and_mask,
 			       uint64_t *y);
 void kern_ref_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
+void kern_ref_sconv_packed(const float *xp, const struct kern_conv_geom *g, const float *wb,
+			   float *y);
 uint32_t kern_ref_decide_pack(const float *y, uint32_t o, uint32_t np, const struct kern_decide *d,
 			      uint64_t *bits, uint32_t *unsure);
 
@@ -67,6 +69,11 @@ void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t
 void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 				const struct kern_thresh *t, uint64_t *y);
 void kern_avx512_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
+void kern_avx512_sconv_packed(const float *xp, const struct kern_conv_geom *g, const float *wb,
+			      float *y);
+void kern_avx2_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
+void kern_avx2_sconv_packed(const float *xp, const struct kern_conv_geom *g, const float *wb,
+			    float *y);
 uint32_t kern_avx512_decide_pack(const float *y, uint32_t o, uint32_t np,
 				 const struct kern_decide *d, uint64_t *bits, uint32_t *unsure);
 void kern_avx2_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,

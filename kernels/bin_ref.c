@@ -306,6 +306,7 @@ const struct kern_bin_ops kern_ops_ref = {
     .maxpool_bits = kern_ref_maxpool_bits,
     .maxpool_bits_and = kern_ref_maxpool_bits_and,
     .sconv = kern_ref_sconv,
+    .sconv_packed = kern_ref_sconv_packed,
     .decide_pack = kern_ref_decide_pack,
     .dot_f32 = kern_ref_dot_f32,
     .dot_f64 = kern_ref_dot_f64,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* AVX-512 float32 kernels of the mixed-precision float layers (kernels/fconv.c). */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "kernels/bin_impl.h"
@@ -13,76 +14,152 @@ static inline __mmask16 lanes(uint32_t cnt, uint32_t v)
 	return (__mmask16)(r >= 16 ? 0xffff : (1u << r) - 1);
 }
 
-/* Pixel r of an 8-pixel block meets the tap's 32 weights: two FMAs. */
-#define PIX_FMA(r)                                                                                 \
-	do {                                                                                       \
-		__m512 xb_ = _mm512_set1_ps(xt[base[r]]);                                          \
-		a##r = _mm512_fmadd_ps(xb_, w0, a##r);                                             \
-		b##r = _mm512_fmadd_ps(xb_, w1, b##r);                                             \
-	} while (0)
+/*
+ * Direct conv, register-blocked: up to SC_NPX neighbouring output pixels of one row x 32 output
+ * channels in 2 SC_NPX accumulators; per tap two loads of weights, one broadcast of each
+ * pixel's input value and 2 SC_NPX FMAs. The taps run in chunks of at most SC_KC whose weights
+ * (SC_KC x 32 floats) stay in L1 across every pixel block of the image; partial sums are kept
+ * in y between chunks.
+ */
+#define SC_NPX 14
+#define SC_KC  256
 
-#define PIX_STORE(r)                                                                               \
-	do {                                                                                       \
-		if ((r) < rows) {                                                                  \
-			_mm512_mask_storeu_ps(yb + (size_t)(r)*g->o, m0, a##r);                    \
-			_mm512_mask_storeu_ps(yb + (size_t)(r)*g->o + 16, m1, b##r);               \
-		}                                                                                  \
-	} while (0)
+static inline __attribute__((always_inline)) void
+sc_block(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb, size_t ldy,
+	 __mmask16 m0, __mmask16 m1, bool first, const int n, const uint32_t s)
+{
+	__m512 a[SC_NPX], b[SC_NPX];
+
+#pragma GCC unroll 14
+	for (int r = 0; r < n; r++) {
+		a[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, yb + r * ldy);
+		b[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, yb + r * ldy + 16);
+	}
+	for (uint32_t t = 0; t < nt; t++, wc += 32) {
+		const float *xt = xr + toff[t];
+		const __m512 w0 = _mm512_load_ps(wc), w1 = _mm512_load_ps(wc + 16);
+
+#pragma GCC unroll 14
+		for (int r = 0; r < n; r++) {
+			const __m512 x = _mm512_set1_ps(xt[(size_t)r * s]);
+
+			a[r] = _mm512_fmadd_ps(x, w0, a[r]);
+			b[r] = _mm512_fmadd_ps(x, w1, b[r]);
+		}
+	}
+#pragma GCC unroll 14
+	for (int r = 0; r < n; r++) {
+		_mm512_mask_storeu_ps(yb + r * ldy, m0, a[r]);
+		_mm512_mask_storeu_ps(yb + r * ldy + 16, m1, b[r]);
+	}
+}
+
+typedef void (*sc_fn)(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb,
+		      size_t ldy, __mmask16 m0, __mmask16 m1, bool first, uint32_t s);
+
+#define SC_FN(N)                                                                                   \
+	static void sc1_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
+			    float *yb, size_t ldy, __mmask16 m0, __mmask16 m1, bool first,         \
+			    uint32_t s)                                                            \
+	{                                                                                          \
+		(void)s;                                                                           \
+		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, 1);                          \
+	}                                                                                          \
+	static void scs_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
+			    float *yb, size_t ldy, __mmask16 m0, __mmask16 m1, bool first,         \
+			    uint32_t s)                                                            \
+	{                                                                                          \
+		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, s);                          \
+	}
+SC_FN(1)
+SC_FN(2)
+SC_FN(3)
+SC_FN(4)
+SC_FN(5)
+SC_FN(6)
+SC_FN(7)
+SC_FN(8)
+SC_FN(9)
+SC_FN(10)
+SC_FN(11)
+SC_FN(12)
+SC_FN(13)
+SC_FN(14)
+
+static const sc_fn sc_fns[2][SC_NPX + 1] = {
+    {NULL, scs_1, scs_2, scs_3, scs_4, scs_5, scs_6, scs_7, scs_8, scs_9, scs_10, scs_11, scs_12,
+     scs_13, scs_14},
+    {NULL, sc1_1, sc1_2, sc1_3, sc1_4, sc1_5, sc1_6, sc1_7, sc1_8, sc1_9, sc1_10, sc1_11, sc1_12,
+     sc1_13, sc1_14},
+};
 
 /*
- * Implicit GEMM straight from the padded image: 8 neighbouring output pixels of a row x 32
- * output channels per block in 16 accumulators; per tap two loads of weights, eight broadcasts
- * of input values and 16 FMAs. A short last block repeats its last pixel (not stored).
+ * Filters in blocks of 32, taps in chunks; one chunk's weights ([nt][32]: from wb, packed, else
+ * copied from wt [taps][o]) meet every pixel block of the image. With wb, the chunks follow one
+ * another in memory: the next one is prefetched into L2 a slice per pixel block.
  */
-void kern_avx512_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y)
+static void sc_run(const float *xp, const struct kern_conv_geom *g, const float *wt,
+		   const float *wb, float *y)
 {
 	const size_t hp = (size_t)g->h + 2 * g->pad, wp = (size_t)g->w + 2 * g->pad;
+	const uint32_t kk = g->k * g->k, taps = g->c * kk;
+	const uint32_t nchunk = (taps + SC_KC - 1) / SC_KC, kc = (taps + nchunk - 1) / nchunk;
+	const uint32_t nb = (g->ow + SC_NPX - 1) / SC_NPX, bw = (g->ow + nb - 1) / nb;
+	const sc_fn *fns = sc_fns[g->stride == 1];
+	const char *wend = wb ? (const char *)(wb + kern_sconv_packed_elems(taps, g->o)) : NULL;
+	int32_t toff[SC_KC];
+	float wbuf[SC_KC * 32] __attribute__((aligned(64)));
 
-	for (uint32_t oy = 0; oy < g->oh; oy++)
-		for (uint32_t ox = 0; ox < g->ow; ox += 8) {
-			uint32_t rows = g->ow - ox < 8 ? g->ow - ox : 8;
-			size_t base[8];
-			float *yb = y + ((size_t)oy * g->ow + ox) * g->o;
+	for (uint32_t c0 = 0; c0 < g->o; c0 += 32) {
+		const __mmask16 m0 = lanes(g->o - c0, 0), m1 = lanes(g->o - c0, 1);
 
-			for (uint32_t r = 0; r < 8; r++)
-				base[r] = (size_t)oy * g->stride * wp +
-					  (size_t)(ox + (r < rows ? r : rows - 1)) * g->stride;
-			for (uint32_t c0 = 0; c0 < g->o; c0 += 32, yb += 32) {
-				const __mmask16 m0 = lanes(g->o - c0, 0), m1 = lanes(g->o - c0, 1);
-				const float *wc = wt + c0;
-				__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0;
-				__m512 a5 = a0, a6 = a0, a7 = a0, b0 = a0, b1 = a0, b2 = a0,
-				       b3 = a0;
-				__m512 b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+		for (uint32_t t0 = 0; t0 < taps; t0 += kc) {
+			const uint32_t nt = taps - t0 < kc ? taps - t0 : kc;
+			const float *w = wb ? wb + ((size_t)c0 * taps + (size_t)t0 * 32) : wbuf;
+			const char *pf = (const char *)(w + (size_t)nt * 32);
+			const size_t pfb =
+			    ((size_t)nt * 128 / ((size_t)g->oh * nb) + 64) & ~(size_t)63;
 
-				for (uint32_t ci = 0; ci < g->c; ci++)
-					for (uint32_t ky = 0; ky < g->k; ky++)
-						for (uint32_t kx = 0; kx < g->k; kx++, wc += g->o) {
-							const float *xt =
-							    xp + (ci * hp + ky) * wp + kx;
-							__m512 w0 = _mm512_maskz_loadu_ps(m0, wc);
-							__m512 w1 =
-							    _mm512_maskz_loadu_ps(m1, wc + 16);
+			for (uint32_t t = 0; t < nt; t++) {
+				uint32_t ci = (t0 + t) / kk, r = (t0 + t) % kk;
 
-							PIX_FMA(0);
-							PIX_FMA(1);
-							PIX_FMA(2);
-							PIX_FMA(3);
-							PIX_FMA(4);
-							PIX_FMA(5);
-							PIX_FMA(6);
-							PIX_FMA(7);
-						}
-				PIX_STORE(0);
-				PIX_STORE(1);
-				PIX_STORE(2);
-				PIX_STORE(3);
-				PIX_STORE(4);
-				PIX_STORE(5);
-				PIX_STORE(6);
-				PIX_STORE(7);
+				toff[t] = (int32_t)((ci * hp + r / g->k) * wp + r % g->k);
 			}
+			if (!wb)
+				for (uint32_t t = 0; t < nt; t++) {
+					const float *wc = wt + (size_t)(t0 + t) * g->o + c0;
+
+					_mm512_store_ps(wbuf + 32 * t,
+							_mm512_maskz_loadu_ps(m0, wc));
+					_mm512_store_ps(wbuf + 32 * t + 16,
+							_mm512_maskz_loadu_ps(m1, wc + 16));
+				}
+			for (uint32_t oy = 0; oy < g->oh; oy++)
+				for (uint32_t ox = 0; ox < g->ow; ox += bw) {
+					const uint32_t n = g->ow - ox < bw ? g->ow - ox : bw;
+
+					for (size_t i = 0; wb && i < pfb && pf < wend;
+					     i += 64, pf += 64)
+						_mm_prefetch(pf, _MM_HINT_T1);
+					fns[n](xp + (size_t)oy * g->stride * wp +
+						   (size_t)ox * g->stride,
+					       toff, nt, w,
+					       y + ((size_t)oy * g->ow + ox) * g->o + c0, g->o, m0,
+					       m1, t0 == 0, g->stride);
+				}
 		}
+	}
+}
+
+void kern_avx512_sconv(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y)
+{
+	sc_run(xp, g, wt, NULL, y);
+}
+
+void kern_avx512_sconv_packed(const float *xp, const struct kern_conv_geom *g, const float *wb,
+			      float *y)
+{
+	sc_run(xp, g, NULL, wb, y);
 }
 
 /*

@@ -21,6 +21,13 @@ struct kern_felem {
 		       float *y);
 	/* y[c][p] = x[p][c] + b[c] (b may be NULL): pixel-major to channel-major */
 	void (*transpose)(const float *x, uint32_t np, uint32_t C, const float *b, float *y);
+	/*
+	 * transpose, then maxpool: x [h][w][C] pixel-major, y [C][oh][ow] the max over each
+	 * window (k x k, stride st, floor mode) + b[c] (b may be NULL): the bits of transpose
+	 * then maxpool, as rounding x + b is monotonic in x
+	 */
+	void (*pool_transpose)(const float *x, uint32_t h, uint32_t w, uint32_t C, uint32_t k,
+			       uint32_t st, const float *b, float *y);
 	/* max over k x k windows, stride st, floor mode, of `planes` planes h x w */
 	void (*maxpool)(const float *x, size_t planes, uint32_t h, uint32_t w, uint32_t k,
 			uint32_t st, float *y);

@@ -83,10 +83,44 @@ static void felem_maxpool(const float *x, size_t planes, uint32_t h, uint32_t w,
 		}
 }
 
+#define FELEM_POOL_CH 64
+
+static void felem_pool_transpose(const float *x, uint32_t h, uint32_t w, uint32_t C, uint32_t k,
+				 uint32_t st, const float *b, float *y)
+{
+	const uint32_t oh = (h - k) / st + 1, ow = (w - k) / st + 1;
+	const size_t ohw = (size_t)oh * ow;
+	float m[FELEM_POOL_CH];
+
+	for (uint32_t oy = 0; oy < oh; oy++)
+		for (uint32_t ox = 0; ox < ow; ox++)
+			for (uint32_t c0 = 0; c0 < C; c0 += FELEM_POOL_CH) {
+				const uint32_t nc = C - c0 < FELEM_POOL_CH ? C - c0 : FELEM_POOL_CH;
+
+				for (uint32_t c = 0; c < nc; c++)
+					m[c] = -INFINITY;
+				for (uint32_t ky = 0; ky < k; ky++)
+					for (uint32_t kx = 0; kx < k; kx++) {
+						const float *v =
+						    x +
+						    ((size_t)(oy * st + ky) * w + ox * st + kx) *
+							C +
+						    c0;
+
+						for (uint32_t c = 0; c < nc; c++)
+							m[c] = v[c] > m[c] ? v[c] : m[c];
+					}
+				for (uint32_t c = 0; c < nc; c++)
+					y[(c0 + c) * ohw + (size_t)oy * ow + ox] =
+					    b ? m[c] + b[c0 + c] : m[c] + 0.0f;
+			}
+}
+
 const struct kern_felem FELEM_NAME = {
     .absmax = felem_absmax,
     .relu = felem_relu,
     .affine = felem_affine,
     .transpose = felem_transpose,
     .maxpool = felem_maxpool,
+    .pool_transpose = felem_pool_transpose,
 };

@@ -24,7 +24,8 @@ struct kern_ctx {
 	enum kern_precision prec;
 	struct kern_frun fr; /* the float layers ending the model, in float32 (certified) */
 	uint8_t *recheck;    /* [max_batch]: images the float32 run could not certify */
-	void *one[2];	     /* one image's float64 activations, for those images */
+	void *rin, *rout;    /* [chunk] inputs and outputs of those images, gathered */
+	uint32_t *ridx;	     /* [chunk] their indices in the batch */
 };
 
 static enum kern_precision precision_default = KERN_PRECISION_CERTIFIED;
@@ -170,19 +171,26 @@ struct kern_ctx *kern_ctx_create_prec(const struct model *m, uint32_t max_batch,
 	if (prec != KERN_PRECISION_EXACT) {
 		if (kern_frun_prepare(m, max_batch, &ctx->fr))
 			goto err_free;
-		if (ctx->fr.start < m->n_layers) {
-			ctx->recheck = zalloc64(max_batch);
-			ctx->one[0] = zalloc64(act);
-			ctx->one[1] = zalloc64(act);
-			if (!ctx->recheck || !ctx->one[0] || !ctx->one[1])
-				goto err_free;
-		}
 	}
 	ctx->ops = kern_ops_get();
 	ctx->max_batch = max_batch;
 	ctx->chunk = (uint32_t)(FWD_CHUNK_BYTES / pass_bytes(ctx));
 	ctx->chunk = ctx->chunk < 1 ? 1 : ctx->chunk > max_batch ? max_batch : ctx->chunk;
-	ctx->act_bytes = align64(act * max_batch);
+	if (ctx->fr.m && ctx->fr.start < m->n_layers) {
+		size_t in = 0;
+
+		for (uint32_t i = ctx->fr.start; i < m->n_layers; i++)
+			if (model_shape_bytes(&m->layers[i].in) > in)
+				in = model_shape_bytes(&m->layers[i].in);
+		ctx->recheck = zalloc64(max_batch);
+		ctx->rin = zalloc64(in * ctx->chunk);
+		ctx->rout =
+		    zalloc64(model_shape_bytes(&m->layers[m->n_layers - 1].out) * ctx->chunk);
+		ctx->ridx = zalloc64(ctx->chunk * sizeof(*ctx->ridx));
+		if (!ctx->recheck || !ctx->rin || !ctx->rout || !ctx->ridx)
+			goto err_free;
+	}
+	ctx->act_bytes = align64(act * ctx->chunk); /* a pass runs at most chunk images */
 	ctx->act[0] = zalloc64(ctx->act_bytes);
 	ctx->act[1] = zalloc64(ctx->act_bytes);
 	ctx->ibuf = zalloc64(ibuf * max_batch);
@@ -212,8 +220,9 @@ void kern_ctx_free(struct kern_ctx *ctx)
 	if (ctx->fr.m)
 		kern_frun_free(&ctx->fr);
 	free(ctx->recheck);
-	free(ctx->one[0]);
-	free(ctx->one[1]);
+	free(ctx->rin);
+	free(ctx->rout);
+	free(ctx->ridx);
 	free(ctx->fc);
 	free(ctx);
 }
@@ -382,17 +391,29 @@ static void forward_pass(struct kern_ctx *ctx, uint32_t first, uint32_t last, co
 	}
 }
 
-/* Ops [first, last) on one image in float64, op by op, on the context's one-image buffers. */
-static void forward_one(struct kern_ctx *ctx, uint32_t first, uint32_t last, const void *in,
-			void *out)
+/*
+ * The images the float32 run marked, op by op in float64, gathered ctx->chunk at a time: the
+ * float64 kernels give the same bits at any batch size, so each image's are those of running it
+ * alone, and the float64 weights are read once per group instead of once per image.
+ */
+static void recheck(struct kern_ctx *ctx, uint32_t first, uint32_t last, const uint8_t *in,
+		    uint32_t batch, uint8_t *out)
 {
-	const void *cur = in;
+	const size_t ib = model_shape_bytes(&ctx->m->layers[first].in);
+	const size_t ob = model_shape_bytes(&ctx->m->layers[last - 1].out);
+	uint32_t n = 0;
 
-	for (uint32_t i = first; i < last; i++) {
-		void *dst = i + 1 == last ? out : ctx->one[i & 1];
-
-		run_op(ctx, &ctx->m->layers[i], cur, 1, dst);
-		cur = dst;
+	for (uint32_t b = 0; b < batch; b++) {
+		if (ctx->recheck[b]) {
+			memcpy((uint8_t *)ctx->rin + n * ib, in + b * ib, ib);
+			ctx->ridx[n++] = b;
+		}
+		if (n && (n == ctx->chunk || b + 1 == batch)) {
+			forward_pass(ctx, first, last, ctx->rin, n, ctx->rout);
+			for (uint32_t j = 0; j < n; j++)
+				memcpy(out + ctx->ridx[j] * ob, (uint8_t *)ctx->rout + j * ob, ob);
+			n = 0;
+		}
 	}
 }
 
@@ -409,11 +430,7 @@ int kern_forward_range(struct kern_ctx *ctx, uint32_t first, uint32_t last, cons
 	if (kern_frun_covers(&ctx->fr, first, last)) {
 		if (kern_frun_run(&ctx->fr, ctx->ops, first, in, batch, out, ctx->recheck,
 				  ctx->prec == KERN_PRECISION_CERTIFIED))
-			for (uint32_t b = 0; b < batch; b++)
-				if (ctx->recheck[b])
-					forward_one(ctx, first, last,
-						    (const uint8_t *)in + b * in_bytes,
-						    (uint8_t *)out + b * out_bytes);
+			recheck(ctx, first, last, in, batch, out);
 		return 0;
 	}
 	for (uint32_t b = 0; b < batch; b += ctx->chunk) {

@@ -112,10 +112,10 @@ static float *falloc(size_t n)
 }
 
 /*
- * CONV weights: for a table with a vectorised sconv (an implicit GEMM over the padded image, 8
- * pixels x 32 filters a block), [taps][o] with taps in (c, ky, kx) order, the image padded
- * channel-major; else [o][ky][kx][c] for dot_f32 over window rows of the padded pixel-major
- * image (k segments of k c elements).
+ * CONV weights: for a table with a vectorised sconv (a register-blocked direct conv over the
+ * padded image), sconv_packed's blocks of filters (kern_sconv_pack) with taps in (c, ky, kx)
+ * order, the image padded channel-major; else [o][ky][kx][c] for dot_f32 over window rows of the
+ * padded pixel-major image (k segments of k c elements).
  */
 static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc, size_t *tmp,
 		     bool sconv)
@@ -125,11 +125,13 @@ static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc
 	const size_t padded = (size_t)(l->in.h + 2 * l->pad) * wp * C;
 	const double *w = weights(l);
 
-	o->w = falloc((size_t)O * taps);
+	o->w = falloc(sconv ? kern_sconv_packed_elems(taps, O) : (size_t)O * taps);
 	o->boff = malloc(sizeof(*o->boff) * l->out.h * l->out.w + 1);
 	if (!o->w || !o->boff || padded >= UINT32_MAX)
 		return -ENOMEM;
 	o->sconv = sconv;
+	if (sconv)
+		memset(o->w, 0, kern_sconv_packed_elems(taps, O) * sizeof(float));
 	for (uint32_t i = 0; i < O; i++) {
 		double s = 0.0;
 
@@ -138,7 +140,9 @@ static int prep_conv(const struct model_layer *l, struct frun_op *o, size_t *hwc
 				double v = w[((size_t)i * C + c) * K * K + t];
 
 				if (sconv)
-					o->w[((size_t)c * K * K + t) * O + i] = (float)v;
+					o->w[((size_t)(i / KERN_SCONV_BLK) * taps + c * K * K + t) *
+						 KERN_SCONV_BLK +
+					     i % KERN_SCONV_BLK] = (float)v;
 				else
 					o->w[(size_t)i * taps + t * C + c] = (float)v;
 				s += fabs(v);
@@ -354,9 +358,10 @@ static void bound_dot(struct kern_frun *r, const struct frun_op *o, uint32_t b, 
 	r->e64[b] = e64;
 }
 
+/* A conv on the table's sconv_packed: its MAXPOOL `pool` (NULL if none) with the transpose. */
 static void run_conv(struct kern_frun *r, const struct kern_bin_ops *ops,
 		     const struct model_layer *l, const struct frun_op *o, const float *x,
-		     uint32_t batch, float *y)
+		     uint32_t batch, const struct model_layer *pool, float *y)
 {
 	const uint32_t C = l->in.c, H = l->in.h, W = l->in.w, P = l->pad, K = l->kernel;
 	const uint32_t wp = W + 2 * P, ohw = l->out.h * l->out.w;
@@ -377,15 +382,19 @@ static void run_conv(struct kern_frun *r, const struct kern_bin_ops *ops,
 	memset(r->pix, 0, r->hwc * sizeof(float));
 	if (o->sconv) {
 		struct kern_conv_geom g = {C, H, W, l->out.c, l->out.h, l->out.w, K, l->stride, P};
-		const size_t hp = H + 2 * P;
+		const size_t hp = H + 2 * P, yout = pool ? model_shape_elems(&pool->out) : out;
 
-		for (uint32_t b = 0; b < batch; b++, x += in, y += out) {
+		for (uint32_t b = 0; b < batch; b++, x += in, y += yout) {
 			for (uint32_t c = 0; c < C; c++)
 				for (uint32_t i = 0; i < H; i++)
 					memcpy(r->pix + ((size_t)c * hp + i + P) * wp + P,
 					       x + ((size_t)c * H + i) * W, W * sizeof(float));
-			ops->sconv(r->pix, &g, o->w, r->py);
-			r->fe->transpose(r->py, ohw, l->out.c, o->b, y);
+			ops->sconv_packed(r->pix, &g, o->w, r->py);
+			if (pool)
+				r->fe->pool_transpose(r->py, l->out.h, l->out.w, l->out.c,
+						      pool->kernel, pool->stride, o->b, y);
+			else
+				r->fe->transpose(r->py, ohw, l->out.c, o->b, y);
 			bound_dot(r, o, b, r->fe->absmax(x, in), C * K * K);
 		}
 		return;
@@ -494,8 +503,9 @@ static void run_pad(const struct model_layer *l, const float *x, uint32_t batch,
 	}
 }
 
-static void run_op(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t i, const float *x,
-		   uint32_t batch, float *y)
+/* Op i (and a MAXPOOL after a conv on sconv_packed, when i + 1 < to); returns the ops run. */
+static uint32_t run_op(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t i, uint32_t to,
+		       const float *x, uint32_t batch, float *y)
 {
 	const struct model_layer *l = &r->m->layers[i];
 	const struct frun_op *o = &r->op[i];
@@ -503,7 +513,11 @@ static void run_op(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t
 
 	switch (l->op) {
 	case MODEL_OP_CONV:
-		run_conv(r, ops, l, o, x, batch, y);
+		if (o->sconv && i + 1 < to && l[1].op == MODEL_OP_MAXPOOL) {
+			run_conv(r, ops, l, o, x, batch, &l[1], y);
+			return 2;
+		}
+		run_conv(r, ops, l, o, x, batch, NULL, y);
 		break;
 	case MODEL_OP_DENSE:
 		run_dense(r, ops, l, o, x, batch, y);
@@ -528,6 +542,7 @@ static void run_op(struct kern_frun *r, const struct kern_bin_ops *ops, uint32_t
 	default:
 		break;
 	}
+	return 1;
 }
 
 /* Whether the float64 scores' arg-max (lowest index on ties) is that of s, given |s - D| <= e. */
@@ -555,17 +570,21 @@ static const float *run_ops(struct kern_frun *r, const struct kern_bin_ops *ops,
 	const float *cur = raw ? NULL : x;
 	uint32_t k = 0;
 
-	for (uint32_t i = from; i < to; i++) {
-		if (L[i].op == MODEL_OP_FLATTEN)
+	for (uint32_t i = from; i < to;) {
+		if (L[i].op == MODEL_OP_FLATTEN) {
+			i++;
 			continue;
+		}
 		if (!cur) {
 			to_float(r, x, L[i].in.fmt, model_shape_elems(&L[i].in), batch, r->buf[k]);
 			cur = r->buf[k];
 			k ^= 1;
-			if (L[i].op == MODEL_OP_CAST)
+			if (L[i].op == MODEL_OP_CAST) {
+				i++;
 				continue;
+			}
 		}
-		run_op(r, ops, i, cur, batch, r->buf[k]);
+		i += run_op(r, ops, i, to, cur, batch, r->buf[k]);
 		cur = r->buf[k];
 		k ^= 1;
 	}

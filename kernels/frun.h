@@ -38,7 +38,7 @@ struct frun_op {
 	double smax, c0max;   /* BATCHNORM: max |s|; max |mean s| + |beta| (BIAS: max |b|) */
 	uint32_t d32, d64;    /* CONV, DENSE: roundings deep of the float32 / float64 sums */
 	double lrn_l, lrn_xr; /* LRN: Lipschitz bound k^-beta and its growth in |x|^2 */
-	bool sconv;	      /* CONV: on the table's sconv (weights [taps][o]), else dot_f32 */
+	bool sconv; /* CONV: on the table's sconv_packed (kern_sconv_pack), else dot_f32 */
 };
 
 struct kern_frun {

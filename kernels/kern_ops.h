@@ -133,6 +133,13 @@ struct kern_bin_ops {
 	 * the tables differ in rounding only.
 	 */
 	void (*sconv)(const float *xp, const struct kern_conv_geom *g, const float *wt, float *y);
+	/*
+	 * The same with the weights in blocks of KERN_SCONV_BLK filters, as kern_sconv_pack()
+	 * lays them out: wb [ceil(o / KERN_SCONV_BLK)][n][KERN_SCONV_BLK], the last block's
+	 * missing filters 0 (each block's weights are read as one stream).
+	 */
+	void (*sconv_packed)(const float *xp, const struct kern_conv_geom *g, const float *wb,
+			     float *y);
 
 	/*
 	 * Decisions from float32 values with an error bound (kernels/fconv.c), all in float32:
@@ -163,6 +170,12 @@ const struct kern_bin_ops *kern_ops_by_name(const char *name);
 const char *kern_ops_missing(const char *name);
 
 size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch);
+
+#define KERN_SCONV_BLK 32
+/* Floats of sconv_packed's weights for n taps and o filters. */
+size_t kern_sconv_packed_elems(uint32_t n, uint32_t o);
+/* wt [n][o] (sconv's layout) -> wb (sconv_packed's). */
+void kern_sconv_pack(const float *wt, uint32_t n, uint32_t o, float *wb);
 
 /*
  * Layout helpers (reference C only; not on hot paths that matter).

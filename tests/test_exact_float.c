@@ -5,6 +5,7 @@
  * a float input, a conv run in chunks of images, and scores that tie exactly (the recheck path).
  * Classes must equal the exact precision's on every image, at batch 1 and 7; scores of certified
  * images are float32 values within 1e-4 max(1, |score|); the float32 precision never rechecks.
+ * Scores carry the same bits at batch 1 and 7, and rechecked images those of exact.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -107,6 +108,24 @@ static struct model *model_tie(void)
 	for (int o = 0; o < 10; o++)
 		for (int i = 0; i < 20; i++)
 			w[o * 20 + i] = o == 3 || o == 7 ? 0.25 + 0.01 * i : -fabs(w[o * 20 + i]);
+	b[7] = b[3];
+	return test_model_build(arch_tie, &g);
+}
+
+/* The tie, except that pixel 0 weighs 0.5 more for class 7: images with pixel 0 above 0 do not
+ * tie. */
+static struct model *model_half_tie(void)
+{
+	struct test_gen g = {0};
+	double *w, *b;
+
+	test_gen_dense(&g, 1, 10, 20);
+	w = (double *)g.a[g.n - 2].v;
+	b = (double *)g.a[g.n - 1].v;
+	for (int o = 0; o < 10; o++)
+		for (int i = 0; i < 20; i++)
+			w[o * 20 + i] = o == 3 || o == 7 ? 0.25 + 0.01 * i : -fabs(w[o * 20 + i]);
+	w[7 * 20] += 0.5;
 	b[7] = b[3];
 	return test_model_build(arch_tie, &g);
 }
@@ -219,6 +238,55 @@ static void test_exact_float_ties_recheck(void **state)
 	model_free(m);
 }
 
+/*
+ * Scores at batch 7 carry the bits of batch 1, certified and float32: the float32 run's sums
+ * do not depend on the batch, and the images to recheck of a batch (every other one here,
+ * where pixel 0 is 0 and classes 3 and 7 tie) run in float64 together with the bits of one
+ * by one, the exact precision's.
+ */
+static void test_exact_float_batch_bits(void **state)
+{
+	struct model *ms[3];
+	struct outcome *o = calloc(4, sizeof(*o));
+
+	(void)state;
+	test_rng_seed(0xba7c);
+	ms[0] = model_odd();
+	ms[1] = model_wide();
+	ms[2] = model_half_tie();
+	for (int k = 0; k < 3; k++) {
+		const size_t ib = model_shape_bytes(&ms[k]->input);
+		uint8_t *in = test_random_inputs(ms[k], COUNT);
+
+		for (uint32_t i = 0; k == 2 && i < COUNT; i++)
+			in[i * ib] = i % 2 ? 255 : 0;
+		for (int p = 0; p < 2; p++) {
+			enum kern_precision prec =
+			    p ? KERN_PRECISION_FLOAT32 : KERN_PRECISION_CERTIFIED;
+
+			run(ms[k], in, 1, prec, &o[0]);
+			run(ms[k], in, 7, prec, &o[1]);
+			if (memcmp(o[0].scores, o[1].scores, sizeof(o[0].scores)))
+				fail_msg("model %s %s: scores at batch 7 differ from batch 1",
+					 ms[k]->name, kern_precision_name(prec));
+		}
+		if (k == 2) {
+			run(ms[k], in, 7, KERN_PRECISION_CERTIFIED, &o[2]);
+			run(ms[k], in, 1, KERN_PRECISION_EXACT, &o[3]);
+			assert_int_equal(o[2].rechecked, (COUNT + 1) / 2);
+			for (uint32_t i = 0; i < COUNT; i += 2)
+				if (memcmp(o[2].scores + i * 10, o[3].scores + i * 10,
+					   10 * sizeof(double)))
+					fail_msg("tie image %u: rechecked scores differ from exact",
+						 i);
+		}
+		free(in);
+	}
+	for (int k = 0; k < 3; k++)
+		model_free(ms[k]);
+	free(o);
+}
+
 static void test_exact_float_precision_names(void **state)
 {
 	(void)state;
@@ -236,6 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_exact_float_unseen_models),
 	    cmocka_unit_test(test_exact_float_ties_recheck),
+	    cmocka_unit_test(test_exact_float_batch_bits),
 	    cmocka_unit_test(test_exact_float_precision_names),
 	};
 
