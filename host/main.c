@@ -154,7 +154,8 @@ static int host_setup(void *srv, char *err, size_t errlen)
 			return -ENOMEM;
 	}
 	count_workers(a);
-	proto_trust_set_rate(&a->o.trust, a->o.error_rate, a->o.error_burst);
+	proto_trust_set_rate(&a->o.trust, a->o.error_rate,
+			     a->o.error_burst ? a->o.error_burst : a->o.error_rate);
 	a->w = rte_zmalloc("snhost_workers", sizeof(*a->w) * a->n_workers, RTE_CACHE_LINE_SIZE);
 	if (!a->w)
 		return -ENOMEM;

@@ -32,7 +32,7 @@ static const struct conf_opt host_rows[] = {
 		 "the same as --max-batch"),
     CONF_SCALED_ROW("batch-wait-us", "US", struct host_opts, batch.max_delay_ns, 0,
 		    CONF_BATCH_MAX_DELAY_US, 1000, NULL, "the same as --max-queue-delay-us"),
-    CONF_TRUST_ROWS(struct host_opts, trust, error_rate, error_burst, "10000", "10000",
+    CONF_TRUST_ROWS(struct host_opts, trust, error_rate, error_burst, "10000", NULL,
 		    "front-end and worker"),
     CONF_INT_ROW("payload", "BYTES", struct host_opts, payload, PROTO_MIN_PAYLOAD, 1472, "1400",
 		 "UDP payload per datagram"),

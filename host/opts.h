@@ -31,7 +31,7 @@ struct host_opts {
 	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
 	uint32_t idle_sleep_us; /* its longest sleep */
 	uint32_t error_rate;	/* ERRORs per second per source and worker; 0: no limit */
-	uint32_t error_burst;	/* ... and at once */
+	uint32_t error_burst;	/* ... and at once; 0 (not given): error_rate */
 	uint32_t queues;	/* RX/TX queue pairs asked for; 0: as many as fit */
 	const char *stats_file;
 	const char *metrics_port, *metrics_addr; /* the metrics endpoint (dpdk/metrics.h) */

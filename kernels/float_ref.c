@@ -58,18 +58,7 @@ void kern_conv_f64(const double *x, uint32_t batch, const struct kern_conv_geom 
 void kern_dense_f64(const double *x, uint32_t batch, uint32_t n, const double *w, uint32_t out,
 		    const double *b, double *y)
 {
-	struct kern_dot d = {.a = w,
-			     .lda = n,
-			     .b = x,
-			     .ldb = n,
-			     .m = out,
-			     .n = batch,
-			     .nseg = 1,
-			     .seg = n,
-			     .c = y,
-			     .ldci = 1,
-			     .ldcj = out,
-			     .bias = b};
+	struct kern_dot d = kern_dot_dense(w, x, batch, n, out, b, y);
 
 	kern_ops_get()->dot_f64(&d);
 }

@@ -416,18 +416,7 @@ static void run_dense(struct kern_frun *r, const struct kern_bin_ops *ops,
 		      uint32_t batch, float *y)
 {
 	const uint32_t n = (uint32_t)model_shape_elems(&l->in), out = l->out.c;
-	struct kern_dot d = {.a = o->w,
-			     .lda = n,
-			     .b = x,
-			     .ldb = n,
-			     .m = out,
-			     .n = batch,
-			     .nseg = 1,
-			     .seg = n,
-			     .c = y,
-			     .ldci = 1,
-			     .ldcj = out,
-			     .bias = o->b};
+	struct kern_dot d = kern_dot_dense(o->w, x, batch, n, out, o->b, y);
 
 	ops->dot_f32(&d);
 	for (uint32_t b = 0; b < batch; b++)

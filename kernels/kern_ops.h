@@ -70,6 +70,21 @@ struct kern_dot {
 
 #define KERN_DOT_U8_MAXK 66000u
 
+/*
+ * A dense layer's dot products: y[b][o] = w_o . x_b (+ bias[o]) for batch images of n inputs
+ * and out outputs (w: [out][n], x: [batch][n], y: [batch][out]; float or double alike).
+ */
+static inline struct kern_dot kern_dot_dense(const void *w, const void *x, uint32_t batch,
+					     uint32_t n, uint32_t out, const void *bias, void *y)
+{
+	struct kern_dot d; /* every member set: C and the CUDA sources' C++ alike */
+
+	d.a = w, d.lda = n, d.b = x, d.boff = NULL, d.ldb = n, d.bstride = 0;
+	d.m = out, d.n = batch, d.nseg = 1, d.seg = n;
+	d.c = y, d.ldci = 1, d.ldcj = out, d.bias = bias;
+	return d;
+}
+
 struct kern_bin_ops {
 	const char *name; /* "ref", "avx2", "avx512" */
 
