@@ -185,7 +185,7 @@ DEBS := build-essential pkg-config clang llvm lld libclang-rt-14-dev \
 	libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev libpcap-dev \
 	tshark gnuplot-nox python3-scapy iproute2 ethtool kmod procps groff-base systemd \
 	libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx \
-	ipvsadm keepalived user-mode-linux prometheus
+	ipvsadm keepalived user-mode-linux prometheus time
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
