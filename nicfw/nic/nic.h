@@ -126,7 +126,7 @@ void nic_links_check(struct nic *n, uint64_t cyc);
  * alarm of ours: true when it is (rte_eal_cleanup must then be left out). */
 bool nic_ports_close(struct nic *n);
 
-/* main.c: model path (id given or not: its name's, first_asked UINT32_MAX: the NIC's default
+/* slot.c: model path (id given or not: its name's, first_asked UINT32_MAX: the NIC's default
  * split) into free slot k: n->m[k], its executor n->x[k] (a chain on the shared lcore platform,
  * on its running worker lcores at a reload, or the emulator) and md, n->sl[k]; a line says so
  * (who: "nic", "nic: reload"). 0, or -errno with err (what was loaded freed, the slot free). */
