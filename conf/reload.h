@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * conf/reload.h — the bookkeeping of a server's reloads, shared by splitnic-host
- * (host/dpdk_reload.c) and splitnic serve (serve/models.c): any thread asks (SIGHUP, telemetry,
+ * (host/dpdk_reload.c), splitnic-nic (nicfw/nic/reload.c) and splitnic serve (serve/models.c),
+ * and the file check that keeps an unchanged model: any thread asks (SIGHUP, telemetry,
  * POST /-/reload) and gets a ticket; one reloader thread takes every ask made so far and serves
  * them with one reload; whoever asked waits until its ticket is done and reads the outcome.
  * Header-only, libc and GCC atomics: no lock, so a signal-driven ask never waits.
@@ -10,7 +11,10 @@
 #define CONF_RELOAD_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
 
 struct conf_reload {
 	int asked, started, done; /* atomic: reloads asked for, begun, finished */
@@ -71,6 +75,20 @@ static inline int conf_reload_outcome(const struct conf_reload *t, char *msg, si
 {
 	snprintf(msg, len, "%s", t->msg);
 	return t->status;
+}
+
+/* The same file as when it was loaded (device, inode, size and modification time)? A reload
+ * keeps a model whose file this says is unchanged. */
+static inline bool conf_reload_same_file(const struct stat *x, const struct stat *y)
+{
+	return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size &&
+	       x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
+}
+
+/* The reloader thread's pause while it waits on the packet loop. */
+static inline void conf_reload_sleep_us(long us)
+{
+	nanosleep(&(struct timespec){us / 1000000, us % 1000000 * 1000}, NULL);
 }
 
 #endif /* CONF_RELOAD_H */

@@ -42,6 +42,34 @@ void dpdk_server_argv(int *argc, char ***argv)
 	*argv = cmd_argv;
 }
 
+int dpdk_server_reread(const struct conf_server *cmd, int (*parse)(void *o, int argc, char **argv),
+		       void *o, struct conf_args *v, char *err, size_t errlen)
+{
+	char **pv;
+	int dd, ret;
+
+	ret = conf_argv(cmd, cmd_argc, cmd_argv, v, err, errlen);
+	if (ret)
+		return ret;
+	for (dd = 1; dd < v->argc && strcmp(v->argv[dd], "--"); dd++)
+		;
+	pv = calloc((size_t)(v->argc - dd + 1) + 1, sizeof(*pv));
+	if (!pv) {
+		conf_args_free(v);
+		return -ENOMEM;
+	}
+	pv[0] = v->argv[0];
+	for (int i = dd + 1; i < v->argc; i++)
+		pv[i - dd] = v->argv[i];
+	ret = parse(o, dd < v->argc ? v->argc - dd : 1, pv);
+	free(pv);
+	if (ret) {
+		snprintf(err, errlen, "the options (above)");
+		conf_args_free(v);
+	}
+	return ret;
+}
+
 const char *dpdk_signal_name(int sig)
 {
 	static char buf[24];

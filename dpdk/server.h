@@ -114,6 +114,14 @@ struct dpdk_server {
  * reads again. */
 void dpdk_server_argv(int *argc, char ***argv);
 
+/*
+ * The options again, as at start, for a reload: that command line and its configuration file
+ * read by cmd into v (conf_args_free(v) after use), the server's options (after "--") parsed
+ * into o by parse. 0, or -errno with err ("the options (above)" when parse said why).
+ */
+int dpdk_server_reread(const struct conf_server *cmd, int (*parse)(void *o, int argc, char **argv),
+		       void *o, struct conf_args *v, char *err, size_t errlen);
+
 /* Runs server s with its state srv (zeroed, static) from argv: the exit status. */
 int dpdk_server_main(const struct dpdk_server *s, void *srv, int argc, char **argv);
 

@@ -52,11 +52,6 @@ struct host_reload {
 	struct stat st[HOST_MAX_MODELS]; /* each slot's model file when it was loaded */
 };
 
-static void sleep_us(long us)
-{
-	nanosleep(&(struct timespec){us / 1000000, us % 1000000 * 1000}, NULL);
-}
-
 static bool stopping(const struct host_reload *r)
 {
 	return __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE) || r->a->workers_stop;
@@ -72,7 +67,7 @@ static int wait_workers(struct host_reload *r, uint64_t e)
 				return -ECANCELED;
 			if (t > RELOAD_EPOCH_S * 1000000L)
 				return -ETIMEDOUT;
-			sleep_us(RELOAD_POLL_US);
+			conf_reload_sleep_us(RELOAD_POLL_US);
 		}
 	return 0;
 }
@@ -88,7 +83,7 @@ static int grace(struct host_reload *r)
 	int ret = wait_workers(r, next_epoch(r->a));
 
 	while (!ret && __atomic_load_n(&r->a->readers, __ATOMIC_SEQ_CST))
-		sleep_us(RELOAD_POLL_US);
+		conf_reload_sleep_us(RELOAD_POLL_US);
 	return ret;
 }
 
@@ -113,12 +108,6 @@ static void slot_free(struct host_reload *r, uint32_t k)
 	a->refusal_said[k] = false;
 	free(r->spec[k]);
 	r->spec[k] = NULL;
-}
-
-static bool same_file(const struct stat *x, const struct stat *y)
-{
-	return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size &&
-	       x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
 }
 
 /* --model spec into free slot k: the model, checked against the buffers set at start, and its
@@ -171,33 +160,15 @@ static void finish(struct host_reload *r, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The options again, as at start: the command line and its configuration file. */
+static int parse_opts(void *o, int argc, char **argv)
+{
+	return host_opts_parse(o, argc, argv);
+}
+
+/* The options again, as at start (dpdk_server_reread). */
 static int read_opts(struct host_opts *o, struct conf_args *v, char *err, size_t errlen)
 {
-	char **argv, **pv;
-	int argc, dd, ret;
-
-	dpdk_server_argv(&argc, &argv);
-	ret = conf_argv(&host_conf, argc, argv, v, err, errlen);
-	if (ret)
-		return ret;
-	for (dd = 1; dd < v->argc && strcmp(v->argv[dd], "--"); dd++)
-		;
-	pv = calloc((size_t)(v->argc - dd + 1) + 1, sizeof(*pv));
-	if (!pv) {
-		conf_args_free(v);
-		return -ENOMEM;
-	}
-	pv[0] = v->argv[0];
-	for (int i = dd + 1; i < v->argc; i++)
-		pv[i - dd] = v->argv[i];
-	ret = host_opts_parse(o, dd < v->argc ? v->argc - dd : 1, pv);
-	free(pv);
-	if (ret) {
-		snprintf(err, errlen, "the options (above)");
-		conf_args_free(v);
-	}
-	return ret;
+	return dpdk_server_reread(&host_conf, parse_opts, o, v, err, errlen);
 }
 
 static void reload_once(struct host_reload *r)
@@ -236,7 +207,7 @@ static void reload_once(struct host_reload *r)
 			const uint32_t s = old->slot[k];
 
 			if (!kept[s] && r->spec[s] && !strcmp(r->spec[s], spec) &&
-			    same_file(&r->st[s], &st))
+			    conf_reload_same_file(&r->st[s], &st))
 				break;
 		}
 		if (k < old->n) {
@@ -303,7 +274,7 @@ static void reload_once(struct host_reload *r)
 			ret = -ECANCELED;
 			if (stopping(r))
 				goto out_stopped;
-			sleep_us(RELOAD_POLL_US);
+			conf_reload_sleep_us(RELOAD_POLL_US);
 		}
 		if (slot_reqs(a, s))
 			printf("host: reload: model %s (slot %u) still holds %u request(s) after "
@@ -339,7 +310,7 @@ static void *reload_main(void *arg)
 		int asked = conf_reload_take(&r->t);
 
 		if (!asked) {
-			sleep_us(RELOAD_IDLE_POLL * 1000);
+			conf_reload_sleep_us(RELOAD_IDLE_POLL * 1000);
 			continue;
 		}
 		reload_once(r);
@@ -411,7 +382,7 @@ int host_reload_wait(void *srv, int n, char *msg, size_t len)
 			snprintf(msg, len, "reload %d not done yet", n);
 			return -ETIMEDOUT;
 		}
-		sleep_us(10000);
+		conf_reload_sleep_us(10000);
 	}
 	return conf_reload_outcome(&r->t, msg, len);
 }

@@ -58,21 +58,10 @@ struct nic_reload {
 /* One server per process: the state outlives a telemetry thread still waiting at exit. */
 static struct nic_reload reloader;
 
-static void sleep_us(long us)
-{
-	nanosleep(&(struct timespec){us / 1000000, us % 1000000 * 1000}, NULL);
-}
-
 static bool stopping(const struct nic_reload *r)
 {
 	return __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE) ||
 	       __atomic_load_n(&r->n->loop_over, __ATOMIC_ACQUIRE);
-}
-
-static bool same_file(const struct stat *x, const struct stat *y)
-{
-	return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size &&
-	       x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
 }
 
 static void finish(struct nic_reload *r, int status, const char *fmt, ...)
@@ -88,34 +77,15 @@ static void finish(struct nic_reload *r, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The options again, as at start: the command line and its configuration file, the server's
- * options after "--". */
+static int parse_opts(void *o, int argc, char **argv)
+{
+	return nic_opts_parse(o, argc, argv);
+}
+
+/* The options again, as at start (dpdk_server_reread). */
 static int read_opts(struct nic_opts *o, struct conf_args *v, char *err, size_t errlen)
 {
-	char **argv, **pv;
-	int argc, dd, ret;
-
-	dpdk_server_argv(&argc, &argv);
-	ret = conf_argv(&nic_conf, argc, argv, v, err, errlen);
-	if (ret)
-		return ret;
-	for (dd = 1; dd < v->argc && strcmp(v->argv[dd], "--"); dd++)
-		;
-	pv = calloc((size_t)(v->argc - dd + 1) + 1, sizeof(*pv));
-	if (!pv) {
-		conf_args_free(v);
-		return -ENOMEM;
-	}
-	pv[0] = v->argv[0];
-	for (int i = dd + 1; i < v->argc; i++)
-		pv[i - dd] = v->argv[i];
-	ret = nic_opts_parse(o, dd < v->argc ? v->argc - dd : 1, pv);
-	free(pv);
-	if (ret) {
-		snprintf(err, errlen, "the options (above)");
-		conf_args_free(v);
-	}
-	return ret;
+	return dpdk_server_reread(&nic_conf, parse_opts, o, v, err, errlen);
 }
 
 /* The packet loop applies the change in chg_*: 0, or -ECANCELED / -ETIMEDOUT. */
@@ -130,7 +100,7 @@ static int hand_over(struct nic_reload *r)
 			return -ECANCELED;
 		if (t > RELOAD_APPLY_S * 1000000L)
 			return -ETIMEDOUT;
-		sleep_us(RELOAD_POLL_US);
+		conf_reload_sleep_us(RELOAD_POLL_US);
 	}
 	return 0;
 }
@@ -235,7 +205,8 @@ static void reload_once(struct nic_reload *r)
 			if (!kept[old[j]] && !strcmp(r->path[old[j]], o.model_path[i]) &&
 			    s->id_given == o.id_given[i] &&
 			    (!s->id_given || s->id == o.model_id[i]) &&
-			    s->first_asked == o.first[i] && same_file(&r->st[old[j]], &st))
+			    s->first_asked == o.first[i] &&
+			    conf_reload_same_file(&r->st[old[j]], &st))
 				break;
 		}
 		if (j < n_old) {
@@ -305,7 +276,7 @@ static void reload_once(struct nic_reload *r)
 				       (unsigned long)r->version, r->path[k]);
 				return;
 			}
-			sleep_us(RELOAD_POLL_US);
+			conf_reload_sleep_us(RELOAD_POLL_US);
 		}
 		if (nicfw_disp_slot_polled(n->disp, k)) {
 			printf("nic: reload: %s (slot %u) still holds requests after %d s: left "
@@ -325,7 +296,7 @@ static void reload_once(struct nic_reload *r)
 			       (unsigned long)r->version);
 			return;
 		}
-		sleep_us(RELOAD_POLL_US);
+		conf_reload_sleep_us(RELOAD_POLL_US);
 	}
 	finish(r, 0, "version %lu: %u model(s): %u loaded, %u unloaded, %u kept",
 	       (unsigned long)r->version, ns, loaded, gone, ns - loaded);
@@ -339,7 +310,7 @@ static void *reload_main(void *arg)
 		int asked = conf_reload_take(&r->t);
 
 		if (!asked) {
-			sleep_us(RELOAD_IDLE_POLL * 1000);
+			conf_reload_sleep_us(RELOAD_IDLE_POLL * 1000);
 			continue;
 		}
 		reload_once(r);
@@ -408,7 +379,7 @@ int nic_reload_wait(void *srv, int ticket, char *msg, size_t len)
 			snprintf(msg, len, "reload %d not done yet", ticket);
 			return -ETIMEDOUT;
 		}
-		sleep_us(10000);
+		conf_reload_sleep_us(10000);
 	}
 	return conf_reload_outcome(&r->t, msg, len);
 }
