@@ -68,7 +68,8 @@ def replay_measure(splits, ranking, k, tie_order=True):
             best = n
             continue
         b = meas[best]
-        ok, bok = share(m) >= MIN_ANS and p50(m), share(b) >= MIN_ANS and p50(b)
+        ok = share(m) >= MIN_ANS and p50(m) is not None
+        bok = share(b) >= MIN_ANS and p50(b) is not None
         if ok != bok:
             best = n if ok else best
         elif ok:
