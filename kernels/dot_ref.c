@@ -11,53 +11,38 @@ static const void *row_b(const struct kern_dot *d, uint32_t j, size_t esize)
 	return (const char *)d->b + off * esize;
 }
 
-static float sum_f32(const struct kern_dot *d, uint32_t i, uint32_t j)
-{
-	const float *a = (const float *)d->a + (size_t)i * d->lda;
-	const float *b = row_b(d, j, sizeof(float));
-	float acc[16] = {0};
+/*
+ * kern_ref_dot_SFX: row i of a against row j of b in LANES lane accumulators (element k + l to
+ * lane l, zero products past the end of a segment), then the halving tree acc[l] += acc[l + h],
+ * and the bias.
+ */
+#define DOT_REF(SFX, T, LANES, FMA)                                                                \
+	static T sum_##SFX(const struct kern_dot *d, uint32_t i, uint32_t j)                       \
+	{                                                                                          \
+		const T *a = (const T *)d->a + (size_t)i * d->lda;                                 \
+		const T *b = row_b(d, j, sizeof(T));                                               \
+		T acc[LANES] = {0};                                                                \
+                                                                                                   \
+		for (uint32_t s = 0; s < d->nseg; s++, a += d->seg, b += d->bstride)               \
+			for (uint32_t k = 0; k < d->seg; k += LANES)                               \
+				for (uint32_t l = 0; l < LANES; l++)                               \
+					acc[l] = k + l < d->seg ? FMA(a[k + l], b[k + l], acc[l])  \
+								: FMA(0, 0, acc[l]);               \
+		for (uint32_t h = LANES / 2; h; h /= 2)                                            \
+			for (uint32_t l = 0; l < h; l++)                                           \
+				acc[l] = acc[l] + acc[l + h];                                      \
+		return d->bias ? acc[0] + ((const T *)d->bias)[i] : acc[0];                        \
+	}                                                                                          \
+                                                                                                   \
+	void kern_ref_dot_##SFX(const struct kern_dot *d)                                          \
+	{                                                                                          \
+		for (uint32_t j = 0; j < d->n; j++)                                                \
+			for (uint32_t i = 0; i < d->m; i++)                                        \
+				((T *)d->c)[i * d->ldci + j * d->ldcj] = sum_##SFX(d, i, j);       \
+	}
 
-	for (uint32_t s = 0; s < d->nseg; s++, a += d->seg, b += d->bstride)
-		for (uint32_t k = 0; k < d->seg; k += 16)
-			for (uint32_t l = 0; l < 16; l++)
-				acc[l] = k + l < d->seg ? fmaf(a[k + l], b[k + l], acc[l])
-							: fmaf(0.0f, 0.0f, acc[l]);
-	for (uint32_t h = 8; h; h /= 2)
-		for (uint32_t l = 0; l < h; l++)
-			acc[l] = acc[l] + acc[l + h];
-	return d->bias ? acc[0] + ((const float *)d->bias)[i] : acc[0];
-}
-
-void kern_ref_dot_f32(const struct kern_dot *d)
-{
-	for (uint32_t j = 0; j < d->n; j++)
-		for (uint32_t i = 0; i < d->m; i++)
-			((float *)d->c)[i * d->ldci + j * d->ldcj] = sum_f32(d, i, j);
-}
-
-static double sum_f64(const struct kern_dot *d, uint32_t i, uint32_t j)
-{
-	const double *a = (const double *)d->a + (size_t)i * d->lda;
-	const double *b = row_b(d, j, sizeof(double));
-	double acc[8] = {0};
-
-	for (uint32_t s = 0; s < d->nseg; s++, a += d->seg, b += d->bstride)
-		for (uint32_t k = 0; k < d->seg; k += 8)
-			for (uint32_t l = 0; l < 8; l++)
-				acc[l] = k + l < d->seg ? fma(a[k + l], b[k + l], acc[l])
-							: fma(0.0, 0.0, acc[l]);
-	for (uint32_t h = 4; h; h /= 2)
-		for (uint32_t l = 0; l < h; l++)
-			acc[l] = acc[l] + acc[l + h];
-	return d->bias ? acc[0] + ((const double *)d->bias)[i] : acc[0];
-}
-
-void kern_ref_dot_f64(const struct kern_dot *d)
-{
-	for (uint32_t j = 0; j < d->n; j++)
-		for (uint32_t i = 0; i < d->m; i++)
-			((double *)d->c)[i * d->ldci + j * d->ldcj] = sum_f64(d, i, j);
-}
+DOT_REF(f32, float, 16, fmaf)
+DOT_REF(f64, double, 8, fma)
 
 void kern_ref_dot_u8(const struct kern_dot *d)
 {
