@@ -6,14 +6,9 @@
  */
 #include <immintrin.h>
 
-#include "kernels/bin_impl.h"
+#include "kernels/dot_impl.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
-
-static ALWAYS_INLINE size_t boff(const struct kern_dot *d, uint32_t j)
-{
-	return d->boff ? d->boff[j] : (size_t)j * d->ldb;
-}
 
 /* Lane i of the result: the halving tree of v[i] (acc[l] += acc[l + h], h = 8, 4, 2, 1). */
 static ALWAYS_INLINE __m512 tree16_ps(const __m512 v[16])
@@ -60,23 +55,6 @@ static ALWAYS_INLINE __m512d tree8_pd(const __m512d v[8])
 	return _mm512_permutexvar_pd(perm, z);
 }
 
-/* Pair (r, c) of a block is accumulator r * 4 + c; results stored with the bias. */
-static ALWAYS_INLINE void store_f32(const struct kern_dot *d, uint32_t i0, uint32_t j0, int R,
-				    int C, const __m512 acc[16])
-{
-	float out[16] __attribute__((aligned(64)));
-	float *c = d->c;
-
-	_mm512_store_ps(out, tree16_ps(acc));
-	for (int r = 0; r < R; r++) {
-		float b = d->bias ? ((const float *)d->bias)[i0 + r] : 0.0f;
-
-		for (int q = 0; q < C; q++)
-			c[(i0 + r) * d->ldci + (j0 + q) * d->ldcj] =
-			    d->bias ? out[r * 4 + q] + b : out[r * 4 + q];
-	}
-}
-
 /* One step of LANES elements at offset k of segment (ao, bo): loads, then R x C FMAs. */
 #define STEP(T, LOAD, FMA, k, m)                                                                   \
 	do {                                                                                       \
@@ -90,48 +68,6 @@ static ALWAYS_INLINE void store_f32(const struct kern_dot *d, uint32_t i0, uint3
 			    FMA(av_, bv_[q], acc[r * 4 + q]);                                      \
 		}                                                                                  \
 	} while (0)
-
-#define LOAD_PS(m, p) _mm512_maskz_loadu_ps(m, p)
-#define LOAD_PD(m, p) _mm512_maskz_loadu_pd(m, p)
-
-/*
- * Block (i0, j0) over elements [k0, k1) of a one-segment K (or all of a segmented one): the
- * accumulators start at zero or from io, and end in io or, after the last range, in c.
- */
-static ALWAYS_INLINE void block_f32(const struct kern_dot *d, uint32_t i0, uint32_t j0, int R,
-				    int C, uint32_t k0, uint32_t k1, __m512 *io, bool first,
-				    bool last)
-{
-	const uint32_t full = k0 + (k1 - k0) / 16 * 16, tail = (k1 - k0) % 16;
-	const __mmask16 tm = (__mmask16)((1u << tail) - 1);
-	const float *a[4], *b[4];
-	__m512 acc[16];
-
-#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		acc[k] = first ? _mm512_setzero_ps() : io[k];
-#pragma GCC unroll 4
-	for (int r = 0; r < 4; r++)
-		a[r] = (const float *)d->a + (size_t)(i0 + (r < R ? r : 0)) * d->lda;
-#pragma GCC unroll 4
-	for (int q = 0; q < 4; q++)
-		b[q] = (const float *)d->b + boff(d, j0 + (q < C ? q : 0));
-	for (uint32_t s = 0; s < d->nseg; s++) {
-		const size_t ao = (size_t)s * d->seg, bo = (size_t)s * d->bstride;
-
-		for (uint32_t k = k0; k < full; k += 16)
-			STEP(__m512, LOAD_PS, _mm512_fmadd_ps, k, 0xffff);
-		if (tail)
-			STEP(__m512, LOAD_PS, _mm512_fmadd_ps, full, tm);
-	}
-	if (last) {
-		store_f32(d, i0, j0, R, C, acc);
-		return;
-	}
-#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		io[k] = acc[k];
-}
 
 #define CASE(R, C, fn)                                                                             \
 	case (R)*8 + (C):                                                                          \
@@ -189,110 +125,96 @@ static uint32_t col_block(const struct kern_dot *d, size_t esize)
 	return nb > d->n ? d->n : (uint32_t)nb;
 }
 
-void kern_avx512_dot_f32(const struct kern_dot *d)
-{
-	const uint32_t nb = col_block(d, sizeof(float)), kc = k_block(d, sizeof(float));
-	__m512 io[KB_ROWS / 4][16];
-
-	for (uint32_t j0 = 0; j0 < d->n; j0 += nb)
-		for (uint32_t i = 0; i < d->m; i += 4) {
-			uint32_t r = d->m - i < 4 ? d->m - i : 4;
-
-			for (uint32_t k0 = 0; k0 < d->seg; k0 += kc) {
-				uint32_t k1 = d->seg - k0 < kc ? d->seg : k0 + kc;
-				bool first = k0 == 0, last = k1 == d->seg;
-
-				for (uint32_t j = j0; j < d->n && j < j0 + nb; j += 4) {
-					uint32_t q = d->n - j < 4 ? d->n - j : 4;
-					/* lanes carried between K ranges: only when K is blocked */
-					__m512 *acc = kc < d->seg ? io[(j - j0) / 4] : NULL;
-
-					DISPATCH(block_f32);
-				}
-			}
-		}
-}
-
-static ALWAYS_INLINE void store_f64(const struct kern_dot *d, uint32_t i0, uint32_t j0, int R,
-				    int C, const __m512d acc[16])
-{
-	double out[16] __attribute__((aligned(64)));
-	double *c = d->c;
-
-	_mm512_store_pd(out, tree8_pd(acc));
-	if (R > 2)
-		_mm512_store_pd(out + 8, tree8_pd(acc + 8));
-	for (int r = 0; r < R; r++) {
-		double b = d->bias ? ((const double *)d->bias)[i0 + r] : 0.0;
-
-		for (int q = 0; q < C; q++)
-			c[(i0 + r) * d->ldci + (j0 + q) * d->ldcj] =
-			    d->bias ? out[r * 4 + q] + b : out[r * 4 + q];
-	}
-}
+/* The lane trees of a block's accumulators stored to out[r * 4 + c] (pair (r, c)). */
+#define TREES_ps(out, acc, R) _mm512_store_ps(out, tree16_ps(acc))
+#define TREES_pd(out, acc, R)                                                                      \
+	do {                                                                                       \
+		_mm512_store_pd(out, tree8_pd(acc));                                               \
+		if (R > 2)                                                                         \
+			_mm512_store_pd(out + 8, tree8_pd(acc + 8));                               \
+	} while (0)
 
 /*
- * Block (i0, j0) over elements [k0, k1) of a one-segment K (or all of a segmented one): the
- * accumulators start at zero or from io, and end in io or, after the last range, in c.
+ * kern_avx512_dot_SFX, LANES lanes of T per vector V (mask M, all lanes FULL), SX the
+ * intrinsics' suffix (ps, pd). Pair (r, c) of a block is accumulator r * 4 + c.
+ *
+ * block_SFX: block (i0, j0) over elements [k0, k1) of a one-segment K (or all of a segmented
+ * one): the accumulators start at zero or from io, and end in io or, after the last range, in c
+ * (store_SFX, with the bias).
  */
-static ALWAYS_INLINE void block_f64(const struct kern_dot *d, uint32_t i0, uint32_t j0, int R,
-				    int C, uint32_t k0, uint32_t k1, __m512d *io, bool first,
-				    bool last)
-{
-	const uint32_t full = k0 + (k1 - k0) / 8 * 8, tail = (k1 - k0) % 8;
-	const __mmask8 tm = (__mmask8)((1u << tail) - 1);
-	const double *a[4], *b[4];
-	__m512d acc[16];
-
-#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		acc[k] = first ? _mm512_setzero_pd() : io[k];
-#pragma GCC unroll 4
-	for (int r = 0; r < 4; r++)
-		a[r] = (const double *)d->a + (size_t)(i0 + (r < R ? r : 0)) * d->lda;
-#pragma GCC unroll 4
-	for (int q = 0; q < 4; q++)
-		b[q] = (const double *)d->b + boff(d, j0 + (q < C ? q : 0));
-	for (uint32_t s = 0; s < d->nseg; s++) {
-		const size_t ao = (size_t)s * d->seg, bo = (size_t)s * d->bstride;
-
-		for (uint32_t k = k0; k < full; k += 8)
-			STEP(__m512d, LOAD_PD, _mm512_fmadd_pd, k, 0xff);
-		if (tail)
-			STEP(__m512d, LOAD_PD, _mm512_fmadd_pd, full, tm);
+#define DOT_AVX512(SFX, T, V, LANES, M, FULL, SX)                                                  \
+	static ALWAYS_INLINE void store_##SFX(const struct kern_dot *d, uint32_t i0, uint32_t j0,  \
+					      int R, int C, const V acc[16])                       \
+	{                                                                                          \
+		T out[16] __attribute__((aligned(64)));                                            \
+		T *c = d->c;                                                                       \
+                                                                                                   \
+		TREES_##SX(out, acc, R);                                                           \
+		for (int r = 0; r < R; r++) {                                                      \
+			T b = d->bias ? ((const T *)d->bias)[i0 + r] : 0;                          \
+                                                                                                   \
+			for (int q = 0; q < C; q++)                                                \
+				c[(i0 + r) * d->ldci + (j0 + q) * d->ldcj] =                       \
+				    d->bias ? out[r * 4 + q] + b : out[r * 4 + q];                 \
+		}                                                                                  \
+	}                                                                                          \
+                                                                                                   \
+	static ALWAYS_INLINE void block_##SFX(const struct kern_dot *d, uint32_t i0, uint32_t j0,  \
+					      int R, int C, uint32_t k0, uint32_t k1, V *io,       \
+					      bool first, bool last)                               \
+	{                                                                                          \
+		const uint32_t full = k0 + (k1 - k0) / LANES * LANES, tail = (k1 - k0) % LANES;    \
+		const M tm = (M)((1u << tail) - 1);                                                \
+		const T *a[4], *b[4];                                                              \
+		V acc[16];                                                                         \
+                                                                                                   \
+		_Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) acc[k] =                     \
+		    first ? _mm512_setzero_##SX() : io[k];                                         \
+		_Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) a[r] =                         \
+		    (const T *)d->a + (size_t)(i0 + (r < R ? r : 0)) * d->lda;                     \
+		_Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) b[q] =                         \
+		    (const T *)d->b + kern_dot_boff(d, j0 + (q < C ? q : 0));                      \
+		for (uint32_t s = 0; s < d->nseg; s++) {                                           \
+			const size_t ao = (size_t)s * d->seg, bo = (size_t)s * d->bstride;         \
+                                                                                                   \
+			for (uint32_t k = k0; k < full; k += LANES)                                \
+				STEP(V, _mm512_maskz_loadu_##SX, _mm512_fmadd_##SX, k, FULL);      \
+			if (tail)                                                                  \
+				STEP(V, _mm512_maskz_loadu_##SX, _mm512_fmadd_##SX, full, tm);     \
+		}                                                                                  \
+		if (last) {                                                                        \
+			store_##SFX(d, i0, j0, R, C, acc);                                         \
+			return;                                                                    \
+		}                                                                                  \
+		_Pragma("GCC unroll 16") for (int k = 0; k < 16; k++) io[k] = acc[k];              \
+	}                                                                                          \
+                                                                                                   \
+	void kern_avx512_dot_##SFX(const struct kern_dot *d)                                       \
+	{                                                                                          \
+		const uint32_t nb = col_block(d, sizeof(T)), kc = k_block(d, sizeof(T));           \
+		V io[KB_ROWS / 4][16];                                                             \
+                                                                                                   \
+		for (uint32_t j0 = 0; j0 < d->n; j0 += nb)                                         \
+			for (uint32_t i = 0; i < d->m; i += 4) {                                   \
+				uint32_t r = d->m - i < 4 ? d->m - i : 4;                          \
+                                                                                                   \
+				for (uint32_t k0 = 0; k0 < d->seg; k0 += kc) {                     \
+					uint32_t k1 = d->seg - k0 < kc ? d->seg : k0 + kc;         \
+					bool first = k0 == 0, last = k1 == d->seg;                 \
+                                                                                                   \
+					for (uint32_t j = j0; j < d->n && j < j0 + nb; j += 4) {   \
+						uint32_t q = d->n - j < 4 ? d->n - j : 4;          \
+						/* carried between K ranges when K is blocked */   \
+						V *acc = kc < d->seg ? io[(j - j0) / 4] : NULL;    \
+                                                                                                   \
+						DISPATCH(block_##SFX);                             \
+					}                                                          \
+				}                                                                  \
+			}                                                                          \
 	}
-	if (last) {
-		store_f64(d, i0, j0, R, C, acc);
-		return;
-	}
-#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		io[k] = acc[k];
-}
 
-void kern_avx512_dot_f64(const struct kern_dot *d)
-{
-	const uint32_t nb = col_block(d, sizeof(double)), kc = k_block(d, sizeof(double));
-	__m512d io[KB_ROWS / 4][16];
-
-	for (uint32_t j0 = 0; j0 < d->n; j0 += nb)
-		for (uint32_t i = 0; i < d->m; i += 4) {
-			uint32_t r = d->m - i < 4 ? d->m - i : 4;
-
-			for (uint32_t k0 = 0; k0 < d->seg; k0 += kc) {
-				uint32_t k1 = d->seg - k0 < kc ? d->seg : k0 + kc;
-				bool first = k0 == 0, last = k1 == d->seg;
-
-				for (uint32_t j = j0; j < d->n && j < j0 + nb; j += 4) {
-					uint32_t q = d->n - j < 4 ? d->n - j : 4;
-					/* lanes carried between K ranges: only when K is blocked */
-					__m512d *acc = kc < d->seg ? io[(j - j0) / 4] : NULL;
-
-					DISPATCH(block_f64);
-				}
-			}
-		}
-}
+DOT_AVX512(f32, float, __m512, 16, __mmask16, 0xffff, ps)
+DOT_AVX512(f64, double, __m512d, 8, __mmask8, 0xff, pd)
 
 #define VNNI __attribute__((target("avx512vnni")))
 
@@ -311,7 +233,7 @@ static VNNI void block_u8(const struct kern_dot *d, uint32_t i0, uint32_t j0, ui
 	for (uint32_t r = 0; r < 4; r++)
 		a[r] = (const int8_t *)d->a + (size_t)(i0 + (r < R ? r : 0)) * d->lda;
 	for (uint32_t q = 0; q < 4; q++)
-		b[q] = (const uint8_t *)d->b + boff(d, j0 + (q < C ? q : 0));
+		b[q] = (const uint8_t *)d->b + kern_dot_boff(d, j0 + (q < C ? q : 0));
 	for (uint32_t s = 0; s < d->nseg; s++) {
 		const size_t ao = (size_t)s * d->seg, bo = (size_t)s * d->bstride;
 
@@ -347,7 +269,7 @@ static void block_u8_bw(const struct kern_dot *d, uint32_t i0, uint32_t j0, uint
 	for (uint32_t r = 0; r < R; r++)
 		for (uint32_t q = 0; q < C; q++) {
 			const int8_t *a = (const int8_t *)d->a + (size_t)(i0 + r) * d->lda;
-			const uint8_t *b = (const uint8_t *)d->b + boff(d, j0 + q);
+			const uint8_t *b = (const uint8_t *)d->b + kern_dot_boff(d, j0 + q);
 			__m512i acc = _mm512_setzero_si512();
 
 			for (uint32_t s = 0; s < d->nseg; s++, a += d->seg, b += d->bstride)
