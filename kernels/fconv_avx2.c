@@ -8,13 +8,24 @@
 #include "kernels/kern.h"
 
 /*
- * Direct conv, register-blocked: up to SC_NPX neighbouring output pixels of one row x 16
- * output channels in 2 SC_NPX accumulators; per tap two loads of weights, one broadcast of each
- * pixel's input value and 2 SC_NPX FMAs. Filters in blocks of 32 (two halves of 16), taps in
- * chunks of at most SC_KC whose weights ([nt][32]) stay in L1 across the image's pixel blocks.
+ * Direct conv, register-blocked (sc_block, kernels/sconv_impl.h): up to SC_NPX neighbouring
+ * output pixels of one row x 16 output channels per block. Filters in blocks of 32 (two halves of
+ * 16), taps in chunks of at most SC_KC whose weights ([nt][32]) stay in L1 across the image's
+ * pixel blocks.
  */
-#define SC_NPX 6
-#define SC_KC  256
+#define SC_NPX		   6
+#define SC_KC		   256
+#define SC_V		   __m256
+#define SC_M		   __m256i
+#define SC_VL		   8
+#define SC_ZERO()	   _mm256_setzero_ps()
+#define SC_LOAD(p)	   _mm256_load_ps(p)
+#define SC_LOADM(p, m)	   _mm256_maskload_ps(p, m)
+#define SC_BCAST(p)	   _mm256_broadcast_ss(p)
+#define SC_FMA(a, b, c)	   _mm256_fmadd_ps(a, b, c)
+#define SC_STOREM(p, m, v) _mm256_maskstore_ps(p, m, v)
+
+#include "kernels/sconv_impl.h"
 
 static inline __m256i sc_mask(uint32_t left)
 {
@@ -23,51 +34,6 @@ static inline __m256i sc_mask(uint32_t left)
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left < 8 ? left : 8)), idx);
 }
 
-static inline __attribute__((always_inline)) void
-sc_block(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb, size_t ldy,
-	 __m256i m0, __m256i m1, bool first, const int n, const uint32_t s)
-{
-	__m256 a[SC_NPX], b[SC_NPX];
-
-#pragma GCC unroll 6
-	for (int r = 0; r < n; r++) {
-		a[r] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(yb + r * ldy, m0);
-		b[r] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(yb + r * ldy + 8, m1);
-	}
-	for (uint32_t t = 0; t < nt; t++, wc += 32) {
-		const float *xt = xr + toff[t];
-		const __m256 w0 = _mm256_load_ps(wc), w1 = _mm256_load_ps(wc + 8);
-
-#pragma GCC unroll 6
-		for (int r = 0; r < n; r++) {
-			const __m256 x = _mm256_broadcast_ss(xt + (size_t)r * s);
-
-			a[r] = _mm256_fmadd_ps(x, w0, a[r]);
-			b[r] = _mm256_fmadd_ps(x, w1, b[r]);
-		}
-	}
-#pragma GCC unroll 6
-	for (int r = 0; r < n; r++) {
-		_mm256_maskstore_ps(yb + r * ldy, m0, a[r]);
-		_mm256_maskstore_ps(yb + r * ldy + 8, m1, b[r]);
-	}
-}
-
-typedef void (*sc_fn)(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb,
-		      size_t ldy, __m256i m0, __m256i m1, bool first, uint32_t s);
-
-#define SC_FN(N)                                                                                   \
-	static void sc1_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
-			    float *yb, size_t ldy, __m256i m0, __m256i m1, bool first, uint32_t s) \
-	{                                                                                          \
-		(void)s;                                                                           \
-		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, 1);                          \
-	}                                                                                          \
-	static void scs_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
-			    float *yb, size_t ldy, __m256i m0, __m256i m1, bool first, uint32_t s) \
-	{                                                                                          \
-		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, s);                          \
-	}
 SC_FN(1)
 SC_FN(2)
 SC_FN(3)

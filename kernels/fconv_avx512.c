@@ -15,62 +15,25 @@ static inline __mmask16 lanes(uint32_t cnt, uint32_t v)
 }
 
 /*
- * Direct conv, register-blocked: up to SC_NPX neighbouring output pixels of one row x 32 output
- * channels in 2 SC_NPX accumulators; per tap two loads of weights, one broadcast of each
- * pixel's input value and 2 SC_NPX FMAs. The taps run in chunks of at most SC_KC whose weights
- * (SC_KC x 32 floats) stay in L1 across every pixel block of the image; partial sums are kept
- * in y between chunks.
+ * Direct conv, register-blocked (sc_block, kernels/sconv_impl.h): up to SC_NPX neighbouring
+ * output pixels of one row x 32 output channels per block. The taps run in chunks of at most
+ * SC_KC whose weights (SC_KC x 32 floats) stay in L1 across every pixel block of the image;
+ * partial sums are kept in y between chunks.
  */
-#define SC_NPX 14
-#define SC_KC  256
+#define SC_NPX		   14
+#define SC_KC		   256
+#define SC_V		   __m512
+#define SC_M		   __mmask16
+#define SC_VL		   16
+#define SC_ZERO()	   _mm512_setzero_ps()
+#define SC_LOAD(p)	   _mm512_load_ps(p)
+#define SC_LOADM(p, m)	   _mm512_maskz_loadu_ps(m, p)
+#define SC_BCAST(p)	   _mm512_set1_ps(*(p))
+#define SC_FMA(a, b, c)	   _mm512_fmadd_ps(a, b, c)
+#define SC_STOREM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 
-static inline __attribute__((always_inline)) void
-sc_block(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb, size_t ldy,
-	 __mmask16 m0, __mmask16 m1, bool first, const int n, const uint32_t s)
-{
-	__m512 a[SC_NPX], b[SC_NPX];
+#include "kernels/sconv_impl.h"
 
-#pragma GCC unroll 14
-	for (int r = 0; r < n; r++) {
-		a[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, yb + r * ldy);
-		b[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, yb + r * ldy + 16);
-	}
-	for (uint32_t t = 0; t < nt; t++, wc += 32) {
-		const float *xt = xr + toff[t];
-		const __m512 w0 = _mm512_load_ps(wc), w1 = _mm512_load_ps(wc + 16);
-
-#pragma GCC unroll 14
-		for (int r = 0; r < n; r++) {
-			const __m512 x = _mm512_set1_ps(xt[(size_t)r * s]);
-
-			a[r] = _mm512_fmadd_ps(x, w0, a[r]);
-			b[r] = _mm512_fmadd_ps(x, w1, b[r]);
-		}
-	}
-#pragma GCC unroll 14
-	for (int r = 0; r < n; r++) {
-		_mm512_mask_storeu_ps(yb + r * ldy, m0, a[r]);
-		_mm512_mask_storeu_ps(yb + r * ldy + 16, m1, b[r]);
-	}
-}
-
-typedef void (*sc_fn)(const float *xr, const int32_t *toff, uint32_t nt, const float *wc, float *yb,
-		      size_t ldy, __mmask16 m0, __mmask16 m1, bool first, uint32_t s);
-
-#define SC_FN(N)                                                                                   \
-	static void sc1_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
-			    float *yb, size_t ldy, __mmask16 m0, __mmask16 m1, bool first,         \
-			    uint32_t s)                                                            \
-	{                                                                                          \
-		(void)s;                                                                           \
-		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, 1);                          \
-	}                                                                                          \
-	static void scs_##N(const float *xr, const int32_t *toff, uint32_t nt, const float *wc,    \
-			    float *yb, size_t ldy, __mmask16 m0, __mmask16 m1, bool first,         \
-			    uint32_t s)                                                            \
-	{                                                                                          \
-		sc_block(xr, toff, nt, wc, yb, ldy, m0, m1, first, N, s);                          \
-	}
 SC_FN(1)
 SC_FN(2)
 SC_FN(3)
