@@ -10,6 +10,17 @@
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
+#define DOT_STR_(x) #x
+#define DOT_STR(x)  DOT_STR_(x)
+
+/*
+ * A level of the trees below, 128-bit blocks at a time: dst[k] = the blocks of src[2k] and
+ * src[2k + 1] that SHUF selects by LO plus those it selects by HI, for k < N.
+ */
+#define HALVE(N, ADD, SHUF, dst, src, LO, HI)                                                      \
+	_Pragma(DOT_STR(GCC unroll N)) for (int k = 0; k < (N); k++) dst[k] =                      \
+	    ADD(SHUF(src[2 * k], src[2 * k + 1], LO), SHUF(src[2 * k], src[2 * k + 1], HI))
+
 /* Lane i of the result: the halving tree of v[i] (acc[l] += acc[l + h], h = 8, 4, 2, 1). */
 static ALWAYS_INLINE __m512 tree16_ps(const __m512 v[16])
 {
@@ -17,14 +28,8 @@ static ALWAYS_INLINE __m512 tree16_ps(const __m512 v[16])
 	    _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 	__m512 w[8], x[4], y[2], z;
 
-#pragma GCC unroll 8
-	for (int k = 0; k < 8; k++)
-		w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44),
-				     _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xee));
-#pragma GCC unroll 4
-	for (int k = 0; k < 4; k++)
-		x[k] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0x88),
-				     _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0xdd));
+	HALVE(8, _mm512_add_ps, _mm512_shuffle_f32x4, w, v, 0x44, 0xee);
+	HALVE(4, _mm512_add_ps, _mm512_shuffle_f32x4, x, w, 0x88, 0xdd);
 #pragma GCC unroll 2
 	for (int k = 0; k < 2; k++) {
 		__m512d a = _mm512_castps_pd(x[2 * k]), b = _mm512_castps_pd(x[2 * k + 1]);
@@ -43,14 +48,8 @@ static ALWAYS_INLINE __m512d tree8_pd(const __m512d v[8])
 	const __m512i perm = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
 	__m512d w[4], x[2], z;
 
-#pragma GCC unroll 4
-	for (int k = 0; k < 4; k++)
-		w[k] = _mm512_add_pd(_mm512_shuffle_f64x2(v[2 * k], v[2 * k + 1], 0x44),
-				     _mm512_shuffle_f64x2(v[2 * k], v[2 * k + 1], 0xee));
-#pragma GCC unroll 2
-	for (int k = 0; k < 2; k++)
-		x[k] = _mm512_add_pd(_mm512_shuffle_f64x2(w[2 * k], w[2 * k + 1], 0x88),
-				     _mm512_shuffle_f64x2(w[2 * k], w[2 * k + 1], 0xdd));
+	HALVE(4, _mm512_add_pd, _mm512_shuffle_f64x2, w, v, 0x44, 0xee);
+	HALVE(2, _mm512_add_pd, _mm512_shuffle_f64x2, x, w, 0x88, 0xdd);
 	z = _mm512_add_pd(_mm512_unpacklo_pd(x[0], x[1]), _mm512_unpackhi_pd(x[0], x[1]));
 	return _mm512_permutexvar_pd(perm, z);
 }
