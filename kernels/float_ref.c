@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/kern_ops.h"
+#include "kernels/lrn_impl.h"
 
 size_t kern_conv_scratch(const struct kern_conv_geom *g)
 {
@@ -136,17 +137,5 @@ void kern_lrn_f64(const double *x, uint32_t batch, uint32_t c, uint32_t hw, uint
 	uint32_t half = size / 2;
 
 	for (uint32_t i = 0; i < batch; i++, x += (size_t)c * hw, y += (size_t)c * hw)
-		for (uint32_t ch = 0; ch < c; ch++) {
-			uint32_t lo = ch < half ? 0 : ch - half;
-			uint32_t hi = ch + half + 1 < c ? ch + half + 1 : c;
-
-			for (uint32_t p = 0; p < hw; p++) {
-				double s = 0.0;
-
-				for (uint32_t j = lo; j < hi; j++)
-					s += x[(size_t)j * hw + p] * x[(size_t)j * hw + p];
-				y[(size_t)ch * hw + p] =
-				    x[(size_t)ch * hw + p] / pow(k + alpha / size * s, beta);
-			}
-		}
+		KERN_LRN_IMAGE(double, x, y, c, hw, half, size, alpha, beta, k);
 }

@@ -37,6 +37,7 @@
 #include "kernels/bin_impl.h"
 #include "kernels/felem.h"
 #include "kernels/frun.h"
+#include "kernels/lrn_impl.h"
 
 #define U32	0x1p-24
 #define U64	0x1p-53
@@ -453,21 +454,8 @@ static void run_lrn(struct kern_frun *r, const struct model_layer *l, const stru
 		const double X = r->fe->absmax(x, (size_t)C * hw) + r->e32[b] + r->e64[b];
 		const double L = o->lrn_l * (1.0 + o->lrn_xr * X * X), ymax = o->lrn_l * X;
 
-		for (uint32_t ch = 0; ch < C; ch++) {
-			uint32_t lo = ch < half ? 0 : ch - half;
-			uint32_t hi = ch + half + 1 < C ? ch + half + 1 : C;
-
-			for (uint32_t p = 0; p < hw; p++) {
-				double s = 0.0;
-
-				for (uint32_t j = lo; j < hi; j++)
-					s += (double)x[(size_t)j * hw + p] * x[(size_t)j * hw + p];
-				y[(size_t)ch * hw + p] =
-				    (float)(x[(size_t)ch * hw + p] /
-					    pow(l->lrn_k + l->lrn_alpha / l->lrn_size * s,
-						l->lrn_beta));
-			}
-		}
+		KERN_LRN_IMAGE(float, x, y, C, hw, half, l->lrn_size, l->lrn_alpha, l->lrn_beta,
+			       l->lrn_k);
 		r->e32[b] = ymax <= FR_BIG
 				? L * r->e32[b] + (1.01 * U32 + 2.0 * rel) * ymax + 0x1p-148
 				: INFINITY;
