@@ -304,25 +304,28 @@ static void fc_sizes(const struct kern_fconv *f, size_t sz[7])
 	sz[6] = np * model_words(g->o) * sizeof(uint64_t);
 }
 
+/* The next n bytes of the scratch at *p; *p moves on to a 64-byte boundary. */
+static void *fc_take(char **p, size_t n)
+{
+	void *r = *p;
+
+	*p += al64(n);
+	return r;
+}
+
 static void fc_carve(const struct kern_fconv *f, void *scratch, struct fc_scratch *s)
 {
 	size_t sz[7];
 	char *p = scratch;
 
 	fc_sizes(f, sz);
-	s->xp = (float *)p;
-	p += al64(sz[0]);
-	s->y = (float *)p;
-	p += al64(sz[1]);
-	s->x64 = (double *)p;
-	p += al64(sz[2]);
-	s->col64 = (double *)p;
-	p += al64(sz[3]);
-	s->y64 = (double *)p;
-	p += al64(sz[4]);
-	s->unsure = (uint32_t *)p;
-	p += al64(sz[5]);
-	s->bits = (uint64_t *)p;
+	s->xp = fc_take(&p, sz[0]);
+	s->y = fc_take(&p, sz[1]);
+	s->x64 = fc_take(&p, sz[2]);
+	s->col64 = fc_take(&p, sz[3]);
+	s->y64 = fc_take(&p, sz[4]);
+	s->unsure = fc_take(&p, sz[5]);
+	s->bits = fc_take(&p, sz[6]);
 }
 
 size_t kern_fconv_scratch(const struct kern_fconv *f)
