@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "kernels/kern_ops.h"
-#include "kernels/lrn_impl.h"
+#include "kernels/float_impl.h"
 
 size_t kern_conv_scratch(const struct kern_conv_geom *g)
 {
@@ -93,15 +93,7 @@ void kern_pad_f64(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint3
 {
 	const size_t oh = (size_t)h + pads[0] + pads[2], ow = (size_t)w + pads[1] + pads[3];
 
-	for (size_t p = 0; p < (size_t)batch * c; p++) {
-		const double *xp = x + p * h * w;
-		double *yp = y + p * oh * ow;
-
-		for (size_t i = 0; i < oh * ow; i++)
-			yp[i] = fill;
-		for (size_t r = 0; r < h; r++)
-			memcpy(yp + (r + pads[0]) * ow + pads[1], xp + r * w, w * sizeof(double));
-	}
+	KERN_PAD_PLANES(double, x, y, (size_t)batch *c, h, w, oh, ow, pads[0], pads[1], fill);
 }
 
 void kern_sign3_f64(const double *x, size_t n, double *y)

@@ -37,7 +37,7 @@
 #include "kernels/bin_impl.h"
 #include "kernels/felem.h"
 #include "kernels/frun.h"
-#include "kernels/lrn_impl.h"
+#include "kernels/float_impl.h"
 
 #define U32	0x1p-24
 #define U64	0x1p-53
@@ -469,15 +469,7 @@ static void run_pad(const struct model_layer *l, const float *x, uint32_t batch,
 	const size_t h = l->in.h, w = l->in.w, oh = l->out.h, ow = l->out.w;
 	const float fill = (l->flags & MODEL_LF_PADNEG) ? -INFINITY : 0.0f;
 
-	for (size_t p = 0; p < (size_t)batch * l->in.c; p++) {
-		const float *xp = x + p * h * w;
-		float *yp = y + p * oh * ow;
-
-		for (size_t i = 0; i < oh * ow; i++)
-			yp[i] = fill;
-		for (size_t i = 0; i < h; i++)
-			memcpy(yp + (i + pads[0]) * ow + pads[1], xp + i * w, w * sizeof(float));
-	}
+	KERN_PAD_PLANES(float, x, y, (size_t)batch * l->in.c, h, w, oh, ow, pads[0], pads[1], fill);
 }
 
 /* Op i (and a MAXPOOL after a conv on sconv_packed, when i + 1 < to); returns the ops run. */

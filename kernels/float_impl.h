@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Local response normalisation of one image, shared by float_ref.c (double) and frun.c (float). */
-#ifndef KERNELS_LRN_IMPL_H
-#define KERNELS_LRN_IMPL_H
+/* Plane ops that float_ref.c (in double) and frun.c (in float) share, written once over the type.
+ */
+#ifndef KERNELS_FLOAT_IMPL_H
+#define KERNELS_FLOAT_IMPL_H
 
 #include <math.h>
+#include <string.h>
 
 /*
  * y[ch][p] = x[ch][p] / (k + alpha / size * s)^beta, s the sum in double of x[j][p]^2 over the
@@ -25,6 +27,24 @@
 				    (T)(x[(size_t)ch * (hw) + p] /                                 \
 					pow((k) + ((alpha) / (size)) * s, (beta)));                \
 			}                                                                          \
+		}                                                                                  \
+	} while (0)
+
+/*
+ * n planes of h x w values of type T from x into the middle of n planes of oh x ow in y, top rows
+ * and left columns in, the rest fill.
+ */
+#define KERN_PAD_PLANES(T, x, y, n, h, w, oh, ow, top, left, fill)                                 \
+	do {                                                                                       \
+		for (size_t p = 0; p < (n); p++) {                                                 \
+			const T *xp = (x) + p * (h) * (w);                                         \
+			T *yp = (y) + p * (oh) * (ow);                                             \
+                                                                                                   \
+			for (size_t i = 0; i < (oh) * (ow); i++)                                   \
+				yp[i] = (fill);                                                    \
+			for (size_t r = 0; r < (h); r++)                                           \
+				memcpy(yp + (r + (top)) * (ow) + (left), xp + r * (w),             \
+				       (w) * sizeof(T));                                           \
 		}                                                                                  \
 	} while (0)
 
