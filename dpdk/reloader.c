@@ -80,6 +80,24 @@ int dpdk_reloader_wait(struct dpdk_reloader *d, int n, char *msg, size_t len)
 	return conf_reload_outcome(&d->t, msg, len);
 }
 
+int dpdk_reload_ask(const struct dpdk_server *s, void *srv)
+{
+	struct dpdk_reloader *d = s->reloader(srv);
+
+	return d ? dpdk_reloader_ask(d) : 0;
+}
+
+int dpdk_reload_wait(const struct dpdk_server *s, void *srv, char *msg, size_t len)
+{
+	struct dpdk_reloader *d = s->reloader(srv);
+
+	if (!d) {
+		snprintf(msg, len, "%s", s->no_reload);
+		return -ENOTSUP;
+	}
+	return dpdk_reloader_wait(d, dpdk_reloader_ask(d), msg, len);
+}
+
 void dpdk_reloader_figures(const struct dpdk_reloader *d, uint64_t *version, uint64_t *done,
 			   uint64_t *failed)
 {

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "conf/reload.h"
+#include "dpdk/server.h"
 
 struct dpdk_reloader {
 	/* set by the server before dpdk_reloader_start */
@@ -49,6 +50,15 @@ int dpdk_reloader_ask(struct dpdk_reloader *d);
 
 /* Off the lcores: until ticket n is done (at most wait_us): its status, what it said in msg. */
 int dpdk_reloader_wait(struct dpdk_reloader *d, int n, char *msg, size_t len);
+
+/* A server's reload asked for (SIGHUP: atomics only): its ticket, 0 where it has no reloader
+ * this run. */
+int dpdk_reload_ask(const struct dpdk_server *s, void *srv);
+
+/* A server's reload asked for and waited on, off the lcores (the telemetry command, POST
+ * /-/reload): its status and what it said in msg; -ENOTSUP and s->no_reload where the server
+ * has no reloader this run. */
+int dpdk_reload_wait(const struct dpdk_server *s, void *srv, char *msg, size_t len);
 
 /* The version served, the reloads done and failed (d NULL: no reloader: 1, 0, 0). */
 void dpdk_reloader_figures(const struct dpdk_reloader *d, uint64_t *version, uint64_t *done,

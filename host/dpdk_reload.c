@@ -323,30 +323,18 @@ int host_reload_setup(struct host_app *a, char *err, size_t errlen)
 	return 0;
 }
 
+struct dpdk_reloader *host_reloader(void *srv)
+{
+	struct host_app *a = srv;
+
+	return a->reload ? &a->reload->d : NULL;
+}
+
 void host_reload_figures(const struct host_app *a, uint64_t *version, uint64_t *done)
 {
 	uint64_t failed;
 
 	dpdk_reloader_figures(a->reload ? &a->reload->d : NULL, version, done, &failed);
-}
-
-int host_reload_ask(void *srv)
-{
-	struct host_app *a = srv;
-
-	return a->reload ? dpdk_reloader_ask(&a->reload->d) : 0;
-}
-
-int host_reload_wait(void *srv, int n, char *msg, size_t len)
-{
-	struct host_app *a = srv;
-	struct host_reload *r = a->reload;
-
-	if (!r) {
-		snprintf(msg, len, "no reload with --nic inproc: restart to change the models");
-		return -ENOTSUP;
-	}
-	return dpdk_reloader_wait(&r->d, n, msg, len);
 }
 
 void host_reload_teardown(struct host_app *a)

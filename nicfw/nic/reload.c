@@ -323,23 +323,11 @@ int nic_reload_setup(struct nic *n, char *err, size_t errlen)
 	return 0;
 }
 
-int nic_reload_ask(void *srv)
+struct dpdk_reloader *nic_reloader(void *srv)
 {
 	struct nic *n = srv;
 
-	return n->reload ? dpdk_reloader_ask(&n->reload->d) : 0;
-}
-
-int nic_reload_wait(void *srv, int ticket, char *msg, size_t len)
-{
-	struct nic *n = srv;
-	struct nic_reload *r = n->reload;
-
-	if (!r) {
-		snprintf(msg, len, "no reloader: restart to change the models");
-		return -ENOTSUP;
-	}
-	return dpdk_reloader_wait(&r->d, ticket, msg, len);
+	return n->reload ? &n->reload->d : NULL;
 }
 
 void nic_reload_figures(const struct nic *n, uint64_t *version, uint64_t *done, uint64_t *failed)
