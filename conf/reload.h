@@ -11,9 +11,12 @@
 #ifndef CONF_RELOAD_H
 #define CONF_RELOAD_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -84,6 +87,27 @@ static inline bool conf_reload_same_file(const struct stat *x, const struct stat
 {
 	return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size &&
 	       x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
+}
+
+/* A model file as loaded at start, for conf_reload_same_file: zeroed where path is NULL or stat
+ * fails (never the same file again). */
+static inline void conf_reload_stat(const char *path, struct stat *st)
+{
+	if (!path || stat(path, st))
+		memset(st, 0, sizeof(*st));
+}
+
+/* The ids of the n models a reload would serve: 0 where no two are the same, else -EINVAL with
+ * "model id ID given twice" in err. */
+static inline int conf_reload_ids_unique(const uint32_t *id, uint32_t n, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = i + 1; j < n; j++)
+			if (id[i] == id[j]) {
+				snprintf(err, errlen, "model id %#x given twice", id[i]);
+				return -EINVAL;
+			}
+	return 0;
 }
 
 /* The reloader thread's pause while it waits on the packet loop. */

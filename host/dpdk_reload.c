@@ -157,6 +157,7 @@ static void reload_once(void *arg)
 	struct host_app *a = r->a;
 	const struct host_map *old = host_map(a);
 	uint8_t slots[HOST_MAX_MODELS];
+	uint32_t ids[HOST_MAX_MODELS];
 	bool fresh[HOST_MAX_MODELS] = {false}, kept[HOST_MAX_MODELS] = {false};
 	uint32_t n = 0, loaded = 0, gone = 0, high;
 	struct host_map *mp;
@@ -213,13 +214,10 @@ static void reload_once(void *arg)
 			loaded++;
 		}
 	}
-	for (uint32_t i = 0; !ret && i < n; i++)
-		for (uint32_t j = i + 1; j < n; j++)
-			if (a->hm[slots[i]].model_id == a->hm[slots[j]].model_id) {
-				snprintf(err, sizeof(err), "model id %#x given twice",
-					 a->hm[slots[i]].model_id);
-				ret = -EINVAL;
-			}
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = a->hm[slots[i]].model_id;
+	if (!ret)
+		ret = conf_reload_ids_unique(ids, n, err, sizeof(err));
 	conf_args_free(&v);
 	mp = ret ? NULL : host_map_build(a->hm, slots, n);
 	if (!mp) {
@@ -309,8 +307,7 @@ int host_reload_setup(struct host_app *a, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%.*s",
 			 (int)RTE_MIN(strcspn(spec, ":"), conf_batch_at(spec)), spec);
 		r->spec[k] = strdup(spec);
-		if (!r->spec[k] || stat(path, &r->st[k]))
-			memset(&r->st[k], 0, sizeof(r->st[k])); /* never the same file again */
+		conf_reload_stat(r->spec[k] ? path : NULL, &r->st[k]);
 	}
 	ret = dpdk_reloader_start(&r->d, err, errlen);
 	if (ret) {

@@ -154,6 +154,7 @@ static void reload_once(void *arg)
 	struct nic_reload *r = arg;
 	struct nic *n = r->n;
 	uint8_t slots[NICFW_DISP_MAX_MODELS], old[NICFW_DISP_MAX_MODELS];
+	uint32_t ids[NICFW_DISP_MAX_MODELS];
 	bool fresh[NICFW_DISP_MAX_MODELS] = {false}, kept[NICFW_DISP_MAX_MODELS] = {false};
 	uint32_t ns = 0, n_old = n->n_map, loaded = 0, gone = 0;
 	struct conf_args v;
@@ -200,13 +201,10 @@ static void reload_once(void *arg)
 			ret = 0;
 		}
 	}
-	for (uint32_t i = 0; !ret && i < ns; i++)
-		for (uint32_t j = i + 1; j < ns; j++)
-			if (n->sl[slots[i]].id == n->sl[slots[j]].id) {
-				snprintf(err, sizeof(err), "model id %#x given twice",
-					 n->sl[slots[i]].id);
-				ret = -EINVAL;
-			}
+	for (uint32_t i = 0; i < ns; i++)
+		ids[i] = n->sl[slots[i]].id;
+	if (!ret)
+		ret = conf_reload_ids_unique(ids, ns, err, sizeof(err));
 	conf_args_free(&v);
 	if (!ret)
 		ret = nic_health_models(n, slots, ns, &n->chg_health, err, sizeof(err));
@@ -308,8 +306,7 @@ int nic_reload_setup(struct nic *n, char *err, size_t errlen)
 		const uint32_t k = n->map[i];
 
 		r->path[k] = strdup(n->sl[k].path);
-		if (!r->path[k] || stat(r->path[k], &r->st[k]))
-			memset(&r->st[k], 0, sizeof(r->st[k])); /* never the same file again */
+		conf_reload_stat(r->path[k], &r->st[k]);
 		if (!r->path[k]) {
 			snprintf(err, errlen, "reloader: out of memory");
 			return -ENOMEM;
