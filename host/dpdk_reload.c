@@ -327,13 +327,6 @@ struct dpdk_reloader *host_reloader(void *srv)
 	return a->reload ? &a->reload->d : NULL;
 }
 
-void host_reload_figures(const struct host_app *a, uint64_t *version, uint64_t *done)
-{
-	uint64_t failed;
-
-	dpdk_reloader_figures(a->reload ? &a->reload->d : NULL, version, done, &failed);
-}
-
 void host_reload_teardown(struct host_app *a)
 {
 	struct host_reload *r = a->reload;

@@ -370,9 +370,6 @@ int host_load_model(struct host_model *hm, char *spec, const struct conf_batch *
  */
 int host_reload_setup(struct host_app *a, char *err, size_t errlen);
 struct dpdk_reloader *host_reloader(void *srv);
-/* The version of the models served (1 at start, one more per reload that changed them) and the
- * reloads done. */
-void host_reload_figures(const struct host_app *a, uint64_t *version, uint64_t *done);
 void host_reload_teardown(struct host_app *a);
 
 /* dpdk_telemetry.c: the commands /splitnic/host/latency and /splitnic/host/models (dpdk/server.h;

@@ -149,8 +149,6 @@ int nic_reload_setup(struct nic *n, char *err, size_t errlen);
 struct dpdk_reloader *nic_reloader(void *srv);
 /* The packet loop, between turns: the change asked for, applied. */
 void nic_reload_apply(struct nic *n);
-/* The version of the models served (1 at start), reloads done and failed. */
-void nic_reload_figures(const struct nic *n, uint64_t *version, uint64_t *done, uint64_t *failed);
 void nic_reload_teardown(struct nic *n);
 
 /* telemetry.c: the commands /splitnic/nic/models and /splitnic/nic/timing (dpdk/server.h; the

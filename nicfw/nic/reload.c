@@ -327,11 +327,6 @@ struct dpdk_reloader *nic_reloader(void *srv)
 	return n->reload ? &n->reload->d : NULL;
 }
 
-void nic_reload_figures(const struct nic *n, uint64_t *version, uint64_t *done, uint64_t *failed)
-{
-	dpdk_reloader_figures(n->reload ? &n->reload->d : NULL, version, done, failed);
-}
-
 void nic_reload_teardown(struct nic *n)
 {
 	struct nic_reload *r = n->reload;
