@@ -9,10 +9,8 @@ int cli_usage_error(const struct conf_cmd *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", c->prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	conf_vsay(c->prog, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return conf_usage_error(c);
 }

@@ -295,6 +295,13 @@ int conf_usage_error(const struct conf_cmd *c)
 	return 2;
 }
 
+void conf_vsay(const char *who, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", who);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 /* "-o, --output FILE" or "--count N" into buf; its length */
 static int opt_label(const struct conf_opt *r, char *buf, size_t len)
 {

@@ -32,6 +32,7 @@
 #ifndef CONF_OPTS_H
 #define CONF_OPTS_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -223,6 +224,9 @@ void conf_usage(FILE *f, const struct conf_cmd *c);
 
 /* conf_usage on stderr; returns 2, the exit status of bad arguments. */
 int conf_usage_error(const struct conf_cmd *c);
+
+/* One line "WHO: ..." on stderr, the rest from fmt and ap. */
+void conf_vsay(const char *who, const char *fmt, va_list ap);
 
 /* The usage, the purpose, every option with its argument, default and help, then the notes. */
 void conf_help(FILE *f, const struct conf_cmd *c);

@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * conf/reload.h — the bookkeeping of a server's reloads, shared by splitnic-host
- * (host/dpdk_reload.c), splitnic-nic (nicfw/nic/reload.c) and splitnic serve (serve/models.c),
+ * conf/reload.h — the bookkeeping of a server's reloads, shared by the DPDK servers' reloader
+ * (dpdk/reloader.c: splitnic-host's and splitnic-nic's) and splitnic serve's (serve/models.c),
  * and the file check that keeps an unchanged model: any thread asks (SIGHUP, telemetry,
  * POST /-/reload) and gets a ticket; one reloader thread takes every ask made so far and serves
- * them with one reload; whoever asked waits until its ticket is done and reads the outcome.
+ * them with one reload (conf_reload_run); whoever asked waits until its ticket is done and reads
+ * the outcome.
  * Header-only, libc and GCC atomics: no lock, so a signal-driven ask never waits.
  */
 #ifndef CONF_RELOAD_H
 #define CONF_RELOAD_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -85,10 +89,48 @@ static inline bool conf_reload_same_file(const struct stat *x, const struct stat
 	       x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
 }
 
+/* A model file as loaded at start, for conf_reload_same_file: zeroed where path is NULL or stat
+ * fails (never the same file again). */
+static inline void conf_reload_stat(const char *path, struct stat *st)
+{
+	if (!path || stat(path, st))
+		memset(st, 0, sizeof(*st));
+}
+
+/* The ids of the n models a reload would serve: 0 where no two are the same, else -EINVAL with
+ * "model id ID given twice" in err. */
+static inline int conf_reload_ids_unique(const uint32_t *id, uint32_t n, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = i + 1; j < n; j++)
+			if (id[i] == id[j]) {
+				snprintf(err, errlen, "model id %#x given twice", id[i]);
+				return -EINVAL;
+			}
+	return 0;
+}
+
 /* The reloader thread's pause while it waits on the packet loop. */
 static inline void conf_reload_sleep_us(long us)
 {
 	nanosleep(&(struct timespec){us / 1000000, us % 1000000 * 1000}, NULL);
+}
+
+/* The reloader thread's life until stop(arg): the asks made so far served by one once(arg) (which
+ * ends with conf_reload_finish), a pause of idle_us between looks when none is waiting. */
+static inline void conf_reload_run(struct conf_reload *t, bool (*stop)(void *arg),
+				   void (*once)(void *arg), void *arg, long idle_us)
+{
+	while (!stop(arg)) {
+		int asked = conf_reload_take(t);
+
+		if (!asked) {
+			conf_reload_sleep_us(idle_us);
+			continue;
+		}
+		once(arg);
+		conf_reload_served(t, asked);
+	}
 }
 
 #endif /* CONF_RELOAD_H */

@@ -6,6 +6,7 @@
 #include <rte_lcore.h>
 
 #include "dpdk/metrics.h"
+#include "dpdk/reloader.h"
 
 enum { M_STARTING = 0, M_READY, M_DRAINING };
 
@@ -46,7 +47,7 @@ static void write_metrics(void *arg, struct metrics_buf *b)
 static int reload(void *arg, char *msg, size_t len)
 {
 	(void)arg;
-	return dm.s->reload_wait(dm.srv, dm.s->reload(dm.srv), msg, len);
+	return dpdk_reload_wait(dm.s, dm.srv, msg, len);
 }
 
 static const char *not_ready(void *arg)
@@ -61,7 +62,7 @@ int dpdk_metrics_start(const struct dpdk_server *s, void *srv, const struct dpdk
 		       char *err, size_t errlen)
 {
 	const struct metrics_src src = {
-	    .write = write_metrics, .not_ready = not_ready, .reload = s->reload ? reload : NULL};
+	    .write = write_metrics, .not_ready = not_ready, .reload = s->reloader ? reload : NULL};
 
 	if (!run->metrics_port)
 		return 0;

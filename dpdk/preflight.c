@@ -39,11 +39,9 @@ static int pf_fail(const struct dpdk_server *s, int status, const char *fmt, ...
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", s->who);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	conf_vsay(s->who, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return status;
 }
 

@@ -18,6 +18,7 @@
 #include "dpdk/idle.h"
 #include "dpdk/metrics.h"
 #include "dpdk/preflight.h"
+#include "dpdk/reloader.h"
 #include "dpdk/server.h"
 #include "kernels/kern_ops.h"
 
@@ -148,8 +149,8 @@ static int run_loop(const struct dpdk_server *s, void *srv, const struct dpdk_ru
 			break;
 		if (unlikely(hup_sig)) {
 			hup_sig = 0;
-			if (s->reload)
-				s->reload(srv);
+			if (s->reloader)
+				dpdk_reload_ask(s, srv);
 			else
 				printf("%s: SIGHUP: its models change only with a restart\n",
 				       s->who);

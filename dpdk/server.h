@@ -35,9 +35,10 @@
  *     policy of dpdk/idle.h, which every poll loop already reports its work to, turn by turn;
  *   - the metrics endpoint (dpdk/metrics.h, --metrics-port): another reader of counters, as
  *     telemetry is, started after step 6, ready from step 7, not ready from the drain on;
- *   - reloading models without a restart: SIGHUP makes the main lcore's loop call reload
- *     between turns (it only asks: the server's own thread does the work off the lcores); the
- *     telemetry command reload_path and POST /-/reload on the metrics port ask and wait.
+ *   - reloading models without a restart: SIGHUP makes the main lcore's loop ask the server's
+ *     reloader between turns (it only asks: the reloader's thread, dpdk/reloader.h, does the
+ *     work off the lcores); the telemetry command reload_path and POST /-/reload on the metrics
+ *     port ask and wait.
  */
 #ifndef DPDK_SERVER_H
 #define DPDK_SERVER_H
@@ -49,6 +50,7 @@
 #include "conf/conf.h"
 
 struct rte_tel_data;
+struct dpdk_reloader;
 struct dpdk_metrics_ops;
 
 /* What the skeleton runs by, from the server's options. */
@@ -102,11 +104,11 @@ struct dpdk_server {
 	/* Everything setup did, undone (also after a failed setup); false: rte_eal_cleanup must be
 	 * left out (a thread of EAL's is parked in the server's code until the process ends). */
 	bool (*teardown)(void *srv);
-	/* Models without a restart (NULL: the server has none): ask for a reload (atomics only,
-	 * from any thread): its number; wait (off the lcores) until reload n is done: 0 or -errno,
-	 * what happened in msg. reload_path: its telemetry command ("/splitnic/host/reload"). */
-	int (*reload)(void *srv);
-	int (*reload_wait)(void *srv, int n, char *msg, size_t len);
+	/* Models without a restart (NULL: the server has none): its reloader (dpdk/reloader.h),
+	 * NULL where this run has none (no_reload: why, what a reload answers then); reload_path:
+	 * its telemetry command ("/splitnic/host/reload"). */
+	struct dpdk_reloader *(*reloader)(void *srv);
+	const char *no_reload;
 	const char *reload_path;
 };
 

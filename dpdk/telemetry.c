@@ -8,6 +8,7 @@
 
 #include <rte_telemetry.h>
 
+#include "dpdk/reloader.h"
 #include "dpdk/server.h"
 
 static const struct dpdk_server *tel_server;
@@ -29,9 +30,9 @@ static int tel_cmd(const char *cmd, const char *params, struct rte_tel_data *d)
 		tel_server->counters(srv, tel_put, d);
 		return 0;
 	}
-	if (tel_server->reload && !strcmp(cmd, tel_server->reload_path)) {
+	if (tel_server->reloader && !strcmp(cmd, tel_server->reload_path)) {
 		char msg[RTE_TEL_MAX_STRING_LEN];
-		int rc = tel_server->reload_wait(srv, tel_server->reload(srv), msg, sizeof(msg));
+		int rc = dpdk_reload_wait(tel_server, srv, msg, sizeof(msg));
 
 		rte_tel_data_add_dict_int(d, "status", rc);
 		rte_tel_data_add_dict_string(d, "message", msg);
@@ -50,7 +51,7 @@ void dpdk_telemetry_register(const struct dpdk_server *s, void *srv)
 		rte_telemetry_register_cmd(s->stats_path, tel_cmd, s->stats_help);
 		for (unsigned i = 0; i < s->n_tel; i++)
 			rte_telemetry_register_cmd(s->tel[i].path, tel_cmd, s->tel[i].help);
-		if (s->reload)
+		if (s->reloader)
 			rte_telemetry_register_cmd(s->reload_path, tel_cmd,
 						   "reload the models (the configuration read "
 						   "again): status 0 or -errno, message");

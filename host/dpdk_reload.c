@@ -23,7 +23,6 @@
  * free slot) undoes what it loaded and changes nothing.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,28 +32,26 @@
 #include <rte_lcore.h>
 
 #include "conf/reload.h"
+#include "dpdk/reloader.h"
 #include "host/host_dpdk.h"
 
-#define RELOAD_POLL_US	 1000
-#define RELOAD_DRAIN_S	 30 /* a slot drains at most this long, then the reload goes on */
-#define RELOAD_EPOCH_S	 5  /* every worker begins a turn within this */
-#define RELOAD_IDLE_POLL 20 /* ms between looks for a reload to do */
+#define RELOAD_POLL_US 1000
+#define RELOAD_DRAIN_S 30 /* a slot drains at most this long, then the reload goes on */
+#define RELOAD_EPOCH_S 5  /* every worker begins a turn within this */
 
 struct host_reload {
 	struct host_app *a;
-	pthread_t thr;
-	bool running;
-	bool quit;			 /* atomic */
-	struct conf_reload t;		 /* the reloads asked for, begun, done, the last outcome */
-	uint64_t version;		 /* of the models served: 1 at start */
+	struct dpdk_reloader d;		 /* the thread, the tickets, the version served */
 	char *spec[HOST_MAX_MODELS];	 /* each slot's --model as given (NULL: free) */
 	const struct host_map *stale;	 /* a map replaced when the server stopped mid-way */
 	struct stat st[HOST_MAX_MODELS]; /* each slot's model file when it was loaded */
 };
 
-static bool stopping(const struct host_reload *r)
+static bool workers_stopped(void *arg)
 {
-	return __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE) || r->a->workers_stop;
+	const struct host_reload *r = arg;
+
+	return r->a->workers_stop;
 }
 
 /* Every worker has begun a turn at epoch e or later: 0, or -ECANCELED / -ETIMEDOUT. */
@@ -63,7 +60,7 @@ static int wait_workers(struct host_reload *r, uint64_t e)
 	for (unsigned i = 0; i < r->a->n_workers; i++)
 		for (long t = 0; __atomic_load_n(&r->a->w[i].model_epoch, __ATOMIC_ACQUIRE) < e;
 		     t += RELOAD_POLL_US) {
-			if (stopping(r))
+			if (dpdk_reloader_stopping(&r->d))
 				return -ECANCELED;
 			if (t > RELOAD_EPOCH_S * 1000000L)
 				return -ETIMEDOUT;
@@ -149,33 +146,18 @@ static int slot_load(struct host_reload *r, uint32_t k, const char *spec, const 
 	return ret;
 }
 
-static void finish(struct host_reload *r, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void finish(struct host_reload *r, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	conf_reload_finish(&r->t, "host", status, fmt, ap);
-	va_end(ap);
-}
-
 static int parse_opts(void *o, int argc, char **argv)
 {
 	return host_opts_parse(o, argc, argv);
 }
 
-/* The options again, as at start (dpdk_server_reread). */
-static int read_opts(struct host_opts *o, struct conf_args *v, char *err, size_t errlen)
+static void reload_once(void *arg)
 {
-	return dpdk_server_reread(&host_conf, parse_opts, o, v, err, errlen);
-}
-
-static void reload_once(struct host_reload *r)
-{
+	struct host_reload *r = arg;
 	struct host_app *a = r->a;
 	const struct host_map *old = host_map(a);
 	uint8_t slots[HOST_MAX_MODELS];
+	uint32_t ids[HOST_MAX_MODELS];
 	bool fresh[HOST_MAX_MODELS] = {false}, kept[HOST_MAX_MODELS] = {false};
 	uint32_t n = 0, loaded = 0, gone = 0, high;
 	struct host_map *mp;
@@ -184,9 +166,10 @@ static void reload_once(struct host_reload *r)
 	char err[384];
 	int ret;
 
-	if (read_opts(&o, &v, err, sizeof(err))) {
-		finish(r, -EINVAL, "failed: %s; still serving version %lu", err,
-		       (unsigned long)r->version);
+	/* 1. the options again, as at start */
+	if (dpdk_server_reread(&host_conf, parse_opts, &o, &v, err, sizeof(err))) {
+		dpdk_reloader_finish(&r->d, -EINVAL, "failed: %s; still serving version %lu", err,
+				     (unsigned long)r->d.version);
 		return;
 	}
 	ret = 0;
@@ -231,21 +214,19 @@ static void reload_once(struct host_reload *r)
 			loaded++;
 		}
 	}
-	for (uint32_t i = 0; !ret && i < n; i++)
-		for (uint32_t j = i + 1; j < n; j++)
-			if (a->hm[slots[i]].model_id == a->hm[slots[j]].model_id) {
-				snprintf(err, sizeof(err), "model id %#x given twice",
-					 a->hm[slots[i]].model_id);
-				ret = -EINVAL;
-			}
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = a->hm[slots[i]].model_id;
+	if (!ret)
+		ret = conf_reload_ids_unique(ids, n, err, sizeof(err));
 	conf_args_free(&v);
 	mp = ret ? NULL : host_map_build(a->hm, slots, n);
 	if (!mp) {
 		for (uint32_t k = 0; k < HOST_MAX_MODELS; k++)
 			if (fresh[k])
 				slot_free(r, k);
-		finish(r, ret ? ret : -ENOMEM, "failed: %s; still serving version %lu",
-		       ret ? err : "out of memory", (unsigned long)r->version);
+		dpdk_reloader_finish(&r->d, ret ? ret : -ENOMEM,
+				     "failed: %s; still serving version %lu",
+				     ret ? err : "out of memory", (unsigned long)r->d.version);
 		return;
 	}
 	/* 3. the new slots on, then the map that names them */
@@ -259,7 +240,7 @@ static void reload_once(struct host_reload *r)
 		}
 	__atomic_store_n(&a->n_models, high, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&a->map, mp, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&r->version, r->version + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->d.version, r->d.version + 1, __ATOMIC_RELAXED);
 	ret = wait_workers(r, next_epoch(a));
 	if (ret)
 		goto out_stopped;
@@ -272,7 +253,7 @@ static void reload_once(struct host_reload *r)
 		for (long t = 0; slot_reqs(a, s) && t < RELOAD_DRAIN_S * 1000000L;
 		     t += RELOAD_POLL_US) {
 			ret = -ECANCELED;
-			if (stopping(r))
+			if (dpdk_reloader_stopping(&r->d))
 				goto out_stopped;
 			conf_reload_sleep_us(RELOAD_POLL_US);
 		}
@@ -290,33 +271,16 @@ static void reload_once(struct host_reload *r)
 		if (!kept[old->slot[i]])
 			slot_free(r, old->slot[i]);
 	free((void *)old);
-	finish(r, 0, "version %lu: %u model(s): %u loaded, %u unloaded, %u kept",
-	       (unsigned long)r->version, n, loaded, gone, n - loaded);
+	dpdk_reloader_finish(&r->d, 0, "version %lu: %u model(s): %u loaded, %u unloaded, %u kept",
+			     (unsigned long)r->d.version, n, loaded, gone, n - loaded);
 	return;
 out_stopped:
 	/* the workers stopped (or one never turned): what is left is freed at teardown (every
 	 * slot, both maps) */
 	r->stale = old;
-	finish(r, ret, "version %lu published, the old one not freed: %s",
-	       (unsigned long)r->version,
-	       ret == -ETIMEDOUT ? "a worker did not turn" : "the server stopped");
-}
-
-static void *reload_main(void *arg)
-{
-	struct host_reload *r = arg;
-
-	while (!stopping(r)) {
-		int asked = conf_reload_take(&r->t);
-
-		if (!asked) {
-			conf_reload_sleep_us(RELOAD_IDLE_POLL * 1000);
-			continue;
-		}
-		reload_once(r);
-		conf_reload_served(&r->t, asked);
-	}
-	return NULL;
+	dpdk_reloader_finish(&r->d, ret, "version %lu published, the old one not freed: %s",
+			     (unsigned long)r->d.version,
+			     ret == -ETIMEDOUT ? "a worker did not turn" : "the server stopped");
 }
 
 int host_reload_setup(struct host_app *a, char *err, size_t errlen)
@@ -329,7 +293,13 @@ int host_reload_setup(struct host_app *a, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	r->a = a;
-	r->version = 1;
+	r->d =
+	    (struct dpdk_reloader){.who = "host",
+				   .wait_us = (RELOAD_DRAIN_S + 2 * RELOAD_EPOCH_S + 30) * 1000000L,
+				   .stopped = workers_stopped,
+				   .once = reload_once,
+				   .arg = r,
+				   .version = 1};
 	for (uint32_t k = 0; k < a->n_models; k++) {
 		const char *spec = a->o.model_spec[k];
 		char path[4096];
@@ -337,54 +307,24 @@ int host_reload_setup(struct host_app *a, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%.*s",
 			 (int)RTE_MIN(strcspn(spec, ":"), conf_batch_at(spec)), spec);
 		r->spec[k] = strdup(spec);
-		if (!r->spec[k] || stat(path, &r->st[k]))
-			memset(&r->st[k], 0, sizeof(r->st[k])); /* never the same file again */
+		conf_reload_stat(r->spec[k] ? path : NULL, &r->st[k]);
 	}
-	ret = rte_ctrl_thread_create(&r->thr, "host-reload", NULL, reload_main, r);
+	ret = dpdk_reloader_start(&r->d, err, errlen);
 	if (ret) {
-		snprintf(err, errlen, "reloader thread: %s", strerror(-ret));
 		for (uint32_t k = 0; k < HOST_MAX_MODELS; k++)
 			free(r->spec[k]);
 		free(r);
 		return ret;
 	}
-	r->running = true;
 	a->reload = r;
 	return 0;
 }
 
-void host_reload_figures(const struct host_app *a, uint64_t *version, uint64_t *done)
-{
-	const struct host_reload *r = a->reload;
-
-	*version = r ? __atomic_load_n(&r->version, __ATOMIC_RELAXED) : 1;
-	*done = r ? (uint64_t)conf_reload_count(&r->t) : 0;
-}
-
-int host_reload_ask(void *srv)
+struct dpdk_reloader *host_reloader(void *srv)
 {
 	struct host_app *a = srv;
 
-	return a->reload ? conf_reload_ask(&a->reload->t) : 0;
-}
-
-int host_reload_wait(void *srv, int n, char *msg, size_t len)
-{
-	struct host_app *a = srv;
-	struct host_reload *r = a->reload;
-
-	if (!r) {
-		snprintf(msg, len, "no reload with --nic inproc: restart to change the models");
-		return -ENOTSUP;
-	}
-	for (long t = 0; !conf_reload_is_done(&r->t, n); t += 10000) {
-		if (t > (RELOAD_DRAIN_S + 2 * RELOAD_EPOCH_S + 30) * 1000000L) {
-			snprintf(msg, len, "reload %d not done yet", n);
-			return -ETIMEDOUT;
-		}
-		conf_reload_sleep_us(10000);
-	}
-	return conf_reload_outcome(&r->t, msg, len);
+	return a->reload ? &a->reload->d : NULL;
 }
 
 void host_reload_teardown(struct host_app *a)
@@ -393,9 +333,7 @@ void host_reload_teardown(struct host_app *a)
 
 	if (!r)
 		return;
-	__atomic_store_n(&r->quit, true, __ATOMIC_RELEASE);
-	if (r->running)
-		pthread_join(r->thr, NULL);
+	dpdk_reloader_stop(&r->d);
 	for (uint32_t k = 0; k < HOST_MAX_MODELS; k++)
 		free(r->spec[k]);
 	free((void *)r->stale);

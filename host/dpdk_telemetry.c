@@ -8,6 +8,7 @@
 #include <rte_telemetry.h>
 
 #include "dpdk/metrics.h"
+#include "dpdk/reloader.h"
 #include "host/host_dpdk.h"
 
 static const char *const counter_names[HOST_C__COUNT] = {
@@ -74,6 +75,7 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 	uint64_t sum[HOST_C__COUNT] = {0}, verd[PROTO_VERDICT__COUNT] = {0},
 		 ra[PROTO_RA__COUNT] = {0};
 	uint64_t batches = 0, reqs = 0, fbs = 0, cns = 0, gfb = 0, expired = 0, dbl = 0;
+	uint64_t version, reloads, failed; /* the reloader's (its failures not among the keys) */
 	uint64_t in_use = 0, in_flight = 0, queued[HOST_MAX_MODELS] = {0};
 	struct proto_reasm_stats rs;
 	struct rte_eth_stats es;
@@ -136,10 +138,10 @@ static void stats_each(struct host_app *a, void (*put)(void *arg, const char *ke
 		put(arg, key, queued[k]);
 	}
 	put(arg, "link_up", a->link_up);
-	host_reload_figures(a, &batches, &reqs);
+	dpdk_reloader_figures(host_reloader(a), &version, &reloads, &failed);
 	put(arg, "models", host_map(a)->n);
-	put(arg, "models_version", batches);
-	put(arg, "reloads", reqs);
+	put(arg, "models_version", version);
+	put(arg, "reloads", reloads);
 	if (!rte_eth_stats_get(a->port, &es)) { /* DPDK's own count of the frames in and out */
 		put(arg, "port_ipackets", es.ipackets);
 		put(arg, "port_opackets", es.opackets);

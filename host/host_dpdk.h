@@ -365,15 +365,11 @@ int host_load_model(struct host_model *hm, char *spec, const struct conf_batch *
  * control thread) reads the command line and the configuration file again; what changed is
  * loaded into free slots, published in a new map, and the slots no longer named are drained
  * (their requests finish on the old version) and freed after a grace period (every worker has
- * begun a turn since, no telemetry read under way). host_reload_ask() asks (atomics only; any
- * thread), host_reload_wait() waits off the lcores for reload n's outcome.
+ * begun a turn since, no telemetry read under way). host_reloader(): its reloader
+ * (dpdk/reloader.h), which asks and waits, NULL with --nic inproc.
  */
 int host_reload_setup(struct host_app *a, char *err, size_t errlen);
-int host_reload_ask(void *srv);
-/* The version of the models served (1 at start, one more per reload that changed them) and the
- * reloads done. */
-void host_reload_figures(const struct host_app *a, uint64_t *version, uint64_t *done);
-int host_reload_wait(void *srv, int n, char *msg, size_t len);
+struct dpdk_reloader *host_reloader(void *srv);
 void host_reload_teardown(struct host_app *a);
 
 /* dpdk_telemetry.c: the commands /splitnic/host/latency and /splitnic/host/models (dpdk/server.h;

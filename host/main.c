@@ -342,8 +342,8 @@ static const struct dpdk_server host_server = {
     .stop = host_stop,
     .counters = host_counters,
     .teardown = host_teardown,
-    .reload = host_reload_ask,
-    .reload_wait = host_reload_wait,
+    .reloader = host_reloader,
+    .no_reload = "no reload with --nic inproc: restart to change the models",
     .reload_path = "/splitnic/host/reload",
 };
 

@@ -237,8 +237,9 @@ static void finish(struct serve_reloader *r, int status, const char *fmt, ...)
 
 /* One reload: the table built, handed to the packet loop, the old one back and freed after the
  * metrics thread's grace period. */
-static void reload_once(struct serve_reloader *r)
+static void reload_once(void *arg)
 {
+	struct serve_reloader *r = arg;
 	struct serve_opts o = {0};
 	struct conf_args hold;
 	struct serve_table *t, *old;
@@ -272,20 +273,17 @@ static void reload_once(struct serve_reloader *r)
 	finish(r, 0, "version %lu: %u model(s)", (unsigned long)t->version, t->n_models);
 }
 
+static bool quitting(void *arg)
+{
+	const struct serve_reloader *r = arg;
+
+	return __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE);
+}
+
 static void *reloader_main(void *arg)
 {
-	struct serve_reloader *r = arg;
-
-	while (!__atomic_load_n(&r->quit, __ATOMIC_ACQUIRE)) {
-		int asked = conf_reload_take(&r->t);
-
-		if (!asked) {
-			nap();
-			continue;
-		}
-		reload_once(r);
-		conf_reload_served(&r->t, asked);
-	}
+	conf_reload_run(&((struct serve_reloader *)arg)->t, quitting, reload_once, arg,
+			RELOAD_POLL_NS / 1000);
 	return NULL;
 }
 

@@ -16,6 +16,7 @@
 #include "conf/batch.h"
 #include "conf/conf.h"
 #include "conf/opts.h"
+#include "conf/reload.h"
 #include "host/opts.h"
 #include "nicfw/nic/opts.h"
 #include "protocol/frame.h"
@@ -516,6 +517,36 @@ static void test_conf_batch(void **state)
 	assert_int_equal(o.batch.max_delay_ns, 50000);
 }
 
+/* A reload's checks: the ids it would serve, a model file kept while unchanged. */
+static void test_conf_reload_checks(void **state)
+{
+	const uint32_t ok[] = {1, 2, 7}, twice[] = {5, 7, 9, 7, 5};
+	struct stat was, now, none;
+	char err[64] = "";
+
+	(void)state;
+	assert_int_equal(conf_reload_ids_unique(ok, 3, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(conf_reload_ids_unique(twice, 4, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "model id 0x7 given twice");
+	assert_int_equal(conf_reload_ids_unique(twice, 5, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "model id 0x5 given twice");
+
+	write_conf("a\n");
+	conf_reload_stat(path, &was);
+	conf_reload_stat(path, &now);
+	assert_true(conf_reload_same_file(&was, &now));
+	write_conf("ab\n"); /* a new size */
+	conf_reload_stat(path, &now);
+	assert_false(conf_reload_same_file(&was, &now));
+	memset(&none, 0xff, sizeof(none));
+	conf_reload_stat(NULL, &none); /* zeroed: never the same file as one that exists */
+	assert_int_equal(none.st_ino, 0);
+	assert_false(conf_reload_same_file(&none, &now));
+	conf_reload_stat("/nonexistent/model.snm", &none);
+	assert_int_equal(none.st_ino, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -530,6 +561,7 @@ int main(void)
 	    cmocka_unit_test(test_conf_opts_help),
 	    cmocka_unit_test(test_conf_opts_help_arg),
 	    cmocka_unit_test_setup_teardown(test_conf_batch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_conf_reload_checks, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,44 +67,38 @@ size_t kcuda_conv_scratch(const struct kern_conv_geom *g, uint32_t batch)
 	return (size_t)batch * g->c * g->k * g->k * g->oh * g->ow;
 }
 
+/* cuBLAS's gemm in each precision (the same arguments, T's alpha and beta). */
+template <typename T> struct blas;
+template <> struct blas<double> {
+	static constexpr auto gemm = cublasDgemm;
+	static constexpr auto gemm_batched = cublasDgemmStridedBatched;
+};
+template <> struct blas<float> {
+	static constexpr auto gemm = cublasSgemm;
+	static constexpr auto gemm_batched = cublasSgemmStridedBatched;
+};
+
 /* Row-major Y_b (o x ohw) = W (o x ckk) col_b (ckk x ohw), i.e. column-major Y^T = col^T W^T. */
-static cublasStatus_t gemm_conv(cublasHandle_t h, const double *w, const double *col, double *y,
-				int ohw, int o, int ckk, int batch)
+template <typename T>
+static cublasStatus_t gemm_conv(cublasHandle_t h, const T *w, const T *col, T *y, int ohw, int o,
+				int ckk, int batch)
 {
-	const double one = 1.0, zero = 0.0;
+	const T one = 1, zero = 0;
 
-	return cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, ohw, o, ckk, &one, col, ohw,
-					 (long long)ckk * ohw, w, ckk, 0, &zero, y, ohw,
-					 (long long)o * ohw, batch);
-}
-
-static cublasStatus_t gemm_conv(cublasHandle_t h, const float *w, const float *col, float *y,
-				int ohw, int o, int ckk, int batch)
-{
-	const float one = 1.0f, zero = 0.0f;
-
-	return cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, ohw, o, ckk, &one, col, ohw,
-					 (long long)ckk * ohw, w, ckk, 0, &zero, y, ohw,
-					 (long long)o * ohw, batch);
+	return blas<T>::gemm_batched(h, CUBLAS_OP_N, CUBLAS_OP_N, ohw, o, ckk, &one, col, ohw,
+				     (long long)ckk * ohw, w, ckk, 0, &zero, y, ohw,
+				     (long long)o * ohw, batch);
 }
 
 /* Row-major Y (batch x out) = X (batch x n) W^T, i.e. column-major Y^T = op_T(W) X^T. */
-static cublasStatus_t gemm_dense(cublasHandle_t h, const double *x, int batch, int n,
-				 const double *w, int out, double *y)
+template <typename T>
+static cublasStatus_t gemm_dense(cublasHandle_t h, const T *x, int batch, int n, const T *w,
+				 int out, T *y)
 {
-	const double one = 1.0, zero = 0.0;
+	const T one = 1, zero = 0;
 
-	return cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, n, &one, w, n, x, n, &zero, y,
-			   out);
-}
-
-static cublasStatus_t gemm_dense(cublasHandle_t h, const float *x, int batch, int n, const float *w,
-				 int out, float *y)
-{
-	const float one = 1.0f, zero = 0.0f;
-
-	return cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, n, &one, w, n, x, n, &zero, y,
-			   out);
+	return blas<T>::gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, out, batch, n, &one, w, n, x, n, &zero, y,
+			     out);
 }
 
 template <typename T>

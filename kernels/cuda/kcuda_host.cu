@@ -276,6 +276,19 @@ extern "C" int kcuda_cast_f64(const void *x, uint32_t fmt, size_t n, double *y)
 	return tmp_done(&t, y, dy, n * sizeof(double));
 }
 
+/* run(h) with a cuBLAS handle of the call's own, when every step before it went well. */
+template <typename F> static void with_cublas(struct tmp *t, F run)
+{
+	cublasHandle_t h = NULL;
+
+	if (!t->ret)
+		t->ret = KCUDA_CHECK(cublasCreate(&h));
+	if (!t->ret)
+		t->ret = run(h);
+	if (h)
+		KCUDA_CHECK(cublasDestroy(h));
+}
+
 template <typename T>
 static int conv(const T *x, uint32_t batch, const struct kern_conv_geom *g, const T *w, const T *b,
 		T *y)
@@ -287,14 +300,10 @@ static int conv(const T *x, uint32_t batch, const struct kern_conv_geom *g, cons
 	const T *db = b ? (const T *)tmp_in(&t, b, g->o * sizeof(T)) : NULL;
 	T *col = (T *)tmp_alloc(&t, kcuda_conv_scratch(g, batch) * sizeof(T));
 	T *dy = (T *)tmp_out(&t, ny);
-	cublasHandle_t h = NULL;
 
-	if (!t.ret)
-		t.ret = KCUDA_CHECK(cublasCreate(&h));
-	if (!t.ret)
-		t.ret = kcuda_d_conv(0, h, dx, batch, g, dw, db, col, dy);
-	if (h)
-		KCUDA_CHECK(cublasDestroy(h));
+	with_cublas(&t, [&](cublasHandle_t h) {
+		return kcuda_d_conv(0, h, dx, batch, g, dw, db, col, dy);
+	});
 	return tmp_done(&t, y, dy, ny);
 }
 
@@ -307,14 +316,10 @@ static int dense(const T *x, uint32_t batch, uint32_t n, const T *w, uint32_t ou
 	const T *dw = (const T *)tmp_in(&t, w, (size_t)out * n * sizeof(T));
 	const T *db = b ? (const T *)tmp_in(&t, b, out * sizeof(T)) : NULL;
 	T *dy = (T *)tmp_out(&t, ny);
-	cublasHandle_t h = NULL;
 
-	if (!t.ret)
-		t.ret = KCUDA_CHECK(cublasCreate(&h));
-	if (!t.ret)
-		t.ret = kcuda_d_dense(0, h, dx, batch, n, dw, out, db, dy);
-	if (h)
-		KCUDA_CHECK(cublasDestroy(h));
+	with_cublas(&t, [&](cublasHandle_t h) {
+		return kcuda_d_dense(0, h, dx, batch, n, dw, out, db, dy);
+	});
 	return tmp_done(&t, y, dy, ny);
 }
 

@@ -365,8 +365,8 @@ static const struct dpdk_server nic_server = {
     .counters = nic_counters,
     .report = nic_report,
     .teardown = nic_teardown,
-    .reload = nic_reload_ask,
-    .reload_wait = nic_reload_wait,
+    .reloader = nic_reloader,
+    .no_reload = "no reloader: restart to change the models",
     .reload_path = "/splitnic/nic/reload",
 };
 

@@ -145,12 +145,10 @@ int nic_health_models(const struct nic *n, const uint8_t *map, uint32_t nm, stru
  * options again, loads each new or changed --model into a free slot, hands the packet loop the
  * new map, and frees each slot no longer named once the dispatcher no longer polls it. */
 int nic_reload_setup(struct nic *n, char *err, size_t errlen);
-int nic_reload_ask(void *srv);
-int nic_reload_wait(void *srv, int ticket, char *msg, size_t len);
+/* Its reloader (dpdk/reloader.h), which asks and waits; NULL before setup. */
+struct dpdk_reloader *nic_reloader(void *srv);
 /* The packet loop, between turns: the change asked for, applied. */
 void nic_reload_apply(struct nic *n);
-/* The version of the models served (1 at start), reloads done and failed. */
-void nic_reload_figures(const struct nic *n, uint64_t *version, uint64_t *done, uint64_t *failed);
 void nic_reload_teardown(struct nic *n);
 
 /* telemetry.c: the commands /splitnic/nic/models and /splitnic/nic/timing (dpdk/server.h; the

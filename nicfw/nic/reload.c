@@ -25,7 +25,6 @@
  * stay, and the message names the file and the cause.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,21 +34,16 @@
 #include <rte_lcore.h>
 
 #include "conf/reload.h"
+#include "dpdk/reloader.h"
 #include "nicfw/nic/nic.h"
 
-#define RELOAD_POLL_US	 1000
-#define RELOAD_DRAIN_S	 30 /* a slot drains at most this long; then it is left until exit */
-#define RELOAD_APPLY_S	 5  /* the packet loop applies a change within this */
-#define RELOAD_IDLE_POLL 20 /* ms between looks for a reload to do */
+#define RELOAD_POLL_US 1000
+#define RELOAD_DRAIN_S 30 /* a slot drains at most this long; then it is left until exit */
+#define RELOAD_APPLY_S 5  /* the packet loop applies a change within this */
 
 struct nic_reload {
 	struct nic *n;
-	pthread_t thr;
-	bool running;
-	bool quit;	      /* atomic */
-	struct conf_reload t; /* the reloads asked for, begun, done, the last outcome */
-	uint64_t version;     /* of the models served: 1 at start */
-	uint64_t failed;      /* reloads that changed nothing */
+	struct dpdk_reloader d; /* the thread, the tickets, the version served, the failures */
 	char *path[NICFW_DISP_MAX_MODELS]; /* each slot's file, owned (NULL: free) */
 	struct stat st[NICFW_DISP_MAX_MODELS];
 	bool stuck[NICFW_DISP_MAX_MODELS]; /* did not drain: freed at exit */
@@ -58,34 +52,16 @@ struct nic_reload {
 /* One server per process: the state outlives a telemetry thread still waiting at exit. */
 static struct nic_reload reloader;
 
-static bool stopping(const struct nic_reload *r)
+static bool loop_over(void *arg)
 {
-	return __atomic_load_n(&r->quit, __ATOMIC_ACQUIRE) ||
-	       __atomic_load_n(&r->n->loop_over, __ATOMIC_ACQUIRE);
-}
+	const struct nic_reload *r = arg;
 
-static void finish(struct nic_reload *r, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void finish(struct nic_reload *r, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (status)
-		__atomic_add_fetch(&r->failed, 1, __ATOMIC_RELAXED);
-	va_start(ap, fmt);
-	conf_reload_finish(&r->t, "nic", status, fmt, ap);
-	va_end(ap);
+	return __atomic_load_n(&r->n->loop_over, __ATOMIC_ACQUIRE);
 }
 
 static int parse_opts(void *o, int argc, char **argv)
 {
 	return nic_opts_parse(o, argc, argv);
-}
-
-/* The options again, as at start (dpdk_server_reread). */
-static int read_opts(struct nic_opts *o, struct conf_args *v, char *err, size_t errlen)
-{
-	return dpdk_server_reread(&nic_conf, parse_opts, o, v, err, errlen);
 }
 
 /* The packet loop applies the change in chg_*: 0, or -ECANCELED / -ETIMEDOUT. */
@@ -96,7 +72,7 @@ static int hand_over(struct nic_reload *r)
 
 	for (long t = 0; __atomic_load_n(&n->chg_done, __ATOMIC_ACQUIRE) != want;
 	     t += RELOAD_POLL_US) {
-		if (stopping(r))
+		if (dpdk_reloader_stopping(&r->d))
 			return -ECANCELED;
 		if (t > RELOAD_APPLY_S * 1000000L)
 			return -ETIMEDOUT;
@@ -173,10 +149,12 @@ static int slot_load(struct nic_reload *r, const struct nic_opts *o, uint32_t i,
 	return (int)k;
 }
 
-static void reload_once(struct nic_reload *r)
+static void reload_once(void *arg)
 {
+	struct nic_reload *r = arg;
 	struct nic *n = r->n;
 	uint8_t slots[NICFW_DISP_MAX_MODELS], old[NICFW_DISP_MAX_MODELS];
+	uint32_t ids[NICFW_DISP_MAX_MODELS];
 	bool fresh[NICFW_DISP_MAX_MODELS] = {false}, kept[NICFW_DISP_MAX_MODELS] = {false};
 	uint32_t ns = 0, n_old = n->n_map, loaded = 0, gone = 0;
 	struct conf_args v;
@@ -185,9 +163,10 @@ static void reload_once(struct nic_reload *r)
 	int ret = 0;
 
 	memcpy(old, n->map, sizeof(old));
-	if (read_opts(&o, &v, err, sizeof(err))) {
-		finish(r, -EINVAL, "failed: %s; still serving version %lu", err,
-		       (unsigned long)r->version);
+	/* 1. the options again, as at start */
+	if (dpdk_server_reread(&nic_conf, parse_opts, &o, &v, err, sizeof(err))) {
+		dpdk_reloader_finish(&r->d, -EINVAL, "failed: %s; still serving version %lu", err,
+				     (unsigned long)r->d.version);
 		return;
 	}
 	for (uint32_t i = 0; !ret && i < o.n_models; i++) {
@@ -222,13 +201,10 @@ static void reload_once(struct nic_reload *r)
 			ret = 0;
 		}
 	}
-	for (uint32_t i = 0; !ret && i < ns; i++)
-		for (uint32_t j = i + 1; j < ns; j++)
-			if (n->sl[slots[i]].id == n->sl[slots[j]].id) {
-				snprintf(err, sizeof(err), "model id %#x given twice",
-					 n->sl[slots[i]].id);
-				ret = -EINVAL;
-			}
+	for (uint32_t i = 0; i < ns; i++)
+		ids[i] = n->sl[slots[i]].id;
+	if (!ret)
+		ret = conf_reload_ids_unique(ids, ns, err, sizeof(err));
 	conf_args_free(&v);
 	if (!ret)
 		ret = nic_health_models(n, slots, ns, &n->chg_health, err, sizeof(err));
@@ -236,8 +212,8 @@ static void reload_once(struct nic_reload *r)
 		for (uint32_t k = 0; k < NICFW_DISP_MAX_MODELS; k++)
 			if (fresh[k])
 				slot_free(r, k);
-		finish(r, ret, "failed: %s; still serving version %lu", err,
-		       (unsigned long)r->version);
+		dpdk_reloader_finish(&r->d, ret, "failed: %s; still serving version %lu", err,
+				     (unsigned long)r->d.version);
 		return;
 	}
 	/* 3. the new map to the packet loop; readers see it at once */
@@ -247,16 +223,17 @@ static void reload_once(struct nic_reload *r)
 	memcpy(n->map, slots, sizeof(slots));
 	n->n_map = ns;
 	pthread_mutex_unlock(&n->rd_lock);
-	__atomic_store_n(&r->version, r->version + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->d.version, r->d.version + 1, __ATOMIC_RELAXED);
 	ret = hand_over(r);
 	if (ret) {
-		finish(r, ret,
-		       "version %lu handed to the packet loop, %s; the old version(s) stay "
-		       "until exit",
-		       (unsigned long)r->version,
-		       ret == -ETIMEDOUT
-			   ? "which had not taken it after 5 s (it will at its next turn)"
-			   : "which stopped");
+		dpdk_reloader_finish(
+		    &r->d, ret,
+		    "version %lu handed to the packet loop, %s; the old version(s) stay "
+		    "until exit",
+		    (unsigned long)r->d.version,
+		    ret == -ETIMEDOUT
+			? "which had not taken it after 5 s (it will at its next turn)"
+			: "which stopped");
 		return;
 	}
 	/* 4. the slots no longer named answer what they hold, then are freed */
@@ -269,11 +246,11 @@ static void reload_once(struct nic_reload *r)
 		for (long t = 0;
 		     nicfw_disp_slot_polled(n->disp, k) && t < RELOAD_DRAIN_S * 1000000L;
 		     t += RELOAD_POLL_US) {
-			if (stopping(r)) {
-				finish(r, -ECANCELED,
-				       "version %lu: the server stopped while %s "
-				       "drained",
-				       (unsigned long)r->version, r->path[k]);
+			if (dpdk_reloader_stopping(&r->d)) {
+				dpdk_reloader_finish(&r->d, -ECANCELED,
+						     "version %lu: the server stopped while %s "
+						     "drained",
+						     (unsigned long)r->d.version, r->path[k]);
 				return;
 			}
 			conf_reload_sleep_us(RELOAD_POLL_US);
@@ -290,33 +267,17 @@ static void reload_once(struct nic_reload *r)
 	/* the chains removed: freed once no runner can be in them (microseconds) */
 	for (long t = 0; n->lc && nicfw_lcore_reclaim(n->lc) && t < RELOAD_DRAIN_S * 1000000L;
 	     t += RELOAD_POLL_US) {
-		if (stopping(r)) {
-			finish(r, -ECANCELED,
-			       "version %lu: the server stopped while old chains drained",
-			       (unsigned long)r->version);
+		if (dpdk_reloader_stopping(&r->d)) {
+			dpdk_reloader_finish(
+			    &r->d, -ECANCELED,
+			    "version %lu: the server stopped while old chains drained",
+			    (unsigned long)r->d.version);
 			return;
 		}
 		conf_reload_sleep_us(RELOAD_POLL_US);
 	}
-	finish(r, 0, "version %lu: %u model(s): %u loaded, %u unloaded, %u kept",
-	       (unsigned long)r->version, ns, loaded, gone, ns - loaded);
-}
-
-static void *reload_main(void *arg)
-{
-	struct nic_reload *r = arg;
-
-	while (!stopping(r)) {
-		int asked = conf_reload_take(&r->t);
-
-		if (!asked) {
-			conf_reload_sleep_us(RELOAD_IDLE_POLL * 1000);
-			continue;
-		}
-		reload_once(r);
-		conf_reload_served(&r->t, asked);
-	}
-	return NULL;
+	dpdk_reloader_finish(&r->d, 0, "version %lu: %u model(s): %u loaded, %u unloaded, %u kept",
+			     (unsigned long)r->d.version, ns, loaded, gone, ns - loaded);
 }
 
 void nic_reload_apply(struct nic *n)
@@ -335,62 +296,35 @@ int nic_reload_setup(struct nic *n, char *err, size_t errlen)
 	int ret;
 
 	r->n = n;
-	r->version = 1;
+	r->d = (struct dpdk_reloader){.who = "nic",
+				      .wait_us = (RELOAD_DRAIN_S + RELOAD_APPLY_S + 60) * 1000000L,
+				      .stopped = loop_over,
+				      .once = reload_once,
+				      .arg = r,
+				      .version = 1};
 	for (uint32_t i = 0; i < n->n_map; i++) {
 		const uint32_t k = n->map[i];
 
 		r->path[k] = strdup(n->sl[k].path);
-		if (!r->path[k] || stat(r->path[k], &r->st[k]))
-			memset(&r->st[k], 0, sizeof(r->st[k])); /* never the same file again */
+		conf_reload_stat(r->path[k], &r->st[k]);
 		if (!r->path[k]) {
 			snprintf(err, errlen, "reloader: out of memory");
 			return -ENOMEM;
 		}
 		n->sl[k].path = r->path[k];
 	}
-	ret = rte_ctrl_thread_create(&r->thr, "nic-reload", NULL, reload_main, r);
-	if (ret) {
-		snprintf(err, errlen, "reloader thread: %s", strerror(-ret));
+	ret = dpdk_reloader_start(&r->d, err, errlen);
+	if (ret)
 		return ret;
-	}
-	r->running = true;
 	n->reload = r;
 	return 0;
 }
 
-int nic_reload_ask(void *srv)
+struct dpdk_reloader *nic_reloader(void *srv)
 {
 	struct nic *n = srv;
 
-	return n->reload ? conf_reload_ask(&n->reload->t) : 0;
-}
-
-int nic_reload_wait(void *srv, int ticket, char *msg, size_t len)
-{
-	struct nic *n = srv;
-	struct nic_reload *r = n->reload;
-
-	if (!r) {
-		snprintf(msg, len, "no reloader: restart to change the models");
-		return -ENOTSUP;
-	}
-	for (long t = 0; !conf_reload_is_done(&r->t, ticket); t += 10000) {
-		if (t > (RELOAD_DRAIN_S + RELOAD_APPLY_S + 60) * 1000000L) {
-			snprintf(msg, len, "reload %d not done yet", ticket);
-			return -ETIMEDOUT;
-		}
-		conf_reload_sleep_us(10000);
-	}
-	return conf_reload_outcome(&r->t, msg, len);
-}
-
-void nic_reload_figures(const struct nic *n, uint64_t *version, uint64_t *done, uint64_t *failed)
-{
-	const struct nic_reload *r = n->reload;
-
-	*version = r ? __atomic_load_n(&r->version, __ATOMIC_RELAXED) : 1;
-	*done = r ? (uint64_t)conf_reload_count(&r->t) : 0;
-	*failed = r ? __atomic_load_n(&r->failed, __ATOMIC_RELAXED) : 0;
+	return n->reload ? &n->reload->d : NULL;
 }
 
 void nic_reload_teardown(struct nic *n)
@@ -399,10 +333,7 @@ void nic_reload_teardown(struct nic *n)
 
 	if (!r)
 		return;
-	__atomic_store_n(&r->quit, true, __ATOMIC_RELEASE);
-	if (r->running)
-		pthread_join(r->thr, NULL);
-	r->running = false;
+	dpdk_reloader_stop(&r->d);
 	for (uint32_t k = 0; k < NICFW_DISP_MAX_MODELS; k++)
 		n->sl[k].path = NULL; /* the paths stay: a telemetry reader may hold one */
 }

@@ -7,6 +7,7 @@
 #include <rte_telemetry.h>
 
 #include "dpdk/metrics.h"
+#include "dpdk/reloader.h"
 #include "nicfw/emu/exec_emu.h"
 #include "nicfw/nic/nic.h"
 
@@ -38,7 +39,7 @@ static void stats_each(struct nic *n, void (*put)(void *arg, const char *key, ui
 	put(arg, "link_down_drop_wire", __atomic_load_n(&n->link_down_drop[0], __ATOMIC_RELAXED));
 	put(arg, "link_down_drop_host", __atomic_load_n(&n->link_down_drop[1], __ATOMIC_RELAXED));
 	put(arg, "backlogged_host", __atomic_load_n(&n->backlogged[1], __ATOMIC_RELAXED));
-	nic_reload_figures(n, &version, &reloads, &failed);
+	dpdk_reloader_figures(nic_reloader(n), &version, &reloads, &failed);
 	put(arg, "models", __atomic_load_n(&n->n_map, __ATOMIC_RELAXED));
 	put(arg, "models_version", version);
 	put(arg, "reloads", reloads);
@@ -123,7 +124,7 @@ static int tel_models(void *srv, const char *params, struct rte_tel_data *d)
 		chain_where(n, i, d);
 	}
 	pthread_mutex_unlock(&n->rd_lock);
-	nic_reload_figures(n, &version, &done, &failed);
+	dpdk_reloader_figures(nic_reloader(n), &version, &done, &failed);
 	rte_tel_data_add_dict_u64(d, "models_version", version);
 	return 0;
 }
