@@ -81,17 +81,18 @@ static void predict_in_process(const struct split_pipeline *pl, double rps,
 
 /* Where the packet path's load lands: utilisations, shares, the rates at each server. */
 struct pk_state {
-	double u_sys, u_host, u_nic; /* u_nic: offered to the NIC (before its window turns away) */
-	double s_host;		     /* the host's service with the fallback's share mixed in */
-	double lam, lam_out;	     /* requests/s past the sys server, and past the host */
-	double pb;		     /* the share the NIC turns away: fallback (or refused alone) */
-	int host, nic;		     /* server indices, -1 if none */
+	double u_sys, u_host,
+	    u_nic;	     /* u_nic: what reaches the NIC (before its window turns away) */
+	double s_host;	     /* the host's service with the fallback's share mixed in */
+	double lam, lam_out; /* requests/s past the sys server, and past the host */
+	double pb;	     /* the share the NIC turns away: fallback (or refused alone) */
+	int host, nic;	     /* server indices, -1 if none */
 };
 
 static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state *st)
 {
 	const struct split_profile *pr = pl->pr;
-	double a_host = 1;
+	double a_host = 1, pass;
 
 	memset(st, 0, sizeof(*st));
 	st->host = st->nic = -1;
@@ -118,13 +119,22 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 			a_host = split_curve_at(pr, SPLIT_CV_HOST_ANS, st->u_host);
 		}
 		st->lam_out = st->lam * a_host;
+		pass = 1;
+		/* past its rate the link down to the NIC drops the excess; with the fallback the
+		 * host's window fills (or its timer fires) and the host answers the excess */
 		for (uint32_t k = 0; k < pl->n; k++)
 			if (pl->srv[k].kind == SPLIT_SRV_LINK &&
-			    !strcmp(pl->srv[k].name, "link-down") && st->lam_out * pl->srv[k].s > 1)
-				st->lam_out = 1 / pl->srv[k].s;
+			    !strcmp(pl->srv[k].name, "link-down") &&
+			    st->lam_out * pl->srv[k].s > 1) {
+				if (pl->fb.on)
+					pass = 1 / (st->lam_out * pl->srv[k].s);
+				else
+					st->lam_out = 1 / pl->srv[k].s;
+			}
 		if (st->nic >= 0) {
-			st->u_nic = st->lam_out * pl->srv[st->nic].s;
+			st->u_nic = st->lam_out * pass * pl->srv[st->nic].s;
 			pb = split_curve_at(pr, SPLIT_CV_NIC_FB, st->u_nic);
+			pb += (1 - pass) * (1 - pb);
 		}
 		if (fabs(pb - st->pb) < 1e-9)
 			break;

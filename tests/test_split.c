@@ -479,6 +479,29 @@ static void test_queue_pipeline(void **state)
 		split_pipeline_predict(&pl, 800, &q);
 		assert_true(q.p50 > p.p50 && q.p99 > p.p99);
 	}
+	/* a link down to the NIC past its rate: the host's window fills and the host answers the
+	 * excess (fallen back, not lost); without the fallback the link drops it */
+	pl = (struct split_pipeline){.n = 3, .fixed = 10e-6, .pr = &pr};
+	pl.srv[0] = (struct split_server){
+	    .name = "host", .s = 20e-6, .own = 20e-6, .cap = 64, .kind = SPLIT_SRV_HOST};
+	pl.srv[1] = (struct split_server){
+	    .name = "link-down", .s = 200e-6, .own = 200e-6, .cap = 1000, .kind = SPLIT_SRV_LINK};
+	pl.srv[2] = (struct split_server){
+	    .name = "nic", .s = 100e-6, .own = 100e-6, .cap = 32, .kind = SPLIT_SRV_NIC};
+	pl.fb.on = true;
+	pl.fb.host = 0;
+	pl.fb.nic = 2;
+	pl.fb.s_back = pl.fb.own_back = 40e-6;
+	split_pipeline_predict(&pl, 8000, &p);
+	assert_true(fabs(p.answered - 1) < 1e-9 && p.shed < 1e-9);
+	assert_true(fabs(p.by_nic - 0.625) < 1e-6 && fabs(p.fallback - 0.375) < 1e-6);
+	assert_true(fabs(p.rho[0] - 8000 * (20e-6 + 0.375 * 40e-6)) < 1e-6);
+	split_pipeline_predict(&pl, 2500, &p);
+	assert_true(p.fallback < 1e-6 && fabs(p.by_nic - 1) < 1e-9);
+	pl.fb.on = false;
+	split_pipeline_predict(&pl, 8000, &p);
+	assert_true(fabs(p.answered - 0.625) < 1e-6 && p.fallback == 0);
+
 	/* stand-alone, the NIC's queue refuses what it cannot take: answered, not fallen back */
 	pl = (struct split_pipeline){.n = 1, .fixed = 10e-6, .pr = &pr, .standalone = true};
 	pl.srv[0] = (struct split_server){
