@@ -454,6 +454,75 @@ int split_plan_pipeline(const struct split_problem *p, const struct model *m,
 
 /* ---- the best plan under load ------------------------------------------------------------ */
 
+double split_pipeline_smax(const struct split_pipeline *pl)
+{
+	double smax = 0;
+
+	for (uint32_t k = 0; k < pl->n; k++)
+		smax = fmax(smax, pl->srv[k].s);
+	return smax;
+}
+
+void split_rank_key(const struct split_opts *o, const struct split_load_pred *pr, double smax,
+		    uint32_t stages, struct split_rank_key *k)
+{
+	k->shortfall = pr->answered >= o->min_answered - 1e-9 ? 0 : 1 - pr->answered;
+	k->value = o->objective == SPLIT_OBJ_THROUGHPUT ? smax
+		   : o->objective == SPLIT_OBJ_P99	? pr->p99
+							: pr->p50;
+	k->next = o->objective == SPLIT_OBJ_THROUGHPUT ? pr->p50 : smax;
+	k->rho = pr->rho_max;
+	k->stages = stages;
+}
+
+bool split_rank_before(const struct split_rank_key *a, const struct split_rank_key *b)
+{
+	if (a->shortfall != b->shortfall)
+		return a->shortfall < b->shortfall;
+	if (a->value != b->value)
+		return a->value < b->value;
+	return a->next < b->next;
+}
+
+bool split_rank_tied(const struct split_rank_key *a, const struct split_rank_key *best)
+{
+	if (best->shortfall > 0)
+		return a->shortfall > 0 && a->shortfall <= best->shortfall + SPLIT_TIE_SHARE;
+	return a->shortfall == 0 && a->value <= best->value * (1 + SPLIT_TIE_REL);
+}
+
+bool split_rank_simpler(const struct split_rank_key *a, const struct split_rank_key *b)
+{
+	if (a->stages != b->stages)
+		return a->stages < b->stages;
+	return a->rho < b->rho;
+}
+
+void split_rank_order(const struct split_rank_key *k, uint32_t n, uint32_t *order)
+{
+	uint32_t w = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint32_t a = 1; a < n; a++) /* insertion sort: stable, a few dozen at most */
+		for (uint32_t c = a; c > 0 && split_rank_before(&k[order[c]], &k[order[c - 1]]);
+		     c--) {
+			const uint32_t t = order[c];
+
+			order[c] = order[c - 1];
+			order[c - 1] = t;
+		}
+	for (uint32_t i = 1; i < n && split_rank_tied(&k[order[i]], &k[order[0]]); i++)
+		if (split_rank_simpler(&k[order[i]], &k[order[w]]))
+			w = i;
+	if (w) { /* the tie's winner first */
+		const uint32_t t = order[w];
+
+		memmove(&order[1], &order[0], w * sizeof(*order));
+		order[0] = t;
+	}
+}
+
 struct enum_ctx {
 	const struct split_problem *p;
 	const struct model *m;
@@ -464,44 +533,35 @@ struct enum_ctx {
 	uint64_t *wpre[SPLIT_EX__COUNT]; /* [e][i]: weight bytes of ops [0, i) */
 	struct split_plan cur, best;
 	struct split_load_pred best_pred;
-	double best_key[3];
-	bool found;
+	struct split_rank_key first; /* pass 2: the strictly best plan's key */
+	struct split_rank_key best_key;
+	bool found, tie_pass;
 };
 
+/* Pass 1: the strictly best plan; pass 2: among the plans tied with it, the simplest. */
 static void enum_eval(struct enum_ctx *c)
 {
 	struct split_pipeline pl;
 	struct split_load_pred pr;
-	double key[3], smax = 0;
+	struct split_rank_key key;
+	bool take;
 
 	build_pipeline(c->p, c->m, c->pr, c->o, &c->cur, &pl);
 	split_pipeline_predict(&pl, c->o->load_rps, &pr);
-	for (uint32_t k = 0; k < pl.n; k++)
-		smax = fmax(smax, pl.srv[k].s);
-	/* goodput first: a plan under the share asked for ranks by the share it answers */
-	key[0] = pr.answered >= c->o->min_answered - 1e-9 ? 0 : 1 - pr.answered;
-	switch (c->o->objective) {
-	case SPLIT_OBJ_THROUGHPUT:
-		key[1] = smax;
-		key[2] = pr.p50;
-		break;
-	case SPLIT_OBJ_P99:
-		key[1] = pr.p99;
-		key[2] = smax;
-		break;
-	default:
-		key[1] = pr.p50;
-		key[2] = smax;
-		break;
-	}
-	if (!c->found || key[0] < c->best_key[0] ||
-	    (key[0] == c->best_key[0] &&
-	     (key[1] < c->best_key[1] || (key[1] == c->best_key[1] && key[2] < c->best_key[2])))) {
+	split_rank_key(c->o, &pr, split_pipeline_smax(&pl), c->cur.n_stages, &key);
+	if (!c->tie_pass)
+		take = !c->found || split_rank_before(&key, &c->best_key);
+	else
+		take =
+		    split_rank_tied(&key, &c->first) && (split_rank_simpler(&key, &c->best_key) ||
+							 (!split_rank_simpler(&c->best_key, &key) &&
+							  split_rank_before(&key, &c->best_key)));
+	if (take) {
 		c->best = c->cur;
-		c->best.cost = key[1];
+		c->best.cost = key.value;
 		c->best.latency = pr.p50;
 		c->best_pred = pr;
-		memcpy(c->best_key, key, sizeof(key));
+		c->best_key = key;
 		c->found = true;
 	}
 }
@@ -584,6 +644,11 @@ int split_plan_solve_load(const struct split_problem *p, const struct model *m,
 		}
 	}
 	enum_stages(&c, 0, 0, 0);
+	if (c.found) {
+		c.first = c.best_key;
+		c.tie_pass = true;
+		enum_stages(&c, 0, 0, 0);
+	}
 	ret = c.found ? 0 : -ENOENT;
 	if (c.found) {
 		*out = c.best;
