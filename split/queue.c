@@ -353,7 +353,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	const bool standalone = plan->stage[0].exec == SPLIT_EX_NIC;
 	struct split_xfer req = {0}, resp = {0};
 	uint64_t up_bytes = 0, down_bytes = 0;
-	double up = 0, down = 0, head, frames = 0;
+	double up = 0, down = 0, head, frames = 0, host_dg = 0; /* datagrams through the host */
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
@@ -377,6 +377,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 
 			h->kind = SPLIT_SRV_HOST;
 			h->own = req.recv;
+			host_dg = req.pkts + resp.pkts; /* the RESPONSE, or the NIC's notice */
 		}
 	}
 	for (uint32_t s = 0; s < plan->n_stages; s++) {
@@ -406,6 +407,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 				down += x.wire;
 				down_bytes += x.wire_bytes;
 				frames += x.pkts - resp.pkts;
+				host_dg += x.pkts;
 			}
 		} else {
 			v->own +=
@@ -430,9 +432,11 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	for (uint32_t k = 0; k < pl->n; k++) {
 		struct split_server *v = &pl->srv[k];
 
-		v->s = v->kind == SPLIT_SRV_HOST
-			   ? pr->v[SPLIT_P_HOST_REQ] + pr->v[SPLIT_P_HOST_SCALE] * v->own
-			   : v->own;
+		/* host.req_s is a request of one datagram each way (as calibrated): half a datagram
+		 */
+		v->s = v->kind == SPLIT_SRV_HOST ? pr->v[SPLIT_P_HOST_REQ] * fmax(2, host_dg) / 2 +
+						       pr->v[SPLIT_P_HOST_SCALE] * v->own
+						 : v->own;
 	}
 	pl->sys_s = pr->v[SPLIT_P_SYS_S] * frames / 4;
 	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
