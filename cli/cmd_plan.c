@@ -132,22 +132,12 @@ static void single_split(const struct model *m, uint32_t k, struct split_plan *p
 
 struct ranked {
 	uint32_t k;
-	double key[2]; /* goodput shortfall, objective value */
 	struct split_load_pred pred;
 };
 
 static double objective_value(uint32_t objective, const struct split_load_pred *lp)
 {
 	return objective == SPLIT_OBJ_P99 ? lp->p99 : lp->p50;
-}
-
-static int cmp_ranked(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-
-	if (x->key[0] != y->key[0])
-		return x->key[0] < y->key[0] ? -1 : 1;
-	return (x->key[1] > y->key[1]) - (x->key[1] < y->key[1]);
 }
 
 static const char *split_label(const struct model *m, uint32_t k, char *buf, size_t len)
@@ -167,7 +157,9 @@ static uint32_t rank_splits(const struct model *m, const struct split_profile *p
 {
 	struct split_opts so = *o;
 	struct split_problem p;
-	uint32_t n = 0;
+	struct split_rank_key key[SWEEP_MAX_CAND];
+	struct ranked tmp[SWEEP_MAX_CAND];
+	uint32_t n = 0, order[SWEEP_MAX_CAND];
 
 	so.exec_mask = SPLIT_EXM(SPLIT_EX_CPU) | SPLIT_EXM(SPLIT_EX_NIC);
 	if (split_problem_from_model(&p, m, pr, &so))
@@ -181,15 +173,15 @@ static uint32_t rank_splits(const struct model *m, const struct split_profile *p
 		single_split(m, k, &plan);
 		if (split_plan_pipeline(&p, m, pr, &so, &plan, &pl))
 			continue;
-		split_pipeline_predict(&pl, o->load_rps, &r[n].pred);
-		r[n].k = k;
-		r[n].key[0] =
-		    r[n].pred.answered >= o->min_answered - 1e-9 ? 0 : 1 - r[n].pred.answered;
-		r[n].key[1] = objective_value(o->objective, &r[n].pred);
+		split_pipeline_predict(&pl, o->load_rps, &tmp[n].pred);
+		tmp[n].k = k;
+		split_rank_key(o, &tmp[n].pred, split_pipeline_smax(&pl), plan.n_stages, &key[n]);
 		n++;
 	}
 	split_problem_free(&p);
-	qsort(r, n, sizeof(*r), cmp_ranked);
+	split_rank_order(key, n, order);
+	for (uint32_t i = 0; i < n; i++)
+		r[i] = tmp[order[i]];
 	return n;
 }
 

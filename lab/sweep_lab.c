@@ -312,6 +312,12 @@ static int capacity_point(struct sweep_lab *l, const char *model_path, const cha
 	return sweep_lab_client(l, args, pt);
 }
 
+/* A load that holds: answered at least `answered` of it, the p50 under 30 times the base. */
+static bool capacity_holds(const struct sweep_point *pt, double answered, double base)
+{
+	return (double)pt->responses >= answered * (double)pt->requests && pt->p50 < 30 * base;
+}
+
 int sweep_lab_capacity(struct sweep_lab *l, const char *model_path, const char *images,
 		       double start, double seconds, double answered, double *cap)
 {
@@ -344,9 +350,22 @@ int sweep_lab_capacity(struct sweep_lab *l, const char *model_path, const char *
 		if (capacity_point(l, model_path, images, rps, seconds, &pt))
 			return -EIO;
 		usleep(100000);
-		if ((double)pt.responses < answered * (double)pt.requests || !(pt.p50 < 30 * base))
+		if (!capacity_holds(&pt, answered, base))
 			break;
 		*cap = rps;
+	}
+	/* between the last load that held and the first that did not: halve the step three
+	 * times (to 1.25^(1/8), 2.8%), so that a capacity does not move by whole steps of 25% */
+	for (int i = 0; step < 24 && i < 3; i++) {
+		const double mid = sqrt(*cap * rps);
+
+		usleep(300000);
+		if (capacity_point(l, model_path, images, mid, seconds, &pt))
+			return -EIO;
+		if (capacity_holds(&pt, answered, base))
+			*cap = mid;
+		else
+			rps = mid;
 	}
 	usleep(300000); /* let the last, full queue drain */
 	return 0;

@@ -38,10 +38,11 @@
 enum pk_time { PT_TOTAL, PT_RX, PT_QUEUE, PT_HOST, PT_PACK, PT_XFER, PT_NIC, PT_TX };
 
 struct pk_cand {
-	uint32_t k;		 /* NIC from op k; m->n_layers: all-host */
-	struct sweep_point *pt;	 /* [rate][load]: the medians over the rounds */
-	struct sweep_point *rnd; /* [rate][load][round] */
-	struct split_plan plan;	 /* its stages */
+	uint32_t k;		   /* NIC from op k; m->n_layers: all-host */
+	struct sweep_point *pt;	   /* [rate][load]: the medians over the rounds */
+	struct sweep_point *rnd;   /* [rate][load][round] */
+	struct split_plan plan;	   /* its stages */
+	double smax[SWEEP_MAX_BW]; /* [rate]: its slowest server's service time (s) */
 };
 
 #define SWEEP_OP_ROUNDS 31 /* timed runs of each prefix for the cost model (their median) */
@@ -167,6 +168,7 @@ static int predict(struct pk *p)
 				}
 				split_pipeline_predict(&pl, p->load[b][l],
 						       &c->pt[b * SWEEP_MAX_LOAD + l].pred);
+				c->smax[b] = split_pipeline_smax(&pl);
 			}
 			split_problem_free(&prob);
 		}
@@ -641,28 +643,22 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 static uint32_t model_ranking(const struct pk *p, uint32_t b, uint32_t l, uint32_t *order)
 {
 	const uint32_t i = b * SWEEP_MAX_LOAD + l;
-	double key[SWEEP_MAX_CAND][2];
-	uint32_t n = 0;
+	const struct split_opts o = {.objective = p->o->objective,
+				     .min_answered = SWEEP_MIN_ANSWERED};
+	struct split_rank_key key[SWEEP_MAX_CAND];
+	uint32_t n = 0, idx[SWEEP_MAX_CAND], ord[SWEEP_MAX_CAND];
 
 	for (uint32_t j = 0; j < p->n_cand && j < SWEEP_MAX_CAND; j++) {
-		const struct split_load_pred *pr = &p->cand[j].pt[i].pred;
+		const struct pk_cand *c = &p->cand[j];
 
-		if (!p->cand[j].pt[i].done)
+		if (!c->pt[i].done)
 			continue;
-		key[j][0] = pr->answered >= SWEEP_MIN_ANSWERED - 1e-9 ? 0 : 1 - pr->answered;
-		key[j][1] = p->o->objective == SPLIT_OBJ_P99 ? pr->p99 : pr->p50;
-		order[n++] = j;
+		split_rank_key(&o, &c->pt[i].pred, c->smax[b], c->plan.n_stages, &key[n]);
+		idx[n++] = j;
 	}
-	for (uint32_t a = 1; a < n; a++) /* insertion sort: a few dozen at most */
-		for (uint32_t c = a; c > 0; c--) {
-			const uint32_t x = order[c - 1], y = order[c];
-
-			if (key[x][0] < key[y][0] ||
-			    (key[x][0] == key[y][0] && key[x][1] <= key[y][1]))
-				break;
-			order[c - 1] = y;
-			order[c] = x;
-		}
+	split_rank_order(key, n, ord);
+	for (uint32_t r = 0; r < n; r++)
+		order[r] = idx[ord[r]];
 	return n;
 }
 

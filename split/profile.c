@@ -74,8 +74,9 @@ static const struct {
 			   "(stand-alone), outside its chain"},
 			  3e-5},
     [SPLIT_P_HOST_REQ] = {{"host.req_s", "s",
-			   "packet path: the host core per request (receive, reassemble, admit, "
-			   "answer or hand off)"},
+			   "packet path: the host core per request of one datagram each way "
+			   "(receive, reassemble, admit, answer or hand off); half of it per "
+			   "datagram in or out"},
 			  1e-5},
     [SPLIT_P_HOST_QUEUE] = {{"host.queue", "req", "packet path: splitnic-host --queue"}, 64},
     [SPLIT_P_NIC_WINDOW] = {{"nic.window", "req", "packet path: splitnic-host --nic-window"}, 32},

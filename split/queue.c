@@ -81,17 +81,18 @@ static void predict_in_process(const struct split_pipeline *pl, double rps,
 
 /* Where the packet path's load lands: utilisations, shares, the rates at each server. */
 struct pk_state {
-	double u_sys, u_host, u_nic; /* u_nic: offered to the NIC (before its window turns away) */
-	double s_host;		     /* the host's service with the fallback's share mixed in */
-	double lam, lam_out;	     /* requests/s past the sys server, and past the host */
-	double pb;		     /* the share the NIC turns away: fallback (or refused alone) */
-	int host, nic;		     /* server indices, -1 if none */
+	double u_sys, u_host,
+	    u_nic;	     /* u_nic: what reaches the NIC (before its window turns away) */
+	double s_host;	     /* the host's service with the fallback's share mixed in */
+	double lam, lam_out; /* requests/s past the sys server, and past the host */
+	double pb;	     /* the share the NIC turns away: fallback (or refused alone) */
+	int host, nic;	     /* server indices, -1 if none */
 };
 
 static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state *st)
 {
 	const struct split_profile *pr = pl->pr;
-	double a_host = 1;
+	double a_host = 1, pass;
 
 	memset(st, 0, sizeof(*st));
 	st->host = st->nic = -1;
@@ -118,13 +119,22 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 			a_host = split_curve_at(pr, SPLIT_CV_HOST_ANS, st->u_host);
 		}
 		st->lam_out = st->lam * a_host;
+		pass = 1;
+		/* past its rate the link down to the NIC drops the excess; with the fallback the
+		 * host's window fills (or its timer fires) and the host answers the excess */
 		for (uint32_t k = 0; k < pl->n; k++)
 			if (pl->srv[k].kind == SPLIT_SRV_LINK &&
-			    !strcmp(pl->srv[k].name, "link-down") && st->lam_out * pl->srv[k].s > 1)
-				st->lam_out = 1 / pl->srv[k].s;
+			    !strcmp(pl->srv[k].name, "link-down") &&
+			    st->lam_out * pl->srv[k].s > 1) {
+				if (pl->fb.on)
+					pass = 1 / (st->lam_out * pl->srv[k].s);
+				else
+					st->lam_out = 1 / pl->srv[k].s;
+			}
 		if (st->nic >= 0) {
-			st->u_nic = st->lam_out * pl->srv[st->nic].s;
+			st->u_nic = st->lam_out * pass * pl->srv[st->nic].s;
 			pb = split_curve_at(pr, SPLIT_CV_NIC_FB, st->u_nic);
+			pb += (1 - pass) * (1 - pb);
 		}
 		if (fabs(pb - st->pb) < 1e-9)
 			break;
@@ -343,7 +353,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	const bool standalone = plan->stage[0].exec == SPLIT_EX_NIC;
 	struct split_xfer req = {0}, resp = {0};
 	uint64_t up_bytes = 0, down_bytes = 0;
-	double up = 0, down = 0, head, frames = 0;
+	double up = 0, down = 0, head, frames = 0, host_dg = 0; /* datagrams through the host */
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
@@ -367,6 +377,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 
 			h->kind = SPLIT_SRV_HOST;
 			h->own = req.recv;
+			host_dg = req.pkts + resp.pkts; /* the RESPONSE, or the NIC's notice */
 		}
 	}
 	for (uint32_t s = 0; s < plan->n_stages; s++) {
@@ -396,6 +407,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 				down += x.wire;
 				down_bytes += x.wire_bytes;
 				frames += x.pkts - resp.pkts;
+				host_dg += x.pkts;
 			}
 		} else {
 			v->own +=
@@ -420,9 +432,11 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	for (uint32_t k = 0; k < pl->n; k++) {
 		struct split_server *v = &pl->srv[k];
 
-		v->s = v->kind == SPLIT_SRV_HOST
-			   ? pr->v[SPLIT_P_HOST_REQ] + pr->v[SPLIT_P_HOST_SCALE] * v->own
-			   : v->own;
+		/* host.req_s is a request of one datagram each way (as calibrated): half a datagram
+		 */
+		v->s = v->kind == SPLIT_SRV_HOST ? pr->v[SPLIT_P_HOST_REQ] * fmax(2, host_dg) / 2 +
+						       pr->v[SPLIT_P_HOST_SCALE] * v->own
+						 : v->own;
 	}
 	pl->sys_s = pr->v[SPLIT_P_SYS_S] * frames / 4;
 	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
@@ -444,6 +458,75 @@ int split_plan_pipeline(const struct split_problem *p, const struct model *m,
 
 /* ---- the best plan under load ------------------------------------------------------------ */
 
+double split_pipeline_smax(const struct split_pipeline *pl)
+{
+	double smax = 0;
+
+	for (uint32_t k = 0; k < pl->n; k++)
+		smax = fmax(smax, pl->srv[k].s);
+	return smax;
+}
+
+void split_rank_key(const struct split_opts *o, const struct split_load_pred *pr, double smax,
+		    uint32_t stages, struct split_rank_key *k)
+{
+	k->shortfall = pr->answered >= o->min_answered - 1e-9 ? 0 : 1 - pr->answered;
+	k->value = o->objective == SPLIT_OBJ_THROUGHPUT ? smax
+		   : o->objective == SPLIT_OBJ_P99	? pr->p99
+							: pr->p50;
+	k->next = o->objective == SPLIT_OBJ_THROUGHPUT ? pr->p50 : smax;
+	k->rho = pr->rho_max;
+	k->stages = stages;
+}
+
+bool split_rank_before(const struct split_rank_key *a, const struct split_rank_key *b)
+{
+	if (a->shortfall != b->shortfall)
+		return a->shortfall < b->shortfall;
+	if (a->value != b->value)
+		return a->value < b->value;
+	return a->next < b->next;
+}
+
+bool split_rank_tied(const struct split_rank_key *a, const struct split_rank_key *best)
+{
+	if (best->shortfall > 0)
+		return a->shortfall > 0 && a->shortfall <= best->shortfall + SPLIT_TIE_SHARE;
+	return a->shortfall == 0 && a->value <= best->value * (1 + SPLIT_TIE_REL);
+}
+
+bool split_rank_simpler(const struct split_rank_key *a, const struct split_rank_key *b)
+{
+	if (a->stages != b->stages)
+		return a->stages < b->stages;
+	return a->rho < b->rho;
+}
+
+void split_rank_order(const struct split_rank_key *k, uint32_t n, uint32_t *order)
+{
+	uint32_t w = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint32_t a = 1; a < n; a++) /* insertion sort: stable, a few dozen at most */
+		for (uint32_t c = a; c > 0 && split_rank_before(&k[order[c]], &k[order[c - 1]]);
+		     c--) {
+			const uint32_t t = order[c];
+
+			order[c] = order[c - 1];
+			order[c - 1] = t;
+		}
+	for (uint32_t i = 1; i < n && split_rank_tied(&k[order[i]], &k[order[0]]); i++)
+		if (split_rank_simpler(&k[order[i]], &k[order[w]]))
+			w = i;
+	if (w) { /* the tie's winner first */
+		const uint32_t t = order[w];
+
+		memmove(&order[1], &order[0], w * sizeof(*order));
+		order[0] = t;
+	}
+}
+
 struct enum_ctx {
 	const struct split_problem *p;
 	const struct model *m;
@@ -454,44 +537,35 @@ struct enum_ctx {
 	uint64_t *wpre[SPLIT_EX__COUNT]; /* [e][i]: weight bytes of ops [0, i) */
 	struct split_plan cur, best;
 	struct split_load_pred best_pred;
-	double best_key[3];
-	bool found;
+	struct split_rank_key first; /* pass 2: the strictly best plan's key */
+	struct split_rank_key best_key;
+	bool found, tie_pass;
 };
 
+/* Pass 1: the strictly best plan; pass 2: among the plans tied with it, the simplest. */
 static void enum_eval(struct enum_ctx *c)
 {
 	struct split_pipeline pl;
 	struct split_load_pred pr;
-	double key[3], smax = 0;
+	struct split_rank_key key;
+	bool take;
 
 	build_pipeline(c->p, c->m, c->pr, c->o, &c->cur, &pl);
 	split_pipeline_predict(&pl, c->o->load_rps, &pr);
-	for (uint32_t k = 0; k < pl.n; k++)
-		smax = fmax(smax, pl.srv[k].s);
-	/* goodput first: a plan under the share asked for ranks by the share it answers */
-	key[0] = pr.answered >= c->o->min_answered - 1e-9 ? 0 : 1 - pr.answered;
-	switch (c->o->objective) {
-	case SPLIT_OBJ_THROUGHPUT:
-		key[1] = smax;
-		key[2] = pr.p50;
-		break;
-	case SPLIT_OBJ_P99:
-		key[1] = pr.p99;
-		key[2] = smax;
-		break;
-	default:
-		key[1] = pr.p50;
-		key[2] = smax;
-		break;
-	}
-	if (!c->found || key[0] < c->best_key[0] ||
-	    (key[0] == c->best_key[0] &&
-	     (key[1] < c->best_key[1] || (key[1] == c->best_key[1] && key[2] < c->best_key[2])))) {
+	split_rank_key(c->o, &pr, split_pipeline_smax(&pl), c->cur.n_stages, &key);
+	if (!c->tie_pass)
+		take = !c->found || split_rank_before(&key, &c->best_key);
+	else
+		take =
+		    split_rank_tied(&key, &c->first) && (split_rank_simpler(&key, &c->best_key) ||
+							 (!split_rank_simpler(&c->best_key, &key) &&
+							  split_rank_before(&key, &c->best_key)));
+	if (take) {
 		c->best = c->cur;
-		c->best.cost = key[1];
+		c->best.cost = key.value;
 		c->best.latency = pr.p50;
 		c->best_pred = pr;
-		memcpy(c->best_key, key, sizeof(key));
+		c->best_key = key;
 		c->found = true;
 	}
 }
@@ -574,6 +648,11 @@ int split_plan_solve_load(const struct split_problem *p, const struct model *m,
 		}
 	}
 	enum_stages(&c, 0, 0, 0);
+	if (c.found) {
+		c.first = c.best_key;
+		c.tie_pass = true;
+		enum_stages(&c, 0, 0, 0);
+	}
 	ret = c.found ? 0 : -ENOENT;
 	if (c.found) {
 		*out = c.best;

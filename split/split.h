@@ -484,14 +484,44 @@ int split_plan_pipeline(const struct split_problem *p, const struct model *m,
 			const struct split_plan *plan, struct split_pipeline *pl);
 
 /*
+ * How plans rank under load, for the planner, plan's ranking and the sweeps' ranking alike:
+ * goodput first (a plan MODELED to answer at least o->min_answered beats every plan below it;
+ * below it, the larger share), then the objective's value. Predictions closer than the model
+ * tells apart are ties (both answer enough and their values are within SPLIT_TIE_REL, or both
+ * fall short by shares within SPLIT_TIE_SHARE), and a tie goes to the simpler plan: fewer
+ * stages, then the less loaded bottleneck.
+ */
+#define SPLIT_TIE_REL	0.03
+#define SPLIT_TIE_SHARE 0.01
+struct split_rank_key {
+	double shortfall; /* 0 when the plan answers min_answered, else 1 - its share */
+	double value;	  /* the objective's: p50, p99 or the bottleneck's service time */
+	double next;	  /* the second key: the bottleneck's service time, or the p50 */
+	double rho;	  /* the bottleneck's utilisation */
+	uint32_t stages;
+};
+/* The slowest server's service time (s): the throughput objective's value. */
+double split_pipeline_smax(const struct split_pipeline *pl);
+void split_rank_key(const struct split_opts *o, const struct split_load_pred *pr, double smax,
+		    uint32_t stages, struct split_rank_key *k);
+/* Strictly better: the keys in order, no tolerance. */
+bool split_rank_before(const struct split_rank_key *a, const struct split_rank_key *b);
+/* a within the model's resolution of best (best ranks first strictly). */
+bool split_rank_tied(const struct split_rank_key *a, const struct split_rank_key *best);
+/* Ties broken: a is simpler than b (fewer stages, then a less loaded bottleneck). */
+bool split_rank_simpler(const struct split_rank_key *a, const struct split_rank_key *b);
+/* order[0..n): the indices of k[] ranked: strictly, then the tie's winner moved first. */
+void split_rank_order(const struct split_rank_key *k, uint32_t n, uint32_t *order);
+
+/*
  * The best plan of p for m under o->load_rps and o->objective, by enumerating every feasible
  * plan (each executor at most one stage, the NIC last; O(n^(E-1)) plans, prefix sums make each
  * one O(E)): goodput first (a plan predicted to answer at least o->min_answered of the offered
  * requests beats every plan that answers less; among those below it, the larger share wins),
  * then latency minimises the predicted p50, p99 the p99, throughput the bottleneck's service
- * time (then the p50). plan->cost is the objective's value (seconds; for throughput
- * the bottleneck's service time), plan->latency the p50. -ENOENT if none is feasible, -E2BIG
- * beyond SPLIT_ENUM_MAX plans.
+ * time (then the p50), ties to the simpler plan (split_rank_key). plan->cost is the objective's
+ * value (seconds; for throughput the bottleneck's service time), plan->latency the p50. -ENOENT if
+ * none is feasible, -E2BIG beyond SPLIT_ENUM_MAX plans.
  */
 #define SPLIT_ENUM_MAX 50000000u
 int split_plan_solve_load(const struct split_problem *p, const struct model *m,

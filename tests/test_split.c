@@ -479,6 +479,29 @@ static void test_queue_pipeline(void **state)
 		split_pipeline_predict(&pl, 800, &q);
 		assert_true(q.p50 > p.p50 && q.p99 > p.p99);
 	}
+	/* a link down to the NIC past its rate: the host's window fills and the host answers the
+	 * excess (fallen back, not lost); without the fallback the link drops it */
+	pl = (struct split_pipeline){.n = 3, .fixed = 10e-6, .pr = &pr};
+	pl.srv[0] = (struct split_server){
+	    .name = "host", .s = 20e-6, .own = 20e-6, .cap = 64, .kind = SPLIT_SRV_HOST};
+	pl.srv[1] = (struct split_server){
+	    .name = "link-down", .s = 200e-6, .own = 200e-6, .cap = 1000, .kind = SPLIT_SRV_LINK};
+	pl.srv[2] = (struct split_server){
+	    .name = "nic", .s = 100e-6, .own = 100e-6, .cap = 32, .kind = SPLIT_SRV_NIC};
+	pl.fb.on = true;
+	pl.fb.host = 0;
+	pl.fb.nic = 2;
+	pl.fb.s_back = pl.fb.own_back = 40e-6;
+	split_pipeline_predict(&pl, 8000, &p);
+	assert_true(fabs(p.answered - 1) < 1e-9 && p.shed < 1e-9);
+	assert_true(fabs(p.by_nic - 0.625) < 1e-6 && fabs(p.fallback - 0.375) < 1e-6);
+	assert_true(fabs(p.rho[0] - 8000 * (20e-6 + 0.375 * 40e-6)) < 1e-6);
+	split_pipeline_predict(&pl, 2500, &p);
+	assert_true(p.fallback < 1e-6 && fabs(p.by_nic - 1) < 1e-9);
+	pl.fb.on = false;
+	split_pipeline_predict(&pl, 8000, &p);
+	assert_true(fabs(p.answered - 0.625) < 1e-6 && p.fallback == 0);
+
 	/* stand-alone, the NIC's queue refuses what it cannot take: answered, not fallen back */
 	pl = (struct split_pipeline){.n = 1, .fixed = 10e-6, .pr = &pr, .standalone = true};
 	pl.srv[0] = (struct split_server){
@@ -632,6 +655,45 @@ static void test_plan_load_changes_choice(void **state)
 	model_free(m);
 }
 
+/* Ranking under load: goodput first, ties within the model's resolution to the simpler plan. */
+static void test_plan_rank_ties(void **state)
+{
+	const struct split_opts o = {.objective = SPLIT_OBJ_LATENCY, .min_answered = 0.99};
+	struct split_load_pred pr[6] = {
+	    {.p50 = 100e-6, .answered = 1, .rho_max = 0.5},    /* 0: NIC split, fastest */
+	    {.p50 = 102e-6, .answered = 1, .rho_max = 0.6},    /* 1: all-host, within 3% */
+	    {.p50 = 90e-6, .answered = 0.985, .rho_max = 0.9}, /* 2: faster, short of 99% */
+	    {.p50 = 110e-6, .answered = 1, .rho_max = 0.2},    /* 3: one stage, 10% slower */
+	    {.p50 = 5e-3, .answered = 0.80, .rho_max = 1.3},   /* 4: overloaded */
+	    {.p50 = 6e-3, .answered = 0.795, .rho_max = 1.2},  /* 5: within a point of 4 */
+	};
+	const uint32_t stages[6] = {2, 1, 1, 1, 2, 1};
+	struct split_rank_key k[6];
+	uint32_t order[6];
+
+	(void)state;
+	for (uint32_t i = 0; i < 6; i++)
+		split_rank_key(&o, &pr[i], 0, stages[i], &k[i]);
+	split_rank_order(k, 6, order);
+	/* 1 ties 0 and has fewer stages; 3 is not a tie; under 99% never before a plan above */
+	assert_int_equal(order[0], 1);
+	assert_int_equal(order[1], 0);
+	assert_int_equal(order[2], 3);
+	assert_int_equal(order[3], 2);
+	assert_int_equal(order[4], 4);
+	assert_int_equal(order[5], 5);
+	assert_true(split_rank_tied(&k[1], &k[0]) && !split_rank_tied(&k[3], &k[0]));
+	assert_false(split_rank_tied(&k[2], &k[0]));
+	/* below goodput: shares within a point tie, and the simpler plan wins */
+	split_rank_order(&k[4], 2, order);
+	assert_int_equal(order[0], 1);
+	assert_true(split_rank_tied(&k[5], &k[4]));
+	/* a plan short of 99% does not tie one above it, however close */
+	pr[2].p50 = 100e-6;
+	split_rank_key(&o, &pr[2], 0, 1, &k[2]);
+	assert_false(split_rank_tied(&k[2], &k[0]));
+}
+
 static void test_wire_roundtrip_bits(void **state)
 {
 	const struct model_shape s = {MODEL_FMT_BITS, 100, 5, 3};
@@ -662,6 +724,7 @@ int main(void)
 	    cmocka_unit_test(test_analyze_nic_as_compiled),
 	    cmocka_unit_test(test_planner_equals_exhaustive),
 	    cmocka_unit_test(test_planner_infeasible),
+	    cmocka_unit_test(test_plan_rank_ties),
 	    cmocka_unit_test(test_wire_roundtrip_bits),
 	    cmocka_unit_test(test_profile_rejects),
 	    cmocka_unit_test(test_plan_file_rejects),
