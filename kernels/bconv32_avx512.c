@@ -6,17 +6,13 @@
  */
 #include <immintrin.h>
 
+#include "kernels/bconv_tile.h"
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
 
 #define BLK32 64 /* output channels per block: four vectors of 16 */
 
-static void tile_load32(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint32_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < BLK32; i++)
-			tile[t * BLK32 + i] = i < cnt ? (uint32_t)w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load32, uint32_t, BLK32)
 
 /* Four vectors of 16 output channels meet the broadcast input word xb at tap row tr. */
 #define ACC4()                                                                                     \

@@ -6,18 +6,14 @@
  */
 #include <immintrin.h>
 
+#include "kernels/bconv_tile.h"
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
 
 #define BLK64	  64
 #define TILE_TAPS 144 /* taps x words per pixel: 3x3 kernels up to 1024 input channels */
 
-static void tile_load64(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < BLK64; i++)
-			tile[t * BLK64 + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load64, uint64_t, BLK64)
 
 #define ACC(v)                                                                                     \
 	a##v = _mm512_add_epi64(                                                                   \

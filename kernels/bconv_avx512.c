@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "kernels/bconv_tile.h"
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
 
@@ -12,12 +13,7 @@
  * [tap word][8] so that one broadcast input word meets 8 weight words in one zmm. A pixel's
  * valid taps in one kernel row are contiguous both in the input (pixel-major) and in the tile.
  */
-static void tile_load(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < 8; i++)
-			tile[t * 8 + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load, uint64_t, 8)
 
 static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
@@ -50,13 +46,7 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
  */
 #define BLK 32
 
-static void tile_load_blk(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps,
-			  uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < BLK; i++)
-			tile[t * BLK + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load_blk, uint64_t, BLK)
 
 static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom *g,
 				 const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/bconv_tile.h"
 #include "kernels/bin_impl.h"
 #include "kernels/kern.h"
 
@@ -230,12 +231,7 @@ static void avx2_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_t 
 }
 
 /* Convolution vectorized across 4 output channels, as in bconv_avx512.c. */
-static void tile_load(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < 4; i++)
-			tile[t * 4 + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load, uint64_t, 4)
 
 static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
