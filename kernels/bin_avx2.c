@@ -94,6 +94,15 @@ static ALWAYS_INLINE void gemm_block(const uint64_t *x, const uint64_t *w, uint3
 			y[c * ldy + r] = (int32_t)n - 2 * (int32_t)hsum(acc[r][c]);
 }
 
+/* C images at b against two weight rows at o, or one where only one is left. */
+#define GEMM_IMAGES(C)                                                                             \
+	do {                                                                                       \
+		if (two)                                                                           \
+			gemm_block(x + (size_t)b * nw, wo, nw, n, 2, C, y + b * ldy + o, ldy);     \
+		else                                                                               \
+			gemm_block(x + (size_t)b * nw, wo, nw, n, 1, C, y + b * ldy + o, ldy);     \
+	} while (0)
+
 static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out, uint32_t n,
 		 int32_t *y, size_t ldy)
 {
@@ -104,22 +113,10 @@ static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t 
 		bool two = out - o >= 2;
 		uint32_t b = 0;
 
-		for (; b + 2 <= batch; b += 2) {
-			if (two)
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 2, 2, y + b * ldy + o,
-					   ldy);
-			else
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 1, 2, y + b * ldy + o,
-					   ldy);
-		}
-		if (b < batch) {
-			if (two)
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 2, 1, y + b * ldy + o,
-					   ldy);
-			else
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 1, 1, y + b * ldy + o,
-					   ldy);
-		}
+		for (; b + 2 <= batch; b += 2)
+			GEMM_IMAGES(2);
+		if (b < batch)
+			GEMM_IMAGES(1);
 	}
 }
 
