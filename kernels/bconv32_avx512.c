@@ -6,8 +6,8 @@
  */
 #include <immintrin.h>
 
-#include "kernels/bconv_tile.h"
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 #define BLK32 64 /* output channels per block: four vectors of 16 */

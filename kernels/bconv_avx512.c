@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "kernels/bconv_tile.h"
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 /*

@@ -6,8 +6,8 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "kernels/bconv_tile.h"
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -126,26 +126,7 @@ static void avx2_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, ui
 	gemm(x, batch, w, out, n, y, out);
 }
 
-#define THR_BATCH 16
-
-static void avx2_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			    uint32_t n, const struct kern_thresh *t, uint64_t *y)
-{
-	uint32_t nw = model_words(n), ow = model_words(out);
-	int32_t dot[THR_BATCH][64];
-
-	for (uint32_t o = 0; o < out; o += 64) {
-		uint32_t cnt = out - o < 64 ? out - o : 64;
-
-		for (uint32_t b = 0; b < batch; b += THR_BATCH) {
-			uint32_t nb = batch - b < THR_BATCH ? batch - b : THR_BATCH;
-
-			gemm(x + (size_t)b * nw, nb, w + (size_t)o * nw, cnt, n, &dot[0][0], 64);
-			for (uint32_t i = 0; i < nb; i++)
-				y[(size_t)(b + i) * ow + o / 64] = kern_thr_word(dot[i], t, o, cnt);
-		}
-	}
-}
+KERN_BDENSE_THR_BLOCKS(avx2_bdense_thr, uint64_t, nw, gemm, kern_thr_word)
 
 static void u8_planes(const uint8_t *x, uint32_t n, uint64_t *p, int32_t *sumx)
 {

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernels/bin_tmpl.h — private to the binary kernels of the tables (bin_*.c, bconv*_avx512.c):
+ * functions written once as macros that each file expands, so that each compiles them under its
+ * own instruction-set flags with its own SIMD helpers inlined.
+ */
+#ifndef KERN_BIN_TMPL_H
+#define KERN_BIN_TMPL_H
+
+#include "kernels/bin_impl.h"
+
+/*
+ * Defines static void name(w, o, cnt, taps, tile): the weights of output channels o .. o+cnt-1
+ * transposed into tile[tap word][blk] of `type` (zero past cnt), so that one broadcast input
+ * word meets blk channels' weight words in consecutive lanes.
+ */
+#define KERN_BCONV_TILE_LOAD(name, type, blk)                                                      \
+	static void name(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, type *tile)   \
+	{                                                                                          \
+		for (uint32_t t = 0; t < taps; t++)                                                \
+			for (uint32_t i = 0; i < (blk); i++)                                       \
+				tile[t * (blk) + i] =                                              \
+				    i < cnt ? (type)w[(size_t)(o + i) * taps + t] : 0;             \
+	}
+
+/* Images per block of dots on the way to threshold bits. */
+#define KERN_THR_BATCH 16
+
+/*
+ * Defines static void name(x, batch, w, out, n, t, y): threshold bits y[b][words(out)] of batch
+ * images of `xtype` (xstride elements apart) from blocks of dots, at most KERN_THR_BATCH images x
+ * 64 outputs: gemm(x, images, w, rows, n, dot, 64) writes dot[image][row], word(dot, t, o, cnt)
+ * folds one image's cnt dots from output o into its word.
+ */
+#define KERN_BDENSE_THR_BLOCKS(name, xtype, xstride, gemm, word)                                   \
+	static inline void name(const xtype *x, uint32_t batch, const uint64_t *w, uint32_t out,   \
+				uint32_t n, const struct kern_thresh *t, uint64_t *y)              \
+	{                                                                                          \
+		uint32_t nw = model_words(n), ow = model_words(out);                               \
+		int32_t dot[KERN_THR_BATCH][64] __attribute__((aligned(64)));                      \
+                                                                                                   \
+		for (uint32_t o = 0; o < out; o += 64) {                                           \
+			uint32_t cnt = out - o < 64 ? out - o : 64;                                \
+                                                                                                   \
+			for (uint32_t b = 0; b < batch; b += KERN_THR_BATCH) {                     \
+				uint32_t nb =                                                      \
+				    batch - b < KERN_THR_BATCH ? batch - b : KERN_THR_BATCH;       \
+                                                                                                   \
+				gemm(x + (size_t)b * (xstride), nb, w + (size_t)o * nw, cnt, n,    \
+				     &dot[0][0], 64);                                              \
+				for (uint32_t i = 0; i < nb; i++)                                  \
+					y[(size_t)(b + i) * ow + o / 64] =                         \
+					    word(dot[i], t, o, cnt);                               \
+			}                                                                          \
+		}                                                                                  \
+	}
+
+#endif
