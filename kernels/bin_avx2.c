@@ -176,37 +176,7 @@ static int32_t u8_dot(const uint64_t *p, const uint64_t *w, uint32_t nw, int32_t
 	return 2 * (int32_t)hsum(s) - sumx;
 }
 
-static void avx2_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			   uint32_t n, int32_t *y, void *scratch)
-{
-	uint32_t nw = model_words(n);
-	uint64_t *p = scratch;
-	int32_t sumx;
-
-	for (uint32_t b = 0; b < batch; b++) {
-		u8_planes(x + (size_t)b * n, n, p, &sumx);
-		for (uint32_t o = 0; o < out; o++)
-			y[(size_t)b * out + o] = u8_dot(p, w + (size_t)o * nw, nw, sumx);
-	}
-}
-
-static void avx2_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			       uint32_t n, const struct kern_thresh *t, uint64_t *y, void *scratch)
-{
-	uint32_t nw = model_words(n), ow = model_words(out);
-	uint64_t *p = scratch;
-	int32_t sumx;
-
-	memset(y, 0, (size_t)batch * ow * sizeof(*y));
-	for (uint32_t b = 0; b < batch; b++) {
-		u8_planes(x + (size_t)b * n, n, p, &sumx);
-		for (uint32_t o = 0; o < out; o++) {
-			int32_t dot = u8_dot(p, w + (size_t)o * nw, nw, sumx);
-
-			y[(size_t)b * ow + o / 64] |= (uint64_t)kern_thr_bit(dot, t, o) << (o % 64);
-		}
-	}
-}
+KERN_BDENSE_U8_PLANES(avx2_bdense_u8, u8_planes, u8_dot)
 
 /* Convolution vectorized across 4 output channels, as in bconv_avx512.c. */
 KERN_BCONV_TILE_LOAD(tile_load, uint64_t, 4)

@@ -7,6 +7,8 @@
 #ifndef KERN_BIN_TMPL_H
 #define KERN_BIN_TMPL_H
 
+#include <string.h>
+
 #include "kernels/bin_impl.h"
 
 /*
@@ -21,6 +23,47 @@
 			for (uint32_t i = 0; i < (blk); i++)                                       \
 				tile[t * (blk) + i] =                                              \
 				    i < cnt ? (type)w[(size_t)(o + i) * taps + t] : 0;             \
+	}
+
+/*
+ * Defines static void name(x, batch, w, out, n, y, scratch) and name##_thr(x, batch, w, out, n,
+ * t, y, scratch), the U8 dense layer of kern_bin_ops through bit planes: planes(x, n, p, &sumx)
+ * writes one image's 8 planes into the scratch p and its byte sum into sumx, dot(p, w_o,
+ * words(n), sumx) is the dot of output o.
+ */
+#define KERN_BDENSE_U8_PLANES(name, planes, dot)                                                   \
+	static void name(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,        \
+			 uint32_t n, int32_t *y, void *scratch)                                    \
+	{                                                                                          \
+		uint32_t nw = model_words(n);                                                      \
+		uint64_t *p = scratch;                                                             \
+		int32_t sumx;                                                                      \
+                                                                                                   \
+		for (uint32_t b = 0; b < batch; b++) {                                             \
+			planes(x + (size_t)b * n, n, p, &sumx);                                    \
+			for (uint32_t o = 0; o < out; o++)                                         \
+				y[(size_t)b * out + o] = dot(p, w + (size_t)o * nw, nw, sumx);     \
+		}                                                                                  \
+	}                                                                                          \
+                                                                                                   \
+	static void name##_thr(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,  \
+			       uint32_t n, const struct kern_thresh *t, uint64_t *y,               \
+			       void *scratch)                                                      \
+	{                                                                                          \
+		uint32_t nw = model_words(n), ow = model_words(out);                               \
+		uint64_t *p = scratch;                                                             \
+		int32_t sumx;                                                                      \
+                                                                                                   \
+		memset(y, 0, (size_t)batch *ow * sizeof(*y));                                      \
+		for (uint32_t b = 0; b < batch; b++) {                                             \
+			planes(x + (size_t)b * n, n, p, &sumx);                                    \
+			for (uint32_t o = 0; o < out; o++) {                                       \
+				int32_t dot_o = dot(p, w + (size_t)o * nw, nw, sumx);              \
+                                                                                                   \
+				y[(size_t)b * ow + o / 64] |= (uint64_t)kern_thr_bit(dot_o, t, o)  \
+							      << (o % 64);                         \
+			}                                                                          \
+		}                                                                                  \
 	}
 
 /* Images per block of dots on the way to threshold bits. */
