@@ -246,14 +246,4 @@ static void pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32
 	}
 }
 
-void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-			   uint64_t *y)
-{
-	pack(x, batch, c, h, w, NULL, y);
-}
-
-void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-				const struct kern_thresh *t, uint64_t *y)
-{
-	pack(x, batch, c, h, w, t, y);
-}
+KERN_PACK_ENTRIES(kern_avx512_sign_pack, kern_avx512_threshold_pack, pack)

@@ -161,17 +161,7 @@ static void ref_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, ui
 			}
 }
 
-void kern_ref_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-			uint64_t *y)
-{
-	ref_pack(x, batch, c, h, w, NULL, y);
-}
-
-void kern_ref_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-			     const struct kern_thresh *t, uint64_t *y)
-{
-	ref_pack(x, batch, c, h, w, t, y);
-}
+KERN_PACK_ENTRIES(kern_ref_sign_pack, kern_ref_threshold_pack, ref_pack)
 
 void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			   uint32_t k, uint32_t stride, uint64_t *y)

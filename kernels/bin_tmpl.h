@@ -66,6 +66,23 @@
 		}                                                                                  \
 	}
 
+/*
+ * Defines a table's two packing entry points over its pack(x, batch, c, h, w, t, y): sign_name
+ * packs signs (t NULL: x >= 0 is 1), thr_name packs per-channel thresholds.
+ */
+#define KERN_PACK_ENTRIES(sign_name, thr_name, pack)                                               \
+	void sign_name(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,        \
+		       uint64_t *y)                                                                \
+	{                                                                                          \
+		pack(x, batch, c, h, w, NULL, y);                                                  \
+	}                                                                                          \
+                                                                                                   \
+	void thr_name(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,         \
+		      const struct kern_thresh *t, uint64_t *y)                                    \
+	{                                                                                          \
+		pack(x, batch, c, h, w, t, y);                                                     \
+	}
+
 /* Images per block of dots on the way to threshold bits. */
 #define KERN_THR_BATCH 16
 
