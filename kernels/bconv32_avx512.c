@@ -39,12 +39,9 @@ KERN_BCONV_TILE_LOAD(tile_load32, uint32_t, BLK32)
 static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
 {
-	uint32_t ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
 		const uint64_t *xr = x + (size_t)(iy + ky) * g->w + (size_t)(ix + kx0);
 		const uint32_t *tr = tile + ((size_t)ky * g->k + kx0) * BLK32;
@@ -55,7 +52,7 @@ static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g
 			ACC4();
 		}
 	}
-	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
+	n = _mm512_set1_epi32((int)KERN_BCONV_WINDOW_BITS(g->c));
 	DOTS4();
 }
 
@@ -114,13 +111,10 @@ static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, con
 			  uint32_t oy, uint32_t ox, const __m512i thr[4], uint64_t flip,
 			  uint64_t valid)
 {
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
-	uint32_t ky0, ky1, kx0, kx1;
 	uint64_t m;
+	KERN_BCONV_WINDOW(g, 3, oy, ox);
 
-	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
-	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
 #pragma GCC unroll 9
 	for (uint32_t t = 0; t < 9; t++) {
 		const uint32_t *tr = tile + t * BLK32;
@@ -131,7 +125,7 @@ static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, con
 		xb = _mm512_set1_epi32((int)(uint32_t)x[(iy + t / 3) * g->w + ix + t % 3]);
 		ACC4();
 	}
-	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
+	n = _mm512_set1_epi32((int)KERN_BCONV_WINDOW_BITS(g->c));
 	m = (uint64_t)_cvtmask16_u32(
 		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a0, a0)), thr[0])) |
 	    (uint64_t)_cvtmask16_u32(

@@ -47,13 +47,11 @@ KERN_BCONV_TILE_LOAD(tile_load64, uint64_t, BLK64)
 static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
 	__m512i a6 = a0, a7 = a0, n;
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
 		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
 		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * BLK64;
@@ -65,7 +63,7 @@ static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g
 			ACC8();
 		}
 	}
-	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
+	n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));
 	DOTS();
 }
 
@@ -136,14 +134,11 @@ static inline __attribute__((always_inline)) uint64_t
 edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, uint32_t wpp, const uint64_t *tile,
 	  uint32_t oy, uint32_t ox, const __m512i thr[8], uint64_t flip, uint64_t valid)
 {
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
 	__m512i a6 = a0, a7 = a0, n;
-	uint32_t ky0, ky1, kx0, kx1;
 	uint64_t m;
+	KERN_BCONV_WINDOW(g, 3, oy, ox);
 
-	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
-	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
 #pragma GCC unroll 9
 	for (uint32_t t = 0; t < 9; t++) {
 		const uint64_t *xr = x + ((iy + t / 3) * g->w + ix + t % 3) * wpp;
@@ -157,7 +152,7 @@ edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, uint32_t wpp, const
 			ACC8();
 		}
 	}
-	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
+	n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));
 	m = EDGE_BITS(0) | EDGE_BITS(1) | EDGE_BITS(2) | EDGE_BITS(3) | EDGE_BITS(4) |
 	    EDGE_BITS(5) | EDGE_BITS(6) | EDGE_BITS(7);
 	return (m ^ flip) & valid;

@@ -18,12 +18,10 @@ KERN_BCONV_TILE_LOAD(tile_load, uint64_t, 8)
 static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	__m512i acc = _mm512_setzero_si512();
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
 		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
 		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * 8;
@@ -34,7 +32,7 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 							_mm512_set1_epi64((long long)xr[t]),
 							_mm512_load_si512(tr + (size_t)t * 8))));
 	}
-	return _mm512_sub_epi64(_mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c),
+	return _mm512_sub_epi64(_mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c)),
 				_mm512_add_epi64(acc, acc));
 }
 
@@ -51,12 +49,10 @@ KERN_BCONV_TILE_LOAD(tile_load_blk, uint64_t, BLK)
 static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom *g,
 				 const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
 		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
 		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * BLK;
@@ -75,7 +71,7 @@ static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom 
 						      xb, _mm512_load_si512(tr + 24))));
 		}
 	}
-	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
+	n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));
 	d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));
 	d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));
 	d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));

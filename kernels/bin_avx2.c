@@ -184,12 +184,10 @@ KERN_BCONV_TILE_LOAD(tile_load, uint64_t, 4)
 static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	__m256i acc = _mm256_setzero_si256();
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
 		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
 		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * 4;
@@ -208,7 +206,7 @@ static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 		}
 		acc = _mm256_add_epi64(acc, sum8(a8));
 	}
-	return _mm256_sub_epi64(_mm256_set1_epi64x((ky1 - ky0) * (kx1 - kx0) * g->c),
+	return _mm256_sub_epi64(_mm256_set1_epi64x(KERN_BCONV_WINDOW_BITS(g->c)),
 				_mm256_add_epi64(acc, acc));
 }
 

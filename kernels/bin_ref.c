@@ -92,18 +92,16 @@ size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch)
 static int32_t ref_bconv_dot(const uint64_t *x, const struct kern_conv_geom *g, const uint64_t *wo,
 			     uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	int32_t cnt = 0;
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++)
 		for (uint32_t kx = kx0; kx < kx1; kx++)
 			cnt += (int32_t)popc_xor(
 			    x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx)) * wpp,
 			    wo + ((size_t)ky * g->k + kx) * wpp, wpp);
-	return (int32_t)((ky1 - ky0) * (kx1 - kx0) * g->c) - 2 * cnt;
+	return (int32_t)KERN_BCONV_WINDOW_BITS(g->c) - 2 * cnt;
 }
 
 void kern_ref_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,

@@ -26,6 +26,22 @@
 	}
 
 /*
+ * Declares, in a binary convolution's pixel function, the window of output pixel (oy, ox) of a
+ * k x k kernel: its corner (iy, ix) in the input (negative in the padding) and the kernel rows
+ * [ky0, ky1) and columns [kx0, kx1) whose taps fall inside the input.
+ */
+#define KERN_BCONV_WINDOW(g, k, oy, ox)                                                            \
+	int64_t iy = (int64_t)(oy) * (g)->stride - (g)->pad,                                       \
+		ix = (int64_t)(ox) * (g)->stride - (g)->pad;                                       \
+	uint32_t ky0, ky1, kx0, kx1;                                                               \
+                                                                                                   \
+	kern_tap_range(iy, k, (g)->h, &ky0, &ky1);                                                 \
+	kern_tap_range(ix, k, (g)->w, &kx0, &kx1)
+
+/* After KERN_BCONV_WINDOW: the input bits its taps meet at c channels, the n of n - 2 popcount. */
+#define KERN_BCONV_WINDOW_BITS(c) ((ky1 - ky0) * (kx1 - kx0) * (c))
+
+/*
  * Defines static void name(x, batch, w, out, n, y, scratch) and name##_thr(x, batch, w, out, n,
  * t, y, scratch), the U8 dense layer of kern_bin_ops through bit planes: planes(x, n, p, &sumx)
  * writes one image's 8 planes into the scratch p and its byte sum into sumx, dot(p, w_o,
