@@ -6,6 +6,7 @@
  */
 #include <immintrin.h>
 
+#include "kernels/bconv_avx512.h"
 #include "kernels/bin_impl.h"
 #include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
@@ -13,28 +14,6 @@
 #define BLK32 64 /* output channels per block: four vectors of 16 */
 
 KERN_BCONV_TILE_LOAD(tile_load32, uint32_t, BLK32)
-
-/* Four vectors of 16 output channels meet the broadcast input word xb at tap row tr. */
-#define ACC4()                                                                                     \
-	do {                                                                                       \
-		a0 = _mm512_add_epi32(                                                             \
-		    a0, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr))));         \
-		a1 = _mm512_add_epi32(                                                             \
-		    a1, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 16))));    \
-		a2 = _mm512_add_epi32(                                                             \
-		    a2, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 32))));    \
-		a3 = _mm512_add_epi32(                                                             \
-		    a3, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 48))));    \
-	} while (0)
-
-/* dot = taps * c - 2 popcount, per accumulator, into d[4]. */
-#define DOTS4()                                                                                    \
-	do {                                                                                       \
-		d[0] = _mm512_sub_epi32(n, _mm512_add_epi32(a0, a0));                              \
-		d[1] = _mm512_sub_epi32(n, _mm512_add_epi32(a1, a1));                              \
-		d[2] = _mm512_sub_epi32(n, _mm512_add_epi32(a2, a2));                              \
-		d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));                              \
-	} while (0)
 
 static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
@@ -49,11 +28,11 @@ static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g
 		for (uint32_t t = 0; t < kx1 - kx0; t++, tr += BLK32) {
 			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xr[t]);
 
-			ACC4();
+			KERN_BC_ACC4(32);
 		}
 	}
 	n = _mm512_set1_epi32((int)KERN_BCONV_WINDOW_BITS(g->c));
-	DOTS4();
+	KERN_BC_DOTS4(32);
 }
 
 /*
@@ -94,14 +73,12 @@ static void run32_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 			const uint32_t *tr = tp + t * BLK32;
 			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xp[(t / 3) * w + t % 3]);
 
-			ACC4();
+			KERN_BC_ACC4(32);
 			/* keeps the taps in order: hoisting them all spills registers */
 			__asm__("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+r"(tp), "+r"(xp));
 		}
-		m = (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a0, pmax[0])) |
-		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a1, pmax[1])) << 16 |
-		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a2, pmax[2])) << 32 |
-		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a3, pmax[3])) << 48;
+		m = KERN_BC_LE_BITS(32, 16, 0) | KERN_BC_LE_BITS(32, 16, 1) |
+		    KERN_BC_LE_BITS(32, 16, 2) | KERN_BC_LE_BITS(32, 16, 3);
 		*y = (m ^ flip) & valid;
 	}
 }
@@ -123,20 +100,11 @@ static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, con
 		if (t / 3 < ky0 || t / 3 >= ky1 || t % 3 < kx0 || t % 3 >= kx1)
 			continue;
 		xb = _mm512_set1_epi32((int)(uint32_t)x[(iy + t / 3) * g->w + ix + t % 3]);
-		ACC4();
+		KERN_BC_ACC4(32);
 	}
 	n = _mm512_set1_epi32((int)KERN_BCONV_WINDOW_BITS(g->c));
-	m = (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a0, a0)), thr[0])) |
-	    (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a1, a1)), thr[1]))
-		<< 16 |
-	    (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a2, a2)), thr[2]))
-		<< 32 |
-	    (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a3, a3)), thr[3]))
-		<< 48;
+	m = KERN_BC_GE_BITS(32, 16, 0) | KERN_BC_GE_BITS(32, 16, 1) | KERN_BC_GE_BITS(32, 16, 2) |
+	    KERN_BC_GE_BITS(32, 16, 3);
 	return (m ^ flip) & valid;
 }
 

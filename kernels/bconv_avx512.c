@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "kernels/bconv_avx512.h"
 #include "kernels/bin_impl.h"
 #include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
@@ -61,21 +62,11 @@ static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom 
 		for (uint32_t t = 0; t < len; t++, tr += BLK) {
 			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
 
-			a0 = _mm512_add_epi64(
-			    a0, _mm512_popcnt_epi64(_mm512_xor_si512(xb, _mm512_load_si512(tr))));
-			a1 = _mm512_add_epi64(a1, _mm512_popcnt_epi64(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 8))));
-			a2 = _mm512_add_epi64(a2, _mm512_popcnt_epi64(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 16))));
-			a3 = _mm512_add_epi64(a3, _mm512_popcnt_epi64(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 24))));
+			KERN_BC_ACC4(64);
 		}
 	}
 	n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));
-	d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));
-	d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));
-	d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));
-	d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));
+	KERN_BC_DOTS4(64);
 }
 
 static bool blk_fits(uint32_t taps)
