@@ -22,8 +22,8 @@ static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g
 	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + (size_t)(iy + ky) * g->w + (size_t)(ix + kx0);
-		const uint32_t *tr = tile + ((size_t)ky * g->k + kx0) * BLK32;
+		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, 1, ky);
+		const uint32_t *tr = KERN_BCONV_ROW_TAPS(tile, g, 1, BLK32, ky);
 
 		for (uint32_t t = 0; t < kx1 - kx0; t++, tr += BLK32) {
 			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xr[t]);

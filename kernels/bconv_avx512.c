@@ -24,8 +24,8 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
-		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * 8;
+		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);
+		const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, 8, ky);
 		uint32_t len = (kx1 - kx0) * wpp;
 
 		for (uint32_t t = 0; t < len; t++)
@@ -55,8 +55,8 @@ static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom 
 	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
-		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * BLK;
+		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);
+		const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, BLK, ky);
 		uint32_t len = (kx1 - kx0) * wpp;
 
 		for (uint32_t t = 0; t < len; t++, tr += BLK) {

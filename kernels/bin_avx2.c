@@ -189,8 +189,8 @@ static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
-		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * 4;
+		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);
+		const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, 4, ky);
 		uint32_t len = (kx1 - kx0) * wpp;
 		__m256i a8 = _mm256_setzero_si256();
 

@@ -42,6 +42,15 @@
 #define KERN_BCONV_WINDOW_BITS(c) ((ky1 - ky0) * (kx1 - kx0) * (c))
 
 /*
+ * After KERN_BCONV_WINDOW, kernel row ky of the window: its first input word (pixel-major, wpp
+ * words a pixel) and its first tap word in a tile of blk lanes a tap word.
+ */
+#define KERN_BCONV_ROW_X(x, g, wpp, ky)                                                            \
+	((x) + ((size_t)(iy + (ky)) * (g)->w + (size_t)(ix + kx0)) * (wpp))
+#define KERN_BCONV_ROW_TAPS(tile, g, wpp, blk, ky)                                                 \
+	((tile) + ((size_t)(ky) * (g)->k + kx0) * (wpp) * (blk))
+
+/*
  * Defines static void name(x, batch, w, out, n, y, scratch) and name##_thr(x, batch, w, out, n,
  * t, y, scratch), the U8 dense layer of kern_bin_ops through bit planes: planes(x, n, p, &sumx)
  * writes one image's 8 planes into the scratch p and its byte sum into sumx, dot(p, w_o,
