@@ -18,7 +18,8 @@ KERN_BCONV_TILE_LOAD(tile_load32, uint32_t, BLK32)
 static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
 {
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	__m512i n;
+	KERN_BC_ZERO4();
 	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
@@ -63,7 +64,7 @@ static void run32_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 		     uint64_t *y, size_t ystep)
 {
 	for (uint32_t p = 0; p < npix; p++, x0 += stride, y += ystep) {
-		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+		KERN_BC_ZERO4();
 		const uint32_t *tp = tile;
 		const uint64_t *xp = x0;
 		uint64_t m;
@@ -88,7 +89,8 @@ static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, con
 			  uint32_t oy, uint32_t ox, const __m512i thr[4], uint64_t flip,
 			  uint64_t valid)
 {
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	__m512i n;
+	KERN_BC_ZERO4();
 	uint64_t m;
 	KERN_BCONV_WINDOW(g, 3, oy, ox);
 

@@ -16,28 +16,7 @@
 
 KERN_BCONV_TILE_LOAD(tile_load64, uint64_t, BLK64)
 
-static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g,
-			       const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
-{
-	uint32_t wpp = model_words(g->c);
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-	__m512i a6 = a0, a7 = a0, n;
-	KERN_BCONV_WINDOW(g, g->k, oy, ox);
-
-	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);
-		const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, BLK64, ky);
-		uint32_t len = (kx1 - kx0) * wpp;
-
-		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
-			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
-
-			KERN_BC_ACC8(64);
-		}
-	}
-	n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));
-	KERN_BC_DOTS8(64);
-}
+KERN_BC_PIXEL_DOT64(pixel_dot64, 8)
 
 /*
  * A run of npix output pixels of one row whose 3x3 taps all fall inside the input (wpp words a
@@ -50,8 +29,7 @@ run64_k3(const uint64_t *x0, size_t w, size_t step, uint32_t wpp, uint32_t npix,
 	 size_t ystep)
 {
 	for (uint32_t p = 0; p < npix; p++, x0 += step, y += ystep) {
-		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-		__m512i a6 = a0, a7 = a0;
+		KERN_BC_ZERO8();
 		const uint64_t *tp = tile, *xp = x0;
 		uint64_t m;
 
@@ -97,8 +75,8 @@ static inline __attribute__((always_inline)) uint64_t
 edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, uint32_t wpp, const uint64_t *tile,
 	  uint32_t oy, uint32_t ox, const __m512i thr[8], uint64_t flip, uint64_t valid)
 {
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-	__m512i a6 = a0, a7 = a0, n;
+	__m512i n;
+	KERN_BC_ZERO8();
 	uint64_t m;
 	KERN_BCONV_WINDOW(g, 3, oy, ox);
 

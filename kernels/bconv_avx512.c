@@ -47,27 +47,7 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 
 KERN_BCONV_TILE_LOAD(tile_load_blk, uint64_t, BLK)
 
-static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom *g,
-				 const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
-{
-	uint32_t wpp = model_words(g->c);
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
-	KERN_BCONV_WINDOW(g, g->k, oy, ox);
-
-	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);
-		const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, BLK, ky);
-		uint32_t len = (kx1 - kx0) * wpp;
-
-		for (uint32_t t = 0; t < len; t++, tr += BLK) {
-			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
-
-			KERN_BC_ACC4(64);
-		}
-	}
-	n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));
-	KERN_BC_DOTS4(64);
-}
+KERN_BC_PIXEL_DOT64(pixel_dot_blk, 4)
 
 static bool blk_fits(uint32_t taps)
 {

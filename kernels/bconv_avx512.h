@@ -10,6 +10,14 @@
 
 #include <immintrin.h>
 
+#include "kernels/bin_tmpl.h"
+
+/* Declare the accumulators a0 .. a3 (a0 .. a7), zero. */
+#define KERN_BC_ZERO4() __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0
+#define KERN_BC_ZERO8()                                                                            \
+	KERN_BC_ZERO4();                                                                           \
+	__m512i a4 = a0, a5 = a0, a6 = a0, a7 = a0
+
 /* Accumulator v (lanes v * 512 / W ..) meets the input word: a_v += popcount(xb ^ tr[..]). */
 #define KERN_BC_ACC(W, v)                                                                          \
 	a##v = _mm512_add_epi##W(a##v, _mm512_popcnt_epi##W(_mm512_xor_si512(                      \
@@ -51,6 +59,35 @@
 		d[6] = KERN_BC_DOT(W, 6);                                                          \
 		d[7] = KERN_BC_DOT(W, 7);                                                          \
 	} while (0)
+
+/*
+ * Defines static inline void name(x, g, tile, oy, ox, d): the dots of one output pixel with a
+ * block of 8 * nacc output channels (64-bit lanes), d[v] those of channels 8 v .. 8 v + 7, from
+ * a tile of 8 * nacc lanes a tap word.
+ */
+#define KERN_BC_PIXEL_DOT64(name, nacc)                                                            \
+	static inline void name(const uint64_t *x, const struct kern_conv_geom *g,                 \
+				const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[nacc])   \
+	{                                                                                          \
+		uint32_t wpp = model_words(g->c);                                                  \
+		__m512i n;                                                                         \
+		KERN_BC_ZERO##nacc();                                                              \
+		KERN_BCONV_WINDOW(g, g->k, oy, ox);                                                \
+                                                                                                   \
+		for (uint32_t ky = ky0; ky < ky1; ky++) {                                          \
+			const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);                      \
+			const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, 8 * nacc, ky);      \
+			uint32_t len = (kx1 - kx0) * wpp;                                          \
+                                                                                                   \
+			for (uint32_t t = 0; t < len; t++, tr += 8 * nacc) {                       \
+				__m512i xb = _mm512_set1_epi64((long long)xr[t]);                  \
+                                                                                                   \
+				KERN_BC_ACC##nacc(64);                                             \
+			}                                                                          \
+		}                                                                                  \
+		n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));                               \
+		KERN_BC_DOTS##nacc(64);                                                            \
+	}
 
 /*
  * Output bits of accumulator v at their place in the block's word (L = 512 / W lanes a vector):
