@@ -118,8 +118,8 @@
  * folds one image's cnt dots from output o into its word.
  */
 #define KERN_BDENSE_THR_BLOCKS(name, xtype, xstride, gemm, word)                                   \
-	static inline void name(const xtype *x, uint32_t batch, const uint64_t *w, uint32_t out,   \
-				uint32_t n, const struct kern_thresh *t, uint64_t *y)              \
+	static void name(const xtype *x, uint32_t batch, const uint64_t *w, uint32_t out,          \
+			 uint32_t n, const struct kern_thresh *t, uint64_t *y)                     \
 	{                                                                                          \
 		uint32_t nw = model_words(n), ow = model_words(out);                               \
 		int32_t dot[KERN_THR_BATCH][64] __attribute__((aligned(64)));                      \
