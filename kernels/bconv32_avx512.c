@@ -6,61 +6,34 @@
  */
 #include <immintrin.h>
 
+#include "kernels/bconv_avx512.h"
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 #define BLK32 64 /* output channels per block: four vectors of 16 */
 
-static void tile_load32(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint32_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < BLK32; i++)
-			tile[t * BLK32 + i] = i < cnt ? (uint32_t)w[(size_t)(o + i) * taps + t] : 0;
-}
-
-/* Four vectors of 16 output channels meet the broadcast input word xb at tap row tr. */
-#define ACC4()                                                                                     \
-	do {                                                                                       \
-		a0 = _mm512_add_epi32(                                                             \
-		    a0, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr))));         \
-		a1 = _mm512_add_epi32(                                                             \
-		    a1, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 16))));    \
-		a2 = _mm512_add_epi32(                                                             \
-		    a2, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 32))));    \
-		a3 = _mm512_add_epi32(                                                             \
-		    a3, _mm512_popcnt_epi32(_mm512_xor_si512(xb, _mm512_load_si512(tr + 48))));    \
-	} while (0)
-
-/* dot = taps * c - 2 popcount, per accumulator, into d[4]. */
-#define DOTS4()                                                                                    \
-	do {                                                                                       \
-		d[0] = _mm512_sub_epi32(n, _mm512_add_epi32(a0, a0));                              \
-		d[1] = _mm512_sub_epi32(n, _mm512_add_epi32(a1, a1));                              \
-		d[2] = _mm512_sub_epi32(n, _mm512_add_epi32(a2, a2));                              \
-		d[3] = _mm512_sub_epi32(n, _mm512_add_epi32(a3, a3));                              \
-	} while (0)
+KERN_BCONV_TILE_LOAD(tile_load32, uint32_t, BLK32)
 
 static inline void pixel_dot32(const uint64_t *x, const struct kern_conv_geom *g,
 			       const uint32_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
 {
-	uint32_t ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
+	__m512i n;
+	KERN_BC_ZERO4();
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + (size_t)(iy + ky) * g->w + (size_t)(ix + kx0);
-		const uint32_t *tr = tile + ((size_t)ky * g->k + kx0) * BLK32;
+		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, 1, ky);
+		const uint32_t *tr = KERN_BCONV_ROW_TAPS(tile, g, 1, BLK32, ky);
 
 		for (uint32_t t = 0; t < kx1 - kx0; t++, tr += BLK32) {
 			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xr[t]);
 
-			ACC4();
+			KERN_BC_ACC4(32);
 		}
 	}
-	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
-	DOTS4();
+	n = _mm512_set1_epi32((int)KERN_BCONV_WINDOW_BITS(g->c));
+	KERN_BC_DOTS4(32);
 }
 
 /*
@@ -91,7 +64,7 @@ static void run32_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 		     uint64_t *y, size_t ystep)
 {
 	for (uint32_t p = 0; p < npix; p++, x0 += stride, y += ystep) {
-		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+		KERN_BC_ZERO4();
 		const uint32_t *tp = tile;
 		const uint64_t *xp = x0;
 		uint64_t m;
@@ -101,14 +74,12 @@ static void run32_k3(const uint64_t *x0, size_t w, uint32_t stride, uint32_t npi
 			const uint32_t *tr = tp + t * BLK32;
 			__m512i xb = _mm512_set1_epi32((int)(uint32_t)xp[(t / 3) * w + t % 3]);
 
-			ACC4();
+			KERN_BC_ACC4(32);
 			/* keeps the taps in order: hoisting them all spills registers */
 			__asm__("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+r"(tp), "+r"(xp));
 		}
-		m = (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a0, pmax[0])) |
-		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a1, pmax[1])) << 16 |
-		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a2, pmax[2])) << 32 |
-		    (uint64_t)_cvtmask16_u32(_mm512_cmple_epi32_mask(a3, pmax[3])) << 48;
+		m = KERN_BC_LE_BITS(32, 16, 0) | KERN_BC_LE_BITS(32, 16, 1) |
+		    KERN_BC_LE_BITS(32, 16, 2) | KERN_BC_LE_BITS(32, 16, 3);
 		*y = (m ^ flip) & valid;
 	}
 }
@@ -118,13 +89,11 @@ static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, con
 			  uint32_t oy, uint32_t ox, const __m512i thr[4], uint64_t flip,
 			  uint64_t valid)
 {
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
-	uint32_t ky0, ky1, kx0, kx1;
+	__m512i n;
+	KERN_BC_ZERO4();
 	uint64_t m;
+	KERN_BCONV_WINDOW(g, 3, oy, ox);
 
-	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
-	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
 #pragma GCC unroll 9
 	for (uint32_t t = 0; t < 9; t++) {
 		const uint32_t *tr = tile + t * BLK32;
@@ -133,20 +102,11 @@ static uint64_t edge32_k3(const uint64_t *x, const struct kern_conv_geom *g, con
 		if (t / 3 < ky0 || t / 3 >= ky1 || t % 3 < kx0 || t % 3 >= kx1)
 			continue;
 		xb = _mm512_set1_epi32((int)(uint32_t)x[(iy + t / 3) * g->w + ix + t % 3]);
-		ACC4();
+		KERN_BC_ACC4(32);
 	}
-	n = _mm512_set1_epi32((int)((ky1 - ky0) * (kx1 - kx0) * g->c));
-	m = (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a0, a0)), thr[0])) |
-	    (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a1, a1)), thr[1]))
-		<< 16 |
-	    (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a2, a2)), thr[2]))
-		<< 32 |
-	    (uint64_t)_cvtmask16_u32(
-		_mm512_cmpge_epi32_mask(_mm512_sub_epi32(n, _mm512_add_epi32(a3, a3)), thr[3]))
-		<< 48;
+	n = _mm512_set1_epi32((int)KERN_BCONV_WINDOW_BITS(g->c));
+	m = KERN_BC_GE_BITS(32, 16, 0) | KERN_BC_GE_BITS(32, 16, 1) | KERN_BC_GE_BITS(32, 16, 2) |
+	    KERN_BC_GE_BITS(32, 16, 3);
 	return (m ^ flip) & valid;
 }
 

@@ -6,72 +6,17 @@
  */
 #include <immintrin.h>
 
+#include "kernels/bconv_avx512.h"
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 #define BLK64	  64
 #define TILE_TAPS 144 /* taps x words per pixel: 3x3 kernels up to 1024 input channels */
 
-static void tile_load64(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < BLK64; i++)
-			tile[t * BLK64 + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load64, uint64_t, BLK64)
 
-#define ACC(v)                                                                                     \
-	a##v = _mm512_add_epi64(                                                                   \
-	    a##v, _mm512_popcnt_epi64(_mm512_xor_si512(xb, _mm512_load_si512(tr + 8 * (v)))))
-
-#define ACC8()                                                                                     \
-	do {                                                                                       \
-		ACC(0);                                                                            \
-		ACC(1);                                                                            \
-		ACC(2);                                                                            \
-		ACC(3);                                                                            \
-		ACC(4);                                                                            \
-		ACC(5);                                                                            \
-		ACC(6);                                                                            \
-		ACC(7);                                                                            \
-	} while (0)
-
-/* dot = taps * c - 2 popcount, per accumulator, into d[8]. */
-#define DOTS()                                                                                     \
-	do {                                                                                       \
-		d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));                              \
-		d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));                              \
-		d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));                              \
-		d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));                              \
-		d[4] = _mm512_sub_epi64(n, _mm512_add_epi64(a4, a4));                              \
-		d[5] = _mm512_sub_epi64(n, _mm512_add_epi64(a5, a5));                              \
-		d[6] = _mm512_sub_epi64(n, _mm512_add_epi64(a6, a6));                              \
-		d[7] = _mm512_sub_epi64(n, _mm512_add_epi64(a7, a7));                              \
-	} while (0)
-
-static inline void pixel_dot64(const uint64_t *x, const struct kern_conv_geom *g,
-			       const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[8])
-{
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-	__m512i a6 = a0, a7 = a0, n;
-
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
-	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
-		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * BLK64;
-		uint32_t len = (kx1 - kx0) * wpp;
-
-		for (uint32_t t = 0; t < len; t++, tr += BLK64) {
-			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
-
-			ACC8();
-		}
-	}
-	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
-	DOTS();
-}
+KERN_BC_PIXEL_DOT64(pixel_dot64, 8)
 
 /*
  * A run of npix output pixels of one row whose 3x3 taps all fall inside the input (wpp words a
@@ -84,8 +29,7 @@ run64_k3(const uint64_t *x0, size_t w, size_t step, uint32_t wpp, uint32_t npix,
 	 size_t ystep)
 {
 	for (uint32_t p = 0; p < npix; p++, x0 += step, y += ystep) {
-		__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-		__m512i a6 = a0, a7 = a0;
+		KERN_BC_ZERO8();
 		const uint64_t *tp = tile, *xp = x0;
 		uint64_t m;
 
@@ -96,21 +40,17 @@ run64_k3(const uint64_t *x0, size_t w, size_t step, uint32_t wpp, uint32_t npix,
 				__m512i xb = _mm512_set1_epi64(
 				    (long long)xp[(t / 3) * w + (size_t)(t % 3) * wpp + j]);
 
-				ACC8();
+				KERN_BC_ACC8(64);
 				/* keeps the taps in order: hoisting them all spills every register
 				 */
 				__asm__(""
 					: "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4),
 					  "+v"(a5), "+v"(a6), "+v"(a7), "+r"(tp), "+r"(xp));
 			}
-		m = (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a0, pmax[0])) |
-		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a1, pmax[1])) << 8 |
-		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a2, pmax[2])) << 16 |
-		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a3, pmax[3])) << 24 |
-		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a4, pmax[4])) << 32 |
-		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a5, pmax[5])) << 40 |
-		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a6, pmax[6])) << 48 |
-		    (uint64_t)_cvtmask8_u32(_mm512_cmple_epi64_mask(a7, pmax[7])) << 56;
+		m = KERN_BC_LE_BITS(64, 8, 0) | KERN_BC_LE_BITS(64, 8, 1) |
+		    KERN_BC_LE_BITS(64, 8, 2) | KERN_BC_LE_BITS(64, 8, 3) |
+		    KERN_BC_LE_BITS(64, 8, 4) | KERN_BC_LE_BITS(64, 8, 5) |
+		    KERN_BC_LE_BITS(64, 8, 6) | KERN_BC_LE_BITS(64, 8, 7);
 		*y = (m ^ flip) & valid;
 	}
 }
@@ -130,24 +70,16 @@ static void run64_k3_wn(const uint64_t *x0, size_t w, size_t step, uint32_t wpp,
 	run64_k3(x0, w, step, wpp, npix, tile, pmax, flip, valid, y, ystep);
 }
 
-#define EDGE_BITS(v)                                                                               \
-	((uint64_t)_cvtmask8_u32(                                                                  \
-	     _mm512_cmpge_epi64_mask(_mm512_sub_epi64(n, _mm512_add_epi64(a##v, a##v)), thr[v]))   \
-	 << (8 * (v)))
-
 /* Threshold bits of a 3x3 pixel with taps outside the input (the taps unrolled, each tested). */
 static inline __attribute__((always_inline)) uint64_t
 edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, uint32_t wpp, const uint64_t *tile,
 	  uint32_t oy, uint32_t ox, const __m512i thr[8], uint64_t flip, uint64_t valid)
 {
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-	__m512i a6 = a0, a7 = a0, n;
-	uint32_t ky0, ky1, kx0, kx1;
+	__m512i n;
+	KERN_BC_ZERO8();
 	uint64_t m;
+	KERN_BCONV_WINDOW(g, 3, oy, ox);
 
-	kern_tap_range(iy, 3, g->h, &ky0, &ky1);
-	kern_tap_range(ix, 3, g->w, &kx0, &kx1);
 #pragma GCC unroll 9
 	for (uint32_t t = 0; t < 9; t++) {
 		const uint64_t *xr = x + ((iy + t / 3) * g->w + ix + t % 3) * wpp;
@@ -158,12 +90,13 @@ edge64_k3(const uint64_t *x, const struct kern_conv_geom *g, uint32_t wpp, const
 			const uint64_t *tr = tile + ((size_t)t * wpp + j) * BLK64;
 			__m512i xb = _mm512_set1_epi64((long long)xr[j]);
 
-			ACC8();
+			KERN_BC_ACC8(64);
 		}
 	}
-	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
-	m = EDGE_BITS(0) | EDGE_BITS(1) | EDGE_BITS(2) | EDGE_BITS(3) | EDGE_BITS(4) |
-	    EDGE_BITS(5) | EDGE_BITS(6) | EDGE_BITS(7);
+	n = _mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c));
+	m = KERN_BC_GE_BITS(64, 8, 0) | KERN_BC_GE_BITS(64, 8, 1) | KERN_BC_GE_BITS(64, 8, 2) |
+	    KERN_BC_GE_BITS(64, 8, 3) | KERN_BC_GE_BITS(64, 8, 4) | KERN_BC_GE_BITS(64, 8, 5) |
+	    KERN_BC_GE_BITS(64, 8, 6) | KERN_BC_GE_BITS(64, 8, 7);
 	return (m ^ flip) & valid;
 }
 

@@ -4,7 +4,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "kernels/bconv_avx512.h"
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 /*
@@ -12,25 +14,18 @@
  * [tap word][8] so that one broadcast input word meets 8 weight words in one zmm. A pixel's
  * valid taps in one kernel row are contiguous both in the input (pixel-major) and in the tile.
  */
-static void tile_load(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < 8; i++)
-			tile[t * 8 + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load, uint64_t, 8)
 
 static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	__m512i acc = _mm512_setzero_si512();
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
-		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * 8;
+		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);
+		const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, 8, ky);
 		uint32_t len = (kx1 - kx0) * wpp;
 
 		for (uint32_t t = 0; t < len; t++)
@@ -38,7 +33,7 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 							_mm512_set1_epi64((long long)xr[t]),
 							_mm512_load_si512(tr + (size_t)t * 8))));
 	}
-	return _mm512_sub_epi64(_mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c),
+	return _mm512_sub_epi64(_mm512_set1_epi64(KERN_BCONV_WINDOW_BITS(g->c)),
 				_mm512_add_epi64(acc, acc));
 }
 
@@ -50,47 +45,9 @@ static inline __m512i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
  */
 #define BLK 32
 
-static void tile_load_blk(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps,
-			  uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < BLK; i++)
-			tile[t * BLK + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load_blk, uint64_t, BLK)
 
-static inline void pixel_dot_blk(const uint64_t *x, const struct kern_conv_geom *g,
-				 const uint64_t *tile, uint32_t oy, uint32_t ox, __m512i d[4])
-{
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
-	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, n;
-
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
-	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
-		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * BLK;
-		uint32_t len = (kx1 - kx0) * wpp;
-
-		for (uint32_t t = 0; t < len; t++, tr += BLK) {
-			__m512i xb = _mm512_set1_epi64((long long)xr[t]);
-
-			a0 = _mm512_add_epi64(
-			    a0, _mm512_popcnt_epi64(_mm512_xor_si512(xb, _mm512_load_si512(tr))));
-			a1 = _mm512_add_epi64(a1, _mm512_popcnt_epi64(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 8))));
-			a2 = _mm512_add_epi64(a2, _mm512_popcnt_epi64(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 16))));
-			a3 = _mm512_add_epi64(a3, _mm512_popcnt_epi64(_mm512_xor_si512(
-						      xb, _mm512_load_si512(tr + 24))));
-		}
-	}
-	n = _mm512_set1_epi64((ky1 - ky0) * (kx1 - kx0) * g->c);
-	d[0] = _mm512_sub_epi64(n, _mm512_add_epi64(a0, a0));
-	d[1] = _mm512_sub_epi64(n, _mm512_add_epi64(a1, a1));
-	d[2] = _mm512_sub_epi64(n, _mm512_add_epi64(a2, a2));
-	d[3] = _mm512_sub_epi64(n, _mm512_add_epi64(a3, a3));
-}
+KERN_BC_PIXEL_DOT64(pixel_dot_blk, 4)
 
 static bool blk_fits(uint32_t taps)
 {
@@ -256,14 +213,4 @@ static void pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32
 	}
 }
 
-void kern_avx512_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-			   uint64_t *y)
-{
-	pack(x, batch, c, h, w, NULL, y);
-}
-
-void kern_avx512_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-				const struct kern_thresh *t, uint64_t *y)
-{
-	pack(x, batch, c, h, w, t, y);
-}
+KERN_PACK_ENTRIES(kern_avx512_sign_pack, kern_avx512_threshold_pack, pack)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -93,6 +94,15 @@ static ALWAYS_INLINE void gemm_block(const uint64_t *x, const uint64_t *w, uint3
 			y[c * ldy + r] = (int32_t)n - 2 * (int32_t)hsum(acc[r][c]);
 }
 
+/* C images at b against two weight rows at o, or one where only one is left. */
+#define GEMM_IMAGES(C)                                                                             \
+	do {                                                                                       \
+		if (two)                                                                           \
+			gemm_block(x + (size_t)b * nw, wo, nw, n, 2, C, y + b * ldy + o, ldy);     \
+		else                                                                               \
+			gemm_block(x + (size_t)b * nw, wo, nw, n, 1, C, y + b * ldy + o, ldy);     \
+	} while (0)
+
 static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out, uint32_t n,
 		 int32_t *y, size_t ldy)
 {
@@ -103,22 +113,10 @@ static void gemm(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t 
 		bool two = out - o >= 2;
 		uint32_t b = 0;
 
-		for (; b + 2 <= batch; b += 2) {
-			if (two)
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 2, 2, y + b * ldy + o,
-					   ldy);
-			else
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 1, 2, y + b * ldy + o,
-					   ldy);
-		}
-		if (b < batch) {
-			if (two)
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 2, 1, y + b * ldy + o,
-					   ldy);
-			else
-				gemm_block(x + (size_t)b * nw, wo, nw, n, 1, 1, y + b * ldy + o,
-					   ldy);
-		}
+		for (; b + 2 <= batch; b += 2)
+			GEMM_IMAGES(2);
+		if (b < batch)
+			GEMM_IMAGES(1);
 	}
 }
 
@@ -128,26 +126,7 @@ static void avx2_bdense(const uint64_t *x, uint32_t batch, const uint64_t *w, ui
 	gemm(x, batch, w, out, n, y, out);
 }
 
-#define THR_BATCH 16
-
-static void avx2_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			    uint32_t n, const struct kern_thresh *t, uint64_t *y)
-{
-	uint32_t nw = model_words(n), ow = model_words(out);
-	int32_t dot[THR_BATCH][64];
-
-	for (uint32_t o = 0; o < out; o += 64) {
-		uint32_t cnt = out - o < 64 ? out - o : 64;
-
-		for (uint32_t b = 0; b < batch; b += THR_BATCH) {
-			uint32_t nb = batch - b < THR_BATCH ? batch - b : THR_BATCH;
-
-			gemm(x + (size_t)b * nw, nb, w + (size_t)o * nw, cnt, n, &dot[0][0], 64);
-			for (uint32_t i = 0; i < nb; i++)
-				y[(size_t)(b + i) * ow + o / 64] = kern_thr_word(dot[i], t, o, cnt);
-		}
-	}
-}
+KERN_BDENSE_THR_BLOCKS(avx2_bdense_thr, uint64_t, nw, gemm, kern_thr_word)
 
 static void u8_planes(const uint8_t *x, uint32_t n, uint64_t *p, int32_t *sumx)
 {
@@ -197,58 +176,21 @@ static int32_t u8_dot(const uint64_t *p, const uint64_t *w, uint32_t nw, int32_t
 	return 2 * (int32_t)hsum(s) - sumx;
 }
 
-static void avx2_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			   uint32_t n, int32_t *y, void *scratch)
-{
-	uint32_t nw = model_words(n);
-	uint64_t *p = scratch;
-	int32_t sumx;
-
-	for (uint32_t b = 0; b < batch; b++) {
-		u8_planes(x + (size_t)b * n, n, p, &sumx);
-		for (uint32_t o = 0; o < out; o++)
-			y[(size_t)b * out + o] = u8_dot(p, w + (size_t)o * nw, nw, sumx);
-	}
-}
-
-static void avx2_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			       uint32_t n, const struct kern_thresh *t, uint64_t *y, void *scratch)
-{
-	uint32_t nw = model_words(n), ow = model_words(out);
-	uint64_t *p = scratch;
-	int32_t sumx;
-
-	memset(y, 0, (size_t)batch * ow * sizeof(*y));
-	for (uint32_t b = 0; b < batch; b++) {
-		u8_planes(x + (size_t)b * n, n, p, &sumx);
-		for (uint32_t o = 0; o < out; o++) {
-			int32_t dot = u8_dot(p, w + (size_t)o * nw, nw, sumx);
-
-			y[(size_t)b * ow + o / 64] |= (uint64_t)kern_thr_bit(dot, t, o) << (o % 64);
-		}
-	}
-}
+KERN_BDENSE_U8_PLANES(avx2_bdense_u8, u8_planes, u8_dot)
 
 /* Convolution vectorized across 4 output channels, as in bconv_avx512.c. */
-static void tile_load(const uint64_t *w, uint32_t o, uint32_t cnt, uint32_t taps, uint64_t *tile)
-{
-	for (uint32_t t = 0; t < taps; t++)
-		for (uint32_t i = 0; i < 4; i++)
-			tile[t * 4 + i] = i < cnt ? w[(size_t)(o + i) * taps + t] : 0;
-}
+KERN_BCONV_TILE_LOAD(tile_load, uint64_t, 4)
 
 static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *g,
 				const uint64_t *tile, uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	__m256i acc = _mm256_setzero_si256();
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++) {
-		const uint64_t *xr = x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx0)) * wpp;
-		const uint64_t *tr = tile + ((size_t)ky * g->k + kx0) * wpp * 4;
+		const uint64_t *xr = KERN_BCONV_ROW_X(x, g, wpp, ky);
+		const uint64_t *tr = KERN_BCONV_ROW_TAPS(tile, g, wpp, 4, ky);
 		uint32_t len = (kx1 - kx0) * wpp;
 		__m256i a8 = _mm256_setzero_si256();
 
@@ -264,7 +206,7 @@ static inline __m256i pixel_dot(const uint64_t *x, const struct kern_conv_geom *
 		}
 		acc = _mm256_add_epi64(acc, sum8(a8));
 	}
-	return _mm256_sub_epi64(_mm256_set1_epi64x((ky1 - ky0) * (kx1 - kx0) * g->c),
+	return _mm256_sub_epi64(_mm256_set1_epi64x(KERN_BCONV_WINDOW_BITS(g->c)),
 				_mm256_add_epi64(acc, acc));
 }
 

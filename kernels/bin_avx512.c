@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -157,29 +158,15 @@ static uint64_t thr_word(const int32_t *dot, const struct kern_thresh *t, uint32
 	return m;
 }
 
-#define THR_BATCH 16
+KERN_BDENSE_THR_BLOCKS(thr_blocks, uint64_t, nw, gemm, thr_word)
 
 static void avx512_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
 			      uint32_t n, const struct kern_thresh *t, uint64_t *y)
 {
-	uint32_t nw = model_words(n), ow = model_words(out);
-	int32_t dot[THR_BATCH][64] __attribute__((aligned(64)));
 	uint32_t done = batch >= 8 ? kern_avx512_gemm8_thr(x, batch, w, out, n, t, y) : 0;
 
-	x += (size_t)done * nw;
-	y += (size_t)done * ow;
-	batch -= done;
-	for (uint32_t o = 0; o < out; o += 64) {
-		uint32_t cnt = out - o < 64 ? out - o : 64;
-
-		for (uint32_t b = 0; b < batch; b += THR_BATCH) {
-			uint32_t nb = batch - b < THR_BATCH ? batch - b : THR_BATCH;
-
-			gemm(x + (size_t)b * nw, nb, w + (size_t)o * nw, cnt, n, &dot[0][0], 64);
-			for (uint32_t i = 0; i < nb; i++)
-				y[(size_t)(b + i) * ow + o / 64] = thr_word(dot[i], t, o, cnt);
-		}
-	}
+	thr_blocks(x + (size_t)done * model_words(n), batch - done, w, out, n, t,
+		   y + (size_t)done * model_words(out));
 }
 
 static void u8_planes(const uint8_t *x, uint32_t n, uint64_t *p, int32_t *sumx)
@@ -340,6 +327,8 @@ static VNNI void vnni_gemm(const uint8_t *x, uint32_t batch, const uint64_t *w, 
 	}
 }
 
+KERN_BDENSE_THR_BLOCKS(vnni_thr_blocks, uint8_t, n, vnni_gemm, thr_word)
+
 /* The int8 GEMM when the batch amortizes the expansion and the row block fits its buffer. */
 static bool use_vnni(uint32_t batch, uint32_t n)
 {
@@ -373,21 +362,7 @@ static void avx512_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_
 	int32_t sumx;
 
 	if (use_vnni(batch, n)) {
-		int32_t bdot[THR_BATCH][64] __attribute__((aligned(64)));
-
-		for (uint32_t o = 0; o < out; o += 64) {
-			uint32_t cnt = out - o < 64 ? out - o : 64;
-
-			for (uint32_t b = 0; b < batch; b += THR_BATCH) {
-				uint32_t nb = batch - b < THR_BATCH ? batch - b : THR_BATCH;
-
-				vnni_gemm(x + (size_t)b * n, nb, w + (size_t)o * nw, cnt, n,
-					  &bdot[0][0], 64);
-				for (uint32_t i = 0; i < nb; i++)
-					y[(size_t)(b + i) * ow + o / 64] =
-					    thr_word(bdot[i], t, o, cnt);
-			}
-		}
+		vnni_thr_blocks(x, batch, w, out, n, t, y);
 		return;
 	}
 	for (uint32_t b = 0; b < batch; b++) {

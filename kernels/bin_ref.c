@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/bin_impl.h"
+#include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
 
 static uint32_t popc_xor(const uint64_t *a, const uint64_t *b, uint32_t nw)
@@ -46,10 +47,20 @@ static void ref_bdense_thr(const uint64_t *x, uint32_t batch, const uint64_t *w,
  * dot = sum_i w_i x_i = sum_b 2^b (popc(P_b & W) - popc(P_b & ~W)) = 2 sum_b 2^b popc(P_b & W)
  * - sum_i x_i, with P_b the plane of bit b of the inputs.
  */
-static void ref_u8_planes(const uint8_t *x, uint32_t n, uint64_t *p)
+static int32_t ref_u8_sum(const uint8_t *x, uint32_t n)
+{
+	int32_t s = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		s += x[i];
+	return s;
+}
+
+static void ref_u8_planes(const uint8_t *x, uint32_t n, uint64_t *p, int32_t *sumx)
 {
 	uint32_t nw = model_words(n);
 
+	*sumx = ref_u8_sum(x, n);
 	memset(p, 0, kern_u8_plane_words(n) * sizeof(*p));
 	for (uint32_t i = 0; i < n; i++)
 		for (uint32_t b = 0; b < 8; b++)
@@ -70,50 +81,7 @@ static int32_t ref_u8_dot(const uint64_t *p, const uint64_t *w, uint32_t nw, int
 	return 2 * acc - sumx;
 }
 
-static int32_t ref_u8_sum(const uint8_t *x, uint32_t n)
-{
-	int32_t s = 0;
-
-	for (uint32_t i = 0; i < n; i++)
-		s += x[i];
-	return s;
-}
-
-static void ref_bdense_u8(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			  uint32_t n, int32_t *y, void *scratch)
-{
-	uint32_t nw = model_words(n);
-	uint64_t *p = scratch;
-
-	for (uint32_t b = 0; b < batch; b++) {
-		const uint8_t *xb = x + (size_t)b * n;
-		int32_t sumx = ref_u8_sum(xb, n);
-
-		ref_u8_planes(xb, n, p);
-		for (uint32_t o = 0; o < out; o++)
-			y[(size_t)b * out + o] = ref_u8_dot(p, w + (size_t)o * nw, nw, sumx);
-	}
-}
-
-static void ref_bdense_u8_thr(const uint8_t *x, uint32_t batch, const uint64_t *w, uint32_t out,
-			      uint32_t n, const struct kern_thresh *t, uint64_t *y, void *scratch)
-{
-	uint32_t nw = model_words(n), ow = model_words(out);
-	uint64_t *p = scratch;
-
-	memset(y, 0, (size_t)batch * ow * sizeof(*y));
-	for (uint32_t b = 0; b < batch; b++) {
-		const uint8_t *xb = x + (size_t)b * n;
-		int32_t sumx = ref_u8_sum(xb, n);
-
-		ref_u8_planes(xb, n, p);
-		for (uint32_t o = 0; o < out; o++) {
-			int32_t dot = ref_u8_dot(p, w + (size_t)o * nw, nw, sumx);
-
-			y[(size_t)b * ow + o / 64] |= (uint64_t)kern_thr_bit(dot, t, o) << (o % 64);
-		}
-	}
-}
+KERN_BDENSE_U8_PLANES(ref_bdense_u8, ref_u8_planes, ref_u8_dot)
 
 size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch)
 {
@@ -124,18 +92,16 @@ size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch)
 static int32_t ref_bconv_dot(const uint64_t *x, const struct kern_conv_geom *g, const uint64_t *wo,
 			     uint32_t oy, uint32_t ox)
 {
-	uint32_t wpp = model_words(g->c), ky0, ky1, kx0, kx1;
-	int64_t iy = (int64_t)oy * g->stride - g->pad, ix = (int64_t)ox * g->stride - g->pad;
+	uint32_t wpp = model_words(g->c);
 	int32_t cnt = 0;
+	KERN_BCONV_WINDOW(g, g->k, oy, ox);
 
-	kern_tap_range(iy, g->k, g->h, &ky0, &ky1);
-	kern_tap_range(ix, g->k, g->w, &kx0, &kx1);
 	for (uint32_t ky = ky0; ky < ky1; ky++)
 		for (uint32_t kx = kx0; kx < kx1; kx++)
 			cnt += (int32_t)popc_xor(
 			    x + ((size_t)(iy + ky) * g->w + (size_t)(ix + kx)) * wpp,
 			    wo + ((size_t)ky * g->k + kx) * wpp, wpp);
-	return (int32_t)((ky1 - ky0) * (kx1 - kx0) * g->c) - 2 * cnt;
+	return (int32_t)KERN_BCONV_WINDOW_BITS(g->c) - 2 * cnt;
 }
 
 void kern_ref_bconv(const uint64_t *x, uint32_t batch, const struct kern_conv_geom *g,
@@ -193,17 +159,7 @@ static void ref_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, ui
 			}
 }
 
-void kern_ref_sign_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-			uint64_t *y)
-{
-	ref_pack(x, batch, c, h, w, NULL, y);
-}
-
-void kern_ref_threshold_pack(const double *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
-			     const struct kern_thresh *t, uint64_t *y)
-{
-	ref_pack(x, batch, c, h, w, t, y);
-}
+KERN_PACK_ENTRIES(kern_ref_sign_pack, kern_ref_threshold_pack, ref_pack)
 
 void kern_ref_maxpool_bits(const uint64_t *x, uint32_t batch, uint32_t c, uint32_t h, uint32_t w,
 			   uint32_t k, uint32_t stride, uint64_t *y)
