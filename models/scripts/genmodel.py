@@ -248,6 +248,11 @@ class Builder:
         self._add({"type": "sign"})
         self.integer = True
 
+    def bn_sign(self, q=0.5):
+        """batchnorm, then sign: a binary network's activation"""
+        self.batchnorm(q=q)
+        self.sign()
+
     def relu(self):
         self._add({"type": "relu"})
         self.cases.add("relu")
@@ -308,8 +313,7 @@ def gen_mlp(rng, widths, n):
     b.flatten()
     for wd in widths:
         b.dense(wd, binary=True)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
     b.dense(1 if rng.random() < 0.15 else int(rng.integers(2, 12)), binary=True)
     b.batchnorm(last=True)
     return b, dtype, shape
@@ -322,16 +326,13 @@ def gen_cnn(rng, widths, n):
     b = Builder(rng, make_inputs(rng, dtype, shape, n), dtype)
     c1, c2 = int(widths[0]), int(widths[1] if len(widths) > 1 else widths[0])
     b.conv(c1, binary=bool(rng.random() < 0.5), pad=1)
-    b.batchnorm()
-    b.sign()
+    b.bn_sign()
     b.conv(c2, binary=True, pad=1)
     b.maxpool(2)
-    b.batchnorm()
-    b.sign()
+    b.bn_sign()
     b.flatten()
     b.dense(int(widths[2]) if len(widths) > 2 else 65, binary=True)
-    b.batchnorm()
-    b.sign()
+    b.bn_sign()
     b.dense(10, binary=True)
     b.batchnorm(last=True)
     return b, dtype, shape
@@ -344,24 +345,19 @@ def gen_hard(rng, variant, n):
         b = Builder(rng, make_inputs(rng, dtype, shape, n), dtype)
         b.conv(int(rng.choice([5, 7, 63])), k=3, stride=1, pad=1, binary=True, bias=True)
         b.maxpool(2)                      # max-pool before sign
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.conv(65, k=3, stride=2, pad=1, binary=True, bias=False)
-        b.batchnorm(q=0.9)
-        b.sign()
+        b.bn_sign(q=0.9)
         b.maxpool(3, 2)                   # overlapping, after sign
         b.flatten()
         b.dense(63, binary=True, bias=True)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(100, binary=False, bias=True)
         b.relu()
         b.dense(130, binary=True, bias=False)  # binary on float input
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(13, binary=True, bias=True)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(10, binary=True, bias=True)
         b.batchnorm(last=True)
     elif variant == 1:
@@ -370,19 +366,15 @@ def gen_hard(rng, variant, n):
         b = Builder(rng, make_inputs(rng, dtype, shape, n), dtype)
         b.flatten()
         b.dense(66, binary=True, bias=False)   # binary on u8 input
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(64, binary=True, bias=False)   # even fan-in (66), no bias: sum 0 possible
         b.sign()                               # exact zeros straight into sign
         b.dense(63, binary=True, bias=True)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(31, binary=True, bias=False)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(100, binary=True, bias=True)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         # a single output: the argmax is always 0, the score itself is what is checked
         b.dense(1, binary=True, bias=True)
         b.batchnorm(last=True)
@@ -394,18 +386,15 @@ def gen_hard(rng, variant, n):
         b.relu()
         b.lrn(size=5)
         b.conv(63, k=3, stride=1, pad=1, binary=True, bias=True)  # binary on float input
-        b.batchnorm(q=0.9)
-        b.sign()
+        b.bn_sign(q=0.9)
         b.maxpool(3, 2)                   # overlapping, after sign
         b.conv(65, k=3, stride=2, pad=1, binary=True, bias=False)
         b.sign()                          # exact zeros (integer sums) straight into sign
         b.flatten()
         b.dense(65, binary=True, bias=True)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(31, binary=True, bias=False)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(10, binary=False, bias=True)
         b.batchnorm(last=True)
     else:
@@ -418,8 +407,7 @@ def gen_hard(rng, variant, n):
         b.lrn(size=3)                     # lrn on +-1 maps
         b.conv(33, k=2, stride=1, pad=1, binary=True, bias=True)  # binary on float input
         b.maxpool(3, 2)                   # before sign, overlapping
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.flatten()
         b.dense(100, binary=False, int_weights=True, bias=False, zero_rows=2)
         b.sign()                          # exact zero sums into sign
@@ -427,8 +415,7 @@ def gen_hard(rng, variant, n):
         b.batchnorm()
         b.relu()
         b.dense(65, binary=True, bias=False)
-        b.batchnorm()
-        b.sign()
+        b.bn_sign()
         b.dense(10, binary=True, bias=True)
         b.batchnorm(last=True)
     return b, dtype, shape
