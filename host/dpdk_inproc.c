@@ -66,7 +66,7 @@ int host_inproc_main(void *arg)
 	struct host_app *a = arg;
 	struct dpdk_idle idle;
 
-	dpdk_idle_init(&idle, a->o.poll, a->o.idle_sleep_us);
+	dpdk_idle_init(&idle, a->o.run.poll, a->o.run.idle_sleep_us);
 	while (!a->workers_stop)
 		dpdk_idle_after(&idle, host_inproc_step(a));
 	return 0;

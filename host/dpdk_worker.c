@@ -266,7 +266,7 @@ int host_worker_main(void *arg)
 	struct host_app *a = w->a;
 	struct dpdk_idle idle;
 
-	dpdk_idle_init(&idle, a->o.poll, a->o.idle_sleep_us);
+	dpdk_idle_init(&idle, a->o.run.poll, a->o.run.idle_sleep_us);
 	while (!a->workers_stop)
 		dpdk_idle_after(&idle, host_worker_step(w, host_now_ns(a)));
 	return 0;

@@ -258,13 +258,7 @@ static int host_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 
 	if (!ret)
 		kern_precision_set_default(kern_precision_from_name(a->o.precision));
-	*run = (struct dpdk_run){.drain_ns = a->o.drain_ns,
-				 .drain_hold_ns = a->o.drain_hold_ns,
-				 .poll = a->o.poll,
-				 .idle_sleep_us = a->o.idle_sleep_us,
-				 .stats_file = a->o.stats_file,
-				 .metrics_port = a->o.metrics_port,
-				 .metrics_addr = a->o.metrics_addr};
+	*run = a->o.run;
 	return ret;
 }
 

@@ -12,6 +12,7 @@
 
 #include "conf/batch.h"
 #include "conf/conf.h"
+#include "dpdk/server.h"
 #include "host/host.h"
 #include "protocol/trust.h"
 
@@ -26,19 +27,14 @@ struct host_opts {
 	struct conf_batch batch;      /* every model's, unless its --model value says otherwise */
 	struct proto_trust_cfg trust; /* --allow; the rate from error_rate at set-up */
 	uint32_t payload;
-	uint64_t drain_ns;
-	uint64_t drain_hold_ns; /* the drain lasts at least this long (HEALTH says draining) */
-	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
-	uint32_t idle_sleep_us; /* its longest sleep */
-	uint32_t error_rate;	/* ERRORs per second per source and worker; 0: no limit */
-	uint32_t error_burst;	/* ... and at once; 0 (not given): error_rate */
-	uint32_t queues;	/* RX/TX queue pairs asked for; 0: as many as fit */
-	const char *stats_file;
-	const char *metrics_port, *metrics_addr; /* the metrics endpoint (dpdk/metrics.h) */
-	const char *name;			 /* --name: the HEALTH identity */
-	const char *precision;			 /* --precision: of the float layers */
-	bool inproc;				 /* --nic inproc */
-	uint32_t nic_executors;			 /* its executor chains */
+	struct dpdk_run run;  /* drain, idle policy, stats file, metrics endpoint: the skeleton's */
+	uint32_t error_rate;  /* ERRORs per second per source and worker; 0: no limit */
+	uint32_t error_burst; /* ... and at once; 0 (not given): error_rate */
+	uint32_t queues;      /* RX/TX queue pairs asked for; 0: as many as fit */
+	const char *name;     /* --name: the HEALTH identity */
+	const char *precision;	/* --precision: of the float layers */
+	bool inproc;		/* --nic inproc */
+	uint32_t nic_executors; /* its executor chains */
 };
 
 /* splitnic-host's options and configuration file. */

@@ -282,13 +282,7 @@ static int nic_options(void *srv, int argc, char **argv, struct dpdk_run *run)
 	struct nic *n = srv;
 	int ret = nic_opts_parse(&n->o, argc, argv);
 
-	*run = (struct dpdk_run){.drain_ns = n->o.drain_ns,
-				 .duration_s = n->o.duration,
-				 .poll = n->o.poll,
-				 .idle_sleep_us = n->o.idle_sleep_us,
-				 .stats_file = n->o.stats_file,
-				 .metrics_port = n->o.metrics_port,
-				 .metrics_addr = n->o.metrics_addr};
+	*run = n->o.run;
 	return ret;
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "conf/conf.h"
+#include "dpdk/server.h"
 #include "nicfw/dispatch.h"
 #include "protocol/trust.h"
 
@@ -36,13 +37,8 @@ struct nic_opts {
 	uint32_t ip;
 	uint16_t wire, host;
 	uint32_t payload;
-	double duration;
-	const char *stats_file;
-	const char *metrics_port, *metrics_addr; /* the metrics endpoint (dpdk/metrics.h) */
+	struct dpdk_run run; /* duration, drain, idle policy, stats file, metrics: the skeleton's */
 	const char *name;
-	uint32_t poll;		/* enum dpdk_poll (dpdk/idle.h) */
-	uint32_t idle_sleep_us; /* its longest sleep */
-	uint64_t drain_ns;
 	uint64_t host_probe_ns; /* 0: no probes, every REQUEST not the NIC's passes up */
 };
 
