@@ -6,6 +6,7 @@
 #include "kernels/bin_impl.h"
 #include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"
+#include "kernels/u8_dot.h"
 
 static uint32_t popc_xor(const uint64_t *a, const uint64_t *b, uint32_t nw)
 {
@@ -67,21 +68,7 @@ static void ref_u8_planes(const uint8_t *x, uint32_t n, uint64_t *p, int32_t *su
 			p[b * nw + i / 64] |= (uint64_t)((x[i] >> b) & 1) << (i % 64);
 }
 
-static int32_t ref_u8_dot(const uint64_t *p, const uint64_t *w, uint32_t nw, int32_t sumx)
-{
-	int32_t acc = 0;
-
-	for (uint32_t b = 0; b < 8; b++) {
-		int32_t cnt = 0;
-
-		for (uint32_t j = 0; j < nw; j++)
-			cnt += __builtin_popcountll(p[b * nw + j] & w[j]);
-		acc += cnt << b;
-	}
-	return 2 * acc - sumx;
-}
-
-KERN_BDENSE_U8_PLANES(ref_bdense_u8, ref_u8_planes, ref_u8_dot)
+KERN_BDENSE_U8_PLANES(ref_bdense_u8, ref_u8_planes, kern_u8_planes_dot)
 
 size_t kern_bdense_u8_scratch(uint32_t n, uint32_t batch)
 {

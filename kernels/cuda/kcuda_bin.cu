@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "kernels/cuda/kcuda_impl.h"
+#include "kernels/u8_dot.h"
 
 #define TPB 256
 
@@ -209,17 +210,8 @@ __global__ void k_u8_dot(const uint64_t *__restrict__ p, const int32_t *__restri
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)batch * out;
 	     i += (size_t)gridDim.x * blockDim.x) {
 		const size_t b = i / out;
-		const uint64_t *pb = p + b * 8 * nw, *wo = w + (i % out) * nw;
-		int32_t acc = 0;
 
-		for (int bit = 0; bit < 8; bit++) {
-			int32_t cnt = 0;
-
-			for (uint32_t j = 0; j < nw; j++)
-				cnt += __popcll(pb[bit * nw + j] & wo[j]);
-			acc += cnt << bit;
-		}
-		y[i] = 2 * acc - sumx[b];
+		y[i] = kern_u8_planes_dot(p + b * 8 * nw, w + (i % out) * nw, nw, sumx[b]);
 	}
 }
 
@@ -389,7 +381,8 @@ __global__ void k_maxpool_bits(const uint64_t *__restrict__ x, uint32_t batch, u
 		for (uint32_t ky = 0; ky < k; ky++)
 			for (uint32_t kx = 0; kx < k; kx++) {
 				const uint64_t v =
-				    xb[((size_t)(oy * stride + ky) * w + ox * stride + kx) * wpp + j];
+				    xb[((size_t)(oy * stride + ky) * w + ox * stride + kx) * wpp +
+				       j];
 
 				any |= v;
 				all &= v;
