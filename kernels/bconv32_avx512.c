@@ -6,7 +6,7 @@
  */
 #include <immintrin.h>
 
-#include "kernels/bconv_avx512.h"
+#include "kernels/bconv512_steps.h"
 #include "kernels/bin_impl.h"
 #include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"

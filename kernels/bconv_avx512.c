@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "kernels/bconv_avx512.h"
+#include "kernels/bconv512_steps.h"
 #include "kernels/bin_impl.h"
 #include "kernels/bin_tmpl.h"
 #include "kernels/kern.h"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kernels/bconv_avx512.h — private to the AVX-512 binary convolutions (bconv*_avx512.c): the
+ * kernels/bconv512_steps.h — private to the AVX-512 binary convolutions (bconv*_avx512.c): the
  * blocked kernels' steps for lanes of W bits (32: vpopcntd, 16 lanes; 64: vpopcntq, 8 lanes),
  * written once as macros. A block keeps accumulators a0, a1, ... of popcounts; tap row tr holds
  * the weight words of the block's channels, xb the broadcast input word.
  */
-#ifndef KERN_BCONV_AVX512_H
-#define KERN_BCONV_AVX512_H
+#ifndef KERN_BCONV512_STEPS_H
+#define KERN_BCONV512_STEPS_H
 
 #include <immintrin.h>
 
