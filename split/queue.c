@@ -81,8 +81,8 @@ static void predict_in_process(const struct split_pipeline *pl, double rps,
 
 /* Where the packet path's load lands: utilisations, shares, the rates at each server. */
 struct pk_state {
-	double u_sys, u_host,
-	    u_nic;	     /* u_nic: what reaches the NIC (before its window turns away) */
+	/* u_nic: the NIC's, of what reaches it (before its window turns away) */
+	double u_sys, u_host, u_nic;
 	double s_host;	     /* the host's service with the fallback's share mixed in */
 	double lam, lam_out; /* requests/s past the sys server, and past the host */
 	double pb;	     /* the share the NIC turns away: fallback (or refused alone) */
@@ -353,7 +353,8 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	const bool standalone = plan->stage[0].exec == SPLIT_EX_NIC;
 	struct split_xfer req = {0}, resp = {0};
 	uint64_t up_bytes = 0, down_bytes = 0;
-	double up = 0, down = 0, head, frames = 0, host_dg = 0; /* datagrams through the host */
+	double up = 0, down = 0, head, frames = 0;
+	double host_dg = 0; /* datagrams the host receives and sends */
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
@@ -432,8 +433,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	for (uint32_t k = 0; k < pl->n; k++) {
 		struct split_server *v = &pl->srv[k];
 
-		/* host.req_s is a request of one datagram each way (as calibrated): half a datagram
-		 */
+		/* host.req_s: a request of one datagram each way (as calibrated) */
 		v->s = v->kind == SPLIT_SRV_HOST ? pr->v[SPLIT_P_HOST_REQ] * fmax(2, host_dg) / 2 +
 						       pr->v[SPLIT_P_HOST_SCALE] * v->own
 						 : v->own;
