@@ -86,13 +86,73 @@ struct pk_state {
 	double s_host;	     /* the host's service with the fallback's share mixed in */
 	double lam, lam_out; /* requests/s past the sys server, and past the host */
 	double pb;	     /* the share the NIC turns away: fallback (or refused alone) */
+	double ext;	     /* the NIC path's mean round trip outside the NIC */
 	int host, nic;	     /* server indices, -1 if none */
 };
+
+static bool is_link(const struct split_server *v, const char *name)
+{
+	return v->kind == SPLIT_SRV_LINK && !strcmp(v->name, name);
+}
+
+/* Server k as the requests of share pb that the host finishes itself make it: a link's
+ * service with their RESPONSEs down instead of ACTIVATIONs, and no notices up for them. */
+static struct split_server pk_server(const struct split_pipeline *pl, uint32_t k, double pb)
+{
+	struct split_server v = pl->srv[k];
+
+	if (!pl->fb.on)
+		return v;
+	if (is_link(&v, "link-up"))
+		v.s = fmax(v.s - pb * pl->fb.up_notice, 1e-12);
+	else if (is_link(&v, "link-down"))
+		v.s = fmax(v.s + pb * (pl->fb.down_resp - pl->fb.down_act), 1e-12);
+	return v;
+}
+
+/* The NIC path's mean round trip outside the NIC, from the ACTIVATION sent to its notice read:
+ * the ACTIVATION's wire time (the link's queue down is the window's own ACTIVATIONs, its
+ * saturation the pass share's), the notice up behind the REQUESTs waiting at the link (they
+ * come from the front-end, no window holds them), then the host's batch in progress before its
+ * next turn reads it. */
+static double pk_nic_ext(const struct split_pipeline *pl, const struct pk_state *st)
+{
+	double t = st->s_host * fmin(st->u_host, 1) / 2;
+
+	for (uint32_t k = 0; k < pl->n; k++) {
+		const struct split_server v = pk_server(pl, k, st->pb);
+
+		if (is_link(&v, "link-down"))
+			t += pl->fb.down_act;
+		else if (is_link(&v, "link-up"))
+			t += pl->fb.up_notice + split_wait_mean(&v, st->lam);
+	}
+	return t;
+}
+
+/* Little's law on the host's window: the most the NIC answers, X <= lam, with X x its round
+ * trip at X (ext outside the NIC, the NIC's own queue and stage at X) at most win. */
+static double pk_window_rate(const struct split_server *nic, double ext, double win, double lam)
+{
+	double lo = 0, hi = lam;
+
+	if (lam * (ext + nic->s + split_wait_mean(nic, lam)) <= win)
+		return lam;
+	for (int i = 0; i < 60; i++) {
+		const double x = (lo + hi) / 2;
+
+		if (x * (ext + nic->s + split_wait_mean(nic, x)) <= win)
+			lo = x;
+		else
+			hi = x;
+	}
+	return lo;
+}
 
 static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state *st)
 {
 	const struct split_profile *pr = pl->pr;
-	double a_host = 1, pass;
+	double a_host = 1, pass, lam_sys;
 
 	memset(st, 0, sizeof(*st));
 	st->host = st->nic = -1;
@@ -103,16 +163,20 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 			st->nic = (int)k;
 	}
 	st->u_sys = rps * pl->sys_s;
-	st->lam = rps * split_curve_at(pr, SPLIT_CV_SYS_ANS, st->u_sys);
-	/* a link past its rate drops the excess (its queue is bounded): the fluid share */
-	for (uint32_t k = 0; k < pl->n; k++)
-		if (pl->srv[k].kind == SPLIT_SRV_LINK && !strcmp(pl->srv[k].name, "link-up") &&
-		    st->lam * pl->srv[k].s > 1)
-			st->lam = 1 / pl->srv[k].s;
-	/* the fallback's work loads the host that decides it: a fixed point, damped */
+	lam_sys = rps * split_curve_at(pr, SPLIT_CV_SYS_ANS, st->u_sys);
+	/* the fallback's work loads the host that decides it, and its share changes what the
+	 * links carry: a fixed point, damped */
 	for (int it = 0; it < 60; it++) {
 		double pb = 0;
 
+		/* a link past its rate drops the excess (its queue is bounded): the fluid share */
+		st->lam = lam_sys;
+		for (uint32_t k = 0; k < pl->n; k++) {
+			const struct split_server v = pk_server(pl, k, st->pb);
+
+			if (is_link(&v, "link-up") && st->lam * v.s > 1)
+				st->lam = 1 / v.s;
+		}
 		if (st->host >= 0) {
 			st->s_host = pl->srv[st->host].s + (pl->fb.on ? st->pb * pl->fb.s_back : 0);
 			st->u_host = st->lam * st->s_host;
@@ -122,18 +186,27 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 		pass = 1;
 		/* past its rate the link down to the NIC drops the excess; with the fallback the
 		 * host's window fills (or its timer fires) and the host answers the excess */
-		for (uint32_t k = 0; k < pl->n; k++)
-			if (pl->srv[k].kind == SPLIT_SRV_LINK &&
-			    !strcmp(pl->srv[k].name, "link-down") &&
-			    st->lam_out * pl->srv[k].s > 1) {
+		for (uint32_t k = 0; k < pl->n; k++) {
+			const struct split_server v = pk_server(pl, k, st->pb);
+
+			if (is_link(&v, "link-down") && st->lam_out * v.s > 1) {
 				if (pl->fb.on)
-					pass = 1 / (st->lam_out * pl->srv[k].s);
+					pass = 1 / (st->lam_out * v.s);
 				else
-					st->lam_out = 1 / pl->srv[k].s;
+					st->lam_out = 1 / v.s;
 			}
+		}
 		if (st->nic >= 0) {
-			st->u_nic = st->lam_out * pass * pl->srv[st->nic].s;
+			const double lam_nic = st->lam_out * pass, win = pl->srv[st->nic].cap;
+
+			st->u_nic = lam_nic * pl->srv[st->nic].s;
 			pb = split_curve_at(pr, SPLIT_CV_NIC_FB, st->u_nic);
+			if (pl->fb.on && win > 0 && lam_nic > 0) {
+				st->ext = pk_nic_ext(pl, st);
+				pb = fmax(pb, 1 - pk_window_rate(&pl->srv[st->nic], st->ext, win,
+								 lam_nic) /
+						      lam_nic);
+			}
 			pb += (1 - pass) * (1 - pb);
 		}
 		if (fabs(pb - st->pb) < 1e-9)
@@ -170,9 +243,12 @@ static double pk_path(const struct split_pipeline *pl, const struct pk_state *st
 									: SPLIT_CV_NIC_P50,
 								    st->u_nic);
 			break;
-		default:
-			t += term(v, (int)k > st->host ? st->lam_out : st->lam, q);
+		default: {
+			const struct split_server l = pk_server(pl, k, st->pb);
+
+			t += term(&l, (int)k > st->host ? st->lam_out : st->lam, q);
 			break;
+		}
 		}
 	}
 	return fmax(t, 1e-9); /* a latency, positive even from a profile fitted on noise */
@@ -231,7 +307,7 @@ static void predict_packet(const struct split_pipeline *pl, double rps, struct s
 	for (uint32_t k = 0; k < pl->n; k++) {
 		const double u = (int)k == st.host  ? st.u_host
 				 : (int)k == st.nic ? st.u_nic
-						    : rps * pl->srv[k].s;
+						    : rps * pk_server(pl, k, st.pb).s;
 
 		out->rho[k] = u;
 		if (u > out->rho_max) {
@@ -405,6 +481,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 			if (!o->packet) {
 				server(pl, "link", 0)->own += x.wire;
 			} else if (s) {
+				pl->fb.down_act = x.wire;
 				down += x.wire;
 				down_bytes += x.wire_bytes;
 				frames += x.pkts - resp.pkts;
@@ -426,6 +503,8 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 		pl->fb.host = (uint32_t)(server(pl, "host", hq) - pl->srv);
 		pl->fb.nic = (uint32_t)(server(pl, "nic", cap[SPLIT_EX_NIC]) - pl->srv);
 		pl->fb.own_back = resp.send;
+		pl->fb.up_notice = resp.wire;
+		pl->fb.down_resp = resp.wire;
 		for (uint32_t i = last->first; i < p->n; i++)
 			pl->fb.own_back += p->op[i][SPLIT_EX_CPU];
 		pl->fb.s_back = pr->v[SPLIT_P_HOST_SCALE] * pl->fb.own_back;

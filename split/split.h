@@ -416,6 +416,9 @@ struct split_pipeline {
 		uint32_t host, nic; /* server indices */
 		double s_back;	    /* the NIC's ops on the host's CPU, and its RESPONSE */
 		double own_back;    /* of which the request's own compute */
+		/* wire times a request the NIC answers trades for one the host finishes: the
+		 * completion notice up (none), the ACTIVATION down (the RESPONSE instead) */
+		double up_notice, down_act, down_resp;
 	} fb;
 };
 
@@ -430,9 +433,13 @@ struct split_pipeline {
  * time plus its curve's excess (in its service times) at its utilisation. Shares: the sys and
  * host curves say what is answered (the rest is refused: ERROR busy, or lost); the NIC's
  * fallback curve at the utilisation offered to it says what the host finishes itself (that
- * work is added to the host's service, found by a fixed point); stand-alone, what the NIC's
- * queue refuses. With a fallback each quantile is that of the mixture of the two paths (each a
- * log-normal through its p50 and p99), found by bisection.
+ * work is added to the host's service, found by a fixed point), and so does the host's window
+ * (the NIC's server's cap) by Little's law: at most cap ACTIVATIONs out for the NIC path's
+ * mean round trip (down the link, the NIC, the notice up behind the link's queue), so the NIC
+ * answers at most cap / round trip a second; a request the host finishes sends its RESPONSE
+ * down the link instead of an ACTIVATION and no notice comes up for it; stand-alone, what the
+ * NIC's queue refuses. With a fallback each quantile is that of the mixture of the two paths (each
+ * a log-normal through its p50 and p99), found by bisection.
  */
 struct split_load_pred {
 	double rps;
