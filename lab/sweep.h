@@ -115,8 +115,10 @@ int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point
  * closed loop overstates it (16 outstanding never queue what a Poisson burst queues). From
  * `start` requests/s (<= 0: a quarter of a closed-loop probe's rate), halved until it is
  * answered, the load rises by a quarter until less is answered or the p50 passes 30 times the
- * first answered one's, then three halvings of that last step (2.8%) between the two; `seconds`
- * of load a step; images: the client's --images (or NULL).
+ * first answered one's, then three halvings of that last step (2.8%) between the two; a load
+ * that does not hold is tried once more before it counts (a lone burst lost to a descheduled
+ * server is not the capacity); `seconds` of load a step; images: the client's --images (or
+ * NULL).
  * 0, or -EIO after a message.
  */
 int sweep_lab_capacity(struct sweep_lab *l, const char *model_path, const char *images,

@@ -28,7 +28,12 @@
 #                            host's link is up. Logs, pid files and --stats-file outputs in DIR.
 #   stop TAG DIR             SIGTERM to both (SIGKILL after 5 s), their DPDK runtime folders
 #                            removed
-#   client TAG ARGS...       `splitnic client 10.89.0.1 ARGS...` in the front-end namespace
+#   client TAG ARGS...       `splitnic client 10.89.0.1 ARGS...` in the front-end namespace, on
+#                            the NIC's core (LAB_CLIENT_CPUS, default the cores of LAB_NIC_EAL's
+#                            -l; none: wherever the scheduler puts it): the load and the emulated
+#                            NIC, both standing for what is outside the host, on one core,
+#                            splitnic-host on its own, so that a measurement does not depend on
+#                            which core the scheduler gave the client that round
 #   tc TAG                   tc -s qdisc of both link ends (bytes and frames sent, drops)
 #   down TAG                 namespaces, DPDK runtime folders (snswn-TAG, snswh-TAG)
 #
@@ -180,7 +185,13 @@ stop)
 	[ $# -eq 1 ] || die "usage: stop TAG DIR"
 	stop "$1"
 	;;
-client) exec ip netns exec "$ns_c" "$S" client "$ADDR" "$@" ;;
+client)
+	cpus=${LAB_CLIENT_CPUS:-$(sed -n 's/.*-l *\([0-9][0-9,-]*\).*/\1/p' <<<"${LAB_NIC_EAL:--l 0}")}
+	if [ -n "$cpus" ] && [ "$cpus" != none ]; then
+		exec ip netns exec "$ns_c" taskset -c "$cpus" "$S" client "$ADDR" "$@"
+	fi
+	exec ip netns exec "$ns_c" "$S" client "$ADDR" "$@"
+	;;
 tc)
 	ip netns exec "$ns_h" tc -s qdisc show dev vl
 	ip netns exec "$ns_n" tc -s qdisc show dev vn
