@@ -86,7 +86,6 @@ struct pk_state {
 	double s_host;	     /* the host's service with the fallback's share mixed in */
 	double lam, lam_out; /* requests/s past the sys server, and past the host */
 	double pb;	     /* the share the NIC turns away: fallback (or refused alone) */
-	double ext;	     /* the NIC path's mean round trip outside the NIC */
 	int host, nic;	     /* server indices, -1 if none */
 };
 
@@ -202,10 +201,11 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 			st->u_nic = lam_nic * pl->srv[st->nic].s;
 			pb = split_curve_at(pr, SPLIT_CV_NIC_FB, st->u_nic);
 			if (pl->fb.on && win > 0 && lam_nic > 0) {
-				st->ext = pk_nic_ext(pl, st);
-				pb = fmax(pb, 1 - pk_window_rate(&pl->srv[st->nic], st->ext, win,
-								 lam_nic) /
-						      lam_nic);
+				const double ext = pk_nic_ext(pl, st);
+
+				pb = fmax(pb,
+					  1 - pk_window_rate(&pl->srv[st->nic], ext, win, lam_nic) /
+						  lam_nic);
 			}
 			pb += (1 - pass) * (1 - pb);
 		}
