@@ -190,7 +190,7 @@ static void test_calib_profile_curves(void **state)
 static void test_calib_compare(void **state)
 {
 	struct split_profile a, b;
-	double v[5] = {10, 11, 9, 10.5, 10};
+	double v[5] = {10, 11, 9, 10.5, 10}, fa[SPLIT_CAL_FIGURES], fb[SPLIT_CAL_FIGURES];
 
 	(void)state;
 	truth(&a);
@@ -200,7 +200,15 @@ static void test_calib_compare(void **state)
 	assert_true(fabs(split_cal_compare(&a, &b, NULL) - 0.2) < 1e-9);
 	b = a;
 	b.curve[SPLIT_CV_HOST_P50][3] *= 2; /* the excess at 0.55: twice */
-	assert_true(split_cal_compare(&a, &b, NULL) > 0.4);
+	split_cal_figures(&a, fa, NULL);
+	split_cal_figures(&b, fb, NULL);
+	/* judged on the host's p50 there (no-load time and excess), the excess alone shown */
+	assert_true(fabs(fb[9] - 2 * fa[9]) < 1e-12 && fabs(fb[6] - fa[6] - fa[9]) < 1e-12);
+	assert_true(fabs(split_cal_compare(&a, &b, NULL) - fa[9] / fb[6]) < 1e-9);
+	assert_true(fa[9] / fb[6] > 0.1); /* as the truth's curve has it: a difference, seen */
+	b = a;
+	b.curve[SPLIT_CV_NIC_P50][3] *= 3; /* the NIC's p50 at 0.55 */
+	assert_true(split_cal_compare(&a, &b, NULL) > 0.1);
 	assert_true(fabs(split_cal_range(v, 5) - 0.2) < 1e-12);
 	assert_true(split_cal_range(v, 1) == 0);
 }
