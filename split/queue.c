@@ -431,6 +431,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	uint64_t up_bytes = 0, down_bytes = 0;
 	double up = 0, down = 0, head, frames = 0;
 	double host_dg = 0; /* datagrams the host receives and sends */
+	double act_dg = 0;  /* of which the ACTIVATION's */
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
@@ -486,6 +487,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 				down_bytes += x.wire_bytes;
 				frames += x.pkts - resp.pkts;
 				host_dg += x.pkts;
+				act_dg = x.pkts;
 			}
 		} else {
 			v->own +=
@@ -507,7 +509,11 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 		pl->fb.down_resp = resp.wire;
 		for (uint32_t i = last->first; i < p->n; i++)
 			pl->fb.own_back += p->op[i][SPLIT_EX_CPU];
-		pl->fb.s_back = pr->v[SPLIT_P_HOST_SCALE] * pl->fb.own_back;
+		/* a request the host finishes makes no ACTIVATION and gets no notice: the
+		 * RESPONSE it sends is the notice's datagrams, the ACTIVATION's it saves */
+		pl->fb.s_back =
+		    pr->v[SPLIT_P_HOST_SCALE] * pl->fb.own_back -
+		    pr->v[SPLIT_P_HOST_REQ] * (fmax(2, host_dg) - fmax(2, host_dg - act_dg)) / 2;
 	}
 	for (uint32_t k = 0; k < pl->n; k++) {
 		struct split_server *v = &pl->srv[k];

@@ -414,7 +414,8 @@ struct split_pipeline {
 	struct {
 		bool on;
 		uint32_t host, nic; /* server indices */
-		double s_back;	    /* the NIC's ops on the host's CPU, and its RESPONSE */
+		double s_back;	    /* the NIC's ops on the host's CPU, and its RESPONSE, less the
+				     * ACTIVATION it does not send */
 		double own_back;    /* of which the request's own compute */
 		/* wire times a request the NIC answers trades for one the host finishes: the
 		 * completion notice up (none), the ACTIVATION down (the RESPONSE instead) */
