@@ -89,6 +89,14 @@ void host_tx_flush(struct host_worker *w, uint64_t now, bool more)
 		rte_eth_tx_buffer_flush(w->a->port, (uint16_t)w->txq, w->txb);
 }
 
+void host_tx_flush_before(struct host_worker *w, uint64_t now, uint64_t expect_ns)
+{
+	if (w->txq < 0 || !w->io || !w->txb->length)
+		return;
+	if (now - w->tx_first + expect_ns >= HOST_TX_DRAIN_NS)
+		rte_eth_tx_buffer_flush(w->a->port, (uint16_t)w->txq, w->txb);
+}
+
 /* A fresh mbuf of PROTO_FRAME_MAX bytes, or NULL (counted). */
 static struct rte_mbuf *tx_mbuf(struct host_worker *w, uint8_t **p)
 {

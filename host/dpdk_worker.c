@@ -65,8 +65,10 @@ static uint32_t run_fallbacks(struct host_worker *w, uint32_t k)
 	if (!n)
 		return 0;
 	t0 = host_now_ns(a);
+	host_tx_flush_before(w, t0, w->st[k].last_ns[1]);
 	ret = host_stage_run(&w->st[k], HOST_STAGE_BACK, w->fb[k], n);
 	t1 = host_now_ns(a);
+	w->st[k].last_ns[1] = t1 - t0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct host_req *r = w->fb[k][i];
 
@@ -136,11 +138,13 @@ static uint32_t run_batch(struct host_worker *w, uint32_t k, uint64_t now)
 		reqs[i] = q->r[(q->head + i) & q->mask];
 	q->head += n;
 	q->n -= n;
+	host_tx_flush_before(w, now, w->st[k].last_ns[0]);
 	t0 = host_now_ns(a);
 	ret = host_stage_run(&w->st[k],
 			     hm->mode == HOST_MODE_HOST_ONLY ? HOST_STAGE_WHOLE : HOST_STAGE_FRONT,
 			     reqs, n);
 	t1 = host_now_ns(a);
+	w->st[k].last_ns[0] = t1 - t0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct host_req *r = reqs[i];
 

@@ -216,9 +216,10 @@ struct host_stage {
 	struct kexec_pipe front;
 	struct kexec back; /* opened unless host-only */
 	uint32_t max_batch;
-	uint8_t ex_front; /* PROTO_EX_* of the front pipeline (GPU only where it ran on one) */
-	uint8_t *bin;	  /* max_batch * max(in_bytes, act_bytes) */
-	uint8_t *bout;	  /* max_batch * max(act_bytes, classes * 8) */
+	uint8_t ex_front;    /* PROTO_EX_* of the front pipeline (GPU only where it ran on one) */
+	uint8_t *bin;	     /* max_batch * max(in_bytes, act_bytes) */
+	uint8_t *bout;	     /* max_batch * max(act_bytes, classes * 8) */
+	uint64_t last_ns[2]; /* the last batch's time: front (or whole), back */
 };
 
 /* 0, -ENOMEM, or the executors' load error (message in err). */

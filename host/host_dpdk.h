@@ -288,6 +288,10 @@ bool host_port_enter(struct host_worker *w);
 int host_tx_setup(struct host_worker *w, char *err, size_t errlen);
 void host_tx_frame(struct host_worker *w, struct rte_mbuf *mb);
 void host_tx_flush(struct host_worker *w, uint64_t now, bool more);
+/* Before a batch expected to take expect_ns: what is buffered leaves now if it would otherwise
+ * wait past HOST_TX_DRAIN_NS behind the batch (the drain timer is read between turns only, and
+ * one turn's batch can take a millisecond: a reply is not held across it). */
+void host_tx_flush_before(struct host_worker *w, uint64_t now, uint64_t expect_ns);
 /* The trust policy's verdict (protocol/trust.h) on a reply of kind `reply` (0: admission) of
  * at least out_bytes to the front-end at ip for req_bytes it sent; *cap: the most bytes the reply
  * may take. The verdicts but SEND are counted here. */
