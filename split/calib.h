@@ -62,8 +62,8 @@ double split_cal_range(const double *v, uint32_t n);
  * for each kind of server at utilisation 0.55 (the path; a 100 us host stage; a 100 us NIC
  * stage): its no-load time and its excess. The first SPLIT_CAL_JUDGED are judged; the excesses
  * alone follow, shown only: a difference of two measured times, its relative change overstates
- * how far the predictions move (2026-11-28: host excess 57.4 vs 43.6 us, 24%; the host's p50 it
- * is part of 162.7 vs 151.3 us, 7%).
+ * how far the predictions move (2026-11-28: host excess 60.5 vs 47.0 us, 22%; the host's p50 it
+ * is part of 165.8 vs 154.7 us, 6.7%).
  */
 #define SPLIT_CAL_FIGURES 11
 #define SPLIT_CAL_JUDGED  8
