@@ -50,10 +50,11 @@ int split_tools_plan(const struct model *m, const struct split_profile *pr, stru
 /*
  * Each op of m timed on this CPU into op_s[n_layers], in seconds (what split_opts.cpu_op_s
  * takes): every prefix [0, k) run as the host runs it, one image at a time (random inputs of
- * m's input format, the executor's kernels, the median of `rounds` interleaved runs after two
- * untimed ones); op j costs the difference of its prefixes, on their lower envelope (a prefix
- * that cuts a fused float32 conv off its sign costs more than the longer one). Run it while
- * nothing else loads the machine. Returns 0, or -errno with a message in err.
+ * m's input format, the executor's kernels, the median of about `rounds` interleaved runs in
+ * passes spread over 1.5 s, leaving out the rounds caught in a spell of the machine running
+ * slower); op j costs the difference of its prefixes, on their lower envelope (a prefix that
+ * cuts a fused float32 conv off its sign costs more than the longer one). Run it while nothing
+ * else loads the machine. Returns 0, or -errno with a message in err.
  */
 int split_tools_measure_ops(const struct model *m, uint32_t rounds, double *op_s, char *err,
 			    size_t errlen);
