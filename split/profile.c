@@ -74,9 +74,9 @@ static const struct {
 			   "(stand-alone), outside its chain"},
 			  3e-5},
     [SPLIT_P_HOST_REQ] = {{"host.req_s", "s",
-			   "packet path: the host core per request of one datagram each way "
-			   "(receive, reassemble, admit, answer or hand off); half of it per "
-			   "datagram in or out"},
+			   "packet path: the host core per request of one message each way "
+			   "(receive, admit, answer or hand off); half of it per message in or "
+			   "out (REQUEST, RESPONSE, ACTIVATION, notice)"},
 			  1e-5},
     [SPLIT_P_HOST_QUEUE] = {{"host.queue", "req", "packet path: splitnic-host --queue"}, 64},
     [SPLIT_P_NIC_WINDOW] = {{"nic.window", "req", "packet path: splitnic-host --nic-window"}, 32},

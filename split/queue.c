@@ -430,8 +430,8 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 	struct split_xfer req = {0}, resp = {0};
 	uint64_t up_bytes = 0, down_bytes = 0;
 	double up = 0, down = 0, head, frames = 0;
-	double host_dg = 0; /* datagrams the host receives and sends */
-	double act_dg = 0;  /* of which the ACTIVATION's */
+	double host_msgs = 0; /* messages the host receives and sends */
+	double act_msgs = 0;  /* of which the ACTIVATION */
 
 	memset(pl, 0, sizeof(*pl));
 	if (o->packet) {
@@ -455,7 +455,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 
 			h->kind = SPLIT_SRV_HOST;
 			h->own = req.recv;
-			host_dg = req.pkts + resp.pkts; /* the RESPONSE, or the NIC's notice */
+			host_msgs = 2; /* the REQUEST; the RESPONSE, or the NIC's notice */
 		}
 	}
 	for (uint32_t s = 0; s < plan->n_stages; s++) {
@@ -486,8 +486,8 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 				down += x.wire;
 				down_bytes += x.wire_bytes;
 				frames += x.pkts - resp.pkts;
-				host_dg += x.pkts;
-				act_dg = x.pkts;
+				host_msgs += 1;
+				act_msgs = 1;
 			}
 		} else {
 			v->own +=
@@ -510,16 +510,17 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 		for (uint32_t i = last->first; i < p->n; i++)
 			pl->fb.own_back += p->op[i][SPLIT_EX_CPU];
 		/* a request the host finishes makes no ACTIVATION and gets no notice: the
-		 * RESPONSE it sends is the notice's datagrams, the ACTIVATION's it saves */
-		pl->fb.s_back =
-		    pr->v[SPLIT_P_HOST_SCALE] * pl->fb.own_back -
-		    pr->v[SPLIT_P_HOST_REQ] * (fmax(2, host_dg) - fmax(2, host_dg - act_dg)) / 2;
+		 * RESPONSE it sends stands for the notice, the ACTIVATION it saves */
+		pl->fb.s_back = pr->v[SPLIT_P_HOST_SCALE] * pl->fb.own_back -
+				pr->v[SPLIT_P_HOST_REQ] * act_msgs / 2;
 	}
 	for (uint32_t k = 0; k < pl->n; k++) {
 		struct split_server *v = &pl->srv[k];
 
-		/* host.req_s: a request of one datagram each way (as calibrated) */
-		v->s = v->kind == SPLIT_SRV_HOST ? pr->v[SPLIT_P_HOST_REQ] * fmax(2, host_dg) / 2 +
+		/* host.req_s: a request of one message each way (as calibrated), half of it per
+		 * message; a message's further datagrams are in own (their reassembly or
+		 * serialization, the deser and ser keys) */
+		v->s = v->kind == SPLIT_SRV_HOST ? pr->v[SPLIT_P_HOST_REQ] * host_msgs / 2 +
 						       pr->v[SPLIT_P_HOST_SCALE] * v->own
 						 : v->own;
 	}
