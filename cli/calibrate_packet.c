@@ -711,7 +711,7 @@ int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 	if (!ret)
 		ret = sweep_lab_up(&c->lab);
 	if (!ret)
-		ret = sweep_lab_shape(&c->lab, 0);
+		ret = sweep_lab_shape(&c->lab, 0, 0);
 	if (!ret)
 		ret = start_servers(c);
 	for (uint32_t a = 0; a < o->attempts && !ret; a++) {

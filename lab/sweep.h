@@ -100,8 +100,8 @@ struct sweep_host_args {
 };
 size_t sweep_lab_host_args(char **args, size_t n, size_t max, const struct split_profile *pr,
 			   const char *host_opt, struct sweep_host_args *buf);
-/* The link at gbps (<= 0: not shaped). */
-int sweep_lab_shape(struct sweep_lab *l, double gbps);
+/* The link at gbps (<= 0: not shaped), a token bucket of burst bytes. */
+int sweep_lab_shape(struct sweep_lab *l, double gbps, double burst);
 /* Stop the servers, delete the namespaces and the servers' folder (when up). */
 void sweep_lab_down(struct sweep_lab *l);
 /* The files of a flat folder, then the folder (what is left is left quietly). */

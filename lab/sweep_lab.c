@@ -159,15 +159,16 @@ int sweep_lab_up(struct sweep_lab *l)
 	return 0;
 }
 
-int sweep_lab_shape(struct sweep_lab *l, double gbps)
+int sweep_lab_shape(struct sweep_lab *l, double gbps, double burst)
 {
-	char rate[32];
-	char *args[] = {rate, NULL};
+	char rate[32], bytes[32];
+	char *args[] = {rate, bytes, NULL};
 
 	if (gbps > 0)
 		snprintf(rate, sizeof(rate), "%g", gbps);
 	else
 		snprintf(rate, sizeof(rate), "none");
+	snprintf(bytes, sizeof(bytes), "%.0f", burst);
 	return sweep_lab_verb(l, "shape", args) ? -EIO : 0;
 }
 

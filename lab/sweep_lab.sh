@@ -13,11 +13,15 @@
 # ports on them send through the qdisc (net_af_packet qdisc_bypass=0), so a frame waits for its
 # tokens: transfer time is spent, not added. tbf counts a frame's bytes from the Ethernet header
 # (14 + 20 + 28 bytes of Ethernet, IPv4 and UDP headers before the payload) and lets up to
-# LAB_BURST bytes through at once when its bucket is full (the smallest burst that holds one
-# full frame: a lone short frame on an idle link is not delayed; see docs/split-planning.md).
+# BURST bytes through at once when its bucket is full. `splitnic sweep --packet` gives one full
+# frame and 100 us of the rate (the timer that releases a held frame fires late, and a bucket of
+# one frame loses the tokens of that lateness at every frame; see docs/split-planning.md);
+# without BURST (or 0), $LAB_BURST (default 1,600: one full frame).
 #
 #   up TAG                   the namespaces and veths (idempotent); the addresses; IPv6 off
-#   shape TAG GBPS|none      tbf at GBPS Gbit/s on both ends of the link (none: no qdisc)
+#   shape TAG GBPS|none [BURST]
+#                            tbf at GBPS Gbit/s, a bucket of BURST bytes, on both ends of the
+#                            link (none: no qdisc)
 #   start TAG DIR NIC-ARGS -- [HOST-ARGS]
 #                            splitnic-nic (EAL: $LAB_NIC_EAL, default -l 0) with NIC-ARGS
 #                            after its "--", then, when HOST-ARGS are given, splitnic-host
@@ -77,7 +81,8 @@ up() {
 }
 
 shape() {
-	local rate=$1 dev ns out
+	local rate=$1 burst=${2:-0} dev ns out
+	[ "$burst" != 0 ] || burst=$LAB_BURST
 	for dev in "$ns_h vl" "$ns_n vn"; do
 		ns=${dev% *} dev=${dev#* }
 		ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null
@@ -85,7 +90,7 @@ shape() {
 		# limit: 1,000 full frames of backlog before the link drops
 		netns_kmods sch_tbf || die "$NETNS_WHY"
 		out=$(ip netns exec "$ns" tc qdisc add dev "$dev" root tbf rate "$(awk -v g="$rate" \
-			'BEGIN {printf "%.0fkbit", g * 1e6}')" burst "$LAB_BURST" limit 1514000 2>&1) ||
+			'BEGIN {printf "%.0fkbit", g * 1e6}')" burst "$burst" limit 1514000 2>&1) ||
 			die "tc qdisc add dev $dev tbf rate $rate Gbit/s: ${out}${NETNS_KMOD_NOTE:+ ($NETNS_KMOD_NOTE)}"
 	done
 }
@@ -173,9 +178,10 @@ down() {
 case "$verb" in
 up) up ;;
 shape)
-	[ $# -eq 1 ] || die "usage: shape TAG GBPS|none"
+	[ $# -eq 1 ] || [ $# -eq 2 ] || die "usage: shape TAG GBPS|none [BURST]"
 	[[ $1 == none || $1 =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]] || die "rate '$1': Gbit/s or none"
-	shape "$1"
+	[ $# -eq 1 ] || [ "$2" = 0 ] || [[ $2 =~ ^[1-9][0-9]{2,8}$ ]] || die "burst '$2': bytes, 100 or more"
+	shape "$@"
 	;;
 start)
 	[ $# -ge 2 ] || die "usage: start TAG DIR NIC-ARGS -- [HOST-ARGS]"

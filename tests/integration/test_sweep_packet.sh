@@ -92,6 +92,8 @@ bad = [p["split"] for p in pts
        or abs(p["predicted"]["answered_share"] + p["predicted"]["unanswered_share"] - 1) > 1e-6
        or (p["split"] != "all-host" and abs(p["predicted"]["nic_share"]
            + p["predicted"]["fallback_share"] - p["predicted"]["answered_share"]) > 1e-6)]
+# the link's bucket: one full frame (1,600 B) and 100 us of 1 Gbit/s, in the JSON as in tc
+bad += [r["link_burst_bytes"] for r in j["rates"] if r["link_burst_bytes"] != 14100]
 loads = [l for r in j["rates"] for l in r["loads"]]
 bad += [l["offered_rps"] for l in loads if not l["measured_best"]
         or sorted(l["modeled_ranking"]) != ["all-host", "nic@9:bdense"]]
