@@ -207,6 +207,11 @@ static void test_calib_compare(void **state)
 	assert_true(fabs(split_cal_compare(&a, &b, NULL) - fa[9] / fb[6]) < 1e-9);
 	assert_true(fa[9] / fb[6] > 0.1); /* as the truth's curve has it: a difference, seen */
 	b = a;
+	b.v[SPLIT_P_NIC_STAGE] += 1e-6; /* the NIC's fixed microsecond: judged within its service */
+	split_cal_figures(&b, fb, NULL);
+	assert_true(fabs(fb[4] - fa[4] - 1e-6) < 1e-12 && fa[4] > 100e-6);
+	assert_true(fabs(split_cal_compare(&a, &b, NULL) - 1e-6 / fb[4]) < 1e-9);
+	b = a;
 	b.curve[SPLIT_CV_NIC_P50][3] *= 3; /* the NIC's p50 at 0.55 */
 	assert_true(split_cal_compare(&a, &b, NULL) > 0.1);
 	assert_true(fabs(split_cal_range(v, 5) - 0.2) < 1e-12);
