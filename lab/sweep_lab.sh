@@ -12,7 +12,7 @@
 # RESPONSEs; vn: NIC -> host, the REQUESTs passed up and the completion notices) and the DPDK
 # ports on them send through the qdisc (net_af_packet qdisc_bypass=0), so a frame waits for its
 # tokens: transfer time is spent, not added. tbf counts a frame's bytes from the Ethernet header
-# (14 + 20 + 28 bytes of Ethernet, IPv4 and UDP headers before the payload) and lets up to
+# (14 + 20 + 8 bytes of Ethernet, IPv4 and UDP headers before the payload) and lets up to
 # BURST bytes through at once when its bucket is full. `splitnic sweep --packet` gives one full
 # frame and 100 us of the rate (the timer that releases a held frame fires late, and a bucket of
 # one frame loses the tokens of that lateness at every frame; see docs/split-planning.md);
