@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -276,7 +277,8 @@ static int model_pipeline(struct cal *c, unsigned k)
 
 static int start_servers(struct cal *c)
 {
-	char nicmod[N_NIC + 1][320], hostmod[M__COUNT][340], execs[16], *args[96];
+	char nicmod[N_NIC + 1][320], hostmod[M__COUNT][340], execs[16], *args[120];
+	char nic_opt[SWEEP_OPT_LEN];
 	struct sweep_host_args host;
 	size_t n = 0;
 
@@ -296,6 +298,7 @@ static int start_servers(struct cal *c)
 	args[n++] = execs;
 	args[n++] = "--platform";
 	args[n++] = (char *)c->o->platform;
+	n = sweep_lab_words(args, n, 60, c->o->nic_opt, nic_opt);
 	args[n++] = "--";
 	for (unsigned k = 0; k < M__COUNT; k++) {
 		if (cal_models[k].split)
@@ -306,7 +309,7 @@ static int start_servers(struct cal *c)
 		args[n++] = "--model";
 		args[n++] = hostmod[k];
 	}
-	n = sweep_lab_host_args(args, n, 94, c->pr, c->o->host_opt, &host);
+	n = sweep_lab_host_args(args, n, 118, c->pr, c->o->host_opt, &host);
 	args[n] = NULL;
 	if (sweep_lab_verb(&c->lab, "start", args)) {
 		fprintf(stderr, "splitnic calibrate: the servers did not start\n");
@@ -687,6 +690,40 @@ static void free_models(struct cal *c)
 	}
 }
 
+#define WAKE_SLEEPS   301
+#define WAKE_SLEEP_US 20
+
+static int cmp_double(const void *a, const void *b)
+{
+	const double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* How late a timed sleep wakes on this machine, as the servers sleep (dpdk/idle.h: nanosleep
+ * with a timer slack of 1 us), while the lab's servers run: the median of WAKE_SLEEPS. */
+static double wake_lateness(void)
+{
+	const int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	double late[WAKE_SLEEPS];
+
+	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
+	for (int i = 0; i < WAKE_SLEEPS; i++) {
+		const struct timespec d = {0, WAKE_SLEEP_US * 1000l};
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		nanosleep(&d, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		late[i] = (double)(t1.tv_sec - t0.tv_sec) +
+			  1e-9 * (double)(t1.tv_nsec - t0.tv_nsec) - WAKE_SLEEP_US * 1e-6;
+	}
+	if (slack > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0ul, 0ul, 0ul);
+	qsort(late, WAKE_SLEEPS, sizeof(late[0]), cmp_double);
+	return fmax(0, late[WAKE_SLEEPS / 2]);
+}
+
 int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 {
 	struct cal *c = calloc(1, sizeof(*c));
@@ -714,6 +751,14 @@ int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 		ret = sweep_lab_shape(&c->lab, 0, 0);
 	if (!ret)
 		ret = start_servers(c);
+	if (!ret) {
+		sweep_lab_poll(pr, o->host_opt, o->nic_opt);
+		pr->v[SPLIT_P_POLL_WAKE] = wake_lateness();
+		printf(
+		    "calibrate: a sleeping lcore wakes %.1f us late (median of %d timed sleeps of "
+		    "%d us)\n",
+		    1e6 * pr->v[SPLIT_P_POLL_WAKE], WAKE_SLEEPS, WAKE_SLEEP_US);
+	}
 	for (uint32_t a = 0; a < o->attempts && !ret; a++) {
 		struct split_profile trial = *pr;
 

@@ -15,6 +15,7 @@ struct cal_pk_opts {
 	const char *lab, *tag; /* lab/sweep_lab.sh and its namespaces' tag (NULL: defaults) */
 	const char *platform;  /* splitnic-nic --platform: emu or lcore */
 	const char *host_opt;  /* more splitnic-host options, as the sweeps pass them */
+	const char *nic_opt;   /* more splitnic-nic options, as the sweeps pass them */
 	uint32_t executors;    /* splitnic-nic --executors */
 	uint32_t rounds;       /* interleaved rounds of every measurement (medians) */
 	uint32_t attempts;     /* most calibrations while the rounds disagree */

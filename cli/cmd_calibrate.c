@@ -346,7 +346,7 @@ out:
 }
 
 struct cal_opts {
-	const char *out, *in, *platform, *lab, *tag, *host_opt, *compare;
+	const char *out, *in, *platform, *lab, *tag, *host_opt, *nic_opt, *compare;
 	long executors, rounds, attempts;
 	double duration, max_spread;
 	bool quick, keys, packet, quiet;
@@ -368,6 +368,8 @@ static const struct conf_opt cal_opts[] = {
 		  "splitnic-nic's executors (the NIC's chain)"),
     CONF_STR_ROW("host-opt", "'OPTS'", CAL_OPT(host_opt), "--idle-sleep-us 20",
 		 "--packet: more splitnic-host options (as the sweeps')"),
+    CONF_STR_ROW("nic-opt", "'OPTS'", CAL_OPT(nic_opt), "--idle-sleep-us 20",
+		 "--packet: more splitnic-nic options (as the sweeps')"),
     CONF_LONG_ROW("rounds", "N", CAL_OPT(rounds), 1, 9, "3",
 		  "--packet: interleaved rounds of every measurement (medians)"),
     CONF_LONG_ROW("attempts", "N", CAL_OPT(attempts), 1, 9, "3",
@@ -387,7 +389,7 @@ const struct conf_cmd cmd_calibrate_spec = {
     CONF_CMD("splitnic calibrate",
 	     "[-o PROFILE] [--quick] [--keys] [--executors E] [--packet [--profile IN] "
 	     "[--platform emu|lcore] [--rounds N] [--attempts N] [--duration S] [--max-spread F] "
-	     "[--host-opt 'OPTS'] [--lab SCRIPT] [--tag T]]\n"
+	     "[--host-opt 'OPTS'] [--nic-opt 'OPTS'] [--lab SCRIPT] [--tag T]]\n"
 	     "--compare A --profile B [--max-spread F]",
 	     "measure this machine's executors and transfer costs (and the packet path) into "
 	     "a profile",
@@ -477,6 +479,7 @@ int cmd_calibrate(int argc, char **argv)
 					       .tag = o.tag,
 					       .platform = o.platform,
 					       .host_opt = o.host_opt,
+					       .nic_opt = o.nic_opt,
 					       .executors = (uint32_t)o.executors,
 					       .rounds = (uint32_t)o.rounds,
 					       .attempts = (uint32_t)o.attempts,

@@ -25,7 +25,7 @@
 
 struct plan_opts {
 	struct split_opts o;
-	const char *profile, *out, *lab, *tag, *host_opt, *objective;
+	const char *profile, *out, *lab, *tag, *host_opt, *nic_opt, *objective;
 	bool in_process, no_timing;
 	long measure, rounds;
 	double duration;
@@ -58,6 +58,8 @@ static const struct conf_opt plan_opts[] = {
 		  "--measure: interleaved rounds (medians)"),
     CONF_STR_ROW("host-opt", "'OPTS'", offsetof(struct plan_opts, host_opt), "--idle-sleep-us 20",
 		 "--measure: more splitnic-host options"),
+    CONF_STR_ROW("nic-opt", "'OPTS'", offsetof(struct plan_opts, nic_opt), "--idle-sleep-us 20",
+		 "--measure: more splitnic-nic options"),
     CONF_STR_ROW("lab", "SCRIPT", offsetof(struct plan_opts, lab), NULL,
 		 "--measure: the lab (lab/sweep_lab.sh)"),
     CONF_STR_ROW("tag", "T", offsetof(struct plan_opts, tag), NULL,
@@ -71,7 +73,7 @@ const struct conf_cmd cmd_plan_spec = {
 	     "MODEL [--profile P] [--link-gbps X] [--load RPS] "
 	     "[--objective latency|p99|throughput] [--min-answered F] [--in-process] "
 	     "[--allow-approx] [--no-timing] [--measure K [--duration S] [--rounds N] "
-	     "[--host-opt 'OPTS'] [--lab SCRIPT] [--tag T]] [-o PLAN]",
+	     "[--host-opt 'OPTS'] [--nic-opt 'OPTS'] [--lab SCRIPT] [--tag T]] [-o PLAN]",
 	     "choose the split (CPU, GPU, NIC stages) from the cost model, under load", plan_opts,
 	     1, 1, NULL),
     .notes =
@@ -210,6 +212,7 @@ static int measure_best(const struct model *m, const char *path, const struct sp
 				   .platform = pr->v[SPLIT_P_NIC_EMU] ? "emu" : "lcore",
 				   .executors = (uint32_t)pr->v[SPLIT_P_NIC_EXECS],
 				   .host_opt = po->host_opt,
+				   .nic_opt = po->nic_opt,
 				   .lab = po->lab,
 				   .tag = po->tag,
 				   .split = -1,

@@ -571,6 +571,8 @@ static const struct conf_opt sweep_opts[] = {
 		  "the splits to measure (default: every one)"),
     CONF_STR_ROW("host-opt", "'OPTS'", SWEEP_OPT(po.host_opt), "--idle-sleep-us 20",
 		 "more splitnic-host options"),
+    CONF_STR_ROW("nic-opt", "'OPTS'", SWEEP_OPT(po.nic_opt), "--idle-sleep-us 20",
+		 "more splitnic-nic options"),
     CONF_STR_ROW("lab", "SCRIPT", SWEEP_OPT(po.lab), NULL, "the lab (lab/sweep_lab.sh)"),
     CONF_STR_ROW("tag", "T", SWEEP_OPT(po.tag), NULL, "the lab's namespaces' tag"),
     CONF_STR_ROW("servers", "ADDR", SWEEP_OPT(po.servers), NULL,

@@ -30,9 +30,7 @@
 #include <rte_cycles.h>
 #include <rte_pause.h>
 
-#define DPDK_IDLE_SPIN_NS  200000ull /* busy-poll this long after the last work */
-#define DPDK_IDLE_FRACTION 16	     /* then sleep 1/16 of the time idle so far ... */
-#define DPDK_IDLE_MIN_US   10	     /* ... at least this long */
+#include "dpdk/idle_policy.h"
 
 enum dpdk_poll { DPDK_POLL_ADAPTIVE = 0, DPDK_POLL_BUSY = 1 };
 

@@ -38,6 +38,7 @@ struct sweep_pk_opts {
 	const char *platform; /* splitnic-nic --platform */
 	uint32_t executors;   /* splitnic-nic --executors */
 	const char *host_opt; /* extra splitnic-host options, space-separated */
+	const char *nic_opt;  /* extra splitnic-nic options, space-separated */
 	const char *lab;      /* lab/sweep_lab.sh; NULL: found from the executable */
 	const char *tag;      /* the lab's namespaces; NULL: from the pid */
 	const char *servers;  /* --servers: running servers at this address, no lab */
@@ -95,11 +96,23 @@ int sweep_lab_verb(struct sweep_lab *l, const char *verb, char *const args[]);
  * from the profile pr, then the words of host_opt (space-separated; NULL: none), held in buf.
  * Appended to args from n while n < max; returns the new n (args not terminated).
  */
+#define SWEEP_OPT_LEN 512
 struct sweep_host_args {
-	char queue[16], window[16], opt[512];
+	char queue[16], window[16], opt[SWEEP_OPT_LEN];
 };
 size_t sweep_lab_host_args(char **args, size_t n, size_t max, const struct split_profile *pr,
 			   const char *host_opt, struct sweep_host_args *buf);
+/* The words of opts (space-separated; NULL: none), held in buf, appended to args from n while
+ * n < max; returns the new n (splitnic-nic's extra options). */
+size_t sweep_lab_words(char **args, size_t n, size_t max, const char *opts,
+		       char buf[SWEEP_OPT_LEN]);
+/*
+ * The servers' idle policy as the lab runs them, into pr: poll.host_sleep_s and
+ * poll.nic_sleep_s, each server's longest sleep from its extra options (the last
+ * --idle-sleep-us wins; --poll busy or --idle-sleep-us 0: 0, it never sleeps; neither: the
+ * servers' default, DPDK_IDLE_DEFAULT_US).
+ */
+void sweep_lab_poll(struct split_profile *pr, const char *host_opt, const char *nic_opt);
 /* The link at gbps (<= 0: not shaped), a token bucket of burst bytes. */
 int sweep_lab_shape(struct sweep_lab *l, double gbps, double burst);
 /* Stop the servers, delete the namespaces and the servers' folder (when up). */

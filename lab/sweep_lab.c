@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dpdk/idle_policy.h"
 #include "lab/sweep.h"
 #include "protocol/proto.h"
 
@@ -140,11 +142,50 @@ size_t sweep_lab_host_args(char **args, size_t n, size_t max, const struct split
 	args[n++] = buf->queue;
 	args[n++] = "--nic-window";
 	args[n++] = buf->window;
-	snprintf(buf->opt, sizeof(buf->opt), "%s", host_opt ? host_opt : "");
-	for (char *save = NULL, *t = strtok_r(buf->opt, " ", &save); t && n < max;
+	return sweep_lab_words(args, n, max, host_opt, buf->opt);
+}
+
+size_t sweep_lab_words(char **args, size_t n, size_t max, const char *opts, char buf[SWEEP_OPT_LEN])
+{
+	snprintf(buf, SWEEP_OPT_LEN, "%s", opts ? opts : "");
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && n < max;
 	     t = strtok_r(NULL, " ", &save))
 		args[n++] = t;
 	return n;
+}
+
+/* A server's longest idle sleep in seconds from its extra options (sweep_lab_poll). */
+static double poll_sleep_of(const char *opts)
+{
+	char buf[SWEEP_OPT_LEN], *save = NULL;
+	double us = DPDK_IDLE_DEFAULT_US;
+	bool busy = false;
+
+	snprintf(buf, sizeof(buf), "%s", opts ? opts : "");
+	for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		const char *v = NULL;
+
+		if (!strncmp(t, "--idle-sleep-us=", 16))
+			v = t + 16;
+		else if (!strcmp(t, "--idle-sleep-us"))
+			v = strtok_r(NULL, " ", &save);
+		else if (!strncmp(t, "--poll=", 7))
+			busy = !strcmp(t + 7, "busy");
+		else if (!strcmp(t, "--poll")) {
+			const char *m = strtok_r(NULL, " ", &save);
+
+			busy = m && !strcmp(m, "busy");
+		}
+		if (v)
+			us = strtod(v, NULL);
+	}
+	return busy ? 0 : us * 1e-6;
+}
+
+void sweep_lab_poll(struct split_profile *pr, const char *host_opt, const char *nic_opt)
+{
+	pr->v[SPLIT_P_POLL_HOST] = poll_sleep_of(host_opt);
+	pr->v[SPLIT_P_POLL_NIC] = poll_sleep_of(nic_opt);
 }
 
 int sweep_lab_up(struct sweep_lab *l)

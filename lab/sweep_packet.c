@@ -84,7 +84,8 @@ static int start_servers(struct pk *p, const struct pk_cand *c)
 	const bool all_host = c->k == m->n_layers, standalone = c->k == 0;
 	char nic_model[4200], host_model[4200], execs[16];
 	struct sweep_host_args host;
-	char *args[64] = {p->lab.dir,	 "--model", nic_model,	  "--notify-host",
+	char nic_opt[SWEEP_OPT_LEN];
+	char *args[80] = {p->lab.dir,	 "--model", nic_model,	  "--notify-host",
 			  "--executors", execs,	    "--platform", (char *)p->o->platform};
 	size_t n = 8;
 
@@ -93,6 +94,7 @@ static int start_servers(struct pk *p, const struct pk_cand *c)
 	snprintf(nic_model, sizeof(nic_model), "%s%s@%u", all_host ? "sweep-all-host=" : "",
 		 p->o->model_path, all_host ? (nf < m->n_layers ? nf : 0) : c->k);
 	snprintf(execs, sizeof(execs), "%u", p->o->executors);
+	n = sweep_lab_words(args, n, 40, p->o->nic_opt, nic_opt);
 	args[n++] = "--";
 	if (!standalone) {
 		if (all_host)
@@ -102,7 +104,7 @@ static int start_servers(struct pk *p, const struct pk_cand *c)
 				 c->k);
 		args[n++] = "--model";
 		args[n++] = host_model;
-		n = sweep_lab_host_args(args, n, 62, &p->pr, p->o->host_opt, &host);
+		n = sweep_lab_host_args(args, n, 78, &p->pr, p->o->host_opt, &host);
 	}
 	args[n] = NULL;
 	return sweep_lab_verb(&p->lab, "start", args);
@@ -868,6 +870,8 @@ int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 
 	for (uint32_t l = 0; l < o->n_load; l++)
 		need_cap |= o->load_rel[l];
+	if (!o->servers) /* the lab's servers poll as their options say */
+		sweep_lab_poll(&p.pr, o->host_opt, o->nic_opt);
 	ret = candidates(&p);
 	if (ret)
 		goto out;

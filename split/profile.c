@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dpdk/idle_policy.h"
 #include "protocol/proto.h"
 #include "split/split.h"
 
@@ -116,6 +117,17 @@ static const struct {
 			     "the calibration's spread: the largest relative range of a figure "
 			     "over its rounds"},
 			    0},
+    [SPLIT_P_POLL_WAKE] = {{"poll.wake_s", "s",
+			    "how late a sleeping lcore wakes: a timed sleep's median lateness "
+			    "on this machine (calibrate --packet measures it)"},
+			   5e-5},
+    [SPLIT_P_POLL_HOST] = {{"poll.host_sleep_s", "s",
+			    "splitnic-host's longest idle sleep (--idle-sleep-us; 0: --poll "
+			    "busy): its adaptive polling's wake-ups are in the model"},
+			   DPDK_IDLE_DEFAULT_US * 1e-6},
+    [SPLIT_P_POLL_NIC] = {{"poll.nic_sleep_s", "s",
+			   "splitnic-nic's longest idle sleep (--idle-sleep-us; 0: --poll busy)"},
+			  DPDK_IDLE_DEFAULT_US * 1e-6},
 };
 
 static const struct split_pkey_info ctab[SPLIT_CV__COUNT] = {

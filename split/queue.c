@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpdk/idle_policy.h"
 #include "protocol/proto.h"
 #include "split/split.h"
 
@@ -215,6 +216,94 @@ static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state
 	}
 }
 
+/*
+ * ---- adaptive polling: a request that finds an lcore asleep ----------------------------------
+ *
+ * A loop idle since its last work busy-polls for DPDK_IDLE_SPIN_NS, then wakes at t_1 < t_2 <
+ * ...: each sleep 1/DPDK_IDLE_FRACTION of the time idle so far (at least DPDK_IDLE_MIN_US, at
+ * most sleep_max), each wake `late` after the sleep asked for (the machine's timer lateness,
+ * poll.wake_s). A frame that arrives g after the last work waits t_next(g) - g.
+ */
+
+/* Over the wakes [a, b) of the schedule: the mean of (b - g) for g = min(d, X), X ~ Exp(r),
+ * the part of it with g in [a, b). */
+static double wake_seg(double a, double b, double r, double d)
+{
+	const double hi = fmin(b, d), dl = hi - a, ea = exp(-r * a);
+	double w;
+
+	if (d <= a)
+		return 0;
+	w = ea * ((b - a) - (b - hi) * exp(-r * dl) + expm1(-r * dl) / r);
+	if (d < b)
+		w += (b - d) * exp(-r * d);
+	return w;
+}
+
+/*
+ * The mean wait for a loop whose longest sleep is sleep_max (0: it busy-polls) of a frame whose
+ * gap since the loop's last work is min(d, X), X ~ Exp(rate): the other requests' work at
+ * `rate` a second, or this request's own previous visit d before (INFINITY: none). rate 0 and
+ * no d: 0 (no load: nothing is timed from an idle gap).
+ */
+double split_poll_wait(double sleep_max, double late, double rate, double d)
+{
+	const double spin = DPDK_IDLE_SPIN_NS * 1e-9, lo = DPDK_IDLE_MIN_US * 1e-6;
+	double a = spin, w = 0;
+
+	if (!(sleep_max > 0) || (!(rate > 0) && !isfinite(d)))
+		return 0;
+	rate = fmax(rate, 1e-9);
+	for (int i = 0; i < 10000 && a < d; i++) {
+		const double s = fmin(fmax(a / DPDK_IDLE_FRACTION, lo), sleep_max),
+			     b = a + s + late;
+
+		if (exp(-rate * a) < 1e-12)
+			break;
+		if (s >= sleep_max) { /* from here every interval is L long: a geometric sum */
+			const double L = b - a, c = L + expm1(-rate * L) / rate;
+			const double m = isfinite(d) ? floor((d - a) / L) : INFINITY;
+			const double q = -expm1(-rate * L);
+
+			w += exp(-rate * a) * c * (isfinite(m) ? -expm1(-rate * L * m) : 1) / q;
+			if (!isfinite(m))
+				break;
+			a += m * L;
+			w += wake_seg(a, a + L, rate, d);
+			break;
+		}
+		w += wake_seg(a, b, rate, d);
+		a = b;
+	}
+	return w;
+}
+
+/* What a request of the path (the NIC's, !back; the fallback's, back) waits for sleeping lcores:
+ * splitnic-nic at the REQUEST, splitnic-host at the REQUEST, splitnic-nic again at what the host
+ * sends on (the RESPONSE to pass out, or the ACTIVATION), the host's part of the path after the
+ * NIC's previous work. A stand-alone NIC answers alone. */
+static double pk_wake(const struct split_pipeline *pl, const struct pk_state *st, bool back)
+{
+	const struct split_profile *pr = pl->pr;
+	const double late = pr->v[SPLIT_P_POLL_WAKE], nic_max = pr->v[SPLIT_P_POLL_NIC];
+	const double nic_rate = st->lam * (st->host >= 0 ? 2 : 1);
+	double w = split_poll_wait(nic_max, late, nic_rate, INFINITY), d = 0;
+
+	if (st->host < 0)
+		return w;
+	w += split_poll_wait(pr->v[SPLIT_P_POLL_HOST], late,
+			     st->lam * (st->nic >= 0 && !pl->standalone ? 2 : 1), INFINITY);
+	for (uint32_t k = 0; k < pl->n; k++) {
+		const struct split_server *v = &pl->srv[k];
+
+		if (v->kind == SPLIT_SRV_HOST)
+			d += v->s + (back ? pl->fb.s_back : 0);
+		else if (v->kind != SPLIT_SRV_NIC)
+			d += pk_server(pl, k, st->pb).s;
+	}
+	return w + split_poll_wait(nic_max, late, nic_rate, d);
+}
+
 /* The path of a request answered by the NIC (!back) or by the fallback (back) at quantile
  * q: 0.5 or 0.99. */
 static double pk_path(const struct split_pipeline *pl, const struct pk_state *st, bool back,
@@ -223,7 +312,7 @@ static double pk_path(const struct split_pipeline *pl, const struct pk_state *st
 	const struct split_profile *pr = pl->pr;
 	const bool p99 = q > 0.5;
 	double t =
-	    pl->fixed +
+	    pl->fixed + pk_wake(pl, st, back) +
 	    pl->sys_s * split_curve_at(pr, p99 ? SPLIT_CV_SYS_P99 : SPLIT_CV_SYS_P50, st->u_sys);
 
 	for (uint32_t k = 0; k < pl->n; k++) {

@@ -148,6 +148,9 @@ enum split_pkey {
 	SPLIT_P_PATH_COPROC, /* s, packet path: what a co-processor request adds to path.fixed_s */
 	SPLIT_P_CAL_TIME,    /* s since the epoch: when the packet path was calibrated (0: never) */
 	SPLIT_P_CAL_SPREAD,  /* relative spread of the calibration's rounds */
+	SPLIT_P_POLL_WAKE,   /* s, how late a sleeping lcore's timer wakes it (measured) */
+	SPLIT_P_POLL_HOST,   /* s, splitnic-host's longest idle sleep (0: busy-polls) */
+	SPLIT_P_POLL_NIC,    /* s, splitnic-nic's longest idle sleep (0: busy-polls) */
 	SPLIT_P__COUNT
 };
 
@@ -392,6 +395,14 @@ double split_wait_mean(const struct split_server *v, double rps);
  * Capped as the mean.
  */
 double split_wait_quantile(const struct split_server *v, double rps, double q);
+
+/*
+ * Adaptive polling (dpdk/idle.h): the mean wait of a frame for an lcore whose longest sleep is
+ * sleep_max seconds (0: it busy-polls), each wake `late` seconds after the sleep asked for, when
+ * the gap since the lcore's last work is min(d, X), X exponential at `rate` a second (the other
+ * requests' work; d: this request's own previous visit, INFINITY for none). rate 0 and no d: 0.
+ */
+double split_poll_wait(double sleep_max, double late, double rate, double d);
 
 #define SPLIT_MAX_SERVERS 8
 

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "dpdk/idle_policy.h"
 #include "exec/kexec.h"
 #include "kernels/kern_ops.h"
 #include "split/split.h"
@@ -648,7 +649,9 @@ static void test_plan_load_enumerates(void **state)
 		assert_int_equal(split_problem_from_model(&p, m, &pr, &o), 0);
 		assert_int_equal(split_plan_solve_load(&p, m, &pr, &o, &en, NULL), 0);
 		want = best_single_split(&p, m, &pr, &o, &k);
-		assert_true(fabs(en.cost - want) <= 1e-12 * (1 + want));
+		/* the best, or a simpler plan tied with it (within 3%: split_rank_tied) */
+		assert_true(fabs(en.cost - want) <= 1e-12 * (1 + want) ||
+			    (en.cost <= 1.03 * want && en.n_stages == 1));
 		check_constraints(&p, &en);
 		splits += en.n_stages > 1 || en.stage[0].exec == SPLIT_EX_NIC;
 		split_problem_free(&p);
@@ -732,6 +735,56 @@ static void test_plan_rank_ties(void **state)
 	assert_false(split_rank_tied(&k[2], &k[0]));
 }
 
+/* The wait for a sleeping lcore by simulation: the schedule of dpdk/idle.h walked for each of
+ * n gaps min(d, X), X ~ Exp(rate) (inverse transform of a fixed sequence). */
+static double poll_wait_sim(double sleep_max, double late, double rate, double d, int n)
+{
+	double sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		const double u = (i + 0.5) / n, x = rate > 0 ? -log(1 - u) / rate : INFINITY;
+		const double g = fmin(d, x);
+		double t = DPDK_IDLE_SPIN_NS * 1e-9;
+
+		if (g < t)
+			continue;
+		while (t <= g)
+			t +=
+			    fmin(fmax(t / DPDK_IDLE_FRACTION, DPDK_IDLE_MIN_US * 1e-6), sleep_max) +
+			    late;
+		sum += t - g;
+	}
+	return sum / n;
+}
+
+static void test_poll_wait(void **state)
+{
+	static const double cases[][4] = {
+	    /* sleep_max, late, rate, d */
+	    {20e-6, 40e-6, 800, INFINITY}, {20e-6, 40e-6, 800, 850e-6},
+	    {10e-3, 40e-6, 400, INFINITY}, {10e-3, 40e-6, 200, 2e-3},
+	    {100e-6, 0, 3000, INFINITY},   {10e-3, 40e-6, 5, INFINITY},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const double *c = cases[i];
+		const double m = split_poll_wait(c[0], c[1], c[2], c[3]);
+		const double sim = poll_wait_sim(c[0], c[1], c[2], c[3], 200000);
+
+		assert_true(m > 0);
+		assert_true(fabs(m - sim) < 0.01 * sim + 0.2e-6);
+	}
+	/* busy polling, and an idle gap timed from nothing, wait nothing; a gap inside the spin
+	 * neither */
+	assert_true(split_poll_wait(0, 40e-6, 800, INFINITY) == 0);
+	assert_true(split_poll_wait(10e-3, 40e-6, 0, INFINITY) == 0);
+	assert_true(split_poll_wait(10e-3, 40e-6, 0, 150e-6) == 0);
+	/* a deterministic gap: the rest of the sleep it falls in (200 us spin, then 12.5 + 40) */
+	assert_true(fabs(split_poll_wait(10e-3, 40e-6, 0, 220e-6) - 32.5e-6) < 1e-9);
+	/* at 5 requests/s the loop mostly sleeps its longest: a wait near half a sleep */
+	assert_true(split_poll_wait(10e-3, 40e-6, 5, INFINITY) > 3e-3);
+}
+
 static void test_wire_roundtrip_bits(void **state)
 {
 	const struct model_shape s = {MODEL_FMT_BITS, 100, 5, 3};
@@ -767,6 +820,7 @@ int main(void)
 	    cmocka_unit_test(test_profile_rejects),
 	    cmocka_unit_test(test_plan_file_rejects),
 	    cmocka_unit_test(test_queue_formulas),
+	    cmocka_unit_test(test_poll_wait),
 	    cmocka_unit_test(test_queue_pipeline),
 	    cmocka_unit_test_setup_teardown(test_plan_load_enumerates, model_setup,
 					    test_fx_teardown),
