@@ -482,6 +482,11 @@ static void report_text(struct pk *p)
 	       "op's CPU time and the NIC's suffixes MEASURED in process before the servers "
 	       "started, all ops on the CPU: %.1f us)\n",
 	       m->name, m->n_layers, kexec_nic_first(m), p->o->platform, p->pm.cpu_total_s * 1e6);
+	printf("servers' polling: the longest idle sleep splitnic-nic %.0f us, splitnic-host "
+	       "%.0f us (0: --poll busy); a sleeping lcore wakes %.1f us late (%s)\n",
+	       1e6 * p->pr.v[SPLIT_P_POLL_NIC], 1e6 * p->pr.v[SPLIT_P_POLL_HOST],
+	       1e6 * p->pr.v[SPLIT_P_POLL_WAKE],
+	       p->pr.v[SPLIT_P_CAL_TIME] > 0 ? "MEASURED by the calibration" : "the default");
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
 		for (uint32_t l = 0; l < p->o->n_load; l++) {
 			const uint32_t pi = b * SWEEP_MAX_LOAD + l, pj = planner_index(p, b, l);
@@ -692,6 +697,9 @@ static int report_json(const struct pk *p)
 
 	root = sweep_json_root(p->m->name, "packet", pk_method);
 	json_object_set_new(root, "platform", json_string(p->o->platform));
+	json_object_set_new(root, "poll_nic_sleep_us", jreal(1e6 * p->pr.v[SPLIT_P_POLL_NIC]));
+	json_object_set_new(root, "poll_host_sleep_us", jreal(1e6 * p->pr.v[SPLIT_P_POLL_HOST]));
+	json_object_set_new(root, "poll_wake_late_us", jreal(1e6 * p->pr.v[SPLIT_P_POLL_WAKE]));
 	for (uint32_t b = 0; b < p->o->n_rate; b++) {
 		json_t *rb = json_object(), *loads = json_array();
 

@@ -94,6 +94,9 @@ bad = [p["split"] for p in pts
            + p["predicted"]["fallback_share"] - p["predicted"]["answered_share"]) > 1e-6)]
 # the link's bucket: one full frame (1,600 B) and 100 us of 1 Gbit/s, in the JSON as in tc
 bad += [r["link_burst_bytes"] for r in j["rates"] if r["link_burst_bytes"] != 14100]
+# the servers' polling as the lab ran them (--host-opt, --nic-opt: 20 us sleeps), in the model
+bad += [(k, j[k]) for k in ("poll_nic_sleep_us", "poll_host_sleep_us") if j[k] != 20]
+bad += [("poll_wake_late_us", j["poll_wake_late_us"])] if j["poll_wake_late_us"] <= 0 else []
 loads = [l for r in j["rates"] for l in r["loads"]]
 bad += [l["offered_rps"] for l in loads if not l["measured_best"]
         or sorted(l["modeled_ranking"]) != ["all-host", "nic@9:bdense"]]
