@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# make bench: the DPDK servers' idle policy (dpdk/idle.h), --poll adaptive against --poll busy,
+# make bench: the DPDK servers' idle policy (dpdk/idle.h), --poll adaptive against --poll busy
+# (and adaptive with --idle-sleep-us 20, the sleeps the split lab runs its servers with: sleep20),
 # on splitnic-nic stand-alone (platform lcore; its host port a net_memif server no host joins:
 # a net_null port would hand it frames at every poll) and splitnic-host host-only, each alone on
 # CPU 1 with one lcore (-l 1, net_af_packet on a veth), fmnist-bmlp; the front-end on CPU 0.
 #
-# Method: BENCH_POLL_ROUNDS rounds (default 3); in each, for each server, both modes in
-# alternating order from round to round, each started fresh:
+# Method: BENCH_POLL_ROUNDS rounds (default 3); in each, for each server, the three modes in an
+# order rotated from round to round, each started fresh:
 #   - idle CPU: the server's utime + stime from /proc/PID/stat (fields 14 and 15, every thread
 #     of the process) over BENCH_POLL_IDLE_S seconds (default 10) with no traffic, as a share
 #     of one core: (ticks after - ticks before) / CLK_TCK / seconds;
@@ -47,18 +48,20 @@ die() {
 	die "namespaces, veth: ${NETNS_WHY:-see above}"
 
 start() { # SERVER MODE
+	local poll=(--poll "$2")
+	[ "$2" = sleep20 ] && poll=(--poll adaptive --idle-sleep-us 20)
 	: >"$tmp/server.log"
 	if [ "$1" = nic ]; then
 		ip netns exec "$ns_d" "$B/splitnic-nic" -l 1 --no-huge -m 512 --file-prefix "snpl$tag" \
 			--no-pci --vdev net_af_packet0,iface=dw \
 			--vdev "net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no" -- --model "$MLP" \
-			--platform lcore --ip 10.92.2.1 --poll "$2" >"$tmp/server.log" 2>&1 &
+			--platform lcore --ip 10.92.2.1 "${poll[@]}" >"$tmp/server.log" 2>&1 &
 		pid=$!
 		netns_wait_log "$tmp/server.log" "^nic: forwarding" "$pid" splitnic-nic || die "$NETNS_WHY"
 	else
 		ip netns exec "$ns_d" "$B/splitnic-host" -l 1 --no-huge -m 512 --file-prefix "snpl$tag" \
 			--no-pci --vdev net_af_packet0,iface=dw -- --model "$MLP:host-only" \
-			--ip 10.92.2.1 --poll "$2" >"$tmp/server.log" 2>&1 &
+			--ip 10.92.2.1 "${poll[@]}" >"$tmp/server.log" 2>&1 &
 		pid=$!
 		netns_wait_log "$tmp/server.log" "^host: serving" "$pid" splitnic-host || die "$NETNS_WHY"
 	fi
@@ -97,8 +100,11 @@ print(*sys.argv[3:6], 100 * float(sys.argv[6]) / float(sys.argv[7]) / float(sys.
 
 for round in $(seq "$ROUNDS"); do
 	echo "round $round of $ROUNDS"
-	order="busy adaptive"
-	[ $((round % 2)) = 0 ] && order="adaptive busy"
+	case $((round % 3)) in
+	1) order="busy adaptive sleep20" ;;
+	2) order="adaptive sleep20 busy" ;;
+	*) order="sleep20 busy adaptive" ;;
+	esac
 	for srv in nic host; do
 		for mode in $order; do
 			start "$srv" "$mode"
@@ -116,7 +122,8 @@ method = (f"tests/bench/bench_poll.sh: fmnist-bmlp, each server alone with -l 1 
           f"(net_af_packet on a veth), splitnic client on CPU 0; idle CPU = (utime + stime) from "
           f"/proc/PID/stat over {idle_s} s without traffic / CLK_TCK / {idle_s} s; p50 low = closed "
           f"loop 1 outstanding, {n} requests; p50 sparse = open loop 200 requests/s, 400 requests; "
-          f"--poll adaptive against --poll busy, each started fresh, median over {rounds} "
+          f"--poll adaptive (and with --idle-sleep-us 20: sleep20) against --poll busy, each "
+          f"started fresh, median over {rounds} "
           f"interleaved rounds (differences: median of per-round differences)")
 label = {"nic": "splitnic-nic stand-alone", "host": "splitnic-host host-only"}
 print(f"{'server':26s} {'mode':9s} {'idle CPU %':>10s} {'p50 low us':>11s} {'p50 sparse us':>14s}")
@@ -127,17 +134,18 @@ with open(os.environ["BENCH_JSONL"], "a") as f:
         get = lambda m, r, i: float(next(x for x in rows if x[0] == s and x[1] == m
                                          and x[2] == str(r))[3 + i])
         rs = range(1, rounds + 1)
-        for m in ("busy", "adaptive"):
+        for m in ("busy", "adaptive", "sleep20"):
             cpu, low, sparse = (st.median(get(m, r, i) for r in rs) for i in range(3))
             print(f"{label[s]:26s} {m:9s} {cpu:10.2f} {low:11.1f} {sparse:14.1f}")
             put(f"poll_{s}_{m}_idle_cpu", cpu, "%")
             put(f"poll_{s}_{m}_p50_low", low, "us")
             put(f"poll_{s}_{m}_p50_sparse", sparse, "us")
-        dl = st.median(get("adaptive", r, 1) - get("busy", r, 1) for r in rs)
-        ds = st.median(get("adaptive", r, 2) - get("busy", r, 2) for r in rs)
-        print(f"{label[s]:26s} adaptive - busy: p50 low {dl:+.1f} us, p50 sparse {ds:+.1f} us")
-        put(f"poll_{s}_p50_low_diff", dl, "us")
-        put(f"poll_{s}_p50_sparse_diff", ds, "us")
+        for m, tag in (("adaptive", ""), ("sleep20", "_sleep20")):
+            dl = st.median(get(m, r, 1) - get("busy", r, 1) for r in rs)
+            ds = st.median(get(m, r, 2) - get("busy", r, 2) for r in rs)
+            print(f"{label[s]:26s} {m} - busy: p50 low {dl:+.1f} us, p50 sparse {ds:+.1f} us")
+            put(f"poll_{s}_p50_low_diff{tag}", dl, "us")
+            put(f"poll_{s}_p50_sparse_diff{tag}", ds, "us")
 print("goal: idle CPU <= 2% with --poll adaptive; p50 at low load close to --poll busy")
 print("method: " + method)
 EOF
