@@ -454,7 +454,7 @@ static void fit_capacity(struct cal *c)
 {
 	const uint32_t R = c->o->rounds;
 	struct split_profile *pr = c->pr;
-	double cap[3], own[2], col[MAX_ROUNDS], raw;
+	double cap[3], own[3], col[MAX_ROUNDS], raw;
 
 	for (unsigned i = 0; i < 3; i++) {
 		for (uint32_t r = 0; r < R; r++)
@@ -462,16 +462,30 @@ static void fit_capacity(struct cal *c)
 		cap[i] = med_round(col, R);
 	}
 	pr->v[SPLIT_P_SYS_S] = 1 / cap[0];
-	/* the host's own work of host and host2 with a scale of 1 and no per-request cost */
+	/* the host's own work of host, host2 and sys with a scale of 1 and no per-request cost */
 	pr->v[SPLIT_P_HOST_REQ] = 0;
 	pr->v[SPLIT_P_HOST_SCALE] = 1;
-	for (unsigned i = 0; i < 2; i++) {
-		model_pipeline(c, i ? M_HOST2 : M_HOST);
-		own[i] = c->mod[i ? M_HOST2 : M_HOST].pl.srv[0].own;
+	for (unsigned i = 0; i < 3; i++) {
+		static const unsigned which[3] = {M_HOST, M_HOST2, M_SYS};
+
+		model_pipeline(c, which[i]);
+		own[i] = c->mod[which[i]].pl.srv[0].own;
 	}
 	raw = (1 / cap[1] - 1 / cap[2]) / (own[0] - own[1]);
 	pr->v[SPLIT_P_HOST_SCALE] = raw;
 	pr->v[SPLIT_P_HOST_REQ] = 1 / cap[1] - raw * own[0];
+	if (pr->v[SPLIT_P_HOST_REQ] + raw * own[2] > 1 / cap[0] && own[0] > own[2]) {
+		/* sys is all on the host too: its host core cannot cost more than the whole
+		 * path did. host2's capacity was then the shared cores', not its core's (seen
+		 * 2026-11-29: 25.1 us a request against sys's 19.9): the line through sys and
+		 * host instead */
+		raw = (1 / cap[1] - 1 / cap[0]) / (own[0] - own[2]);
+		pr->v[SPLIT_P_HOST_SCALE] = raw;
+		pr->v[SPLIT_P_HOST_REQ] = 1 / cap[1] - raw * own[0];
+		printf(
+		    "capacity: host2's capacity puts the host's core above the whole path's cost "
+		    "(sys's); the host's line taken through sys and host\n");
+	}
 	if (!(raw >= 0.5 && raw <= 4) || pr->v[SPLIT_P_HOST_REQ] < 0) {
 		/* a core doing the work costs 0.5-4x its in-process time: outside that, what
 		 * limited the two capacities was not the host's core (a busy machine) */
