@@ -134,6 +134,8 @@ double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_C
 
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
 		s[k].pl.pr = pr;
+	/* the host curves are the host series': a longer stage adds its own queue beyond them */
+	pr->v[SPLIT_P_HOST_CURVE] = split_cal_service(&s[SPLIT_CAL_HOST], SPLIT_CAL_HOST);
 	for (int pass = 0; pass < 3; pass++) {
 		pr->curve[SPLIT_CV_SYS_P50][0] = 0;
 		pr->v[SPLIT_P_PATH_FIXED] = fmax(0, base_of(&s[SPLIT_CAL_SYS]));
@@ -209,7 +211,7 @@ void split_cal_figures(const struct split_profile *pr, double fig[SPLIT_CAL_FIGU
 	fig[3] = host_s;
 	fig[4] = nic_s;
 	fig[8] = pr->v[SPLIT_P_SYS_S] * split_curve_at(pr, SPLIT_CV_SYS_P50, 0.55);
-	fig[9] = host_s * split_curve_at(pr, SPLIT_CV_HOST_P50, 0.55);
+	fig[9] = split_host_excess(pr, false, host_s, 0.55, (uint32_t)pr->v[SPLIT_P_HOST_QUEUE]);
 	fig[10] = 100e-6 * split_curve_at(pr, SPLIT_CV_NIC_P50, 0.55);
 	/* what the planner predicts there: the no-load time and the excess, as split/queue.c */
 	fig[5] = fig[0] + fig[8];

@@ -128,6 +128,12 @@ static const struct {
     [SPLIT_P_POLL_NIC] = {{"poll.nic_sleep_s", "s",
 			   "splitnic-nic's longest idle sleep (--idle-sleep-us; 0: --poll busy)"},
 			  DPDK_IDLE_DEFAULT_US * 1e-6},
+    [SPLIT_P_HOST_CURVE] =
+	{{"host.curve_s", "s",
+	  "the calibration's host series' service: a host stage up to it takes the host "
+	  "curves in its own service, a longer one adds its own queue (M/D/1) "
+	  "beyond them (0: every stage in its own, a profile from before)"},
+	 0},
 };
 
 static const struct split_pkey_info ctab[SPLIT_CV__COUNT] = {

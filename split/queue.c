@@ -149,6 +149,18 @@ static double pk_window_rate(const struct split_server *nic, double ext, double 
 	return lo;
 }
 
+double split_host_excess(const struct split_profile *pr, bool p99, double s, double u, uint32_t cap)
+{
+	const unsigned c = p99 ? SPLIT_CV_HOST_P99 : SPLIT_CV_HOST_P50;
+	const double ref = pr->v[SPLIT_P_HOST_CURVE], q = p99 ? 0.99 : 0.5;
+	const struct split_server a = {.s = s, .cap = cap}, b = {.s = ref, .cap = cap};
+
+	if (!(ref > 0) || s <= ref)
+		return s * split_curve_at(pr, c, u);
+	return ref * split_curve_at(pr, c, u) +
+	       fmax(0, split_wait_quantile(&a, u / s, q) - split_wait_quantile(&b, u / ref, q));
+}
+
 static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state *st)
 {
 	const struct split_profile *pr = pl->pr;
@@ -321,9 +333,8 @@ static double pk_path(const struct split_pipeline *pl, const struct pk_state *st
 		switch (v->kind) {
 		case SPLIT_SRV_HOST:
 			t += v->own + (back ? pl->fb.own_back : 0) +
-			     st->s_host *
-				 split_curve_at(pr, p99 ? SPLIT_CV_HOST_P99 : SPLIT_CV_HOST_P50,
-						st->u_host);
+			     split_host_excess(pr, p99, st->s_host, st->u_host,
+					       pl->srv[st->host].cap);
 			break;
 		case SPLIT_SRV_NIC:
 			if (!back)

@@ -151,6 +151,7 @@ enum split_pkey {
 	SPLIT_P_POLL_WAKE,   /* s, how late a sleeping lcore's timer wakes it (measured) */
 	SPLIT_P_POLL_HOST,   /* s, splitnic-host's longest idle sleep (0: busy-polls) */
 	SPLIT_P_POLL_NIC,    /* s, splitnic-nic's longest idle sleep (0: busy-polls) */
+	SPLIT_P_HOST_CURVE,  /* s, the service the host curves' excess is counted in (0: each's) */
 	SPLIT_P__COUNT
 };
 
@@ -403,6 +404,18 @@ double split_wait_quantile(const struct split_server *v, double rps, double q);
  * requests' work; d: this request's own previous visit, INFINITY for none). rate 0 and no d: 0.
  */
 double split_poll_wait(double sleep_max, double late, double rate, double d);
+
+/*
+ * A host stage's p50 (p99) excess beyond its own time at utilisation u, s seconds its service,
+ * cap its queue: the host curve in s, up to host.curve_s (the service the calibration's host
+ * series had). A longer stage adds its own queue beyond that, M/D/1 (its compute takes the same
+ * time every time), not the calibration's excess scaled up: measured on a 2-vCPU AMD EPYC at
+ * utilisation 0.7 (2026-11-29), the CIFAR CNN's 478 us stage waited 250-350 us, some 0.6 of its
+ * service, where the calibration's 83 us stage waited 3.3 of its (priced in its service times
+ * the model said 2.2 times the measured p50). host.curve_s 0 (a profile from before): s always.
+ */
+double split_host_excess(const struct split_profile *pr, bool p99, double s, double u,
+			 uint32_t cap);
 
 #define SPLIT_MAX_SERVERS 8
 

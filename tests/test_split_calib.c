@@ -67,6 +67,8 @@ static void truth(struct split_profile *t)
 		t->curve[SPLIT_CV_HOST_ANS][i] = u < 0.9 ? 1 : fmax(0.3, 1 - (u - 0.9));
 	}
 	t->curve[SPLIT_CV_SYS_P50][0] = t->curve[SPLIT_CV_NIC_P50][0] = 0;
+	/* the host curves in the host series' service (split_cal_fit sets it so) */
+	t->v[SPLIT_P_HOST_CURVE] = t->v[SPLIT_P_HOST_REQ] + t->v[SPLIT_P_HOST_SCALE] * 80e-6;
 	/* servers that busy-poll: the curves alone (test_calib_fit_wake: adaptive) */
 	t->v[SPLIT_P_POLL_HOST] = t->v[SPLIT_P_POLL_NIC] = 0;
 }
@@ -119,8 +121,12 @@ static void test_calib_fit_reproduces(void **state)
 	for (uint32_t i = 1; i < t.n_grid && t.grid[i] < 0.9; i++) {
 		assert_true(fabs(f.curve[SPLIT_CV_SYS_P50][i] - t.curve[SPLIT_CV_SYS_P50][i]) <
 			    0.02 * t.curve[SPLIT_CV_SYS_P50][i] + 1e-3);
-		assert_true(fabs(f.curve[SPLIT_CV_HOST_P50][i] - t.curve[SPLIT_CV_HOST_P50][i]) <
-			    0.02 * t.curve[SPLIT_CV_HOST_P50][i] + 1e-3);
+		/* the host's rise from its first point: a host stage's excess is counted from
+		 * what the sys curve holds, below that point the curve's first value */
+		const double rf = f.curve[SPLIT_CV_HOST_P50][i] - f.curve[SPLIT_CV_HOST_P50][0];
+		const double rt = t.curve[SPLIT_CV_HOST_P50][i] - t.curve[SPLIT_CV_HOST_P50][0];
+
+		assert_true(fabs(rf - rt) < 0.02 * rt + 1e-3);
 		assert_true(fabs(f.curve[SPLIT_CV_NIC_FB][i] - t.curve[SPLIT_CV_NIC_FB][i]) < 0.01);
 	}
 	/* a spike in one measurement (a descheduled round) leaves the curves monotone */
@@ -184,6 +190,61 @@ static int read_text(const char *text, struct split_profile *p, char *err, size_
 	return ret;
 }
 
+/* An all-host pipeline of one host stage of `own` seconds (scale 1), no fixed delay. */
+static void one_host(struct split_pipeline *pl, const struct split_profile *pr, double own)
+{
+	memset(pl, 0, sizeof(*pl));
+	pl->pr = pr;
+	pl->n = 1;
+	pl->sys_s = pr->v[SPLIT_P_SYS_S];
+	pl->srv[0] =
+	    (struct split_server){.name = "host", .own = own, .cap = 64, .kind = SPLIT_SRV_HOST};
+	pl->srv[0].s = pr->v[SPLIT_P_HOST_REQ] + own;
+}
+
+/*
+ * Up to host.curve_s (the calibration host's service) a host stage's excess is its curve in its
+ * own service; a longer stage adds its own M/D/1 queue beyond the calibration's excess, not that
+ * excess scaled up. Without the key (a profile from before): the curve in the stage's service.
+ */
+static void test_calib_host_curve_time(void **state)
+{
+	struct split_profile pr;
+	struct split_pipeline pl;
+	struct split_load_pred lo, hi;
+	const double own = 900e-6, u = 0.7, ref = 100e-6;
+	double s, h, excess, md1;
+
+	(void)state;
+	split_profile_default(&pr);
+	pr.v[SPLIT_P_SYS_S] = 15e-6;
+	pr.v[SPLIT_P_HOST_REQ] = 6e-6;
+	pr.v[SPLIT_P_HOST_SCALE] = 1;
+	pr.v[SPLIT_P_POLL_HOST] = pr.v[SPLIT_P_POLL_NIC] = 0;
+	one_host(&pl, &pr, own);
+	s = pl.srv[0].s;
+	/* the curve's rise from 1 request/s (below its first point it stays at that point's) */
+	h = split_curve_at(&pr, SPLIT_CV_HOST_P50, u) - split_curve_at(&pr, SPLIT_CV_HOST_P50, s);
+	assert_true(h > 0.5);
+	split_pipeline_predict(&pl, 1, &lo);
+	split_pipeline_predict(&pl, u / s, &hi);
+	excess = hi.p50 - lo.p50;
+	assert_true(fabs(excess - s * h) < 0.03 * s * h);
+	/* M/D/1's p50 wait (the exponential tail through its mean) for s, less ref's */
+	md1 = (u * s / (2 * (1 - u)) - u * ref / (2 * (1 - u))) / u * log(u / 0.5);
+	pr.v[SPLIT_P_HOST_CURVE] = ref;
+	split_pipeline_predict(&pl, 1, &lo);
+	split_pipeline_predict(&pl, u / s, &hi);
+	excess = hi.p50 - lo.p50;
+	assert_true(fabs(excess - (ref * h + md1)) < 0.03 * (ref * h + md1));
+	assert_true(excess < 0.6 * s * h);
+	/* a stage no longer than the calibration's: its own service times, as before */
+	assert_true(fabs(split_host_excess(&pr, false, 60e-6, u, 64) -
+			 60e-6 * split_curve_at(&pr, SPLIT_CV_HOST_P50, u)) < 1e-12);
+	assert_true(fabs(split_host_excess(&pr, false, ref, u, 64) -
+			 ref * split_curve_at(&pr, SPLIT_CV_HOST_P50, u)) < 1e-12);
+}
+
 static void test_calib_profile_curves(void **state)
 {
 	static const struct {
@@ -237,6 +298,7 @@ static void test_calib_compare(void **state)
 
 	(void)state;
 	truth(&a);
+	a.v[SPLIT_P_HOST_CURVE] = 0; /* the host's excess in its own service: linear in the curve */
 	b = a;
 	assert_true(split_cal_compare(&a, &b, NULL) == 0);
 	b.v[SPLIT_P_PATH_FIXED] *= 1.25; /* 40 -> 50 us: 20% of the larger */
@@ -289,8 +351,11 @@ static void test_calib_capacity(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_calib_fit_reproduces), cmocka_unit_test(test_calib_fit_wake),
-	    cmocka_unit_test(test_calib_profile_curves), cmocka_unit_test(test_calib_compare),
+	    cmocka_unit_test(test_calib_fit_reproduces),
+	    cmocka_unit_test(test_calib_fit_wake),
+	    cmocka_unit_test(test_calib_host_curve_time),
+	    cmocka_unit_test(test_calib_profile_curves),
+	    cmocka_unit_test(test_calib_compare),
 	    cmocka_unit_test(test_calib_capacity),
 	};
 
