@@ -410,7 +410,7 @@ double split_poll_wait(double sleep_max, double late, double rate, double d);
  * cap its queue: the host curve in s, up to host.curve_s (the service the calibration's host
  * series had). A longer stage adds its own queue beyond that, M/D/1 (its compute takes the same
  * time every time), not the calibration's excess scaled up: measured on a 2-vCPU AMD EPYC at
- * utilisation 0.7 (2026-11-29), the CIFAR CNN's 478 us stage waited 250-350 us, some 0.6 of its
+ * utilisation 0.7 (2026-11-29), the CIFAR CNN's 478 us stage waited 220-345 us, 0.5-0.7 of its
  * service, where the calibration's 83 us stage waited 3.3 of its (priced in its service times
  * the model said 2.2 times the measured p50). host.curve_s 0 (a profile from before): s always.
  */
