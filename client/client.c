@@ -41,8 +41,8 @@ struct client_seen {
 struct splitnic_client {
 	int fd;
 	uint32_t payload;
-	struct proto_reasm *ra;
-	uint8_t *dgram; /* PROTO_MAX_PAYLOAD: one datagram either way */
+	struct proto_reasm *ra; /* on the first fragmented answer: most fit one datagram */
+	uint8_t *dgram;		/* PROTO_MAX_PAYLOAD: one datagram either way */
 	double scores[SPLITNIC_CLIENT_MAX_CLASSES];
 	struct splitnic_client_stats st;
 	struct client_seen *seen; /* CLIENT_SEEN_SETS */
@@ -106,7 +106,6 @@ static int connect_udp(const char *host, const char *port, int *fdp, struct spli
 int splitnic_client_open(const char *host, const char *port, uint32_t payload,
 			 struct splitnic_client **out, struct splitnic_error *err)
 {
-	struct proto_reasm_config rc = {CLIENT_SLOTS, CLIENT_MAX_MSG, CLIENT_RA_TIMEOUT};
 	struct splitnic_client *cl;
 	char portbuf[16];
 	int ret;
@@ -130,10 +129,9 @@ int splitnic_client_open(const char *host, const char *port, uint32_t payload,
 		return snlib_fail(err, SPLITNIC_E_NOMEM, "out of memory");
 	cl->fd = -1;
 	cl->payload = payload;
-	cl->ra = proto_reasm_create(&rc);
 	cl->dgram = malloc(PROTO_MAX_PAYLOAD);
 	cl->seen = calloc(CLIENT_SEEN_SETS, sizeof(*cl->seen));
-	if (!cl->ra || !cl->dgram || !cl->seen) {
+	if (!cl->dgram || !cl->seen) {
 		ret = snlib_fail(err, SPLITNIC_E_NOMEM, "out of memory");
 		goto err_free;
 	}
@@ -276,6 +274,31 @@ static void fill_response(struct splitnic_client *cl, const struct proto_reasm_m
 					  : proto_le_get_f32(msg->data + (size_t)c * 4);
 }
 
+/*
+ * A datagram into the reassembly: an answer in one datagram is complete as it is; the table
+ * (CLIENT_SLOTS x CLIENT_MAX_MSG, some 4.5 MB) is made by the first fragment, so a client of
+ * small answers (or each of a front-end's thousands of sockets) never holds one.
+ */
+static enum proto_ra_verdict push(struct splitnic_client *cl, const struct proto_msg *m, uint64_t t,
+				  struct proto_reasm_msg *msg)
+{
+	const struct proto_reasm_config rc = {CLIENT_SLOTS, CLIENT_MAX_MSG, CLIENT_RA_TIMEOUT};
+
+	if (m->total_len > CLIENT_MAX_MSG)
+		return PROTO_RA_TOO_LARGE;
+	if (!cl->ra && m->frag_off == 0 && m->frag_len == m->total_len) {
+		msg->hdr = *m;
+		msg->hdr.data = NULL;
+		msg->data = m->data;
+		msg->len = m->total_len;
+		msg->slot = -1;
+		return PROTO_RA_COMPLETE;
+	}
+	if (!cl->ra && !(cl->ra = proto_reasm_create(&rc)))
+		return PROTO_RA_TABLE_FULL; /* out of memory: counted as a table without room */
+	return proto_reasm_push(cl->ra, 0, m, t, msg);
+}
+
 int splitnic_client_poll(struct splitnic_client *cl, struct splitnic_response *resp,
 			 struct splitnic_error *err)
 {
@@ -306,7 +329,7 @@ int splitnic_client_poll(struct splitnic_client *cl, struct splitnic_response *r
 			cl->st.wrong_type++;
 			continue;
 		}
-		rv = proto_reasm_push(cl->ra, 0, &m, t, &msg);
+		rv = push(cl, &m, t, &msg);
 		if (rv == PROTO_RA_COMPLETE) {
 			bool first = seen_first(cl, msg.hdr.request_id);
 
@@ -314,7 +337,8 @@ int splitnic_client_poll(struct splitnic_client *cl, struct splitnic_response *r
 				fill_response(cl, &msg, t, resp);
 			else
 				cl->st.duplicates++;
-			proto_reasm_release(cl->ra, &msg);
+			if (cl->ra)
+				proto_reasm_release(cl->ra, &msg);
 			if (first)
 				return snlib_ok(err);
 			continue;

@@ -147,6 +147,12 @@ static void test_client_fragments_both_ways(void **state)
 			     s->msg.hdr.tensor.w,
 			 3 * 10000 + 20 * 100 + 30);
 	assert_memory_equal(s->body, img, sizeof(img));
+	/* an answer in one datagram first (no reassembly table yet), then one in fragments (the
+	 * table made by its first) */
+	server_respond(s, 4, 1, 3, PROTO_FMT_F32);
+	assert_int_equal(splitnic_client_wait(cl, &r, 2000, &e), 0);
+	assert_int_equal(r.request_id, 4);
+	assert_int_equal(r.num_classes, 3);
 	/* 1000 f64 scores: 8000 bytes in 300-byte datagrams */
 	server_respond(s, 99, 7, 1000, PROTO_FMT_F64);
 	assert_int_equal(splitnic_client_wait(cl, &r, 2000, &e), 0);

@@ -27,8 +27,10 @@
  *
  * Fragmentation: a tensor larger than one datagram is sent as fragments of at most `payload`
  * bytes; fragmented responses (up to 65535 classes) are reassembled in a fixed table of 8
- * messages in progress (single-datagram responses take none), allocated by
- * splitnic_client_open along with everything else the client uses (about 5 MiB).
+ * messages in progress (about 4.5 MiB), allocated when the first fragmented response arrives
+ * (single-datagram responses take none: a front-end with thousands of clients of small answers
+ * holds about 1.2 MiB each, allocated by splitnic_client_open). Out of memory then: the
+ * fragment is dropped and counted as PROTO_RA_TABLE_FULL (splitnic_client_stats).
  *
  * Errors: see splitnic/status.h (0 or a status code, and a message in *err, which may be NULL).
  * Thread safety: a client belongs to one thread at a time; use one client per thread. Nothing
