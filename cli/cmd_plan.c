@@ -84,7 +84,9 @@ const struct conf_cmd cmd_plan_spec = {
 	"--packet).\n"
 	"Goodput first: a plan MODELED to answer less than --min-answered of the load ranks by "
 	"the\n"
-	"share it answers. --measure K (root): the K best single splits by the model are measured\n"
+	"share it answers; then a plan with every stage below saturation before one whose NIC (or\n"
+	"host) is saturated and answers through the fallback. --measure K (root): the K best "
+	"single splits by the model are measured\n"
 	"over the packet path (splitnic sweep --packet's machinery, at --load or, without one,\n"
 	"200 requests/s) and the best MEASURED one is written, with its figures.\n"};
 

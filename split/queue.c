@@ -657,6 +657,7 @@ void split_rank_key(const struct split_opts *o, const struct split_load_pred *pr
 		    uint32_t stages, struct split_rank_key *k)
 {
 	k->shortfall = pr->answered >= o->min_answered - 1e-9 ? 0 : 1 - pr->answered;
+	k->saturated = pr->rho_max >= 1;
 	k->value = o->objective == SPLIT_OBJ_THROUGHPUT ? smax
 		   : o->objective == SPLIT_OBJ_P99	? pr->p99
 							: pr->p50;
@@ -669,6 +670,8 @@ bool split_rank_before(const struct split_rank_key *a, const struct split_rank_k
 {
 	if (a->shortfall != b->shortfall)
 		return a->shortfall < b->shortfall;
+	if (a->saturated != b->saturated)
+		return !a->saturated;
 	if (a->value != b->value)
 		return a->value < b->value;
 	return a->next < b->next;
@@ -678,7 +681,8 @@ bool split_rank_tied(const struct split_rank_key *a, const struct split_rank_key
 {
 	if (best->shortfall > 0)
 		return a->shortfall > 0 && a->shortfall <= best->shortfall + SPLIT_TIE_SHARE;
-	return a->shortfall == 0 && a->value <= best->value * (1 + SPLIT_TIE_REL);
+	return a->shortfall == 0 && a->saturated == best->saturated &&
+	       a->value <= best->value * (1 + SPLIT_TIE_REL);
 }
 
 bool split_rank_simpler(const struct split_rank_key *a, const struct split_rank_key *b)

@@ -518,15 +518,20 @@ int split_plan_pipeline(const struct split_problem *p, const struct model *m,
 /*
  * How plans rank under load, for the planner, plan's ranking and the sweeps' ranking alike:
  * goodput first (a plan MODELED to answer at least o->min_answered beats every plan below it;
- * below it, the larger share), then the objective's value. Predictions closer than the model
- * tells apart are ties (both answer enough and their values are within SPLIT_TIE_REL, or both
- * fall short by shares within SPLIT_TIE_SHARE), and a tie goes to the simpler plan: fewer
- * stages, then the less loaded bottleneck.
+ * below it, the larger share), then stability (a plan whose every stage is MODELED below
+ * saturation, utilisation < 1, beats one that answers only through its overflow: a saturated
+ * NIC stage answers the rest by the host's fallback, its window's requests wait up to a
+ * window of services, and what a saturated NIC takes from the cores it shares is not in the model),
+ * then the objective's value. Predictions closer than the model tells apart are ties (both answer
+ * enough, are equally stable and their values are within SPLIT_TIE_REL, or both fall short by
+ * shares within SPLIT_TIE_SHARE), and a tie goes to the simpler plan: fewer stages, then the
+ * less loaded bottleneck.
  */
 #define SPLIT_TIE_REL	0.03
 #define SPLIT_TIE_SHARE 0.01
 struct split_rank_key {
 	double shortfall; /* 0 when the plan answers min_answered, else 1 - its share */
+	bool saturated;	  /* a stage's utilisation >= 1 */
 	double value;	  /* the objective's: p50, p99 or the bottleneck's service time */
 	double next;	  /* the second key: the bottleneck's service time, or the p50 */
 	double rho;	  /* the bottleneck's utilisation */

@@ -577,6 +577,7 @@ static double best_single_split(const struct split_problem *p, const struct mode
 				uint32_t *best_k)
 {
 	double best = INFINITY;
+	bool best_sat = true;
 
 	for (uint32_t k = 0; k <= m->n_layers; k++) {
 		struct split_plan plan = {0};
@@ -594,8 +595,10 @@ static double best_single_split(const struct split_problem *p, const struct mode
 			continue;
 		split_pipeline_predict(&pl, o->load_rps, &lp);
 		v = o->objective == SPLIT_OBJ_P99 ? lp.p99 : lp.p50;
-		if (v < best) {
+		/* a plan below saturation first (split_rank_before), then the value */
+		if ((best_sat && lp.rho_max < 1) || (best_sat == (lp.rho_max >= 1) && v < best)) {
 			best = v;
+			best_sat = lp.rho_max >= 1;
 			*best_k = k;
 		}
 	}
@@ -733,6 +736,21 @@ static void test_plan_rank_ties(void **state)
 	pr[2].p50 = 100e-6;
 	split_rank_key(&o, &pr[2], 0, 1, &k[2]);
 	assert_false(split_rank_tied(&k[2], &k[0]));
+	/* stability second: a plan answering everything only through a saturated stage (the
+	 * NIC's overflow to the host's fallback) ranks after every plan below saturation, however
+	 * much faster its p50, and ties none of them */
+	pr[2] = (struct split_load_pred){.p50 = 80e-6, .answered = 1, .rho_max = 7.0};
+	split_rank_key(&o, &pr[2], 0, 2, &k[2]);
+	split_rank_order(k, 4, order);
+	assert_int_equal(order[0], 1);
+	assert_int_equal(order[1], 0);
+	assert_int_equal(order[2], 3);
+	assert_int_equal(order[3], 2);
+	assert_true(split_rank_before(&k[3], &k[2]) && !split_rank_tied(&k[2], &k[1]));
+	/* among saturated plans the value decides again */
+	pr[3].rho_max = 1.5;
+	split_rank_key(&o, &pr[3], 0, 1, &k[3]);
+	assert_true(split_rank_before(&k[2], &k[3]));
 }
 
 /* The wait for a sleeping lcore by simulation: the schedule of dpdk/idle.h walked for each of
