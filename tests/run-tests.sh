@@ -77,6 +77,12 @@ for t in tests/integration/test_*.sh; do [ -e "$t" ] && run_script sh "$t"; done
 B=$B run_script sh tests/integration/check_dpdk_runtime.sh # after every DPDK test
 
 echo
+# the failures' last lines again, next to the summary: a CI log that keeps only its tail still
+# says why
+for name in "${failures[@]}"; do
+	echo "--- $name (last lines of $log_dir/$name.log)"
+	grep -v '^EAL\|^TELEMETRY' "$log_dir/$name.log" | tail -12
+done
 [ ${#failures[@]} -ne 0 ] && echo "failed: ${failures[*]} (logs in $log_dir/)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
