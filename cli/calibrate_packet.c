@@ -9,7 +9,9 @@
  * and an out-of-sample check); "nic", a co-processor plan whose NIC stage is the busy one. One
  * splitnic-nic and one splitnic-host serve them all, as the sweeps start them; the client loads
  * them open loop (Poisson) at the utilisations of the profile's grid, every figure in
- * interleaved rounds (their medians). split/calib.c then fits the curves.
+ * interleaved rounds. A noisy machine is measured again, and every attempt's rounds are kept:
+ * the fit takes the medians of all of them (split/calib.c fits the curves), so that a second
+ * calibration converges on the same figures rather than on another attempt's luck.
  */
 #include <errno.h>
 #include <math.h>
@@ -34,7 +36,8 @@
 #define CAL_OUT	    2 /* classes of "sys" */
 #define UNSHAPED    1000.0
 #define MAX_ROUNDS  9
-#define N_VALID	    3 /* host2's points: utilisations 0.25, 0.55, 0.85 */
+#define MAX_POOL    (MAX_ROUNDS * 9) /* rounds of every attempt: --rounds x --attempts */
+#define N_VALID	    3		     /* host2's points: utilisations 0.25, 0.55, 0.85 */
 #define CAP_SECONDS 0.5
 
 /* NIC models, stand-alone: hidden widths, 0-terminated. */
@@ -85,13 +88,15 @@ struct cal {
 	struct sweep_lab lab;
 	char dir[64];
 	struct cal_model nic[N_NIC], mod[M__COUNT];
-	/* per round */
-	double cap[MAX_ROUNDS][3]; /* closed-loop capacity of sys, host, host2 */
-	struct sweep_point nicpt[MAX_ROUNDS][N_NIC];
-	struct sweep_point grid[MAX_ROUNDS][SPLIT_CAL__COUNT][SPLIT_GRID_MAX];
-	struct sweep_point valid[MAX_ROUNDS][N_VALID];
+	/* per round, the attempts' rounds one after the other: this attempt's are [r0, r0 +
+	 * rounds), the fit's [0, n) */
+	uint32_t r0, n;
+	double cap[MAX_POOL][3]; /* open-loop capacity of sys, host, host2 */
+	struct sweep_point nicpt[MAX_POOL][N_NIC];
+	struct sweep_point grid[MAX_POOL][SPLIT_CAL__COUNT][SPLIT_GRID_MAX];
+	struct sweep_point valid[MAX_POOL][N_VALID];
 	double valid_rps[N_VALID];
-	double spread;
+	double spread; /* this attempt's rounds */
 	char spread_what[96];
 };
 
@@ -386,7 +391,7 @@ static int measure_nic(struct cal *c, uint32_t r)
 
 static double med_round(const double *v, uint32_t n)
 {
-	double tmp[MAX_ROUNDS];
+	double tmp[MAX_POOL];
 
 	memcpy(tmp, v, n * sizeof(double));
 	return stats_median(tmp, n);
@@ -396,13 +401,13 @@ static double med_round(const double *v, uint32_t n)
  * the chain's own time, path.nic_s (the end to end beyond the field). */
 static void fit_nic(struct cal *c)
 {
-	const uint32_t R = c->o->rounds;
+	const uint32_t R = c->n;
 	double x[N_NIC][FIT_K], y[N_NIC], t[N_NIC], rest[N_NIC], beta[FIT_K];
 	struct split_profile *pr = c->pr;
 	const bool field = c->nicpt[0][0].srv_p50[PROTO_T_NIC] > 0;
 
 	for (uint32_t g = 0; g < N_NIC; g++) {
-		double f[MAX_ROUNDS], e[MAX_ROUNDS];
+		double f[MAX_POOL], e[MAX_POOL];
 
 		for (uint32_t r = 0; r < R; r++) {
 			f[r] = c->nicpt[r][g].srv_p50[PROTO_T_NIC] * 1e-9;
@@ -449,12 +454,24 @@ static void fit_nic(struct cal *c)
 		       (pr->v[SPLIT_P_NIC_STAGE] + pr->v[SPLIT_P_NIC_SCALE] * t[g]) * 1e6);
 }
 
+/* The host's line through two models' capacities and own work: a stage costs its core
+ * host.req_s + host.scale x its in-process time. Returns host.scale. */
+static double host_line(struct split_profile *pr, double cap_a, double own_a, double cap_b,
+			double own_b)
+{
+	const double scale = (1 / cap_a - 1 / cap_b) / (own_a - own_b);
+
+	pr->v[SPLIT_P_HOST_SCALE] = scale;
+	pr->v[SPLIT_P_HOST_REQ] = 1 / cap_a - scale * own_a;
+	return scale;
+}
+
 /* sys.s, host.req_s and host.scale from the capacities (medians over the rounds). */
 static void fit_capacity(struct cal *c)
 {
-	const uint32_t R = c->o->rounds;
+	const uint32_t R = c->n;
 	struct split_profile *pr = c->pr;
-	double cap[3], own[3], col[MAX_ROUNDS], raw;
+	double cap[3], own[3], col[MAX_POOL], raw;
 
 	for (unsigned i = 0; i < 3; i++) {
 		for (uint32_t r = 0; r < R; r++)
@@ -471,17 +488,13 @@ static void fit_capacity(struct cal *c)
 		model_pipeline(c, which[i]);
 		own[i] = c->mod[which[i]].pl.srv[0].own;
 	}
-	raw = (1 / cap[1] - 1 / cap[2]) / (own[0] - own[1]);
-	pr->v[SPLIT_P_HOST_SCALE] = raw;
-	pr->v[SPLIT_P_HOST_REQ] = 1 / cap[1] - raw * own[0];
+	raw = host_line(pr, cap[1], own[0], cap[2], own[1]);
 	if (pr->v[SPLIT_P_HOST_REQ] + raw * own[2] > 1 / cap[0] && own[0] > own[2]) {
 		/* sys is all on the host too: its host core cannot cost more than the whole
 		 * path did. host2's capacity was then the shared cores', not its core's (seen
 		 * 2026-11-29: 25.1 us a request against sys's 19.9): the line through sys and
 		 * host instead */
-		raw = (1 / cap[1] - 1 / cap[0]) / (own[0] - own[2]);
-		pr->v[SPLIT_P_HOST_SCALE] = raw;
-		pr->v[SPLIT_P_HOST_REQ] = 1 / cap[1] - raw * own[0];
+		raw = host_line(pr, cap[1], own[0], cap[0], own[2]);
 		printf(
 		    "capacity: host2's capacity puts the host's core above the whole path's cost "
 		    "(sys's); the host's line taken through sys and host\n");
@@ -530,26 +543,27 @@ static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
 
 		if (ret)
 			return ret;
+		c->valid[r][v].load = c->valid_rps[v];
 	}
 	return 0;
 }
 
 /* The medians of a grid point over the rounds, as an observation (seconds, shares). */
-static void observe(const struct sweep_point *const *pts, uint32_t R, double rps,
-		    struct split_cal_obs *ob)
+static void observe(const struct sweep_point *const *pts, uint32_t R, struct split_cal_obs *ob)
 {
-	double a[MAX_ROUNDS], b[MAX_ROUNDS], d[MAX_ROUNDS], e[MAX_ROUNDS];
+	double a[MAX_POOL], b[MAX_POOL], d[MAX_POOL], e[MAX_POOL], l[MAX_POOL];
 
 	for (uint32_t r = 0; r < R; r++) {
 		const struct sweep_point *p = pts[r];
 		const double req = p->requests ? (double)p->requests : 1;
 
+		l[r] = p->load; /* an attempt's grid follows its own fit: close, not equal */
 		a[r] = isfinite(p->p50) ? p->p50 * 1e-6 : 0;
 		b[r] = isfinite(p->p99) ? p->p99 * 1e-6 : 0;
 		d[r] = (double)p->responses / req;
 		e[r] = (double)p->ex_fallback / req;
 	}
-	ob->rps = rps;
+	ob->rps = med_round(l, R);
 	ob->p50 = med_round(a, R);
 	ob->p99 = med_round(b, R);
 	ob->answered = med_round(d, R);
@@ -559,13 +573,13 @@ static void observe(const struct sweep_point *const *pts, uint32_t R, double rps
 /* The largest relative range over the rounds of the figures the fit rests on. */
 static void spread_of(struct cal *c)
 {
-	const uint32_t R = c->o->rounds, at[2] = {0, c->pr->n_grid / 4};
-	double v[MAX_ROUNDS];
+	const uint32_t R = c->o->rounds, r0 = c->r0, at[2] = {0, c->pr->n_grid / 4};
+	double v[MAX_POOL];
 
 	c->spread = 0;
 	for (unsigned i = 0; i < 3; i++) {
 		for (uint32_t r = 0; r < R; r++)
-			v[r] = c->cap[r][i];
+			v[r] = c->cap[r0 + r][i];
 		if (split_cal_range(v, R) > c->spread) {
 			c->spread = split_cal_range(v, R);
 			snprintf(c->spread_what, sizeof(c->spread_what), "the capacity of %s",
@@ -580,7 +594,7 @@ static void spread_of(struct cal *c)
 			const uint32_t i = at[j];
 
 			for (uint32_t r = 0; r < R; r++)
-				v[r] = c->grid[r][k][i].p50;
+				v[r] = c->grid[r0 + r][k][i].p50;
 			if (split_cal_range(v, R) > c->spread) {
 				c->spread = split_cal_range(v, R);
 				snprintf(c->spread_what, sizeof(c->spread_what),
@@ -596,7 +610,7 @@ static void print_series(const struct cal *c, const struct split_cal_series *s)
 
 	printf("load curves (MEASURED p50 / p99 / answered / fallback at each utilisation, medians "
 	       "of %u rounds; MODELED p50 from the fitted curves):\n",
-	       c->o->rounds);
+	       c->n);
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++) {
 		printf("  %s (%s, service %.1f us):\n", series_name[k],
 		       c->mod[series_model[k]].m->name, split_cal_service(&s[k], k) * 1e6);
@@ -616,20 +630,20 @@ static void print_series(const struct cal *c, const struct split_cal_series *s)
 /* host2, never fitted: MEASURED against MODELED. */
 static void print_validation(struct cal *c)
 {
-	const uint32_t R = c->o->rounds;
+	const uint32_t R = c->n;
 	struct cal_model *cm = &c->mod[M_HOST2];
 
 	model_pipeline(c, M_HOST2);
 	cm->pl.pr = c->pr;
 	printf("check (host2, not fitted; MEASURED against MODELED p50):\n");
 	for (uint32_t v = 0; v < N_VALID; v++) {
-		const struct sweep_point *pts[MAX_ROUNDS];
+		const struct sweep_point *pts[MAX_POOL];
 		struct split_cal_obs ob;
 		struct split_load_pred p;
 
 		for (uint32_t r = 0; r < R; r++)
 			pts[r] = &c->valid[r][v];
-		observe(pts, R, c->valid_rps[v], &ob);
+		observe(pts, R, &ob);
 		split_pipeline_predict(&cm->pl, ob.rps, &p);
 		printf("  u %4.2f %8.0f/s: MEASURED p50 %8.1f us, MODELED %8.1f us (%+.1f%%); "
 		       "answered %5.1f%% (MODELED %5.1f%%)\n",
@@ -639,20 +653,22 @@ static void print_validation(struct cal *c)
 	}
 }
 
-/* One calibration: every measurement in rounds, then the fits. */
+/* One attempt: every measurement in rounds [r0, r0 + rounds), then the fits over every round
+ * measured so far, this attempt's and the earlier ones'. */
 static int attempt(struct cal *c)
 {
-	const uint32_t R = c->o->rounds;
+	const uint32_t R = c->o->rounds, r0 = c->r0;
 	struct split_cal_series s[SPLIT_CAL__COUNT];
 	int ret = 0;
 
-	for (uint32_t r = 0; r < R && !ret; r++) {
+	for (uint32_t r = r0; r < r0 + R && !ret; r++) {
 		ret = measure_capacity(c, r);
 		if (!ret)
 			ret = measure_nic(c, r);
 	}
 	if (ret)
 		return ret;
+	c->n = r0 + R;
 	fit_nic(c);
 	fit_capacity(c);
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT && !ret; k++) {
@@ -663,19 +679,19 @@ static int attempt(struct cal *c)
 		ret = -EINVAL;
 	for (uint32_t v = 0; v < N_VALID && !ret; v++)
 		c->valid_rps[v] = valid_u[v] / c->mod[M_HOST2].pl.srv[0].s;
-	for (uint32_t r = 0; r < R && !ret; r++) {
-		fprintf(stderr, "calibrate: load curves, round %u of %u\n", r + 1, R);
+	for (uint32_t r = r0; r < r0 + R && !ret; r++) {
+		fprintf(stderr, "calibrate: load curves, round %u of %u\n", r + 1, r0 + R);
 		ret = measure_grid(c, r, s);
 	}
 	if (ret)
 		return ret;
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
 		for (uint32_t i = 0; i < c->pr->n_grid; i++) {
-			const struct sweep_point *pts[MAX_ROUNDS];
+			const struct sweep_point *pts[MAX_POOL];
 
-			for (uint32_t r = 0; r < R; r++)
+			for (uint32_t r = 0; r < c->n; r++)
 				pts[r] = &c->grid[r][k][i];
-			observe(pts, R, c->grid[0][k][i].load, &s[k].o[i]);
+			observe(pts, c->n, &s[k].o[i]);
 		}
 	{
 		const double worst = split_cal_fit(c->pr, s);
@@ -741,7 +757,7 @@ static double wake_lateness(void)
 int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 {
 	struct cal *c = calloc(1, sizeof(*c));
-	struct split_profile best = *pr;
+	struct split_profile fit = *pr;
 	double best_spread = INFINITY;
 	int ret;
 
@@ -752,9 +768,13 @@ int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 	pr->v[SPLIT_P_NIC_EXECS] = o->executors;
 	pr->v[SPLIT_P_NIC_EMU] = !strcmp(o->platform, "emu");
 	snprintf(c->dir, sizeof(c->dir), "/tmp/splitnic-calpk-XXXXXX");
-	if (o->rounds > MAX_ROUNDS || !o->rounds || !mkdtemp(c->dir)) {
+	if (o->rounds > MAX_ROUNDS || !o->rounds || o->attempts * o->rounds > MAX_POOL ||
+	    !mkdtemp(c->dir)) {
+		const bool bad =
+		    o->rounds > MAX_ROUNDS || !o->rounds || o->attempts * o->rounds > MAX_POOL;
+
 		free(c);
-		return o->rounds > MAX_ROUNDS || !o->rounds ? -EINVAL : -errno;
+		return bad ? -EINVAL : -errno;
 	}
 	ret = make_models(c);
 	if (!ret)
@@ -775,38 +795,53 @@ int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 	}
 	for (uint32_t a = 0; a < o->attempts && !ret; a++) {
 		struct split_profile trial = *pr;
+		double moved = INFINITY;
 
 		c->pr = &trial;
+		c->r0 = a * o->rounds;
 		ret = attempt(c);
 		c->pr = pr;
 		if (ret)
 			break;
+		if (a)
+			moved = split_cal_compare(&fit, &trial, NULL);
+		fit = trial;
+		best_spread = fmin(best_spread, c->spread);
 		if (o->rounds > 1)
-			printf("calibration %u: the rounds agree within %.1f%% (largest: %s)\n",
+			printf("calibration %u: its rounds agree within %.1f%% (largest: %s)\n",
 			       a + 1, 100 * c->spread, c->spread_what);
 		else
 			printf("calibration %u: one round, no spread to judge the machine by\n",
 			       a + 1);
-		if (c->spread < best_spread) {
-			best = trial;
-			best_spread = c->spread;
-		}
+		if (a)
+			printf(
+			    "calibration %u: fitted on the medians of all %u rounds; the figures "
+			    "moved by %.1f%% with this attempt's %u\n",
+			    a + 1, c->n, 100 * moved, o->rounds);
 		if (c->spread <= o->max_spread)
 			break;
+		if (moved <= o->max_spread / 2) {
+			printf("calibration %u: the machine was noisy (%s spread %.1f%%), but the "
+			       "medians of %u rounds moved by %.1f%% (at most %.0f%%): kept\n",
+			       a + 1, c->spread_what, 100 * c->spread, c->n, 100 * moved,
+			       50 * o->max_spread);
+			break;
+		}
 		printf("calibration %u: the machine was noisy: %s spread %.1f%% over %u rounds "
 		       "(more than %.0f%%)%s\n",
 		       a + 1, c->spread_what, 100 * c->spread, o->rounds, 100 * o->max_spread,
-		       a + 1 < o->attempts ? "; measuring again" : "");
+		       a + 1 < o->attempts ? "; measuring again, every round kept" : "");
 	}
 	sweep_lab_down(&c->lab);
 	if (!ret) {
-		*pr = best;
+		*pr = fit;
 		pr->v[SPLIT_P_CAL_TIME] = (double)time(NULL);
 		pr->v[SPLIT_P_CAL_SPREAD] = best_spread;
 		if (best_spread > o->max_spread)
-			printf("calibration: NOISY: the quietest of %u attempts kept, its rounds "
-			       "spread %.1f%% (cal.spread in the profile)\n",
-			       o->attempts, 100 * best_spread);
+			printf("calibration: NOISY: no attempt's rounds agreed within %.0f%% (the "
+			       "quietest %.1f%%, cal.spread in the profile); the fit takes the "
+			       "medians of all %u rounds\n",
+			       100 * o->max_spread, 100 * best_spread, c->n);
 	}
 	free_models(c);
 	sweep_remove_dir(c->dir);

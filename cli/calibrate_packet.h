@@ -27,8 +27,10 @@ struct cal_pk_opts {
  * Measure, fit and fill pr's packet-path keys and curves (pr holds the in-process keys, which
  * the fit uses). Each attempt measures every figure in o->rounds interleaved rounds; when a
  * figure's rounds spread more than o->max_spread, it says that the machine was noisy, shows the
- * spread and measures again, up to o->attempts, keeping the quietest attempt (cal.spread
- * records its spread). Returns 0, or -errno after a message.
+ * spread and measures again, up to o->attempts, keeping every round: the fit takes the medians
+ * of all the rounds measured, and stops early once an attempt's rounds moved the fitted figures
+ * by at most o->max_spread / 2 (cal.spread records the quietest attempt's spread). Returns 0,
+ * or -errno after a message.
  */
 int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o);
 

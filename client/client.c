@@ -286,14 +286,8 @@ static enum proto_ra_verdict push(struct splitnic_client *cl, const struct proto
 
 	if (m->total_len > CLIENT_MAX_MSG)
 		return PROTO_RA_TOO_LARGE;
-	if (!cl->ra && m->frag_off == 0 && m->frag_len == m->total_len) {
-		msg->hdr = *m;
-		msg->hdr.data = NULL;
-		msg->data = m->data;
-		msg->len = m->total_len;
-		msg->slot = -1;
+	if (!cl->ra && proto_reasm_whole(m, msg))
 		return PROTO_RA_COMPLETE;
-	}
 	if (!cl->ra && !(cl->ra = proto_reasm_create(&rc)))
 		return PROTO_RA_TABLE_FULL; /* out of memory: counted as a table without room */
 	return proto_reasm_push(cl->ra, 0, m, t, msg);

@@ -275,6 +275,18 @@ static enum proto_ra_verdict count(struct proto_reasm *ra, enum proto_ra_verdict
 	return v;
 }
 
+bool proto_reasm_whole(const struct proto_msg *frag, struct proto_reasm_msg *out)
+{
+	if (frag->frag_off || frag->frag_len != frag->total_len)
+		return false;
+	out->hdr = *frag;
+	out->hdr.data = NULL;
+	out->data = frag->data;
+	out->len = frag->total_len;
+	out->slot = -1;
+	return true;
+}
+
 enum proto_ra_verdict proto_reasm_push(struct proto_reasm *ra, uint64_t src,
 				       const struct proto_msg *frag, uint64_t now_ns,
 				       struct proto_reasm_msg *out)
@@ -287,14 +299,8 @@ enum proto_ra_verdict proto_reasm_push(struct proto_reasm *ra, uint64_t src,
 
 	if (total > ra->cfg.max_msg)
 		return count(ra, PROTO_RA_TOO_LARGE);
-	if (frag->frag_off == 0 && frag->frag_len == total) {
-		out->hdr = *frag;
-		out->hdr.data = NULL;
-		out->data = frag->data;
-		out->len = total;
-		out->slot = -1;
+	if (proto_reasm_whole(frag, out))
 		return count(ra, PROTO_RA_COMPLETE);
-	}
 	proto_reasm_expire(ra, now_ns);
 	i = lookup(ra, src, frag);
 	if (i < 0) {

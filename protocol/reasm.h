@@ -70,6 +70,9 @@ struct proto_reasm;
 struct proto_reasm *proto_reasm_create(const struct proto_reasm_config *cfg);
 void proto_reasm_destroy(struct proto_reasm *ra);
 
+/* A message in one datagram (frag_off 0, frag_len total_len) is complete as it is: out points
+ * into the datagram (slot -1, nothing to release) and true; else false. No table needed. */
+bool proto_reasm_whole(const struct proto_msg *frag, struct proto_reasm_msg *out);
 enum proto_ra_verdict proto_reasm_push(struct proto_reasm *ra, uint64_t src,
 				       const struct proto_msg *frag, uint64_t now_ns,
 				       struct proto_reasm_msg *out);
