@@ -543,27 +543,30 @@ static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
 
 		if (ret)
 			return ret;
-		c->valid[r][v].load = c->valid_rps[v];
 	}
 	return 0;
 }
 
-/* The medians of a grid point over the rounds, as an observation (seconds, shares). */
-static void observe(const struct sweep_point *const *pts, uint32_t R, struct split_cal_obs *ob)
+/*
+ * The medians of a grid point over the rounds, as an observation (seconds, shares) at rps. A
+ * point is a utilisation: each attempt loaded it at the rate its own fit gave, and the pooled
+ * observation sits at the rate the pooled fit gives (rps), as the curves are read.
+ */
+static void observe(const struct sweep_point *const *pts, uint32_t R, double rps,
+		    struct split_cal_obs *ob)
 {
-	double a[MAX_POOL], b[MAX_POOL], d[MAX_POOL], e[MAX_POOL], l[MAX_POOL];
+	double a[MAX_POOL], b[MAX_POOL], d[MAX_POOL], e[MAX_POOL];
 
 	for (uint32_t r = 0; r < R; r++) {
 		const struct sweep_point *p = pts[r];
 		const double req = p->requests ? (double)p->requests : 1;
 
-		l[r] = p->load; /* an attempt's grid follows its own fit: close, not equal */
 		a[r] = isfinite(p->p50) ? p->p50 * 1e-6 : 0;
 		b[r] = isfinite(p->p99) ? p->p99 * 1e-6 : 0;
 		d[r] = (double)p->responses / req;
 		e[r] = (double)p->ex_fallback / req;
 	}
-	ob->rps = med_round(l, R);
+	ob->rps = rps;
 	ob->p50 = med_round(a, R);
 	ob->p99 = med_round(b, R);
 	ob->answered = med_round(d, R);
@@ -643,7 +646,7 @@ static void print_validation(struct cal *c)
 
 		for (uint32_t r = 0; r < R; r++)
 			pts[r] = &c->valid[r][v];
-		observe(pts, R, &ob);
+		observe(pts, R, c->valid_rps[v], &ob); /* the latest attempt's rate */
 		split_pipeline_predict(&cm->pl, ob.rps, &p);
 		printf("  u %4.2f %8.0f/s: MEASURED p50 %8.1f us, MODELED %8.1f us (%+.1f%%); "
 		       "answered %5.1f%% (MODELED %5.1f%%)\n",
@@ -691,7 +694,8 @@ static int attempt(struct cal *c)
 
 			for (uint32_t r = 0; r < c->n; r++)
 				pts[r] = &c->grid[r][k][i];
-			observe(pts, c->n, &s[k].o[i]);
+			observe(pts, c->n, c->pr->grid[i] / split_cal_service(&s[k], k),
+				&s[k].o[i]);
 		}
 	{
 		const double worst = split_cal_fit(c->pr, s);
