@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,15 @@ struct cal {
 	double spread; /* this attempt's rounds */
 	char spread_what[96];
 };
+
+/* SIGINT or SIGTERM: the next measurement is not started and the lab comes down (its servers
+ * would otherwise go on polling two cores, unseen, under whatever is measured next). */
+static volatile sig_atomic_t cal_stop;
+
+static void on_signal(int sig)
+{
+	cal_stop = sig;
+}
 
 /* An all-binary MLP with u8 input [in], written to dir/name.snm (path in out_path). */
 static int cal_mlp(const char *dir, const char *name, uint32_t in, const uint32_t *hidden,
@@ -335,6 +345,8 @@ static int client(struct cal *c, const char *path, double rps, uint32_t count,
 	    "--model", (char *)path,   "--count", cnt,	rps > 0 ? "--rate" : "--outstanding",
 	    rate,      "--timeout-ms", "5000",	  NULL, NULL};
 
+	if (cal_stop)
+		return -EINTR;
 	snprintf(cnt, sizeof(cnt), "%u", count);
 	if (rps > 0) {
 		snprintf(rate, sizeof(rate), "%.3f", rps);
@@ -343,6 +355,8 @@ static int client(struct cal *c, const char *path, double rps, uint32_t count,
 		snprintf(rate, sizeof(rate), "16");
 	}
 	if (sweep_lab_client(&c->lab, args, pt)) {
+		if (cal_stop)
+			return -EINTR;
 		fprintf(stderr, "splitnic calibrate: the client failed on %s\n", path);
 		return -EIO;
 	}
@@ -761,6 +775,7 @@ static double wake_lateness(void)
 int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 {
 	struct cal *c = calloc(1, sizeof(*c));
+	struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
 	struct split_profile fit = *pr;
 	double best_spread = INFINITY;
 	int ret;
@@ -783,6 +798,10 @@ int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 	ret = make_models(c);
 	if (!ret)
 		ret = sweep_lab_init(&c->lab, o->lab, o->tag, NULL, NULL);
+	c->lab.stop = &cal_stop; /* the capacity searches' clients too */
+	cal_stop = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
 	if (!ret)
 		ret = sweep_lab_up(&c->lab);
 	if (!ret)
@@ -837,6 +856,12 @@ int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 		       a + 1 < o->attempts ? "; measuring again, every round kept" : "");
 	}
 	sweep_lab_down(&c->lab);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (cal_stop) {
+		fprintf(stderr, "splitnic calibrate: interrupted; the lab is down\n");
+		ret = -EINTR;
+	}
 	if (!ret) {
 		*pr = fit;
 		pr->v[SPLIT_P_CAL_TIME] = (double)time(NULL);

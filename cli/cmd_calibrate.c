@@ -490,7 +490,8 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	cli_progress_end(&progress);
 	if (ret) {
-		fprintf(stderr, "splitnic calibrate: %s\n", strerror(-ret));
+		if (ret != -EINTR) /* interrupted: said so, with the lab taken down */
+			fprintf(stderr, "splitnic calibrate: %s\n", strerror(-ret));
 		return 1;
 	}
 	if (o.out) {

@@ -6,6 +6,7 @@
 #ifndef LAB_SWEEP_H
 #define LAB_SWEEP_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -77,7 +78,8 @@ struct sweep_lab {
 	char tag[16];	   /* its namespaces: snsw-TAG-{c,n,h} */
 	char dir[64];	   /* logs, pid and stats files of the servers */
 	bool up;
-	const char *servers, *netns; /* running servers instead (no lab) */
+	const char *servers, *netns;	   /* running servers instead (no lab) */
+	const volatile sig_atomic_t *stop; /* when set and non-zero: no new client run (-EINTR) */
 };
 
 /*

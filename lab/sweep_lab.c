@@ -96,6 +96,7 @@ int sweep_lab_init(struct sweep_lab *l, const char *script, const char *tag, con
 	l->up = false;
 	l->servers = servers;
 	l->netns = netns;
+	l->stop = NULL;
 	if (n <= 0)
 		return -errno;
 	l->exe[n] = 0;
@@ -259,6 +260,8 @@ int sweep_lab_client(struct sweep_lab *l, char *const args[], struct sweep_point
 	size_t n = 0;
 	int rc;
 
+	if (l->stop && *l->stop)
+		return -EINTR; /* interrupted: the owner takes the lab down */
 	if (l->servers && l->netns) {
 		argv[n++] = "ip";
 		argv[n++] = "netns";

@@ -39,7 +39,8 @@
 #                            splitnic-host on its own, so that a measurement does not depend on
 #                            which core the scheduler gave the client that round
 #   tc TAG                   tc -s qdisc of both link ends (bytes and frames sent, drops)
-#   down TAG                 namespaces, DPDK runtime folders (snswn-TAG, snswh-TAG)
+#   down TAG                 stops whatever still runs in the namespaces, removes them and the
+#                            DPDK runtime folders (snswn-TAG, snswh-TAG)
 #
 # Binaries: $SPLITNIC (default: the tree's build/splitnic, else the installed one, this script
 # being in PREFIX/share/splitnic/lab/) and splitnic-nic / splitnic-host beside it.
@@ -167,9 +168,15 @@ start() {
 }
 
 down() {
-	local n
+	local n pid
 	for n in "$ns_c" "$ns_n" "$ns_h"; do
-		has_ns "$n" && { ip netns del "$n" || die "ip netns del $n"; }
+		has_ns "$n" || continue
+		# whatever still runs inside (servers whose owner was killed before its stop):
+		# deleting the namespace would leave them polling the cores, unseen
+		for pid in $(ip netns pids "$n" 2>/dev/null); do
+			kill -TERM "$pid" 2>/dev/null && wait_exit "$pid"
+		done
+		ip netns del "$n" || die "ip netns del $n"
 	done
 	rm -rf "/var/run/dpdk/$pfx_n" "/var/run/dpdk/$pfx_h"
 }

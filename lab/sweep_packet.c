@@ -266,7 +266,7 @@ static int measure_capacity(struct pk *p)
 		if (sweep_lab_shape(&p->lab, p->o->rate[b], lab_burst(p->o->rate[b])) ||
 		    sweep_lab_capacity(&p->lab, p->o->model_path, p->o->images, 0, 0.5,
 				       SPLIT_CAPACITY_ANSWERED, &p->cap[b]))
-			return -EIO;
+			return pk_stop ? -EINTR : -EIO;
 		fprintf(
 		    stderr,
 		    "sweep %s: %s capacity at link %g Gbit/s (0: not shaped): %.0f requests/s "
@@ -895,6 +895,7 @@ int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 	ret = sweep_lab_init(&p.lab, o->lab, o->tag, o->servers, o->netns);
 	if (ret)
 		goto out;
+	p.lab.stop = &pk_stop; /* the capacity search's clients too */
 	for (uint32_t b = 0; b < o->n_rate; b++)
 		for (uint32_t l = 0; l < o->n_load; l++)
 			p.load[b][l] = o->load_rel[l] ? 0 : o->load[l];
