@@ -373,7 +373,7 @@ static const struct conf_opt cal_opts[] = {
     CONF_LONG_ROW("rounds", "N", CAL_OPT(rounds), 1, 9, "3",
 		  "--packet: interleaved rounds of every measurement (medians)"),
     CONF_LONG_ROW("attempts", "N", CAL_OPT(attempts), 1, 9, "3",
-		  "--packet: calibrations at most while the rounds disagree"),
+		  "--packet: attempts at most while the rounds disagree (all kept)"),
     CONF_DOUBLE_ROW("duration", "S", CAL_OPT(duration), 0.1, 60, "seconds", "1",
 		    "--packet: seconds of load per point"),
     CONF_POSITIVE_ROW("max-spread", "F", CAL_OPT(max_spread), 10, "relative range", "0.1",
@@ -400,7 +400,8 @@ const struct conf_cmd cmd_calibrate_spec = {
 	"from --profile IN), the NIC's per-request time, the path's and the host's costs and\n"
 	"how each waits and sheds under load, MEASURED through splitnic-nic and splitnic-host\n"
 	"in the namespaces of lab/sweep_lab.sh; every figure in --rounds interleaved rounds,\n"
-	"measured again (up to --attempts) while they spread more than --max-spread.\n"
+	"measured again (up to --attempts) while they spread more than --max-spread; the fit\n"
+	"takes the medians of every attempt's rounds.\n"
 	"--compare: the figures of two profiles side by side; exit status 1 when they differ\n"
 	"by more than --max-spread.\n"};
 
