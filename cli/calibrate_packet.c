@@ -208,23 +208,66 @@ static void lsq_nonneg(const double (*x)[FIT_K], const double *y, uint32_t n, in
 
 /* ---- set-up: models, their measured ops and plans, the servers --------------------------- */
 
-static int measure_model(struct cal *c, struct cal_model *cm)
+static int measure_model(struct cal *c, struct cal_model *cm, uint32_t rounds)
 {
 	char err[512];
 	int ret;
 
-	cm->m = model_load(cm->path, err, sizeof(err));
-	ret = cm->m ? plan_measure(cm->m, c->pr, 15, c->o->executors, &cm->pm, err, sizeof(err))
+	if (!cm->m)
+		cm->m = model_load(cm->path, err, sizeof(err));
+	ret = cm->m ? plan_measure(cm->m, c->pr, rounds, c->o->executors, &cm->pm, err, sizeof(err))
 		    : -EINVAL;
 	if (ret)
 		fprintf(stderr, "splitnic calibrate: %s\n", err);
 	return ret;
 }
 
-static int make_models(struct cal *c)
+/*
+ * The calibration models' in-process times, which the host's line relates every stage to,
+ * timed as plan and the sweeps time a model (OWN_ROUNDS runs of every prefix in passes) and
+ * OWN_TIMES times, before, between and after the NIC models' (tens of seconds apart): the
+ * fastest is kept, the machine outside a spell, as split_tools_measure_ops prices it. Timed
+ * once with fewer runs, cal-host's own work was 62.3 us in one calibration and 70.9 us in the
+ * next (2026-11-29), and host.scale followed (1.05 against 0.92); a sweep timed the same model
+ * at 60.6 us an hour later.
+ */
+#define OWN_ROUNDS 31
+#define OWN_TIMES  3
+
+static int measure_own(struct cal *c, uint32_t time_no, double (*own)[OWN_TIMES])
 {
 	int ret = 0;
 
+	for (unsigned k = 0; k < M__COUNT && !ret; k++) {
+		struct cal_model *cm = &c->mod[k];
+		struct plan_measured kept = cm->pm;
+
+		ret = measure_model(c, cm, OWN_ROUNDS);
+		if (ret) {
+			cm->pm = kept;
+			break;
+		}
+		own[k][time_no] = cm->pm.cpu_total_s;
+		if (time_no && kept.cpu_total_s <= cm->pm.cpu_total_s) {
+			plan_measured_free(&cm->pm);
+			cm->pm = kept;
+		} else {
+			plan_measured_free(&kept);
+		}
+	}
+	return ret;
+}
+
+static int make_models(struct cal *c)
+{
+	double own[M__COUNT][OWN_TIMES] = {{0}};
+	int ret = 0;
+
+	for (unsigned k = 0; k < M__COUNT && !ret; k++)
+		ret = cal_mlp(c->dir, cal_models[k].name, CAL_IN, cal_models[k].hidden,
+			      cal_models[k].out, c->mod[k].path, sizeof(c->mod[k].path));
+	if (!ret)
+		ret = measure_own(c, 0, own);
 	for (uint32_t g = 0; g < N_NIC && !ret; g++) {
 		struct cal_model *cm = &c->nic[g];
 		uint32_t prev = CAL_NIC_IN, nh = 0;
@@ -234,7 +277,7 @@ static int make_models(struct cal *c)
 		ret = cal_mlp(c->dir, name, CAL_NIC_IN, nic_fit_hidden[g], CAL_CLASS, cm->path,
 			      sizeof(cm->path));
 		if (!ret)
-			ret = measure_model(c, cm);
+			ret = measure_model(c, cm, 15);
 		if (ret)
 			break;
 		/* the profile's per-op model of the NIC (split_op_cost): u8 layers count 8 words */
@@ -251,13 +294,25 @@ static int make_models(struct cal *c)
 		cm->x[2] += (double)CAL_CLASS * model_words(prev) * (nh ? 1 : 8);
 		cm->nic_t = cm->pm.nic_suffix_s[0];
 	}
-	for (unsigned k = 0; k < M__COUNT && !ret; k++) {
-		ret = cal_mlp(c->dir, cal_models[k].name, CAL_IN, cal_models[k].hidden,
-			      cal_models[k].out, c->mod[k].path, sizeof(c->mod[k].path));
-		if (!ret)
-			ret = measure_model(c, &c->mod[k]);
+	if (!ret)
+		ret = measure_own(c, 1, own);
+	for (uint32_t t = 2; t < OWN_TIMES && !ret; t++) {
+		sleep(2);
+		ret = measure_own(c, t, own);
 	}
-	return ret;
+	if (ret)
+		return ret;
+	printf("calibrate: in-process own work (MEASURED, %u timings of %u runs, the fastest "
+	       "kept):",
+	       OWN_TIMES, OWN_ROUNDS);
+	for (unsigned k = 0; k < M__COUNT; k++) {
+		printf("%s %s", k ? ";" : "", cal_models[k].name);
+		for (uint32_t t = 0; t < OWN_TIMES; t++)
+			printf("%s%.1f", t ? " / " : " ", own[k][t] * 1e6);
+		printf(" us");
+	}
+	printf("\n");
+	return 0;
 }
 
 /* The plan of calibration model k and its servers under the profile as it stands. */
@@ -345,8 +400,6 @@ static int client(struct cal *c, const char *path, double rps, uint32_t count,
 	    "--model", (char *)path,   "--count", cnt,	rps > 0 ? "--rate" : "--outstanding",
 	    rate,      "--timeout-ms", "5000",	  NULL, NULL};
 
-	if (cal_stop)
-		return -EINTR;
 	snprintf(cnt, sizeof(cnt), "%u", count);
 	if (rps > 0) {
 		snprintf(rate, sizeof(rate), "%.3f", rps);
@@ -644,6 +697,45 @@ static void print_series(const struct cal *c, const struct split_cal_series *s)
 	}
 }
 
+/*
+ * The host series' compute as its server clocks it (the RESPONSE's host field, each run's
+ * mean, the median over the rounds) at each utilisation up to 1, against its in-process time:
+ * printed, not fitted. It shows what one host.scale leaves out: a stage served after its core
+ * slept or ran other work finds its weights cold (cal-host 82 us served at low load against
+ * 60 us in process on 2026-11-29, the sweeps' models 1.07-1.22 x), one served back to back
+ * less so.
+ */
+static void print_served(const struct cal *c)
+{
+	const double own = c->mod[M_HOST].pm.cpu_total_s;
+	bool any = false;
+
+	for (uint32_t i = 0; i < c->pr->n_grid && c->pr->grid[i] <= 1; i++) {
+		double v[MAX_POOL], med;
+		uint32_t n = 0;
+
+		for (uint32_t r = 0; r < c->n; r++) {
+			const struct sweep_point *p = &c->grid[r][SPLIT_CAL_HOST][i];
+
+			if (p->responses && p->srv[PROTO_T_HOST] > 0)
+				v[n++] = p->srv[PROTO_T_HOST] * 1e-9;
+		}
+		if (!n)
+			continue;
+		if (!any)
+			printf(
+			    "served: %s's compute by splitnic-host's clock (MEASURED; in process "
+			    "%.1f us, host.scale %.3f):",
+			    c->mod[M_HOST].m->name, own * 1e6, c->pr->v[SPLIT_P_HOST_SCALE]);
+		any = true;
+		med = stats_median(v, n);
+		printf(" u %.2f %.1f us (%.2f x)", c->pr->grid[i], med * 1e6,
+		       own > 0 ? med / own : 0);
+	}
+	if (any)
+		printf("\n");
+}
+
 /* host2, never fitted: MEASURED against MODELED. */
 static void print_validation(struct cal *c)
 {
@@ -720,6 +812,7 @@ static int attempt(struct cal *c)
 		       c->pr->v[SPLIT_P_PATH_FIXED] * 1e6, c->pr->v[SPLIT_P_PATH_COPROC] * 1e6,
 		       100 * worst);
 	}
+	print_served(c);
 	print_validation(c);
 	spread_of(c);
 	return 0;
