@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/kexec.h"
 #include "lab/plan_measure.h"
@@ -13,6 +14,17 @@
 #include "split/verbs.h"
 
 #define EMU_WARM 32 /* as splitnic-nic: most warm-up requests to find the steady state */
+
+/*
+ * The ops are timed TIMES times, GAP_US apart, and the timing whose whole model is fastest is
+ * kept: split_tools_measure_ops leaves out the runs inside a slow spell of this machine, but a
+ * spell can outlast all its passes (1.5 s), and then every op is priced inside it. Timed once,
+ * the CIFAR CNN's ops came to 700.2 us in a bench sweep (2026-11-29) where they measure
+ * 400-420 us at every other timing and splitnic-host served them in 487 us: the model put its
+ * all-host capacity at 1,263/s against 2,045-2,149/s MEASURED.
+ */
+#define TIMES  2
+#define GAP_US 1000000
 
 int plan_emu_seconds(const struct model *m, uint32_t first, uint32_t executors, double *s,
 		     char *err, size_t errlen)
@@ -58,10 +70,23 @@ int plan_measure(const struct model *m, const struct split_profile *pr, uint32_t
 		snprintf(err, errlen, "model %s: out of memory", m->name);
 		return -ENOMEM;
 	}
-	ret = split_tools_measure_ops(m, rounds, out->cpu_op_s, err, errlen);
-	if (ret) {
-		plan_measured_free(out);
-		return ret;
+	for (uint32_t t = 0; t < TIMES; t++) {
+		/* a later timing into nic_suffix_s (filled below), kept when it is faster */
+		double *op_s = t ? out->nic_suffix_s : out->cpu_op_s, a = 0, b = 0;
+
+		if (t)
+			usleep(GAP_US);
+		ret = split_tools_measure_ops(m, rounds, op_s, err, errlen);
+		if (ret) {
+			plan_measured_free(out);
+			return ret;
+		}
+		for (uint32_t j = 0; t && j < n; j++) {
+			a += out->cpu_op_s[j];
+			b += op_s[j];
+		}
+		if (t && b < a)
+			memcpy(out->cpu_op_s, op_s, n * sizeof(double));
 	}
 	if (!executors)
 		executors = (uint32_t)pr->v[SPLIT_P_NIC_EXECS];

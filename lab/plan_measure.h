@@ -21,7 +21,8 @@ struct plan_measured {
 };
 
 /*
- * Time m's ops on this CPU (`rounds` interleaved runs of every prefix, their medians) and the
+ * Time m's ops on this CPU (`rounds` interleaved runs of every prefix, their medians; twice, a
+ * second apart, the faster kept: a slow spell of the machine can outlast one timing) and the
  * NIC's chain from every op where the NIC can take over on the packet path (kexec_nic_handoff_ok,
  * and op 0 when the NIC can run the whole model): on the profile's platform (pr nic.emu) with
  * `executors` (0: the profile's nic.executors) the emulator's steady-state modeled time per
