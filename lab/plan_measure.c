@@ -20,7 +20,7 @@
  * kept: split_tools_measure_ops leaves out the runs inside a slow spell of this machine, but a
  * spell can outlast all its passes (1.5 s), and then every op is priced inside it. Timed once,
  * the CIFAR CNN's ops came to 700.2 us in a bench sweep (2026-11-29) where they measure
- * 400-420 us at every other timing and splitnic-host served them in 487 us: the model put its
+ * 392-420 us at every other timing and splitnic-host served them in 487 us: the model put its
  * all-host capacity at 1,263/s against 2,045-2,149/s MEASURED.
  */
 #define TIMES  2
