@@ -196,8 +196,9 @@ static double share(const struct sweep_point *pt)
 
 /*
  * --measure K: the model's best K single splits measured over the packet path; the best
- * MEASURED (goodput first; ties within 3% or the rounds' spread go to the model's order) into
- * plan and its figures into meas. 0, or -errno after a message.
+ * MEASURED (goodput first; ties within 3% or the rounds' spread, and when every split sheds,
+ * answered shares within a point or the rounds' range of the share, go to the model's order)
+ * into plan and its figures into meas. 0, or -errno after a message.
  */
 static int measure_best(const struct model *m, const char *path, const struct split_profile *pr,
 			const struct plan_opts *po, struct split_plan *plan,
@@ -260,11 +261,13 @@ static int measure_best(const struct model *m, const char *path, const struct sp
 			const double v = po->o.objective == SPLIT_OBJ_P99 ? pt->p99 : pt->p50;
 			const double bv = po->o.objective == SPLIT_OBJ_P99 ? bp->p99 : bp->p50;
 			const double tol = fmax(0.03, fmax(pt->spread, bp->spread));
+			const double atol = fmax(0.01, fmax(pt->ans_spread, bp->ans_spread));
 
 			if (ok != bok ? ok
 			    : ok      ? (v < bv / (1 + tol) ||
 					 (v <= bv * (1 + tol) && rank_of[j] < rank_of[best]))
-				      : share(pt) > share(bp))
+				      : (share(pt) > share(bp) + atol ||
+					 (share(pt) >= share(bp) - atol && rank_of[j] < rank_of[best])))
 				best = j;
 		}
 	}

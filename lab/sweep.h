@@ -61,6 +61,7 @@ struct sweep_point {
 	double srv[PROTO_T_COUNT];     /* mean ns of the RESPONSE timing fields */
 	double srv_p50[PROTO_T_COUNT]; /* their medians */
 	double spread;		       /* the rounds' relative range of the p50 (0: one round) */
+	double ans_spread; /* the rounds' range of the answered share, in shares (0: one round) */
 	struct split_load_pred pred;
 };
 

@@ -308,12 +308,22 @@ static void combine_rounds(struct sweep_point *pt, const struct sweep_point *r, 
 	}
 #undef MEDIAN_OF
 	{
+		double lo = INFINITY, hi = -INFINITY;
 		uint32_t m = 0;
 
 		for (uint32_t i = 0; i < n; i++)
 			if (isfinite(r[i].p50))
 				v[m++] = r[i].p50;
 		pt->spread = split_cal_range(v, m);
+		/* the answered share's range over the rounds: it ties splits that all shed */
+		for (uint32_t i = 0; i < n; i++)
+			if (r[i].requests) {
+				const double a = (double)r[i].responses / (double)r[i].requests;
+
+				lo = fmin(lo, a);
+				hi = fmax(hi, a);
+			}
+		pt->ans_spread = hi > lo ? hi - lo : 0;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		pt->requests += r[i].requests;
@@ -398,7 +408,8 @@ static double measured_value(const struct pk *p, const struct sweep_point *pt)
  * The MEASURED verdict at rate b, load l (goodput first): the splits that answer at least
  * SWEEP_MIN_ANSWERED of what was offered compete on the objective's value, the best and every
  * split within max(3%, the rounds' spread of either) of it are tied best; when none answers
- * that much, the split answering the largest share is best (ties within a point). within5[j]:
+ * that much, the split answering the largest share is best (ties within a point or the rounds'
+ * range of the answered share of either). within5[j]:
  * split j is within 5% of the best (or the rounds' spread), or tied. Returns the best's index,
  * or UINT32_MAX when nothing was measured.
  */
@@ -452,7 +463,9 @@ static void judge(const struct pk *p, uint32_t b, uint32_t l, struct pk_verdict 
 			v->within5[j] =
 			    measured_value(p, pt) <= measured_value(p, bp) * (1 + fmax(0.05, sp));
 		} else {
-			v->tie[j] = v->within5[j] = answered_share(pt) >= answered_share(bp) - 0.01;
+			v->tie[j] = v->within5[j] =
+			    answered_share(pt) >=
+			    answered_share(bp) - fmax(0.01, fmax(pt->ans_spread, bp->ans_spread));
 		}
 	}
 }
@@ -589,8 +602,9 @@ static void report_text(struct pk *p)
 	    "NIC transfer: no server clock holds it); *: MODELED (pans%%, pnic%%: answered, by "
 	    "the NIC; rho: the bottleneck's utilisation); err: (MODELED p50 - MEASURED p50) / "
 	    "MEASURED p50. Best: goodput first (a split answering under %.0f%% is never best on "
-	    "latency), ties within 3%% or the rounds' spread; within5: within 5%% of the best "
-	    "(or the spread)\n",
+	    "latency), ties within 3%% or the rounds' spread; when none answers that much, the "
+	    "largest answered share, ties within a point or the rounds' range of the share "
+	    "(JSON: answered_spread); within5: within 5%% of the best (or the spread)\n",
 	    100 * SWEEP_MIN_ANSWERED);
 	printf("SWEEPSUM mode=packet model=%s cases=%u planner_within5=%u all_host_within5=%u "
 	       "median_abs_pred_err=%.1f%% median_abs_pred_err_unsaturated=%.1f%% "
@@ -639,6 +653,7 @@ static json_t *point_json(const struct pk *p, const struct pk_cand *c, const str
 	    jreal(pt->requests ? (double)pt->ex_fallback / (double)pt->requests : 0));
 	json_object_set_new(meas, "unanswered_share", jreal(1 - answered_share(pt)));
 	json_object_set_new(meas, "p50_spread", jreal(pt->spread));
+	json_object_set_new(meas, "answered_spread", jreal(pt->ans_spread));
 	for (unsigned k = 0; k < PROTO_T_COUNT; k++) {
 		json_object_set_new(srv, t_names[k], jreal(pt->srv[k]));
 		json_object_set_new(srv50, t_names[k], jreal(pt->srv_p50[k]));

@@ -8,8 +8,8 @@ A case is a model at one link rate and offered load. Per case, from the measured
     on latency; if none answers 99%, the one answering most), then the lowest measured p50;
     splits within max(3%, the rounds' spread) of it are tied best;
   - a policy is within 5% when its split answers >= 99% and its measured p50 is within
-    max(5%, the rounds' spread) of the best (or, when no split answers 99%, it answers within
-    a point of the best share);
+    max(5%, the rounds' spread) of the best (or, when no split answers 99%, its answered share
+    is within max(a point, the rounds' range of the share, either's) of the best share);
   - policies: the planner (its choice from the model alone), always all-host, and
     `plan --measure 3` replayed on the sweep's own measurements (the best measured of the
     model's top 3, ties within the spread going to the model's order).
@@ -37,6 +37,11 @@ def spread(m):
     return m.get("p50_spread") or 0.0
 
 
+def ans_tol(m, b):
+    """answered shares closer than this are tied: a point, or the rounds' range of either"""
+    return max(0.01, m.get("answered_spread") or 0.0, b.get("answered_spread") or 0.0)
+
+
 def verdict(splits):
     """(best split, goodput met, {name: within5}, {name: tied})"""
     meas = {s["split"]: s["measured"] for s in splits}
@@ -53,7 +58,7 @@ def verdict(splits):
         return best, True, within, tie
     best = max(meas, key=lambda n: share(meas[n]))
     for n, m in meas.items():
-        within[n] = tie[n] = share(m) >= share(meas[best]) - 0.01
+        within[n] = tie[n] = share(m) >= share(meas[best]) - ans_tol(m, meas[best])
     return best, False, within, tie
 
 
@@ -76,7 +81,7 @@ def replay_measure(splits, ranking, k, tie_order=True):
             tol = max(0.03, spread(m), spread(b))
             if p50(m) < p50(b) / (1 + tol):
                 best = n
-        elif share(m) > share(b):
+        elif share(m) > share(b) + ans_tol(m, b):
             best = n
     return best
 

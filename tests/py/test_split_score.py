@@ -13,10 +13,11 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 import bench_split_score as score  # noqa: E402
 
 
-def point(name, p50, answered=1.0, spread=0.0):
+def point(name, p50, answered=1.0, spread=0.0, ans_spread=0.0):
     n = 1000
     return {"split": name, "measured": {"requests": n, "responses": int(n * answered),
-                                        "p50_us": p50, "p50_spread": spread}}
+                                        "p50_us": p50, "p50_spread": spread,
+                                        "answered_spread": ans_spread}}
 
 
 def test_replay_keeps_the_best_measured():
@@ -52,6 +53,26 @@ def test_verdict():
     best, met, within, _ = score.verdict(splits)
     assert best == "all-host" and met
     assert within["nic@9"] and not within["nic@10"]
+
+
+def test_shedding_splits_tie_within_the_rounds_range():
+    # none answers 99%: shares closer than a point, or than the rounds' range, are ties
+    splits = [point("all-host", 900.0, answered=0.70, ans_spread=0.06),
+              point("nic@2", 800.0, answered=0.743, ans_spread=0.02),
+              point("nic@3", 700.0, answered=0.67, ans_spread=0.02)]
+    best, met, within, tie = score.verdict(splits)
+    assert best == "nic@2" and not met
+    assert within["all-host"] and tie["all-host"]
+    assert not within["nic@3"]
+    # without a measured range, a point
+    splits = [point("all-host", 900.0, answered=0.70), point("nic@2", 800.0, answered=0.743)]
+    _, _, within, _ = score.verdict(splits)
+    assert not within["all-host"]
+    # --measure replay: a tie goes to the model's order
+    splits = [point("all-host", 900.0, answered=0.70, ans_spread=0.06),
+              point("nic@2", 800.0, answered=0.743, ans_spread=0.02)]
+    assert score.replay_measure(splits, ["all-host", "nic@2"], 3) == "all-host"
+    assert score.replay_measure(splits, ["nic@2", "all-host"], 3) == "nic@2"
 
 
 if __name__ == "__main__":
