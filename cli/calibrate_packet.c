@@ -208,6 +208,8 @@ static void lsq_nonneg(const double (*x)[FIT_K], const double *y, uint32_t n, in
 
 /* ---- set-up: models, their measured ops and plans, the servers --------------------------- */
 
+/* One timing of a model's ops (plan_measure once: measure_own spaces the calibration models'
+ * timings itself; the NIC models are priced by the emulator, not by their ops' time). */
 static int measure_model(struct cal *c, struct cal_model *cm, uint32_t rounds)
 {
 	char err[512];
@@ -215,7 +217,8 @@ static int measure_model(struct cal *c, struct cal_model *cm, uint32_t rounds)
 
 	if (!cm->m)
 		cm->m = model_load(cm->path, err, sizeof(err));
-	ret = cm->m ? plan_measure(cm->m, c->pr, rounds, c->o->executors, &cm->pm, err, sizeof(err))
+	ret = cm->m ? plan_measure(cm->m, c->pr, rounds, 1, c->o->executors, &cm->pm, err,
+				   sizeof(err))
 		    : -EINVAL;
 	if (ret)
 		fprintf(stderr, "splitnic calibrate: %s\n", err);
@@ -224,12 +227,12 @@ static int measure_model(struct cal *c, struct cal_model *cm, uint32_t rounds)
 
 /*
  * The calibration models' in-process times, which the host's line relates every stage to,
- * timed as plan and the sweeps time a model (OWN_ROUNDS runs of every prefix in passes) and
- * OWN_TIMES times, before, between and after the NIC models' (tens of seconds apart): the
- * fastest is kept, the machine outside a spell, as split_tools_measure_ops prices it. Timed
- * once with fewer runs, cal-host's own work was 62.3 us in one calibration and 70.9 us in the
- * next (2026-11-29), and host.scale followed (1.05 against 0.92); a sweep timed the same model
- * at 60.6 us an hour later.
+ * timed as plan and the sweeps time a model (OWN_ROUNDS runs of every prefix in passes), but
+ * OWN_TIMES times before, between and after the NIC models' (tens of seconds apart, where plan
+ * takes two a second apart): the fastest is kept, the machine outside a spell, as
+ * split_tools_measure_ops prices it. Timed once with fewer runs, cal-host's own work was
+ * 62.3 us in one calibration and 70.9 us in the next (2026-11-29), and host.scale followed
+ * (1.05 against 0.92); a sweep timed the same model at 60.6 us an hour later.
  */
 #define OWN_ROUNDS 31
 #define OWN_TIMES  3

@@ -324,7 +324,8 @@ int cmd_plan(int argc, char **argv)
 		return 1;
 	}
 	if (!po.no_timing) {
-		if (plan_measure(m, &pr, PLAN_OP_ROUNDS, 0, &pm, err, sizeof(err))) {
+		if (plan_measure(m, &pr, PLAN_OP_ROUNDS, PLAN_MEASURE_TIMES, 0, &pm, err,
+				 sizeof(err))) {
 			fprintf(stderr, "splitnic plan: %s\n", err);
 			goto out_model;
 		}

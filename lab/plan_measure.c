@@ -16,14 +16,13 @@
 #define EMU_WARM 32 /* as splitnic-nic: most warm-up requests to find the steady state */
 
 /*
- * The ops are timed TIMES times, GAP_US apart, and the timing whose whole model is fastest is
+ * The ops are timed `times` times, GAP_US apart, and the timing whose whole model is fastest is
  * kept: split_tools_measure_ops leaves out the runs inside a slow spell of this machine, but a
  * spell can outlast all its passes (1.5 s), and then every op is priced inside it. Timed once,
  * the CIFAR CNN's ops came to 700.2 us in a bench sweep (2026-11-29) where they measure
  * 392-420 us at every other timing and splitnic-host served them in 487 us: the model put its
  * all-host capacity at 1,263/s against 2,045-2,149/s MEASURED.
  */
-#define TIMES  2
 #define GAP_US 1000000
 
 int plan_emu_seconds(const struct model *m, uint32_t first, uint32_t executors, double *s,
@@ -55,7 +54,8 @@ void plan_measured_free(struct plan_measured *pm)
 }
 
 int plan_measure(const struct model *m, const struct split_profile *pr, uint32_t rounds,
-		 uint32_t executors, struct plan_measured *out, char *err, size_t errlen)
+		 uint32_t times, uint32_t executors, struct plan_measured *out, char *err,
+		 size_t errlen)
 {
 	const uint32_t n = m->n_layers;
 	const bool emu = pr->v[SPLIT_P_NIC_EMU] != 0;
@@ -70,7 +70,7 @@ int plan_measure(const struct model *m, const struct split_profile *pr, uint32_t
 		snprintf(err, errlen, "model %s: out of memory", m->name);
 		return -ENOMEM;
 	}
-	for (uint32_t t = 0; t < TIMES; t++) {
+	for (uint32_t t = 0; t < (times ? times : 1); t++) {
 		/* a later timing into nic_suffix_s (filled below), kept when it is faster */
 		double *op_s = t ? out->nic_suffix_s : out->cpu_op_s, a = 0, b = 0;
 

@@ -20,9 +20,14 @@ struct plan_measured {
 	uint32_t n;
 };
 
+/* plan_measure's `times` for a verb that times a model once before it plans (plan, the
+ * sweeps): a slow spell of the machine can outlast one timing */
+#define PLAN_MEASURE_TIMES 2
+
 /*
- * Time m's ops on this CPU (`rounds` interleaved runs of every prefix, their medians; twice, a
- * second apart, the faster kept: a slow spell of the machine can outlast one timing) and the
+ * Time m's ops on this CPU (`rounds` interleaved runs of every prefix, their medians; `times`
+ * times, a second apart, the fastest whole model kept; a caller that spaces its own timings
+ * passes 1 and keeps the fastest itself, as calibrate does) and the
  * NIC's chain from every op where the NIC can take over on the packet path (kexec_nic_handoff_ok,
  * and op 0 when the NIC can run the whole model): on the profile's platform (pr nic.emu) with
  * `executors` (0: the profile's nic.executors) the emulator's steady-state modeled time per
@@ -30,7 +35,8 @@ struct plan_measured {
  * Returns 0 (free with plan_measured_free), or -errno with a message in err.
  */
 int plan_measure(const struct model *m, const struct split_profile *pr, uint32_t rounds,
-		 uint32_t executors, struct plan_measured *out, char *err, size_t errlen);
+		 uint32_t times, uint32_t executors, struct plan_measured *out, char *err,
+		 size_t errlen);
 void plan_measured_free(struct plan_measured *pm);
 
 /* The emulator's steady-state modeled seconds per request of m from op `first` with

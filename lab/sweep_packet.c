@@ -901,7 +901,8 @@ int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 	{
 		char err[512];
 
-		ret = plan_measure(m, pr, SWEEP_OP_ROUNDS, o->executors, &p.pm, err, sizeof(err));
+		ret = plan_measure(m, pr, SWEEP_OP_ROUNDS, PLAN_MEASURE_TIMES, o->executors, &p.pm,
+				   err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "splitnic sweep: %s\n", err);
 			goto out;
