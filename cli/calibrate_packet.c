@@ -19,11 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/calibrate_packet.h"
+#include "cli/calibrate_util.h"
 #include "cli/cmds.h"
 #include "exec/kexec.h"
 #include "lab/plan_measure.h"
@@ -31,8 +31,9 @@
 #include "split/calib.h"
 #include "split/stats.h"
 
-#define CAL_IN	    256 /* u8 inputs of the host and co-processor models */
-#define CAL_NIC_IN  64	/* u8 inputs of the NIC models */
+#define CAL_IN	    256	  /* u8 inputs of the host and co-processor models */
+#define CAL_WIDE_IN 10000 /* u8 inputs of "sys-wide": a REQUEST of 8 datagrams */
+#define CAL_NIC_IN  64	  /* u8 inputs of the NIC models */
 #define CAL_CLASS   16
 #define CAL_OUT	    2 /* classes of "sys" */
 #define UNSHAPED    1000.0
@@ -58,16 +59,17 @@ static const uint32_t nic_fit_hidden[][4] = {
 };
 #define N_NIC (sizeof(nic_fit_hidden) / sizeof(nic_fit_hidden[0]))
 
-enum { M_SYS, M_HOST, M_HOST2, M_NIC, M__COUNT };
+enum { M_SYS, M_HOST, M_HOST2, M_NIC, M_WIDE, M__COUNT };
 
 static const struct {
 	const char *name;
-	uint32_t hidden[4], out, split; /* split: the NIC from this op (0: all on the host) */
+	uint32_t in, hidden[4], out, split; /* split: the NIC from this op (0: all on the host) */
 } cal_models[M__COUNT] = {
-    [M_SYS] = {"cal-sys", {32, 16}, CAL_OUT, 0},
-    [M_HOST] = {"cal-host", {4096, 4096, 2048}, CAL_CLASS, 0},
-    [M_HOST2] = {"cal-host2", {1024, 1024}, CAL_CLASS, 0},
-    [M_NIC] = {"cal-nic", {64, 1024, 1024}, CAL_CLASS, 1},
+    [M_SYS] = {"cal-sys", CAL_IN, {32, 16}, CAL_OUT, 0},
+    [M_HOST] = {"cal-host", CAL_IN, {4096, 4096, 2048}, CAL_CLASS, 0},
+    [M_HOST2] = {"cal-host2", CAL_IN, {1024, 1024}, CAL_CLASS, 0},
+    [M_NIC] = {"cal-nic", CAL_IN, {64, 1024, 1024}, CAL_CLASS, 1},
+    [M_WIDE] = {"cal-sys-wide", CAL_WIDE_IN, {32, 16}, CAL_OUT, 0},
 };
 
 static const double valid_u[N_VALID] = {0.25, 0.55, 0.85};
@@ -92,11 +94,13 @@ struct cal {
 	/* per round, the attempts' rounds one after the other: this attempt's are [r0, r0 +
 	 * rounds), the fit's [0, n) */
 	uint32_t r0, n;
-	double cap[MAX_POOL][3]; /* open-loop capacity of sys, host, host2 */
+	double cap[MAX_POOL][4]; /* open-loop capacity of sys, host, host2, sys-wide */
 	struct sweep_point nicpt[MAX_POOL][N_NIC];
 	struct sweep_point grid[MAX_POOL][SPLIT_CAL__COUNT][SPLIT_GRID_MAX];
 	struct sweep_point valid[MAX_POOL][N_VALID];
 	double valid_rps[N_VALID];
+	struct sweep_point wide[MAX_POOL][N_VALID]; /* sys-wide at the utilisations valid_u */
+	double wide_rps[N_VALID];
 	double spread; /* this attempt's rounds */
 	char spread_what[96];
 };
@@ -108,102 +112,6 @@ static volatile sig_atomic_t cal_stop;
 static void on_signal(int sig)
 {
 	cal_stop = sig;
-}
-
-/* An all-binary MLP with u8 input [in], written to dir/name.snm (path in out_path). */
-static int cal_mlp(const char *dir, const char *name, uint32_t in, const uint32_t *hidden,
-		   uint32_t out, char *out_path, size_t len)
-{
-	char arch[256], npz[256], err[512];
-	FILE *f;
-	int ret;
-
-	snprintf(arch, sizeof(arch), "%s/%s.json", dir, name);
-	snprintf(npz, sizeof(npz), "%s/%s.npz", dir, name);
-	snprintf(out_path, len, "%s/%s.snm", dir, name);
-	f = fopen(arch, "w");
-	if (!f) {
-		fprintf(stderr, "splitnic calibrate: %s: %s\n", arch, strerror(errno));
-		return -EIO;
-	}
-	fprintf(f, "{\"name\":\"%s\",\"input\":{\"shape\":[%u,1,1],\"dtype\":\"u8\"},\"layers\":[",
-		name, in);
-	for (uint32_t i = 0; i < 4 && hidden[i]; i++)
-		fprintf(f,
-			"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
-			"{\"type\":\"batchnorm\"},{\"type\":\"sign\"},",
-			hidden[i]);
-	fprintf(f,
-		"{\"type\":\"dense\",\"out\":%u,\"bias\":true,\"binary_weights\":true},"
-		"{\"type\":\"batchnorm\"}]}\n",
-		out);
-	fclose(f);
-	ret = split_tools_gen(arch, npz, 1, err, sizeof(err));
-	if (!ret)
-		ret = model_convert(arch, npz, out_path, err, sizeof(err));
-	unlink(arch);
-	unlink(npz);
-	if (ret) {
-		fprintf(stderr, "splitnic calibrate: %s: %s\n", name, err);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-#define FIT_K 4 /* features: 1, layers, neuron-words, neurons */
-
-/*
- * Least squares y ~ x beta over n points and k <= FIT_K features, every coefficient >= 0:
- * solve the normal equations (Gaussian elimination) over the active features, drop the most
- * negative coefficient, repeat.
- */
-static void lsq_nonneg(const double (*x)[FIT_K], const double *y, uint32_t n, int nk, double *beta)
-{
-	bool act[FIT_K] = {nk > 0, nk > 1, nk > 2, nk > 3};
-
-	for (;;) {
-		double a[FIT_K][FIT_K + 1] = {{0}};
-		int idx[FIT_K], k = 0, worst = -1;
-
-		for (int j = 0; j < FIT_K; j++)
-			if (act[j])
-				idx[k++] = j;
-		for (uint32_t i = 0; i < n; i++)
-			for (int r = 0; r < k; r++) {
-				for (int c = 0; c < k; c++)
-					a[r][c] += x[i][idx[r]] * x[i][idx[c]];
-				a[r][k] += x[i][idx[r]] * y[i];
-			}
-		for (int c = 0; c < k; c++) {
-			int piv = c;
-
-			for (int r = c + 1; r < k; r++)
-				if (fabs(a[r][c]) > fabs(a[piv][c]))
-					piv = r;
-			for (int q = 0; q <= k; q++) {
-				double t = a[c][q];
-
-				a[c][q] = a[piv][q];
-				a[piv][q] = t;
-			}
-			for (int r = 0; r < k; r++) {
-				const double f = a[c][c] != 0 ? a[r][c] / a[c][c] : 0;
-
-				for (int q = c; r != c && q <= k; q++)
-					a[r][q] -= f * a[c][q];
-			}
-		}
-		for (int j = 0; j < FIT_K; j++)
-			beta[j] = 0;
-		for (int r = 0; r < k; r++) {
-			beta[idx[r]] = a[r][r] != 0 ? a[r][k] / a[r][r] : 0;
-			if (beta[idx[r]] < 0 && (worst < 0 || beta[idx[r]] < beta[worst]))
-				worst = idx[r];
-		}
-		if (worst < 0)
-			return;
-		act[worst] = false;
-	}
 }
 
 /* ---- set-up: models, their measured ops and plans, the servers --------------------------- */
@@ -267,7 +175,7 @@ static int make_models(struct cal *c)
 	int ret = 0;
 
 	for (unsigned k = 0; k < M__COUNT && !ret; k++)
-		ret = cal_mlp(c->dir, cal_models[k].name, CAL_IN, cal_models[k].hidden,
+		ret = cal_mlp(c->dir, cal_models[k].name, cal_models[k].in, cal_models[k].hidden,
 			      cal_models[k].out, c->mod[k].path, sizeof(c->mod[k].path));
 	if (!ret)
 		ret = measure_own(c, 0, own);
@@ -430,12 +338,12 @@ static uint32_t count_for(double rps, double seconds)
 	return n < 150 ? 150 : n > 100000 ? 100000 : (uint32_t)n;
 }
 
-/* The capacities of sys, host and host2 in round r. */
+/* The capacities of sys, host, host2 and sys-wide in round r. */
 static int measure_capacity(struct cal *c, uint32_t r)
 {
-	static const unsigned which[3] = {M_SYS, M_HOST, M_HOST2};
+	static const unsigned which[4] = {M_SYS, M_HOST, M_HOST2, M_WIDE};
 
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < 4; i++) {
 		/* open loop, as the planner defines a capacity (sweep_lab_capacity) */
 		if (sweep_lab_capacity(&c->lab, c->mod[which[i]].path, NULL,
 				       r ? c->cap[r - 1][i] / 2 : 0, CAP_SECONDS,
@@ -541,14 +449,20 @@ static void fit_capacity(struct cal *c)
 {
 	const uint32_t R = c->n;
 	struct split_profile *pr = c->pr;
-	double cap[3], own[3], col[MAX_POOL], raw;
+	double cap[4], own[3], col[MAX_POOL], raw, frames;
 
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < 4; i++) {
 		for (uint32_t r = 0; r < R; r++)
 			col[r] = c->cap[r][i];
 		cap[i] = med_round(col, R);
 	}
 	pr->v[SPLIT_P_SYS_S] = 1 / cap[0];
+	/* the path's work per frame: the line through sys's 4 frames and sys-wide's, neither
+	 * part below 0 */
+	model_pipeline(c, M_WIDE);
+	frames = c->mod[M_WIDE].pl.frames;
+	pr->v[SPLIT_P_SYS_FRAME] =
+	    fmin(fmax(0, (1 / cap[3] - 1 / cap[0]) / (frames - 4)), 1 / cap[0] / 4);
 	/* the host's own work of host, host2 and sys with a scale of 1 and no per-request cost */
 	pr->v[SPLIT_P_HOST_REQ] = 0;
 	pr->v[SPLIT_P_HOST_SCALE] = 1;
@@ -579,10 +493,12 @@ static void fit_capacity(struct cal *c)
 		       raw);
 	}
 	printf("capacity (MEASURED: the largest open-loop load answered at 99%%, medians of %u "
-	       "rounds): sys %.0f/s, "
-	       "host %.0f/s (own work %.1f us), host2 %.0f/s (%.1f us): sys.s %.2f us, a host "
+	       "rounds): sys %.0f/s, sys-wide %.0f/s (%.0f frames), "
+	       "host %.0f/s (own work %.1f us), host2 %.0f/s (%.1f us): sys.s %.2f us (4 frames) "
+	       "+ %.2f us a further frame, a host "
 	       "stage costs its core %.2f us + %.3f x its in-process time\n",
-	       R, cap[0], cap[1], own[0] * 1e6, cap[2], own[1] * 1e6, pr->v[SPLIT_P_SYS_S] * 1e6,
+	       R, cap[0], cap[3], frames, cap[1], own[0] * 1e6, cap[2], own[1] * 1e6,
+	       pr->v[SPLIT_P_SYS_S] * 1e6, pr->v[SPLIT_P_SYS_FRAME] * 1e6,
 	       pr->v[SPLIT_P_HOST_REQ] * 1e6, pr->v[SPLIT_P_HOST_SCALE]);
 }
 
@@ -611,6 +527,9 @@ static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
 		int ret = client(c, c->mod[M_HOST2].path, c->valid_rps[v],
 				 count_for(c->valid_rps[v], c->o->duration), &c->valid[r][v]);
 
+		if (!ret)
+			ret = client(c, c->mod[M_WIDE].path, c->wide_rps[v],
+				     count_for(c->wide_rps[v], c->o->duration), &c->wide[r][v]);
 		if (ret)
 			return ret;
 	}
@@ -765,6 +684,73 @@ static void print_validation(struct cal *c)
 	}
 }
 
+/*
+ * sys.frames_exp: the wait of a request of F frames is sys.s x (F / 4)^x x the sys curve. The
+ * model without compute on a REQUEST of 8 datagrams (18 frames through the path), measured at
+ * the utilisations valid_u of its frames' work (its sys_s), against the model at x = 0, 0.05,
+ * .., 1: the x whose p50s are nearest (the sum of |log MODELED / MEASURED| over the points
+ * answered at 99%) is kept. Measured 2026-11-29 before it was fitted: 179-513 us at 0.25-0.85,
+ * below the 4-frame model's 215-831 us at the same utilisations, where x = 1 put it at
+ * 532-37,414 us.
+ */
+static void fit_frames(struct cal *c)
+{
+	struct split_profile *pr = c->pr;
+	struct cal_model *cm = &c->mod[M_WIDE];
+	struct split_cal_obs ob[N_VALID];
+	double best = INFINITY, best_x = 1, frames = 0;
+	uint32_t used = 0;
+
+	for (uint32_t v = 0; v < N_VALID; v++) {
+		const struct sweep_point *pts[MAX_POOL];
+
+		for (uint32_t r = 0; r < c->n; r++)
+			pts[r] = &c->wide[r][v];
+		observe(pts, c->n, c->wide_rps[v], &ob[v]);
+		used += ob[v].answered >= SPLIT_CAPACITY_ANSWERED && ob[v].p50 > 0;
+	}
+	for (int i = 0; i <= 20 && used; i++) {
+		double e = 0;
+
+		pr->v[SPLIT_P_SYS_FRAMES] = i / 20.0;
+		if (model_pipeline(c, M_WIDE))
+			return;
+		for (uint32_t v = 0; v < N_VALID; v++) {
+			struct split_load_pred p;
+
+			if (ob[v].answered < SPLIT_CAPACITY_ANSWERED || !(ob[v].p50 > 0))
+				continue;
+			split_pipeline_predict(&cm->pl, ob[v].rps, &p);
+			e += fabs(log(fmax(p.p50, 1e-9) / ob[v].p50));
+		}
+		if (e < best) {
+			best = e;
+			best_x = i / 20.0;
+		}
+	}
+	pr->v[SPLIT_P_SYS_FRAMES] = best_x;
+	if (model_pipeline(c, M_WIDE))
+		return;
+	frames = cm->pl.frames;
+	printf("frames (%s, no compute, %.0f frames a request, not in the curves; MEASURED "
+	       "against MODELED p50): the path's wait grows as (frames / 4)^%.2f",
+	       cm->m->name, frames, best_x);
+	if (!used)
+		printf(" (no point answered at %.0f%%: the proportional default kept)",
+		       100 * SPLIT_CAPACITY_ANSWERED);
+	printf("\n");
+	for (uint32_t v = 0; v < N_VALID; v++) {
+		struct split_load_pred p;
+
+		split_pipeline_predict(&cm->pl, ob[v].rps, &p);
+		printf("  u %4.2f %8.0f/s: MEASURED p50 %8.1f us, MODELED %8.1f us (%+.1f%%); "
+		       "answered %5.1f%%\n",
+		       valid_u[v], ob[v].rps, ob[v].p50 * 1e6, p.p50 * 1e6,
+		       ob[v].p50 > 0 ? 100 * (p.p50 - ob[v].p50) / ob[v].p50 : 0,
+		       100 * ob[v].answered);
+	}
+}
+
 /* One attempt: every measurement in rounds [r0, r0 + rounds), then the fits over every round
  * measured so far, this attempt's and the earlier ones'. */
 static int attempt(struct cal *c)
@@ -789,8 +775,12 @@ static int attempt(struct cal *c)
 	}
 	if (!ret && model_pipeline(c, M_HOST2))
 		ret = -EINVAL;
-	for (uint32_t v = 0; v < N_VALID && !ret; v++)
+	if (!ret && model_pipeline(c, M_WIDE))
+		ret = -EINVAL;
+	for (uint32_t v = 0; v < N_VALID && !ret; v++) {
 		c->valid_rps[v] = valid_u[v] / c->mod[M_HOST2].pl.srv[0].s;
+		c->wide_rps[v] = valid_u[v] / c->mod[M_WIDE].pl.sys_s;
+	}
 	for (uint32_t r = r0; r < r0 + R && !ret; r++) {
 		fprintf(stderr, "calibrate: load curves, round %u of %u\n", r + 1, r0 + R);
 		ret = measure_grid(c, r, s);
@@ -815,6 +805,7 @@ static int attempt(struct cal *c)
 		       c->pr->v[SPLIT_P_PATH_FIXED] * 1e6, c->pr->v[SPLIT_P_PATH_COPROC] * 1e6,
 		       100 * worst);
 	}
+	fit_frames(c);
 	print_served(c);
 	print_validation(c);
 	spread_of(c);
@@ -832,40 +823,6 @@ static void free_models(struct cal *c)
 		plan_measured_free(&c->mod[k].pm);
 		split_problem_free(&c->mod[k].prob);
 	}
-}
-
-#define WAKE_SLEEPS   301
-#define WAKE_SLEEP_US 20
-
-static int cmp_double(const void *a, const void *b)
-{
-	const double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* How late a timed sleep wakes on this machine, as the servers sleep (dpdk/idle.h: nanosleep
- * with a timer slack of 1 us), while the lab's servers run: the median of WAKE_SLEEPS. */
-static double wake_lateness(void)
-{
-	const int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	double late[WAKE_SLEEPS];
-
-	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
-	for (int i = 0; i < WAKE_SLEEPS; i++) {
-		const struct timespec d = {0, WAKE_SLEEP_US * 1000l};
-		struct timespec t0, t1;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		nanosleep(&d, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		late[i] = (double)(t1.tv_sec - t0.tv_sec) +
-			  1e-9 * (double)(t1.tv_nsec - t0.tv_nsec) - WAKE_SLEEP_US * 1e-6;
-	}
-	if (slack > 0)
-		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0ul, 0ul, 0ul);
-	qsort(late, WAKE_SLEEPS, sizeof(late[0]), cmp_double);
-	return fmax(0, late[WAKE_SLEEPS / 2]);
 }
 
 int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
@@ -906,7 +863,7 @@ int cal_packet_run(struct split_profile *pr, const struct cal_pk_opts *o)
 		ret = start_servers(c);
 	if (!ret) {
 		sweep_lab_poll(pr, o->host_opt, o->nic_opt);
-		pr->v[SPLIT_P_POLL_WAKE] = wake_lateness();
+		pr->v[SPLIT_P_POLL_WAKE] = cal_wake_lateness();
 		printf(
 		    "calibrate: a sleeping lcore wakes %.1f us late (median of %d timed sleeps of "
 		    "%d us)\n",

@@ -134,6 +134,16 @@ static const struct {
 	  "curves in its own service, a longer one adds its own queue (M/D/1) "
 	  "beyond them (0: every stage in its own, a profile from before)"},
 	 0},
+    [SPLIT_P_SYS_FRAMES] = {{"sys.frames_exp", "x",
+			     "packet path: the path's wait for a request of F frames is "
+			     "sys.s x (F / 4)^this x the sys curve at its utilisation (1: in "
+			     "proportion; calibrate --packet measures it)"},
+			    1},
+    [SPLIT_P_SYS_FRAME] = {{"sys.frame_s", "s+-",
+			    "packet path: the path's work for each frame of a request beyond "
+			    "sys.s's 4 (< 0: sys.s / 4, in proportion; calibrate --packet measures "
+			    "it from a second model without compute, of 18 frames)"},
+			   -1},
 };
 
 static const struct split_pkey_info ctab[SPLIT_CV__COUNT] = {

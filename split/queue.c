@@ -325,7 +325,7 @@ static double pk_path(const struct split_pipeline *pl, const struct pk_state *st
 	const bool p99 = q > 0.5;
 	double t =
 	    pl->fixed + pk_wake(pl, st, back) +
-	    pl->sys_s * split_curve_at(pr, p99 ? SPLIT_CV_SYS_P99 : SPLIT_CV_SYS_P50, st->u_sys);
+	    pl->sys_w * split_curve_at(pr, p99 ? SPLIT_CV_SYS_P99 : SPLIT_CV_SYS_P50, st->u_sys);
 
 	for (uint32_t k = 0; k < pl->n; k++) {
 		const struct split_server *v = &pl->srv[k];
@@ -624,7 +624,19 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 						       pr->v[SPLIT_P_HOST_SCALE] * v->own
 						 : v->own;
 	}
-	pl->sys_s = pr->v[SPLIT_P_SYS_S] * frames / 4;
+	pl->frames = frames;
+	pl->sys_s = pr->v[SPLIT_P_SYS_FRAME] < 0
+			? pr->v[SPLIT_P_SYS_S] * frames / 4
+			: pr->v[SPLIT_P_SYS_S] + pr->v[SPLIT_P_SYS_FRAME] * (frames - 4);
+	if (o->packet && pl->sys_s < 0)
+		pl->sys_s = 0;
+	/* the wait a request's frames meet: a request of 18 frames and no compute (10,000 u8
+	 * inputs) waited less at a utilisation of 0.25-0.85 than the 4-frame calibration one
+	 * (179-513 us against 215-831, 2026-11-29), where sys.s x 18 / 4 put it at 532-37,414:
+	 * what the path waits for comes per request (wake-ups, the cores changing hands), not per
+	 * frame. calibrate --packet measures the exponent (split/calib.h). */
+	pl->sys_w =
+	    frames > 0 ? pr->v[SPLIT_P_SYS_S] * pow(frames / 4, pr->v[SPLIT_P_SYS_FRAMES]) : 0;
 	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
 	link_server(pl, "link-up", up, head, cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes));
 	link_server(pl, "link-down", down, head, cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes));

@@ -152,6 +152,8 @@ enum split_pkey {
 	SPLIT_P_POLL_HOST,   /* s, splitnic-host's longest idle sleep (0: busy-polls) */
 	SPLIT_P_POLL_NIC,    /* s, splitnic-nic's longest idle sleep (0: busy-polls) */
 	SPLIT_P_HOST_CURVE,  /* s, the service the host curves' excess is counted in (0: each's) */
+	SPLIT_P_SYS_FRAMES,  /* the sys wait of a request of F frames: x (F / 4)^this (measured) */
+	SPLIT_P_SYS_FRAME,   /* s, sys work per frame beyond 4 (< 0: sys.s / 4, in proportion) */
 	SPLIT_P__COUNT
 };
 
@@ -422,8 +424,10 @@ double split_host_excess(const struct split_profile *pr, bool p99, double s, dou
 /*
  * A plan as a tandem of servers and a fixed delay that no server holds (wires, kernel hops).
  * pr: the profile whose curves the HOST and NIC servers follow (NULL in process).
- * sys_s: the packet path's work per request outside every stage (sys.s scaled by the frames a
- * request makes: its own server, following the sys curves; 0 in process).
+ * sys_s: the packet path's work per request outside every stage (sys.s for the 4 frames of a
+ * calibration request, sys.frame_s for each further frame: its own server, its utilisation
+ * read on the sys curves; 0 in process);
+ * sys_w: the service the sys curves' excess counts in (sys.s x (frames / 4)^sys.frames_exp).
  * fb: splitnic-host's fallback (host/host.h): a request that the NIC's window turns away is
  * finished on the host instead: s_back more on server `host` (own_back of it its compute), and
  * it skips server `nic`. standalone: the NIC answers the REQUEST itself, its queue refuses what
@@ -432,7 +436,8 @@ double split_host_excess(const struct split_profile *pr, bool p99, double s, dou
 struct split_pipeline {
 	uint32_t n;
 	struct split_server srv[SPLIT_MAX_SERVERS];
-	double fixed, sys_s;
+	double fixed, sys_s, sys_w;
+	double frames; /* the frames a request makes through the path (packet path) */
 	const struct split_profile *pr;
 	bool standalone;
 	struct {
@@ -505,8 +510,10 @@ double split_pipeline_capacity(const struct split_pipeline *pl, double min_answe
  *   s = own = nic.stage_s + nic.scale x T) with a queue of nic.window; links with a queue of
  *   link.limit_bytes and a head of link.burst_bytes at the link rate. fixed: path.fixed_s
  *   (+ path.coproc_s with a NIC stage after the host; path.nic_s when the NIC runs the whole
- *   model: the request never crosses the link). sys_s: sys.s x the request's frames / 4 (a
- *   plain request and its RESPONSE through the NIC to the host and back make 4). A host stage
+ *   model: the request never crosses the link). sys_s: sys.s + sys.frame_s x (the request's
+ *   frames - 4) (a plain request and its RESPONSE through the NIC to the host and back make 4;
+ *   sys.frame_s < 0: sys.s / 4); its wait,
+ *   sys_w: sys.s x (frames / 4)^sys.frames_exp. A host stage
  *   followed by the NIC gets the fallback (fb): the NIC's ops on the CPU (the problem's op
  *   costs).
  * -EINVAL if the plan breaks the problem's constraints.

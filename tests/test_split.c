@@ -699,6 +699,63 @@ static void test_plan_load_changes_choice(void **state)
 	model_free(m);
 }
 
+/*
+ * The path's work and wait for a request of many frames: sys.s for a calibration request's 4,
+ * sys.frame_s for each further one (< 0, a profile from before: sys.s / 4 each); its wait counts
+ * in sys.s x (frames / 4)^sys.frames_exp.
+ */
+static void test_plan_sys_frames(void **state)
+{
+	struct model *m = fx_model(state);
+	const struct split_opts o = {.link_gbps = 10,
+				     .exec_mask = SPLIT_EXM(SPLIT_EX_NIC),
+				     .nic_first = kexec_nic_first(m),
+				     .packet = true};
+	const double S = 20e-6;
+	struct split_profile pr;
+	struct split_problem p;
+	struct split_plan plan = {0};
+	struct split_pipeline pl = {0};
+	struct split_load_pred a, b, c;
+	double rps;
+
+	split_profile_default(&pr);
+	pr.v[SPLIT_P_SYS_S] = S;
+	assert_int_equal(split_problem_from_model(&p, m, &pr, &o), 0);
+	/* a co-processor split: its ACTIVATION and the NIC's notice make 5 frames */
+	for (uint32_t k = m->n_layers - 1; k > 0 && !plan.n_stages; k--) {
+		plan.stage[0] = (struct split_stage){.exec = SPLIT_EX_CPU, .first = 0, .last = k};
+		plan.stage[1] =
+		    (struct split_stage){.exec = SPLIT_EX_NIC, .first = k, .last = m->n_layers};
+		plan.n_stages = 2;
+		if (split_plan_pipeline(&p, m, &pr, &o, &plan, &pl))
+			plan.n_stages = 0;
+	}
+	assert_int_equal(plan.n_stages, 2);
+	assert_true(fabs(pl.frames - 5) < 1e-12);
+	assert_true(fabs(pl.sys_s - S * pl.frames / 4) < 1e-15);
+	assert_true(fabs(pl.sys_w - pl.sys_s) < 1e-15);
+	split_pipeline_predict(&pl, 1000, &a);
+	rps = 1000 * 0.4 / a.rho_max; /* the bottleneck at 0.4 */
+	split_pipeline_predict(&pl, rps, &a);
+	/* 2 us a further frame; the wait per request, as a calibration request's */
+	pr.v[SPLIT_P_SYS_FRAME] = 2e-6;
+	pr.v[SPLIT_P_SYS_FRAMES] = 0;
+	assert_int_equal(split_plan_pipeline(&p, m, &pr, &o, &plan, &pl), 0);
+	assert_true(fabs(pl.sys_s - (S + 2e-6 * (pl.frames - 4))) < 1e-15);
+	assert_true(fabs(pl.sys_w - S) < 1e-15);
+	split_pipeline_predict(&pl, rps, &b);
+	assert_true(b.p50 < a.p50 && b.rho_max <= a.rho_max);
+	/* in between: the wait grows as the square root of the frames */
+	pr.v[SPLIT_P_SYS_FRAMES] = 0.5;
+	assert_int_equal(split_plan_pipeline(&p, m, &pr, &o, &plan, &pl), 0);
+	assert_true(fabs(pl.sys_w - S * sqrt(pl.frames / 4)) < 1e-15);
+	split_pipeline_predict(&pl, rps, &c);
+	assert_true(c.p50 > b.p50);
+	split_problem_free(&p);
+	model_free(m);
+}
+
 /* Ranking under load: goodput first, ties within the model's resolution to the simpler plan. */
 static void test_plan_rank_ties(void **state)
 {
@@ -842,6 +899,7 @@ int main(void)
 	    cmocka_unit_test(test_queue_pipeline),
 	    cmocka_unit_test_setup_teardown(test_plan_load_enumerates, model_setup,
 					    test_fx_teardown),
+	    cmocka_unit_test_setup_teardown(test_plan_sys_frames, model_setup, test_fx_teardown),
 	    cmocka_unit_test_setup_teardown(test_plan_load_changes_choice, model_setup,
 					    test_fx_teardown),
 	};

@@ -30,6 +30,7 @@ static void series(struct split_cal_series s[SPLIT_CAL__COUNT], const struct spl
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++) {
 		s[k].pl.pr = pr;
 		s[k].pl.sys_s = pr->v[SPLIT_P_SYS_S] * (k == SPLIT_CAL_NIC ? 1.25 : 1);
+		s[k].pl.sys_w = s[k].pl.sys_s; /* sys.frames_exp 1 */
 		s[k].pl.n = 1;
 		s[k].pl.srv[0] = (struct split_server){.name = "host",
 						       .own = k == SPLIT_CAL_HOST ? 80e-6 : 2e-6,
@@ -196,7 +197,7 @@ static void one_host(struct split_pipeline *pl, const struct split_profile *pr, 
 	memset(pl, 0, sizeof(*pl));
 	pl->pr = pr;
 	pl->n = 1;
-	pl->sys_s = pr->v[SPLIT_P_SYS_S];
+	pl->sys_s = pl->sys_w = pr->v[SPLIT_P_SYS_S];
 	pl->srv[0] =
 	    (struct split_server){.name = "host", .own = own, .cap = 64, .kind = SPLIT_SRV_HOST};
 	pl->srv[0].s = pr->v[SPLIT_P_HOST_REQ] + own;
