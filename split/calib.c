@@ -195,6 +195,8 @@ void split_cal_figures(const struct split_profile *pr, double fig[SPLIT_CAL_FIGU
 	    "path p50 at 0.55",
 	    "host p50 at 0.55 (100 us stage)",
 	    "nic p50 at 0.55 (100 us stage)",
+	    "sys work of an 18-frame request",
+	    "path p50 at 0.55 (18 frames)",
 	    "sys p50 excess at 0.55",
 	    "host p50 excess at 0.55 (100 us)",
 	    "nic p50 excess at 0.55 (100 us)",
@@ -210,13 +212,18 @@ void split_cal_figures(const struct split_profile *pr, double fig[SPLIT_CAL_FIGU
 	fig[2] = pr->v[SPLIT_P_SYS_S];
 	fig[3] = host_s;
 	fig[4] = nic_s;
-	fig[8] = pr->v[SPLIT_P_SYS_S] * split_curve_at(pr, SPLIT_CV_SYS_P50, 0.55);
-	fig[9] = split_host_excess(pr, false, host_s, 0.55, (uint32_t)pr->v[SPLIT_P_HOST_QUEUE]);
-	fig[10] = 100e-6 * split_curve_at(pr, SPLIT_CV_NIC_P50, 0.55);
+	fig[10] = pr->v[SPLIT_P_SYS_S] * split_curve_at(pr, SPLIT_CV_SYS_P50, 0.55);
+	fig[11] = split_host_excess(pr, false, host_s, 0.55, (uint32_t)pr->v[SPLIT_P_HOST_QUEUE]);
+	fig[12] = 100e-6 * split_curve_at(pr, SPLIT_CV_NIC_P50, 0.55);
 	/* what the planner predicts there: the no-load time and the excess, as split/queue.c */
-	fig[5] = fig[0] + fig[8];
-	fig[6] = host_s + fig[9];
-	fig[7] = nic_s + fig[10];
+	fig[5] = fig[0] + fig[10];
+	fig[6] = host_s + fig[11];
+	fig[7] = nic_s + fig[12];
+	/* a request of 18 frames (calibrate's cal-sys-wide): the path's work, and its p50 there */
+	fig[8] = pr->v[SPLIT_P_SYS_FRAME] < 0
+		     ? pr->v[SPLIT_P_SYS_S] * 18 / 4
+		     : pr->v[SPLIT_P_SYS_S] + 14 * pr->v[SPLIT_P_SYS_FRAME];
+	fig[9] = fig[0] + fig[10] * pow(18.0 / 4, pr->v[SPLIT_P_SYS_FRAMES]);
 	for (int i = 0; names && i < SPLIT_CAL_FIGURES; i++)
 		names[i] = nm[i];
 }

@@ -60,13 +60,14 @@ double split_cal_range(const double *v, uint32_t n);
  * planner's predictions rest on): path.fixed_s, path.nic_s, sys.s, host.req_s + host.scale x
  * 100 us (the host's service of a 100 us stage), nic.stage_s, and the p50 the profile predicts
  * for each kind of server at utilisation 0.55 (the path; a 100 us host stage; a 100 us NIC
- * stage): its no-load time and its excess. The first SPLIT_CAL_JUDGED are judged; the excesses
+ * stage): its no-load time and its excess; the path's work for a request of 18 frames and its
+ * p50 at 0.55 (sys.frame_s, sys.frames_exp). The first SPLIT_CAL_JUDGED are judged; the excesses
  * alone follow, shown only: a difference of two measured times, its relative change overstates
  * how far the predictions move (2026-11-28: host excess 60.5 vs 47.0 us, 22%; the host's p50 it
  * is part of 165.8 vs 154.7 us, 6.7%).
  */
-#define SPLIT_CAL_FIGURES 11
-#define SPLIT_CAL_JUDGED  8
+#define SPLIT_CAL_FIGURES 13
+#define SPLIT_CAL_JUDGED  10
 void split_cal_figures(const struct split_profile *pr, double fig[SPLIT_CAL_FIGURES],
 		       const char **names);
 

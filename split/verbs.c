@@ -289,9 +289,9 @@ void split_tools_print_load(const struct model *m, const struct split_profile *p
 		       lp.rho[k], v->cap);
 	}
 	if (o->packet)
-		printf("    %-10s %-5s service %9.1f us (front-end, kernel, packet handling)  rho "
-		       "%5.2f\n",
-		       "path", "sys", pl.sys_s * 1e6, lp.rho[pl.n]);
+		printf("    %-10s %-5s service %9.1f us (front-end, kernel, packet handling: %.0f "
+		       "frames; its wait counts in %.1f us)  rho %5.2f\n",
+		       "path", "sys", pl.sys_s * 1e6, pl.frames, pl.sys_w * 1e6, lp.rho[pl.n]);
 	printf("    %-10s %9.1f us (no queue)\n", "fixed", pl.fixed * 1e6);
 	printf("  predicted p50 %.1f us  p99 %.1f us  mean %.1f us  throughput %.0f responses/s "
 	       "(bottleneck %s, utilisation %.2f)\n",

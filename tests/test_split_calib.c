@@ -309,9 +309,9 @@ static void test_calib_compare(void **state)
 	split_cal_figures(&a, fa, NULL);
 	split_cal_figures(&b, fb, NULL);
 	/* judged on the host's p50 there (no-load time and excess), the excess alone shown */
-	assert_true(fabs(fb[9] - 2 * fa[9]) < 1e-12 && fabs(fb[6] - fa[6] - fa[9]) < 1e-12);
-	assert_true(fabs(split_cal_compare(&a, &b, NULL) - fa[9] / fb[6]) < 1e-9);
-	assert_true(fa[9] / fb[6] > 0.1); /* as the truth's curve has it: a difference, seen */
+	assert_true(fabs(fb[11] - 2 * fa[11]) < 1e-12 && fabs(fb[6] - fa[6] - fa[11]) < 1e-12);
+	assert_true(fabs(split_cal_compare(&a, &b, NULL) - fa[11] / fb[6]) < 1e-9);
+	assert_true(fa[11] / fb[6] > 0.1); /* as the truth's curve has it: a difference, seen */
 	b = a;
 	b.v[SPLIT_P_NIC_STAGE] += 1e-6; /* the NIC's fixed microsecond: judged within its service */
 	split_cal_figures(&b, fb, NULL);
@@ -320,6 +320,21 @@ static void test_calib_compare(void **state)
 	b = a;
 	b.curve[SPLIT_CV_NIC_P50][3] *= 3; /* the NIC's p50 at 0.55 */
 	assert_true(split_cal_compare(&a, &b, NULL) > 0.1);
+	/* an 18-frame request: its work (sys.frame_s) and its wait (sys.frames_exp) judged */
+	b = a;
+	a.v[SPLIT_P_SYS_FRAME] = b.v[SPLIT_P_SYS_FRAME] = a.v[SPLIT_P_SYS_S] / 4;
+	assert_true(split_cal_compare(&a, &b, NULL) < 1e-12);
+	b.v[SPLIT_P_SYS_FRAME] = a.v[SPLIT_P_SYS_S] / 8; /* 4.5 sys.s against 2.75 */
+	split_cal_figures(&a, fa, NULL);
+	split_cal_figures(&b, fb, NULL);
+	assert_true(fabs(fa[8] - 4.5 * a.v[SPLIT_P_SYS_S]) < 1e-15);
+	assert_true(fabs(split_cal_compare(&a, &b, NULL) - 1.75 / 4.5) < 1e-9);
+	b = a;
+	b.v[SPLIT_P_SYS_FRAMES] = 0; /* the wait of a 4-frame request, not 4.5 times it */
+	split_cal_figures(&b, fb, NULL);
+	assert_true(fabs(fa[9] - fa[0] - 4.5 * fa[10]) < 1e-15 &&
+		    fabs(fb[9] - fb[0] - fb[10]) < 1e-15);
+	assert_true(split_cal_compare(&a, &b, NULL) > 0);
 	assert_true(fabs(split_cal_range(v, 5) - 0.2) < 1e-12);
 	assert_true(split_cal_range(v, 1) == 0);
 }
