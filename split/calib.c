@@ -206,6 +206,7 @@ void split_cal_figures(const struct split_profile *pr, double fig[SPLIT_CAL_FIGU
 	 * 1.9 us in two calibrations in a row: 48% apart, 0.9% of the service) */
 	const double host_s = pr->v[SPLIT_P_HOST_REQ] + pr->v[SPLIT_P_HOST_SCALE] * 100e-6;
 	const double nic_s = pr->v[SPLIT_P_NIC_STAGE] + pr->v[SPLIT_P_NIC_SCALE] * 100e-6;
+	double wait18;
 
 	fig[0] = pr->v[SPLIT_P_PATH_FIXED];
 	fig[1] = pr->v[SPLIT_P_PATH_NIC];
@@ -220,10 +221,8 @@ void split_cal_figures(const struct split_profile *pr, double fig[SPLIT_CAL_FIGU
 	fig[6] = host_s + fig[11];
 	fig[7] = nic_s + fig[12];
 	/* a request of 18 frames (calibrate's cal-sys-wide): the path's work, and its p50 there */
-	fig[8] = pr->v[SPLIT_P_SYS_FRAME] < 0
-		     ? pr->v[SPLIT_P_SYS_S] * 18 / 4
-		     : pr->v[SPLIT_P_SYS_S] + 14 * pr->v[SPLIT_P_SYS_FRAME];
-	fig[9] = fig[0] + fig[10] * pow(18.0 / 4, pr->v[SPLIT_P_SYS_FRAMES]);
+	split_sys_service(pr, 18, &fig[8], &wait18);
+	fig[9] = fig[0] + wait18 * split_curve_at(pr, SPLIT_CV_SYS_P50, 0.55);
 	for (int i = 0; names && i < SPLIT_CAL_FIGURES; i++)
 		names[i] = nm[i];
 }

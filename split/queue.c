@@ -161,6 +161,23 @@ double split_host_excess(const struct split_profile *pr, bool p99, double s, dou
 	       fmax(0, split_wait_quantile(&a, u / s, q) - split_wait_quantile(&b, u / ref, q));
 }
 
+void split_sys_service(const struct split_profile *pr, double frames, double *work, double *wait)
+{
+	const double s = pr->v[SPLIT_P_SYS_S], per = pr->v[SPLIT_P_SYS_FRAME];
+
+	if (!(frames > 0)) { /* in process: no path */
+		*work = *wait = 0;
+		return;
+	}
+	*work = fmax(0, per < 0 ? s * frames / 4 : s + per * (frames - 4));
+	/* the wait a request's frames meet: a request of 18 frames and no compute (10,000 u8
+	 * inputs) waited less at a utilisation of 0.25-0.85 than the 4-frame calibration one
+	 * (179-513 us against 215-831, 2026-11-29), where sys.s x 18 / 4 put it at 532-37,414:
+	 * what the path waits for comes per request (wake-ups, the cores changing hands), not per
+	 * frame. calibrate --packet measures the exponent (split/calib.h). */
+	*wait = s * pow(frames / 4, pr->v[SPLIT_P_SYS_FRAMES]);
+}
+
 static void pk_load(const struct split_pipeline *pl, double rps, struct pk_state *st)
 {
 	const struct split_profile *pr = pl->pr;
@@ -625,18 +642,7 @@ static void build_pipeline(const struct split_problem *p, const struct model *m,
 						 : v->own;
 	}
 	pl->frames = frames;
-	pl->sys_s = pr->v[SPLIT_P_SYS_FRAME] < 0
-			? pr->v[SPLIT_P_SYS_S] * frames / 4
-			: pr->v[SPLIT_P_SYS_S] + pr->v[SPLIT_P_SYS_FRAME] * (frames - 4);
-	if (o->packet && pl->sys_s < 0)
-		pl->sys_s = 0;
-	/* the wait a request's frames meet: a request of 18 frames and no compute (10,000 u8
-	 * inputs) waited less at a utilisation of 0.25-0.85 than the 4-frame calibration one
-	 * (179-513 us against 215-831, 2026-11-29), where sys.s x 18 / 4 put it at 532-37,414:
-	 * what the path waits for comes per request (wake-ups, the cores changing hands), not per
-	 * frame. calibrate --packet measures the exponent (split/calib.h). */
-	pl->sys_w =
-	    frames > 0 ? pr->v[SPLIT_P_SYS_S] * pow(frames / 4, pr->v[SPLIT_P_SYS_FRAMES]) : 0;
+	split_sys_service(pr, frames, &pl->sys_s, &pl->sys_w);
 	head = pr->v[SPLIT_P_LINK_BURST] * 8 / (gbps * 1e9);
 	link_server(pl, "link-up", up, head, cap_of(pr->v[SPLIT_P_LINK_LIMIT], up_bytes));
 	link_server(pl, "link-down", down, head, cap_of(pr->v[SPLIT_P_LINK_LIMIT], down_bytes));

@@ -419,6 +419,13 @@ double split_poll_wait(double sleep_max, double late, double rate, double d);
 double split_host_excess(const struct split_profile *pr, bool p99, double s, double u,
 			 uint32_t cap);
 
+/*
+ * The packet path's work for a request of `frames` frames (sys.s for a calibration request's 4,
+ * sys.frame_s for each further one; sys.frame_s < 0: sys.s / 4 each) and the service its wait
+ * counts in (sys.s x (frames / 4)^sys.frames_exp); both 0 for no frames (in process).
+ */
+void split_sys_service(const struct split_profile *pr, double frames, double *work, double *wait);
+
 #define SPLIT_MAX_SERVERS 8
 
 /*
