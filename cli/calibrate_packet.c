@@ -97,6 +97,8 @@ struct cal {
 	double cap[MAX_POOL][4]; /* open-loop capacity of sys, host, host2, sys-wide */
 	struct sweep_point nicpt[MAX_POOL][N_NIC];
 	struct sweep_point grid[MAX_POOL][SPLIT_CAL__COUNT][SPLIT_GRID_MAX];
+	struct sweep_point sys_base[MAX_POOL]; /* sys at the nic series' lowest rate */
+	struct split_cal_obs base;	       /* its medians: printed, not fitted */
 	struct sweep_point valid[MAX_POOL][N_VALID];
 	double valid_rps[N_VALID];
 	struct sweep_point wide[MAX_POOL][N_VALID]; /* sys-wide at the utilisations valid_u */
@@ -505,18 +507,35 @@ static void fit_capacity(struct cal *c)
 static const unsigned series_model[SPLIT_CAL__COUNT] = {M_SYS, M_HOST, M_NIC};
 static const char *const series_name[SPLIT_CAL__COUNT] = {"sys", "host", "nic"};
 
-/* The grid's loads of each series and host2's checks, round r (the series interleaved). */
+/*
+ * The rate of sys's light-load point: the nic series' lowest, where path.coproc_s is fitted
+ * against path.fixed_s (from sys's lowest utilisation, 0.10: ~5,000/s). Printed beside the
+ * series, not fitted: it shows what the path costs at the rate the coproc term is taken (four
+ * calibrations fitted path.coproc_s at -27 to -54 us, 2026-11-29; docs/split-planning.md).
+ */
+static double sys_base_rps(const struct cal *c, const struct split_cal_series *s)
+{
+	return c->pr->grid[0] / split_cal_service(&s[SPLIT_CAL_NIC], SPLIT_CAL_NIC);
+}
+
+/* sys at its light-load point, the grid's loads of each series and host2's checks, round r
+ * (the series interleaved). */
 static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
 {
 	const struct split_profile *pr = c->pr;
+	const double base_rps = sys_base_rps(c, s);
+	int ret = client(c, c->mod[M_SYS].path, base_rps, count_for(base_rps, c->o->duration),
+			 &c->sys_base[r]);
 
+	if (ret)
+		return ret;
 	for (uint32_t i = 0; i < pr->n_grid; i++)
 		for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++) {
 			const double rps = pr->grid[i] / split_cal_service(&s[k], k);
 			struct sweep_point *pt = &c->grid[r][k][i];
-			int ret = client(c, c->mod[series_model[k]].path, rps,
-					 count_for(rps, c->o->duration), pt);
 
+			ret = client(c, c->mod[series_model[k]].path, rps,
+				     count_for(rps, c->o->duration), pt);
 			if (ret)
 				return ret;
 			pt->load = rps;
@@ -524,9 +543,8 @@ static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
 				usleep(300000); /* let a full queue drain */
 		}
 	for (uint32_t v = 0; v < N_VALID; v++) {
-		int ret = client(c, c->mod[M_HOST2].path, c->valid_rps[v],
-				 count_for(c->valid_rps[v], c->o->duration), &c->valid[r][v]);
-
+		ret = client(c, c->mod[M_HOST2].path, c->valid_rps[v],
+			     count_for(c->valid_rps[v], c->o->duration), &c->valid[r][v]);
 		if (!ret)
 			ret = client(c, c->mod[M_WIDE].path, c->wide_rps[v],
 				     count_for(c->wide_rps[v], c->o->duration), &c->wide[r][v]);
@@ -615,6 +633,16 @@ static void print_series(const struct cal *c, const struct split_cal_series *s)
 			       "fallback %5.1f%%  MODELED p50 %9.1f us\n",
 			       pr->grid[i], o->rps, o->p50 * 1e6, o->p99 * 1e6, 100 * o->answered,
 			       100 * o->fallback, p.p50 * 1e6);
+		}
+		if (k == SPLIT_CAL_SYS && c->base.rps > 0) {
+			const struct split_cal_obs *o = &c->base;
+			struct split_load_pred p;
+
+			split_pipeline_predict(&s[k].pl, o->rps, &p);
+			printf(
+			    "    at the nic series' lowest rate (shown, not fitted) %6.0f/s: p50 "
+			    "%8.1f us p99 %8.1f us answered %5.1f%%  MODELED p50 %8.1f us\n",
+			    o->rps, o->p50 * 1e6, o->p99 * 1e6, 100 * o->answered, p.p50 * 1e6);
 		}
 	}
 }
@@ -796,6 +824,13 @@ static int attempt(struct cal *c)
 			observe(pts, c->n, c->pr->grid[i] / split_cal_service(&s[k], k),
 				&s[k].o[i]);
 		}
+	{
+		const struct sweep_point *pts[MAX_POOL];
+
+		for (uint32_t r = 0; r < c->n; r++)
+			pts[r] = &c->sys_base[r];
+		observe(pts, c->n, sys_base_rps(c, s), &c->base);
+	}
 	{
 		const double worst = split_cal_fit(c->pr, s);
 
