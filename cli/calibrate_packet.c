@@ -59,7 +59,7 @@ static const uint32_t nic_fit_hidden[][4] = {
 };
 #define N_NIC (sizeof(nic_fit_hidden) / sizeof(nic_fit_hidden[0]))
 
-enum { M_SYS, M_HOST, M_HOST2, M_NIC, M_WIDE, M__COUNT };
+enum { M_SYS, M_HOST, M_HOST2, M_NIC, M_WIDE, M_COPROC, M__COUNT };
 
 static const struct {
 	const char *name;
@@ -70,6 +70,8 @@ static const struct {
     [M_HOST2] = {"cal-host2", CAL_IN, {1024, 1024}, CAL_CLASS, 0},
     [M_NIC] = {"cal-nic", CAL_IN, {64, 1024, 1024}, CAL_CLASS, 1},
     [M_WIDE] = {"cal-sys-wide", CAL_WIDE_IN, {32, 16}, CAL_OUT, 0},
+    /* a co-processor plan whose chain is short (two small layers): path.coproc_s */
+    [M_COPROC] = {"cal-coproc", CAL_IN, {64, 64}, CAL_CLASS, 1},
 };
 
 static const double valid_u[N_VALID] = {0.25, 0.55, 0.85};
@@ -99,6 +101,7 @@ struct cal {
 	struct sweep_point grid[MAX_POOL][SPLIT_CAL__COUNT][SPLIT_GRID_MAX];
 	struct sweep_point sys_base[MAX_POOL]; /* sys at the nic series' lowest rate */
 	struct split_cal_obs base;	       /* its medians: printed, not fitted */
+	struct sweep_point hop[MAX_POOL];      /* cal-coproc at the same rate: path.coproc_s */
 	struct sweep_point valid[MAX_POOL][N_VALID];
 	double valid_rps[N_VALID];
 	struct sweep_point wide[MAX_POOL][N_VALID]; /* sys-wide at the utilisations valid_u */
@@ -260,7 +263,7 @@ static int model_pipeline(struct cal *c, unsigned k)
 
 static int start_servers(struct cal *c)
 {
-	char nicmod[N_NIC + 1][320], hostmod[M__COUNT][340], execs[16], *args[120];
+	char nicmod[N_NIC + 2][320], hostmod[M__COUNT][340], execs[16], *args[120];
 	char nic_opt[SWEEP_OPT_LEN];
 	struct sweep_host_args host;
 	size_t n = 0;
@@ -271,10 +274,14 @@ static int start_servers(struct cal *c)
 		args[n++] = "--model";
 		args[n++] = nicmod[g];
 	}
-	snprintf(nicmod[N_NIC], sizeof(nicmod[N_NIC]), "%s@%u", c->mod[M_NIC].path,
-		 cal_models[M_NIC].split);
-	args[n++] = "--model";
-	args[n++] = nicmod[N_NIC];
+	for (unsigned k = 0; k < 2; k++) {
+		const unsigned m = k ? M_COPROC : M_NIC;
+
+		snprintf(nicmod[N_NIC + k], sizeof(nicmod[N_NIC + k]), "%s@%u", c->mod[m].path,
+			 cal_models[m].split);
+		args[n++] = "--model";
+		args[n++] = nicmod[N_NIC + k];
+	}
 	snprintf(execs, sizeof(execs), "%u", c->o->executors);
 	args[n++] = "--notify-host";
 	args[n++] = "--executors";
@@ -508,18 +515,19 @@ static const unsigned series_model[SPLIT_CAL__COUNT] = {M_SYS, M_HOST, M_NIC};
 static const char *const series_name[SPLIT_CAL__COUNT] = {"sys", "host", "nic"};
 
 /*
- * The rate of sys's light-load point: the nic series' lowest, where path.coproc_s is fitted
- * against path.fixed_s (from sys's lowest utilisation, 0.10: ~5,000/s). Printed beside the
- * series, not fitted: it shows what the path costs at the rate the coproc term is taken (four
- * calibrations fitted path.coproc_s at -27 to -54 us, 2026-11-29; docs/split-planning.md).
+ * The light-load rate: the nic series' lowest. cal-coproc (a short chain) is measured there
+ * and path.coproc_s fitted from it: taken from the nic series' long chain (220 us) it came out
+ * at -27 to -69 us in every calibration, where the sweeps' short chains cost about their chain
+ * beyond all-host (2026-11-30; docs/split-planning.md). sys is measured there too and printed
+ * beside its series, not fitted: what the path costs at that rate.
  */
 static double sys_base_rps(const struct cal *c, const struct split_cal_series *s)
 {
 	return c->pr->grid[0] / split_cal_service(&s[SPLIT_CAL_NIC], SPLIT_CAL_NIC);
 }
 
-/* sys at its light-load point, the grid's loads of each series and host2's checks, round r
- * (the series interleaved). */
+/* sys and cal-coproc at the light-load rate, the grid's loads of each series and host2's checks,
+ * round r (the series interleaved). */
 static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
 {
 	const struct split_profile *pr = c->pr;
@@ -527,6 +535,9 @@ static int measure_grid(struct cal *c, uint32_t r, struct split_cal_series *s)
 	int ret = client(c, c->mod[M_SYS].path, base_rps, count_for(base_rps, c->o->duration),
 			 &c->sys_base[r]);
 
+	if (!ret)
+		ret = client(c, c->mod[M_COPROC].path, base_rps,
+			     count_for(base_rps, c->o->duration), &c->hop[r]);
 	if (ret)
 		return ret;
 	for (uint32_t i = 0; i < pr->n_grid; i++)
@@ -614,7 +625,8 @@ static void spread_of(struct cal *c)
 		}
 }
 
-static void print_series(const struct cal *c, const struct split_cal_series *s)
+static void print_series(const struct cal *c, const struct split_cal_series *s,
+			 const struct split_cal_series *hop)
 {
 	const struct split_profile *pr = c->pr;
 
@@ -639,11 +651,22 @@ static void print_series(const struct cal *c, const struct split_cal_series *s)
 			struct split_load_pred p;
 
 			split_pipeline_predict(&s[k].pl, o->rps, &p);
-			printf(
-			    "    at the nic series' lowest rate (shown, not fitted) %6.0f/s: p50 "
-			    "%8.1f us p99 %8.1f us answered %5.1f%%  MODELED p50 %8.1f us\n",
-			    o->rps, o->p50 * 1e6, o->p99 * 1e6, 100 * o->answered, p.p50 * 1e6);
+			printf("    at the nic series' lowest rate (path.coproc_s is taken against "
+			       "it) %6.0f/s: p50 "
+			       "%8.1f us p99 %8.1f us answered %5.1f%%  MODELED p50 %8.1f us\n",
+			       o->rps, o->p50 * 1e6, o->p99 * 1e6, 100 * o->answered, p.p50 * 1e6);
 		}
+	}
+	{
+		const struct split_cal_obs *o = &hop->o[0];
+		struct split_load_pred p;
+
+		split_pipeline_predict(&hop->pl, o->rps, &p);
+		printf("  hop (%s, chain %.1f us; path.coproc_s: its excess over the path at this "
+		       "rate) %6.0f/s: p50 %8.1f "
+		       "us p99 %8.1f us answered %5.1f%%  MODELED p50 %8.1f us\n",
+		       c->mod[M_COPROC].m->name, split_cal_service(hop, SPLIT_CAL_NIC) * 1e6,
+		       o->rps, o->p50 * 1e6, o->p99 * 1e6, 100 * o->answered, p.p50 * 1e6);
 	}
 }
 
@@ -784,7 +807,7 @@ static void fit_frames(struct cal *c)
 static int attempt(struct cal *c)
 {
 	const uint32_t R = c->o->rounds, r0 = c->r0;
-	struct split_cal_series s[SPLIT_CAL__COUNT];
+	struct split_cal_series s[SPLIT_CAL__COUNT], hop = {0};
 	int ret = 0;
 
 	for (uint32_t r = r0; r < r0 + R && !ret; r++) {
@@ -805,6 +828,8 @@ static int attempt(struct cal *c)
 		ret = -EINVAL;
 	if (!ret && model_pipeline(c, M_WIDE))
 		ret = -EINVAL;
+	if (!ret && !(ret = model_pipeline(c, M_COPROC)))
+		hop.pl = c->mod[M_COPROC].pl;
 	for (uint32_t v = 0; v < N_VALID && !ret; v++) {
 		c->valid_rps[v] = valid_u[v] / c->mod[M_HOST2].pl.srv[0].s;
 		c->wide_rps[v] = valid_u[v] / c->mod[M_WIDE].pl.sys_s;
@@ -830,11 +855,14 @@ static int attempt(struct cal *c)
 		for (uint32_t r = 0; r < c->n; r++)
 			pts[r] = &c->sys_base[r];
 		observe(pts, c->n, sys_base_rps(c, s), &c->base);
+		for (uint32_t r = 0; r < c->n; r++)
+			pts[r] = &c->hop[r];
+		observe(pts, c->n, sys_base_rps(c, s), &hop.o[0]);
 	}
 	{
-		const double worst = split_cal_fit(c->pr, s);
+		const double worst = split_cal_fit(c->pr, s, &hop, &c->base);
 
-		print_series(c, s);
+		print_series(c, s, &hop);
 		printf("fit: path.fixed_s %.1f us, path.coproc_s %+.1f us; the MODELED p50 meets "
 		       "the MEASURED one within %.1f%% at every fitted point\n",
 		       c->pr->v[SPLIT_P_PATH_FIXED] * 1e6, c->pr->v[SPLIT_P_PATH_COPROC] * 1e6,

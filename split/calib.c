@@ -128,32 +128,57 @@ static void isotonic(double *y, uint32_t n, double sign)
 			y[i++] = sign * val[k];
 }
 
-double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_CAL__COUNT])
+/* The co-processor term from hop beside the path measured at its rate (ref): what hop's p50
+ * exceeds the path's by beyond what the model puts between them (path.fixed_s cancels). */
+static double hop_term(struct split_cal_series *hop, struct split_cal_series *sys,
+		       const struct split_cal_obs *ref)
+{
+	const double saved = sys->pl.fixed;
+	double t;
+
+	sys->pl.fixed = 0;
+	t = base_of(hop) - (ref->p50 - predicted(sys, ref->rps, W_P50));
+	sys->pl.fixed = saved;
+	return t;
+}
+
+double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_CAL__COUNT],
+		     struct split_cal_series *hop, const struct split_cal_obs *ref)
 {
 	double worst = 0;
 
 	for (unsigned k = 0; k < SPLIT_CAL__COUNT; k++)
 		s[k].pl.pr = pr;
+	if (hop)
+		hop->pl.pr = pr;
 	/* the host curves are the host series': a longer stage adds its own queue beyond them */
 	pr->v[SPLIT_P_HOST_CURVE] = split_cal_service(&s[SPLIT_CAL_HOST], SPLIT_CAL_HOST);
 	for (int pass = 0; pass < 3; pass++) {
+		struct split_cal_series *const co = hop ? hop : &s[SPLIT_CAL_NIC];
+
 		pr->curve[SPLIT_CV_SYS_P50][0] = 0;
 		pr->v[SPLIT_P_PATH_FIXED] = fmax(0, base_of(&s[SPLIT_CAL_SYS]));
 		s[SPLIT_CAL_SYS].pl.fixed = s[SPLIT_CAL_HOST].pl.fixed = pr->v[SPLIT_P_PATH_FIXED];
-		s[SPLIT_CAL_NIC].pl.fixed = pr->v[SPLIT_P_PATH_FIXED] + pr->v[SPLIT_P_PATH_COPROC];
+		s[SPLIT_CAL_NIC].pl.fixed = co->pl.fixed =
+		    pr->v[SPLIT_P_PATH_FIXED] + pr->v[SPLIT_P_PATH_COPROC];
 		fit_kind(pr, &s[SPLIT_CAL_SYS], SPLIT_CV_SYS_P50, SPLIT_CV_SYS_P99,
 			 SPLIT_CV_SYS_ANS, W_ANSWERED, 1);
 		fit_kind(pr, &s[SPLIT_CAL_HOST], SPLIT_CV_HOST_P50, SPLIT_CV_HOST_P99,
 			 SPLIT_CV_HOST_ANS, W_ANSWERED, 0);
 		for (uint32_t i = 0; i < pr->n_grid; i++)
 			solve_point(pr, SPLIT_CV_NIC_FB, i, &s[SPLIT_CAL_NIC], W_FALLBACK, 1);
-		pr->curve[SPLIT_CV_NIC_P50][0] = 0;
+		if (!hop || !pass) /* with hop, a start: the nic series fits it below */
+			pr->curve[SPLIT_CV_NIC_P50][0] = 0;
 		pr->v[SPLIT_P_PATH_COPROC] =
 		    fmin(1, fmax(-pr->v[SPLIT_P_PATH_FIXED],
-				 base_of(&s[SPLIT_CAL_NIC]) - pr->v[SPLIT_P_PATH_FIXED]));
-		s[SPLIT_CAL_NIC].pl.fixed = pr->v[SPLIT_P_PATH_FIXED] + pr->v[SPLIT_P_PATH_COPROC];
+				 hop && ref ? hop_term(hop, &s[SPLIT_CAL_SYS], ref)
+					    : base_of(co) - pr->v[SPLIT_P_PATH_FIXED]));
+		s[SPLIT_CAL_NIC].pl.fixed = co->pl.fixed =
+		    pr->v[SPLIT_P_PATH_FIXED] + pr->v[SPLIT_P_PATH_COPROC];
+		/* with the hop taken from its own plan, the nic series' lowest load is a point of
+		 * its curve like the others (no lower than 0: a chain hides no path) */
 		fit_kind(pr, &s[SPLIT_CAL_NIC], SPLIT_CV_NIC_P50, SPLIT_CV_NIC_P99, SPLIT_CV_NIC_FB,
-			 W_FALLBACK, 1);
+			 W_FALLBACK, hop ? 0 : 1);
 	}
 	for (unsigned c = 0; c < SPLIT_CV__COUNT; c++)
 		isotonic(pr->curve[c], pr->n_grid,

@@ -40,17 +40,24 @@ struct split_cal_series {
 double split_cal_service(const struct split_cal_series *s, unsigned k);
 
 /*
- * Fit path.fixed_s and path.coproc_s (from the lowest load of the SYS and NIC series, where
- * their p50 curves are 0 by definition; neither fixed delay below 0) and every curve of pr, point
- * by point, so that each series' MODELED p50, p99 and shares at its measured loads equal the
- * measurements: each value by bisection, the kinds in turn, three passes (each series also crosses
- * the other kinds' servers). A measurement the model cannot reach within the curves' ranges (below
- * the no-load time, say) leaves the curve at its bound. Then each curve is made monotone in the
- * load (isotonic regression: waits and fallback never fall, answered shares never rise as the load
- * rises). Returns the largest relative difference left between a MODELED and a MEASURED p50
- * over the points.
+ * Fit path.fixed_s and path.coproc_s and every curve of pr, point by point, so that each
+ * series' MODELED p50, p99 and shares at its measured loads equal the measurements: each value
+ * by bisection, the kinds in turn, three passes (each series also crosses the other kinds'
+ * servers). path.fixed_s comes from the SYS series' lowest load, where its p50 curve is 0 by
+ * definition (never below 0). path.coproc_s comes from hop's o[0] when hop is not NULL: a
+ * co-processor plan with a short chain measured at one light load (the nic series' long chain
+ * hid some 40-60 us of the path that short chains pay, 2026-11-30; docs/split-planning.md),
+ * and the NIC series' p50 curve is then fitted from its lowest load too; with ref (the SYS
+ * series' plan measured at hop's rate) it is hop's excess over that path beyond the model's,
+ * so that an error of the model at that rate (its wake-ups, 20-60 us) stays out of the term;
+ * without hop, from the NIC series' lowest load, whose p50 curve point is 0. A measurement the
+ * model cannot reach within the curves' ranges (below the no-load time, say) leaves the curve at
+ * its bound. Then each curve is made monotone in the load (isotonic regression: waits and fallback
+ * never fall, answered shares never rise as the load rises). Returns the largest relative
+ * difference left between a MODELED and a MEASURED p50 over the series' points.
  */
-double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_CAL__COUNT]);
+double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_CAL__COUNT],
+		     struct split_cal_series *hop, const struct split_cal_obs *ref);
 
 /* The relative range (max - min) / median of n > 0 values; 0 for n < 2 or a median of 0. */
 double split_cal_range(const double *v, uint32_t n);

@@ -114,7 +114,7 @@ static void test_calib_fit_reproduces(void **state)
 	truth(&t);
 	/* "measure" with the true profile at the grid's utilisations of each kind */
 	measure(st, sf, &t, &f);
-	worst = split_cal_fit(&f, sf);
+	worst = split_cal_fit(&f, sf, NULL, NULL);
 	assert_true(worst < 0.01);
 	assert_true(fabs(f.v[SPLIT_P_PATH_FIXED] - 40e-6) < 0.5e-6);
 	assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] - 7e-6) < 0.5e-6);
@@ -133,7 +133,7 @@ static void test_calib_fit_reproduces(void **state)
 	/* a spike in one measurement (a descheduled round) leaves the curves monotone */
 	sf[SPLIT_CAL_HOST].o[3].p50 *= 4;
 	sf[SPLIT_CAL_SYS].o[2].answered = 0.5;
-	split_cal_fit(&f, sf);
+	split_cal_fit(&f, sf, NULL, NULL);
 	for (uint32_t i = 1; i < f.n_grid; i++) {
 		assert_true(f.curve[SPLIT_CV_HOST_P50][i] >= f.curve[SPLIT_CV_HOST_P50][i - 1]);
 		assert_true(f.curve[SPLIT_CV_SYS_ANS][i] <= f.curve[SPLIT_CV_SYS_ANS][i - 1]);
@@ -163,7 +163,7 @@ static void test_calib_fit_wake(void **state)
 	t.v[SPLIT_P_POLL_HOST] = t.v[SPLIT_P_POLL_NIC] = 20e-6;
 	t.v[SPLIT_P_POLL_WAKE] = 40e-6;
 	measure(st, sf, &t, &f);
-	assert_true(split_cal_fit(&f, sf) < 0.01);
+	assert_true(split_cal_fit(&f, sf, NULL, NULL) < 0.01);
 	assert_true(fabs(f.v[SPLIT_P_PATH_FIXED] - 40e-6) < 0.5e-6);
 	assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] - 7e-6) < 0.5e-6);
 	/* the sleeps cost the low loads more than the busy servers' model says */
@@ -177,6 +177,60 @@ static void test_calib_fit_wake(void **state)
 		st[SPLIT_CAL_HOST].pl.pr = &b;
 		split_pipeline_predict(&st[SPLIT_CAL_HOST].pl, sf[SPLIT_CAL_HOST].o[0].rps, &pb);
 		assert_true(pa.p50 > pb.p50 + 5e-6);
+	}
+}
+
+/*
+ * path.coproc_s from a short chain's plan (hop): the nic series' long chain measured 30 us below
+ * what the true profile gives at every load (a chain that hides part of the path) no longer
+ * drags the co-processor term below the truth; without hop it does.
+ */
+static void test_calib_fit_hop(void **state)
+{
+	struct split_profile t, f;
+	struct split_cal_series st[SPLIT_CAL__COUNT], sf[SPLIT_CAL__COUNT], ht, hf;
+	struct split_load_pred p;
+
+	(void)state;
+	truth(&t);
+	measure(st, sf, &t, &f);
+	ht = st[SPLIT_CAL_NIC];
+	ht.pl.srv[1].s = ht.pl.srv[1].own = 40e-6;
+	hf = sf[SPLIT_CAL_NIC];
+	hf.pl.srv[1] = ht.pl.srv[1];
+	split_pipeline_predict(&ht.pl, sf[SPLIT_CAL_NIC].o[0].rps, &p);
+	hf.o[0] = (struct split_cal_obs){.rps = sf[SPLIT_CAL_NIC].o[0].rps,
+					 .p50 = p.p50,
+					 .p99 = p.p99,
+					 .answered = p.answered,
+					 .fallback = p.fallback};
+	/* measured as the truth: the same fit, whichever point the term comes from (from the
+	 * curves a first fit leaves: an overloaded point whose p99 does not see the NIC's curve
+	 * is solved to its bound, and where that lands moves with the start) */
+	split_cal_fit(&f, sf, NULL, NULL);
+	assert_true(split_cal_fit(&f, sf, &hf, NULL) < 0.01);
+	assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] - 7e-6) < 0.5e-6);
+	assert_true(f.curve[SPLIT_CV_NIC_P50][0] < 1e-3);
+	/* the long chain 30 us faster than the truth at every load */
+	for (uint32_t i = 0; i < t.n_grid; i++)
+		sf[SPLIT_CAL_NIC].o[i].p50 -= 30e-6;
+	split_cal_fit(&f, sf, &hf, NULL);
+	assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] - 7e-6) < 0.5e-6);
+	assert_true(f.curve[SPLIT_CV_NIC_P50][0] >= 0);
+	split_cal_fit(&f, sf, NULL, NULL);
+	assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] + 23e-6) < 0.5e-6);
+	/* the path at hop's rate 50 us slower than the model says (its wake-ups), hop as well:
+	 * with the path measured there (ref) the term is the co-processor's own */
+	{
+		struct split_cal_obs ref = {.rps = hf.o[0].rps, .answered = 1};
+
+		split_pipeline_predict(&st[SPLIT_CAL_SYS].pl, ref.rps, &p);
+		ref.p50 = p.p50 + 50e-6;
+		hf.o[0].p50 += 50e-6;
+		split_cal_fit(&f, sf, &hf, NULL);
+		assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] - 57e-6) < 0.5e-6);
+		split_cal_fit(&f, sf, &hf, &ref);
+		assert_true(fabs(f.v[SPLIT_P_PATH_COPROC] - 7e-6) < 0.5e-6);
 	}
 }
 
@@ -369,6 +423,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_calib_fit_reproduces),
 	    cmocka_unit_test(test_calib_fit_wake),
+	    cmocka_unit_test(test_calib_fit_hop),
 	    cmocka_unit_test(test_calib_host_curve_time),
 	    cmocka_unit_test(test_calib_profile_curves),
 	    cmocka_unit_test(test_calib_compare),
