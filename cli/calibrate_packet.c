@@ -100,7 +100,7 @@ struct cal {
 	struct sweep_point nicpt[MAX_POOL][N_NIC];
 	struct sweep_point grid[MAX_POOL][SPLIT_CAL__COUNT][SPLIT_GRID_MAX];
 	struct sweep_point sys_base[MAX_POOL]; /* sys at the nic series' lowest rate */
-	struct split_cal_obs base;	       /* its medians: printed, not fitted */
+	struct split_cal_obs base;	       /* its medians: path.coproc_s's reference */
 	struct sweep_point hop[MAX_POOL];      /* cal-coproc at the same rate: path.coproc_s */
 	struct sweep_point valid[MAX_POOL][N_VALID];
 	double valid_rps[N_VALID];

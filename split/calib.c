@@ -176,7 +176,7 @@ double split_cal_fit(struct split_profile *pr, struct split_cal_series s[SPLIT_C
 		s[SPLIT_CAL_NIC].pl.fixed = co->pl.fixed =
 		    pr->v[SPLIT_P_PATH_FIXED] + pr->v[SPLIT_P_PATH_COPROC];
 		/* with the hop taken from its own plan, the nic series' lowest load is a point of
-		 * its curve like the others (no lower than 0: a chain hides no path) */
+		 * its curve like the others (no lower than 0) */
 		fit_kind(pr, &s[SPLIT_CAL_NIC], SPLIT_CV_NIC_P50, SPLIT_CV_NIC_P99, SPLIT_CV_NIC_FB,
 			 W_FALLBACK, hop ? 0 : 1);
 	}
