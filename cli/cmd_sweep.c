@@ -549,6 +549,9 @@ static const struct conf_opt sweep_opts[] = {
     CONF_FLAG_ROW("normalize", SWEEP_OPT(po.normalize),
 		  "--plot: bars over the unsplit (all-host) latency"),
     CONF_STR_ROW("json", "FILE", SWEEP_OPT(po.json), NULL, "every point as JSON"),
+    CONF_STR_ROW(
+	"replay", "FILE.json", SWEEP_OPT(po.replay), NULL,
+	"--packet: a recorded sweep's --json, its MEASURED points predicted again (no lab)"),
     CONF_STR_ROW("images", "IDX", SWEEP_OPT(po.images), NULL, "the inputs (default: random)"),
     CONF_STR_ROW("npy", "FILE", SWEEP_OPT(po.images), NULL, "f32 inputs"),
     CONF_LONG_ROW("count", "N", SWEEP_OPT(count), 1, 100000, "5", "in process: inputs"),
@@ -587,12 +590,16 @@ const struct conf_cmd cmd_sweep_spec = {
 	     "[--normalize] [--json FILE] [--images IDX | --npy FILE] [--count N]\n"
 	     "MODEL --packet [--load R,...|Fx,...] [--duration S] [--rounds N] "
 	     "[--splits K,...,host] [--platform emu|lcore] [OPTIONS]\n"
-	     "MODEL --packet --servers ADDR [--netns NS] --split K|host [OPTIONS]",
+	     "MODEL --packet --servers ADDR [--netns NS] --split K|host [OPTIONS]\n"
+	     "MODEL --packet --replay FILE.json [--profile P] [--json FILE] [--plot FILE]",
 	     "every single split and the planner's choice, in process or over the packet path",
 	     sweep_opts, 1, 1, sweep_opt),
     .notes = "--link-gbps: rates of the host <-> NIC link (packet: tc tbf, 'none' for unshaped);\n"
 	     "--load: offered requests/s (open loop, Poisson), or Fx: F times the all-host\n"
-	     "capacity measured first at each rate.\n"};
+	     "capacity measured first at each rate.\n"
+	     "--replay: the MEASURED points of an earlier `sweep --packet --json` with the\n"
+	     "MODELED figures of this build and --profile (another calibration, a changed\n"
+	     "model), scored the same way; no lab, no root.\n"};
 
 int cmd_sweep(int argc, char **argv)
 {
@@ -618,8 +625,15 @@ int cmd_sweep(int argc, char **argv)
 			"splitnic sweep: --servers goes with --packet and --split K|host\n");
 		return 2;
 	}
-	if (!o.packet && (po->n_load || po->servers || o.splits)) {
-		fprintf(stderr, "splitnic sweep: --load, --servers, --split(s) need --packet\n");
+	if (!o.packet && (po->n_load || po->servers || o.splits || po->replay)) {
+		fprintf(stderr,
+			"splitnic sweep: --load, --servers, --split(s), --replay need --packet\n");
+		return 2;
+	}
+	if (po->replay && (po->n_load || po->servers || o.splits || o.link)) {
+		fprintf(stderr,
+			"splitnic sweep: --replay takes the link rates, loads and splits "
+			"from its file: not with --link-gbps, --load, --split(s), --servers\n");
 		return 2;
 	}
 	if ((po->plot && conf_output_ok("sweep", "--plot", po->plot)) ||

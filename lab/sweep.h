@@ -26,6 +26,7 @@ struct sweep_pk_opts {
 	const char *model_path;
 	const char *images; /* IDX inputs for the client; NULL: random tensors of the model's */
 	const char *json;   /* --json FILE */
+	const char *replay; /* --replay FILE: a recorded sweep's --json, predicted again */
 	const char *plot;   /* --plot FILE */
 	bool normalize;	    /* --normalize: bars over the all-host bar of their panel */
 	double rate[SWEEP_MAX_BW]; /* Gbit/s on the host <-> NIC link; 0: not shaped */

@@ -372,7 +372,7 @@ static bool wanted(const struct sweep_pk_opts *o, uint32_t k)
 	return !o->n_splits;
 }
 
-static int candidates(struct pk *p)
+int pk_candidates(struct pk *p)
 {
 	const struct model *m = p->m;
 
@@ -408,6 +408,53 @@ static int candidates(struct pk *p)
 	return 0;
 }
 
+static void pk_free(struct pk *p)
+{
+	for (uint32_t j = 0; p->cand && j < p->n_cand; j++) {
+		free(p->cand[j].pt);
+		free(p->cand[j].rnd);
+	}
+	free(p->cand);
+	plan_measured_free(&p->pm);
+}
+
+/* --replay: the file's MEASURED points, the MODELED ones of this build and profile (no lab). */
+static int replay(const struct model *m, const struct split_profile *pr,
+		  const struct sweep_pk_opts *o)
+{
+	struct sweep_pk_opts ro = *o;
+	struct pk p = {.m = m, .o = &ro, .pr = *pr};
+	char err[512];
+	bool recorded;
+	int ret;
+
+	sweep_lab_poll(&p.pr, o->host_opt, o->nic_opt);
+	ret = pk_replay_load(&p, &ro);
+	recorded = p.pm.n > 0;
+	if (!ret && !recorded &&
+	    (ret = plan_measure(m, pr, SWEEP_OP_ROUNDS, PLAN_MEASURE_TIMES, o->executors, &p.pm,
+				err, sizeof(err))) != 0)
+		fprintf(stderr, "splitnic sweep: %s\n", err);
+	if (!ret)
+		ret = predict(&p);
+	if (!ret) {
+		printf(
+		    "replayed: the MEASURED points of %s, as recorded; the MODELED figures, the "
+		    "planner's choice and the model's ranking computed now by this build's model "
+		    "with this run's profile, each op priced at %s\n",
+		    o->replay,
+		    recorded ? "its CPU time as the file records it"
+			     : "its CPU time measured in process now (the file records none)");
+		pk_report_text(&p);
+		if (o->json)
+			ret = pk_report_json(&p);
+		if (!ret && o->plot)
+			ret = pk_report_plot(&p);
+	}
+	pk_free(&p);
+	return ret ? 1 : 0;
+}
+
 int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 		     const struct sweep_pk_opts *o)
 {
@@ -416,11 +463,13 @@ int sweep_packet_run(const struct model *m, const struct split_profile *pr,
 	bool need_cap = false;
 	int ret;
 
+	if (o->replay)
+		return replay(m, pr, o);
 	for (uint32_t l = 0; l < o->n_load; l++)
 		need_cap |= o->load_rel[l];
 	if (!o->servers) /* the lab's servers poll as their options say */
 		sweep_lab_poll(&p.pr, o->host_opt, o->nic_opt);
-	ret = candidates(&p);
+	ret = pk_candidates(&p);
 	if (ret)
 		goto out;
 	{
@@ -488,12 +537,7 @@ out_sig:
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 out:
-	for (uint32_t j = 0; p.cand && j < p.n_cand; j++) {
-		free(p.cand[j].pt);
-		free(p.cand[j].rnd);
-	}
-	free(p.cand);
-	plan_measured_free(&p.pm);
+	pk_free(&p);
 	return ret ? 1 : 0;
 }
 

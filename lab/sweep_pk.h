@@ -44,6 +44,17 @@ const char *pk_cand_name(const struct pk *p, uint32_t k, char *buf, size_t len);
 /* The lab link's token bucket depth (bytes) at r Gbit/s; 0: not shaped. */
 double pk_lab_burst(double r);
 
+/* The candidates: every split where the NIC can take over on the packet path (and all-host
+ * first), those of --split/--splits when given; their points allocated. 0, or -errno. */
+int pk_candidates(struct pk *p);
+
+/* --replay (lab/sweep_replay.c): ro (the sweep's options, ro->replay the file) takes the
+ * recorded sweep's rates, loads, splits and platform; p its candidates (pk_candidates), loads,
+ * capacities and MEASURED points, its servers' polling into p->pr, and into p->pm the ops'
+ * timings its predictions priced (p->pm.n 0 when the file has none). 0, or -errno after a
+ * message naming what in the file is wrong. */
+int pk_replay_load(struct pk *p, struct sweep_pk_opts *ro);
+
 /* The measured points against the model: the table on standard output, --json, --plot (0, or
  * -errno after a message). */
 void pk_report_text(struct pk *p);

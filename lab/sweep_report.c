@@ -342,6 +342,18 @@ int pk_report_json(const struct pk *p)
 
 	root = sweep_json_root(p->m->name, "packet", pk_method);
 	json_object_set_new(root, "platform", json_string(p->o->platform));
+	if (p->o->replay)
+		json_object_set_new(root, "replayed_from", json_string(p->o->replay));
+	{ /* what the MODELED figures priced the ops at (--replay takes them again) */
+		json_t *ops = json_array(), *suf = json_array();
+
+		for (uint32_t k = 0; k < p->pm.n; k++)
+			json_array_append_new(ops, jreal(p->pm.cpu_op_s[k] * 1e6));
+		for (uint32_t k = 0; p->pm.n && k <= p->pm.n; k++)
+			json_array_append_new(suf, jreal(p->pm.nic_suffix_s[k] * 1e6));
+		json_object_set_new(root, "cpu_op_us", ops);
+		json_object_set_new(root, "nic_suffix_us", suf);
+	}
 	json_object_set_new(root, "poll_nic_sleep_us", jreal(1e6 * p->pr.v[SPLIT_P_POLL_NIC]));
 	json_object_set_new(root, "poll_host_sleep_us", jreal(1e6 * p->pr.v[SPLIT_P_POLL_HOST]));
 	json_object_set_new(root, "poll_wake_late_us", jreal(1e6 * p->pr.v[SPLIT_P_POLL_WAKE]));

@@ -62,9 +62,34 @@ expect "2" "--objective: latency, p99 or throughput, got 'fastest'" -- "$S" plan
 expect "2" "--load: up to 8 requests/s" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --load 100,,2x
 expect "2" "--link-gbps: up to 8 positive numbers or none" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --link-gbps 1,
 expect "2" "--duration: seconds" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --duration 0
-expect "2" "--load, --servers, --split\(s\) need --packet" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --load 100
+expect "2" "--load, --servers, --split\(s\), --replay need --packet" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --load 100
 expect "2" "--servers goes with --packet and --split" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --servers 10.0.0.1
 expect "2" "--splits/--split: ops where the packet path can hand over .* got '8,host'" -- "$S" sweep "$B/models/fmnist-bcnn.snm" --packet --splits 8,host
+# sweep --replay: a recorded packet sweep's file, checked before anything is predicted
+F=$B/models/fmnist-bcnn.snm
+pt='"k":13,"split":"all-host","measured":{"p50_us":150,"p99_us":900,"mean_us":200,"throughput_rps":199,"requests":400,"responses":398,"errors":2,"busy":2,"timeouts":0,"answered_by_nic":0,"host_fallback":0}'
+printf '{"model":"fmnist-bcnn","mode":"packet","platform":"emu","rates":[{"link_gbps":null,"loads":[{"offered_rps":200,"splits":[{%s}]}]}]}' "$pt" >"$tmp/r-ok.json"
+printf '{"model":"fmnist-bmlp","mode":"packet","rates":[]}' >"$tmp/r-model.json"
+printf '{"model":"fmnist-bcnn","mode":"in-process","rates":[]}' >"$tmp/r-mode.json"
+sed 's/"k":13/"k":3/' "$tmp/r-ok.json" >"$tmp/r-k.json"
+sed 's/"responses":398/"responses":401/' "$tmp/r-ok.json" >"$tmp/r-count.json"
+expect "2" "--load, --servers, --split\(s\), --replay need --packet" -- "$S" sweep "$F" --replay "$tmp/r-ok.json"
+expect "2" "--replay takes the link rates, loads and splits from its file" -- "$S" sweep "$F" --packet --replay "$tmp/r-ok.json" --load 100
+expect "1" "--replay .*bad.json: line 1" -- "$S" sweep "$F" --packet --replay "$tmp/bad.json"
+expect "1" "--replay .*: a sweep of model 'fmnist-bmlp', not of fmnist-bcnn" -- "$S" sweep "$F" --packet --replay "$tmp/r-model.json"
+expect "1" "--replay .*: not the --json of a packet sweep" -- "$S" sweep "$F" --packet --replay "$tmp/r-mode.json"
+expect "1" "--replay .*: a point whose split \(\"k\"\) is not one of fmnist-bcnn's" -- "$S" sweep "$F" --packet --replay "$tmp/r-k.json"
+expect "1" "--replay .*: rate 1, load 1, point 1: its \"measured\" counts are missing or do not add up" -- "$S" sweep "$F" --packet --replay "$tmp/r-count.json"
+# and a well-formed one is replayed without root or a lab: its point, MODELED beside it
+if "$S" sweep "$F" --packet --replay "$tmp/r-ok.json" --json "$tmp/r-out.json" >"$tmp/r.txt" 2>"$tmp/r.err" &&
+	grep -q '^SWEEP mode=packet model=fmnist-bcnn gbps=0 load=200.0 planner=.* measured_p50_us=150.0 ' "$tmp/r.txt" &&
+	grep -q 'its CPU time measured in process now (the file records none)' "$tmp/r.txt" &&
+	/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); p=j["rates"][0]["loads"][0]["splits"][0]; sys.exit(not (p["measured"]["responses"] == 398 and p["predicted"]["label"] == "MODELED" and p["predicted"]["p50_us"] > 0 and len(j["cpu_op_us"]) == 13))' "$tmp/r-out.json"; then
+	echo "ok: sweep --replay of a hand-written sweep file: its point as written, MODELED beside it"
+else
+	echo "FAIL: sweep --replay of a well-formed file:"; sed 's/^/    /' "$tmp/r.err" "$tmp/r.txt" | head -20
+	fail=1
+fi
 expect "2" "--platform: emu or lcore, got 'nfp'" -- "$S" calibrate --packet --platform nfp
 expect "2" "no --model" -- "$S" serve
 expect "1" "serve: .*missing.snm" -- "$S" serve --model "$tmp/missing.snm"

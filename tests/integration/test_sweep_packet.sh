@@ -12,6 +12,8 @@
 #      predicted (by the NIC + by the fallback = answered), the measured best and the model's
 #      ranking per load, the plot says MODELED and marks the planner's choice and the measured
 #      best; the lab is gone afterwards;
+#      The same sweep replayed (`sweep --replay`, no lab): its measurements unchanged and, with
+#      the same profile and the ops priced as recorded, its predictions and choices again;
 #   3. plan --measure 2: the plan file carries the measured figures and `splitnic run --plan`
 #      takes it. How well the planner does is a timing figure (make bench-split), not asserted
 #      here.
@@ -105,6 +107,30 @@ sys.exit(1 if bad or len(pts) != 4 else 0)
 EOF
 grep -q 'planner' "$tmp/sweep.svg" && grep -q 'MEASURED best' "$tmp/sweep.svg" ||
 	fail "the plot does not mark the planner's choice and the measured best"
+# the same sweep replayed (no lab): the file's measurements as they were, and with the same
+# profile and the ops priced as recorded, the same predictions and the same planner's choices
+"$S" sweep "$CNN" --packet --replay "$tmp/sweep.json" --json "$tmp/replay.json" >"$tmp/replay.txt" \
+	2>"$tmp/replay.err" || { cat "$tmp/replay.err"; fail "splitnic sweep --replay"; }
+grep -q '^replayed: .* its CPU time as the file records it$' "$tmp/replay.txt" ||
+	fail "the replay does not say it priced the ops as the sweep recorded them"
+$PY - "$tmp/sweep.json" "$tmp/replay.json" <<'EOF' || fail "the replay does not reproduce the sweep"
+import json, math, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+bad = [] if b.get("replayed_from") == sys.argv[1] else ["replayed_from"]
+bad += [] if a["cpu_op_us"] == b["cpu_op_us"] and len(a["cpu_op_us"]) == 13 else ["cpu_op_us"]
+for ra, rb in zip(a["rates"], b["rates"]):
+    for la, lb in zip(ra["loads"], rb["loads"]):
+        bad += [] if la["planner"] == lb["planner"] else [("planner", la["offered_rps"])]
+        for sa, sb in zip(la["splits"], lb["splits"]):
+            bad += [] if sa["measured"] == sb["measured"] else [("measured", sa["split"])]
+            for k, v in sa["predicted"].items():
+                w = sb["predicted"][k]
+                if v != w and not (isinstance(v, float) and math.isclose(v, w, rel_tol=1e-9)):
+                    bad.append((sa["split"], k, v, w))
+print(f"replay: {sum(len(l['splits']) for r in b['rates'] for l in r['loads'])} points as "
+      f"measured, predictions as the sweep's{': ' + str(bad[:4]) if bad else ''}")
+sys.exit(1 if bad else 0)
+EOF
 
 # --- 3. plan --measure: the model's best 2 splits measured, the best measured written -----------
 "$S" plan "$CNN" --load 200 --measure 2 --duration 0.3 --rounds 1 --tag "$tag" -o "$tmp/m.plan" \
@@ -115,5 +141,5 @@ grep -q '^measured_p50_us [0-9.]*$' "$tmp/m.plan" && grep -q '^measured_answered
 "$S" run "$CNN" --images "$IMG" --count 4 --plan "$tmp/m.plan" >/dev/null 2>"$tmp/run.err" ||
 	fail "splitnic run --plan does not take the measured plan: $(cat "$tmp/run.err")"
 ip netns list | grep -q "snsw-$tag-" && fail "plan --measure left its namespaces behind"
-echo "pass: the ACTIVATIONs go through the tbf-shaped host <-> NIC link, frame for frame; a packet sweep measures, predicts (labelled MODELED, shares included) and cleans up; plan --measure writes the best measured split"
+echo "pass: the ACTIVATIONs go through the tbf-shaped host <-> NIC link, frame for frame; a packet sweep measures, predicts (labelled MODELED, shares included) and cleans up, and its replay reproduces its predictions; plan --measure writes the best measured split"
 exit 0
