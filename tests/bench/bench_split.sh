@@ -13,12 +13,15 @@
 #      start and all-host, emu NIC, link rates $SPLIT_RATES Gbit/s (tc tbf), offered loads
 #      $SPLIT_LOADS (multiples of the all-host capacity measured first at each rate), Poisson
 #      arrivals, $SPLIT_DURATION s a point in each of $SPLIT_ROUNDS interleaved rounds;
-#   3. tests/bench/bench_split_score.py per group (project, held-out): per model, rate and load
+#   3. the sweeps predicted again from the first calibration (`splitnic sweep --replay`, the
+#      groups project-cal1 and heldout-cal1): the same measurements, the other profile;
+#   4. tests/bench/bench_split_score.py per group (project, held-out): per model, rate and load
 #      (a case) the measured best split (goodput first: under 99% answered never wins; ties
 #      within 3% or the rounds' spread), whether the planner's choice, always all-host and
 #      `plan --measure 3` (replayed on the sweep's measurements) are within 5% of it; the median
-#      p50 prediction error over unsaturated points; the answered share's error;
-#   4. tests/bench/bench_link.sh: the shaped link's delay against the transfer time.
+#      p50 prediction error over unsaturated points; the answered share's error; and how far the
+#      two calibrations' predictions of the same points are apart (--agree);
+#   5. tests/bench/bench_link.sh: the shaped link's delay against the transfer time.
 # Figures to $BENCH_JSONL; logs, sweeps' text, JSON and plots in $B/bench-split/. Needs root.
 # A reduced run (checks the machinery, not the figures): SPLIT_MODELS="fmnist-bcnn"
 # SPLIT_HELDOUT=0 SPLIT_RATES=1 SPLIT_LOADS=0.3x SPLIT_ROUNDS=1 SPLIT_DURATION=0.5
@@ -90,12 +93,25 @@ for g in "${groups[@]}"; do
 	scored+=("${g%%:*}:$W/sweep-$name.json")
 done
 
+# the same measurements predicted from the first calibration (sweep --replay: no lab, the ops
+# priced as the sweep priced them): how much the choice of calibration moves the predictions
+mkdir -p "$W/cal1"
+agree=()
+for g in "${groups[@]}"; do
+	m=${g#*:} name=$(basename "${g#*:}" .snm)
+	"$S" sweep "$m" --packet --replay "$W/sweep-$name.json" --profile "$W/packet-1.profile" \
+		--json "$W/cal1/sweep-$name.json" >"$W/cal1/sweep-$name.txt" 2>"$W/cal1/sweep-$name.err" ||
+		{ tail -5 "$W/cal1/sweep-$name.err"; echo "bench_split: sweep --replay $name failed"; exit 1; }
+	scored+=("${g%%:*}-cal1:$W/cal1/sweep-$name.json")
+	case " ${agree[*]} " in *" ${g%%:*} "*) ;; *) agree+=(--agree "${g%%:*}" "${g%%:*}-cal1") ;; esac
+done
+
 t1=$(date +%s)
 method="tests/bench/bench_split.sh: splitnic sweep --packet, link $RATES Gbit/s (tc tbf) x loads \
 $LOADS (x all-host capacity), emu NIC, Poisson, $DURATION s x $ROUNDS interleaved rounds a point; \
 profile from calibrate + calibrate --packet ${CAL_OPTS:-(defaults)}; scored against the \
 MEASURED points (goodput first, ties within 3% or the rounds' spread); $((t1 - t0)) s in all"
-$PY tests/bench/bench_split_score.py "$BENCH_JSONL" "$method" "${scored[@]}" \
+$PY tests/bench/bench_split_score.py "$BENCH_JSONL" "$method" "${scored[@]}" "${agree[@]}" \
 	${cal:+--cal-compare "$cal"} || exit 1
 echo "two calibrate --packet runs in a row: largest difference ${cal:-?}% (target <= 10%)"
 echo "make bench-split took $((t1 - t0)) s"

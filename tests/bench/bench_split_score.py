@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Scores splitnic sweep --packet JSON reports against their MEASUREMENTS (never the model).
 
-usage: bench_split_score.py JSONL METHOD GROUP:SWEEP.json... [--cal-compare FILE]
+usage: bench_split_score.py JSONL METHOD GROUP:SWEEP.json... [--cal-compare PCT]
+                            [--agree GROUP_A GROUP_B]...
 
 A case is a model at one link rate and offered load. Per case, from the measured points only:
   - the measured best: goodput first (a split answering < 99% of what was offered never wins
@@ -16,6 +17,10 @@ A case is a model at one link rate and offered load. Per case, from the measured
 Prediction errors: |MODELED - MEASURED| / MEASURED of the p50 over unsaturated points (MEASURED
 answered >= 99% and MODELED bottleneck utilisation < 0.95) and over all answered points; the
 answered share's error in points at every point.
+--agree A B: the same measurements predicted twice (group B: `splitnic sweep --replay` of group
+A's sweeps with another calibration's profile, as make bench-split does with the first of its two
+calibrations): in how many cases both choose the same split, and how far apart their MODELED p50s
+(over points unsaturated in the measurement and in both predictions) and answered shares are.
 Figures are printed and appended to JSONL, one group (project, held-out) at a time.
 """
 import json
@@ -154,20 +159,62 @@ def score(group, files):
     return figs
 
 
+def agree(a, b, files_a, files_b):
+    """Two profiles' predictions of the same measurements (b replays a's sweeps)."""
+    by_model = {json.load(open(f))["model"]: f for f in files_b}
+    same = cases = 0
+    diffs, ans = [], []
+    for fa in files_a:
+        ja = json.load(open(fa))
+        if ja["model"] not in by_model:
+            continue
+        jb = json.load(open(by_model[ja["model"]]))
+        for ra, rb in zip(ja["rates"], jb["rates"]):
+            for la, lb in zip(ra["loads"], rb["loads"]):
+                cases += 1
+                same += la["planner"] == lb["planner"]
+                pb = {s["split"]: s["predicted"] for s in lb["splits"]}
+                for s in la["splits"]:
+                    q, m = pb.get(s["split"]), s["measured"]
+                    if q is None:
+                        continue
+                    p = s["predicted"]
+                    ans.append(abs(p["answered_share"] - q["answered_share"]))
+                    if (share(m) >= MIN_ANS and max(p["bottleneck_rho"], q["bottleneck_rho"]) < 0.95
+                            and p["p50_us"] and q["p50_us"]):
+                        diffs.append(abs(p["p50_us"] - q["p50_us"]) / q["p50_us"])
+    if not cases:
+        return []
+    med = 100 * statistics.median(diffs) if diffs else float("nan")
+    print(f"== {a} against {b}: the same measurements, predicted from two calibrations")
+    print(f"the same split chosen in {same} of {cases} cases; MODELED p50s {med:.1f}% apart "
+          f"(median over {len(diffs)} unsaturated points, the largest "
+          f"{100 * max(diffs) if diffs else float('nan'):.1f}%); answered shares within "
+          f"{100 * max(ans):.1f} points")
+    return [(f"split_{a}_calibrations_same_choice", 100 * same / cases, "%"),
+            (f"split_{a}_calibrations_pred_diff_median", med, "%"),
+            (f"split_{a}_calibrations_answered_diff_max", 100 * max(ans), "points")]
+
+
 def main():
     jsonl, method = sys.argv[1], sys.argv[2]
-    groups, cal = {}, None
+    groups, cal, pairs = {}, None, []
     args = sys.argv[3:]
     while args:
         a = args.pop(0)
         if a == "--cal-compare":
             cal = float(args.pop(0))
             continue
+        if a == "--agree":
+            pairs.append((args.pop(0), args.pop(0)))
+            continue
         g, f = a.split(":", 1)
         groups.setdefault(g, []).append(f)
     figs = []
     for g, files in groups.items():
         figs += score(g, files)
+    for a, b in pairs:
+        figs += agree(a, b, groups.get(a, []), groups.get(b, []))
     if cal is not None:
         figs.append(("split_calibrations_largest_difference", cal, "%"))
     with open(jsonl, "a") as f:
