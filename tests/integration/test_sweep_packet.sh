@@ -117,7 +117,8 @@ $PY - "$tmp/sweep.json" "$tmp/replay.json" <<'EOF' || fail "the replay does not 
 import json, math, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 bad = [] if b.get("replayed_from") == sys.argv[1] else ["replayed_from"]
-bad += [] if a["cpu_op_us"] == b["cpu_op_us"] and len(a["cpu_op_us"]) == 13 else ["cpu_op_us"]
+bad += [] if len(a["cpu_op_us"]) == len(b["cpu_op_us"]) == 13 and all(
+    math.isclose(x, y, rel_tol=1e-12) for x, y in zip(a["cpu_op_us"], b["cpu_op_us"])) else ["cpu_op_us"]
 for ra, rb in zip(a["rates"], b["rates"]):
     for la, lb in zip(ra["loads"], rb["loads"]):
         bad += [] if la["planner"] == lb["planner"] else [("planner", la["offered_rps"])]
